@@ -1,0 +1,1 @@
+"""Types and policies every Hyperloom tool shares: evidence, errors, toolchain, workspace."""

@@ -1,0 +1,1 @@
+"""correctness_gate: candidate outputs against references, under a tolerance declared in advance."""

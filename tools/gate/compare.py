@@ -1,0 +1,206 @@
+"""Element-wise comparison of one chunk of a candidate against its reference.
+
+Semantics (evaluated in float64): an element matches when |c − r| ≤ atol + rtol·|r|, or, when
+max_ulp is set and the dtype is floating point, when c lies within max_ulp ULPs of r. NaN follows
+the policy ('forbid': every NaN is a mismatch; 'match': NaN must meet NaN). ±Inf must equal the
+reference exactly. −0.0 equals 0.0.
+
+Speed: a fast pass in the input's own precision (float32 for float16 and float32) accepts most
+elements against a threshold shrunk by a safety margin, so it never accepts an element that the
+float64 rule rejects. Every element it does not accept is decided again, exactly, in float64.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hyperloom.tools.gate.models import Tolerance
+
+# The fast pass's threshold is shrunk by this factor: it outweighs the float32/float64 rounding
+# of |c − r| and of atol + rtol·|r| (a few units of 2^-24 at most).
+_SAFETY = 1.0 - 2.0**-20
+
+
+@dataclass(frozen=True)
+class MismatchRow:
+    flat_index: int
+    candidate: int | float
+    reference: int | float
+    abs_error: float | None
+    ulp: int | None
+
+
+@dataclass
+class ChunkStats:
+    """What one chunk contributes to a case's verdict; chunks merge in any order."""
+
+    mismatches: int = 0
+    finite_pairs: int = 0
+    max_abs: float = 0.0
+    has_rel: bool = False
+    max_rel: float = 0.0
+    ulp_pairs: int = 0
+    max_ulp: int = 0
+    nan_candidate: int = 0
+    nan_reference: int = 0
+    inf_candidate: int = 0
+    inf_reference: int = 0
+    first: list[MismatchRow] = field(default_factory=list)
+
+    def merge(self, other: ChunkStats, keep: int) -> ChunkStats:
+        return ChunkStats(
+            mismatches=self.mismatches + other.mismatches,
+            finite_pairs=self.finite_pairs + other.finite_pairs,
+            max_abs=max(self.max_abs, other.max_abs),
+            has_rel=self.has_rel or other.has_rel,
+            max_rel=max(self.max_rel, other.max_rel),
+            ulp_pairs=self.ulp_pairs + other.ulp_pairs,
+            max_ulp=max(self.max_ulp, other.max_ulp),
+            nan_candidate=self.nan_candidate + other.nan_candidate,
+            nan_reference=self.nan_reference + other.nan_reference,
+            inf_candidate=self.inf_candidate + other.inf_candidate,
+            inf_reference=self.inf_reference + other.inf_reference,
+            first=sorted(self.first + other.first, key=lambda row: row.flat_index)[:keep],
+        )
+
+
+def compare_chunk(candidate: np.ndarray, reference: np.ndarray, tolerance: Tolerance, start: int, keep: int) -> ChunkStats:
+    """Compare two flat chunks of one dtype; `start` is the chunk's flat offset in the array."""
+    if candidate.dtype != reference.dtype or candidate.shape != reference.shape:
+        raise ValueError("compare_chunk needs two chunks of one dtype and length")  # a caller bug, not input
+    with np.errstate(all="ignore"):
+        if candidate.dtype.kind == "f":
+            return _float_chunk(candidate, reference, tolerance, start, keep)
+        return _integer_chunk(candidate, reference, tolerance, start, keep)
+
+
+# ---------------------------------------------------------------- floating point
+
+
+def _round_down(value: float, work: type[np.floating]) -> np.floating:
+    rounded = work(value)
+    return np.nextafter(rounded, work(0)) if float(rounded) > value else rounded
+
+
+def ordered_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Integers that order like the floats (−0.0 and 0.0 share a key), and the magnitude bits."""
+    bits = values.view(np.dtype(f"i{values.dtype.itemsize}"))
+    mag = bits & np.array(np.iinfo(bits.dtype).max, dtype=bits.dtype)
+    sign = bits >> (8 * values.dtype.itemsize - 1)  # 0 or −1
+    return (mag ^ sign) - sign, mag
+
+
+def ulp_distance(keys_a: np.ndarray, keys_b: np.ndarray) -> np.ndarray:
+    """|a − b| in ULPs, as unsigned integers (wrap-around subtraction is exact here)."""
+    unsigned = np.dtype(f"u{keys_a.dtype.itemsize}")
+    return np.where(keys_a >= keys_b, keys_a - keys_b, keys_b - keys_a).view(unsigned)
+
+
+def _exponent_mask(dtype: np.dtype) -> int:
+    info = np.finfo(dtype)
+    return ((1 << (8 * dtype.itemsize - 1)) - 1) ^ ((1 << info.nmant) - 1)
+
+
+def _float_chunk(c: np.ndarray, r: np.ndarray, tol: Tolerance, start: int, keep: int) -> ChunkStats:
+    work = np.float64 if c.dtype.itemsize == 8 else np.float32
+    cw = c.astype(work, copy=False)
+    rw = r.astype(work, copy=False)
+
+    # Fast pass: accept |c − r| ≤ (atol + rtol·|r|)·SAFETY, computed in `work` precision.
+    abs_ref = np.abs(rw)
+    threshold = abs_ref * _round_down(tol.rtol * _SAFETY, work)
+    threshold += _round_down(tol.atol * _SAFETY, work)
+    np.clip(threshold, 0, np.finfo(work).max, out=threshold)  # inf thresholds never accept
+    diff = cw - rw
+    np.abs(diff, out=diff)
+    accepted = diff <= threshold  # NaN and inf−inf compare False: decided below
+
+    stats = ChunkStats(max_abs=float(np.max(diff, where=accepted, initial=0)))
+    stats.has_rel = bool(np.max(abs_ref, where=accepted, initial=0) > 0)
+    if stats.has_rel:
+        np.copyto(abs_ref, np.inf, where=abs_ref == 0)
+        relative = np.divide(diff, abs_ref, out=abs_ref)
+        stats.max_rel = float(np.max(relative, where=accepted, initial=0))
+        if math.isinf(stats.max_rel):  # float32 overflow of a huge ratio: redo in float64
+            wide = accepted & (rw != 0)
+            stats.max_rel = float(np.max(np.abs(c[wide].astype(np.float64) - r[wide]) / np.abs(r[wide].astype(np.float64))))
+
+    # ULP distances and special-value counts from the bit patterns.
+    keys_c, mag_c = ordered_keys(c)
+    keys_r, mag_r = ordered_keys(r)
+    exponent = np.array(_exponent_mask(c.dtype), dtype=mag_c.dtype)
+    finite_c = mag_c < exponent
+    finite_r = mag_r < exponent
+    finite = finite_c & finite_r
+    ulps = ulp_distance(keys_c, keys_r)
+    stats.finite_pairs = stats.ulp_pairs = int(np.count_nonzero(finite))
+    stats.max_ulp = int(np.max(ulps, where=finite, initial=0))
+    stats.nan_candidate = int(np.count_nonzero(mag_c > exponent))
+    stats.nan_reference = int(np.count_nonzero(mag_r > exponent))
+    stats.inf_candidate = c.size - int(np.count_nonzero(finite_c)) - stats.nan_candidate
+    stats.inf_reference = r.size - int(np.count_nonzero(finite_r)) - stats.nan_reference
+
+    # Exact pass, in float64, over everything the fast pass did not accept.
+    pending = np.flatnonzero(~accepted)
+    if pending.size == 0:
+        return stats
+    cs = c[pending].astype(np.float64)
+    rs = r[pending].astype(np.float64)
+    both_finite = finite[pending]
+    abs_err = np.abs(cs - rs)
+    match = both_finite & (abs_err <= tol.atol + tol.rtol * np.abs(rs))
+    if tol.max_ulp is not None:
+        match |= both_finite & (ulps[pending] <= tol.max_ulp)
+    nan_c, nan_r = np.isnan(cs), np.isnan(rs)
+    match |= ~both_finite & ~nan_c & ~nan_r & (cs == rs)  # ±Inf meets the same ±Inf
+    if tol.nan_policy == "match":
+        match |= nan_c & nan_r
+
+    if both_finite.any():
+        stats.max_abs = max(stats.max_abs, float(abs_err[both_finite].max()))
+        nonzero = both_finite & (rs != 0)
+        if nonzero.any():
+            stats.has_rel = True
+            stats.max_rel = max(stats.max_rel, float((abs_err[nonzero] / np.abs(rs[nonzero])).max()))
+
+    failed = np.flatnonzero(~match)
+    stats.mismatches = int(failed.size)
+    stats.first = [
+        MismatchRow(
+            flat_index=start + int(pending[i]),
+            candidate=float(cs[i]),
+            reference=float(rs[i]),
+            abs_error=float(abs_err[i]) if both_finite[i] else None,
+            ulp=int(ulps[pending[i]]) if both_finite[i] else None,
+        )
+        for i in failed[:keep]
+    ]
+    return stats
+
+
+# ---------------------------------------------------------------- integers and bool
+
+
+def _integer_chunk(c: np.ndarray, r: np.ndarray, tol: Tolerance, start: int, keep: int) -> ChunkStats:
+    if c.dtype.kind == "b":
+        c, r = c.view(np.uint8), r.view(np.uint8)
+    wide = np.uint64 if c.dtype == np.uint64 else np.int64
+    cw, rw = c.astype(wide, copy=False), r.astype(wide, copy=False)
+    abs_diff = np.where(cw >= rw, cw - rw, rw - cw).view(np.uint64).astype(np.float64)
+    abs_ref = np.abs(rw.astype(np.float64))
+    match = abs_diff <= tol.atol + tol.rtol * abs_ref
+
+    stats = ChunkStats(finite_pairs=c.size, max_abs=float(abs_diff.max(initial=0)))
+    nonzero = abs_ref > 0
+    if nonzero.any():
+        stats.has_rel = True
+        stats.max_rel = float((abs_diff[nonzero] / abs_ref[nonzero]).max())
+    failed = np.flatnonzero(~match)
+    stats.mismatches = int(failed.size)
+    stats.first = [
+        MismatchRow(start + int(i), int(c[i]), int(r[i]), float(abs_diff[i]), None) for i in failed[:keep]
+    ]
+    return stats

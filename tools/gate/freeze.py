@@ -1,0 +1,128 @@
+"""Frozen reference sets: reference outputs, their declared tolerance, and the sha256 of everything.
+
+A set is a folder holding `manifest.json` and one `.npy` per case. The gate refuses a set whose
+files or manifest changed after freezing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from hyperloom.core.atomic import staged_directory
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import measured
+from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.gate.models import FreezeRequest, FreezeResult, Tolerance
+from hyperloom.tools.gate.sources import NpyFile
+from hyperloom.validators.schemas import require_valid
+
+MANIFEST = "manifest.json"
+FORMAT = "hyperloom.reference_set/1"
+REFREEZE = "freeze the set again from the original outputs with `hyperloom gate freeze --overwrite`, or restore the original files"
+
+
+@dataclass(frozen=True)
+class FrozenSet:
+    folder: Path
+    tolerance: Tolerance
+    case_names: list[str]
+    reference_paths: list[Path]
+
+
+def freeze(request: FreezeRequest, workspace: Workspace) -> FreezeResult:
+    """Copy the references into a new set folder and write its manifest, all or nothing."""
+    out = workspace.resolve(request.out, must_exist=False)
+    if out.exists() and not request.overwrite:
+        raise HyperloomError(f"{request.out!r} already exists", "choose another --out folder, or pass overwrite to replace it")
+    if out.exists() and not (out / MANIFEST).is_file():
+        raise HyperloomError(
+            f"{request.out!r} exists and is not a reference set, so it is not overwritten",
+            "choose another --out folder",
+        )
+    names = request.case_names or [f"case{i}" for i in range(len(request.references))]
+    if len(names) != len(request.references) or len(set(names)) != len(names):
+        raise HyperloomError(
+            f"{len(names)} case names for {len(request.references)} references (names must be unique)",
+            "give one unique name per reference, or none",
+        )
+    sources = [NpyFile.open(workspace.resolve(ref, suffix=".npy"), f"reference {ref!r}") for ref in request.references]
+    inputs = [{"path": raw, "sha256": sha256_file(workspace.resolve(raw))} for raw in request.inputs]
+    tolerance = Tolerance(atol=request.atol, rtol=request.rtol, max_ulp=request.max_ulp, nan_policy=request.nan_policy)
+
+    with staged_directory(out) as staging:
+        cases = []
+        for index, (name, source) in enumerate(zip(names, sources, strict=True)):
+            file_name = f"ref_{index:03d}.npy"
+            shutil.copyfile(source.path, staging / file_name)
+            cases.append(
+                {
+                    "name": name,
+                    "file": file_name,
+                    "sha256": sha256_file(staging / file_name),
+                    "dtype": source.dtype.str,
+                    "shape": list(source.shape),
+                }
+            )
+        evidence = measured(
+            "gate.freeze",
+            inputs_sha256=combine_digests(
+                [c["sha256"] for c in cases] + [i["sha256"] for i in inputs] + [sha256_json(tolerance.model_dump())]
+            ),
+        )
+        manifest = {
+            "format": FORMAT,
+            "created_at": evidence.at.isoformat(),
+            "tolerance": tolerance.model_dump(),
+            "cases": cases,
+            "inputs": inputs,
+            "evidence": evidence.model_dump(mode="json"),
+        }
+        manifest["content_sha256"] = sha256_json(manifest)
+        (staging / MANIFEST).write_bytes(json.dumps(manifest, indent=2).encode() + b"\n")
+    return FreezeResult(
+        reference_set=workspace.relative(out),
+        manifest_sha256=manifest["content_sha256"],
+        cases=names,
+        tolerance=tolerance,
+        evidence=evidence,
+    )
+
+
+def load_reference_set(folder: Path, workspace: Workspace) -> FrozenSet:
+    """Read a set and prove it unchanged since freezing; any difference is an error."""
+    label = f"reference set {workspace.relative(folder)!r}"
+    manifest_path = folder / MANIFEST
+    if not manifest_path.is_file():
+        raise HyperloomError(f"{label} has no {MANIFEST}", "pass a folder written by `hyperloom gate freeze`")
+    try:
+        manifest = json.loads(manifest_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HyperloomError(f"{label}: {MANIFEST} is not valid JSON ({exc})", REFREEZE) from exc
+    require_valid("reference_set", manifest, label, REFREEZE)
+    claimed = manifest.pop("content_sha256")
+    if sha256_json(manifest) != claimed:
+        raise HyperloomError(f"{label}: {MANIFEST} was edited after freezing (its content hash no longer matches)", REFREEZE)
+    paths = []
+    for case in manifest["cases"]:
+        path = folder / case["file"]
+        if not path.is_file():
+            raise HyperloomError(f"{label}: reference file {case['file']} is missing", REFREEZE)
+        actual = sha256_file(path)
+        if actual != case["sha256"]:
+            raise HyperloomError(
+                f"{label}: {case['file']} (case {case['name']!r}) has sha256 {actual[:16]}…, "
+                f"but the manifest froze {case['sha256'][:16]}…; the reference was changed after freezing",
+                REFREEZE,
+            )
+        paths.append(path)
+    return FrozenSet(
+        folder=folder,
+        tolerance=Tolerance(**manifest["tolerance"]),
+        case_names=[case["name"] for case in manifest["cases"]],
+        reference_paths=paths,
+    )
+

@@ -1,0 +1,1 @@
+"""Checks of outside contracts: file formats Hyperloom writes and reads back."""
