@@ -1,0 +1,1 @@
+"""Protocol glue only: the stdio MCP server that exposes the tool catalog."""

@@ -1,0 +1,1 @@
+"""The `hyperloom` command line: the same functions and models as the MCP server."""

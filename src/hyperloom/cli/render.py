@@ -1,0 +1,77 @@
+"""Plain-text rendering of results for people; `--json` prints the models instead."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from hyperloom.core.evidence import Evidence
+from hyperloom.tools.gate.models import FreezeResult, GateResult
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    line = "  ".join("{:<%d}" % w for w in widths)
+    out = [line.format(*headers), line.format(*("-" * w for w in widths))]
+    out.extend(line.format(*(str(cell) for cell in row)) for row in rows)
+    return "\n".join(text.rstrip() for text in out)
+
+
+def _num(value: float | int | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def evidence_line(evidence: Evidence) -> str:
+    return (
+        f"{evidence.tag.value} by {evidence.source} on {evidence.device}, target {evidence.target}, "
+        f"at {evidence.at.isoformat(timespec='seconds')}, inputs sha256 {evidence.inputs_sha256[:16]}…"
+    )
+
+
+def gate_report(result: GateResult) -> str:
+    rows = [
+        (
+            case.name,
+            "PASS" if case.passed else "FAIL",
+            f"{case.mismatches}/{case.elements}",
+            _num(case.max_abs_error),
+            _num(case.max_rel_error),
+            _num(case.max_ulp),
+            f"{case.nan_count.candidate}/{case.nan_count.reference}",
+            f"{case.inf_count.candidate}/{case.inf_count.reference}",
+        )
+        for case in result.cases
+    ]
+    parts = [
+        table(["case", "verdict", "mismatches", "max abs", "max rel", "max ulp", "NaN c/r", "Inf c/r"], rows),
+        "",
+    ]
+    for case in result.cases:
+        if case.passed:
+            continue
+        parts.append(f"{case.name}: {case.reason}")
+        for row in case.first_mismatches:
+            extra = f"  abs {_num(row.abs_error)}" if row.abs_error is not None else ""
+            extra += f"  ulp {row.ulp}" if row.ulp is not None else ""
+            parts.append(f"  at {row.index}: candidate {row.candidate}  reference {row.reference}{extra}")
+    tol = result.tolerance
+    parts += [
+        f"tolerance: atol={tol.atol:g} rtol={tol.rtol:g} max_ulp={tol.max_ulp} nan_policy={tol.nan_policy}"
+        + (f" (frozen in {result.reference_set})" if result.reference_set else ""),
+        f"evidence: {evidence_line(result.evidence)}",
+        result.summary,
+    ]
+    return "\n".join(parts)
+
+
+def freeze_report(result: FreezeResult) -> str:
+    tol = result.tolerance
+    return "\n".join(
+        [
+            f"froze {len(result.cases)} reference(s) into {result.reference_set}: {', '.join(result.cases)}",
+            f"tolerance: atol={tol.atol:g} rtol={tol.rtol:g} max_ulp={tol.max_ulp} nan_policy={tol.nan_policy}",
+            f"manifest sha256: {result.manifest_sha256}",
+            f"evidence: {evidence_line(result.evidence)}",
+        ]
+    )

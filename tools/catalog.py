@@ -1,0 +1,83 @@
+"""The tools Hyperloom offers, described once for every front end (MCP server, CLI, Python API)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.freeze import freeze
+from hyperloom.tools.gate.models import FreezeRequest, FreezeResult, GateRequest, GateResult
+
+ProgressFn = Callable[[int, int], None]
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """One tool: its models, its function, and truthful behaviour hints."""
+
+    name: str
+    title: str
+    description: str
+    request: type[BaseModel]
+    result: type[BaseModel]
+    run: Callable[[Any, Workspace, ProgressFn | None], BaseModel]
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool = False
+
+
+def _freeze(request: FreezeRequest, workspace: Workspace, progress: ProgressFn | None) -> FreezeResult:
+    del progress  # freezing copies and hashes a few files; nothing to report along the way
+    return freeze(request, workspace)
+
+
+CATALOG: tuple[ToolDef, ...] = (
+    ToolDef(
+        name="correctness_gate",
+        title="Correctness gate",
+        description=(
+            "Decide whether candidate kernel outputs match their references under a tolerance declared in advance. "
+            "An element matches when |c - r| <= atol + rtol*|r| (or within max_ulp ULPs, when set); NaN follows "
+            "nan_policy; +/-Inf must match in sign and position. Give candidates and references as .npy paths inside "
+            "the workspace or small inline lists, one per case, or give a frozen reference_set (its tolerance is used). "
+            "Returns a verdict per case and overall, error statistics, the first mismatches, sha256 of both sides and "
+            "MEASURED evidence. A candidate that fails has no speed worth measuring: fix it before benchmarking."
+        ),
+        request=GateRequest,
+        result=GateResult,
+        run=run_gate,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+    ),
+    ToolDef(
+        name="gate_freeze",
+        title="Freeze a reference set",
+        description=(
+            "Freeze reference outputs with the tolerance declared for them, before any candidate is tried: copies "
+            "each reference .npy into a new folder and writes manifest.json with the tolerance and the sha256 of "
+            "every input and output. correctness_gate then takes reference_set=<folder> and refuses it if anything "
+            "changed. Refuses to replace an existing folder unless overwrite is true."
+        ),
+        request=FreezeRequest,
+        result=FreezeResult,
+        run=_freeze,
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    ),
+)
+
+
+def tool(name: str) -> ToolDef:
+    """The catalog entry called `name`."""
+    for entry in CATALOG:
+        if entry.name == name:
+            return entry
+    raise KeyError(name)
