@@ -109,11 +109,12 @@ def _float_chunk(c: np.ndarray, r: np.ndarray, tol: Tolerance, start: int, keep:
     cw = c.astype(work, copy=False)
     rw = r.astype(work, copy=False)
 
-    # Fast pass: accept |c − r| ≤ (atol + rtol·|r|)·SAFETY, computed in `work` precision.
+    # Fast pass: accept |c − r| ≤ (atol + rtol·|r|)·SAFETY − 2 subnormal steps, in `work` precision.
     abs_ref = np.abs(rw)
     threshold = abs_ref * _round_down(tol.rtol * _SAFETY, work)
-    threshold += _round_down(tol.atol * _SAFETY, work)
-    np.clip(threshold, 0, np.finfo(work).max, out=threshold)  # inf thresholds never accept
+    # Subnormal products and sums round by up to half a step: two steps less make up for both.
+    threshold += _round_down(tol.atol * _SAFETY, work) - 2 * np.finfo(work).smallest_subnormal
+    np.clip(threshold, 0, np.finfo(work).max, out=threshold)  # 0 still accepts exact equality; inf never accepts
     diff = cw - rw
     np.abs(diff, out=diff)
     accepted = diff <= threshold  # NaN and inf−inf compare False: decided below

@@ -22,6 +22,10 @@ def _num(value: float | int | None) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+def _value(value: float | int | str) -> str:
+    return f"{value:.9g}" if isinstance(value, float) else str(value)
+
+
 def evidence_line(evidence: Evidence) -> str:
     return (
         f"{evidence.tag.value} by {evidence.source} on {evidence.device}, target {evidence.target}, "
@@ -54,7 +58,7 @@ def gate_report(result: GateResult) -> str:
         for row in case.first_mismatches:
             extra = f"  abs {_num(row.abs_error)}" if row.abs_error is not None else ""
             extra += f"  ulp {row.ulp}" if row.ulp is not None else ""
-            parts.append(f"  at {row.index}: candidate {row.candidate}  reference {row.reference}{extra}")
+            parts.append(f"  at {row.index}: candidate {_value(row.candidate)}  reference {_value(row.reference)}{extra}")
     tol = result.tolerance
     parts += [
         f"tolerance: atol={tol.atol:g} rtol={tol.rtol:g} max_ulp={tol.max_ulp} nan_policy={tol.nan_policy}"

@@ -104,9 +104,9 @@ _VERSION_RE = re.compile(r"(\d+\.\d+(?:\.\d+)*)")
 
 
 def parse_version(output: str) -> tuple[str | None, str | None]:
-    """The version number and its line: prefer a line that says 'version'."""
+    """The version number and its line: prefer a line that says 'version' or 'release'."""
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    ranked = [line for line in lines if "version" in line.lower()] + lines
+    ranked = [line for line in lines if re.search(r"\b(version|release)\b", line, re.I)] + lines
     for line in ranked:
         if match := _VERSION_RE.search(line):
             return match.group(1), line

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Prepare a fresh Debian/Ubuntu machine: system packages, a virtual environment, the package.
+#   scripts/setup.sh           the package into .venv (enough for the gate demo)
+#   scripts/setup.sh --test    also the test extra, and LLVM 19 (AMDGPU assembler and compiler)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+with_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --test) with_tests=1 ;;
+    *) echo "setup.sh: unknown option $arg (use --test or nothing)" >&2; exit 2 ;;
+  esac
+done
+
+packages=()
+python3 -c 'import venv, ensurepip' 2>/dev/null || packages+=(python3-venv python3-pip)
+if [ "$with_tests" = 1 ]; then
+  command -v llvm-mc-19 >/dev/null || packages+=(llvm-19)
+  command -v clang-19 >/dev/null || packages+=(clang-19)
+  command -v ld.lld-19 >/dev/null || packages+=(lld-19)
+fi
+if [ "${#packages[@]}" -gt 0 ]; then
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "setup.sh: installing ${packages[*]} with apt-get" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+extra=""; [ "$with_tests" = 1 ] && extra="[test]"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check ".${extra}"
+echo "setup.sh: ready: $(.venv/bin/hyperloom --version) in $(pwd)/.venv" >&2

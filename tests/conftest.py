@@ -1,0 +1,18 @@
+"""Shared fixtures: a fresh workspace per test and a one-line way to run the gate."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+import pytest
+
+from hyperloom.core.workspace import WORKSPACE_ENV, Workspace
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    root = tmp_path / "ws"
+    root.mkdir()
+    monkeypatch.setenv(WORKSPACE_ENV, str(root))
+    monkeypatch.chdir(root)
+    return Workspace(Path(os.path.realpath(root)))

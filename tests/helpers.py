@@ -1,0 +1,30 @@
+"""Helpers shared by tests: save arrays into a workspace and run the gate on one case."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.models import GateRequest, GateResult
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REPO = Path(__file__).parent.parent
+
+
+def save(workspace: Workspace, name: str, array: Any, dtype: Any = None) -> str:
+    """Save an array as a .npy in the workspace and return its relative path."""
+    np.save(workspace.root / name, np.asarray(array, dtype=dtype))
+    return name
+
+
+def gate(workspace: Workspace, candidate: Any, reference: Any, **tolerance: Any) -> GateResult:
+    """Run the gate on one case; arrays are saved as .npy files so the file path is exercised."""
+    cand = candidate if isinstance(candidate, str) else save(workspace, "cand.npy", candidate)
+    ref = reference if isinstance(reference, str) else save(workspace, "ref.npy", reference)
+    tolerance.setdefault("atol", 0.0)
+    tolerance.setdefault("rtol", 0.0)
+    return run_gate(GateRequest(candidates=[cand], references=[ref], **tolerance), workspace)
