@@ -1,0 +1,97 @@
+"""The installed `hyperloom-mcp` over real stdio, as Claude Code and Codex talk to it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+pytestmark = pytest.mark.anyio
+SERVER = Path(sys.executable).parent / "hyperloom-mcp"
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def served_dir(tmp_path):
+    """A folder far from the repository, holding a few arrays; the server starts in it."""
+    ref = np.linspace(-1, 1, 4096, dtype=np.float32)
+    np.save(tmp_path / "ref.npy", ref)
+    np.save(tmp_path / "good.npy", ref + np.float32(1e-5))
+    bad = ref.copy()
+    bad[100:110] = np.nan
+    np.save(tmp_path / "bad.npy", bad)
+    return tmp_path
+
+
+def _error_text(result) -> str:
+    assert result.is_error, result
+    return " ".join(block.text for block in result.content)
+
+
+async def test_the_server_lists_schemas_judges_refuses_and_keeps_serving(served_dir):
+    assert SERVER.exists(), f"{SERVER} missing: install the package into this environment first"
+    params = StdioServerParameters(command=str(SERVER), cwd=str(served_dir))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert {"correctness_gate", "gate_freeze"} <= set(tools)
+        gate = tools["correctness_gate"]
+        assert gate.input_schema["required"] == ["candidates"] and gate.output_schema["required"]
+        assert gate.annotations.read_only_hint and gate.annotations.open_world_hint is False
+        assert tools["gate_freeze"].annotations.read_only_hint is False
+
+        updates: list[tuple[float, float | None]] = []
+
+        async def on_progress(progress, total, message):
+            updates.append((progress, total))
+
+        passing = await session.call_tool(
+            "correctness_gate",
+            {"candidates": ["good.npy"], "references": ["ref.npy"], "atol": 1e-4, "rtol": 0},
+            read_timeout_seconds=60,
+            progress_callback=on_progress,
+        )
+        assert not passing.is_error and passing.structured_content["passed"] is True
+        jsonschema.validate(passing.structured_content, gate.output_schema)
+        assert json.loads(passing.content[0].text)["evidence"]["tag"] == "MEASURED"
+        assert updates and updates[-1][0] == updates[-1][1]
+
+        failing = await session.call_tool(
+            "correctness_gate", {"candidates": ["bad.npy"], "references": ["ref.npy"], "atol": 1e-4, "rtol": 0}
+        )
+        case = failing.structured_content["cases"][0]
+        assert not failing.is_error and failing.structured_content["passed"] is False
+        assert case["mismatches"] == 10 and case["nan_count"]["candidate"] == 10
+        assert case["first_mismatches"][0] == {"index": [100], "candidate": "nan", "reference": case["first_mismatches"][0]["reference"], "abs_error": None, "ulp": None}
+
+        bad_calls = {
+            "a string where a number belongs": ({"candidates": ["good.npy"], "references": ["ref.npy"], "atol": "tiny", "rtol": 0}, "atol"),
+            "no candidates at all": ({"references": ["ref.npy"], "atol": 0, "rtol": 0}, "candidates"),
+            "a negative tolerance": ({"candidates": ["good.npy"], "references": ["ref.npy"], "atol": -1, "rtol": 0}, "atol"),
+            "an unknown dtype": ({"candidates": [[1]], "references": [[1]], "atol": 0, "rtol": 0, "inline_dtype": "float8"}, "inline_dtype"),
+            "a path outside the workspace": ({"candidates": ["/etc/passwd.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "outside the workspace"),
+            "a missing file": ({"candidates": ["nope.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "does not exist"),
+            "a text file": ({"candidates": ["ref.txt"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "not a .npy file"),
+            "mismatched lists": ({"candidates": ["good.npy", "bad.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "one reference per candidate"),
+            "no tolerance": ({"candidates": ["good.npy"], "references": ["ref.npy"]}, "tolerance is not declared"),
+        }
+        for label, (arguments, expected) in bad_calls.items():
+            text = _error_text(await session.call_tool("correctness_gate", arguments))
+            assert expected in text, f"{label}: {text}"
+
+        frozen = await session.call_tool(
+            "gate_freeze", {"out": "refs", "references": ["ref.npy"], "atol": 1e-4, "rtol": 0, "case_names": ["ramp"]}
+        )
+        assert not frozen.is_error and frozen.structured_content["reference_set"] == "refs"
+        again = await session.call_tool("correctness_gate", {"candidates": ["good.npy"], "reference_set": "refs"})
+        assert again.structured_content["passed"] is True and again.structured_content["cases"][0]["name"] == "ramp"
+        assert (served_dir / "refs/manifest.json").is_file()
