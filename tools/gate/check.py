@@ -18,7 +18,7 @@ from hyperloom.tools.gate.freeze import load_reference_set
 from hyperloom.tools.gate.models import ArrayRef, CaseVerdict, GateRequest, GateResult, Mismatch, SideCounts, Tolerance
 from hyperloom.tools.gate.sources import ArraySource, NpyFile, in_memory_copy, inline_array
 
-CHUNK_ELEMENTS = 1 << 20
+CHUNK_ELEMENTS = 1 << 16  # 256 KiB of float32 per side: the temporaries stay in cache
 ProgressFn = Callable[[int, int], None]
 
 

@@ -85,23 +85,25 @@ def _round_down(value: float, work: type[np.floating]) -> np.floating:
     return np.nextafter(rounded, work(0)) if float(rounded) > value else rounded
 
 
-def ordered_keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Integers that order like the floats (−0.0 and 0.0 share a key), and the magnitude bits."""
-    bits = values.view(np.dtype(f"i{values.dtype.itemsize}"))
-    mag = bits & np.array(np.iinfo(bits.dtype).max, dtype=bits.dtype)
-    sign = bits >> (8 * values.dtype.itemsize - 1)  # 0 or −1
-    return (mag ^ sign) - sign, mag
+def _bits(values: np.ndarray) -> np.ndarray:
+    return values.view(np.dtype(f"i{values.dtype.itemsize}"))
 
 
-def ulp_distance(keys_a: np.ndarray, keys_b: np.ndarray) -> np.ndarray:
-    """|a − b| in ULPs, as unsigned integers (wrap-around subtraction is exact here)."""
-    unsigned = np.dtype(f"u{keys_a.dtype.itemsize}")
-    return np.where(keys_a >= keys_b, keys_a - keys_b, keys_b - keys_a).view(unsigned)
+def ordered_keys(values: np.ndarray) -> np.ndarray:
+    """Integers that order like the floats, one apart per ULP; −0.0 and 0.0 share key 0."""
+    bits = _bits(values).astype(np.int64)
+    magnitude = bits & ((1 << (8 * values.dtype.itemsize - 1)) - 1)
+    return np.where(bits < 0, -magnitude, magnitude)
 
 
-def _exponent_mask(dtype: np.dtype) -> int:
-    info = np.finfo(dtype)
-    return ((1 << (8 * dtype.itemsize - 1)) - 1) ^ ((1 << info.nmant) - 1)
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a − b| in ULPs for finite floats of one dtype, as unsigned 64-bit integers.
+
+    Keys of float64 span the whole int64 range, so their difference is taken modulo 2**64,
+    which is exact for a distance below 2**64.
+    """
+    keys_a, keys_b = ordered_keys(a), ordered_keys(b)
+    return np.where(keys_a >= keys_b, keys_a - keys_b, keys_b - keys_a).view(np.uint64)
 
 
 def _float_chunk(c: np.ndarray, r: np.ndarray, tol: Tolerance, start: int, keep: int) -> ChunkStats:
@@ -129,20 +131,29 @@ def _float_chunk(c: np.ndarray, r: np.ndarray, tol: Tolerance, start: int, keep:
             wide = accepted & (rw != 0)
             stats.max_rel = float(np.max(np.abs(c[wide].astype(np.float64) - r[wide]) / np.abs(r[wide].astype(np.float64))))
 
-    # ULP distances and special-value counts from the bit patterns.
-    keys_c, mag_c = ordered_keys(c)
-    keys_r, mag_r = ordered_keys(r)
-    exponent = np.array(_exponent_mask(c.dtype), dtype=mag_c.dtype)
-    finite_c = mag_c < exponent
-    finite_r = mag_r < exponent
-    finite = finite_c & finite_r
-    ulps = ulp_distance(keys_c, keys_r)
-    stats.finite_pairs = stats.ulp_pairs = int(np.count_nonzero(finite))
-    stats.max_ulp = int(np.max(ulps, where=finite, initial=0))
-    stats.nan_candidate = int(np.count_nonzero(mag_c > exponent))
-    stats.nan_reference = int(np.count_nonzero(mag_r > exponent))
-    stats.inf_candidate = c.size - int(np.count_nonzero(finite_c)) - stats.nan_candidate
-    stats.inf_reference = r.size - int(np.count_nonzero(finite_r)) - stats.nan_reference
+    # Special values: count them, and mask them out of the ULP maximum only when present.
+    finite_c, finite_r = np.isfinite(cw), np.isfinite(rw)
+    n_finite_c, n_finite_r = int(np.count_nonzero(finite_c)), int(np.count_nonzero(finite_r))
+    all_finite = n_finite_c == c.size and n_finite_r == r.size
+    finite = None if all_finite else finite_c & finite_r
+    if not all_finite:
+        stats.nan_candidate = int(np.count_nonzero(np.isnan(cw)))
+        stats.nan_reference = int(np.count_nonzero(np.isnan(rw)))
+        stats.inf_candidate = c.size - n_finite_c - stats.nan_candidate
+        stats.inf_reference = r.size - n_finite_r - stats.nan_reference
+    stats.finite_pairs = stats.ulp_pairs = c.size if finite is None else int(np.count_nonzero(finite))
+
+    # ULPs: for two floats of one sign, the distance is the difference of their bit patterns.
+    bits_c, bits_r = _bits(c), _bits(r)
+    same_sign = (bits_c ^ bits_r) >= 0
+    distance = bits_c - bits_r  # wraps only where the signs differ; those are redone below
+    np.abs(distance, out=distance)
+    counted = same_sign if finite is None else same_sign & finite
+    stats.max_ulp = int(np.max(distance.view(f"u{c.dtype.itemsize}"), where=counted, initial=0))
+    if np.count_nonzero(same_sign) < c.size:
+        crossing = np.flatnonzero(~same_sign if finite is None else ~same_sign & finite)
+        if crossing.size:
+            stats.max_ulp = max(stats.max_ulp, int(ulp_distance(c[crossing], r[crossing]).max()))
 
     # Exact pass, in float64, over everything the fast pass did not accept.
     pending = np.flatnonzero(~accepted)
@@ -150,11 +161,12 @@ def _float_chunk(c: np.ndarray, r: np.ndarray, tol: Tolerance, start: int, keep:
         return stats
     cs = c[pending].astype(np.float64)
     rs = r[pending].astype(np.float64)
-    both_finite = finite[pending]
+    both_finite = np.isfinite(cs) & np.isfinite(rs)
+    ulps = ulp_distance(c[pending], r[pending])
     abs_err = np.abs(cs - rs)
     match = both_finite & (abs_err <= tol.atol + tol.rtol * np.abs(rs))
     if tol.max_ulp is not None:
-        match |= both_finite & (ulps[pending] <= tol.max_ulp)
+        match |= both_finite & (ulps <= tol.max_ulp)
     nan_c, nan_r = np.isnan(cs), np.isnan(rs)
     match |= ~both_finite & ~nan_c & ~nan_r & (cs == rs)  # ±Inf meets the same ±Inf
     if tol.nan_policy == "match":
@@ -175,7 +187,7 @@ def _float_chunk(c: np.ndarray, r: np.ndarray, tol: Tolerance, start: int, keep:
             candidate=float(cs[i]),
             reference=float(rs[i]),
             abs_error=float(abs_err[i]) if both_finite[i] else None,
-            ulp=int(ulps[pending[i]]) if both_finite[i] else None,
+            ulp=int(ulps[i]) if both_finite[i] else None,
         )
         for i in failed[:keep]
     ]
