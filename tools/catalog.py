@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, FreezeResult, GateRequest, GateResult
 
-ProgressFn = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -12,6 +11,7 @@ import numpy as np
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_json
+from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.compare import ChunkStats, MismatchRow, compare_chunk
 from hyperloom.tools.gate.freeze import load_reference_set
@@ -19,7 +19,6 @@ from hyperloom.tools.gate.models import ArrayRef, CaseVerdict, GateRequest, Gate
 from hyperloom.tools.gate.sources import ArraySource, NpyFile, in_memory_copy, inline_array
 
 CHUNK_ELEMENTS = 1 << 16  # 256 KiB of float32 per side: the temporaries stay in cache
-ProgressFn = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
