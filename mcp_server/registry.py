@@ -15,7 +15,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
-from hyperloom.core.errors import HyperloomError
+from hyperloom.core.errors import HyperloomError, describe_validation_error
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.catalog import ToolDef
 
@@ -30,14 +30,6 @@ def _parameters(entry: ToolDef) -> list[inspect.Parameter]:
         default = inspect.Parameter.empty if field.is_required() else field.get_default(call_default_factory=True)
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
     return params
-
-
-def describe_validation_error(error: ValidationError) -> str:
-    parts = []
-    for item in error.errors()[:5]:
-        where = ".".join(str(p) for p in item["loc"]) or "arguments"
-        parts.append(f"{where}: {item['msg']}")
-    return "; ".join(parts)
 
 
 def tool_function(entry: ToolDef) -> Any:

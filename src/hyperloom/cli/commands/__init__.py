@@ -1,0 +1,1 @@
+"""One module per `hyperloom` subcommand; each exposes `register(subparsers)`."""
