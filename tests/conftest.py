@@ -16,3 +16,11 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     monkeypatch.setenv(WORKSPACE_ENV, str(root))
     monkeypatch.chdir(root)
     return Workspace(Path(os.path.realpath(root)))
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own cache folder, so no test sees another's (or the user's) cache."""
+    folder = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("HYPERLOOM_CACHE_DIR", str(folder))
+    return folder
