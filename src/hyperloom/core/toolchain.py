@@ -46,6 +46,7 @@ KNOWN_TOOLS: dict[str, ToolSpec] = {
         ToolSpec("llvm-mc", Family.LLVM, install_hint="apt-get install llvm-19"),
         ToolSpec("llvm-objdump", Family.LLVM, install_hint="apt-get install llvm-19"),
         ToolSpec("llvm-readelf", Family.LLVM, install_hint="apt-get install llvm-19"),
+        ToolSpec("llvm-readobj", Family.LLVM, install_hint="apt-get install llvm-19"),
         ToolSpec("llc", Family.LLVM, install_hint="apt-get install llvm-19"),
         ToolSpec("clang", Family.LLVM, install_hint="apt-get install clang-19"),
         ToolSpec("ld.lld", Family.LLVM, install_hint="apt-get install lld-19"),

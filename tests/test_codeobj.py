@@ -1,0 +1,63 @@
+"""Code objects: recognised by their headers, disassembled per kernel, bundles unpacked."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import FIXTURES
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.codeobj.disasm import base_mnemonic, disassemble, parse_objdump
+from hyperloom.tools.codeobj.formats import Kind, read_members
+
+CODEOBJ = FIXTURES / "codeobj"
+needs_llvm = pytest.mark.skipif(shutil.which("llvm-objdump-19") is None and shutil.which("llvm-objdump") is None, reason="LLVM (llvm-objdump) is not installed; .ci/run installs llvm-19")
+
+
+def test_objdump_text_splits_into_kernels_without_padding():
+    symbols = parse_objdump((CODEOBJ / "dot8_lds.gfx1201.objdump.txt").read_text())
+    assert set(symbols) == {"dot8k", "ldsk"}
+    assert symbols["dot8k"][-1].mnemonic == "s_endpgm" and symbols["ldsk"][-1].mnemonic == "s_endpgm"
+    dot = next(i for i in symbols["dot8k"] if i.mnemonic.startswith("v_dot8"))
+    assert dot.text == "v_dot8_i32_iu4 v1, v1, v2, v3 neg_lo:[1,1,0]" and dot.encoding == "CC184001 7C0E0501"
+
+
+@pytest.mark.parametrize(
+    ("mnemonic", "base"),
+    [("v_lshlrev_b32_e32", "v_lshlrev_b32"), ("v_add_f32_e64_dpp", "v_add_f32"), ("v_dot4c_i32_i8_e32", "v_dot4c_i32_i8"), ("s_endpgm", "s_endpgm")],
+)
+def test_encoding_suffixes_are_stripped_to_the_base_name(mnemonic, base):
+    assert base_mnemonic(mnemonic) == base
+
+
+@needs_llvm
+def test_a_real_code_object_names_its_target_and_kernels():
+    (listing,) = disassemble(CODEOBJ / "dot8_lds.gfx1201.hsaco", "dot8_lds")
+    assert listing.target == "gfx1201" and set(listing.symbols) == {"dot8k", "ldsk"}
+    assert "ds_load_b32" in {i.mnemonic for i in listing.symbols["ldsk"]}
+
+
+@needs_llvm
+def test_an_offload_bundle_yields_one_listing_per_gfx_target():
+    listings = disassemble(CODEOBJ / "scale.gfx1201+gfx942.bundle", "bundle")
+    assert sorted(listing.target for listing in listings) == ["gfx1201", "gfx942"]
+    assert all("scale" in listing.symbols for listing in listings)
+
+
+def test_files_that_are_not_code_objects_are_refused(tmp_path):
+    (tmp_path / "x.txt").write_text("hello")
+    with pytest.raises(HyperloomError, match="not a code object"):
+        read_members(tmp_path / "x.txt", "x.txt")
+    host_binary = Path(os.path.realpath(sys.executable))  # a real host ELF executable
+    with pytest.raises(HyperloomError, match=r"machine \d+, not a GPU code object"):
+        read_members(host_binary, "python")
+
+
+def test_a_real_bundle_header_parses_without_llvm():
+    members = read_members(CODEOBJ / "scale.gfx1201+gfx942.bundle", "bundle")
+    assert [m.kind for m in members] == [Kind.AMDGPU, Kind.AMDGPU]
+    assert sorted(m.bundle_triple.rsplit("-", 1)[-1] for m in members) == ["gfx1201", "gfx942"]
