@@ -28,3 +28,12 @@ def gate(workspace: Workspace, candidate: Any, reference: Any, **tolerance: Any)
     tolerance.setdefault("atol", 0.0)
     tolerance.setdefault("rtol", 0.0)
     return run_gate(GateRequest(candidates=[cand], references=[ref], **tolerance), workspace)
+
+
+KERNELS = FIXTURES / "kernels"
+
+
+def copy_kernel(workspace: Workspace, name: str) -> str:
+    """Copy a fixture kernel source into the workspace; return its workspace-relative path."""
+    (workspace.root / name).write_bytes((KERNELS / name).read_bytes())
+    return name

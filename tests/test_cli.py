@@ -11,6 +11,7 @@ import numpy as np
 
 from helpers import save
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
+from hyperloom.tools.catalog import CATALOG
 
 CLI = Path(sys.executable).parent / "hyperloom"
 
@@ -50,7 +51,8 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(workspace, capsys):
 def test_tools_lists_every_tool_with_both_schemas(capsys):
     assert main(["tools", "--json"]) == EXIT_OK
     listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
-    assert set(listed) == {"correctness_gate", "gate_freeze"}
+    assert set(listed) == {entry.name for entry in CATALOG}
+    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify"} <= set(listed)
     assert all("inputSchema" in t and "outputSchema" in t for t in listed.values())
 
 

@@ -10,9 +10,13 @@ from pydantic import BaseModel
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.models import CompileRequest, CompileResult
 from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, FreezeResult, GateRequest, GateResult
+from hyperloom.tools.verify.models import VerifyRequest, VerifyResult
+from hyperloom.tools.verify.verify import verify
 
 
 
@@ -71,6 +75,49 @@ CATALOG: tuple[ToolDef, ...] = (
         read_only=False,
         destructive=True,
         idempotent=False,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="compile_kernel",
+        title="Compile a kernel",
+        description=(
+            "Compile a kernel source for one or more targets, offline: HIP (.hip/.cpp) for gfx targets with clang "
+            "(no ROCm needed; a shipped prelude stands in for <hip/hip_runtime.h>) or hipcc when ROCm is installed; "
+            "AMDGPU assembly (.s) with llvm-mc and ld.lld; CUDA (.cu), or HIP through a compatibility header, for "
+            "sm_XX with nvcc. Returns per target: the code object path in the workspace (content-addressed; an "
+            "unchanged build is served from the cache), structured diagnostics (file, line, column), and per kernel "
+            "VGPRs, SGPRs, AGPRs, spills, LDS and scratch bytes, wave size, max workgroup size and the compiler's "
+            "occupancy. A failed build is a result with ok=false and its diagnostics; a builtin the target lacks is "
+            "named as a missing feature. Next: disasm_verify on the code object."
+        ),
+        request=CompileRequest,
+        result=CompileResult,
+        run=compile_kernel,
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    ),
+    ToolDef(
+        name="disasm_verify",
+        title="Verify a kernel's instructions",
+        description=(
+            "Prove from a code object's disassembly which instructions each kernel uses. Give expect rules (must "
+            "appear, optionally with a bound like >=4) and forbid rules (must not appear): an instruction name "
+            "(v_dot8_i32_iu4), a glob (v_wmma_*), or a generation-aware set such as @dot4_i8, which means "
+            "v_dot4_i32_iu8 on gfx11/gfx12 and v_dot4_i32_i8 or v_dot4c_i32_i8 on gfx9. Spills are checked by "
+            "default (spilled registers, or scratch traffic in a kernel that declares none). Returns a verdict per "
+            "rule and kernel with the matching lines, and an instruction histogram per kernel. Reads AMD code "
+            "objects (clang, hipcc, Triton, offload bundles) and NVIDIA cubins (through cuobjdump)."
+        ),
+        request=VerifyRequest,
+        result=VerifyResult,
+        run=verify,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
     ),
 )
 

@@ -13,6 +13,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.process import run_checked
 from hyperloom.core.toolchain import ToolInfo, require_tool
 from hyperloom.tools.codeobj.formats import Kind, Member, read_members
+from hyperloom.tools.codeobj.metadata import read_metadata
 
 TIMEOUT_S = 60.0
 _SYMBOL = re.compile(r"^([0-9a-fA-F]+) <(.+)>:$")
@@ -95,11 +96,24 @@ def _on_disk(member: Member, path: Path | None) -> Iterator[str]:
 def disassemble_member(member: Member, label: str, path: Path | None = None) -> Listing:
     if member.kind is not Kind.AMDGPU:
         raise HyperloomError(f"{label} is an NVIDIA cubin", "disassemble cubins with disasm_verify, which uses cuobjdump or nvdisasm")
-    objdump, readobj = require_tool("llvm-objdump"), require_tool("llvm-readobj")
+    objdump = require_tool("llvm-objdump")
     with _on_disk(member, path) as file:
-        header = run_checked([readobj.path, "--file-headers", file], timeout_s=TIMEOUT_S, what=f"reading {label}'s ELF header")
         listing = run_checked([objdump.path, "-d", file], timeout_s=TIMEOUT_S, what=f"disassembling {label} with llvm-objdump")
-    return Listing(target=amdgpu_target(header.stdout), symbols=parse_objdump(listing.stdout), tool=objdump)
+        target = metadata_target(member.data)
+        if target is None:  # no metadata note (e.g. bare assembly): read the ELF header flags
+            readobj = require_tool("llvm-readobj")
+            header = run_checked([readobj.path, "--file-headers", file], timeout_s=TIMEOUT_S, what=f"reading {label}'s ELF header")
+            target = amdgpu_target(header.stdout)
+    return Listing(target=target, symbols=parse_objdump(listing.stdout), tool=objdump)
+
+
+def metadata_target(elf: bytes) -> str | None:
+    """The gfx target from the metadata note ('amdgcn-amd-amdhsa--gfx90a:xnack-' → 'gfx90a')."""
+    try:
+        triple = read_metadata(elf).get("amdhsa.target", "")
+    except HyperloomError:
+        return None
+    return triple.rsplit("-", 1)[-1].split(":")[0] or None
 
 
 def disassemble(path: Path, label: str) -> list[Listing]:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hyperloom.core.evidence import Evidence
+from hyperloom.tools.compile.models import CompileResult
 from hyperloom.tools.gate.models import FreezeResult, GateResult
+from hyperloom.tools.verify.models import VerifyResult
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -79,3 +81,49 @@ def freeze_report(result: FreezeResult) -> str:
             f"evidence: {evidence_line(result.evidence)}",
         ]
     )
+
+
+def compile_report(result: CompileResult) -> str:
+    parts = []
+    for build in result.builds:
+        status = "ok" if build.ok else "FAILED"
+        origin = "cache hit" if build.cache_hit else f"{build.compiler.name} {build.compiler.version or ''}".strip()
+        parts.append(f"{build.target}: {status} ({origin}, compile {build.compile_s:.3f} s, overhead {build.overhead_s * 1e3:.1f} ms)")
+        if build.code_object:
+            parts.append(f"  code object: {build.code_object}")
+        if build.kernels:
+            rows = [
+                (k.name, _num(k.vgprs), _num(k.agprs), _num(k.sgprs), _num(k.vgpr_spills), _num(k.lds_bytes),
+                 _num(k.scratch_bytes), _num(k.wavefront_size), _num(k.occupancy_waves_per_simd))
+                for k in build.kernels
+            ]
+            header = ["kernel", "VGPR", "AGPR", "SGPR", "spills", "LDS B", "scratch B", "wave", "occupancy"]
+            parts.append("\n".join("  " + line for line in table(header, rows).splitlines()))
+        for d in build.diagnostics:
+            where = f"{d.file}:{d.line}:{d.column}: " if d.line else ""
+            parts.append(f"  {where}{d.severity}: {d.message}")
+        if not build.ok:
+            parts.append(f"  {build.summary}")
+    parts.append(f"evidence: {evidence_line(result.evidence)}")
+    parts.append(result.summary)
+    return "\n".join(parts)
+
+
+def verify_report(result: VerifyResult) -> str:
+    parts = [f"{result.code_object} ({', '.join(result.targets)})"]
+    for kernel in result.kernels:
+        top = ", ".join(f"{c.mnemonic} {c.count}" for c in kernel.histogram[:8])
+        parts.append(f"  {kernel.name}: {kernel.instructions} instructions; top: {top}")
+    rows = [
+        (v.kernel, v.kind, v.rule, "PASS" if v.passed else "FAIL", str(v.found), v.requirement, ", ".join(v.matched[:3]))
+        for v in result.verdicts
+    ]
+    if rows:
+        parts += ["", table(["kernel", "kind", "rule", "verdict", "found", "requires", "matched"], rows)]
+    for v in result.verdicts:
+        if v.note and (not v.passed or v.kind != "spills"):
+            parts.append(f"  {v.kernel} / {v.rule}: {v.note}")
+        if not v.passed:
+            parts.extend(f"    {line}" for line in v.lines)
+    parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
+    return "\n".join(parts)

@@ -1,0 +1,76 @@
+"""Request and result models of compile_kernel."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperloom.core.evidence import Evidence
+from hyperloom.core.toolchain import ToolInfo
+
+Language = Literal["auto", "hip", "asm", "cuda"]
+Compiler = Literal["auto", "clang", "hipcc", "nvcc"]
+
+
+class CompileRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA).")
+    targets: list[str] = Field(min_length=1, max_length=16, description="Targets to build for: gfx names (gfx1201, gfx942, …) or NVIDIA sm_XX (sm_90).")
+    language: Language = Field("auto", description="Source language; 'auto' decides by the file suffix.")
+    compiler: Compiler = Field("auto", description="'auto': hipcc when ROCm is installed, else clang offline for gfx targets; nvcc for sm_XX.")
+    kernels: list[str] | None = Field(None, max_length=64, description="Kernel names that must be in the code object (a build without them fails).")
+    defines: list[str] = Field(default_factory=list, max_length=64, description="Preprocessor defines, NAME or NAME=VALUE.")
+    opt_level: Literal["O0", "O1", "O2", "O3", "Os"] = Field("O3", description="Optimization level.")
+    wavefront_size: Literal[32, 64] | None = Field(None, description="Wave size on gfx10+ (default 32); gfx9 is always 64.")
+    include_dirs: list[str] = Field(default_factory=list, max_length=16, description="Extra include folders inside the workspace.")
+    extra_flags: list[str] = Field(default_factory=list, max_length=32, description="Further compiler flags from the allow-list (e.g. -ffast-math, -Wall, -munsafe-fp-atomics).")
+    output_dir: str = Field(".hyperloom/build", description="Folder inside the workspace for the code objects.")
+    use_cache: bool = Field(True, description="Reuse a cached build when source, includes, flags and compiler are unchanged.")
+
+
+class Diagnostic(BaseModel):
+    file: str
+    line: int | None
+    column: int | None
+    severity: Literal["error", "warning", "note"]
+    message: str
+
+
+class KernelReport(BaseModel):
+    """Resource usage of one kernel, as the compiler recorded it."""
+
+    name: str
+    vgprs: int | None = Field(description="VGPRs per lane (AMD) or registers per thread (NVIDIA).")
+    agprs: int | None = None
+    sgprs: int | None = None
+    vgpr_spills: int | None = Field(description="Spilled VGPRs (AMD) or spill store bytes (NVIDIA).")
+    sgpr_spills: int | None = None
+    lds_bytes: int | None = Field(description="Static LDS / shared memory per workgroup, bytes.")
+    scratch_bytes: int | None = Field(description="Scratch (private) or stack bytes per lane.")
+    wavefront_size: int | None = None
+    max_workgroup_size: int | None = None
+    occupancy_waves_per_simd: int | None = Field(None, description="The compiler's occupancy estimate, waves per SIMD (AMD).")
+
+
+class TargetBuild(BaseModel):
+    target: str
+    ok: bool
+    summary: str = Field(description="One line: what was built, or why it failed.")
+    code_object: str | None = Field(description="Path of the code object, relative to the workspace.")
+    cache_hit: bool
+    compiler: ToolInfo
+    command: list[str] = Field(description="The compiler command line, for reproducing the build.")
+    diagnostics: list[Diagnostic]
+    kernels: list[KernelReport]
+    log: str = Field(description="The compiler's messages (trimmed).")
+    compile_s: float = Field(description="Seconds spent in the compiler (0 on a cache hit).")
+    overhead_s: float = Field(description="Seconds spent by Hyperloom around the compiler.")
+
+
+class CompileResult(BaseModel):
+    ok: bool = Field(description="True when every target built.")
+    summary: str
+    builds: list[TargetBuild]
+    evidence: Evidence

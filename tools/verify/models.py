@@ -1,0 +1,61 @@
+"""Request and result models of disasm_verify."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperloom.core.evidence import Evidence
+
+
+class VerifyRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code_object: str = Field(min_length=1, description="Code object inside the workspace: .hsaco/.co (clang, hipcc, Triton), an offload bundle, or an NVIDIA .cubin.")
+    kernels: list[str] | None = Field(None, max_length=64, description="Kernels to check; default every kernel in the code object.")
+    expect: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="Instructions that must appear in each checked kernel: a name (v_dot8_i32_iu4), a glob (v_wmma_*), or a generation-aware set (@dot4_i8, @dot8_i4, @dot2_f16, @fp8_dot, @wmma, @swmmac, @mfma, @smfmac, @tensor_core, @pk_fma_f32, @lds, @scratch, @barrier), optionally with a bound such as >=4 or ==2.",
+    )
+    forbid: list[str] = Field(default_factory=list, max_length=64, description="Instructions that must not appear (names, globs or @sets, no bound).")
+    check_spills: bool = Field(True, description="Also fail kernels that spill registers, or touch scratch while declaring none.")
+    histogram_top: int = Field(20, ge=0, le=2000, description="How many of the most frequent instructions to list per kernel.")
+    lines_per_rule: int = Field(5, ge=0, le=200, description="How many matching instruction lines to show per rule.")
+
+
+class Count(BaseModel):
+    mnemonic: str
+    count: int
+
+
+class KernelSummary(BaseModel):
+    name: str
+    target: str
+    instructions: int
+    histogram: list[Count] = Field(description="The most frequent instructions (full mnemonics).")
+    vgpr_spills: int | None = None
+    sgpr_spills: int | None = None
+    scratch_bytes: int | None = Field(None, description="Declared scratch (AMD private segment) or local memory (NVIDIA) per lane.")
+
+
+class RuleVerdict(BaseModel):
+    kernel: str
+    kind: Literal["expect", "forbid", "spills"]
+    rule: str
+    passed: bool
+    found: int = Field(description="How many instructions matched.")
+    requirement: str
+    matched: list[str] = Field(description="The distinct mnemonics that matched.")
+    lines: list[str] = Field(description="The first matching lines, 'address: instruction'.")
+    note: str | None = None
+
+
+class VerifyResult(BaseModel):
+    passed: bool
+    summary: str
+    code_object: str
+    targets: list[str]
+    kernels: list[KernelSummary]
+    verdicts: list[RuleVerdict]
+    evidence: Evidence

@@ -1,0 +1,159 @@
+"""disasm_verify: per-kernel instruction histograms and expect / forbid / spill verdicts."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import measured
+from hyperloom.core.hashing import combine_digests, sha256_bytes, sha256_json
+from hyperloom.core.progress import ProgressFn
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.codeobj.disasm import Instruction, base_mnemonic, disassemble_member
+from hyperloom.tools.codeobj.formats import Kind, read_members
+from hyperloom.tools.codeobj.metadata import kernel_resources
+from hyperloom.tools.codeobj.sass import disassemble_cubin, sass_base
+from hyperloom.tools.verify.models import Count, KernelSummary, RuleVerdict, VerifyRequest, VerifyResult
+from hyperloom.tools.verify.rules import Rule, matches, parse_rule, patterns_for
+from hyperloom.tools.verify.spellings import spelling
+
+
+@dataclass
+class Kernel:
+    """One kernel's instructions and declared spill / scratch figures, on one target."""
+
+    name: str
+    target: str
+    instructions: list[Instruction]
+    vgpr_spills: int | None
+    sgpr_spills: int | None
+    scratch_bytes: int | None
+
+    def base(self, ins: Instruction) -> str:
+        return sass_base(ins.mnemonic) if self.target.startswith("sm_") else base_mnemonic(ins.mnemonic)
+
+
+def verify(request: VerifyRequest, workspace: Workspace, progress: ProgressFn | None = None) -> VerifyResult:
+    path = workspace.resolve(request.code_object)
+    label = request.code_object
+    expect = [parse_rule(text, "expect") for text in request.expect]
+    forbid = [parse_rule(text, "forbid") for text in request.forbid]
+    kernels, tools = _load(path, label)
+    if request.kernels:
+        known = {k.name for k in kernels}
+        if missing := [name for name in request.kernels if name not in known]:
+            raise HyperloomError(f"{label} has no kernel named {missing}", f"choose from {sorted(known)}")
+        kernels = [k for k in kernels if k.name in request.kernels]
+    verdicts: list[RuleVerdict] = []
+    for index, kernel in enumerate(kernels):
+        verdicts += [_judge(kernel, rule, "expect", request.lines_per_rule) for rule in expect]
+        verdicts += [_judge(kernel, rule, "forbid", request.lines_per_rule) for rule in forbid]
+        if request.check_spills:
+            verdicts.append(_spill_verdict(kernel, request.lines_per_rule))
+        if progress is not None:
+            progress(index + 1, len(kernels))
+    failed = [v for v in verdicts if not v.passed]
+    targets = sorted({k.target for k in kernels})
+    summary = (
+        f"PASS: {len(verdicts)} check(s) on {len(kernels)} kernel(s) for {', '.join(targets)}"
+        if not failed
+        else "FAIL: " + "; ".join(f"{v.kernel}: {v.kind} {v.rule} found {v.found} ({v.requirement})" for v in failed[:5])
+    )
+    evidence = measured(
+        "disasm_verify",
+        inputs_sha256=combine_digests([sha256_bytes(path.read_bytes()), sha256_json(request.model_dump())]),
+        target=",".join(targets),
+        toolchain=tools,
+    )
+    return VerifyResult(
+        passed=not failed,
+        summary=summary,
+        code_object=workspace.relative(path),
+        targets=targets,
+        kernels=[_summary(k, request.histogram_top) for k in kernels],
+        verdicts=verdicts,
+        evidence=evidence,
+    )
+
+
+def _load(path, label: str) -> tuple[list[Kernel], dict[str, str]]:
+    kernels: list[Kernel] = []
+    tools: dict[str, str] = {}
+    for member in read_members(path, label):
+        if member.kind is Kind.CUBIN:
+            listing, usage = disassemble_cubin(path, label)
+            for name, instructions in listing.symbols.items():
+                res = usage.get(name, {})
+                kernels.append(Kernel(name, listing.target, instructions, None, None, res.get("LOCAL")))
+        else:
+            listing = disassemble_member(member, label, path)
+            for k in kernel_resources(member.data):
+                kernels.append(
+                    Kernel(k.name, listing.target, listing.symbols.get(k.name, []), k.vgpr_spills, k.sgpr_spills, k.scratch_bytes)
+                )
+        if listing.tool is not None:
+            tools[listing.tool.name] = listing.tool.version or "unknown"
+    if not kernels:
+        raise HyperloomError(f"{label} holds no kernels", "check that the source defines __global__ kernels with extern \"C\" names")
+    return kernels, tools
+
+
+def _judge(kernel: Kernel, rule: Rule, kind: str, keep: int) -> RuleVerdict:
+    patterns = patterns_for(rule, kernel.target)
+    hits = [ins for ins in kernel.instructions if patterns and matches(ins.mnemonic, kernel.base(ins), patterns)]
+    note = None
+    if not patterns:
+        note = f"{kernel.target} has no instruction in {rule.pattern}; the target lacks that capability"
+    passed = rule.holds(len(hits))
+    return RuleVerdict(
+        kernel=kernel.name,
+        kind=kind,
+        rule=rule.text,
+        passed=passed,
+        found=len(hits),
+        requirement="never" if kind == "forbid" else rule.requirement,
+        matched=sorted({ins.mnemonic for ins in hits}),
+        lines=[f"{ins.address:#x}: {ins.text}" for ins in hits[:keep]],
+        note=note,
+    )
+
+
+def _spill_verdict(kernel: Kernel, keep: int) -> RuleVerdict:
+    scratch_patterns = spelling("scratch", kernel.target)
+    hits = [ins for ins in kernel.instructions if matches(ins.mnemonic, kernel.base(ins), scratch_patterns)]
+    spills = (kernel.vgpr_spills or 0) + (kernel.sgpr_spills or 0)
+    if spills:
+        passed, note = False, (
+            f"spills {kernel.vgpr_spills or 0} VGPRs and {kernel.sgpr_spills or 0} SGPRs to {kernel.scratch_bytes or 0} "
+            "bytes of scratch per lane; cut register pressure (smaller tiles, fewer live values) or raise the register budget"
+        )
+    elif hits and not kernel.scratch_bytes:
+        passed, note = False, "scratch accesses in a kernel that declares no scratch"
+    else:
+        passed = True
+        note = f"no spills; {kernel.scratch_bytes} bytes of declared scratch (private arrays)" if kernel.scratch_bytes else "no spills, no scratch"
+    return RuleVerdict(
+        kernel=kernel.name,
+        kind="spills",
+        rule="no register spills",
+        passed=passed,
+        found=len(hits),
+        requirement="no spilled registers; scratch only where declared",
+        matched=sorted({ins.mnemonic for ins in hits}),
+        lines=[f"{ins.address:#x}: {ins.text}" for ins in hits[:keep]],
+        note=note,
+    )
+
+
+def _summary(kernel: Kernel, top: int) -> KernelSummary:
+    counts = Counter(ins.mnemonic for ins in kernel.instructions)
+    return KernelSummary(
+        name=kernel.name,
+        target=kernel.target,
+        instructions=len(kernel.instructions),
+        histogram=[Count(mnemonic=m, count=c) for m, c in counts.most_common(top)],
+        vgpr_spills=kernel.vgpr_spills,
+        sgpr_spills=kernel.sgpr_spills,
+        scratch_bytes=kernel.scratch_bytes,
+    )
