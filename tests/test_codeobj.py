@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from helpers import FIXTURES
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.codeobj.disasm import base_mnemonic, disassemble, parse_objdump
+from hyperloom.tools.codeobj.disasm import Listing, base_mnemonic, disassemble, split_objdump
 from hyperloom.tools.codeobj.formats import Kind, read_members
 
 CODEOBJ = FIXTURES / "codeobj"
@@ -19,11 +20,15 @@ needs_llvm = pytest.mark.skipif(shutil.which("llvm-objdump-19") is None and shut
 
 
 def test_objdump_text_splits_into_kernels_without_padding():
-    symbols = parse_objdump((CODEOBJ / "dot8_lds.gfx1201.objdump.txt").read_text())
+    listing = Listing("gfx1201", split_objdump((CODEOBJ / "dot8_lds.gfx1201.objdump.txt").read_text()))
+    symbols = listing.symbols
     assert set(symbols) == {"dot8k", "ldsk"}
     assert symbols["dot8k"][-1].mnemonic == "s_endpgm" and symbols["ldsk"][-1].mnemonic == "s_endpgm"
     dot = next(i for i in symbols["dot8k"] if i.mnemonic.startswith("v_dot8"))
     assert dot.text == "v_dot8_i32_iu4 v1, v1, v2, v3 neg_lo:[1,1,0]" and dot.encoding == "CC184001 7C0E0501"
+    assert dot.address == 0x1848 and listing.counts("ldsk")["s_code_end"] == 0
+    assert listing.counts("dot8k") == Counter(i.mnemonic for i in symbols["dot8k"])
+    assert [i.address for i in listing.find("dot8k", {"global_load_b32"}, 2)] == [0x1820, 0x182C]
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import jsonschema
 import numpy as np
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from helpers import KERNELS
 
 pytestmark = pytest.mark.anyio
 SERVER = Path(sys.executable).parent / "hyperloom-mcp"
@@ -95,3 +98,36 @@ async def test_the_server_lists_schemas_judges_refuses_and_keeps_serving(served_
         again = await session.call_tool("correctness_gate", {"candidates": ["good.npy"], "reference_set": "refs"})
         assert again.structured_content["passed"] is True and again.structured_content["cases"][0]["name"] == "ramp"
         assert (served_dir / "refs/manifest.json").is_file()
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="LLVM is not installed; .ci/run installs clang-19")
+async def test_compile_and_verify_prove_instructions_over_stdio(tmp_path):
+    for name in ("dot8.hip", "swmmac.hip", "spill.hip"):
+        shutil.copy(KERNELS / name, tmp_path / name)
+    params = StdioServerParameters(command=str(SERVER), cwd=str(tmp_path))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+
+        async def code_object(source: str, target: str) -> str:
+            result = await session.call_tool("compile_kernel", {"source": source, "targets": [target]}, read_timeout_seconds=120)
+            assert not result.is_error and result.structured_content["ok"], result.content[0].text
+            return result.structured_content["builds"][0]["code_object"]
+
+        dot8 = await session.call_tool("disasm_verify", {"code_object": await code_object("dot8.hip", "gfx1201"), "expect": ["v_dot8_i32_iu4"]})
+        assert dot8.structured_content["passed"] is True
+
+        swmmac = await session.call_tool("disasm_verify", {"code_object": await code_object("swmmac.hip", "gfx1201"), "expect": ["v_swmmac_i32_16x16x64_iu4"]})
+        assert swmmac.structured_content["passed"] is True
+
+        spill = await session.call_tool("disasm_verify", {"code_object": await code_object("spill.hip", "gfx1201")})
+        flagged = [v for v in spill.structured_content["verdicts"] if not v["passed"]]
+        assert spill.structured_content["passed"] is False and flagged[0]["kernel"] == "spill" and "VGPRs" in flagged[0]["note"]
+
+        missing = await session.call_tool("compile_kernel", {"source": "dot8.hip", "targets": ["gfx942"]})
+        assert not missing.is_error and missing.structured_content["ok"] is False
+        assert "not available on gfx942" in missing.structured_content["summary"] and "dot8-insts" in missing.structured_content["summary"]
+
+        refused = await session.call_tool("compile_kernel", {"source": "dot8.hip", "targets": ["gfx1201"], "extra_flags": ["-save-temps=obj"]})
+        assert "allow-list" in _error_text(refused)
+        outside = await session.call_tool("disasm_verify", {"code_object": "/etc/hostname"})
+        assert "outside the workspace" in _error_text(outside)

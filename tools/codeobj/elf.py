@@ -9,6 +9,7 @@ from hyperloom.core.errors import HyperloomError
 
 SHT_SYMTAB = 2
 SHT_NOTE = 7
+STT_FUNC = 2
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,11 @@ class Symbol:
     value: int
     size: int
     section_index: int
+    kind: int  # STT_* from st_info: 1 object, 2 function
+
+    @property
+    def is_function(self) -> bool:
+        return self.kind == STT_FUNC
 
 
 def sections(elf: bytes) -> list[Section]:
@@ -76,8 +82,8 @@ def symbols(elf: bytes) -> list[Symbol]:
             continue
         strtab = all_sections[section.link]
         for offset in range(section.offset, section.offset + section.size, section.entsize):
-            name, _, _, shndx, value, size = struct.unpack_from("<IBBHQQ", elf, offset)
-            found.append(Symbol(_string(elf, strtab.offset + name) if name else "", value, size, shndx))
+            name, info, _, shndx, value, size = struct.unpack_from("<IBBHQQ", elf, offset)
+            found.append(Symbol(_string(elf, strtab.offset + name) if name else "", value, size, shndx, info & 0xF))
     return found
 
 

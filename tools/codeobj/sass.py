@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hyperloom.core.process import run_checked
 from hyperloom.core.toolchain import require_tool
-from hyperloom.tools.codeobj.disasm import Instruction, Listing
+from hyperloom.tools.codeobj.disasm import Listing
 
 TIMEOUT_S = 60.0
 _ARCH = re.compile(r"code for (sm_\w+)")
@@ -23,17 +23,18 @@ def sass_base(opcode: str) -> str:
 
 
 def parse_sass(text: str) -> Listing:
-    """Functions and instructions from `cuobjdump -sass` text (one architecture)."""
+    """Functions and instructions from `cuobjdump -sass` text (one architecture), normalised to
+    the listing's line form (`\tOPCODE operands // address:`)."""
     arch = _ARCH.search(text)
-    listing = Listing(target=arch.group(1) if arch else "sm_unknown")
-    current: list[Instruction] | None = None
+    blocks: dict[str, list[str]] = {}
+    current: list[str] | None = None
     for line in text.splitlines():
         if match := _FUNCTION.match(line):
-            current = listing.symbols.setdefault(match.group(1), [])
+            current = blocks.setdefault(match.group(1), [])
         elif current is not None and (match := _SASS.search(line)):
             address, opcode, operands = match.groups()
-            current.append(Instruction(opcode, operands.strip(), int(address, 16), ""))
-    return listing
+            current.append(f"\t{opcode} {operands.strip()} // {address}:")
+    return Listing(target=arch.group(1) if arch else "sm_unknown", texts={name: "\n".join(lines) + "\n" for name, lines in blocks.items()})
 
 
 def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_bytes, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.codeobj.disasm import Instruction, base_mnemonic, disassemble_member
+from hyperloom.tools.codeobj.disasm import Instruction, Listing, base_mnemonic, disassemble_member
 from hyperloom.tools.codeobj.formats import Kind, read_members
 from hyperloom.tools.codeobj.metadata import kernel_resources
 from hyperloom.tools.codeobj.sass import disassemble_cubin, sass_base
@@ -24,14 +25,26 @@ class Kernel:
     """One kernel's instructions and declared spill / scratch figures, on one target."""
 
     name: str
-    target: str
-    instructions: list[Instruction]
+    listing: Listing
     vgpr_spills: int | None
     sgpr_spills: int | None
     scratch_bytes: int | None
 
-    def base(self, ins: Instruction) -> str:
-        return sass_base(ins.mnemonic) if self.target.startswith("sm_") else base_mnemonic(ins.mnemonic)
+    @property
+    def target(self) -> str:
+        return self.listing.target
+
+    @cached_property
+    def counts(self) -> Counter[str]:
+        return self.listing.counts(self.name)
+
+    def matching(self, patterns: tuple[str, ...]) -> set[str]:
+        """The distinct mnemonics of this kernel that fit any of `patterns`."""
+        base = sass_base if self.target.startswith("sm_") else base_mnemonic
+        return {m for m in self.counts if patterns and matches(m, base(m), patterns)}
+
+    def lines(self, mnemonics: set[str], keep: int) -> list[str]:
+        return [f"{ins.address:#x}: {ins.text}" for ins in self.listing.find(self.name, mnemonics, keep)] if mnemonics and keep else []
 
 
 def verify(request: VerifyRequest, workspace: Workspace, progress: ProgressFn | None = None) -> VerifyResult:
@@ -83,15 +96,12 @@ def _load(path, label: str) -> tuple[list[Kernel], dict[str, str]]:
     for member in read_members(path, label):
         if member.kind is Kind.CUBIN:
             listing, usage = disassemble_cubin(path, label)
-            for name, instructions in listing.symbols.items():
-                res = usage.get(name, {})
-                kernels.append(Kernel(name, listing.target, instructions, None, None, res.get("LOCAL")))
+            for name in listing.texts:
+                kernels.append(Kernel(name, listing, None, None, usage.get(name, {}).get("LOCAL")))
         else:
             listing = disassemble_member(member, label, path)
             for k in kernel_resources(member.data):
-                kernels.append(
-                    Kernel(k.name, listing.target, listing.symbols.get(k.name, []), k.vgpr_spills, k.sgpr_spills, k.scratch_bytes)
-                )
+                kernels.append(Kernel(k.name, listing, k.vgpr_spills, k.sgpr_spills, k.scratch_bytes))
         if listing.tool is not None:
             tools[listing.tool.name] = listing.tool.version or "unknown"
     if not kernels:
@@ -101,34 +111,34 @@ def _load(path, label: str) -> tuple[list[Kernel], dict[str, str]]:
 
 def _judge(kernel: Kernel, rule: Rule, kind: str, keep: int) -> RuleVerdict:
     patterns = patterns_for(rule, kernel.target)
-    hits = [ins for ins in kernel.instructions if patterns and matches(ins.mnemonic, kernel.base(ins), patterns)]
+    matched = kernel.matching(patterns)
+    found = sum(kernel.counts[m] for m in matched)
     note = None
     if not patterns:
         note = f"{kernel.target} has no instruction in {rule.pattern}; the target lacks that capability"
-    passed = rule.holds(len(hits))
     return RuleVerdict(
         kernel=kernel.name,
         kind=kind,
         rule=rule.text,
-        passed=passed,
-        found=len(hits),
+        passed=rule.holds(found),
+        found=found,
         requirement="never" if kind == "forbid" else rule.requirement,
-        matched=sorted({ins.mnemonic for ins in hits}),
-        lines=[f"{ins.address:#x}: {ins.text}" for ins in hits[:keep]],
+        matched=sorted(matched),
+        lines=kernel.lines(matched, keep),
         note=note,
     )
 
 
 def _spill_verdict(kernel: Kernel, keep: int) -> RuleVerdict:
-    scratch_patterns = spelling("scratch", kernel.target)
-    hits = [ins for ins in kernel.instructions if matches(ins.mnemonic, kernel.base(ins), scratch_patterns)]
+    matched = kernel.matching(spelling("scratch", kernel.target))
+    found = sum(kernel.counts[m] for m in matched)
     spills = (kernel.vgpr_spills or 0) + (kernel.sgpr_spills or 0)
     if spills:
         passed, note = False, (
             f"spills {kernel.vgpr_spills or 0} VGPRs and {kernel.sgpr_spills or 0} SGPRs to {kernel.scratch_bytes or 0} "
             "bytes of scratch per lane; cut register pressure (smaller tiles, fewer live values) or raise the register budget"
         )
-    elif hits and not kernel.scratch_bytes:
+    elif found and not kernel.scratch_bytes:
         passed, note = False, "scratch accesses in a kernel that declares no scratch"
     else:
         passed = True
@@ -138,21 +148,20 @@ def _spill_verdict(kernel: Kernel, keep: int) -> RuleVerdict:
         kind="spills",
         rule="no register spills",
         passed=passed,
-        found=len(hits),
+        found=found,
         requirement="no spilled registers; scratch only where declared",
-        matched=sorted({ins.mnemonic for ins in hits}),
-        lines=[f"{ins.address:#x}: {ins.text}" for ins in hits[:keep]],
+        matched=sorted(matched),
+        lines=kernel.lines(matched, keep),
         note=note,
     )
 
 
 def _summary(kernel: Kernel, top: int) -> KernelSummary:
-    counts = Counter(ins.mnemonic for ins in kernel.instructions)
     return KernelSummary(
         name=kernel.name,
         target=kernel.target,
-        instructions=len(kernel.instructions),
-        histogram=[Count(mnemonic=m, count=c) for m, c in counts.most_common(top)],
+        instructions=sum(kernel.counts.values()),
+        histogram=[Count(mnemonic=m, count=c) for m, c in kernel.counts.most_common(top)],
         vgpr_spills=kernel.vgpr_spills,
         sgpr_spills=kernel.sgpr_spills,
         scratch_bytes=kernel.scratch_bytes,
