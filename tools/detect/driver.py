@@ -65,8 +65,8 @@ class Driver:
     findings: list[Finding] = field(default_factory=list)
 
 
-def detect_driver(system: SystemView, amd_expected: bool) -> Driver:
-    """amd_expected: the silicon layer saw an AMD GPU (KFD node or PCI device)."""
+def detect_driver(system: SystemView, amd_expected: bool, pci_amd: bool = False) -> Driver:
+    """amd_expected: a lower layer saw an AMD GPU; pci_amd: the PCI bus lists one."""
     result = Driver(amd_expected)
     add = result.findings.append
     if not amd_expected:
@@ -76,24 +76,11 @@ def detect_driver(system: SystemView, amd_expected: bool) -> Driver:
             fix="nothing to do unless this machine has an AMD GPU; then fix the silicon layer first",
         ))
         return result
-    version, read = module_version(system)
-    loaded = system.exists("/sys/module/amdgpu") or system.exists("/sys/class/kfd/kfd")
-    if loaded:
-        add(finding.make(
-            system, "driver", "amdgpu", "ok",
-            f"amdgpu is loaded{f', version {version}' if version else ' (in-tree module: no version file)'}",
-            sources=[read], ground_truth=GROUND_TRUTH, details={"amdgpu_version": version},
-        ))
-    else:
-        add(finding.make(
-            system, "driver", "amdgpu", "fail", "an AMD GPU is on the PCI bus but amdgpu is not loaded",
-            sources=[read], ground_truth=GROUND_TRUTH,
-            fix="modprobe amdgpu (install amdgpu-dkms or a kernel with amdgpu); check dmesg for firmware errors",
-        ))
     listing = system.run("ls", "-l", "/dev/kfd", "/dev/dri")
     ident = system.run("id")
     result.nodes = parse_ls(listing.text or "")
     result.user, result.groups = parse_id(ident.text or "")
+    add(_module(system, result, pci_amd))
     add(_device_nodes(system, result, listing))
     add(_access(system, result, listing, ident))
     return result
@@ -145,4 +132,26 @@ def _access(system: SystemView, result: Driver, listing: Output, ident: Output) 
     return finding.make(
         system, "driver", check, "ok", f"user {result.user} may open /dev/kfd and the render nodes",
         sources=[listing, ident], ground_truth=GROUND_TRUTH, details=details,
+    )
+
+
+def _module(system: SystemView, result: Driver, pci_amd: bool) -> Finding:
+    """amdgpu is loaded when sysfs shows the module or KFD, or /dev/kfd exists; missing while the PCI bus lists an AMD GPU fails."""
+    version, read = module_version(system)
+    loaded = system.exists("/sys/module/amdgpu") or system.exists("/sys/class/kfd/kfd") or any(n.path == "/dev/kfd" for n in result.nodes)
+    if loaded:
+        return finding.make(
+            system, "driver", "amdgpu", "ok",
+            f"amdgpu is loaded{f', version {version}' if version else ' (no /sys/module/amdgpu/version: an in-tree module, or not readable)'}",
+            sources=[read], ground_truth=GROUND_TRUTH, details={"amdgpu_version": version},
+        )
+    if pci_amd:
+        return finding.make(
+            system, "driver", "amdgpu", "fail", "an AMD GPU is on the PCI bus but amdgpu is not loaded",
+            sources=[read], ground_truth=GROUND_TRUTH,
+            fix="modprobe amdgpu (install amdgpu-dkms or a kernel with amdgpu); check dmesg for firmware errors",
+        )
+    return finding.make(
+        system, "driver", "amdgpu", "unknown", "amdgpu's state is not readable: no /sys/module/amdgpu, /sys/class/kfd or /dev/kfd",
+        sources=[read], ground_truth=GROUND_TRUTH, fix="check `lsmod | grep amdgpu` and dmesg on the host",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hyperloom.core.evidence import Evidence, assumed, measured
 from hyperloom.core.hashing import combine_digests
 from hyperloom.tools.detect.models import Finding, Layer, Status, Value
-from hyperloom.tools.detect.root import FileRead, Output, SystemView
+from hyperloom.tools.detect.root import FileRead, Output, SystemView, recorded_name
 
 
 def evidence_for(
@@ -28,7 +28,7 @@ def evidence_for(
 
 
 def _label(source: Output | FileRead) -> str:
-    return f"commands/{source.command}.txt" if isinstance(source, Output) else source.path.lstrip("/")
+    return f"commands/{recorded_name(source.command)}" if isinstance(source, Output) else source.path.lstrip("/")
 
 
 def make(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperloom.tools.detect.detect import detect
-from hyperloom.tools.detect.root import FileRead, Output, SystemView
+from hyperloom.tools.detect.root import FileRead, Output, SystemView, recorded_name
 
 TRAP_VARIABLES = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "HSA_OVERRIDE_GFX_VERSION")
 
@@ -39,7 +39,7 @@ class RecordingSystem(SystemView):
     def run(self, tool: str, *args: str) -> Output:
         output = super().run(tool, *args)
         if output.text is not None:
-            target = self.into / "commands" / f"{output.command}.txt"
+            target = self.into / "commands" / recorded_name(output.command)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(output.text, encoding="utf-8")
         return output

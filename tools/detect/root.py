@@ -1,7 +1,7 @@
 """Where detect reads the machine from: the live system, or a root directory standing in for it.
 
 A root holds `sys/`, `dev/`, `proc/` as captured, and `commands/<tool> <args>.txt`, the recorded
-output of each command. A command without a recording counts as a tool that is not installed.
+output of each command (with `/` in arguments written `%2F`). A command without a recording counts as a tool that is not installed.
 Every read and every command reports what it was and what it gave; nothing here raises.
 """
 
@@ -119,7 +119,7 @@ class SystemView:
 
     def _replay(self, tool: str, args: tuple[str, ...]) -> Output:
         command = " ".join((tool, *args))
-        recorded = self.root / "commands" / f"{command}.txt"  # type: ignore[operator]
+        recorded = self.root / "commands" / recorded_name(command)  # type: ignore[operator]
         if not recorded.is_file():
             return Output(command, None, missing=True)
         try:
@@ -148,6 +148,11 @@ class SystemView:
             return Output(command, None, error=str(exc), version=info.version)
         text = proc.stdout + (("\n" + proc.stderr) if proc.stderr.strip() else "")
         return Output(command, text, returncode=proc.returncode, version=info.version)
+
+
+def recorded_name(command: str) -> str:
+    """The file a command's output is recorded in: `/` cannot stand in a file name, so it is written %2F (and % as %25)."""
+    return command.replace("%", "%25").replace("/", "%2F") + ".txt"
 
 
 def install_hint(tool: str) -> str:

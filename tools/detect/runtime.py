@@ -42,12 +42,14 @@ def detect_runtime(system: SystemView, amd_expected: bool) -> Runtime:
     add = result.findings.append
     rocminfo = system.run("rocminfo")
     result.rocminfo_output = rocminfo
-    if not amd_expected and not rocminfo.ok:
+    if not amd_expected and rocminfo.missing:
         add(finding.make(
             system, "runtime", "rocminfo", "unknown", "no AMD GPU found below this layer; the ROCm runtime not checked",
             sources=[rocminfo], ground_truth=GROUND_TRUTH,
             fix="nothing to do unless this machine has an AMD GPU; then fix the silicon layer first",
         ))
+        if system.run("amd-smi").ok or system.run("rocm-smi", "-a").ok:
+            add(_smi(system, result))
         return result
     if rocminfo.ok:
         result.agents, result.module_version = parse_rocminfo(rocminfo.text or "")
