@@ -52,7 +52,7 @@ def test_tools_lists_every_tool_with_both_schemas(capsys):
     assert main(["tools", "--json"]) == EXIT_OK
     listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
     assert set(listed) == {entry.name for entry in CATALOG}
-    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify"} <= set(listed)
+    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify", "detect"} <= set(listed)
     assert all("inputSchema" in t and "outputSchema" in t for t in listed.values())
 
 

@@ -12,6 +12,8 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile.build import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest, CompileResult
+from hyperloom.tools.detect.detect import run_detect
+from hyperloom.tools.detect.models import DetectRequest, DetectResult
 from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, FreezeResult, GateRequest, GateResult
@@ -42,6 +44,27 @@ def _freeze(request: FreezeRequest, workspace: Workspace, progress: ProgressFn |
 
 
 CATALOG: tuple[ToolDef, ...] = (
+    ToolDef(
+        name="detect",
+        title="Detect the GPU stack",
+        description=(
+            "Check the GPU stack bottom-up and name the layer a fault lives in: silicon (KFD topology, PCI IDs, "
+            "datasheet peaks tagged ASSUMED), driver (amdgpu, /dev/kfd and render-node permissions, the user's groups), "
+            "runtime (rocminfo, HIP version, amd-smi/rocm-smi clocks, performance level, power cap, processes), compiler "
+            "(hipcc, clang, llvm-mc with amdgcn and whether it knows the detected gfx target) and NVIDIA (nvidia-smi "
+            "driver and CUDA versions, compute capability, clocks). Each finding has a status (ok/warn/fail/unknown), the "
+            "command that produced it, the layer's ground-truth tool, a fix and evidence. Known traps are named findings "
+            "(trap.*): ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES on a display GPU, HSA_OVERRIDE_GFX_VERSION, a gating "
+            "performance level, missing render/video groups, a compiler too old for the target, other processes holding "
+            "VRAM. A missing or hanging tool makes its layer unknown, with what to install. Run it first on a new machine."
+        ),
+        request=DetectRequest,
+        result=DetectResult,
+        run=run_detect,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+    ),
     ToolDef(
         name="correctness_gate",
         title="Correctness gate",

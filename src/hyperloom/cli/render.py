@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from hyperloom.core.evidence import Evidence
 from hyperloom.tools.compile.models import CompileResult
+from hyperloom.tools.detect.models import DetectResult
 from hyperloom.tools.gate.models import FreezeResult, GateResult
 from hyperloom.tools.verify.models import VerifyResult
 
@@ -125,5 +126,26 @@ def verify_report(result: VerifyResult) -> str:
             parts.append(f"  {v.kernel} / {v.rule}: {v.note}")
         if not v.passed:
             parts.extend(f"    {line}" for line in v.lines)
+def detect_report(result: DetectResult) -> str:
+    """The layers bottom-up, one row per finding, then the GPUs with their datasheet peaks tagged ASSUMED."""
+    rows = [(f.layer, f.status.upper(), f.check, f.summary + (f"  → fix: {f.fix}" if f.fix else "")) for f in result.findings]
+    parts = [table(["layer", "status", "check", "finding"], rows), ""]
+    parts.append("layers: " + ", ".join(f"{layer} {status}" for layer, status in result.layers.items()))
+    for gpu in result.gpus:
+        shape = ", ".join(
+            f"{label} {value}" for label, value in (
+                ("CUs/SMs", gpu.compute_units), ("wave", gpu.wave_size), ("LDS KiB", gpu.lds_kib),
+                ("VRAM GiB", f"{gpu.vram_bytes / 2**30:.1f}" if gpu.vram_bytes else None), ("cc", gpu.compute_capability),
+            ) if value is not None
+        )
+        parts.append(f"GPU {gpu.index}: {gpu.name} [{gpu.target or '?'}] {shape}".rstrip())
+        if gpu.partition_note:
+            parts.append(f"  note: {gpu.partition_note}")
+        if gpu.peaks is not None:
+            p = gpu.peaks
+            parts.append(
+                f"  peaks (ASSUMED, {p.source}): FP32 {p.fp32_tflops:g} TFLOP/s, FP16 {p.fp16_tflops:g} TFLOP/s, "
+                f"{p.memory_gb:g} GB at {p.memory_bandwidth_gbps:g} GB/s"
+            )
     parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
     return "\n".join(parts)

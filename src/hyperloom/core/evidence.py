@@ -67,3 +67,23 @@ def measured(
         at=utc_now(),
         inputs_sha256=inputs_sha256,
     )
+
+
+def assumed(
+    source: str,
+    *,
+    inputs_sha256: str,
+    target: str = "unspecified",
+    device: str = "not measured",
+    toolchain: dict[str, str] | None = None,
+) -> Evidence:
+    """Evidence for a figure taken from elsewhere (a datasheet, a recorded output), not produced in this call."""
+    return Evidence(
+        tag=Tag.ASSUMED,
+        source=source,
+        target=target,
+        device=device,
+        toolchain=toolchain or {},
+        at=utc_now(),
+        inputs_sha256=inputs_sha256,
+    )

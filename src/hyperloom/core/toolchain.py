@@ -51,6 +51,7 @@ KNOWN_TOOLS: dict[str, ToolSpec] = {
         ToolSpec("clang", Family.LLVM, install_hint="apt-get install clang-19"),
         ToolSpec("ld.lld", Family.LLVM, install_hint="apt-get install lld-19"),
         ToolSpec("hipcc", Family.ROCM, install_hint="install ROCm (hipcc) or use clang offline"),
+        ToolSpec("hipconfig", Family.ROCM, install_hint="install ROCm (hip-runtime-amd provides hipconfig)"),
         ToolSpec("rocminfo", Family.ROCM, version_args=("--help",), install_hint="install ROCm (rocminfo)"),
         ToolSpec("amd-smi", Family.ROCM, version_args=("version",), install_hint="install ROCm (amd-smi)"),
         ToolSpec("rocm-smi", Family.ROCM, version_args=("--version",), install_hint="install ROCm (rocm-smi)"),
