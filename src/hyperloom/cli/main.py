@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -37,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hyperloom: error: {exc}", file=sys.stderr)
     except ValidationError as exc:
         print(f"hyperloom: error: invalid arguments: {describe_validation_error(exc)}", file=sys.stderr)
+    except BrokenPipeError:  # the reader (e.g. `head`) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     return EXIT_INPUT_ERROR
 
 

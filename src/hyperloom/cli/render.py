@@ -126,6 +126,10 @@ def verify_report(result: VerifyResult) -> str:
             parts.append(f"  {v.kernel} / {v.rule}: {v.note}")
         if not v.passed:
             parts.extend(f"    {line}" for line in v.lines)
+    parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
+    return "\n".join(parts)
+
+
 def detect_report(result: DetectResult) -> str:
     """The layers bottom-up, one row per finding, then the GPUs with their datasheet peaks tagged ASSUMED."""
     rows = [(f.layer, f.status.upper(), f.check, f.summary + (f"  → fix: {f.fix}" if f.fix else "")) for f in result.findings]
