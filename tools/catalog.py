@@ -10,6 +10,8 @@ from pydantic import BaseModel
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.bench.models import BenchRequest, BenchResult
+from hyperloom.tools.bench.run import run_bench
 from hyperloom.tools.compile.build import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest, CompileResult
 from hyperloom.tools.detect.detect import run_detect
@@ -141,6 +143,31 @@ CATALOG += (
         read_only=True,
         destructive=False,
         idempotent=True,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="bench",
+        title="Benchmark a kernel",
+        description=(
+            "Time a kernel from its kernel.yaml (variant, shape index, target) on the GPU or host CPU: it is compiled, "
+            "run once per input set (seeded, plus the spec's adversarial sets) on poisoned outputs and gated against "
+            "the spec's reference and tolerance; only if every set passes is it timed. Timing: warm-up by time, "
+            "repetitions until the median's 95 % CI is within target_ci, last-level cache flushed before each, "
+            "device events for kernel-only time and the host clock for wall time. Returns median/min/p10/p90/mean/"
+            "std/CV/outliers, achieved GB/s and TFLOP/s from the spec's metric, clocks and temperature before and "
+            "after (nvidia-smi), and the artifacts folder with raw samples. Each run happens in a worker process with "
+            "a timeout: a hang is TIMEOUT, a crash CRASH. Alternatively time any command that prints a JSON line with "
+            "samples_s."
+        ),
+        request=BenchRequest,
+        result=BenchResult,
+        run=run_bench,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
     ),
 )
 
