@@ -13,6 +13,8 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
 from hyperloom.tools.bench.run import run_bench
 from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.roofline.models import RooflineRequest, RooflineResult
+from hyperloom.tools.roofline.run import run_roofline
 from hyperloom.tools.compile.models import CompileRequest, CompileResult
 from hyperloom.tools.detect.detect import run_detect
 from hyperloom.tools.detect.models import DetectRequest, DetectResult
@@ -165,6 +167,27 @@ CATALOG += (
         request=BenchRequest,
         result=BenchResult,
         run=run_bench,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="roofline",
+        title="Measure the roofline",
+        description=(
+            "Measure this device's ceilings with shipped microbenchmarks, each gated and timed through bench: DRAM "
+            "copy, read and write bandwidth, peak FP32 FMA and (NVIDIA) FP16 tensor-core rate. Adds the part's "
+            "datasheet peaks tagged ASSUMED, places kernels from bench result files (arithmetic intensity, "
+            "attainable performance, percent of roof, memory- or compute-bound), and writes roofline.json plus a PNG "
+            "and SVG plot. Use it before tuning to know the target number, and after to say how far from it a kernel is."
+        ),
+        request=RooflineRequest,
+        result=RooflineResult,
+        run=run_roofline,
         read_only=False,
         destructive=False,
         idempotent=False,

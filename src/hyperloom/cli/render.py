@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from hyperloom.core.evidence import Evidence
 from hyperloom.tools.bench.models import BenchResult
 from hyperloom.tools.compile.models import CompileResult
+from hyperloom.tools.roofline.models import RooflineResult
 from hyperloom.tools.detect.models import DetectResult
 from hyperloom.tools.gate.models import FreezeResult, GateResult
 from hyperloom.tools.verify.models import VerifyResult
@@ -179,4 +180,17 @@ def bench_report(result: BenchResult) -> str:
     if result.artifacts:
         parts.append(f"artifacts: {result.artifacts}")
     parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
+    return "\n".join(parts)
+
+
+def roofline_report(result: RooflineResult) -> str:
+    rows = [(c.name, c.kind, f"{c.value:.4g} {c.unit}", c.evidence.tag.value, c.source[:70]) for c in (*result.measured, *result.datasheet)]
+    parts = [table(["ceiling", "kind", "value", "tag", "source"], rows)]
+    if result.placements:
+        placed = [
+            (p.name, _num(p.arithmetic_intensity), _num(p.achieved_gbps), _num(p.achieved_tflops), f"{p.percent_of_roof:.1f} %", p.bound, p.roof)
+            for p in result.placements
+        ]
+        parts += ["", table(["kernel", "flop/byte", "GB/s", "TFLOP/s", "of roof", "bound", "roof"], placed)]
+    parts += [f"files: {', '.join(result.files)}", f"evidence: {evidence_line(result.evidence)}", result.summary]
     return "\n".join(parts)
