@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hyperloom.tools.gate.models import Tolerance
 
-Expr = str | int
+Expr = str | int | float
 BufferDtype = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 ScalarDtype = Literal["int32", "uint32", "int64", "uint64", "float32", "float64"]
 
