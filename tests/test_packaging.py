@@ -33,6 +33,8 @@ def test_the_wheel_installs_only_the_hyperloom_namespace(wheel):
         "hyperloom/mcp_server/server.py",
         "hyperloom/validators/reference_set.schema.json",
         "hyperloom/cli/main.py",
+        "hyperloom/skill/hyperloom-kernel-optimizer/SKILL.md",
+        "hyperloom/skill/hyperloom-kernel-optimizer/evals/evals.json",
     ):
         assert expected in names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))

@@ -1,1 +1,1 @@
-"""Checks of outside contracts: file formats Hyperloom writes and reads back."""
+"""Checks of outside contracts: the files Hyperloom writes and reads back, and the Agent Skill format."""

@@ -1,0 +1,148 @@
+"""`hyperloom agent`: a scripted OpenAI-compatible server on loopback drives the real hyperloom-mcp over stdio."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import save
+from hyperloom.agent.endpoint import parse_completion
+from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
+from hyperloom.core.errors import HyperloomError
+from openai_stub import answer, scripted_endpoint, tool_call
+
+GATE, FREEZE = "mcp__hyperloom__correctness_gate", "mcp__hyperloom__gate_freeze"
+
+
+def _agent(stub, workspace, *options: str, prompt: str = "Is good.npy correct against ref.npy?") -> tuple[int, Path]:
+    transcript = workspace.root / "t.json"
+    code = main(["agent", prompt, "--base-url", stub.base_url, "--transcript", str(transcript), *options])
+    return code, transcript
+
+
+def _tool_messages(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_the_agent_freezes_then_gates_through_the_real_server_and_saves_every_call(workspace, capsys, monkeypatch):
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # a proxy would swallow the request: none may be used
+    ref = np.linspace(-1, 1, 256, dtype=np.float32)
+    save(workspace, "ref.npy", ref)
+    save(workspace, "good.npy", ref + np.float32(1e-6))
+    script = [
+        tool_call(FREEZE, {"out": "refs", "references": ["ref.npy"], "atol": 1e-5, "rtol": 0}),
+        tool_call(GATE, {"candidates": ["good.npy"], "reference_set": "refs"}, call_id="call_2"),
+        answer("good.npy passes the frozen gate (MEASURED)."),
+    ]
+    with scripted_endpoint(script) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "qwen3-coder")
+    out = capsys.readouterr()
+    assert code == EXIT_OK and out.out.strip() == "good.npy passes the frozen gate (MEASURED)."
+    assert f"→ {FREEZE}" in out.err and "transcript:" in out.err
+
+    first = stub.requests[0]
+    assert first["model"] == "qwen3-coder" and first["messages"][0]["role"] == "system"
+    assert "## Iron rules" in first["messages"][0]["content"] and "# reference.md" in first["messages"][0]["content"]
+    offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
+    assert {GATE, FREEZE, "mcp__hyperloom__detect"} <= set(offered)
+    assert offered[GATE]["parameters"]["required"] == ["candidates"]
+    gate_result = json.loads(_tool_messages(stub.requests[2])[1])
+    assert gate_result["passed"] is True and gate_result["evidence"]["tag"] == "MEASURED"
+    assert (workspace.root / "refs" / "manifest.json").is_file()
+
+    saved = json.loads(transcript.read_text())
+    assert saved["status"] == "answered" and saved["turns"] == 3 and saved["model"] == "qwen3-coder"
+    assert [(c["name"], c["is_error"]) for c in saved["tool_calls"]] == [(FREEZE, False), (GATE, False)]
+    assert json.loads(saved["tool_calls"][1]["result"])["passed"] is True
+    assert saved["messages"][-1] == {"role": "assistant", "content": "good.npy passes the frozen gate (MEASURED)."}
+
+
+def test_unknown_tools_and_bad_arguments_go_back_to_the_model_and_the_loop_goes_on(workspace, capsys):
+    broken_turn = {
+        "role": "assistant", "content": "",
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "mcp__hyperloom__no_such_tool", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": GATE, "arguments": '{"candidates": ['}},
+            {"id": "c", "type": "function", "function": {"name": GATE, "arguments": '{"candidates": [[1.0]], "references": [[1.0]], "atol": "tiny", "rtol": 0}'}},
+            {"id": "d", "type": "function", "function": {"name": GATE, "arguments": "[1, 2]"}},
+        ],
+    }
+    script = [broken_turn, tool_call(GATE, {"candidates": [[1.0, 2.0]], "references": [[1.0, 2.0]], "atol": 0, "rtol": 0}), answer("done")]
+    with scripted_endpoint(script) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m")
+    assert code == EXIT_OK and capsys.readouterr().out.strip() == "done"
+    unknown, bad_json, bad_value, not_object = _tool_messages(stub.requests[1])
+    assert unknown.startswith("ERROR: unknown tool 'mcp__hyperloom__no_such_tool'") and GATE in unknown
+    assert bad_json.startswith("ERROR:") and "not valid JSON" in bad_json
+    assert bad_value.startswith("ERROR:") and "atol" in bad_value
+    assert not_object.startswith("ERROR:") and "JSON object" in not_object
+    assert json.loads(_tool_messages(stub.requests[2])[-1])["passed"] is True
+    saved = json.loads(transcript.read_text())
+    assert [c["is_error"] for c in saved["tool_calls"]] == [True, True, True, True, False]
+
+
+def test_a_model_that_never_answers_stops_at_the_turn_limit(workspace, capsys):
+    forever = tool_call(GATE, {"candidates": [[0.0]], "references": [[0.0]], "atol": 0, "rtol": 0})
+    with scripted_endpoint([lambda body: forever]) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m", "--max-turns", "3")
+    assert code == EXIT_FAILED_VERDICT and "stopped after 3 turns" in capsys.readouterr().err
+    assert len(stub.requests) == 3
+    saved = json.loads(transcript.read_text())
+    assert saved["status"] == "turn_limit" and len(saved["tool_calls"]) == 3
+
+
+def test_without_a_model_the_first_model_the_endpoint_lists_is_used(workspace):
+    with scripted_endpoint([answer("hello")]) as stub:
+        code, transcript = _agent(stub, workspace)
+    assert code == EXIT_OK and stub.requests[0]["model"] == "stub-model-7b"
+    assert json.loads(transcript.read_text())["model"] == "stub-model-7b"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_endpoint_that_is_down_is_one_clear_line_and_exit_2(workspace, capsys):
+    url = f"http://127.0.0.1:{_free_port()}/api/v1"
+    assert main(["agent", "hello", "--base-url", url, "--model", "m", "--transcript", str(workspace.root / "t.json")]) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err
+    assert "could not reach the model endpoint" in err and "Next step" in err and "Traceback" not in err
+    saved = json.loads((workspace.root / "t.json").read_text())
+    assert saved["status"] == "error" and "could not reach" in saved["error"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ((200, b"<html>It works!</html>"), "not JSON"),
+        ((200, b'{"object": "list", "data": []}'), "not an OpenAI chat completion"),
+        ((200, b'{"choices": []}'), "not an OpenAI chat completion"),
+        ((500, b'{"error": {"message": "model failed to load"}}'), "HTTP 500: {\"error\": {\"message\": \"model failed to load\"}}"),
+        ((404, b'{"error": "model not found"}'), "HTTP 404"),
+    ],
+)
+def test_an_endpoint_that_answers_garbage_is_a_clear_message_and_a_clean_exit(workspace, capsys, reply, message):
+    with scripted_endpoint([reply]) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m")
+    err = capsys.readouterr().err
+    assert code == EXIT_INPUT_ERROR and message in err and "Traceback" not in err
+    assert json.loads(transcript.read_text())["status"] == "error"
+
+
+def test_tool_calls_are_normalized_whatever_shape_the_server_sends():
+    payload = {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [
+        {"type": "function", "function": {"name": GATE, "arguments": {"candidates": ["a.npy"]}}},
+        {"id": "x", "type": "function"},
+    ]}}]}
+    message = parse_completion(payload, "stub")
+    assert message == {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "call_0", "type": "function", "function": {"name": GATE, "arguments": '{"candidates": ["a.npy"]}'}}
+    ]}
+    with pytest.raises(HyperloomError, match="not an OpenAI chat completion"):
+        parse_completion({"choices": [{"message": "hi"}]}, "stub")
