@@ -1,0 +1,39 @@
+"""torch baselines measured the way bench measures: L2 flushed, device events, median of many."""
+import json
+import statistics
+import sys
+
+import torch
+
+
+def timed(fn, reps=200, warmup=20):
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.int8, device="cuda")
+    samples = []
+    for i in range(warmup + reps):
+        flush.fill_(i & 0x7F)
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        if i >= warmup:
+            samples.append(start.elapsed_time(end) / 1e3)
+    return statistics.median(samples)
+
+
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 268435456
+src = torch.randn(n, device="cuda")
+dst = torch.empty_like(src)
+copy_s = timed(lambda: dst.copy_(src))
+read_s = timed(lambda: src.sum())
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+mm_s = timed(lambda: a @ b, reps=50, warmup=10)
+print(json.dumps({
+    "torch": torch.__version__, "device": torch.cuda.get_device_name(0), "n": n,
+    "copy_s": copy_s, "copy_gbps": 8 * n / copy_s / 1e9,
+    "read_s": read_s, "read_gbps": 4 * n / read_s / 1e9,
+    "bf16_matmul_tflops": 2 * 8192**3 / mm_s / 1e12,
+}))
