@@ -5,7 +5,7 @@ import numpy as np
 
 def partial_sums(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
     n4 = shape["n"] // 4
-    blocks = -(-n4 // 256)
+    blocks = -(-n4 // (256 * shape["per_thread"]))
     stride = blocks * 256
     quads = inputs["src"].astype(np.float64).reshape(n4, 4).sum(axis=1)
     owner = (np.arange(n4, dtype=np.int64) % stride) // 256
