@@ -50,7 +50,7 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(workspace, capsys):
 def test_tools_lists_every_tool_with_both_schemas(capsys):
     assert main(["tools", "--json"]) == EXIT_OK
     listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
-    assert set(listed) == {"correctness_gate", "gate_freeze"}
+    assert set(listed) == {"correctness_gate", "gate_freeze", "isa_census", "isa_probe", "isa_audit"}
     assert all("inputSchema" in t and "outputSchema" in t for t in listed.values())
 
 
