@@ -21,24 +21,27 @@ SHOWN = 5
 
 
 def code_object_files(raw_paths: list[str], workspace: Workspace) -> list[Path]:
-    """The files named, and the code objects (ELF or offload bundle) found under named folders."""
+    """The files named, and the code objects (ELF or offload bundle) found under named folders.
+
+    Links that lead out of the workspace are not followed.
+    """
     files: list[Path] = []
     for raw in raw_paths:
         path = workspace.resolve(raw)
-        if path.is_dir():
-            for root, dirs, names in os.walk(path):
-                dirs.sort()
-                for name in sorted(names):
-                    candidate = Path(root) / name
-                    if candidate.is_file() and _looks_like_code_object(candidate):
-                        files.append(Path(os.path.realpath(candidate)))
-        else:
+        if not path.is_dir():
             files.append(path)
-        if len(files) > MAX_FILES:
-            raise HyperloomError(f"more than {MAX_FILES} code objects under {raw!r}", "name the folders or files to audit more narrowly")
+            continue
+        for root, dirs, names in os.walk(path):
+            dirs.sort()
+            for name in sorted(names):
+                real = Path(os.path.realpath(Path(root) / name))
+                if workspace.root in real.parents and real.is_file() and _looks_like_code_object(real):
+                    files.append(real)
+            if len(files) > MAX_FILES:
+                raise HyperloomError(f"more than {MAX_FILES} code objects under {raw!r}", "name the folders or files to audit more narrowly")
     if not files:
         raise HyperloomError(f"no code objects (ELF or offload bundle) under {', '.join(raw_paths)}", "pass .hsaco/.co files or folders holding them")
-    return [p for p in dict.fromkeys(files) if workspace.root in p.parents]  # links leading out of the workspace are dropped
+    return list(dict.fromkeys(files))
 
 
 def _looks_like_code_object(path: Path) -> bool:

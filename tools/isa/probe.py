@@ -88,12 +88,14 @@ def check_line(line: str) -> str:
         problem = "is empty"
     elif len(line) > MAX_LINE_CHARS:
         problem = f"is longer than {MAX_LINE_CHARS} characters"
-    elif any(ord(c) < 0x20 or ord(c) == 0x7F for c in line) or '"' in line or "\\" in line:
-        problem = "contains control characters, quotes or backslashes"
+    elif any(ord(c) < 0x20 or ord(c) == 0x7F for c in line):
+        problem = "contains control characters (one instruction per line)"
     elif not (match := _MNEMONIC.match(stripped)):
         problem = "does not start with an instruction mnemonic (directives such as .include are refused)"
     elif stripped[match.end() :].lstrip().startswith(":") and not stripped[match.end() :].lstrip().startswith("::"):
         problem = "starts with a label"
+    elif '"' in line or "\\" in line:
+        problem = "contains quotes or backslashes, which no instruction needs"
     if problem:
         raise HyperloomError(
             f"probe line {line[:80]!r} {problem}",
@@ -116,20 +118,17 @@ class Assembled:
         return classify(self.error) if self.error is not None else None
 
 
-def assemble_lines(llvm_mc: str, target: str, lines: Sequence[str], mattr: str | None = None) -> list[Assembled]:
-    """Assemble every line in one llvm-mc process; each line's output sits before its sentinel."""
-    text = "".join(f"{line}\n.long {SENTINEL_BASE + i}\n" for i, line in enumerate(lines))
-    proc = run_checked(
-        _assembler(llvm_mc, target, mattr, show=True),
-        timeout_s=TIMEOUT_S,
-        what=f"assembling {len(lines)} line(s) for {target}",
-        input_text=text,
-        ok_codes=(0, 1),
-    )
-    errors = first_errors(proc.stderr)
+def probe_input(lines: Sequence[str]) -> str:
+    """Assembler input: each line, then its `.long` sentinel."""
+    return "".join(f"{line}\n.long {SENTINEL_BASE + i}\n" for i, line in enumerate(lines))
+
+
+def parse_assembled(lines: Sequence[str], stdout: str, stderr: str) -> list[Assembled]:
+    """Each line's first error (line 2i+1 of the input) or its first printed instruction."""
+    errors = first_errors(stderr)
     outputs: list[list[str]] = [[] for _ in lines]
     index = 0
-    for out in proc.stdout.splitlines():
+    for out in stdout.splitlines():
         if match := _SENTINEL.match(out):
             if int(match.group(1)) != SENTINEL_BASE + index:
                 raise HyperloomError("llvm-mc's output lost step with the probe lines", "report this llvm-mc version")
@@ -137,7 +136,7 @@ def assemble_lines(llvm_mc: str, target: str, lines: Sequence[str], mattr: str |
         elif index < len(lines) and "; encoding:" in out:
             outputs[index].append(out)
     if index != len(lines):
-        tail = " | ".join(proc.stderr.strip().splitlines()[-3:]) or "no message"
+        tail = " | ".join(stderr.strip().splitlines()[-3:]) or "no message"
         raise HyperloomError(f"llvm-mc stopped after {index} of {len(lines)} probe lines ({tail})", "check the lines and try again")
     results = []
     for i, line in enumerate(lines):
@@ -147,6 +146,18 @@ def assemble_lines(llvm_mc: str, target: str, lines: Sequence[str], mattr: str |
             printed, encoding = split_encoding(outputs[i][0])
         results.append(Assembled(line, error, printed, encoding))
     return results
+
+
+def assemble_lines(llvm_mc: str, target: str, lines: Sequence[str], mattr: str | None = None) -> list[Assembled]:
+    """Assemble every line in one llvm-mc process; each line's output sits before its sentinel."""
+    proc = run_checked(
+        _assembler(llvm_mc, target, mattr, show=True),
+        timeout_s=TIMEOUT_S,
+        what=f"assembling {len(lines)} line(s) for {target}",
+        input_text=probe_input(lines),
+        ok_codes=(0, 1),
+    )
+    return parse_assembled(lines, proc.stdout, proc.stderr)
 
 
 def run_probe(request: ProbeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> ProbeResult:
