@@ -21,6 +21,7 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.tools.codeobj.disasm import base_mnemonic
 from hyperloom.tools.isa.capabilities import CAPABILITIES
 from hyperloom.tools.isa.layouts import GENERATIONS, encode_group
+from hyperloom.tools.isa.examples import choose_examples, rank
 from hyperloom.tools.isa.mnemonics import MnemonicTable, find_table
 from hyperloom.tools.isa.models import (
     FORMAT,
@@ -31,10 +32,9 @@ from hyperloom.tools.isa.models import (
     InstructionEntry,
     LlvmInfo,
 )
-from hyperloom.tools.isa.examples import choose_examples, rank
 from hyperloom.tools.isa.probe import ABSENT, probe_mnemonics
 from hyperloom.tools.isa.sweep import Decoded, SweepOutcome, llvm_mc_runner, plan, sweep
-from hyperloom.tools.isa.targets import VERIFIED_TARGETS, LlvmMc, check_target, find_llvm_mc
+from hyperloom.tools.isa.targets import VERIFIED_TARGETS, LlvmMc, check_target, find_llvm_mc, generation
 
 log = logging.getLogger(__name__)
 STEPS = 4  # sweep, probe, re-assembly, capabilities
@@ -80,21 +80,21 @@ def _table(llvm_mc: str, mtime_ns: int) -> MnemonicTable | None:
     return find_table(Path(llvm_mc))
 
 
-def definitions_digest(generation: str) -> str:
+def definitions_digest(gen: str) -> str:
     """Changes whenever the layouts, the capability patterns or the format change."""
     return sha256_json(
-        [FORMAT, __version__, repr(GENERATIONS[generation]), [(c.name, c.description, c.patterns) for c in CAPABILITIES]]
+        [FORMAT, __version__, repr(GENERATIONS[gen]), [(c.name, c.description, c.patterns) for c in CAPABILITIES]]
     )
 
 
-def _cache_path(llvm: LlvmMc, target: str, generation: str) -> Path:
-    key = sha256_json([llvm.sha256, target, definitions_digest(generation)])
+def _cache_path(llvm: LlvmMc, target: str, gen: str) -> Path:
+    key = sha256_json([llvm.sha256, target, definitions_digest(gen)])
     return cache_dir("isa") / f"{target}-{key[:32]}.json"
 
 
-def measure(target: str, llvm: LlvmMc, generation: str, pool: Executor | None, progress: ProgressFn | None = None) -> Census:
+def measure(target: str, llvm: LlvmMc, gen: str, pool: Executor | None, progress: ProgressFn | None = None) -> Census:
     """Run the sweep, the probe and the re-assembly check for one target, now."""
-    families = GENERATIONS[generation]
+    families = GENERATIONS[gen]
     order = list(dict.fromkeys(f.name for f in families))
     real = Path(llvm.path).resolve()
     table = _table(str(real), real.stat().st_mtime_ns)
@@ -134,7 +134,7 @@ def measure(target: str, llvm: LlvmMc, generation: str, pool: Executor | None, p
 
     notes = []
     if target not in VERIFIED_TARGETS:
-        notes.append(f"{target} uses the {generation} layouts verified on other targets; its own encodings were not checked bit by bit")
+        notes.append(f"{target} uses the {gen} layouts verified on other targets; its own encodings were not checked bit by bit")
     if table is None:
         notes.append("no mnemonic table was found in the LLVM library: the probe checked the sweep's own names, so aliases are not listed")
     checks = CensusChecks(
@@ -153,7 +153,7 @@ def measure(target: str, llvm: LlvmMc, generation: str, pool: Executor | None, p
     family_counts = {f: sum(1 for c in canonical.values() if f in c.families) for f in order}
     census = Census(
         target=target,
-        generation=generation,
+        generation=gen,
         llvm=LlvmInfo(version=llvm.version, version_line=llvm.version_line, sha256=llvm.sha256),
         canonical_count=len(canonical),
         alias_count=len(aliases),
@@ -163,7 +163,7 @@ def measure(target: str, llvm: LlvmMc, generation: str, pool: Executor | None, p
         checks=checks,
         evidence=measured(
             "isa_census",
-            inputs_sha256=sha256_json([llvm.sha256, target, definitions_digest(generation)]),
+            inputs_sha256=sha256_json([llvm.sha256, target, definitions_digest(gen)]),
             target=target,
             toolchain=llvm.toolchain,
         ),
@@ -190,20 +190,23 @@ def census(
     `parallel` splits the sweep over one llvm-mc process per CPU.
     """
     llvm = llvm or find_llvm_mc()
-    generation = check_target(target, llvm)
-    path = _cache_path(llvm, target, generation)
-    if not refresh and path.is_file():
-        try:
-            cached = Census.model_validate_json(path.read_bytes())
-            _step(progress, STEPS)
-            return cached, True
-        except (ValidationError, OSError) as exc:
-            log.warning("ignoring the unreadable census cache %s: %s", path, exc)
+    # A cached census was measured by this very binary for this target: no need to ask llvm-mc again.
+    if not refresh and (gen := generation(target)) is not None:
+        path = _cache_path(llvm, target, gen)
+        if path.is_file():
+            try:
+                cached = Census.model_validate_json(path.read_bytes())
+                _step(progress, STEPS)
+                return cached, True
+            except (ValidationError, OSError) as exc:
+                log.warning("ignoring the unreadable census cache %s: %s", path, exc)
+    gen = check_target(target, llvm)
+    path = _cache_path(llvm, target, gen)
     if parallel:
         with ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="sweep") as pool:
-            fresh = measure(target, llvm, generation, pool, progress)
+            fresh = measure(target, llvm, gen, pool, progress)
     else:
-        fresh = measure(target, llvm, generation, None, progress)
+        fresh = measure(target, llvm, gen, None, progress)
     write_bytes_atomic(path, fresh.model_dump_json().encode())
     return fresh, False
 

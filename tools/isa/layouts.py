@@ -18,9 +18,9 @@ Every layout is also cross-checked on each run: sweep ⊆ probe (census.py).
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 PAD = 0xBF800000  # s_nop 0 on gfx9-gfx12
 V0, V8, V16 = 0x100, 0x108, 0x110
@@ -43,22 +43,28 @@ class Family:
     variants: tuple[int, ...] = (0,)
     tails: tuple[tuple[int, ...], ...] = ((),)
     ops: int | None = None  # opcodes enumerated, when the top of the field belongs to other families
+    paired: bool = False  # variants[i] goes with tails[i] only, instead of every tail
 
     @property
     def op_count(self) -> int:
         return self.ops if self.ops is not None else 1 << self.op_bits
 
+    def templates(self) -> list[tuple[int, tuple[int, ...]]]:
+        if self.paired:
+            return list(zip(self.variants, self.tails, strict=True))
+        return [(variant, tail) for variant in self.variants for tail in self.tails]
+
     def groups(self) -> Iterator[tuple[int, ...]]:
         """Every candidate encoding, as dwords (PAD appended)."""
+        templates = self.templates()
         for op in range(self.op_count):
             word0 = self.prefix | op << self.op_lsb
-            for variant in self.variants:
-                for tail in self.tails:
-                    yield (word0 | variant, *tail, PAD)
+            for variant, tail in templates:
+                yield (word0 | variant, *tail, PAD)
 
     @property
     def size(self) -> int:
-        return self.op_count * len(self.variants) * len(self.tails)
+        return self.op_count * len(self.templates())
 
 
 def vop3p(prefix: int) -> tuple[Family, Family]:
@@ -74,9 +80,18 @@ def vop3p(prefix: int) -> tuple[Family, Family]:
 _HEX = tuple(f"0x{b:02x}" for b in range(256))
 
 
+def _dword(word: int) -> str:
+    return f"{_HEX[word & 0xFF]},{_HEX[word >> 8 & 0xFF]},{_HEX[word >> 16 & 0xFF]},{_HEX[word >> 24 & 0xFF]}"
+
+
+@lru_cache(maxsize=256)
+def _tail(words: tuple[int, ...]) -> str:
+    return "".join("," + _dword(word) for word in words)
+
+
 def encode_group(words: tuple[int, ...]) -> str:
     """One bracketed disassembler input line: little-endian bytes of each dword."""
-    return "[" + ",".join(map(_HEX.__getitem__, struct.pack(f"<{len(words)}I", *words))) + "]"
+    return "[" + _dword(words[0]) + _tail(words[1:]) + "]"  # a family's tails repeat: their text is reused
 
 
 # ---------------------------------------------------------------- shared by every generation
@@ -170,8 +185,11 @@ GFX10 = (
 # dword0: srcX0[8:0], vsrcX1[16:9]; dword1: srcY0[8:0], vsrcY1[16:9], vdstY>>1 [23:17],
 # vdstX[31:24]. `v_dual_mul_f32 v0, v1, v2 :: v_dual_mul_f32 v3, v4, v5` = c8c60501 00020b04;
 # the second template zeroes both vsrc1 fields (v_dual_mov_b32 needs that); fmaak/fmamk
-# consume PAD as their literal.
-VOPD = Family("VOPD", 0xC8000000, 17, 9, variants=(0x101 | 2 << 9, 0x101), tails=((0x104 | 5 << 9 | 1 << 17,), (0x104 | 1 << 17,)))
+# consume PAD as their literal. Paired templates suffice: every X op meets some two-source Y
+# op in the first, and v_dual_mov_b32 meets itself in the second.
+VOPD = Family(
+    "VOPD", 0xC8000000, 17, 9, variants=(0x101 | 2 << 9, 0x101), tails=((0x104 | 5 << 9 | 1 << 17,), (0x104 | 1 << 17,)), paired=True
+)
 
 GFX11 = (
     *SCALAR,

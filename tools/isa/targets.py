@@ -41,7 +41,8 @@ class LlvmMc:
 
 
 def find_llvm_mc() -> LlvmMc:
-    """llvm-mc by the toolchain search order, refused when it was built without amdgcn."""
+    """llvm-mc by the toolchain search order. Whether it has the amdgcn target is checked with
+    the target (check_target, require_known), so a cached census costs no llvm-mc run for it."""
     info = require_tool("llvm-mc")
     assert info.path is not None
     real = Path(info.path).resolve()
@@ -53,7 +54,6 @@ def find_llvm_mc() -> LlvmMc:
         sha256=_sha256_cached(str(real), stat.st_size, stat.st_mtime_ns),
         found_by=info.found_by or "",
     )
-    known_targets(llvm.path)  # refuses an llvm-mc without the amdgcn target
     return llvm
 
 
