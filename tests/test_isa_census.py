@@ -324,3 +324,15 @@ def test_the_llvm_found_is_recorded_in_every_census(censuses):
 
 def test_find_llvm_mc_prefers_the_configured_folder(llvm19):
     assert find_llvm_mc().found_by == "HYPERLOOM_LLVM_DIR"
+
+
+@pytest.mark.skipif(shutil.which("llvm-mc-22") is None, reason="llvm-mc-22 is not installed (optional: apt-get install llvm-22)")
+def test_llvm_22_really_crashes_on_the_known_gfx1250_group_and_the_sweep_survives():
+    from hyperloom.tools.isa.layouts import PAD
+    from hyperloom.tools.isa.sweep import Group, llvm_mc_runner, sweep
+
+    crash = Group("VOP3P", (0xCC330000, 0x18000000))  # toolchain.md 6.2: [0x00,0x00,0x33,0xcc,0x00,0x00,0x00,0x18]
+    groups = [Group("VOP3P", (0xCC184000, 0x1C621100, PAD)), crash, Group("SOP1", (0xBE800000, PAD))]
+    outcome = sweep(groups, llvm_mc_runner(shutil.which("llvm-mc-22"), "gfx1250"))
+    assert outcome.dropped == [crash] and outcome.crashed_runs >= 2
+    assert [d.text.split()[0] for d in outcome.decoded] == ["v_dot8_i32_iu4", "s_mov_b32"]
