@@ -84,9 +84,3 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     _cap("ray_tracing", "BVH ray-intersection instructions", r"image_bvh\w*_intersect_ray", r"ds_bvh_stack\w*"),
 )
 
-
-def capability(name: str) -> CapabilityDef:
-    for entry in CAPABILITIES:
-        if entry.name == name:
-            return entry
-    raise KeyError(name)

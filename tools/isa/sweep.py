@@ -1,4 +1,5 @@
-"""The disassembler sweep: every opcode of every encoding family, decoded by one llvm-mc process.
+"""The disassembler sweep: every opcode of every encoding family, decoded by llvm-mc (one process
+per share of the groups, the shares side by side).
 
 Each candidate group is followed by a sentinel group `s_movk_i32 s100, <index>`; stdout is split
 at the sentinels, so every decoded line is attributed to the group that produced it (a group

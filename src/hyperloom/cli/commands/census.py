@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK, emit, progress_printer
 from hyperloom.cli.model_args import add_model_arguments, model_from_args
