@@ -26,7 +26,8 @@ class MnemonicTable:
 
 
 def _is_name(raw: bytes) -> bool:
-    return bool(raw) and all(b in _NAME_BYTES for b in raw)
+    """A mnemonic: lower-case letters, digits, '_' and '.', starting with a letter (never a directive)."""
+    return bool(raw) and 0x61 <= raw[0] <= 0x7A and all(b in _NAME_BYTES for b in raw)
 
 
 def walk_table(data: bytes | mmap.mmap, anchor_at: int) -> list[str]:

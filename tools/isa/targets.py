@@ -47,14 +47,13 @@ def find_llvm_mc() -> LlvmMc:
     assert info.path is not None
     real = Path(info.path).resolve()
     stat = real.stat()
-    llvm = LlvmMc(
+    return LlvmMc(
         path=info.path,
         version=info.version or "unknown",
         version_line=info.version_line or "",
         sha256=_sha256_cached(str(real), stat.st_size, stat.st_mtime_ns),
         found_by=info.found_by or "",
     )
-    return llvm
 
 
 @lru_cache(maxsize=8)
