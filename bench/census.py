@@ -80,6 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     llvm = find_llvm_mc()
     print(f"llvm-mc {llvm.version} ({llvm.path}), {os.cpu_count()} CPUs, median of {args.repeats} cold runs each")
+    print(f"load average before: {_load()} (other work on the machine slows every figure)")
 
     per_target = {target: cold([target], args.repeats) for target in args.targets}
     for target, seconds in per_target.items():
@@ -93,6 +94,14 @@ def main() -> None:
     slowest = max(per_target.values())
     missed = [name for name, ok in (("cold one target", slowest <= COLD_ONE_S), ("cold all", together <= COLD_ALL_S), ("cached", median <= CACHED_S)) if not ok]
     print("all targets met" if not missed else f"missed: {', '.join(missed)}")
+    print(f"load average after: {_load()}")
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
 
 
 if __name__ == "__main__":

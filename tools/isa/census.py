@@ -100,7 +100,8 @@ def measure(target: str, llvm: LlvmMc, gen: str, pool: Executor | None, progress
     table = _table(str(real), real.stat().st_mtime_ns)
     # The probe of the library's mnemonics runs beside the sweep; the sweep's few other names follow.
     probing = pool.submit(probe_mnemonics, llvm.path, target, table.names) if pool and table else None
-    outcome = sweep(plan(families), llvm_mc_runner(llvm.path, target), pool, chunks=(os.cpu_count() or 1) if pool else 1)
+    shares = (os.cpu_count() or 1) if pool else 1
+    outcome = sweep(plan(families), llvm_mc_runner(llvm.path, target), pool, chunks=shares)
     canonical = canonical_set(outcome, order)
     _step(progress, 1)
 
@@ -110,7 +111,7 @@ def measure(target: str, llvm: LlvmMc, gen: str, pool: Executor | None, progress
     accepted = {base_mnemonic(name) for name, error in probed.items() if error not in ABSENT}
     _step(progress, 2)
 
-    examples = choose_examples({n: c.candidates for n, c in canonical.items()}, llvm.path, target)
+    examples = choose_examples({n: c.candidates for n, c in canonical.items()}, llvm.path, target, pool, shares)
     _step(progress, 3)
 
     not_in_probe = [n for n in canonical if n not in accepted]
