@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import copy_kernel, save
+from helpers import REPO, copy_kernel, save
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
 from hyperloom.tools.catalog import CATALOG
+from hyperloom.validators.schemas import schema_errors
 
 CLI = Path(sys.executable).parent / "hyperloom"
 
@@ -54,7 +55,7 @@ def test_tools_lists_every_tool_with_both_schemas(capsys):
     assert main(["tools", "--json"]) == EXIT_OK
     listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
     assert set(listed) == {entry.name for entry in CATALOG}
-    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify", "detect"} <= set(listed)
+    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify", "detect", "bench", "roofline", "isa_census", "isa_probe", "isa_audit"} <= set(listed)
     assert all("inputSchema" in t and "outputSchema" in t for t in listed.values())
 
 
@@ -87,3 +88,57 @@ def test_compile_then_verify_print_their_reports_and_exit_by_verdict(workspace, 
     assert "FAIL" in capsys.readouterr().out
     assert main(["compile", "--source", "dot8.hip", "--target", "gfx942"]) == EXIT_FAILED_VERDICT
     assert "not available on gfx942" in capsys.readouterr().out
+needs_llvm = pytest.mark.skipif(shutil.which("llvm-mc-19") is None, reason="llvm-mc-19 is not installed; .ci/run installs llvm-19")
+
+
+@pytest.fixture
+def llvm19(monkeypatch):
+    monkeypatch.setenv("HYPERLOOM_LLVM_DIR", str(Path(shutil.which("llvm-mc-19") or "/nonexistent").resolve().parent))
+
+
+@needs_llvm
+def test_census_prints_a_summary_lists_on_request_and_probes(workspace, llvm19, capsys):
+    assert main(["census", "gfx1201", "--match", "swmmac"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "v_swmmac_i32_16x16x64_iu4" in out and "dot8_int4_mixed_sign" in out and "MEASURED" in out
+    assert main(["census", "gfx1201", "--json"]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out)["target"] == "gfx1201"
+    assert main(["census", "gfx942", "--probe", "v_dot8_i32_iu4 v1, v2, v3, v4", "--probe", "v_dot8_i32_i4 v1, v2, v3, v4"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "not_supported_on_this_gpu" in out and "1 of 2 line(s) assemble for gfx942" in out
+
+
+@needs_llvm
+def test_census_check_reports_drift_from_committed_files(workspace, llvm19, capsys):
+    results = workspace.root / "results"
+    results.mkdir()
+    shutil.copy(REPO / "results" / "isa" / "gfx90a.json", results / "gfx90a.json")
+    assert main(["census", "gfx90a", "--check", "results"]) == EXIT_OK
+    assert "gfx90a: no drift" in capsys.readouterr().out
+    doc = json.loads((results / "gfx90a.json").read_text())
+    doc["instructions"] = [i for i in doc["instructions"] if i["name"] != "v_pk_fma_f32"]
+    (results / "gfx90a.json").write_text(json.dumps(doc))
+    assert main(["census", "gfx90a", "--check", "results"]) == EXIT_FAILED_VERDICT
+    out = capsys.readouterr().out
+    assert "gfx90a: DRIFT" in out and "instructions added: v_pk_fma_f32" in out
+
+
+@needs_llvm
+def test_census_write_results_writes_schema_valid_files(workspace, llvm19, capsys):
+    assert main(["census", "gfx908", "--write-results", "out"]) == EXIT_OK
+    doc = json.loads((workspace.root / "out" / "gfx908.json").read_text())
+    assert schema_errors("isa_census", doc) == [] and doc["target"] == "gfx908"
+    assert "gfx908" in capsys.readouterr().out
+
+
+@needs_llvm
+def test_census_bad_input_is_one_line_and_exit_2(workspace, llvm19, capsys):
+    assert main(["census"]) == EXIT_INPUT_ERROR
+    assert "no target was given" in capsys.readouterr().err
+    assert main(["census", "gfx1201", "gfx9999"]) == EXIT_INPUT_ERROR
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "does not know the target 'gfx9999'" in err and "gfx942" in err
+    assert main(["census", "gfx1201", "gfx942", "--probe", "s_nop 0"]) == EXIT_INPUT_ERROR
+    assert "exactly one target" in capsys.readouterr().err
+    assert main(["census", "gfx1201", "--limit", "0"]) == EXIT_INPUT_ERROR
+    assert "limit" in capsys.readouterr().err

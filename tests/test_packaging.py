@@ -32,6 +32,8 @@ def test_the_wheel_installs_only_the_hyperloom_namespace(wheel):
         "hyperloom/tools/gate/check.py",
         "hyperloom/mcp_server/server.py",
         "hyperloom/validators/reference_set.schema.json",
+        "hyperloom/tools/isa/census.py",
+        "hyperloom/validators/isa_census.schema.json",
         "hyperloom/cli/main.py",
         "hyperloom/skill/hyperloom-kernel-optimizer/SKILL.md",
         "hyperloom/skill/hyperloom-kernel-optimizer/evals/evals.json",

@@ -45,9 +45,11 @@ def _scalar_type(annotation: Any) -> tuple[Any, list[str] | None]:
     return _inline_or_path, None
 
 
-def add_model_arguments(parser: argparse.ArgumentParser, model: type[BaseModel]) -> None:
+def add_model_arguments(parser: argparse.ArgumentParser, model: type[BaseModel], skip: tuple[str, ...] = ()) -> None:
+    """One option per field of `model`, except the fields in `skip` (a command may take those positionally)."""
     for name, field in model.model_fields.items():
-        _add_field(parser, name, field)
+        if name not in skip:
+            _add_field(parser, name, field)
 
 
 def _add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:

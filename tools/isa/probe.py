@@ -1,0 +1,202 @@
+"""The assembler side: bare-mnemonic probes and full instruction lines, with LLVM's error classes.
+
+llvm-mc keeps going after an error and reports each as `<stdin>:LINE:COL: error: MESSAGE`, so
+one process checks many lines (toolchain.md 5). Assembled output is attributed to input lines
+with `.long` sentinels: a probe line can never start with a directive, so a `.long` on stdout
+is always ours.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import measured
+from hyperloom.core.hashing import sha256_json
+from hyperloom.core.process import run_checked
+from hyperloom.core.progress import ProgressFn
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.isa.models import ErrorClass, ProbeLine, ProbeRequest, ProbeResult
+from hyperloom.tools.isa.sweep import split_encoding
+from hyperloom.tools.isa.targets import TRIPLE, find_llvm_mc, require_known
+
+TIMEOUT_S = 60.0
+MAX_LINE_CHARS = 300
+SENTINEL_BASE = 0x48594C00  # a recognisable base; line i is followed by `.long SENTINEL_BASE + i`
+# (message prefix, class); toolchain.md 5 lists the first five as the ones the probe meets.
+ERROR_CLASSES: tuple[tuple[str, ErrorClass], ...] = (
+    ("invalid instruction", "unknown_mnemonic"),
+    ("instruction not supported on this GPU", "not_supported_on_this_gpu"),
+    ("operands are not valid for this GPU or mode", "operands_not_valid_for_gpu_or_mode"),
+    ("invalid operand for instruction", "invalid_operand"),
+    ("not a valid operand", "invalid_operand"),
+    ("too few operands for instruction", "too_few_operands"),
+)
+ABSENT: frozenset[ErrorClass] = frozenset({"unknown_mnemonic", "not_supported_on_this_gpu"})
+_ERROR = re.compile(r"^<stdin>:(\d+):\d+: error: (.*)$")
+_MNEMONIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*")
+_SENTINEL = re.compile(r"^\s*\.long\s+(\d+)\s*$")
+
+
+def classify(message: str) -> ErrorClass:
+    """LLVM's error message → its class."""
+    for prefix, error_class in ERROR_CLASSES:
+        if message.startswith(prefix):
+            return error_class
+    return "other"
+
+
+def first_errors(stderr: str) -> dict[int, str]:
+    """The first error message reported for each input line (1-based)."""
+    found: dict[int, str] = {}
+    for line in stderr.splitlines():
+        if match := _ERROR.match(line):
+            found.setdefault(int(match.group(1)), match.group(2).strip())
+    return found
+
+
+def _assembler(llvm_mc: str, target: str, mattr: str | None, *, show: bool) -> list[str]:
+    args = [llvm_mc, f"-triple={TRIPLE}", f"-mcpu={target}"]
+    if mattr:
+        args.append(f"-mattr={mattr}")
+    return [*args, "--show-encoding"] if show else [*args, "-o", "/dev/null"]
+
+
+def probe_mnemonics(llvm_mc: str, target: str, names: Sequence[str]) -> dict[str, ErrorClass | None]:
+    """Each bare mnemonic → None when accepted cleanly, else its error class.
+
+    'too_few_operands' means the mnemonic is valid on this target; ABSENT classes mean it is not.
+    """
+    proc = run_checked(
+        _assembler(llvm_mc, target, None, show=False),
+        timeout_s=TIMEOUT_S,
+        what=f"the mnemonic probe of {target}",
+        input_text="\n".join(names) + "\n",
+        ok_codes=(0, 1),
+    )
+    errors = first_errors(proc.stderr)
+    return {name: (classify(errors[i]) if i in errors else None) for i, name in enumerate(names, start=1)}
+
+
+def check_line(line: str) -> str:
+    """A probe line as given, or an error when it is anything but one instruction statement."""
+    stripped = line.strip()
+    problem = None
+    if not stripped:
+        problem = "is empty"
+    elif len(line) > MAX_LINE_CHARS:
+        problem = f"is longer than {MAX_LINE_CHARS} characters"
+    elif any(ord(c) < 0x20 or ord(c) == 0x7F for c in line):
+        problem = "contains control characters (one instruction per line)"
+    elif not (match := _MNEMONIC.match(stripped)):
+        problem = "does not start with an instruction mnemonic (directives such as .include are refused)"
+    elif stripped[match.end() :].lstrip().startswith(":") and not stripped[match.end() :].lstrip().startswith("::"):
+        problem = "starts with a label"
+    elif '"' in line or "\\" in line:
+        problem = "contains quotes or backslashes, which no instruction needs"
+    if problem:
+        raise HyperloomError(
+            f"probe line {line[:80]!r} {problem}",
+            "give one instruction per line, e.g. 'v_dot8_i32_iu4 v1, v2, v3, v4'",
+        )
+    return stripped
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """One line through the assembler: accepted with its printed form and encoding, or its error."""
+
+    line: str
+    error: str | None
+    printed: str | None
+    encoding: str | None
+
+    @property
+    def error_class(self) -> ErrorClass | None:
+        return classify(self.error) if self.error is not None else None
+
+
+def probe_input(lines: Sequence[str]) -> str:
+    """Assembler input: each line, then its `.long` sentinel."""
+    return "".join(f"{line}\n.long {SENTINEL_BASE + i}\n" for i, line in enumerate(lines))
+
+
+def parse_assembled(lines: Sequence[str], stdout: str, stderr: str) -> list[Assembled]:
+    """Each line's first error (line 2i+1 of the input) or its first printed instruction."""
+    errors = first_errors(stderr)
+    outputs: list[list[str]] = [[] for _ in lines]
+    index = 0
+    for out in stdout.splitlines():
+        if match := _SENTINEL.match(out):
+            if int(match.group(1)) != SENTINEL_BASE + index:
+                raise HyperloomError("llvm-mc's output lost step with the probe lines", "report this llvm-mc version")
+            index += 1
+        elif index < len(lines) and "; encoding:" in out:
+            outputs[index].append(out)
+    if index != len(lines):
+        tail = " | ".join(stderr.strip().splitlines()[-3:]) or "no message"
+        raise HyperloomError(f"llvm-mc stopped after {index} of {len(lines)} probe lines ({tail})", "check the lines and try again")
+    results = []
+    for i, line in enumerate(lines):
+        error = errors.get(2 * i + 1)
+        printed = encoding = None
+        if error is None and outputs[i]:
+            printed, encoding = split_encoding(outputs[i][0])
+        results.append(Assembled(line, error, printed, encoding))
+    return results
+
+
+def assemble_lines(llvm_mc: str, target: str, lines: Sequence[str], mattr: str | None = None) -> list[Assembled]:
+    """Assemble every line in one llvm-mc process; each line's output sits before its sentinel."""
+    proc = run_checked(
+        _assembler(llvm_mc, target, mattr, show=True),
+        timeout_s=TIMEOUT_S,
+        what=f"assembling {len(lines)} line(s) for {target}",
+        input_text=probe_input(lines),
+        ok_codes=(0, 1),
+    )
+    return parse_assembled(lines, proc.stdout, proc.stderr)
+
+
+def run_probe(request: ProbeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> ProbeResult:
+    """isa_probe: each line accepted (with its canonical spelling and bytes) or rejected with LLVM's error class."""
+    del workspace, progress  # one short llvm-mc run on the caller's own text
+    llvm = find_llvm_mc()
+    require_known(request.target, llvm)
+    lines = [check_line(line) for line in request.lines]
+    outcomes = assemble_lines(llvm.path, request.target, lines, "+wavefrontsize64" if request.wave64 else None)
+    rows = []
+    for outcome in outcomes:
+        error = outcome.error if outcome.error is not None or outcome.printed else "no instruction was emitted for this line"
+        rows.append(
+            ProbeLine(
+                line=outcome.line,
+                accepted=error is None,
+                error_class=classify(error) if error is not None else None,
+                message=error,
+                printed=outcome.printed,
+                encoding=outcome.encoding,
+            )
+        )
+    accepted = sum(row.accepted for row in rows)
+    mode = "wave64" if request.wave64 else "default wave size"
+    summary = f"{accepted} of {len(rows)} line(s) assemble for {request.target} ({mode}) with llvm-mc {llvm.version}"
+    if rejected := [row for row in rows if not row.accepted]:
+        summary += "; rejected: " + "; ".join(f"{row.line!r}: {row.error_class}" for row in rejected[:5])
+        summary += "…" if len(rejected) > 5 else ""
+    return ProbeResult(
+        target=request.target,
+        wave64=request.wave64,
+        accepted=accepted,
+        rejected=len(rows) - accepted,
+        lines=rows,
+        summary=summary,
+        evidence=measured(
+            "isa_probe",
+            inputs_sha256=sha256_json([llvm.sha256, request.target, request.wave64, lines]),
+            target=request.target,
+            toolchain=llvm.toolchain,
+        ),
+    )
