@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.isa.targets import generation as gfx_generation
 
 SPELLINGS: dict[str, dict[str, tuple[str, ...]]] = {
     "dot4_i8": {"gfx9": ("v_dot4_i32_i8", "v_dot4c_i32_i8"), "gfx10": ("v_dot4_i32_i8", "v_dot4c_i32_i8"),
@@ -34,13 +35,13 @@ SPELLINGS: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def generation(target: str) -> str:
-    """'gfx1201' → 'gfx12', 'gfx942' → 'gfx9', 'sm_90' → 'sm'."""
+    """'gfx1201' → 'gfx12', 'gfx942' → 'gfx9' (the census's mapping), 'sm_90' → 'sm'."""
     if target.startswith("sm_"):
         return "sm"
-    match = re.fullmatch(r"gfx(\d+?)(\d[0-9a-f])[a-z]?", target)
-    if not match:
+    gen = gfx_generation(target)
+    if gen is None:
         raise HyperloomError(f"cannot tell the generation of target {target!r}", "pass a gfx name such as gfx1201 or gfx942")
-    return f"gfx{match.group(1)}"
+    return gen
 
 
 def spelling(name: str, target: str) -> tuple[str, ...]:
