@@ -7,8 +7,6 @@ the int8 dot is `v_dot4_i32_iu8` on gfx11/gfx12 but `v_dot4_i32_i8` or the accum
 
 from __future__ import annotations
 
-import re
-
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.isa.targets import generation as gfx_generation
 
