@@ -142,3 +142,15 @@ def test_census_bad_input_is_one_line_and_exit_2(workspace, llvm19, capsys):
     assert "exactly one target" in capsys.readouterr().err
     assert main(["census", "gfx1201", "--limit", "0"]) == EXIT_INPUT_ERROR
     assert "limit" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
+def test_bench_and_roofline_print_their_reports_on_the_host(workspace, capsys):
+    shutil.copytree(REPO / "kernels" / "microbench" / "copy", workspace.root / "copy")
+    quick = ["--max-time-s", "0.5", "--min-reps", "6"]
+    assert main(["bench", "--spec", "copy", "--variant", "host", "--target", "host", "--no-adversarial", *quick]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "gate seeded: PASS" in out and "bandwidth:" in out and out.rstrip().splitlines()[-1].startswith("copy/host on host")
+    assert main(["roofline", "--target", "host", "--shape", "small", "--ceiling", "copy", "--no-plot", "--max-time-s", "0.5"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "copy" in out and "MEASURED" in out and out.rstrip().splitlines()[-1].startswith("MEASURED on host CPU")

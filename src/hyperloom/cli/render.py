@@ -194,6 +194,9 @@ def roofline_report(result: RooflineResult) -> str:
         ]
         parts += ["", table(["kernel", "flop/byte", "GB/s", "TFLOP/s", "of roof", "bound", "roof"], placed)]
     parts += [f"files: {', '.join(result.files)}", f"evidence: {evidence_line(result.evidence)}", result.summary]
+    return "\n".join(parts)
+
+
 def census_report(result: CensusResult) -> str:
     parts = [result.summary, ""]
     rows = [(c.name, f"{', '.join(c.proof)}{' …' if c.proof_count > len(c.proof) else ''}") for c in result.capabilities_present]
