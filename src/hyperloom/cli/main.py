@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from hyperloom import __version__
-from hyperloom.cli.commands import compile, detect, gate, toolchain, tools, verify
+from hyperloom.cli.commands import allreduce, compile, detect, gate, toolchain, tools, verify
 from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK  # noqa: F401  (re-exported)
 from hyperloom.core.errors import HyperloomError, describe_validation_error
 
 # Each module registers its own subcommand; a new tool adds one module here.
-COMMANDS = (detect, gate, compile, verify, tools, toolchain)
+COMMANDS = (detect, gate, compile, verify, allreduce, tools, toolchain)
 
 
 def build_parser() -> argparse.ArgumentParser:
