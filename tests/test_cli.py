@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from helpers import save
+from helpers import copy_kernel, save
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
 from hyperloom.tools.catalog import CATALOG
 
@@ -71,3 +73,17 @@ def test_the_installed_command_runs_from_any_directory(workspace):
     assert proc.returncode == 0 and "PASS" in proc.stdout
     proc = subprocess.run([str(CLI), "gate", "check", "--candidate", "x.npy"], capture_output=True, text=True, cwd=workspace.root, timeout=60, check=False)
     assert proc.returncode == 2 and "Next step" in proc.stderr
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="LLVM is not installed; .ci/run installs clang-19")
+def test_compile_then_verify_print_their_reports_and_exit_by_verdict(workspace, capsys):
+    copy_kernel(workspace, "dot8.hip")
+    assert main(["compile", "--source", "dot8.hip", "--target", "gfx1201", "--json"]) == EXIT_OK
+    code_object = json.loads(capsys.readouterr().out)["builds"][0]["code_object"]
+    assert main(["verify", "--code-object", code_object, "--expect", "v_dot8_i32_iu4"]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "v_dot8_i32_iu4" in out and out.rstrip().endswith("kernel(s) for gfx1201") and "evidence: MEASURED" in out
+    assert main(["verify", "--code-object", code_object, "--forbid", "v_dot8_*"]) == EXIT_FAILED_VERDICT
+    assert "FAIL" in capsys.readouterr().out
+    assert main(["compile", "--source", "dot8.hip", "--target", "gfx942"]) == EXIT_FAILED_VERDICT
+    assert "not available on gfx942" in capsys.readouterr().out

@@ -66,3 +66,28 @@ def test_a_real_bundle_header_parses_without_llvm():
     members = read_members(CODEOBJ / "scale.gfx1201+gfx942.bundle", "bundle")
     assert [m.kind for m in members] == [Kind.AMDGPU, Kind.AMDGPU]
     assert sorted(m.bundle_triple.rsplit("-", 1)[-1] for m in members) == ["gfx1201", "gfx942"]
+
+
+def test_cuobjdump_sass_parses_into_functions_and_opcodes():
+    from hyperloom.tools.codeobj.sass import parse_resource_usage, parse_sass, sass_base
+
+    listing = parse_sass((CODEOBJ / "dp4a.sm_90.sass.txt").read_text())
+    assert listing.target == "sm_90" and list(listing.texts) == ["dp4a"]
+    counts = listing.counts("dp4a")
+    idp = [m for m in counts if sass_base(m) == "IDP"]
+    assert idp == ["IDP.4A.S8.S8"] and counts["EXIT"] >= 1
+    (first,) = listing.find("dp4a", {"LDC"}, 1)
+    assert (first.address, first.operands) == (0, "R1, c[0x0][0x28]")
+    usage = parse_resource_usage((CODEOBJ / "dp4a.sm_90.res-usage.txt").read_text())
+    assert usage["dp4a"] == {"REG": 12, "STACK": 0, "SHARED": 0, "LOCAL": 0}
+
+
+def test_local_memory_traffic_shows_in_the_spilling_kernel_sass():
+    from hyperloom.tools.codeobj.sass import parse_resource_usage, parse_sass, sass_base
+
+    listing = parse_sass((CODEOBJ / "spill.sm_90.sass.txt").read_text())
+    assert set(listing.texts) == {"spill", "privarr"}
+    local = {m for name in listing.texts for m in listing.counts(name) if sass_base(m) in ("STL", "LDL")}
+    assert local
+    usage = parse_resource_usage((CODEOBJ / "spill.sm_90.res-usage.txt").read_text())
+    assert usage["privarr"]["STACK"] == 1024 and usage["spill"]["STACK"] == 0

@@ -12,7 +12,11 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.allreduce.api import run_allreduce
 from hyperloom.tools.allreduce.models import AllreduceRequest, AllreduceResult
+from hyperloom.tools.bench.models import BenchRequest, BenchResult
+from hyperloom.tools.bench.run import run_bench
 from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.roofline.models import RooflineRequest, RooflineResult
+from hyperloom.tools.roofline.run import run_roofline
 from hyperloom.tools.compile.models import CompileRequest, CompileResult
 from hyperloom.tools.detect.detect import run_detect
 from hyperloom.tools.detect.models import DetectRequest, DetectResult
@@ -165,6 +169,52 @@ CATALOG += (
         read_only=True,
         destructive=False,
         idempotent=True,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="bench",
+        title="Benchmark a kernel",
+        description=(
+            "Time a kernel from its kernel.yaml (variant, shape index, target) on the GPU or host CPU: it is compiled, "
+            "run once per input set (seeded, plus the spec's adversarial sets) on poisoned outputs and gated against "
+            "the spec's reference and tolerance; only if every set passes is it timed. Timing: warm-up by time, "
+            "repetitions until the median's 95 % CI is within target_ci, last-level cache flushed before each, "
+            "device events for kernel-only time and the host clock for wall time. Returns median/min/p10/p90/mean/"
+            "std/CV/outliers, achieved GB/s and TFLOP/s from the spec's metric, clocks and temperature before and "
+            "after (nvidia-smi), and the artifacts folder with raw samples. Each run happens in a worker process with "
+            "a timeout: a hang is TIMEOUT, a crash CRASH. Alternatively time any command that prints a JSON line with "
+            "samples_s."
+        ),
+        request=BenchRequest,
+        result=BenchResult,
+        run=run_bench,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="roofline",
+        title="Measure the roofline",
+        description=(
+            "Measure this device's ceilings with shipped microbenchmarks, each gated and timed through bench: DRAM "
+            "copy, read and write bandwidth, peak FP32 FMA and (NVIDIA) FP16 tensor-core rate. Adds the part's "
+            "datasheet peaks tagged ASSUMED, places kernels from bench result files (arithmetic intensity, "
+            "attainable performance, percent of roof, memory- or compute-bound), and writes roofline.json plus a PNG "
+            "and SVG plot. Use it before tuning to know the target number, and after to say how far from it a kernel is."
+        ),
+        request=RooflineRequest,
+        result=RooflineResult,
+        run=run_roofline,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
     ),
 )
 

@@ -113,7 +113,7 @@ def _build(plan: Plan, request: CompileRequest, source: Path, workspace: Workspa
                       "diagnostics": [d.model_dump() for d in diagnostics], "kernels": [], "log": log[-LOG_CHARS:]}
             return _result(plan, record, None, False, compile_s, time.perf_counter() - started - compile_s, request)
         built = Path(names["{out}"])
-        kernels = nvidia_kernels(log) if plan.suffix == ".cubin" else amd_kernels(built.read_bytes(), log)
+        kernels = {".cubin": lambda: nvidia_kernels(log), ".hsaco": lambda: amd_kernels(built.read_bytes(), log)}.get(plan.suffix, list)()
         depfile = Path(names["{dep}"])
         prerequisites = cache.parse_depfile(depfile.read_text()) if plan.depfile and depfile.is_file() else [source]
         record = {
@@ -132,7 +132,8 @@ def _result(
 ) -> TargetBuild:
     kernels = [KernelReport(**k) for k in record["kernels"]]
     ok, summary = record["ok"], record["summary"]
-    if ok and request.kernels and (missing := [k for k in request.kernels if k not in {r.name for r in kernels}]):
+    listed = plan.suffix != ".so"  # host libraries carry no kernel metadata to check names against
+    if ok and listed and request.kernels and (missing := [k for k in request.kernels if k not in {r.name for r in kernels}]):
         ok = False
         summary = f"kernels {missing} are not in the code object (it has {sorted(r.name for r in kernels)}); check the names and extern \"C\""
     if ok and not summary:

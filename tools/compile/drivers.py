@@ -14,7 +14,8 @@ from hyperloom.tools.compile.models import CompileRequest
 
 AMD_TARGET = re.compile(r"gfx([0-9]{2,4}[a-z]?|[0-9]{1,2}(-[0-9])?-generic)(:(sramecc|xnack)[+-])*")
 NVIDIA_TARGET = re.compile(r"sm_[0-9]{2,3}[af]?")
-_SUFFIX_LANGUAGE = {".hip": "hip", ".cpp": "hip", ".cc": "hip", ".cxx": "hip", ".s": "asm", ".asm": "asm", ".cu": "cuda"}
+_SUFFIX_LANGUAGE = {".hip": "hip", ".cpp": "hip", ".cc": "hip", ".cxx": "hip", ".s": "asm", ".asm": "asm", ".cu": "cuda", ".c": "c"}
+HOST_TARGET = "host"
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,14 @@ def _common(request: CompileRequest, includes: list[Path]) -> list[str]:
 
 def plan_target(request: CompileRequest, source: Path, target: str, includes: list[Path]) -> Plan:
     language = language_of(request, source)
+    if target == HOST_TARGET or language == "c":
+        return _host_plan(request, source, target, language, includes)
     if NVIDIA_TARGET.fullmatch(target):
         return _nvcc_plan(request, source, target, language, includes)
     if not AMD_TARGET.fullmatch(target):
         raise HyperloomError(
             f"{target!r} is not a target name",
-            "use a gfx name such as gfx1201, gfx1100, gfx942 or gfx90a, or an NVIDIA sm_XX such as sm_90",
+            "use a gfx name such as gfx1201, gfx1100, gfx942 or gfx90a, an NVIDIA sm_XX such as sm_90, or host (C on the CPU)",
         )
     if language == "cuda":
         raise HyperloomError(f"CUDA source {source.name} cannot build for {target}", "write the kernel as HIP (.hip) to build it for AMD and NVIDIA")
@@ -120,3 +123,14 @@ def _nvcc_plan(request: CompileRequest, source: Path, target: str, language: str
         "-MD", "-MF", "{dep}", str(source), "-o", "{out}",
     ]
     return Plan(target, nvcc, [Step(nvcc, args)], ".cubin", True)
+
+
+def _host_plan(request: CompileRequest, source: Path, target: str, language: str, includes: list[Path]) -> Plan:
+    """C for the host CPU (the `c` runtime backend): a shared library from the system C compiler."""
+    if target != HOST_TARGET or language != "c":
+        raise HyperloomError(f"{source.name} ({language}) cannot build for {target}", "build C sources for target host, and host only from C")
+    cc = require_tool("cc")
+    flags = check_flags(request.extra_flags, "clang")
+    args = [f"-{request.opt_level}", "-shared", "-fPIC", "-std=c11", *check_defines(request.defines),
+            *(f"-I{p}" for p in includes), *flags, "-MD", "-MF", "{dep}", str(source), "-o", "{out}"]
+    return Plan(target, cc, [Step(cc, args)], ".so", True)

@@ -9,14 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.toolchain import ToolInfo
 
-Language = Literal["auto", "hip", "asm", "cuda"]
+Language = Literal["auto", "hip", "asm", "cuda", "c"]
 Compiler = Literal["auto", "clang", "hipcc", "nvcc"]
 
 
 class CompileRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA).")
+    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA), .c (C for the host CPU, target host).")
     targets: list[str] = Field(min_length=1, max_length=16, description="Targets to build for: gfx names (gfx1201, gfx942, …) or NVIDIA sm_XX (sm_90).")
     language: Language = Field("auto", description="Source language; 'auto' decides by the file suffix.")
     compiler: Compiler = Field("auto", description="'auto': hipcc when ROCm is installed, else clang offline for gfx targets; nvcc for sm_XX.")

@@ -97,7 +97,8 @@ def _load(path, label: str) -> tuple[list[Kernel], dict[str, str]]:
         if member.kind is Kind.CUBIN:
             listing, usage = disassemble_cubin(path, label)
             for name in listing.texts:
-                kernels.append(Kernel(name, listing, None, None, usage.get(name, {}).get("LOCAL")))
+                res = usage.get(name, {})  # per-thread stack frame plus local memory: NVIDIA's scratch
+                kernels.append(Kernel(name, listing, None, None, res.get("STACK", 0) + res.get("LOCAL", 0) if res else None))
         else:
             listing = disassemble_member(member, label, path)
             for k in kernel_resources(member.data):

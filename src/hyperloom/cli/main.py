@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 
 from hyperloom import __version__
-from hyperloom.cli.commands import allreduce, compile, detect, gate, toolchain, tools, verify
+from hyperloom.cli.commands import allreduce, bench, compile, detect, gate, roofline, toolchain, tools, verify
 from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK  # noqa: F401  (re-exported)
 from hyperloom.core.errors import HyperloomError, describe_validation_error
 
 # Each module registers its own subcommand; a new tool adds one module here.
-COMMANDS = (detect, gate, compile, verify, allreduce, tools, toolchain)
+COMMANDS = (detect, gate, compile, verify, bench, roofline, allreduce, tools, toolchain)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -37,6 +38,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"hyperloom: error: {exc}", file=sys.stderr)
     except ValidationError as exc:
         print(f"hyperloom: error: invalid arguments: {describe_validation_error(exc)}", file=sys.stderr)
+    except BrokenPipeError:  # the reader (e.g. `head`) went away: not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     return EXIT_INPUT_ERROR
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hyperloom.core.evidence import Evidence
+from hyperloom.tools.bench.models import BenchResult
 from hyperloom.tools.compile.models import CompileResult
+from hyperloom.tools.roofline.models import RooflineResult
 from hyperloom.tools.detect.models import DetectResult
 from hyperloom.tools.gate.models import FreezeResult, GateResult
 from hyperloom.tools.verify.models import VerifyResult
@@ -126,6 +128,10 @@ def verify_report(result: VerifyResult) -> str:
             parts.append(f"  {v.kernel} / {v.rule}: {v.note}")
         if not v.passed:
             parts.extend(f"    {line}" for line in v.lines)
+    parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
+    return "\n".join(parts)
+
+
 def detect_report(result: DetectResult) -> str:
     """The layers bottom-up, one row per finding, then the GPUs with their datasheet peaks tagged ASSUMED."""
     rows = [(f.layer, f.status.upper(), f.check, f.summary + (f"  → fix: {f.fix}" if f.fix else "")) for f in result.findings]
@@ -148,4 +154,43 @@ def detect_report(result: DetectResult) -> str:
                 f"{p.memory_gb:g} GB at {p.memory_bandwidth_gbps:g} GB/s"
             )
     parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
+    return "\n".join(parts)
+
+
+def bench_report(result: BenchResult) -> str:
+    parts = [f"{result.name}/{result.variant} on {result.device or result.target} ({result.backend}), shape {result.shape}"]
+    for v in result.gate:
+        parts.append(f"  gate {v.input_set}: {'PASS' if v.passed else 'FAIL'}  {v.summary}")
+    rows = []
+    for label, s in (("kernel", result.kernel), ("wall", result.wall)):
+        if s is not None:
+            rows.append((label, f"{s.median_s * 1e6:.3f}", f"{s.min_s * 1e6:.3f}", f"{s.p10_s * 1e6:.3f}", f"{s.p90_s * 1e6:.3f}",
+                         f"{s.cv:.2%}", f"{s.median_ci95_rel:.2%}", str(s.n), str(s.outliers)))
+    if rows:
+        parts += ["", table(["time (us)", "median", "min", "p10", "p90", "CV", "CI95", "n", "outliers"], rows)]
+    if result.bandwidth_gbps is not None:
+        parts.append(f"bandwidth: {result.bandwidth_gbps:.1f} GB/s ({result.bytes_moved:,} bytes per launch)")
+    if result.tflops is not None:
+        parts.append(f"compute: {result.tflops:.2f} TFLOP/s ({result.flops:,} ops per launch)")
+    if result.kernel_to_wall is not None:
+        parts.append(f"kernel/wall: {result.kernel_to_wall:.3f}; cache flushed with {result.flush_bytes / 2**20:.0f} MiB (cache {result.cache_bytes / 2**20:.0f} MiB)")
+    for label, state in (("before", result.state_before), ("after", result.state_after)):
+        if state is not None:
+            parts.append(f"{label}: SM {_num(state.sm_clock_mhz)} MHz, memory {_num(state.memory_clock_mhz)} MHz, {_num(state.power_w)} W, {_num(state.temperature_c)} C {state.note}".rstrip())
+    if result.artifacts:
+        parts.append(f"artifacts: {result.artifacts}")
+    parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
+    return "\n".join(parts)
+
+
+def roofline_report(result: RooflineResult) -> str:
+    rows = [(c.name, c.kind, f"{c.value:.4g} {c.unit}", c.evidence.tag.value, c.source[:70]) for c in (*result.measured, *result.datasheet)]
+    parts = [table(["ceiling", "kind", "value", "tag", "source"], rows)]
+    if result.placements:
+        placed = [
+            (p.name, _num(p.arithmetic_intensity), _num(p.achieved_gbps), _num(p.achieved_tflops), f"{p.percent_of_roof:.1f} %", p.bound, p.roof)
+            for p in result.placements
+        ]
+        parts += ["", table(["kernel", "flop/byte", "GB/s", "TFLOP/s", "of roof", "bound", "roof"], placed)]
+    parts += [f"files: {', '.join(result.files)}", f"evidence: {evidence_line(result.evidence)}", result.summary]
     return "\n".join(parts)

@@ -59,6 +59,7 @@ KNOWN_TOOLS: dict[str, ToolSpec] = {
         ToolSpec("cuobjdump", Family.CUDA, install_hint="install the CUDA toolkit (cuobjdump)"),
         ToolSpec("nvdisasm", Family.CUDA, install_hint="install the CUDA toolkit (nvdisasm)"),
         ToolSpec("nvidia-smi", Family.DRIVER, install_hint="install the NVIDIA driver (nvidia-smi)"),
+        ToolSpec("cc", Family.DRIVER, install_hint="apt-get install gcc"),
     )
 }
 

@@ -20,6 +20,12 @@ typedef _Float16 __half;
 typedef __half half;
 typedef unsigned int uint;
 typedef struct { unsigned x, y, z; } dim3;
+typedef float float2 __attribute__((ext_vector_type(2)));
+typedef float float4 __attribute__((ext_vector_type(4)));
+typedef int int2 __attribute__((ext_vector_type(2)));
+typedef int int4 __attribute__((ext_vector_type(4)));
+typedef unsigned uint2 __attribute__((ext_vector_type(2)));
+typedef unsigned uint4 __attribute__((ext_vector_type(4)));
 
 #define __HL_AXIS(kind, axis, expr)                                                                \
   static __device__ __forceinline__ unsigned __hl_##kind##_##axis() { return (expr); }

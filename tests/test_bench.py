@@ -1,0 +1,118 @@
+"""bench on the host CPU (c backend): gate first, then adaptive timing; hangs and crashes survived."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+
+import pytest
+
+from helpers import FIXTURES, REPO
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.bench.models import BenchRequest
+from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.stats import summarize
+from hyperloom.tools.runtime.sampling import median_ci_halfwidth
+from hyperloom.tools.spec.expr import evaluate
+
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
+QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 30, "max_time_s": 1.0, "target_ci": 0.5}
+
+
+@pytest.fixture
+def specs(workspace):
+    shutil.copytree(REPO / "kernels" / "microbench" / "copy", workspace.root / "copy")
+    shutil.copytree(FIXTURES / "specs" / "faults", workspace.root / "faults")
+    return workspace
+
+
+@needs_cc
+def test_the_host_copy_passes_every_input_set_then_gets_timed(specs):
+    result = run_bench(BenchRequest(spec="copy", variant="host", target="host", **QUICK), specs)
+    assert result.ok and result.backend == "c" and [v.input_set for v in result.gate] == ["seeded", "zeros", "extremes", "denormals"]
+    assert all(v.passed for v in result.gate) and 6 <= result.kernel.n <= 30
+    assert result.bytes_moved == 8 * 1048576 and result.bandwidth_gbps == pytest.approx(result.bytes_moved / result.kernel.median_s / 1e9)
+    assert (specs.root / result.artifacts / "samples.json").is_file() and result.evidence.tag.value == "MEASURED"
+
+
+@needs_cc
+def test_a_kernel_that_hangs_is_killed_and_reported_as_timeout(specs):
+    started = time.perf_counter()
+    result = run_bench(BenchRequest(spec="faults", variant="hang_host", target="host", timeout_s=2.0, **QUICK), specs)
+    assert not result.ok and result.gate[0].status == "TIMEOUT" and result.kernel is None
+    assert time.perf_counter() - started < 2.0 + 5.0  # the timeout plus the build and the kill
+
+
+@needs_cc
+def test_a_kernel_that_crashes_is_reported_with_its_signal(specs):
+    result = run_bench(BenchRequest(spec="faults", variant="oob_host", target="host", **QUICK), specs)
+    assert not result.ok and result.gate[0].status == "CRASH" and "SIGSEGV" in result.gate[0].summary
+    again = run_bench(BenchRequest(spec="copy", variant="host", target="host", **QUICK), specs)
+    assert again.ok  # the loop survives and the next trial runs
+
+
+@needs_cc
+def test_a_wrong_result_has_no_speed(specs):
+    (specs.root / "copy" / "copy.c").write_text(
+        "void copy_f4(const float* src, float* dst, long long n4) { for (long long i = 0; i < 4 * n4 - 1; ++i) dst[i] = src[i]; }\n"
+    )
+    result = run_bench(BenchRequest(spec="copy", variant="host", target="host", **QUICK), specs)
+    assert not result.ok and result.kernel is None and result.bandwidth_gbps is None
+    assert not result.gate[0].passed and "1/1 cases out of tolerance" in result.gate[0].summary
+
+
+def test_a_command_that_prints_samples_is_benchmarked(workspace):
+    script = workspace.root / "timer.py"
+    script.write_text('import json\nprint("warming up")\nprint(json.dumps({"samples_s": [0.002, 0.001, 0.0011, 0.0012, 0.001, 0.0013], "bytes": 1000000}))\n')
+    result = run_bench(BenchRequest(command=[sys.executable, "timer.py"], target="host"), workspace)
+    assert result.ok and result.kernel.n == 6 and result.kernel.median_s == pytest.approx(0.00115)
+    assert result.bandwidth_gbps == pytest.approx(1e6 / 0.00115 / 1e9)
+
+
+@pytest.mark.parametrize(
+    ("request_fields", "message"),
+    [
+        ({}, "exactly one of spec or command"),
+        ({"spec": "copy", "command": ["true"]}, "exactly one of spec or command"),
+        ({"spec": "copy", "variant": "nope", "target": "host"}, "no variant"),
+        ({"spec": "copy", "variant": "host", "target": "sm_90"}, "does not build for sm_90"),
+        ({"spec": "copy", "variant": "host", "target": "host", "shape": 9}, "out of range"),
+        ({"spec": "../x", "target": "host"}, "outside the workspace"),
+        ({"command": ["definitely-not-a-program"], "target": "host"}, "was not found"),
+        ({"command": [sys.executable, "-c", "print(1)"], "target": "host"}, "without a JSON result line"),
+    ],
+)
+def test_bad_requests_are_refused_with_a_next_step(specs, request_fields, message):
+    with pytest.raises(HyperloomError, match=message):
+        run_bench(BenchRequest(**request_fields), specs)
+
+
+def test_a_spec_with_a_broken_expression_is_refused_before_any_launch(specs):
+    spec = specs.root / "copy" / "kernel.yaml"
+    spec.write_text(spec.read_text().replace("value: n // 4", "value: n // m"))
+    with pytest.raises(HyperloomError, match="uses 'm', which the shape does not define"):
+        run_bench(BenchRequest(spec="copy", variant="host", target="host", **QUICK), specs)
+
+
+@pytest.mark.parametrize("text", ["__import__('os').system('x')", "n.__class__", "(lambda: 1)()", "open('x')", "[n]"])
+def test_expressions_cannot_reach_beyond_arithmetic(text):
+    with pytest.raises(HyperloomError):
+        evaluate(text, {"n": 4})
+
+
+@pytest.mark.parametrize(("text", "value"), [("ceil_div(n, 3)", 2), ("round_up(n, 8)", 8), ("2 * n ** 2", 32), ("min(n, 2) + max(1, 3)", 5), ("log2(n)", 2)])
+def test_expressions_evaluate_over_the_shape(text, value):
+    assert evaluate(text, {"n": 4}) == value
+
+
+def test_the_median_interval_narrows_with_more_samples():
+    noisy = [1.0 + 0.01 * ((i * 7919) % 13 - 6) for i in range(400)]  # evenly spread over ±6 %
+    assert median_ci_halfwidth(noisy[:10]) > median_ci_halfwidth(noisy) and median_ci_halfwidth(noisy) <= 0.0100001
+    assert median_ci_halfwidth([1.0] * 5) == float("inf")
+
+
+def test_summaries_count_outliers_and_spread():
+    s = summarize([1.0] * 20 + [10.0])
+    assert (s.median_s, s.min_s, s.p90_s, s.outliers, s.n) == (1.0, 1.0, 1.0, 1, 21)
+    assert s.cv == pytest.approx(s.std_s / s.mean_s) and s.cv > 0

@@ -1,0 +1,56 @@
+"""roofline on the host CPU (c backend): ceilings measured through bench, kernels placed, files written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.bench.models import BenchRequest
+from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.roofline.ceilings import available, shipped_microbench_dir
+from hyperloom.tools.roofline.models import RooflineRequest
+from hyperloom.tools.roofline.run import datasheet_ceilings, run_roofline
+
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
+
+
+def test_the_microbenchmarks_ship_inside_the_package():
+    assert {p.name for p in shipped_microbench_dir().iterdir()} >= {"copy", "read", "write", "fma", "mma_f16"}
+    assert available("host") == ["copy", "read", "fma"] and "mma_f16" in available("sm_90") and "mma_f16" not in available("gfx1201")
+
+
+@needs_cc
+def test_host_ceilings_are_measured_and_a_kernel_is_placed_under_them(workspace):
+    shutil.copytree(shipped_microbench_dir(), workspace.root / "mb")
+    bench = run_bench(BenchRequest(spec="mb/copy", variant="host", target="host", max_time_s=0.5, min_reps=6, adversarial=False), workspace)
+    (workspace.root / "copy.json").write_text(bench.model_dump_json())
+    result = run_roofline(RooflineRequest(target="host", shape="small", max_time_s=0.5, place=["copy.json"]), workspace)
+    assert [c.name for c in result.measured] == ["copy", "read", "fma"]
+    assert all(c.value > 0 and c.evidence.tag.value == "MEASURED" for c in result.measured)
+    (placed,) = result.placements
+    assert placed.bound == "memory" and placed.roof == "copy" and 0 < placed.percent_of_roof < 200
+    saved = json.loads((workspace.root / ".hyperloom/roofline/roofline.json").read_text())
+    assert saved["measured"][0]["name"] == "copy"
+    assert {f.rsplit(".", 1)[-1] for f in result.files} == {"json", "png", "svg"}
+    assert (workspace.root / ".hyperloom/roofline/roofline.png").stat().st_size > 1000
+
+
+def test_datasheet_peaks_are_assumed_and_name_their_source():
+    ceilings = datasheet_ceilings("NVIDIA H200", "sm_90")
+    assert [c.value for c in ceilings] == [4800, 67.0, 989.4]
+    assert all(c.evidence.tag.value == "ASSUMED" and "datasheet" in c.source.lower() for c in ceilings)
+    assert datasheet_ceilings("host CPU: AMD EPYC", "host") == []
+
+
+def test_a_file_that_is_not_a_bench_result_is_refused(workspace):
+    (workspace.root / "x.json").write_text('{"hello": 1}')
+    with pytest.raises(HyperloomError, match="not a bench result"):
+        run_roofline(RooflineRequest(target="host", shape="small", place=["x.json"]), workspace)
+
+
+def test_a_microbenchmark_the_target_cannot_run_is_refused(workspace):
+    with pytest.raises(HyperloomError, match="no variant for host"):
+        run_roofline(RooflineRequest(target="host", ceilings=["mma_f16"]), workspace)

@@ -1,0 +1,1 @@
+"""bench: kernel-only timing of a gated kernel, or of any command that prints its samples."""

@@ -1,0 +1,62 @@
+"""Request and result models of bench."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperloom.core.evidence import Evidence
+from hyperloom.tools.bench.clocks import DeviceState
+from hyperloom.tools.bench.stats import SampleStats
+
+
+class BenchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    spec: str | None = Field(None, description="A kernel.yaml (or its folder) inside the workspace. Give spec, or command.")
+    variant: str | None = Field(None, description="Variant of the spec to run; default the first.")
+    shape: int = Field(0, ge=0, le=1000, description="Index of the shape in the spec's shapes list.")
+    target: str = Field("sm_90", description="Where to run: a gfx target (hip backend), an NVIDIA sm_XX (cuda backend), or host (c backend).")
+    device: int = Field(0, ge=0, le=63, description="GPU index; the worker is pinned to it.")
+    adversarial: bool = Field(True, description="Also gate the spec's adversarial input sets before timing.")
+    command: list[str] | None = Field(None, max_length=64, description="Instead of a spec: a command (argument list, no shell) whose last JSON line holds samples_s, and optionally bytes and flops.")
+    warmup_s: float = Field(0.1, ge=0, le=60, description="Warm-up time budget.")
+    min_reps: int = Field(20, ge=6, le=100000, description="Fewest timed repetitions kept.")
+    max_reps: int = Field(2000, ge=6, le=1000000, description="Most timed repetitions kept.")
+    max_time_s: float = Field(10.0, gt=0, le=600, description="Stop sampling after this long.")
+    target_ci: float = Field(0.01, gt=0, le=1, description="Stop when the median's 95 % CI is within this fraction.")
+    flush_cache: bool = Field(True, description="Overwrite the last-level cache (2x its size) before every repetition.")
+    timeout_s: float = Field(120.0, gt=0, le=3600, description="Wall-clock limit for each worker process.")
+
+
+class InputSetVerdict(BaseModel):
+    input_set: str
+    passed: bool
+    summary: str
+    status: Literal["OK", "TIMEOUT", "CRASH", "ERROR"] = "OK"
+
+
+class BenchResult(BaseModel):
+    ok: bool = Field(description="True when every input set passed the gate and timing completed.")
+    summary: str
+    name: str
+    variant: str | None
+    target: str
+    backend: str
+    device: str
+    shape: dict[str, int]
+    gate: list[InputSetVerdict]
+    kernel: SampleStats | None = Field(description="Kernel-only time per launch (device events; host timer on the c backend).")
+    wall: SampleStats | None = Field(description="Host wall-clock per launch, launch overhead included.")
+    kernel_to_wall: float | None = Field(description="Median kernel time / median wall time: near 1 for long kernels.")
+    bytes_moved: int | None
+    flops: int | None
+    bandwidth_gbps: float | None = Field(description="bytes_moved / median kernel time, in GB/s (1e9).")
+    tflops: float | None
+    flush_bytes: int
+    cache_bytes: int
+    state_before: DeviceState | None
+    state_after: DeviceState | None
+    artifacts: str | None = Field(description="Folder in the workspace with inputs, outputs, references and raw samples.")
+    evidence: Evidence

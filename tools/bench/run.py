@@ -1,0 +1,216 @@
+"""bench: gate a kernel on every input set, then time it; or time a command that reports samples."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import measured
+from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.progress import ProgressFn
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.bench.clocks import device_state
+from hyperloom.tools.bench.models import BenchRequest, BenchResult, InputSetVerdict
+from hyperloom.tools.bench.stats import summarize
+from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.drivers import HOST_TARGET, NVIDIA_TARGET
+from hyperloom.tools.compile.models import CompileRequest
+from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.models import GateRequest
+from hyperloom.tools.runtime.launcher import run_trial
+from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest
+from hyperloom.tools.spec.expr import evaluate_int
+from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, reference_function, scalar_value
+from hyperloom.tools.spec.models import BufferArg
+
+COMMAND_TIMEOUT_S = 600.0
+
+
+def backend_for(target: str) -> str:
+    if target == HOST_TARGET:
+        return "c"
+    return "cuda" if NVIDIA_TARGET.fullmatch(target) else "hip"
+
+
+def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn | None = None) -> BenchResult:
+    if (request.spec is None) == (request.command is None):
+        raise HyperloomError("give exactly one of spec or command", "pass spec=<kernel.yaml> to bench a kernel, or command=[...] to bench a program")
+    timing = Timing(
+        warmup_s=request.warmup_s, min_reps=request.min_reps, max_reps=max(request.max_reps, request.min_reps),
+        max_time_s=request.max_time_s, target_ci=request.target_ci, flush_cache=request.flush_cache,
+    )
+    if request.command is not None:
+        return _bench_command(request, workspace)
+    return _bench_spec(request, workspace, timing, progress)
+
+
+def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, progress: ProgressFn | None) -> BenchResult:
+    loaded = load_spec(workspace.resolve(request.spec))
+    spec = loaded.spec
+    variant_name, variant = loaded.variant(request.variant)
+    if variant.targets is not None and request.target not in variant.targets:
+        raise HyperloomError(f"variant {variant_name!r} does not build for {request.target}", f"use one of {variant.targets}")
+    shape = loaded.shape(request.shape)
+    backend = backend_for(request.target)
+    source, language = loaded.source_of(variant)
+    build = compile_kernel(
+        CompileRequest(
+            source=workspace.relative(source), targets=[request.target], language=language,
+            defines=[f"{k}={v}" for k, v in variant.defines.items()],
+        ),
+        workspace,
+    ).builds[0]
+    if not build.ok:
+        raise HyperloomError(f"{spec.name}/{variant_name} does not build for {request.target}: {build.summary}", "fix the build with compile_kernel first")
+    run_dir = workspace.root / ".hyperloom" / "bench" / f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    grid = [evaluate_int(g, shape, "launch grid") for g in spec.launch.grid]
+    block = [evaluate_int(b, shape, "launch block") for b in spec.launch.block]
+    shared = evaluate_int(spec.launch.shared_bytes, shape, "shared_bytes")
+    reference = reference_function(loaded)
+    state_before = device_state(backend, request.device)
+
+    verdicts: list[InputSetVerdict] = []
+    input_sets = ["seeded", *(spec.adversarial if request.adversarial else [])]
+    for index, input_set in enumerate(input_sets):
+        verdicts.append(_gate_input_set(loaded, input_set, shape, build.code_object, variant.entry, grid, block, shared, backend, request, workspace, run_dir))
+        if progress is not None:
+            progress(index + 1, len(input_sets) + 1)
+    kernel = wall = None
+    flush_bytes = cache_bytes = 0
+    device_name = ""
+    failed = [v for v in verdicts if not v.passed]
+    if not failed:
+        args = _arg_specs(loaded, shape, run_dir / "seeded", outputs=False)
+        trial = run_trial(
+            TrialRequest(backend=backend, code_object=str(workspace.root / build.code_object), entry=variant.entry, args=args,
+                         grid=grid, block=block, shared_bytes=shared, mode="timing", timing=timing),
+            timeout_s=request.timeout_s, device=request.device,
+        )
+        if trial.status != "OK":
+            failed.append(InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status))
+        else:
+            kernel, wall = summarize(trial.kernel_s), summarize(trial.wall_s)
+            flush_bytes, cache_bytes, device_name = trial.flush_bytes, trial.cache_bytes, trial.device
+            write_bytes_atomic(run_dir / "samples.json", json.dumps({"kernel_s": trial.kernel_s, "wall_s": trial.wall_s}).encode())
+    if progress is not None:
+        progress(len(input_sets) + 1, len(input_sets) + 1)
+    bytes_moved = evaluate_int(spec.metric.bytes, shape, "metric bytes") if spec.metric.bytes is not None else None
+    flops = evaluate_int(spec.metric.flops, shape, "metric flops") if spec.metric.flops is not None else None
+    ok = not failed and kernel is not None
+    summary = (
+        f"{spec.name}/{variant_name} on {device_name or request.target}: median {kernel.median_s * 1e6:.2f} us"
+        + (f", {bytes_moved / kernel.median_s / 1e9:.1f} GB/s" if bytes_moved else "")
+        + (f", {flops / kernel.median_s / 1e12:.2f} TFLOP/s" if flops else "")
+        + f" (n={kernel.n}, CV {kernel.cv:.2%}); gate passed on {len(verdicts)} input set(s)"
+        if ok
+        else "no speed: " + "; ".join(f"{v.input_set}: {v.summary}" for v in failed)
+    )
+    return BenchResult(
+        ok=ok, summary=summary, name=spec.name, variant=variant_name, target=request.target, backend=backend,
+        device=device_name, shape=shape, gate=verdicts, kernel=kernel if ok else None, wall=wall if ok else None,
+        kernel_to_wall=kernel.median_s / wall.median_s if ok and wall.median_s > 0 else None,
+        bytes_moved=bytes_moved, flops=flops,
+        bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if ok and bytes_moved else None,
+        tflops=flops / kernel.median_s / 1e12 if ok and flops else None,
+        flush_bytes=flush_bytes, cache_bytes=cache_bytes, state_before=state_before,
+        state_after=device_state(backend, request.device), artifacts=workspace.relative(run_dir),
+        evidence=measured(
+            "bench", inputs_sha256=combine_digests([sha256_file(workspace.root / build.code_object), sha256_json(request.model_dump()), sha256_json(shape)]),
+            target=request.target, device=device_name or None, toolchain={build.compiler.name: build.compiler.version or "unknown", "numpy": np.__version__},
+        ),
+    )
+
+
+def _arg_specs(loaded: LoadedSpec, shape: dict[str, int], folder: Path, outputs: bool) -> list[ArgSpec]:
+    specs = []
+    for arg in loaded.spec.args:
+        if not isinstance(arg, BufferArg):
+            specs.append(ArgSpec(name=arg.name, kind="scalar", dtype=arg.dtype, value=scalar_value(arg, shape)))
+            continue
+        dims = buffer_shape(arg, shape)
+        nbytes = int(np.prod(dims, dtype=np.int64)) * np.dtype(arg.dtype).itemsize
+        specs.append(
+            ArgSpec(
+                name=arg.name, kind="buffer", dtype=arg.dtype, nbytes=nbytes, role=arg.role, shape=list(dims),
+                input_path=str(folder / f"in_{arg.name}.npy") if arg.role != "output" else None,
+                output_path=str(folder / f"out_{arg.name}.npy") if outputs and arg.role != "input" else None,
+            )
+        )
+    return specs
+
+
+def _gate_input_set(
+    loaded: LoadedSpec, input_set: str, shape: dict[str, int], code_object: str, entry: str, grid: list[int], block: list[int],
+    shared: int, backend: str, request: BenchRequest, workspace: Workspace, run_dir: Path,
+) -> InputSetVerdict:
+    """Draw the inputs, compute the reference, run the kernel once on poisoned outputs, gate."""
+    folder = run_dir / input_set
+    folder.mkdir(parents=True, exist_ok=True)
+    inputs = draw_inputs(loaded.spec, shape, input_set)
+    for name, array in inputs.items():
+        np.save(folder / f"in_{name}.npy", array)
+    expected = reference_function(loaded)({k: v.copy() for k, v in inputs.items()}, dict(shape))
+    trial = run_trial(
+        TrialRequest(backend=backend, code_object=str(workspace.root / code_object), entry=entry,
+                     args=_arg_specs(loaded, shape, folder, outputs=True), grid=grid, block=block, shared_bytes=shared, mode="correctness"),
+        timeout_s=request.timeout_s, device=request.device,
+    )
+    if trial.status != "OK":
+        return InputSetVerdict(input_set=input_set, passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status)
+    outputs = [a for a in loaded.spec.args if isinstance(a, BufferArg) and a.role != "input"]
+    missing = [a.name for a in outputs if a.name not in expected]
+    if missing:
+        raise HyperloomError(f"the reference returned no {missing}", "return every output and inout buffer by name")
+    for arg in outputs:
+        np.save(folder / f"ref_{arg.name}.npy", np.asarray(expected[arg.name], dtype=arg.dtype).reshape(buffer_shape(arg, shape)))
+    gate = run_gate(
+        GateRequest(
+            candidates=[workspace.relative(folder / f"out_{a.name}.npy") for a in outputs],
+            references=[workspace.relative(folder / f"ref_{a.name}.npy") for a in outputs],
+            case_names=[f"{input_set}:{a.name}" for a in outputs],
+            **loaded.spec.tolerance.model_dump(),
+        ),
+        workspace,
+    )
+    return InputSetVerdict(input_set=input_set, passed=gate.passed, summary=gate.summary)
+
+
+def _bench_command(request: BenchRequest, workspace: Workspace) -> BenchResult:
+    try:
+        proc = subprocess.run(request.command, capture_output=True, text=True, timeout=min(request.timeout_s, COMMAND_TIMEOUT_S), cwd=workspace.root, check=False)
+    except FileNotFoundError as exc:
+        raise HyperloomError(f"{request.command[0]!r} was not found", "pass an argument list whose first item is an executable") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise HyperloomError(f"the command did not finish within {request.timeout_s:g} s", "shorten its run or raise timeout_s") from exc
+    report = next((line for line in reversed(proc.stdout.strip().splitlines()) if line.lstrip().startswith("{")), None)
+    if proc.returncode != 0 or report is None:
+        raise HyperloomError(
+            f"the command exited {proc.returncode} without a JSON result line ({proc.stderr.strip()[-300:] or 'no stderr'})",
+            'print one JSON line such as {"samples_s": [...], "bytes": N} last',
+        )
+    try:
+        data = json.loads(report)
+        samples = [float(s) for s in data["samples_s"]]
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise HyperloomError(f"the command's last JSON line has no list samples_s ({exc})", 'print {"samples_s": [seconds, ...]}') from exc
+    if not samples:
+        raise HyperloomError("the command reported no samples", "report at least one sample in samples_s")
+    kernel = summarize(samples)
+    bytes_moved, flops = data.get("bytes"), data.get("flops")
+    return BenchResult(
+        ok=True, summary=f"{' '.join(request.command)[:60]}: median {kernel.median_s * 1e6:.2f} us over {kernel.n} samples (reported by the command)",
+        name=request.command[0], variant=None, target=request.target, backend="command", device=str(data.get("device", "")),
+        shape={}, gate=[], kernel=kernel, wall=None, kernel_to_wall=None, bytes_moved=bytes_moved, flops=flops,
+        bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if bytes_moved else None,
+        tflops=flops / kernel.median_s / 1e12 if flops else None, flush_bytes=0, cache_bytes=0,
+        state_before=None, state_after=None, artifacts=None,
+        evidence=measured("bench", inputs_sha256=sha256_json({"command": request.command, "report": data}), target=request.target,
+                          device=str(data.get("device") or "") or None),
+    )

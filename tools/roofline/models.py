@@ -1,0 +1,56 @@
+"""Request and result models of roofline."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperloom.core.evidence import Evidence
+
+Microbench = Literal["copy", "read", "write", "fma", "mma_f16"]
+
+
+class RooflineRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    target: str = Field("sm_90", description="Where to measure: a gfx target (hip), an NVIDIA sm_XX (cuda), or host (c).")
+    device: int = Field(0, ge=0, le=63, description="GPU index.")
+    ceilings: list[Microbench] | None = Field(None, description="Microbenchmarks to run; default every one that builds for the target.")
+    shape: Literal["small", "full"] = Field("full", description="'full' sizes (GiB buffers, long loops) for real ceilings; 'small' for a quick check.")
+    place: list[str] = Field(default_factory=list, max_length=64, description="bench results (JSON files written by `hyperloom bench --json`) to place on the roof.")
+    out_dir: str = Field(".hyperloom/roofline", description="Folder in the workspace for roofline.json and the plots.")
+    plot: bool = Field(True, description="Write roofline.png and roofline.svg (needs matplotlib).")
+    max_time_s: float = Field(5.0, gt=0, le=600, description="Sampling time limit per microbenchmark.")
+
+
+class Ceiling(BaseModel):
+    name: str
+    kind: Literal["memory", "compute"]
+    value: float = Field(description="GB/s for memory ceilings, TFLOP/s for compute ceilings.")
+    unit: Literal["GB/s", "TFLOP/s"]
+    source: str = Field(description="The microbenchmark and its summary, or the datasheet.")
+    evidence: Evidence
+
+
+class Placement(BaseModel):
+    name: str
+    arithmetic_intensity: float | None = Field(description="flops per byte; null for kernels with no flop count.")
+    achieved_gbps: float | None
+    achieved_tflops: float | None
+    attainable: float = Field(description="The roof at this kernel's intensity, in the unit of its bound.")
+    percent_of_roof: float
+    bound: Literal["memory", "compute"]
+    roof: str = Field(description="Which measured ceiling bounds it.")
+    evidence: Evidence
+
+
+class RooflineResult(BaseModel):
+    summary: str
+    target: str
+    device: str
+    measured: list[Ceiling]
+    datasheet: list[Ceiling] = Field(description="Vendor peaks for the detected part: ASSUMED, never a measurement.")
+    placements: list[Placement]
+    files: list[str] = Field(description="roofline.json and plots, relative to the workspace.")
+    evidence: Evidence

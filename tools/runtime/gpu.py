@@ -1,0 +1,85 @@
+"""One trial on a GPU through `Driver`: identical for CUDA and HIP."""
+
+from __future__ import annotations
+
+import ctypes
+import time
+from pathlib import Path
+
+import numpy as np
+
+from hyperloom.tools.runtime.drivers import Driver, KernelParams
+from hyperloom.tools.runtime.models import ArgSpec, TrialRequest, TrialResult
+from hyperloom.tools.runtime.sampling import sample
+
+MIN_FLUSH_BYTES = 64 << 20
+POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 for signed integers
+
+_SCALARS = {
+    "int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float, "float64": ctypes.c_double,
+}
+
+
+def scalar(arg: ArgSpec) -> ctypes._SimpleCData:
+    return _SCALARS[arg.dtype](arg.value)
+
+
+def run_gpu(request: TrialRequest) -> TrialResult:
+    driver = Driver(request.backend, request.device_index)
+    module = driver.load(Path(request.code_object).read_bytes())
+    function = driver.function(module, request.entry)
+    buffers: dict[str, object] = {}
+    values: list[ctypes._SimpleCData] = []
+    for arg in request.args:
+        if arg.kind == "scalar":
+            values.append(scalar(arg))
+            continue
+        pointer = driver.malloc(arg.nbytes)
+        buffers[arg.name] = pointer
+        values.append(ctypes.c_uint64(int(pointer)))
+        if arg.input_path:
+            host = np.ascontiguousarray(np.load(arg.input_path, allow_pickle=False))
+            driver.htod(pointer, host.ctypes.data, host.nbytes)
+        else:
+            driver.memset(pointer, POISON_BYTE, arg.nbytes)
+    params = KernelParams(values)
+    launch = lambda: driver.launch(function, _dims(request.grid), _dims(request.block), request.shared_bytes, params)  # noqa: E731
+    result = TrialResult(status="OK", device=driver.name())
+
+    if request.mode == "correctness":
+        launch()
+        driver.synchronize()
+        for arg in request.args:
+            if arg.kind == "buffer" and arg.output_path:
+                host = np.empty(arg.shape, dtype=arg.dtype)
+                driver.dtoh(host.ctypes.data, buffers[arg.name], host.nbytes)
+                np.save(arg.output_path, host)
+        return result
+
+    result.cache_bytes = driver.l2_bytes()
+    flush_bytes = max(2 * result.cache_bytes, MIN_FLUSH_BYTES) if request.timing.flush_cache else 0
+    flush = driver.malloc(flush_bytes) if flush_bytes else None
+    start, end = driver.event(), driver.event()
+    counter = [0]
+
+    def one_rep() -> tuple[float, float]:
+        if flush is not None:  # overwrite the last-level cache, so no rep finds its data there
+            counter[0] += 1
+            driver.memset(flush, counter[0] & 0xFF, flush_bytes)
+            driver.synchronize()
+        t0 = time.perf_counter()
+        driver.record(start)
+        launch()
+        driver.record(end)
+        driver.wait(end)
+        wall = time.perf_counter() - t0
+        return driver.elapsed_ms(start, end) / 1e3, wall
+
+    result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing)
+    result.flush_bytes = flush_bytes
+    return result
+
+
+def _dims(values: list[int]) -> list[int]:
+    return (list(values) + [1, 1, 1])[:3]

@@ -1,0 +1,57 @@
+"""What a worker process is asked to do, and what it reports back (JSON files between processes)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Backend = Literal["cuda", "hip", "c"]
+Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
+
+
+class ArgSpec(BaseModel):
+    name: str
+    kind: Literal["buffer", "scalar"]
+    dtype: str
+    nbytes: int = 0
+    role: Literal["input", "output", "inout", "scalar"] = "scalar"
+    input_path: str | None = Field(None, description=".npy to copy in before the launch.")
+    output_path: str | None = Field(None, description=".npy to write the buffer to after the launch.")
+    shape: list[int] = Field(default_factory=list)
+    value: float | int | None = None
+
+
+class Timing(BaseModel):
+    warmup_s: float = Field(0.1, ge=0, description="Warm-up time budget before any sample is kept.")
+    min_reps: int = Field(20, ge=1)
+    max_reps: int = Field(2000, ge=1)
+    max_time_s: float = Field(10.0, gt=0, description="Stop sampling after this long, CI or not.")
+    target_ci: float = Field(0.01, gt=0, description="Stop when the median's 95 % CI half-width is within this fraction.")
+    flush_cache: bool = True
+
+
+class TrialRequest(BaseModel):
+    backend: Backend
+    device_index: int = 0
+    code_object: str
+    entry: str
+    args: list[ArgSpec]
+    grid: list[int] = Field(default_factory=lambda: [1, 1, 1])
+    block: list[int] = Field(default_factory=lambda: [1, 1, 1])
+    shared_bytes: int = 0
+    mode: Literal["correctness", "timing"]
+    timing: Timing = Field(default_factory=Timing)
+
+
+class TrialResult(BaseModel):
+    status: Status
+    message: str = ""
+    device: str = ""
+    kernel_s: list[float] = Field(default_factory=list, description="Per repetition, from device events (host timer on the c backend).")
+    wall_s: list[float] = Field(default_factory=list, description="Per repetition, host wall clock around launch and completion.")
+    warmup_reps: int = 0
+    flush_bytes: int = 0
+    cache_bytes: int = 0
+    stderr: str = ""
+    elapsed_s: float = 0.0

@@ -1,0 +1,1 @@
+"""Kernel specs: the short kernel.yaml the whole loop runs on."""

@@ -1,0 +1,76 @@
+"""kernel.yaml: sources and variants, arguments, launch geometry, shapes, inputs, reference,
+the tolerance declared up front, the metric and the tuning space."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperloom.tools.gate.models import Tolerance
+
+Expr = str | int | float
+BufferDtype = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+ScalarDtype = Literal["int32", "uint32", "int64", "uint64", "float32", "float64"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class BufferArg(_Strict):
+    kind: Literal["buffer"]
+    name: str
+    dtype: BufferDtype
+    shape: list[Expr] = Field(min_length=1, description="Dimensions as expressions of the shape variables.")
+    role: Literal["input", "output", "inout"]
+    init: Literal["normal", "uniform", "randint", "zeros", "ones"] = Field("normal", description="How seeded inputs are drawn.")
+    low: float = -1.0
+    high: float = 1.0
+
+
+class ScalarArg(_Strict):
+    kind: Literal["scalar"]
+    name: str
+    dtype: ScalarDtype
+    value: Expr = Field(description="An expression of the shape variables, or a number.")
+
+
+Arg = Annotated[BufferArg | ScalarArg, Field(discriminator="kind")]
+
+
+class Launch(_Strict):
+    grid: list[Expr] = Field(min_length=1, max_length=3)
+    block: list[Expr] = Field(min_length=1, max_length=3)
+    shared_bytes: Expr = 0
+
+
+class Variant(_Strict):
+    entry: str = Field(description="Kernel (or host function) name.")
+    source: str | None = Field(None, description="Overrides the spec's source for this variant.")
+    language: Literal["hip", "cuda", "asm", "c"] | None = None
+    defines: dict[str, str | int] = Field(default_factory=dict)
+    targets: list[str] | None = Field(None, description="Targets this variant builds for; default every target.")
+    note: str = ""
+
+
+class Metric(_Strict):
+    bytes: Expr | None = Field(None, description="Bytes moved per launch (reads + writes).")
+    flops: Expr | None = Field(None, description="Floating-point (or integer) operations per launch.")
+
+
+class KernelSpec(_Strict):
+    name: str
+    description: str = ""
+    source: str = Field(description="Kernel source, relative to the spec file.")
+    language: Literal["hip", "cuda", "asm", "c"]
+    variants: dict[str, Variant] = Field(min_length=1)
+    args: list[Arg] = Field(min_length=1)
+    launch: Launch
+    shapes: list[dict[str, int]] = Field(min_length=1)
+    seed: int = 0
+    adversarial: list[Literal["zeros", "ones", "extremes", "denormals"]] = Field(default_factory=list)
+    reference: str = Field(description="'file.py:function' relative to the spec; (inputs, shape) -> {output name: array}.")
+    tolerance: Tolerance
+    metric: Metric = Field(default_factory=Metric)
+    tuning: dict[str, list[str | int]] = Field(default_factory=dict, description="Defines and their candidate values, for tune.")
