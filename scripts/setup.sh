@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepare a fresh Debian/Ubuntu machine: system packages, a virtual environment, the package.
 #   scripts/setup.sh           the package into .venv (enough for the gate demo)
-#   scripts/setup.sh --test    also the test extra, and LLVM 19 (AMDGPU assembler and compiler)
+#   scripts/setup.sh --test    also the test extra, LLVM 19 (AMDGPU assembler and compiler) and a
+#                              CPU build of torch (the 2-rank gloo all-reduce tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,4 +31,8 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 extra=""; [ "$with_tests" = 1 ] && extra="[test]"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check ".${extra}"
+if [ "$with_tests" = 1 ]; then
+  # Pinned: this version resolves to a CPU-only wheel here; an unpinned torch pulls a multi-GB CUDA build.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
+fi
 echo "setup.sh: ready: $(.venv/bin/hyperloom --version) in $(pwd)/.venv" >&2

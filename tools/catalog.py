@@ -10,6 +10,8 @@ from pydantic import BaseModel
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.allreduce.api import run_allreduce
+from hyperloom.tools.allreduce.models import AllreduceRequest, AllreduceResult
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
 from hyperloom.tools.bench.run import run_bench
 from hyperloom.tools.compile.build import compile_kernel
@@ -179,6 +181,28 @@ CATALOG += (
         request=CompileRequest,
         result=CompileResult,
         run=compile_kernel,
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    ),
+    ToolDef(
+        name="allreduce_int6",
+        title="INT6 compressed all-reduce",
+        description=(
+            "All-reduce N ranks' tensors with a 6-bit payload: a max all-reduce agrees one float32 scale per block, each "
+            "rank rounds to signed 6-bit codes (nearest, or seeded stochastic), 4 codes travel in 3 bytes through a ring "
+            "reduce-scatter and all-gather whose integer sums are exact, and every rank dequantizes the same bits. Give "
+            "one .npy per rank (float32, float16, or bfloat16 bits), or ranks + shape + seed + distribution to generate "
+            "them. backend numpy simulates the ring in-process; gloo (CPU) and nccl (GPUs; RCCL on AMD) run one process "
+            "per rank over torch.distributed and are checked bit-for-bit against numpy. Writes the result .npy and returns "
+            "statistics only: max abs/rel error against the float64 sum, the analytic error bound and whether the error "
+            "is within it, cross-rank drift (must be 0), compression against fp16/fp32 with scales counted, bytes on the "
+            "wire per rank, and MEASURED evidence. NaN/Inf inputs, shape or dtype mismatches and sums that overflow the "
+            "dtype are errors."
+        ),
+        request=AllreduceRequest,
+        result=AllreduceResult,
+        run=run_allreduce,
         read_only=False,
         destructive=False,
         idempotent=True,

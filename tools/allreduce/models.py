@@ -1,0 +1,111 @@
+"""Request and result models of allreduce_int6 and its benchmark."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperloom.core.evidence import Evidence
+from hyperloom.tools.allreduce.dtypes import FloatName
+from hyperloom.tools.allreduce.quantize import PartialSums, Rounding
+
+Distribution = Literal["normal", "uniform", "outliers", "wide_range", "denormal", "zeros"]
+Backend = Literal["numpy", "gloo", "nccl"]
+MAX_FILE_RANKS = 64
+MAX_GENERATED_ELEMENTS = 1 << 26  # per rank: 256 MiB of float32
+
+
+class AllreduceRequest(BaseModel):
+    """One all-reduce: the ranks' inputs (files, or generated), the scheme and where the result goes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[str] | None = Field(None, min_length=1, max_length=MAX_FILE_RANKS, description="One .npy per rank inside the workspace, all of one shape and dtype (float32, float16, or bfloat16 bits with bfloat16_bits). Omit to generate inputs from ranks/shape/seed/distribution.")
+    ranks: int | None = Field(None, ge=1, le=MAX_FILE_RANKS, description="Ranks to generate inputs for (with shape); omit when inputs are given.")
+    shape: list[int] | None = Field(None, max_length=8, description="Shape of each generated rank's tensor, e.g. [4096, 1024].")
+    distribution: Distribution = Field("normal", description="Generated values: normal, uniform [-1, 1), outliers (normal with rare 1000x spikes), wide_range (magnitudes 2^-60..2^60 inside each block), denormal (float32 subnormals), zeros.")
+    dtype: FloatName = Field("float32", description="dtype of generated inputs.")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of generated inputs (rank r uses [seed, r]) and of stochastic rounding.")
+    bfloat16_bits: bool = Field(False, description="Read 2-byte inputs (uint16, or the <V2 that numpy.save writes for ml_dtypes.bfloat16) as bfloat16 bit patterns.")
+    block: int = Field(128, ge=1, le=1 << 20, description="Elements per shared scale (one float32 each); smaller blocks lose less precision and send more scale bytes.")
+    rounding: Rounding = Field("nearest", description="nearest (ties to even) or stochastic (seeded; unbiased, twice the worst-case error).")
+    partial_sums: PartialSums = Field("fit_int6", description="fit_int6: each rank's codes are limited to ±floor(31/N) so every partial and final sum travels as int6 (most compression); widen: codes use ±31 and partial sums travel as int8/int16 (more precision, more bytes).")
+    backend: Backend = Field("numpy", description="numpy: the reference ring simulated in this process; gloo: one process per rank over torch.distributed on CPU; nccl: one GPU per rank (RCCL on AMD). torch backends are also checked bit-for-bit against numpy.")
+    out: str = Field("allreduce_int6.npy", description="Where the result (every rank's, bit-identical) is written inside the workspace, as .npy of the input dtype (bfloat16 as uint16 bits).")
+    timeout_s: float = Field(300, gt=0, le=3600, description="Wall-clock limit of a torch run.")
+    target: str | None = Field(None, max_length=64, description="Target the run stands for (e.g. gfx1201, sm_90), recorded in the evidence.")
+
+
+class WireStats(BaseModel):
+    payload_bytes_per_rank: int = Field(description="One rank's packed codes plus its float32 scales.")
+    compression_vs_fp16: float = Field(description="fp16 bytes of the tensor / payload_bytes_per_rank (scales counted).")
+    compression_vs_fp32: float = Field(description="fp32 bytes of the tensor / payload_bytes_per_rank (scales counted).")
+    wire_bytes_per_rank: list[int] = Field(description="Bytes each rank sent: the ring payload as encoded, plus the scale exchange counted as a ring all-reduce.")
+    fp16_ring_wire_bytes_per_rank: int = Field(description="Bytes one rank sends in a ring all-reduce of the same tensor in fp16.")
+    wire_ratio_vs_fp16: float | None = Field(description="fp16_ring_wire_bytes_per_rank / wire bytes; null for one rank (nothing travels).")
+    step_formats: list[str] = Field(description="Wire format of each ring step: N-1 reduce-scatter, then N-1 all-gather.")
+
+
+class AllreduceResult(BaseModel):
+    summary: str = Field(description="One line for a human or an agent.")
+    out: str = Field(description="The result .npy, relative to the workspace.")
+    backend: Backend
+    ranks: int
+    shape: list[int]
+    dtype: FloatName
+    elements: int
+    block: int
+    blocks: int
+    rounding: Rounding
+    partial_sums: PartialSums
+    code_bound: int = Field(description="Q: the largest |code| one rank contributes (31 // ranks with fit_int6, 31 with widen).")
+    max_abs_error: float = Field(description="max |result − fp64 sum of the inputs|.")
+    max_rel_error: float | None = Field(description="max |result − sum| / |sum| over elements whose sum is nonzero; null if none.")
+    mean_abs_error: float
+    error_bound_abs: float = Field(description="The analytic bound's largest value over blocks (see quantize.py).")
+    bound_utilisation: float = Field(description="max over elements of observed error / that element's bound; ≤ 1 when within bound.")
+    within_bound: bool
+    cross_rank_drift: float = Field(description="max |rank r's result − rank 0's| over ranks and elements; 0 when bit-identical.")
+    bit_identical_across_ranks: bool
+    nonzero_inputs: int
+    inputs_quantized_to_zero: int = Field(description="Nonzero inputs (all ranks) smaller than half a step of their block's scale: lost entirely.")
+    precision_note: str | None = Field(description="What precision was lost to a wide dynamic range inside blocks, when any was.")
+    matches_reference: bool | None = Field(description="torch backends: every rank's result equals the numpy reference bit for bit; null for numpy.")
+    wire: WireStats
+    elapsed_s: float = Field(description="Wall time of the all-reduce itself (numpy: the simulated ring; torch: rank 0, after a barrier).")
+    evidence: Evidence
+
+
+class BenchRequest(BaseModel):
+    """A sweep of tensor sizes: allreduce_int6 against the backend's native bf16 all-reduce."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ranks: int = Field(2, ge=2, le=MAX_FILE_RANKS, description="Processes (gloo) or GPUs (nccl).")
+    backend: Literal["gloo", "nccl"] = Field("gloo", description="gloo (CPU) or nccl (one GPU per rank).")
+    min_mib: int = Field(1, ge=1, le=1 << 14, description="Smallest tensor, MiB of bf16.")
+    max_mib: int = Field(1024, ge=1, le=1 << 14, description="Largest tensor, MiB of bf16; sizes step by 4x.")
+    repeats: int = Field(5, ge=1, le=1000, description="Timed repetitions per size (the median is reported).")
+    warmup: int = Field(1, ge=0, le=100, description="Untimed repetitions per size.")
+    block: int = Field(128, ge=1, le=1 << 20, description="Elements per shared scale.")
+    partial_sums: PartialSums = Field("fit_int6", description="fit_int6 or widen (see allreduce_int6).")
+    timeout_s: float = Field(1800, gt=0, le=86400, description="Wall-clock limit of the whole sweep.")
+
+
+class BenchRow(BaseModel):
+    size_bytes: int = Field(description="Bytes of the bf16 tensor.")
+    method: Literal["int6", "native_bf16"]
+    time_s: float = Field(description="Median wall time of one all-reduce on rank 0, after a barrier.")
+    algbw_gbps: float = Field(description="size_bytes / time_s, in GB/s (nccl-tests' algorithm bandwidth).")
+    max_rel_error: float = Field(description="max |result − fp32 all-reduce| / max |fp32 all-reduce|.")
+    wire_bytes_per_rank: int | None = Field(description="int6: bytes this rank sent; native: null (the backend's algorithm decides).")
+
+
+class BenchResult(BaseModel):
+    summary: str
+    ranks: int
+    backend: str
+    device: str
+    rows: list[BenchRow]
+    evidence: Evidence
