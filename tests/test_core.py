@@ -141,3 +141,13 @@ def test_measured_evidence_carries_the_tool_version_and_utc_time():
 def test_an_error_reads_as_cause_then_next_step():
     error = HyperloomError("llvm-mc was not found.", "install llvm-19")
     assert str(error) == "llvm-mc was not found. Next step: install llvm-19."
+
+
+def test_a_staged_directory_gets_ordinary_permissions(tmp_path):
+    old = os.umask(0o022)
+    try:
+        with staged_directory(tmp_path / "set") as staging:
+            (staging / "f").write_text("x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "set").stat().st_mode & 0o777 == 0o755

@@ -33,6 +33,9 @@ def staged_directory(final: Path) -> Iterator[Path]:
     """
     final.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".staging", dir=final.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(staging, 0o777 & ~umask)  # mkdtemp makes 0700; the folder should look like any other
     try:
         yield staging
         if final.exists():
