@@ -20,7 +20,7 @@ QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 6, "max_time_s": 0.5, "flus
 
 
 def small(m=2, n=8, k=256, group=32):
-    return {"m": m, "n": n, "k": k, "group": group, "threads": 4, "rows": 1}
+    return {"m": m, "n": n, "k": k, "group": group, "threads": 4, "rows": 8}
 
 
 def random_inputs(rng, shape, variant):
@@ -153,6 +153,7 @@ def test_the_declared_tolerance_covers_a_sequential_fp32_sum_at_the_longest_k(na
         ({"w": np.zeros((8, 32), np.int32)}, "w has dtype int32"),
         ({"shape": {"threads": 6}}, "not a valid decode launch"),
         ({"shape": {"threads": 128, "rows": 4}}, "not a valid decode launch"),
+        ({"shape": {"threads": 4, "rows": 3}}, "multiple of 32"),
         ({"shape": {"m": 9}}, "outside 1..8"),
         ({"shape": {"group": 48}}, "group size 48 is not supported"),
     ],

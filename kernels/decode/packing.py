@@ -82,10 +82,11 @@ def check_group(k: int, group: int) -> None:
 def check_launch(shape: dict[str, int]) -> None:
     """The geometry the kernels assume: a power-of-two row team of ≥ 4 lanes (a group's lanes reduce by shuffles)."""
     threads, rows = shape.get("threads", 0), shape.get("rows", 0)
-    if threads < 4 or threads & (threads - 1) or rows < 1 or threads * rows > MAX_THREADS:
+    if threads < 4 or threads & (threads - 1) or rows < 1 or threads * rows > MAX_THREADS or (threads * rows) % 32:
         raise HyperloomError(
             f"threads = {threads}, rows = {rows} is not a valid decode launch",
-            f"use a power of two of at least 4 for threads, rows ≥ 1, and threads · rows ≤ {MAX_THREADS}",
+            f"use a power of two of at least 4 for threads, and rows so that threads · rows is a multiple of 32 (whole"
+            f" warps: NVIDIA shuffles take a full mask) and at most {MAX_THREADS}",
         )
     if not 1 <= shape.get("m", 0) <= 8:
         raise HyperloomError(f"batch m = {shape.get('m')} is outside 1..8", "the decode kernels take batch 1 to 8; use a GEMM for more")

@@ -84,7 +84,7 @@ def quantization_error(w: np.ndarray, x: np.ndarray, group: int) -> dict[str, fl
     """Each variant's relative error ‖y_variant − y_fp32‖ / ‖y_fp32‖ on float weights (n, k) and activations (m, k)."""
     m, k = x.shape
     n = w.shape[0]
-    shape = {"m": m, "n": n, "k": k, "group": group, "threads": 4, "rows": 1}
+    shape = {"m": m, "n": n, "k": k, "group": group, "threads": 4, "rows": 8}
     packed, w_scales = packing.quantize_weights(w, group)
     exact = fp32_product(w, x).astype(np.float64)
     x8, s8 = packing.quantize_groups(x, group, packing.INT8_MAX, np.float32)
