@@ -19,6 +19,7 @@
 typedef _Float16 __half;
 typedef __half half;
 typedef unsigned int uint;
+typedef __SIZE_TYPE__ size_t;
 typedef struct { unsigned x, y, z; } dim3;
 typedef float float2 __attribute__((ext_vector_type(2)));
 typedef float float4 __attribute__((ext_vector_type(4)));

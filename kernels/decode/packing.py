@@ -1,0 +1,99 @@
+"""Host-side layout of the decode GEMV operands: int4 nibble order, per-group scales, quantizers.
+
+The one place the nibble order is defined (decode.h's `nibble` reads it back on the device):
+a uint32 word j of a row holds k = 8j .. 8j+7, and byte b of the word (little-endian) holds
+k = 8j+b in its low nibble and k = 8j+4+b in its high nibble. So `(w << 4) & 0xF0F0F0F0`
+gives the int8 lanes of k = 8j..8j+3 (times 16) and `w & 0xF0F0F0F0` those of 8j+4..8j+7,
+both ready for a 4-way int8 dot against activations in their natural order; the int4 dot8
+pairs nibble i with nibble i, so activations packed in this same order need no shuffle.
+Values are signed two's complement int4 in [-8, 7], symmetric (no zero point).
+
+Scales: one per (row, group of `group` consecutive k), shape (rows, k // group); the
+weights' are float16, the activations' float32 (per batch row and group).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hyperloom.core.errors import HyperloomError
+
+NIBBLES_PER_WORD = 8
+NIBBLE_K = (0, 4, 1, 5, 2, 6, 3, 7)  # k offset (within the word's 8) held by nibble i (bits 4i..4i+3)
+INT4_MIN, INT4_MAX = -8, 7
+INT8_MAX = 127
+CHUNK_K = 32  # k per lane per step on the device (one 16-byte load of weights); group must be a multiple
+GROUPS = (32, 64, 128, 256)
+MAX_THREADS = 256  # threads per block: decode.h's HL_MAX_THREADS
+
+
+def pack_int4(q: np.ndarray) -> np.ndarray:
+    """int values in [-8, 7], shape (..., k) with k % 8 == 0 → uint32 words (..., k // 8) in NIBBLE_K order."""
+    q = np.asarray(q)
+    if q.dtype.kind not in "iu":
+        raise HyperloomError(f"int4 packing takes integers, got dtype {q.dtype}", "round and cast to an integer dtype first")
+    if q.shape[-1] % NIBBLES_PER_WORD:
+        raise HyperloomError(f"int4 packing needs the last dimension a multiple of 8, got {q.shape[-1]}", "pad k to a multiple of 8")
+    if q.size and (q.min() < INT4_MIN or q.max() > INT4_MAX):
+        raise HyperloomError(f"int4 values lie in [-8, 7], got [{q.min()}, {q.max()}]", "clip or requantize the values")
+    nibbles = (q.astype(np.int64) & 0xF).reshape(*q.shape[:-1], -1, NIBBLES_PER_WORD)
+    words = np.zeros(nibbles.shape[:-1], dtype=np.uint32)
+    for i, k in enumerate(NIBBLE_K):
+        words |= (nibbles[..., k] << (4 * i)).astype(np.uint32)
+    return words
+
+
+def unpack_int4(words: np.ndarray) -> np.ndarray:
+    """uint32 words (..., k // 8) in NIBBLE_K order → int8 values (..., k) in [-8, 7]."""
+    words = np.asarray(words)
+    if words.dtype != np.uint32:
+        raise HyperloomError(f"packed int4 weights are uint32 words, got dtype {words.dtype}", "pack them with pack_int4")
+    out = np.empty((*words.shape, NIBBLES_PER_WORD), dtype=np.int8)
+    for i, k in enumerate(NIBBLE_K):
+        nibble = ((words >> np.uint32(4 * i)) & np.uint32(0xF)).astype(np.int8)
+        out[..., k] = np.where(nibble > INT4_MAX, nibble - 16, nibble)
+    return out.reshape(*words.shape[:-1], -1)
+
+
+def quantize_groups(a: np.ndarray, group: int, q_max: int, scale_dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Symmetric per-group quantization along the last axis: codes in [-q_max, q_max] and scales (..., k // group)."""
+    a = np.asarray(a, dtype=np.float32)
+    check_group(a.shape[-1], group)
+    blocks = a.reshape(*a.shape[:-1], -1, group)
+    scales = (np.abs(blocks).max(axis=-1) / q_max).astype(scale_dtype)
+    divisor = np.where(scales > 0, scales, 1).astype(np.float32)[..., None]
+    codes = np.clip(np.rint(blocks / divisor), -q_max, q_max).astype(np.int8)
+    return codes.reshape(a.shape), scales
+
+
+def quantize_weights(w: np.ndarray, group: int) -> tuple[np.ndarray, np.ndarray]:
+    """float weights (n, k) → packed uint32 (n, k // 8) and float16 scales (n, k // group); codes in [-7, 7]."""
+    codes, scales = quantize_groups(w, group, INT4_MAX, np.float16)
+    return pack_int4(codes), scales
+
+
+def check_group(k: int, group: int) -> None:
+    if group not in GROUPS:
+        raise HyperloomError(f"group size {group} is not supported", f"use one of {list(GROUPS)}")
+    if k % group:
+        raise HyperloomError(f"k = {k} is not a multiple of the group size {group}", f"pad k to a multiple of {group}, or pick a group that divides it")
+
+
+def check_launch(shape: dict[str, int]) -> None:
+    """The geometry the kernels assume: a power-of-two row team of ≥ 4 lanes (a group's lanes reduce by shuffles)."""
+    threads, rows = shape.get("threads", 0), shape.get("rows", 0)
+    if threads < 4 or threads & (threads - 1) or rows < 1 or threads * rows > MAX_THREADS or (threads * rows) % 32:
+        raise HyperloomError(
+            f"threads = {threads}, rows = {rows} is not a valid decode launch",
+            f"use a power of two of at least 4 for threads, and rows so that threads · rows is a multiple of 32 (whole"
+            f" warps: NVIDIA shuffles take a full mask) and at most {MAX_THREADS}",
+        )
+    if not 1 <= shape.get("m", 0) <= 8:
+        raise HyperloomError(f"batch m = {shape.get('m')} is outside 1..8", "the decode kernels take batch 1 to 8; use a GEMM for more")
+
+
+def check_array(name: str, array: np.ndarray, dtype: str, shape: tuple[int, ...]) -> None:
+    if array.dtype != np.dtype(dtype):
+        raise HyperloomError(f"{name} has dtype {array.dtype}, expected {dtype}", f"convert {name} to {dtype}")
+    if array.shape != shape:
+        raise HyperloomError(f"{name} has shape {array.shape}, expected {shape}", f"check {name} against n, k, m and the group size")

@@ -1,0 +1,98 @@
+"""References of the decode GEMV variants, y[m, n] = Σ_k dequant(w)[n, k] · x[m, k], plus the fp32 product.
+
+Each reproduces its kernel's arithmetic up to the order of the fp32 accumulation:
+
+* w4a16: the weight dequantized to fp16 (fl16(q · s), as weight-only kernels do), then products
+  with the fp16 activations, each exact in fp32, summed; here summed in float64.
+* w4a8 / w4a4: per (row, group) an exact integer dot of the codes (int32 on the device; here
+  float64 BLAS, exact because every partial sum is below 2^53), then fl32(fl32(isum · s_w) · s_x)
+  per group, summed over groups.
+
+The inputs are checked first (dtypes, shapes, group, launch geometry), so a bad shape fails with
+a clear message before any kernel launch.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+_spec = importlib.util.spec_from_file_location("hyperloom_decode_packing", Path(__file__).with_name("packing.py"))
+packing = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(packing)
+
+ROWS_PER_STEP = 2048  # rows dequantized at a time: bounds the float64 temporaries to ~70 MB at k = 4096
+
+
+def _check(inputs: dict[str, np.ndarray], shape: dict[str, int], x_dtype: str, x_cols: int) -> tuple[int, int, int, int]:
+    m, n, k, group = (int(shape[key]) for key in ("m", "n", "k", "group"))
+    packing.check_group(k, group)
+    packing.check_launch(shape)
+    packing.check_array("w", inputs["w"], "uint32", (n, k // 8))
+    packing.check_array("w_scales", inputs["w_scales"], "float16", (n, k // group))
+    packing.check_array("x" if x_dtype == "float16" else "x_q", inputs["x" if x_dtype == "float16" else "x_q"], x_dtype, (m, x_cols))
+    if "x_scales" in inputs:
+        packing.check_array("x_scales", inputs["x_scales"], "float32", (m, k // group))
+    return m, n, k, group
+
+
+def w4a16(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
+    m, n, k, group = _check(inputs, shape, "float16", shape["k"])
+    x = inputs["x"].astype(np.float64)
+    y = np.empty((m, n), dtype=np.float64)
+    for r0 in range(0, n, ROWS_PER_STEP):
+        q = packing.unpack_int4(inputs["w"][r0 : r0 + ROWS_PER_STEP]).astype(np.float16)
+        s = np.repeat(inputs["w_scales"][r0 : r0 + ROWS_PER_STEP], group, axis=1)
+        w16 = q * s  # float16 × float16, rounded once to float16: the device's fl16(q · s)
+        y[:, r0 : r0 + ROWS_PER_STEP] = x @ w16.astype(np.float64).T
+    return {"y": y.astype(np.float32)}
+
+
+def _grouped(inputs: dict[str, np.ndarray], codes_x: np.ndarray, m: int, n: int, k: int, group: int) -> dict[str, np.ndarray]:
+    groups = k // group
+    xg = codes_x.astype(np.float64).reshape(m, groups, group).transpose(1, 2, 0)  # (groups, group, m)
+    x_scales = inputs["x_scales"].T[None]  # (1, groups, m)
+    y = np.empty((m, n), dtype=np.float64)
+    for r0 in range(0, n, ROWS_PER_STEP):
+        q = packing.unpack_int4(inputs["w"][r0 : r0 + ROWS_PER_STEP]).astype(np.float64)
+        qg = q.reshape(q.shape[0], groups, group).transpose(1, 0, 2)  # (groups, rows, group)
+        isum = np.matmul(qg, xg).transpose(1, 0, 2)  # (rows, groups, m): exact integers
+        s_w = inputs["w_scales"][r0 : r0 + ROWS_PER_STEP].astype(np.float32)[..., None]
+        terms = (isum.astype(np.float32) * s_w) * x_scales  # fl32(fl32(isum · s_w) · s_x)
+        y[:, r0 : r0 + ROWS_PER_STEP] = terms.astype(np.float64).sum(axis=1).T
+    return {"y": y.astype(np.float32)}
+
+
+def w4a8(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
+    m, n, k, group = _check(inputs, shape, "int8", shape["k"])
+    return _grouped(inputs, inputs["x_q"], m, n, k, group)
+
+
+def w4a4(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
+    m, n, k, group = _check(inputs, shape, "uint32", shape["k"] // 8)
+    return _grouped(inputs, packing.unpack_int4(inputs["x_q"]), m, n, k, group)
+
+
+def fp32_product(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The unquantized product y = x · wᵀ in fp32 (float64 accumulation), the yardstick of quantization error."""
+    return (np.asarray(x, np.float64) @ np.asarray(w, np.float64).T).astype(np.float32)
+
+
+def quantization_error(w: np.ndarray, x: np.ndarray, group: int) -> dict[str, float]:
+    """Each variant's relative error ‖y_variant − y_fp32‖ / ‖y_fp32‖ on float weights (n, k) and activations (m, k)."""
+    m, k = x.shape
+    n = w.shape[0]
+    shape = {"m": m, "n": n, "k": k, "group": group, "threads": 4, "rows": 8}
+    packed, w_scales = packing.quantize_weights(w, group)
+    exact = fp32_product(w, x).astype(np.float64)
+    x8, s8 = packing.quantize_groups(x, group, packing.INT8_MAX, np.float32)
+    x4, s4 = packing.quantize_groups(x, group, packing.INT4_MAX, np.float32)
+    outputs = {
+        "w4a16": w4a16({"w": packed, "w_scales": w_scales, "x": x.astype(np.float16)}, shape),
+        "w4a8": w4a8({"w": packed, "w_scales": w_scales, "x_q": x8, "x_scales": s8}, shape),
+        "w4a4": w4a4({"w": packed, "w_scales": w_scales, "x_q": packing.pack_int4(x4), "x_scales": s4}, shape),
+    }
+    norm = float(np.linalg.norm(exact)) or 1.0
+    return {name: float(np.linalg.norm(out["y"] - exact)) / norm for name, out in outputs.items()}
