@@ -154,3 +154,16 @@ def test_bench_and_roofline_print_their_reports_on_the_host(workspace, capsys):
     assert main(["roofline", "--target", "host", "--shape", "small", "--ceiling", "copy", "--no-plot", "--max-time-s", "0.5"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "copy" in out and "MEASURED" in out and out.rstrip().splitlines()[-1].startswith("MEASURED on host CPU")
+
+
+def test_every_command_prints_its_help(capsys):
+    from hyperloom.cli.main import COMMANDS, build_parser
+
+    parser = build_parser()
+    names = [a for a in parser._subparsers._group_actions[0].choices]  # noqa: SLF001  (argparse keeps no public list)
+    assert len(names) >= len(COMMANDS)
+    for name in names:
+        with pytest.raises(SystemExit) as done:
+            main([name, "--help"])
+        assert done.value.code == 0, name
+    assert "95 % CI" in capsys.readouterr().out

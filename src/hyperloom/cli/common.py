@@ -43,7 +43,8 @@ def add_tool_command(
 ) -> argparse.ArgumentParser:
     """A subcommand whose options are the tool's request fields, plus --json."""
     entry = tool(tool_name)
-    parser = subparsers.add_parser(command, help=entry.description.split(". ")[0] + ".", description=entry.description, **parser_options)
+    text = entry.description.replace("%", "%%")  # argparse formats help with %
+    parser = subparsers.add_parser(command, help=text.split(". ")[0] + ".", description=text, **parser_options)
     add_model_arguments(parser, entry.request)
     parser.add_argument("--json", action="store_true", help="print the result model as JSON")
     parser.set_defaults(handler=handler)

@@ -54,7 +54,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, model: type[BaseModel],
 
 def _add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> None:
     annotation = _unwrap_optional(field.annotation)
-    help_text = field.description or ""
+    help_text = (field.description or "").replace("%", "%%")  # argparse formats help with %
     if annotation is bool:
         default = " (default: on)" if field.default is True else ""
         parser.add_argument(flag_name(name, False), dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text + default)
