@@ -186,3 +186,13 @@ def test_a_corrupt_or_foreign_session_folder_is_refused_clearly(specs, damage, m
 def test_a_session_name_cannot_escape_the_workspace(specs):
     with pytest.raises(HyperloomError, match="outside the workspace"):
         tune(specs, session="../../elsewhere/s")
+
+
+@needs_cc
+def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twice(specs):
+    pytest.importorskip("optuna")
+    storage = f"sqlite:///{specs.root / 'study.db'}"
+    first = tune(specs, session="machine-a", strategy="tpe", storage=storage, study="shared", revalidate_pairs=0, sweep_shapes=False)
+    assert first.status.recorded == 4
+    second = tune(specs, session="machine-b", strategy="tpe", storage=storage, study="shared", revalidate_pairs=0, sweep_shapes=False)
+    assert [t.proposer for t in second.leaderboard + second.rejected] == ["baseline"]  # the study already holds the rest

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.tune.devices import worker_slots
 from hyperloom.tools.tune.evaluate import MIN_LAUNCH_S, Budget, Outcome, evaluate
 from hyperloom.tools.tune.models import TrialRecord, TuneReport, TuneRequest
@@ -62,8 +61,7 @@ class Loop:
         self.space = Space(session.launchable.loaded.spec.tuning)
         self.proposer = make_proposer(request.strategy, self.space, request.seed, request.storage, request.study or session.id)
         self.budget = Budget(request.budget_device_s, self.ledger.spent_s())
-        self.timing = Timing(warmup_s=request.warmup_s, min_reps=request.min_reps, max_reps=max(request.max_reps, request.min_reps),
-                             max_time_s=request.max_time_s, target_ci=request.target_ci, flush_cache=request.flush_cache)
+        self.timing = request.timing()
         self.trials = self.ledger.trials()
         self.recorded = {t.hash for t in self.trials}
         self.in_flight: dict[str, Params] = {}

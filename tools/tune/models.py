@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hyperloom.tools.runtime.models import Timing
+
 Strategy = Literal["grid", "random", "tpe", "external"]
 TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "ERROR"]
 SessionState = Literal["running", "stopped", "closed", "not running"]
@@ -45,6 +47,11 @@ class TuneRequest(BaseModel):
     storage: str | None = Field(None, max_length=500, description="tpe only: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
     study: str | None = Field(None, max_length=200, description="Optuna study name in storage; default the session name.")
     background: bool = Field(True, description="tune_start: return at once and run in the server process; the CLI always runs in the foreground.")
+
+    def timing(self) -> Timing:
+        """How each passing candidate is timed."""
+        return Timing(warmup_s=self.warmup_s, min_reps=self.min_reps, max_reps=max(self.max_reps, self.min_reps),
+                      max_time_s=self.max_time_s, target_ci=self.target_ci, flush_cache=self.flush_cache)
 
 
 class TrialRecord(BaseModel):

@@ -10,7 +10,6 @@ import statistics
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import build_for, check_input_set, prepare, stage_input_set, time_kernel
-from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.tune.devices import worker_slots
 from hyperloom.tools.tune.evaluate import Budget
 from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
@@ -43,8 +42,7 @@ def revalidate(session: Session, request: TuneRequest, workspace: Workspace) -> 
         return
     budget = Budget(request.budget_device_s, ledger.spent_s())
     device = worker_slots(session.launchable.backend, 1, request.devices)[0]
-    timing = Timing(warmup_s=request.warmup_s, min_reps=request.min_reps, max_reps=max(request.max_reps, request.min_reps),
-                    max_time_s=request.max_time_s, target_ci=request.target_ci, flush_cache=request.flush_cache)
+    timing = request.timing()
     builds = {t.hash: build_for(session.launchable, workspace, t.params).code_object for t in (baseline, winner)}
 
     def timed(launchable, code_object, inputs) -> float | None:  # type: ignore[no-untyped-def]
