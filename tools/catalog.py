@@ -23,6 +23,8 @@ from hyperloom.tools.detect.models import DetectRequest, DetectResult
 from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, FreezeResult, GateRequest, GateResult
+from hyperloom.tools.tune.api import tune_propose, tune_report, tune_start, tune_status, tune_stop
+from hyperloom.tools.tune.models import ProposeRequest, ProposeResult, SessionRef, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.verify.models import VerifyRequest, VerifyResult
 from hyperloom.tools.verify.verify import verify
 
@@ -271,6 +273,83 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=False,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="tune_start",
+        title="Start or resume a tuning session",
+        description=(
+            "Search a kernel.yaml's tuning space (its `tuning` defines) for the fastest candidate that passes the gate. "
+            "The variant's own defines are the baseline, run first. Each candidate gets a content hash (never run twice), "
+            "is compiled (cached), checked against optional disasm expect/forbid rules, run on every input set (seeded and "
+            "adversarial, references frozen in the session) and gated; only a passing one is timed. Failures are recorded "
+            "with their reason (COMPILE_ERROR, RULE_FAILED, TIMEOUT, CRASH, NAN, WRONG with the input set) and the loop goes "
+            "on. Proposers: grid, random, tpe (Optuna), external (tune_propose). Stops on max_candidates, device-second "
+            "budget, patience, deadline or % of roofline. Then re-times winner and baseline interleaved and sweeps every "
+            "shape. Returns a session id at once (background=true); follow with tune_status, steer with tune_propose and "
+            "tune_stop, read tune_report. Naming an existing session resumes it without repeating a finished trial."
+        ),
+        request=TuneRequest,
+        result=TuneStatus,
+        run=tune_start,
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+    ),
+    ToolDef(
+        name="tune_status",
+        title="Tuning session status",
+        description="Progress of a tuning session: candidates recorded, passed and rejected, the best so far with its speedup, budget spent and left, queued proposals, why it stopped.",
+        request=SessionRef,
+        result=TuneStatus,
+        run=tune_status,
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+    ),
+    ToolDef(
+        name="tune_propose",
+        title="Propose a tuning candidate",
+        description=(
+            "Queue a candidate (defines merged over the variant's) for a tuning session; the loop runs queued candidates "
+            "before its own proposer's. A candidate already recorded is refused with its earlier verdict. Read tune_report "
+            "to decide the next proposal."
+        ),
+        request=ProposeRequest,
+        result=ProposeResult,
+        run=tune_propose,
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    ),
+    ToolDef(
+        name="tune_stop",
+        title="Stop a tuning session",
+        description="Stop a tuning session: nothing new starts, candidates in flight finish and are recorded, and the report is written. Stopping twice is harmless.",
+        request=SessionRef,
+        result=TuneStatus,
+        run=tune_stop,
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    ),
+    ToolDef(
+        name="tune_report",
+        title="Tuning session report",
+        description=(
+            "The session's leaderboard (median, speedup against the baseline, GB/s, TFLOP/s, % of roof), rejected candidates "
+            "with their reasons, the winner's interleaved re-validation and shape sweep, and the budget spent. Once the session "
+            "is not running, also writes report.md and breakdown.json in its folder (the same files each time)."
+        ),
+        request=SessionRef,
+        result=TuneReport,
+        run=tune_report,
+        read_only=False,
+        destructive=False,
+        idempotent=True,
     ),
 )
 

@@ -35,6 +35,8 @@ class InputSetVerdict(BaseModel):
     passed: bool
     summary: str
     status: Literal["OK", "TIMEOUT", "CRASH", "ERROR"] = "OK"
+    nan: bool = Field(False, description="A failing case had NaN where the reference had none.")
+    elapsed_s: float = Field(0.0, description="Seconds the worker process ran (device time spent on this set).")
 
 
 class BenchResult(BaseModel):

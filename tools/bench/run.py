@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,14 +22,14 @@ from hyperloom.tools.bench.models import BenchRequest, BenchResult, InputSetVerd
 from hyperloom.tools.bench.stats import summarize
 from hyperloom.tools.compile.build import compile_kernel
 from hyperloom.tools.compile.drivers import HOST_TARGET, NVIDIA_TARGET
-from hyperloom.tools.compile.models import CompileRequest
+from hyperloom.tools.compile.models import CompileRequest, TargetBuild
 from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.runtime.launcher import run_trial
-from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest
+from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest, TrialResult
 from hyperloom.tools.spec.expr import evaluate_int
 from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, reference_function, scalar_value
-from hyperloom.tools.spec.models import BufferArg
+from hyperloom.tools.spec.models import BufferArg, Variant
 
 COMMAND_TIMEOUT_S = 600.0
 
@@ -50,36 +52,131 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
     return _bench_spec(request, workspace, timing, progress)
 
 
+@dataclass(frozen=True)
+class Launchable:
+    """A spec's variant on one target and shape, with its launch geometry evaluated."""
+
+    loaded: LoadedSpec
+    variant_name: str
+    variant: Variant
+    target: str
+    shape: dict[str, int]
+    backend: str
+    grid: list[int]
+    block: list[int]
+    shared_bytes: int
+
+    @property
+    def input_sets(self) -> list[str]:
+        return ["seeded", *self.loaded.spec.adversarial]
+
+
+def prepare(loaded: LoadedSpec, variant: str | None, target: str, shape_index: int) -> Launchable:
+    """Check the variant builds for `target` and evaluate the launch geometry at the shape."""
+    variant_name, chosen = loaded.variant(variant)
+    if chosen.targets is not None and target not in chosen.targets:
+        raise HyperloomError(f"variant {variant_name!r} does not build for {target}", f"use one of {chosen.targets}")
+    shape = loaded.shape(shape_index)
+    launch = loaded.spec.launch
+    return Launchable(
+        loaded=loaded, variant_name=variant_name, variant=chosen, target=target, shape=shape, backend=backend_for(target),
+        grid=[evaluate_int(g, shape, "launch grid") for g in launch.grid],
+        block=[evaluate_int(b, shape, "launch block") for b in launch.block],
+        shared_bytes=evaluate_int(launch.shared_bytes, shape, "shared_bytes"),
+    )
+
+
+def build_for(launchable: Launchable, workspace: Workspace, defines: Mapping[str, str | int] | None = None) -> TargetBuild:
+    """Compile the variant (cached), its defines overridden by `defines`."""
+    source, language = launchable.loaded.source_of(launchable.variant)
+    merged = {**launchable.variant.defines, **(defines or {})}
+    return compile_kernel(
+        CompileRequest(source=workspace.relative(source), targets=[launchable.target], language=language,
+                       defines=[f"{k}={v}" for k, v in merged.items()]),
+        workspace,
+    ).builds[0]
+
+
+def stage_input_set(launchable: Launchable, input_set: str, folder: Path) -> list[Path]:
+    """Draw an input set into `folder` (in_<arg>.npy) with the reference's outputs (ref_<arg>.npy); returns the references."""
+    loaded, shape = launchable.loaded, launchable.shape
+    folder.mkdir(parents=True, exist_ok=True)
+    inputs = draw_inputs(loaded.spec, shape, input_set)
+    for name, array in inputs.items():
+        np.save(folder / f"in_{name}.npy", array)
+    expected = reference_function(loaded)({k: v.copy() for k, v in inputs.items()}, dict(shape))
+    outputs = _outputs(loaded)
+    missing = [a.name for a in outputs if a.name not in expected]
+    if missing:
+        raise HyperloomError(f"the reference returned no {missing}", "return every output and inout buffer by name")
+    for arg in outputs:
+        np.save(folder / f"ref_{arg.name}.npy", np.asarray(expected[arg.name], dtype=arg.dtype).reshape(buffer_shape(arg, shape)))
+    return [folder / f"ref_{a.name}.npy" for a in outputs]
+
+
+def check_input_set(
+    launchable: Launchable, code_object: str, input_set: str, inputs: Path, outputs: Path, workspace: Workspace, *,
+    timeout_s: float, device: int | None, reference_set: Path | None = None,
+) -> InputSetVerdict:
+    """Run the kernel once on poisoned outputs with the inputs staged in `inputs`, then gate its outputs.
+
+    References come from `inputs` (ref_<arg>.npy, the spec's tolerance) or from a frozen `reference_set`.
+    """
+    outputs.mkdir(parents=True, exist_ok=True)
+    trial = run_trial(
+        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.variant.entry,
+                     args=arg_specs(launchable, inputs, outputs), grid=launchable.grid, block=launchable.block,
+                     shared_bytes=launchable.shared_bytes, mode="correctness"),
+        timeout_s=timeout_s, device=device,
+    )
+    if trial.status != "OK":
+        return InputSetVerdict(input_set=input_set, passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status, elapsed_s=trial.elapsed_s)
+    names = [a.name for a in _outputs(launchable.loaded)]
+    against = (
+        {"reference_set": workspace.relative(reference_set)} if reference_set is not None
+        else {"references": [workspace.relative(inputs / f"ref_{n}.npy") for n in names], **launchable.loaded.spec.tolerance.model_dump()}
+    )
+    gate = run_gate(
+        GateRequest(candidates=[workspace.relative(outputs / f"out_{n}.npy") for n in names],
+                    case_names=[f"{input_set}:{n}" for n in names], **against),
+        workspace,
+    )
+    return InputSetVerdict(
+        input_set=input_set, passed=gate.passed, summary=gate.summary, elapsed_s=trial.elapsed_s,
+        nan=any(not c.passed and c.nan_count.candidate > c.nan_count.reference for c in gate.cases),
+    )
+
+
+def time_kernel(
+    launchable: Launchable, code_object: str, inputs: Path, timing: Timing, workspace: Workspace, *, timeout_s: float, device: int | None,
+) -> TrialResult:
+    """Time the kernel on the inputs staged in `inputs`, in a worker process."""
+    return run_trial(
+        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.variant.entry,
+                     args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
+                     shared_bytes=launchable.shared_bytes, mode="timing", timing=timing),
+        timeout_s=timeout_s, device=device,
+    )
+
+
 def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, progress: ProgressFn | None) -> BenchResult:
     loaded = load_spec(workspace.resolve(request.spec))
     spec = loaded.spec
-    variant_name, variant = loaded.variant(request.variant)
-    if variant.targets is not None and request.target not in variant.targets:
-        raise HyperloomError(f"variant {variant_name!r} does not build for {request.target}", f"use one of {variant.targets}")
-    shape = loaded.shape(request.shape)
-    backend = backend_for(request.target)
-    source, language = loaded.source_of(variant)
-    build = compile_kernel(
-        CompileRequest(
-            source=workspace.relative(source), targets=[request.target], language=language,
-            defines=[f"{k}={v}" for k, v in variant.defines.items()],
-        ),
-        workspace,
-    ).builds[0]
+    launchable = prepare(loaded, request.variant, request.target, request.shape)
+    variant_name, shape, backend = launchable.variant_name, launchable.shape, launchable.backend
+    build = build_for(launchable, workspace)
     if not build.ok:
         raise HyperloomError(f"{spec.name}/{variant_name} does not build for {request.target}: {build.summary}", "fix the build with compile_kernel first")
     run_dir = workspace.root / ".hyperloom" / "bench" / f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    grid = [evaluate_int(g, shape, "launch grid") for g in spec.launch.grid]
-    block = [evaluate_int(b, shape, "launch block") for b in spec.launch.block]
-    shared = evaluate_int(spec.launch.shared_bytes, shape, "shared_bytes")
-    reference = reference_function(loaded)
     state_before = device_state(backend, request.device)
 
     verdicts: list[InputSetVerdict] = []
-    input_sets = ["seeded", *(spec.adversarial if request.adversarial else [])]
+    input_sets = launchable.input_sets if request.adversarial else ["seeded"]
     for index, input_set in enumerate(input_sets):
-        verdicts.append(_gate_input_set(loaded, input_set, shape, build.code_object, variant.entry, grid, block, shared, backend, request, workspace, run_dir))
+        folder = run_dir / input_set
+        stage_input_set(launchable, input_set, folder)
+        verdicts.append(check_input_set(launchable, build.code_object, input_set, folder, folder, workspace, timeout_s=request.timeout_s, device=request.device))
         if progress is not None:
             progress(index + 1, len(input_sets) + 1)
     kernel = wall = None
@@ -87,12 +184,7 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
     device_name = ""
     failed = [v for v in verdicts if not v.passed]
     if not failed:
-        args = _arg_specs(loaded, shape, run_dir / "seeded", outputs=False)
-        trial = run_trial(
-            TrialRequest(backend=backend, code_object=str(workspace.root / build.code_object), entry=variant.entry, args=args,
-                         grid=grid, block=block, shared_bytes=shared, mode="timing", timing=timing),
-            timeout_s=request.timeout_s, device=request.device,
-        )
+        trial = time_kernel(launchable, build.code_object, run_dir / "seeded", timing, workspace, timeout_s=request.timeout_s, device=request.device)
         if trial.status != "OK":
             failed.append(InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status))
         else:
@@ -128,9 +220,11 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
     )
 
 
-def _arg_specs(loaded: LoadedSpec, shape: dict[str, int], folder: Path, outputs: bool) -> list[ArgSpec]:
+def arg_specs(launchable: Launchable, inputs: Path, outputs: Path | None) -> list[ArgSpec]:
+    """Arguments of one launch: inputs read from `inputs`, outputs written to `outputs` (None: not written back)."""
+    shape = launchable.shape
     specs = []
-    for arg in loaded.spec.args:
+    for arg in launchable.loaded.spec.args:
         if not isinstance(arg, BufferArg):
             specs.append(ArgSpec(name=arg.name, kind="scalar", dtype=arg.dtype, value=scalar_value(arg, shape)))
             continue
@@ -139,47 +233,15 @@ def _arg_specs(loaded: LoadedSpec, shape: dict[str, int], folder: Path, outputs:
         specs.append(
             ArgSpec(
                 name=arg.name, kind="buffer", dtype=arg.dtype, nbytes=nbytes, role=arg.role, shape=list(dims),
-                input_path=str(folder / f"in_{arg.name}.npy") if arg.role != "output" else None,
-                output_path=str(folder / f"out_{arg.name}.npy") if outputs and arg.role != "input" else None,
+                input_path=str(inputs / f"in_{arg.name}.npy") if arg.role != "output" else None,
+                output_path=str(outputs / f"out_{arg.name}.npy") if outputs is not None and arg.role != "input" else None,
             )
         )
     return specs
 
 
-def _gate_input_set(
-    loaded: LoadedSpec, input_set: str, shape: dict[str, int], code_object: str, entry: str, grid: list[int], block: list[int],
-    shared: int, backend: str, request: BenchRequest, workspace: Workspace, run_dir: Path,
-) -> InputSetVerdict:
-    """Draw the inputs, compute the reference, run the kernel once on poisoned outputs, gate."""
-    folder = run_dir / input_set
-    folder.mkdir(parents=True, exist_ok=True)
-    inputs = draw_inputs(loaded.spec, shape, input_set)
-    for name, array in inputs.items():
-        np.save(folder / f"in_{name}.npy", array)
-    expected = reference_function(loaded)({k: v.copy() for k, v in inputs.items()}, dict(shape))
-    trial = run_trial(
-        TrialRequest(backend=backend, code_object=str(workspace.root / code_object), entry=entry,
-                     args=_arg_specs(loaded, shape, folder, outputs=True), grid=grid, block=block, shared_bytes=shared, mode="correctness"),
-        timeout_s=request.timeout_s, device=request.device,
-    )
-    if trial.status != "OK":
-        return InputSetVerdict(input_set=input_set, passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status)
-    outputs = [a for a in loaded.spec.args if isinstance(a, BufferArg) and a.role != "input"]
-    missing = [a.name for a in outputs if a.name not in expected]
-    if missing:
-        raise HyperloomError(f"the reference returned no {missing}", "return every output and inout buffer by name")
-    for arg in outputs:
-        np.save(folder / f"ref_{arg.name}.npy", np.asarray(expected[arg.name], dtype=arg.dtype).reshape(buffer_shape(arg, shape)))
-    gate = run_gate(
-        GateRequest(
-            candidates=[workspace.relative(folder / f"out_{a.name}.npy") for a in outputs],
-            references=[workspace.relative(folder / f"ref_{a.name}.npy") for a in outputs],
-            case_names=[f"{input_set}:{a.name}" for a in outputs],
-            **loaded.spec.tolerance.model_dump(),
-        ),
-        workspace,
-    )
-    return InputSetVerdict(input_set=input_set, passed=gate.passed, summary=gate.summary)
+def _outputs(loaded: LoadedSpec) -> list[BufferArg]:
+    return [a for a in loaded.spec.args if isinstance(a, BufferArg) and a.role != "input"]
 
 
 def _bench_command(request: BenchRequest, workspace: Workspace) -> BenchResult:

@@ -1,0 +1,198 @@
+"""tune on the host CPU (c backend): the loop, its stop rules, its session folder and its faults."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import FIXTURES
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.tune.api import tune_propose, tune_report, tune_stop
+from hyperloom.tools.tune.evaluate import Budget
+from hyperloom.tools.tune.loop import run_tune
+from hyperloom.tools.tune.models import ProposeRequest, SessionRef, TuneRequest
+from hyperloom.tools.tune.revalidate import sign_test_p
+from hyperloom.validators.schemas import schema_errors
+
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
+QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 20, "max_time_s": 0.2, "target_ci": 0.5, "flush_cache": False, "revalidate_pairs": 3}
+
+
+@pytest.fixture
+def specs(workspace):
+    shutil.copytree(FIXTURES / "specs" / "tune", workspace.root / "tune")
+    return workspace
+
+
+def tune(workspace, **fields):
+    return run_tune(TuneRequest(**{"spec": "tune", "session": "s", "background": False, **QUICK, **fields}), workspace)
+
+
+@needs_cc
+def test_the_grid_finds_the_known_best_candidate_after_the_baseline_and_writes_the_session(specs):
+    report = tune(specs)
+    trials = sorted(report.leaderboard + report.rejected, key=lambda t: t.seq)
+    assert trials[0].proposer == "baseline" and trials[0].params == {}
+    assert sorted(t.params.get("REPEAT", 16) for t in trials) == [1, 4, 16, 64]  # 16 is the baseline: never run twice
+    assert report.status.best.params == {"REPEAT": 1} and report.status.best.speedup > 3
+    assert report.revalidation.pairs == 3 and report.revalidation.winner_faster == 3 and report.revalidation.speedup > 3
+    assert [s.shape for s in report.sweep] == [{"n": 65536}, {"n": 4096}] and not any(s.regression for s in report.sweep)
+    folder = specs.root / ".hyperloom" / "tune" / "s"
+    assert {"manifest.json", "ledger.sqlite", "report.md", "breakdown.json"} <= {p.name for p in folder.iterdir()}
+    assert schema_errors("tune_breakdown", json.loads((folder / "breakdown.json").read_text())) == []
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert set(manifest["input_sets"]) == {"seeded", "zeros"} and len(manifest["input_set_sha256"]) == 64
+    assert "{'REPEAT': 1}" in (folder / "report.md").read_text()
+
+
+@needs_cc
+def test_every_kind_of_failing_candidate_is_recorded_with_its_reason_and_the_loop_goes_on(specs):
+    report = tune(specs, spec="tune/faults.yaml", timeout_s=1.0, workers=2)
+    by_fault = {t.params.get("FAULT", 0): t for t in report.leaderboard + report.rejected}
+    assert by_fault[0].status == "PASSED" and len(by_fault) == 6
+    assert by_fault[1].status == "COMPILE_ERROR" and by_fault[1].input_set == "compile"
+    assert by_fault[2].status == "TIMEOUT" and by_fault[2].input_set == "seeded"
+    assert by_fault[3].status == "CRASH" and "SIGSEGV" in by_fault[3].reason
+    assert by_fault[4].status == "NAN"
+    assert by_fault[5].status == "WRONG" and by_fault[5].input_set == "zeros" and "input set zeros" in by_fault[5].reason
+    assert {t.worker for t in by_fault.values()} == {0, 1}
+    markdown = (specs.root / report.report_md).read_text()
+    assert "**TIMEOUT**" in markdown and "**WRONG** at zeros" in markdown
+
+
+@needs_cc
+def test_the_device_second_budget_is_never_passed_by_more_than_one_launch_cap(specs):
+    report = tune(specs, spec="tune/faults.yaml", strategy="random", seed=1, timeout_s=2.0, budget_device_s=1.5)
+    assert report.status.spent_device_s <= 1.5 + 2.0
+    assert "budget" in report.status.stop_reason or "exhausted" in report.status.stop_reason
+
+
+def test_a_budget_grants_launches_only_up_to_what_is_left():
+    budget = Budget(limit_s=3.0, spent_s=1.0)
+    assert budget.reserve(5.0) == 2.0 and budget.reserve(5.0) is None
+    budget.settle(2.0, 0.5)
+    assert budget.spent_s == 1.5 and budget.reserve(1.0) == 1.0
+
+
+def test_the_sign_test_needs_five_of_five_pairs_to_call_a_speedup_beyond_noise():
+    assert sign_test_p(3, 3) == 0.125 and sign_test_p(5, 5) < 0.05 and sign_test_p(4, 5) > 0.05
+
+
+@needs_cc
+def test_max_candidates_and_patience_stop_the_loop(specs):
+    assert "max_candidates (2)" in tune(specs, max_candidates=2).status.stop_reason
+    patient = tune(specs, session="p", strategy="grid", patience=1, epsilon=0.5, revalidate_pairs=0, sweep_shapes=False)
+    # order: baseline(16), 1 (improves), 4 (no 50 % gain) -> stop before 64
+    assert patient.status.recorded == 3 and "patience" in patient.status.stop_reason
+
+
+@needs_cc
+def test_tpe_proposes_only_novel_candidates_until_the_space_is_exhausted(specs):
+    pytest.importorskip("optuna")
+    report = tune(specs, strategy="tpe", revalidate_pairs=0, sweep_shapes=False)
+    hashes = [t.hash for t in report.leaderboard + report.rejected]
+    assert len(hashes) == len(set(hashes)) == 4 and report.status.best.params == {"REPEAT": 1}
+
+
+@needs_cc
+def test_an_external_proposal_runs_and_a_repeat_is_refused_with_its_earlier_verdict(specs):
+    tune(specs, strategy="external", max_candidates=1, revalidate_pairs=0, sweep_shapes=False)  # the baseline only
+    queued = tune_propose(ProposeRequest(session="s", params={"REPEAT": 2}, note="halve the repeats"), specs)
+    assert queued.accepted
+    again = tune_propose(ProposeRequest(session="s", params={"REPEAT": 16}), specs)  # the baseline's defines
+    assert not again.accepted and "already recorded as #1" in again.summary
+    report = tune(specs, strategy="external", max_candidates=2, revalidate_pairs=0, sweep_shapes=False)
+    assert [t.params for t in sorted(report.leaderboard, key=lambda t: t.seq)] == [{}, {"REPEAT": 2}]
+    with pytest.raises(HyperloomError, match="not a plain token"):
+        tune_propose(ProposeRequest(session="s", params={"REPEAT": "1 -o /etc/x"}), specs)
+
+
+@needs_cc
+def test_closing_twice_writes_the_same_report_files(specs):
+    tune(specs, max_candidates=2, revalidate_pairs=0, sweep_shapes=False)
+    folder = specs.root / ".hyperloom" / "tune" / "s"
+    first = [(folder / n).read_bytes() for n in ("report.md", "breakdown.json")]
+    tune_report(SessionRef(session="s"), specs)
+    tune_stop(SessionRef(session="s"), specs)
+    assert [(folder / n).read_bytes() for n in ("report.md", "breakdown.json")] == first
+
+
+@needs_cc
+def test_a_session_killed_mid_run_resumes_without_repeating_or_losing_a_finished_trial(specs):
+    command = [sys.executable, "-m", "hyperloom.cli.main", "tune", "--spec", "tune/faults.yaml", "--session", "k", "--timeout-s", "3",
+               "--no-flush-cache", "--max-time-s", "0.2", "--min-reps", "6", "--target-ci", "0.5", "--warmup-s", "0"]
+    proc = subprocess.Popen(command, cwd=specs.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    ledger = specs.root / ".hyperloom" / "tune" / "k" / "ledger.sqlite"
+    deadline = time.monotonic() + 60
+    finished: list[tuple] = []
+    while time.monotonic() < deadline and len(finished) < 3:
+        time.sleep(0.1)
+        if ledger.is_file():
+            with sqlite3.connect(ledger) as db:
+                finished = db.execute("SELECT seq, hash, record FROM trials ORDER BY seq").fetchall()
+    os.killpg(proc.pid, signal.SIGKILL)  # the hang candidate (FAULT=2) may be mid-launch: its worker dies too
+    proc.wait()
+    assert len(finished) >= 3, "the session did not record three trials within a minute"
+    with sqlite3.connect(ledger) as db:
+        before = db.execute("SELECT seq, hash, record FROM trials ORDER BY seq").fetchall()
+    report = tune(specs, spec="tune/faults.yaml", session="k", timeout_s=3.0, **{"revalidate_pairs": 0})
+    with sqlite3.connect(ledger) as db:
+        after = db.execute("SELECT seq, hash, record FROM trials ORDER BY seq").fetchall()
+    assert after[: len(before)] == before  # nothing lost, nothing rewritten
+    assert len({row[1] for row in after}) == len(after) == 6 == report.status.recorded
+
+
+@needs_cc
+def test_a_resume_with_a_changed_spec_is_refused(specs):
+    tune(specs, max_candidates=1, revalidate_pairs=0, sweep_shapes=False)
+    source = specs.root / "tune" / "scale.c"
+    source.write_text(source.read_text() + "\n/* changed */\n")
+    with pytest.raises(HyperloomError, match="different source_sha256"):
+        tune(specs, max_candidates=1)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda f: (f / "notes.txt").write_text("mine"), "not a tune session"),
+        (lambda f: (f / "manifest.json").write_text("{not json"), "is corrupt"),
+        (lambda f: (f / "manifest.json").write_text('{"kind": "something.else"}'), "not a tune session manifest"),
+        (lambda f: (f / "ledger.sqlite").write_bytes(b"garbage" * 100), "not a readable tune ledger"),
+    ],
+)
+@needs_cc
+def test_a_corrupt_or_foreign_session_folder_is_refused_clearly(specs, damage, message):
+    folder = specs.root / ".hyperloom" / "tune" / "s"
+    if "notes" in message or message == "not a tune session":
+        folder.mkdir(parents=True)
+    else:
+        tune(specs, max_candidates=1, revalidate_pairs=0, sweep_shapes=False)
+    damage(folder)
+    with pytest.raises(HyperloomError, match=message):
+        tune(specs, max_candidates=2)
+    with pytest.raises(HyperloomError, match=message):
+        tune_report(SessionRef(session="s"), specs)
+
+
+def test_a_session_name_cannot_escape_the_workspace(specs):
+    with pytest.raises(HyperloomError, match="outside the workspace"):
+        tune(specs, session="../../elsewhere/s")
+
+
+@needs_cc
+def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twice(specs):
+    pytest.importorskip("optuna")
+    storage = f"sqlite:///{specs.root / 'study.db'}"
+    first = tune(specs, session="machine-a", strategy="tpe", storage=storage, study="shared", revalidate_pairs=0, sweep_shapes=False)
+    assert first.status.recorded == 4
+    second = tune(specs, session="machine-b", strategy="tpe", storage=storage, study="shared", revalidate_pairs=0, sweep_shapes=False)
+    assert [t.proposer for t in second.leaderboard + second.rejected] == ["baseline"]  # the study already holds the rest

@@ -1,0 +1,147 @@
+"""The tune tools as plain functions: tune_start runs the loop (in a background thread of this
+process, so it outlives the MCP call that started it), the others read and steer a session through
+its ledger, so they work on sessions started by another process too."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.progress import ProgressFn
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.tune.loop import Control, run_tune
+from hyperloom.tools.tune.models import ProposeRequest, ProposeResult, SessionRef, TuneReport, TuneRequest, TuneStatus
+from hyperloom.tools.tune.report import build_report, close_session, status_of
+from hyperloom.tools.tune.session import open_existing
+from hyperloom.tools.tune.space import candidate_hash, check_params
+
+OPEN_TIMEOUT_S = 600.0
+
+
+@dataclass
+class _Run:
+    control: Control
+    thread: threading.Thread
+    error: str | None = None
+
+
+class Runs:
+    """Sessions running in this process, by folder; the one piece of state the MCP server keeps between calls."""
+
+    def __init__(self) -> None:
+        self._runs: dict[str, _Run] = {}
+        self._lock = threading.Lock()
+
+    def get(self, session_id: str) -> _Run | None:
+        with self._lock:
+            return self._runs.get(session_id)
+
+    def running(self, session_id: str) -> bool:
+        run = self.get(session_id)
+        return run is not None and run.thread.is_alive()
+
+    def start(self, request: TuneRequest, workspace: Workspace) -> str:
+        control = Control()
+        failure: list[BaseException] = []
+        run = _Run(control, threading.Thread())
+
+        def body() -> None:
+            try:
+                run_tune(request, workspace, None, control)
+            except HyperloomError as exc:
+                run.error = str(exc)
+                failure.append(exc)
+            except BaseException as exc:  # a bug: keep it for tune_status, and log it with its traceback
+                import logging
+
+                logging.getLogger(__name__).exception("tune session failed")
+                run.error = f"internal error: {exc!r}"
+                failure.append(exc)
+            finally:
+                control.opened.set()
+
+        if request.session and self.running(request.session):
+            raise HyperloomError(f"session {request.session!r} is already running in this server", "watch it with tune_status, or stop it with tune_stop")
+        run.thread = threading.Thread(target=body, name="tune-session", daemon=True)
+        run.thread.start()
+        control.opened.wait(OPEN_TIMEOUT_S)
+        if control.session_id is None:
+            if failure and isinstance(failure[0], HyperloomError):
+                raise failure[0]
+            raise HyperloomError(f"the session did not open: {run.error or 'timed out'}", "check the spec with bench first")
+        with self._lock:
+            self._runs[control.session_id] = run
+        return control.session_id
+
+
+RUNS = Runs()
+
+
+def tune_start(request: TuneRequest, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:
+    """Start or resume a session: in the background (returns at once), or to its end."""
+    if not request.background:
+        report = run_tune(request, workspace, progress)
+        return report.status
+    session_id = RUNS.start(request, workspace)
+    return tune_status(SessionRef(session=session_id), workspace)
+
+
+def tune_status(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:
+    del progress
+    manifest, ledger, folder = open_existing(request.session, workspace)
+    try:
+        run = RUNS.get(manifest["session"])
+        state = "running" if RUNS.running(manifest["session"]) else None
+        return status_of(manifest, ledger, folder, workspace, state, run.error if run else None)
+    finally:
+        ledger.close()
+
+
+def tune_propose(request: ProposeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> ProposeResult:
+    """Queue a candidate for the session; the loop runs queued candidates before its own proposer's."""
+    del progress
+    params = check_params(request.params)
+    manifest, ledger, _ = open_existing(request.session, workspace)
+    try:
+        digest = candidate_hash(manifest["identity_sha256"], {**manifest["baseline_defines"], **params})
+        earlier = next((t for t in ledger.trials() if t.hash == digest), None)
+        if earlier is not None:
+            return ProposeResult(accepted=False, hash=digest, summary=f"already recorded as #{earlier.seq}: {earlier.status} {earlier.reason or ''}".strip())
+        ledger.propose(digest, params, request.note)
+        running = RUNS.running(manifest["session"])
+        return ProposeResult(accepted=True, hash=digest, summary="queued; " + ("the running loop takes it next" if running else "it runs when the session is started or resumed with tune_start"))
+    finally:
+        ledger.close()
+
+
+def tune_stop(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:
+    """Ask the loop to stop: no new candidate starts, the ones in flight finish and are recorded, the report is written."""
+    del progress
+    manifest, ledger, folder = open_existing(request.session, workspace)
+    try:
+        ledger.set("stop_requested", "1")
+        run = RUNS.get(manifest["session"])
+        if run is not None:
+            run.control.stop.set()
+            run.thread.join(timeout=5.0)
+        if not RUNS.running(manifest["session"]):
+            if not ledger.get("stop_reason"):
+                ledger.set("stop_reason", "stopped on request (tune_stop)")
+            close_session(folder, manifest, ledger, workspace)
+            return status_of(manifest, ledger, folder, workspace, "closed", run.error if run else None)
+        return status_of(manifest, ledger, folder, workspace, "stopped")
+    finally:
+        ledger.close()
+
+
+def tune_report(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneReport:
+    """The leaderboard, rejections with reasons, re-validation and budget; writes report.md once the session is not running."""
+    del progress
+    manifest, ledger, folder = open_existing(request.session, workspace)
+    try:
+        if RUNS.running(manifest["session"]):
+            return build_report(manifest, ledger, folder, workspace, "running")
+        return close_session(folder, manifest, ledger, workspace)
+    finally:
+        ledger.close()

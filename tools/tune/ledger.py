@@ -1,0 +1,132 @@
+"""ledger.sqlite: one row per finished candidate, the external proposal queue and session state.
+
+A row is written in one transaction when a candidate finishes, so a killed session holds every
+finished trial and nothing half-done; the unique content hash keeps a candidate from running twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.tune.models import TrialRecord
+
+LEDGER_KIND = "hyperloom.tune.ledger"
+LEDGER_VERSION = "1"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trials (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, hash TEXT NOT NULL UNIQUE, record TEXT NOT NULL, spent_s REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS proposals (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, hash TEXT NOT NULL, params TEXT NOT NULL, note TEXT NOT NULL, taken INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS spent (id INTEGER PRIMARY KEY AUTOINCREMENT, what TEXT NOT NULL, seconds REAL NOT NULL);
+"""
+
+
+class Ledger:
+    """A thin, thread-safe wrapper over the session's SQLite file (WAL; every write its own transaction)."""
+
+    def __init__(self, path: Path, session_id: str, *, create: bool) -> None:
+        self.path = path
+        if not create and not path.is_file():
+            raise HyperloomError(f"{path} is missing", "the session folder is incomplete; start a new session under another name")
+        self._lock = threading.Lock()
+        try:
+            self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            if create:
+                self._db.executescript(_SCHEMA)
+                with self._db:
+                    self._db.executemany(
+                        "INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                        [("kind", LEDGER_KIND), ("version", LEDGER_VERSION), ("session", session_id)],
+                    )
+            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as exc:
+            raise HyperloomError(f"{path} is not a readable tune ledger ({exc})", "the session is corrupt; move it aside and start a new session") from exc
+        if meta.get("kind") != LEDGER_KIND or meta.get("session") != session_id:
+            raise HyperloomError(
+                f"{path} belongs to {meta.get('kind', 'something else')} session {meta.get('session')!r}, not to {session_id!r}",
+                "this folder is not this session's; use its own session name or start a new one",
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        with self._lock, self._db:
+            return self._db.execute(sql, args).lastrowid or 0
+
+    # trials ---------------------------------------------------------------------------------
+    def record(self, record: TrialRecord) -> TrialRecord:
+        """Store a finished candidate; its seq is assigned here. A hash already present is a bug upstream."""
+        with self._lock, self._db:
+            seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM trials").fetchone()[0]
+            record = record.model_copy(update={"seq": seq})
+            self._db.execute("INSERT INTO trials (seq, hash, record, spent_s) VALUES (?, ?, ?, ?)", (seq, record.hash, record.model_dump_json(), record.device_s))
+        return record
+
+    def trials(self) -> list[TrialRecord]:
+        return [TrialRecord.model_validate_json(row[0]) for row in self._query("SELECT record FROM trials ORDER BY seq")]
+
+    def hashes(self) -> set[str]:
+        return {row[0] for row in self._query("SELECT hash FROM trials")}
+
+    def count(self) -> int:
+        return self._query("SELECT COUNT(*) FROM trials")[0][0]
+
+    # device-seconds ---------------------------------------------------------------------------
+    def add_spent(self, what: str, seconds: float) -> None:
+        """Device time not attached to a recorded trial (an unfinished candidate, revalidation)."""
+        if seconds > 0:
+            self._write("INSERT INTO spent (what, seconds) VALUES (?, ?)", (what, seconds))
+
+    def spent_s(self) -> float:
+        return self._query("SELECT (SELECT COALESCE(SUM(spent_s), 0) FROM trials) + (SELECT COALESCE(SUM(seconds), 0) FROM spent)")[0][0]
+
+    # external proposals -----------------------------------------------------------------------
+    def propose(self, digest: str, params: dict[str, str | int], note: str) -> None:
+        self._write("INSERT INTO proposals (hash, params, note) VALUES (?, ?, ?)", (digest, json.dumps(params, sort_keys=True), note))
+
+    def take_proposal(self) -> tuple[dict[str, str | int], str] | None:
+        """The oldest proposal not yet taken, marked taken in the same transaction."""
+        with self._lock, self._db:
+            row = self._db.execute("SELECT id, params, note FROM proposals WHERE taken = 0 ORDER BY id LIMIT 1").fetchone()
+            if row is None:
+                return None
+            self._db.execute("UPDATE proposals SET taken = 1 WHERE id = ?", (row[0],))
+        return json.loads(row[1]), row[2]
+
+    def release_proposals(self) -> None:
+        """On resume: proposals taken by a killed run that never finished go back to the queue."""
+        self._write("UPDATE proposals SET taken = 0 WHERE taken = 1 AND hash NOT IN (SELECT hash FROM trials)")
+
+    def pending_proposals(self) -> int:
+        return self._query("SELECT COUNT(*) FROM proposals WHERE taken = 0")[0][0]
+
+    def proposal_notes(self) -> dict[str, str]:
+        return {row[0]: row[1] for row in self._query("SELECT hash, note FROM proposals")}
+
+    # state ------------------------------------------------------------------------------------
+    def get(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set(self, key: str, value: str) -> None:
+        self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def clear(self, key: str) -> None:
+        self._write("DELETE FROM meta WHERE key = ?", (key,))

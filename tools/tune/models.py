@@ -1,0 +1,142 @@
+"""Request and result models of tune_start, tune_status, tune_propose, tune_stop and tune_report."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from hyperloom.tools.runtime.models import Timing
+
+Strategy = Literal["grid", "random", "tpe", "external"]
+TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "ERROR"]
+SessionState = Literal["running", "stopped", "closed", "not running"]
+
+
+class TuneRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    spec: str = Field(description="A kernel.yaml (or its folder) inside the workspace; its `tuning` block is the search space.")
+    variant: str | None = Field(None, description="Variant whose defines the candidates override; default the first. Its own defines are the baseline.")
+    target: str = Field("host", description="gfx target (hip), sm_XX (cuda) or host (c backend, CPU workers).")
+    shape: int = Field(0, ge=0, le=1000, description="Index of the shape tuned on; the winner is then swept across every shape.")
+    session: str | None = Field(None, max_length=120, description="Session name under .hyperloom/tune/ (or a folder in the workspace); an existing session is resumed.")
+    strategy: Strategy = Field("grid", description="Proposer: grid (every combination in order), random, tpe (Optuna TPE), or external (only candidates sent with tune_propose).")
+    seed: int = Field(0, ge=0, description="Seed of the random and tpe proposers.")
+    max_candidates: int = Field(64, ge=1, le=100000, description="Stop after this many candidates (baseline included) are recorded.")
+    budget_device_s: float = Field(3600.0, gt=0, le=30 * 86400, description="Device-seconds the worker processes may use; a launch that would pass it is not started.")
+    patience: int | None = Field(None, ge=1, le=100000, description="Stop after this many passing candidates in a row without an improvement of at least epsilon.")
+    epsilon: float = Field(0.01, ge=0, le=1, description="Smallest relative improvement of the median time that counts, for patience.")
+    deadline_s: float | None = Field(None, gt=0, le=30 * 86400, description="Wall-clock seconds this run may take before it stops proposing.")
+    roof_gbps: float | None = Field(None, gt=0, description="Measured bandwidth roof (GB/s, from roofline) for percent of roofline; with the spec's metric bytes.")
+    roof_tflops: float | None = Field(None, gt=0, description="Measured compute roof (TFLOP/s, from roofline) for percent of roofline; with the spec's metric flops.")
+    target_roof_pct: float | None = Field(None, gt=0, le=100, description="Stop once the best candidate reaches this percent of the roof.")
+    workers: int = Field(1, ge=1, le=64, description="Parallel workers: CPU workers on the c backend; on GPUs at most one per device.")
+    devices: list[int] | None = Field(None, max_length=64, description="GPU indices to use; default the idle ones (nvidia-smi/amd-smi utilization and memory), else device 0.")
+    expect: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify expect rules every candidate must meet (GPU code objects).")
+    forbid: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify forbid rules every candidate must meet.")
+    timeout_s: float = Field(60.0, gt=0, le=3600, description="Wall-clock cap of each worker launch: a hang is killed and recorded as TIMEOUT.")
+    min_reps: int = Field(10, ge=6, le=100000, description="Fewest timed repetitions per candidate.")
+    max_reps: int = Field(200, ge=6, le=1000000, description="Most timed repetitions per candidate.")
+    max_time_s: float = Field(2.0, gt=0, le=600, description="Timing budget per candidate.")
+    target_ci: float = Field(0.02, gt=0, le=1, description="Stop timing a candidate when its median's 95 percent CI is within this fraction.")
+    warmup_s: float = Field(0.05, ge=0, le=60, description="Warm-up per timed candidate.")
+    flush_cache: bool = Field(True, description="Flush the last-level cache before every repetition.")
+    revalidate_pairs: int = Field(5, ge=0, le=100, description="Winner and baseline re-timed interleaved (A B A B ...) this many times at the end; 0 skips it.")
+    sweep_shapes: bool = Field(True, description="At the end, gate and time winner and baseline on every shape of the spec and report regressions.")
+    storage: str | None = Field(None, max_length=500, description="tpe only: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
+    study: str | None = Field(None, max_length=200, description="Optuna study name in storage; default the session name.")
+    background: bool = Field(True, description="tune_start: return at once and run in the server process; the CLI always runs in the foreground.")
+
+    def timing(self) -> Timing:
+        """How each passing candidate is timed."""
+        return Timing(warmup_s=self.warmup_s, min_reps=self.min_reps, max_reps=max(self.max_reps, self.min_reps),
+                      max_time_s=self.max_time_s, target_ci=self.target_ci, flush_cache=self.flush_cache)
+
+
+class TrialRecord(BaseModel):
+    seq: int
+    hash: str = Field(description="Content hash: source, spec, variant, target, shape and defines.")
+    params: dict[str, str | int]
+    proposer: str
+    status: TrialStatus
+    reason: str = Field(description="Why it was rejected ('' when it passed), naming the input set for a tolerance miss.")
+    input_set: str | None = Field(description="The input set or step it failed on.")
+    median_s: float | None
+    ci_halfwidth_s: float | None = None
+    bandwidth_gbps: float | None
+    tflops: float | None
+    roof_pct: float | None
+    speedup: float | None = Field(description="Baseline median / this median.")
+    device: str
+    worker: int
+    device_s: float = Field(description="Seconds the worker processes ran for this candidate.")
+    compile_s: float
+    finished_at: str
+
+
+class TuneStatus(BaseModel):
+    session: str = Field(description="The session id (its folder under the workspace).")
+    folder: str
+    state: SessionState
+    summary: str
+    recorded: int = Field(description="Candidates recorded in the ledger.")
+    passed: int
+    rejected: int
+    pending_proposals: int
+    best: TrialRecord | None
+    baseline: TrialRecord | None
+    budget_device_s: float
+    spent_device_s: float
+    budget_left_s: float
+    stop_reason: str | None
+    error: str | None = Field(None, description="Why a background run ended with an error, if it did.")
+
+
+class SessionRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    session: str = Field(max_length=300, description="A session id from tune_start (or its folder in the workspace).")
+
+
+class ProposeRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    session: str = Field(max_length=300, description="A session id from tune_start.")
+    params: dict[str, str | int] = Field(min_length=1, max_length=64, description="Defines to try, e.g. {\"BLOCK\": 128}; merged over the variant's defines.")
+    note: str = Field("", max_length=500, description="Why this candidate: kept in the ledger for the next decision.")
+
+
+class ProposeResult(BaseModel):
+    accepted: bool
+    hash: str
+    summary: str
+
+
+class ShapeSweep(BaseModel):
+    shape: dict[str, int]
+    baseline_s: float | None
+    winner_s: float | None
+    speedup: float | None
+    regression: bool
+    note: str = ""
+
+
+class Revalidation(BaseModel):
+    pairs: int
+    baseline_s: list[float]
+    winner_s: list[float]
+    speedup: float | None = Field(description="Median baseline time / median winner time over the interleaved runs.")
+    winner_faster: int = Field(description="Pairs in which the winner was faster.")
+    sign_test_p: float | None = Field(description="One-sided sign-test p-value that the winner is not faster.")
+    beyond_noise: bool
+
+
+class TuneReport(BaseModel):
+    status: TuneStatus
+    leaderboard: list[TrialRecord]
+    rejected: list[TrialRecord]
+    revalidation: Revalidation | None
+    sweep: list[ShapeSweep]
+    report_md: str = Field(description="Path of report.md in the workspace.")
+    breakdown_json: str = Field(description="Path of breakdown.json in the workspace.")

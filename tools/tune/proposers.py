@@ -1,0 +1,141 @@
+"""Proposers behind one ask/tell seam. They suggest; the loop in loop.py evaluates and tells them back.
+
+ask() returns the next parameters (None: nothing more to propose now); tell() reports the outcome
+(a median time in seconds to minimize, or None for a rejected candidate). A proposer never runs a
+candidate, never sees the ledger's storage, and may be replaced without touching the loop.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Protocol
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.tune.space import Params, Space
+
+Seen = Callable[[Params], bool]
+"""Whether a candidate with these parameters was already recorded or is in flight."""
+
+
+class Proposer(Protocol):
+    name: str
+
+    def ask(self, seen: Seen) -> Params | None: ...
+
+    def tell(self, params: Params, median_s: float | None) -> None: ...
+
+
+class GridProposer:
+    """Every combination, in the order the spec lists the values."""
+
+    name = "grid"
+
+    def __init__(self, space: Space) -> None:
+        self._space = space
+
+    def ask(self, seen: Seen) -> Params | None:
+        return next((p for p in self._space.grid() if not seen(p)), None)
+
+    def tell(self, params: Params, median_s: float | None) -> None:
+        pass
+
+
+class RandomProposer:
+    """Uniform draws without repetition (a shuffled grid)."""
+
+    name = "random"
+
+    def __init__(self, space: Space, seed: int) -> None:
+        self._order = list(space.grid())
+        random.Random(seed).shuffle(self._order)
+
+    def ask(self, seen: Seen) -> Params | None:
+        return next((p for p in self._order if not seen(p)), None)
+
+    def tell(self, params: Params, median_s: float | None) -> None:
+        pass
+
+
+class ExternalOnly:
+    """Proposes nothing itself: candidates come from tune_propose (the loop drains that queue first)."""
+
+    name = "external"
+
+    def ask(self, seen: Seen) -> Params | None:
+        return None
+
+    def tell(self, params: Params, median_s: float | None) -> None:
+        pass
+
+
+class OptunaProposer:
+    """An Optuna sampler (TPE) through ask-and-tell; with `storage`, a study shared by several machines."""
+
+    name = "tpe"
+
+    def __init__(self, space: Space, seed: int, storage: str | None = None, study: str = "hyperloom") -> None:
+        try:
+            import optuna
+        except ImportError as exc:
+            raise HyperloomError("the tpe strategy needs Optuna, which is not installed", "pip install 'hyperloom[tune]' or use strategy grid or random") from exc
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self._optuna = optuna
+        self._space = space
+        self._distributions = {name: optuna.distributions.CategoricalDistribution([str(v) for v in values]) for name, values in space.values.items()}
+        self._typed = {name: {str(v): v for v in values} for name, values in space.values.items()}
+        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(8, max(space.size // 4, 2)))
+        self.study = optuna.create_study(storage=storage, study_name=study, sampler=sampler, direction="minimize", load_if_exists=storage is not None)
+        self._open: dict[str, object] = {}
+
+    def _key(self, params: Params) -> str:
+        return repr(sorted((k, str(v)) for k, v in params.items()))
+
+    def ask(self, seen: Seen) -> Params | None:
+        known = {self._key(t.params): t for t in self.study.get_trials(deepcopy=False) if t.state.is_finished()}
+        for _ in range(4 * max(self._space.size, 1)):
+            trial = self.study.ask(self._distributions)
+            params = {name: self._typed[name][value] for name, value in trial.params.items()}
+            key = self._key(params)
+            if key in known or seen(params) or key in self._open:
+                # A repeat (here or on another machine sharing the study): tell the sampler what it
+                # already knows, so it moves on; the candidate itself never runs twice.
+                earlier = known.get(key)
+                value = earlier.value if earlier is not None and earlier.value is not None else None
+                if value is None:
+                    self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+                else:
+                    self.study.tell(trial, value)
+                continue
+            self._open[key] = trial
+            return params
+        return None
+
+    def tell(self, params: Params, median_s: float | None) -> None:
+        trial = self._open.pop(self._key(params), None)
+        if trial is None:  # a candidate from elsewhere (baseline, tune_propose, a resumed ledger)
+            inside = all(str(params.get(k)) in d.choices for k, d in self._distributions.items())
+            if inside:  # the sampler can only learn from points of its own space
+                self.study.add_trial(self._optuna.trial.create_trial(
+                    params={k: str(params[k]) for k in self._distributions}, distributions=self._distributions,
+                    value=median_s, state=self._optuna.trial.TrialState.COMPLETE if median_s is not None else self._optuna.trial.TrialState.FAIL,
+                ))
+            return
+        if median_s is None:
+            self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+        else:
+            self.study.tell(trial, median_s)
+
+
+def make_proposer(strategy: str, space: Space, seed: int, storage: str | None, study: str) -> Proposer:
+    if strategy != "tpe" and storage is not None:
+        raise HyperloomError("storage is only used by the tpe strategy", "pass strategy=tpe, or drop storage")
+    if strategy in ("grid", "random", "tpe") and space.size == 0:
+        raise HyperloomError(f"the spec has no tuning block, so {strategy} has nothing to propose", "add tuning: {DEFINE: [values...]} to kernel.yaml, or use strategy external")
+    if strategy == "grid":
+        return GridProposer(space)
+    if strategy == "random":
+        return RandomProposer(space, seed)
+    if strategy == "tpe":
+        return OptunaProposer(space, seed, storage, study)
+    return ExternalOnly()

@@ -1,0 +1,135 @@
+"""Status, report.md and breakdown.json, all computed from the manifest and the ledger alone."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.hashing import sha256_json
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.bench.run import Launchable
+from hyperloom.tools.spec.expr import evaluate_int
+from hyperloom.tools.tune.ledger import Ledger
+from hyperloom.tools.tune.models import Revalidation, SessionState, ShapeSweep, TrialRecord, TuneReport, TuneRequest, TuneStatus
+from hyperloom.tools.tune.session import BREAKDOWN, REPORT
+
+BREAKDOWN_VERSION = 1
+
+
+def figures(launchable: Launchable, median_s: float | None, roof_gbps: float | None, roof_tflops: float | None) -> tuple[float | None, float | None, float | None]:
+    """(GB/s, TFLOP/s, % of the given roof) at a median time, from the spec's metric."""
+    if not median_s:
+        return None, None, None
+    metric, shape = launchable.loaded.spec.metric, launchable.shape
+    gbps = evaluate_int(metric.bytes, shape, "metric bytes") / median_s / 1e9 if metric.bytes is not None else None
+    tflops = evaluate_int(metric.flops, shape, "metric flops") / median_s / 1e12 if metric.flops is not None else None
+    shares = [100 * gbps / roof_gbps] if gbps and roof_gbps else []
+    shares += [100 * tflops / roof_tflops] if tflops and roof_tflops else []
+    return gbps, tflops, max(shares) if shares else None
+
+
+def status_of(manifest: dict[str, Any], ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None, error: str | None = None) -> TuneStatus:
+    trials = ledger.trials()
+    request = TuneRequest.model_validate_json(ledger.get("request") or json.dumps(manifest["request"]))
+    passed = [t for t in trials if t.status == "PASSED" and t.median_s]
+    best = min(passed, key=lambda t: t.median_s, default=None)
+    baseline = next((t for t in trials if t.proposer == "baseline"), None)
+    spent = ledger.spent_s()
+    state = state or ("closed" if ledger.get("closed_at") else "not running")
+    stop = ledger.get("stop_reason")
+    summary = (
+        f"{manifest['session']}: {state}; {len(trials)} recorded ({len(passed)} passed), "
+        + (f"best {best.median_s * 1e6:.2f} us ({best.speedup or 1:.2f}x baseline) {best.params}" if best else "no passing candidate yet")
+        + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f"; stopped: {stop}" if stop and state != "running" else "")
+    )
+    return TuneStatus(
+        session=manifest["session"], folder=workspace.relative(folder), state=state, summary=summary, recorded=len(trials), passed=len(passed),
+        rejected=len(trials) - len(passed), pending_proposals=ledger.pending_proposals(), best=best, baseline=baseline,
+        budget_device_s=request.budget_device_s, spent_device_s=spent, budget_left_s=max(request.budget_device_s - spent, 0.0),
+        stop_reason=stop, error=error,
+    )
+
+
+def build_report(manifest: dict[str, Any], ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None) -> TuneReport:
+    trials = ledger.trials()
+    revalidation = json.loads(ledger.get("revalidation") or "null")
+    return TuneReport(
+        status=status_of(manifest, ledger, folder, workspace, state),
+        leaderboard=sorted((t for t in trials if t.status == "PASSED" and t.median_s), key=lambda t: t.median_s),
+        rejected=[t for t in trials if t.status != "PASSED"],
+        revalidation=Revalidation.model_validate(revalidation) if revalidation else None,
+        sweep=[ShapeSweep.model_validate(s) for s in json.loads(ledger.get("sweep") or "[]")],
+        report_md=workspace.relative(folder / REPORT), breakdown_json=workspace.relative(folder / BREAKDOWN),
+    )
+
+
+def close_session(folder: Path, manifest: dict[str, Any], ledger: Ledger, workspace: Workspace) -> TuneReport:
+    """Write report.md and breakdown.json and mark the session closed; closing again rewrites the same files."""
+    if not ledger.get("closed_at"):
+        ledger.set("closed_at", max((t.finished_at for t in ledger.trials()), default=manifest["created_at"]))
+    ledger.set("state", "closed")
+    report = build_report(manifest, ledger, folder, workspace, "closed")
+    write_bytes_atomic(folder / BREAKDOWN, json.dumps(breakdown(manifest, report), indent=2, sort_keys=True).encode() + b"\n")
+    write_bytes_atomic(folder / REPORT, render_markdown(manifest, report).encode())
+    return report
+
+
+def breakdown(manifest: dict[str, Any], report: TuneReport) -> dict[str, Any]:
+    status = report.status
+    body = {
+        "kind": "hyperloom.tune.breakdown", "format_version": BREAKDOWN_VERSION, "session": status.session,
+        "spec": manifest["spec"], "variant": manifest["variant"], "target": manifest["target"], "shape": manifest["shape"],
+        "input_set_sha256": manifest["input_set_sha256"], "stop_reason": status.stop_reason,
+        "budget": {"device_s": status.budget_device_s, "spent_device_s": status.spent_device_s},
+        "counts": dict(Counter(t.status for t in report.leaderboard + report.rejected)),
+        "baseline": status.baseline.model_dump() if status.baseline else None,
+        "best": status.best.model_dump() if status.best else None,
+        "trials": [t.model_dump() for t in sorted(report.leaderboard + report.rejected, key=lambda t: t.seq)],
+        "revalidation": report.revalidation.model_dump() if report.revalidation else None,
+        "sweep": [s.model_dump() for s in report.sweep],
+    }
+    body["content_sha256"] = sha256_json(body)
+    return body
+
+
+def _us(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds * 1e6:.2f}"
+
+
+def _num(value: float | None, form: str) -> str:
+    return "–" if value is None else form.format(value)
+
+
+def render_markdown(manifest: dict[str, Any], report: TuneReport) -> str:
+    status = report.status
+    lines = [
+        f"# tune {status.session}", "",
+        f"Spec `{manifest['spec']}`, variant `{manifest['variant']}`, target `{manifest['target']}`, shape {manifest['shape']}; "
+        f"tolerance {manifest['tolerance']} declared before the first trial; input sets {', '.join(manifest['input_sets'])} "
+        f"(sha256 {manifest['input_set_sha256'][:16]}…). All times MEASURED on {manifest['environment']['device'] if manifest['target'] == 'host' else manifest['target']}.",
+        "", f"Stopped: {status.stop_reason or 'not stopped'}. Budget: {status.spent_device_s:.1f} of {status.budget_device_s:g} device-seconds spent.",
+        "", "## Leaderboard", "", "| # | params | median (us) | speedup vs baseline | GB/s | TFLOP/s | % of roof | proposer |", "|---|---|---|---|---|---|---|---|",
+    ]
+    for t in report.leaderboard:
+        cells = [str(t.seq), f"`{t.params or 'baseline'}`", _us(t.median_s), _num(t.speedup, "{:.3f}x"), _num(t.bandwidth_gbps, "{:.1f}"),
+                 _num(t.tflops, "{:.3f}"), _num(t.roof_pct, "{:.1f}"), t.proposer]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "## Rejected", ""]
+    lines += [f"- #{t.seq} `{t.params or 'baseline'}`: **{t.status}** at {t.input_set}: {t.reason}" for t in report.rejected] or ["None."]
+    lines += ["", "## Winner re-validation", ""]
+    r = report.revalidation
+    if r is None:
+        lines.append("Not run (no passing candidate beat the baseline, or no baseline passed).")
+    else:
+        lines.append(
+            f"{r.pairs} interleaved pairs (baseline, winner): speedup {r.speedup:.3f}x, winner faster in {r.winner_faster}/{r.pairs}, "
+            f"sign-test p = {r.sign_test_p:.3f}: {'beyond noise' if r.beyond_noise else 'NOT beyond noise'}."
+        )
+    if report.sweep:
+        lines += ["", "## Shape sweep", "", "| shape | baseline (us) | winner (us) | speedup | regression |", "|---|---|---|---|---|"]
+        for s in report.sweep:
+            lines.append(f"| {s.shape} | {_us(s.baseline_s)} | {_us(s.winner_s)} | {'–' if s.speedup is None else f'{s.speedup:.3f}x'} | {'YES ' + s.note if s.regression else 'no'} |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,177 @@
+"""The session folder: manifest.json (written once, atomically), ledger.sqlite, frozen inputs and references.
+
+Opening an existing folder checks that it is a tune session, that it is this spec's, and that its
+frozen references are intact; anything else is a clear error, never a silent restart.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyperloom import __version__
+from hyperloom.core.atomic import staged_directory, write_bytes_atomic
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import host_device
+from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.bench.run import Launchable, prepare, stage_input_set
+from hyperloom.tools.gate.freeze import freeze
+from hyperloom.tools.gate.models import FreezeRequest
+from hyperloom.tools.spec.load import load_spec
+from hyperloom.tools.tune.ledger import Ledger
+from hyperloom.tools.tune.models import TuneRequest
+
+SESSION_KIND = "hyperloom.tune.session"
+SESSION_VERSION = 1
+MANIFEST, LEDGER, REPORT, BREAKDOWN = "manifest.json", "ledger.sqlite", "report.md", "breakdown.json"
+SESSIONS_DIR = Path(".hyperloom") / "tune"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
+# Fields that make a session what it is; the rest (stop rules, workers) may change on resume.
+IDENTITY = ("spec", "variant", "target", "shape", "strategy", "seed", "expect", "forbid", "storage", "study")
+
+
+@dataclass
+class Session:
+    id: str
+    folder: Path
+    manifest: dict[str, Any]
+    ledger: Ledger
+    launchable: Launchable
+
+    @property
+    def identity(self) -> str:
+        return self.manifest["identity_sha256"]
+
+    def inputs(self, input_set: str) -> Path:
+        return self.folder / "inputs" / input_set
+
+    def references(self, input_set: str) -> Path:
+        return self.folder / "references" / input_set
+
+
+def session_folder(name: str, workspace: Workspace) -> tuple[str, Path]:
+    """A bare name lives under .hyperloom/tune/; anything with a slash is a folder in the workspace."""
+    if "/" in name:
+        folder = workspace.resolve(name, must_exist=False)
+        return folder.name, folder
+    if not _NAME.fullmatch(name):
+        raise HyperloomError(f"{name!r} is not a session name", "use letters, digits, '.', '_' and '-' (up to 120), or a folder path")
+    return name, workspace.root / SESSIONS_DIR / name
+
+
+def _spec_identity(request: TuneRequest, launchable: Launchable) -> dict[str, Any]:
+    source, _ = launchable.loaded.source_of(launchable.variant)
+    return {
+        "spec_sha256": sha256_file(launchable.loaded.path),
+        "source_sha256": sha256_file(source),
+        "variant": launchable.variant_name,
+        "target": request.target,
+        "shape": launchable.shape,
+    }
+
+
+def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, bool]:
+    """Create the session folder, or reopen it after checking it; returns (session, resumed)."""
+    loaded = load_spec(workspace.resolve(request.spec))
+    launchable = prepare(loaded, request.variant, request.target, request.shape)
+    name = request.session or f"{loaded.spec.name}-{launchable.variant_name}-{request.target}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
+    session_id, folder = session_folder(name, workspace)
+    if folder.exists() and any(folder.iterdir()):
+        return _reopen(session_id, folder, request, launchable, workspace), True
+    if folder.exists():
+        folder.rmdir()  # an empty folder the caller made for us
+    identity = _spec_identity(request, launchable)
+    with staged_directory(folder) as staging:
+        input_sets = {}
+        for input_set in launchable.input_sets:
+            refs = stage_input_set(launchable, input_set, staging / "inputs" / input_set)
+            frozen = freeze(
+                FreezeRequest(
+                    out=workspace.relative(staging / "references" / input_set),
+                    references=[workspace.relative(r) for r in refs],
+                    inputs=[workspace.relative(p) for p in sorted((staging / "inputs" / input_set).glob("in_*.npy"))],
+                    **loaded.spec.tolerance.model_dump(),
+                ),
+                workspace,
+            )
+            for ref in refs:
+                ref.unlink()  # the frozen copy is the one the gate reads
+            input_sets[input_set] = frozen.manifest_sha256
+        manifest = {
+            "kind": SESSION_KIND,
+            "format_version": SESSION_VERSION,
+            "session": session_id,
+            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
+            "spec": workspace.relative(loaded.path),
+            "spec_name": loaded.spec.name,
+            **{key: value for key, value in identity.items()},
+            "shape_index": request.shape,
+            "tolerance": loaded.spec.tolerance.model_dump(),
+            "tuning": loaded.spec.tuning,
+            "baseline_defines": launchable.variant.defines,
+            "request": request.model_dump(),
+            "input_sets": input_sets,
+            "input_set_sha256": combine_digests(input_sets[s] for s in sorted(input_sets)),
+            "environment": {"hyperloom": __version__, "python": platform.python_version(), "device": host_device(), "platform": platform.platform()},
+        }
+        manifest["identity_sha256"] = sha256_json({k: manifest[k] for k in ("spec_sha256", "source_sha256", "variant", "target", "shape", "input_set_sha256")})
+        Ledger(staging / LEDGER, session_id, create=True).close()
+        write_bytes_atomic(staging / MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n")
+    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable), False
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    """The manifest of a session folder, or a clear error for anything that is not one."""
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise HyperloomError(f"{folder} is not empty and holds no {MANIFEST}: it is not a tune session", "choose another session name; Hyperloom does not reuse or clear foreign folders")
+    try:
+        manifest = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise HyperloomError(f"{path} is corrupt ({exc})", "move the session folder aside and start a new session") from exc
+    if not isinstance(manifest, dict) or manifest.get("kind") != SESSION_KIND:
+        raise HyperloomError(f"{path} is not a tune session manifest (kind {manifest.get('kind') if isinstance(manifest, dict) else None!r})", "choose another session name")
+    if manifest.get("format_version") != SESSION_VERSION:
+        raise HyperloomError(f"{folder} was written by session format {manifest.get('format_version')}, this is {SESSION_VERSION}", "finish it with the Hyperloom that started it, or start a new session")
+    return manifest
+
+
+def _reopen(session_id: str, folder: Path, request: TuneRequest, launchable: Launchable, workspace: Workspace) -> Session:
+    manifest = read_manifest(folder)
+    if manifest.get("session") != session_id:
+        raise HyperloomError(f"{folder} holds session {manifest.get('session')!r}, not {session_id!r}", "it was copied or renamed; open it under its own name")
+    identity = _spec_identity(request, launchable)
+    changed = [key for key, value in identity.items() if manifest.get(key) != value]
+    changed += [key for key in IDENTITY if key not in ("spec",) and manifest["request"].get(key) != getattr(request, key)]
+    if changed:
+        raise HyperloomError(
+            f"session {session_id!r} was started with a different {', '.join(changed)} (the spec, its source or the request changed)",
+            "resume it with the same spec and request, or start a new session",
+        )
+    for input_set in manifest["input_sets"]:
+        frozen = folder / "references" / input_set / "manifest.json"
+        if not frozen.is_file() or json.loads(frozen.read_text()).get("content_sha256") != manifest["input_sets"][input_set]:
+            raise HyperloomError(f"the frozen references of {input_set!r} in {folder} changed or are missing", "the session is corrupt; start a new session")
+    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable)
+
+
+def open_existing(name: str, workspace: Workspace) -> tuple[dict[str, Any], Ledger, Path]:
+    """For status, propose, stop and report: a session that must already exist."""
+    session_id, folder = session_folder(name, workspace)
+    if not folder.is_dir():
+        raise HyperloomError(f"no tune session {name!r} (looked in {folder})", "start one with tune_start; tune_status lists nothing else")
+    manifest = read_manifest(folder)
+    return manifest, Ledger(folder / LEDGER, manifest["session"], create=False), folder
+
+
+def scratch(session: Session, digest: str) -> Path:
+    folder = session.folder / "scratch" / digest[:16]
+    shutil.rmtree(folder, ignore_errors=True)
+    return folder
