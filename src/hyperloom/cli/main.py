@@ -11,12 +11,12 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 
 from hyperloom import __version__
-from hyperloom.cli.commands import agent, allreduce, bench, census, compile, detect, gate, install, roofline, toolchain, tools, tune, validate_skill, verify
+from hyperloom.cli.commands import agent, allreduce, bench, census, compile, demo, detect, gate, install, roofline, toolchain, tools, tune, validate_skill, verify
 from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK  # noqa: F401  (re-exported)
 from hyperloom.core.errors import HyperloomError, describe_validation_error
 
 # Each module registers its own subcommand; a new tool adds one module here.
-COMMANDS = (detect, census, gate, compile, verify, bench, roofline, tune, allreduce, tools, toolchain, validate_skill, install, agent)
+COMMANDS = (demo, detect, census, gate, compile, verify, bench, roofline, tune, allreduce, tools, toolchain, validate_skill, install, agent)
 
 
 def build_parser() -> argparse.ArgumentParser:

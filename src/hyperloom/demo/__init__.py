@@ -1,0 +1,1 @@
+"""`hyperloom demo`: the loop driven through the MCP server over stdio, on the shipped decode kernel."""
