@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -25,27 +24,10 @@ import torch
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
+from torch_baselines import timed  # bench/ is on sys.path when this script runs
 
 SHAPES = [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (128256, 4096)]
 GROUP = 128
-
-
-def timed(fn, reps: int = 100, warmup: int = 10) -> float:
-    """Median seconds of `fn` with the L2 flushed before each repetition (device events)."""
-    l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.int8, device="cuda")
-    samples = []
-    for i in range(warmup + reps):
-        flush.fill_(i & 0x7F)
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        if i >= warmup:
-            samples.append(start.elapsed_time(end) / 1e3)
-    return statistics.median(samples)
 
 
 def torch_int4(n: int, k: int) -> tuple[float, int]:

@@ -1,4 +1,7 @@
-"""torch baselines measured the way bench measures: L2 flushed, device events, median of many."""
+"""torch baselines measured the way bench measures: L2 flushed, device events, median of many.
+
+Run: python bench/torch_baselines.py [N]   (N float32 elements; default 268435456, 1 GiB)
+"""
 import json
 import statistics
 import sys
@@ -23,17 +26,22 @@ def timed(fn, reps=200, warmup=20):
     return statistics.median(samples)
 
 
-n = int(sys.argv[1]) if len(sys.argv) > 1 else 268435456
-src = torch.randn(n, device="cuda")
-dst = torch.empty_like(src)
-copy_s = timed(lambda: dst.copy_(src))
-read_s = timed(lambda: src.sum())
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-mm_s = timed(lambda: a @ b, reps=50, warmup=10)
-print(json.dumps({
-    "torch": torch.__version__, "device": torch.cuda.get_device_name(0), "n": n,
-    "copy_s": copy_s, "copy_gbps": 8 * n / copy_s / 1e9,
-    "read_s": read_s, "read_gbps": 4 * n / read_s / 1e9,
-    "bf16_matmul_tflops": 2 * 8192**3 / mm_s / 1e12,
-}))
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 268435456
+    src = torch.randn(n, device="cuda")
+    dst = torch.empty_like(src)
+    copy_s = timed(lambda: dst.copy_(src))
+    read_s = timed(lambda: src.sum())
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    mm_s = timed(lambda: a @ b, reps=50, warmup=10)
+    print(json.dumps({
+        "torch": torch.__version__, "device": torch.cuda.get_device_name(0), "n": n,
+        "copy_s": copy_s, "copy_gbps": 8 * n / copy_s / 1e9,
+        "read_s": read_s, "read_gbps": 4 * n / read_s / 1e9,
+        "bf16_matmul_tflops": 2 * 8192**3 / mm_s / 1e12,
+    }))
+
+
+if __name__ == "__main__":
+    main()
