@@ -172,3 +172,32 @@ def test_ptxas_verbose_output_parses_per_kernel():
 def test_depfiles_with_continuations_and_escaped_spaces_parse():
     text = "out.o: a.hip /usr/include/x.h \\\n  my\\ dir/b.h\n"
     assert [str(p) for p in parse_depfile(text)] == ["a.hip", "/usr/include/x.h", "my dir/b.h"]
+
+
+needs_triton = pytest.mark.skipif(__import__("importlib").util.find_spec("triton") is None, reason="triton is not installed (pip install 'hyperloom[triton]')")
+
+
+@needs_triton
+@needs_clang
+def test_a_triton_kernel_builds_for_rdna_and_cdna_and_is_verified(workspace):
+    from hyperloom.tools.verify.models import VerifyRequest
+    from hyperloom.tools.verify.verify import verify
+
+    source = copy_kernel(workspace, "add_triton.py")
+    signature = ["x_ptr:*fp32", "y_ptr:*fp32", "out_ptr:*fp32", "n:i32", "BLOCK:constexpr"]
+    result = build(workspace, source, "gfx1201", "gfx942", kernels=["add_kernel"], triton_signature=signature, defines=["BLOCK=1024"])
+    assert result.ok and [b.compiler.name for b in result.builds] == ["triton", "triton"]
+    waves = {b.target: b.kernels[0].wavefront_size for b in result.builds}
+    assert waves == {"gfx1201": 32, "gfx942": 64}
+    proof = verify(VerifyRequest(code_object=result.builds[0].code_object, expect=["global_load_*", "v_add_f32"]), workspace)
+    assert proof.passed
+
+
+def test_a_triton_build_without_its_signature_is_refused(workspace):
+    (workspace.root / "k.py").write_text("x = 1\n")
+    if __import__("importlib").util.find_spec("triton") is None:
+        with pytest.raises(HyperloomError, match="need the triton package"):
+            build(workspace, "k.py", "gfx1201", kernels=["k"])
+    else:
+        with pytest.raises(HyperloomError, match="needs triton_signature"):
+            build(workspace, "k.py", "gfx1201", kernels=["k"])

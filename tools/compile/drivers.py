@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import json
 import re
+import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -14,7 +17,7 @@ from hyperloom.tools.compile.models import CompileRequest
 
 AMD_TARGET = re.compile(r"gfx([0-9]{2,4}[a-z]?|[0-9]{1,2}(-[0-9])?-generic)(:(sramecc|xnack)[+-])*")
 NVIDIA_TARGET = re.compile(r"sm_[0-9]{2,3}[af]?")
-_SUFFIX_LANGUAGE = {".hip": "hip", ".cpp": "hip", ".cc": "hip", ".cxx": "hip", ".s": "asm", ".asm": "asm", ".cu": "cuda", ".c": "c"}
+_SUFFIX_LANGUAGE = {".hip": "hip", ".cpp": "hip", ".cc": "hip", ".cxx": "hip", ".s": "asm", ".asm": "asm", ".cu": "cuda", ".c": "c", ".py": "triton"}
 HOST_TARGET = "host"
 
 
@@ -75,6 +78,8 @@ def plan_target(request: CompileRequest, source: Path, target: str, includes: li
     wave = ["-mwavefrontsize64"] if request.wavefront_size == 64 and not target.startswith("gfx9") else []
     if language == "asm":
         return _asm_plan(request, source, target, wave)
+    if language == "triton":
+        return _triton_plan(request, source, target)
     return _hip_plan(request, source, target, includes, wave)
 
 
@@ -134,3 +139,31 @@ def _host_plan(request: CompileRequest, source: Path, target: str, language: str
     args = [f"-{request.opt_level}", "-shared", "-fPIC", "-std=c11", *check_defines(request.defines),
             *(f"-I{p}" for p in includes), *flags, "-MD", "-MF", "{dep}", str(source), "-o", "{out}"]
     return Plan(target, cc, [Step(cc, args)], ".so", True)
+
+
+def _triton_plan(request: CompileRequest, source: Path, target: str) -> Plan:
+    """A Triton kernel file → hsaco, compiled by Triton's own LLVM in a worker process."""
+    try:
+        version = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        raise HyperloomError("Triton kernels need the triton package", "pip install 'hyperloom[triton]' (or triton>=3.4)") from None
+    if not request.kernels or len(request.kernels) != 1:
+        raise HyperloomError("a Triton build needs the jit function's name", "pass kernels=[<function name>]")
+    if request.extra_flags or request.include_dirs:
+        raise HyperloomError("Triton builds take no extra_flags or include_dirs", "remove them; pass constexpr values as defines")
+    signature, constexprs = {}, {}
+    for item in request.triton_signature:
+        name, _, kind = item.partition(":")
+        if not name.isidentifier() or not kind:
+            raise HyperloomError(f"triton_signature entry {item!r} is not NAME:TYPE", "write e.g. x_ptr:*fp32, n:i32, BLOCK:constexpr")
+        signature[name] = kind
+    for define in request.defines:
+        name, _, value = define.partition("=")
+        constexprs[name] = int(value) if value.lstrip("-").isdigit() else value
+    if not signature:
+        raise HyperloomError("a Triton build needs triton_signature", "list every argument as NAME:TYPE, constexprs as NAME:constexpr with their values in defines")
+    wave = request.wavefront_size or (64 if target.startswith("gfx9") else 32)
+    tool = ToolInfo(name="triton", path=sys.executable, version=version, found_by="python package")
+    args = ["-m", "hyperloom.tools.compile.triton_worker", str(source), request.kernels[0], target, str(wave),
+            json.dumps(signature, sort_keys=True), json.dumps(constexprs, sort_keys=True), "{out}"]
+    return Plan(target, tool, [Step(tool, args)], ".hsaco", False)

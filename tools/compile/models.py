@@ -9,14 +9,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.toolchain import ToolInfo
 
-Language = Literal["auto", "hip", "asm", "cuda", "c"]
+Language = Literal["auto", "hip", "asm", "cuda", "c", "triton"]
 Compiler = Literal["auto", "clang", "hipcc", "nvcc"]
 
 
 class CompileRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA), .c (C for the host CPU, target host).")
+    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA), .c (C for the host CPU, target host), .py (a Triton kernel; needs the triton extra).")
     targets: list[str] = Field(min_length=1, max_length=16, description="Targets to build for: gfx names (gfx1201, gfx942, …) or NVIDIA sm_XX (sm_90).")
     language: Language = Field("auto", description="Source language; 'auto' decides by the file suffix.")
     compiler: Compiler = Field("auto", description="'auto': hipcc when ROCm is installed, else clang offline for gfx targets; nvcc for sm_XX.")
@@ -25,6 +25,10 @@ class CompileRequest(BaseModel):
     opt_level: Literal["O0", "O1", "O2", "O3", "Os"] = Field("O3", description="Optimization level.")
     wavefront_size: Literal[32, 64] | None = Field(None, description="Wave size on gfx10+ (default 32); gfx9 is always 64.")
     include_dirs: list[str] = Field(default_factory=list, max_length=16, description="Extra include folders inside the workspace.")
+    triton_signature: list[str] = Field(
+        default_factory=list, max_length=64,
+        description="Triton only: every argument of the jit function as NAME:TYPE (x_ptr:*fp32, n:i32, BLOCK:constexpr); constexpr values come from defines (BLOCK=1024).",
+    )
     extra_flags: list[str] = Field(default_factory=list, max_length=32, description="Further compiler flags from the allow-list (e.g. -ffast-math, -Wall, -munsafe-fp-atomics).")
     output_dir: str = Field(".hyperloom/build", description="Folder inside the workspace for the code objects.")
     use_cache: bool = Field(True, description="Reuse a cached build when source, includes, flags and compiler are unchanged.")
