@@ -153,9 +153,12 @@ def test_clang_and_nvcc_messages_parse_into_diagnostics():
         "k.hip:3:12: error: expected ';' at end of declaration\n"
         "k.cu(7): warning #177-D: variable \"x\" was declared but never referenced\n"
         "clang: error: unsupported option '--bogus'\n"
+        "ptxas error   : Entry function 'lds_read' uses too much shared data (0x10000 bytes, 0xc000 max)\n"
+        "ptxas info    : Used 73 registers, used 1 barriers, 65536 bytes smem\n"
     )
     diagnostics = parse_diagnostics(text)
-    assert [(d.file, d.line, d.severity) for d in diagnostics] == [("k.hip", 3, "error"), ("k.cu", 7, "warning"), ("", None, "error")]
+    assert [(d.file, d.line, d.severity) for d in diagnostics] == [("k.hip", 3, "error"), ("k.cu", 7, "warning"), ("", None, "error"), ("", None, "error")]
+    assert diagnostics[-1].message.startswith("Entry function 'lds_read' uses too much shared data")
 
 
 def test_clang_resource_remarks_parse_per_kernel():

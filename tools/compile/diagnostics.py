@@ -9,7 +9,8 @@ from hyperloom.tools.compile.models import Diagnostic
 # clang / llvm-mc:  file:12:5: error: message        nvcc (front end):  file(12): error: message
 _CLANG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note): (?P<msg>.*)$")
 _NVCC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>error|warning|note)[^:]*: (?P<msg>.*)$")
-_BARE = re.compile(r"^(?:[\w.+-]+: )?(?P<sev>error|fatal error|warning): (?P<msg>.*)$")
+# tool-level messages: "clang: error: …", "ptxas error   : …", "error: …"
+_BARE = re.compile(r"^(?:[\w.+-]+:?\s+)?(?P<sev>fatal error|error|warning)\s*:\s+(?P<msg>.*)$")
 _REMARK = re.compile(r"remark: +(?P<key>[A-Za-z][A-Za-z ]*?(?: \[[^\]]+\])?): (?P<value>\S+) \[-Rpass-analysis=kernel-resource-usage\]")
 _FEATURE = re.compile(r"needs target feature (?P<feature>[\w.,+-]+)")
 

@@ -18,6 +18,8 @@ MICROBENCHES: dict[str, tuple[str, dict[str, str]]] = {
     "write": ("memory", {"cuda": "gpu", "hip": "gpu"}),
     "fma": ("compute", {"cuda": "gpu", "hip": "gpu", "c": "host"}),
     "mma_f16": ("compute", {"cuda": "nvidia"}),
+    "mma_i8": ("compute", {"cuda": "nvidia"}),
+    "lds": ("lds", {"cuda": "gpu", "hip": "gpu"}),
 }
 
 
@@ -50,7 +52,7 @@ def measure(name: str, target: str, device: int, shape: int, max_time_s: float, 
     )
     if not result.ok:
         return result, None
-    if kind == "memory":
+    if kind in ("memory", "lds"):
         value, unit = result.bandwidth_gbps, "GB/s"
     else:
         value, unit = result.tflops, "TFLOP/s"

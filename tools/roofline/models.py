@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hyperloom.core.evidence import Evidence
 
-Microbench = Literal["copy", "read", "write", "fma", "mma_f16"]
+Microbench = Literal["copy", "read", "write", "fma", "mma_f16", "mma_i8", "lds"]
 
 
 class RooflineRequest(BaseModel):
@@ -26,7 +26,7 @@ class RooflineRequest(BaseModel):
 
 class Ceiling(BaseModel):
     name: str
-    kind: Literal["memory", "compute"]
+    kind: Literal["memory", "compute", "lds"] = Field(description="DRAM ('memory'), on-chip shared memory ('lds'), or arithmetic ('compute').")
     value: float = Field(description="GB/s for memory ceilings, TFLOP/s for compute ceilings.")
     unit: Literal["GB/s", "TFLOP/s"]
     source: str = Field(description="The microbenchmark and its summary, or the datasheet.")
