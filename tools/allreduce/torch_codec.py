@@ -59,14 +59,18 @@ def block_amax(x: torch.Tensor, block: int) -> torch.Tensor:
 
 def shared_scales(amax: torch.Tensor, q_max: int) -> torch.Tensor:
     """As quantize.shared_scales: the smallest float32 s with s·Q ≥ amax."""
-    s = amax / q_max
+    # Divide in float64 and round once to float32: the correctly rounded quotient numpy computes
+    # (float64 has more than 2·24+2 bits, so the double rounding is exact). CUDA's division by a
+    # Python scalar multiplies by a rounded reciprocal instead, which is one ULP off at times.
+    s = (amax.double() / q_max).to(torch.float32)
     short = s.double() * q_max < amax.double()
     return torch.where(short, torch.nextafter(s, torch.full_like(s, float("inf"))), s)
 
 
 def quantize(x: torch.Tensor, scales: torch.Tensor, block: int, q_max: int, rounding: Rounding, seed: int, rank: int) -> torch.Tensor:
     blocks = blocks_view(x, block)
-    v = blocks / torch.where(scales > 0, scales, torch.ones_like(scales))[:, None]
+    divisor = torch.where(scales > 0, scales, torch.ones_like(scales))[:, None]
+    v = (blocks.double() / divisor.double()).to(torch.float32)  # correctly rounded, as numpy's float32 division
     if rounding == "nearest":
         codes = torch.round(v)  # ties to even, as numpy.rint
     else:
