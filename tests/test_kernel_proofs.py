@@ -59,6 +59,14 @@ def test_the_decode_kernels_build_for_rdna3_and_cdna3_without_spills(kernels, na
     assert all(k.vgpr_spills == 0 and k.scratch_bytes == 0 for k in b.kernels)
 
 
+@needs_clang
+@pytest.mark.parametrize("target", ["gfx1100", "gfx942"])
+@pytest.mark.parametrize(("name", "instruction"), [("sparse_w4a4", "v_swmmac_i32_16x16x64_iu4"), ("dense_w8a8", "v_wmma_i32_16x16x16_iu8")])
+def test_the_prefill_kernels_say_they_are_not_available_on_rdna3_and_cdna3(kernels, name, instruction, target):
+    b = build(kernels, f"kernels/prefill/{name}.hip", target)
+    assert not b.ok and "not available on this target" in b.summary and instruction in b.summary, b.summary
+
+
 @needs_nvcc
 @pytest.mark.parametrize("name", ["w4a16", "w4a8"])
 def test_decode_w4a16_and_w4a8_build_for_the_h200_without_spills(kernels, name):
