@@ -1,0 +1,32 @@
+"""GPU paths, run where an NVIDIA GPU and cuda-python are present (the lent H200 ran them); skipped elsewhere."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+import pytest
+
+from helpers import FIXTURES, REPO
+from hyperloom.tools.bench.models import BenchRequest
+from hyperloom.tools.bench.run import run_bench
+
+HAS_CUDA = importlib.util.find_spec("cuda") is not None and shutil.which("nvidia-smi") is not None and (
+    shutil.which("nvcc") is not None or __import__("pathlib").Path("/usr/local/cuda/bin/nvcc").exists()
+)
+pytestmark = pytest.mark.skipif(not HAS_CUDA, reason="needs an NVIDIA GPU with its driver, nvcc and cuda-python")
+
+
+def test_the_copy_kernel_is_gated_and_timed_on_the_gpu(workspace):
+    shutil.copytree(REPO / "kernels" / "microbench" / "copy", workspace.root / "copy")
+    result = run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=2.0), workspace)
+    assert result.ok and result.backend == "cuda" and all(v.passed for v in result.gate)
+    assert result.kernel.median_s > 0 and result.flush_bytes >= 2 * result.cache_bytes
+
+
+def test_an_illegal_address_is_a_crash_and_the_gpu_stays_usable(workspace):
+    shutil.copytree(FIXTURES / "specs" / "faults", workspace.root / "faults")
+    shutil.copytree(REPO / "kernels" / "microbench" / "copy", workspace.root / "copy")
+    crashed = run_bench(BenchRequest(spec="faults", variant="oob", target="sm_90", adversarial=False), workspace)
+    assert not crashed.ok and crashed.gate[0].status == "CRASH"
+    assert run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0), workspace).ok
