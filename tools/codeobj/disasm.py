@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -165,11 +166,7 @@ def disassemble_member(member: Member, label: str, path: Path | None = None) -> 
     shares = _symbol_shares(member.data, parts) if parts > 1 else []
     with _on_disk(member, path) as file:
         selections = [[f"--disassemble-symbols={','.join(share)}"] for share in shares] if len(shares) > 1 else [[]]
-        with ThreadPoolExecutor(max_workers=len(selections)) as pool:
-            outputs = list(pool.map(
-                lambda extra: run_checked([objdump.path, "-d", *extra, file], timeout_s=TIMEOUT_S, what=f"disassembling {label} with llvm-objdump").stdout,
-                selections,
-            ))
+        outputs = _objdump_all([[objdump.path, "-d", *extra, file] for extra in selections], label)
         target = metadata_target(member.data)
         if target is None:  # no metadata note (e.g. bare assembly): read the ELF header flags
             readobj = require_tool("llvm-readobj")
@@ -179,6 +176,32 @@ def disassemble_member(member: Member, label: str, path: Path | None = None) -> 
     for output in outputs:
         texts.update(split_objdump(output))
     return Listing(target=target, texts=texts, tool=objdump)
+
+
+def _objdump_all(commands: list[list[str]], label: str) -> list[str]:
+    """Run the llvm-objdump processes side by side, each writing to a file: reading large outputs
+    through pipes in Python threads costs as much as the disassembly itself."""
+    with ExitStack() as stack:
+        outputs = [stack.enter_context(tempfile.TemporaryFile()) for _ in commands]
+        errors = [stack.enter_context(tempfile.TemporaryFile()) for _ in commands]
+        procs = [subprocess.Popen(cmd, stdout=out, stderr=err) for cmd, out, err in zip(commands, outputs, errors)]
+        deadline = time.monotonic() + TIMEOUT_S
+        for proc in procs:
+            try:
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                for other in procs:
+                    other.kill()
+                raise HyperloomError(f"disassembling {label} did not finish within {TIMEOUT_S:g} s", "check the code object") from None
+        texts = []
+        for proc, out, err in zip(procs, outputs, errors):
+            err.seek(0)
+            if proc.returncode != 0:
+                message = err.read().decode(errors="replace").strip()[-400:] or "no message"
+                raise HyperloomError(f"llvm-objdump failed on {label} (exit code {proc.returncode}): {message}", "check that it is an AMDGPU code object")
+            out.seek(0)
+            texts.append(out.read().decode(errors="replace"))
+    return texts
 
 
 def disassemble(path: Path, label: str) -> list[Listing]:
