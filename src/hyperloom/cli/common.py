@@ -53,3 +53,22 @@ def add_tool_command(
 
 def emit(result: BaseModel, args: argparse.Namespace, render: Callable[[BaseModel], str]) -> None:
     print(result.model_dump_json(indent=2) if args.json else render(result))
+
+
+def report_command(
+    subparsers: argparse._SubParsersAction,
+    command: str,
+    tool_name: str,
+    render: Callable[[BaseModel], str],
+    verdict: str | None = None,
+    **parser_options: object,
+) -> argparse.ArgumentParser:
+    """A subcommand that runs one catalog tool and prints its report (or --json); it exits 1 when
+    the result's `verdict` field is false (a failed gate, build or proof), 0 otherwise."""
+
+    def run(args: argparse.Namespace) -> int:
+        result = run_tool(tool_name, args)
+        emit(result, args, render)
+        return EXIT_OK if verdict is None or getattr(result, verdict) else EXIT_FAILED_VERDICT
+
+    return add_tool_command(subparsers, command, tool_name, run, **parser_options)

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from hyperloom.cli.common import EXIT_OK, add_tool_command, emit, run_tool
+from hyperloom.cli.common import report_command
 from hyperloom.cli.render import detect_report
 
 
-def run(args: argparse.Namespace) -> int:
-    emit(run_tool("detect", args), args, detect_report)
-    return EXIT_OK
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
-    add_tool_command(subparsers, "detect", "detect", run, aliases=["doctor"])
+    report_command(subparsers, "detect", "detect", detect_report, verdict=None, aliases=["doctor"])
