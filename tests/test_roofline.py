@@ -54,3 +54,19 @@ def test_a_file_that_is_not_a_bench_result_is_refused(workspace):
 def test_a_microbenchmark_the_target_cannot_run_is_refused(workspace):
     with pytest.raises(HyperloomError, match="no variant for host"):
         run_roofline(RooflineRequest(target="host", ceilings=["mma_f16"]), workspace)
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None, reason="LLVM is not installed; .ci/run installs clang-19")
+@pytest.mark.parametrize(("target", "instruction"), [("gfx1201", "v_wmma_f32_16x16x16_f16"), ("gfx1100", "v_wmma_f32_16x16x16_f16"), ("gfx942", "v_mfma_f32_32x32x8_f16"), ("gfx90a", "v_mfma_f32_32x32x8f16")])
+def test_the_amd_matrix_microbenchmark_uses_each_generations_matrix_instruction(workspace, target, instruction):
+    from hyperloom.tools.compile.build import compile_kernel
+    from hyperloom.tools.compile.models import CompileRequest
+    from hyperloom.tools.verify.models import VerifyRequest
+    from hyperloom.tools.verify.verify import verify
+
+    shutil.copytree(shipped_microbench_dir() / "matrix_f16", workspace.root / "m")
+    build = compile_kernel(CompileRequest(source="m/matrix.hip", targets=[target], defines=["CHAINS=4"]), workspace).builds[0]
+    assert build.ok, build.summary
+    proof = verify(VerifyRequest(code_object=build.code_object, expect=[f"{instruction}>=4"]), workspace)
+    assert proof.passed, proof.summary
+    assert "matrix_f16" in available(target)

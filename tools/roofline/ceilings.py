@@ -19,6 +19,7 @@ MICROBENCHES: dict[str, tuple[str, dict[str, str]]] = {
     "fma": ("compute", {"cuda": "gpu", "hip": "gpu", "c": "host"}),
     "mma_f16": ("compute", {"cuda": "nvidia"}),
     "mma_i8": ("compute", {"cuda": "nvidia"}),
+    "matrix_f16": ("compute", {"hip": "gpu"}),
     "lds": ("lds", {"cuda": "gpu", "hip": "gpu"}),
 }
 
