@@ -116,3 +116,12 @@ def test_summaries_count_outliers_and_spread():
     s = summarize([1.0] * 20 + [10.0])
     assert (s.median_s, s.min_s, s.p90_s, s.outliers, s.n) == (1.0, 1.0, 1.0, 1, 21)
     assert s.cv == pytest.approx(s.std_s / s.mean_s) and s.cv > 0
+
+
+def test_rocm_smi_clocks_temperature_and_power_are_read_from_its_real_output():
+    from hyperloom.tools.bench.clocks import rocm_smi_state
+
+    state = rocm_smi_state((FIXTURES / "bench" / "rocm-smi-a.navi10.txt").read_text(), 0)
+    assert (state.tool, state.sm_clock_mhz, state.memory_clock_mhz, state.temperature_c) == ("rocm-smi", 2100.0, 100.0, 67.0)
+    assert state.power_w is None  # that capture has no power line
+    assert rocm_smi_state((FIXTURES / "bench" / "rocm-smi-a.navi10.txt").read_text(), 3).note == "no reading for GPU 3"
