@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -188,11 +189,16 @@ def test_a_session_name_cannot_escape_the_workspace(specs):
         tune(specs, session="../../elsewhere/s")
 
 
+POSTGRES = os.environ.get("HYPERLOOM_TEST_POSTGRES")
+
+
 @needs_cc
-def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twice(specs):
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(not POSTGRES, reason="no PostgreSQL (.ci/run starts one: HYPERLOOM_TEST_POSTGRES)"))])
+def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twice(specs, engine):
     pytest.importorskip("optuna")
-    storage = f"sqlite:///{specs.root / 'study.db'}"
-    first = tune(specs, session="machine-a", strategy="tpe", storage=storage, study="shared", revalidate_pairs=0, sweep_shapes=False)
+    storage = f"sqlite:///{specs.root / 'study.db'}" if engine == "sqlite" else POSTGRES
+    study = f"shared-{engine}-{uuid.uuid4().hex[:8]}"  # a server outlives tests: a fresh study each time
+    first = tune(specs, session="machine-a", strategy="tpe", storage=storage, study=study, revalidate_pairs=0, sweep_shapes=False)
     assert first.status.recorded == 4
-    second = tune(specs, session="machine-b", strategy="tpe", storage=storage, study="shared", revalidate_pairs=0, sweep_shapes=False)
+    second = tune(specs, session="machine-b", strategy="tpe", storage=storage, study=study, revalidate_pairs=0, sweep_shapes=False)
     assert [t.proposer for t in second.leaderboard + second.rejected] == ["baseline"]  # the study already holds the rest

@@ -85,6 +85,12 @@ class OptunaProposer:
         self._distributions = {name: optuna.distributions.CategoricalDistribution([str(v) for v in values]) for name, values in space.values.items()}
         self._typed = {name: {str(v): v for v in values} for name, values in space.values.items()}
         sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(8, max(space.size // 4, 2)))
+        if storage is not None:
+            # No connection pool: every storage call opens and closes its own connection, so a
+            # session that ends (or is killed) leaves nothing open on a shared server.
+            from sqlalchemy.pool import NullPool
+
+            storage = optuna.storages.RDBStorage(storage, engine_kwargs={"poolclass": NullPool})
         self.study = optuna.create_study(storage=storage, study_name=study, sampler=sampler, direction="minimize", load_if_exists=storage is not None)
         self._open: dict[str, object] = {}
 
