@@ -57,16 +57,24 @@ def test_a_microbenchmark_the_target_cannot_run_is_refused(workspace):
 
 
 @pytest.mark.skipif(shutil.which("clang-19") is None, reason="LLVM is not installed; .ci/run installs clang-19")
-@pytest.mark.parametrize(("target", "instruction"), [("gfx1201", "v_wmma_f32_16x16x16_f16"), ("gfx1100", "v_wmma_f32_16x16x16_f16"), ("gfx942", "v_mfma_f32_32x32x8_f16"), ("gfx90a", "v_mfma_f32_32x32x8f16")])
-def test_the_amd_matrix_microbenchmark_uses_each_generations_matrix_instruction(workspace, target, instruction):
+@pytest.mark.parametrize(
+    ("bench", "target", "instruction"),
+    [
+        ("matrix_f16", "gfx1201", "v_wmma_f32_16x16x16_f16"), ("matrix_f16", "gfx1100", "v_wmma_f32_16x16x16_f16"),
+        ("matrix_f16", "gfx942", "v_mfma_f32_32x32x8_f16"), ("matrix_f16", "gfx90a", "v_mfma_f32_32x32x8f16"),
+        ("matrix_i8", "gfx1201", "v_wmma_i32_16x16x16_iu8"), ("matrix_i8", "gfx1100", "v_wmma_i32_16x16x16_iu8"),
+        ("matrix_i8", "gfx942", "v_mfma_i32_16x16x32_i8"), ("matrix_i8", "gfx90a", "v_mfma_i32_32x32x8i8"),
+    ],
+)
+def test_the_amd_matrix_microbenchmarks_use_each_generations_matrix_instruction(workspace, bench, target, instruction):
     from hyperloom.tools.compile.build import compile_kernel
     from hyperloom.tools.compile.models import CompileRequest
     from hyperloom.tools.verify.models import VerifyRequest
     from hyperloom.tools.verify.verify import verify
 
-    shutil.copytree(shipped_microbench_dir() / "matrix_f16", workspace.root / "m")
+    shutil.copytree(shipped_microbench_dir() / bench, workspace.root / "m")
     build = compile_kernel(CompileRequest(source="m/matrix.hip", targets=[target], defines=["CHAINS=4"]), workspace).builds[0]
     assert build.ok, build.summary
     proof = verify(VerifyRequest(code_object=build.code_object, expect=[f"{instruction}>=4"]), workspace)
     assert proof.passed, proof.summary
-    assert "matrix_f16" in available(target)
+    assert bench in available(target)

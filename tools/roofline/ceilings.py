@@ -20,6 +20,7 @@ MICROBENCHES: dict[str, tuple[str, dict[str, str]]] = {
     "mma_f16": ("compute", {"cuda": "nvidia"}),
     "mma_i8": ("compute", {"cuda": "nvidia"}),
     "matrix_f16": ("compute", {"hip": "gpu"}),
+    "matrix_i8": ("compute", {"hip": "gpu"}),
     "lds": ("lds", {"cuda": "gpu", "hip": "gpu"}),
 }
 
