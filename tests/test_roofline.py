@@ -20,6 +20,7 @@ needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C co
 def test_the_microbenchmarks_ship_inside_the_package():
     assert {p.name for p in shipped_microbench_dir().iterdir()} >= {"copy", "read", "write", "fma", "mma_f16"}
     assert available("host") == ["copy", "read", "fma"] and "mma_f16" in available("sm_90") and "mma_f16" not in available("gfx1201")
+    assert "matrix_i4" in available("gfx1201") and "matrix_i4" not in available("gfx942") and "matrix_i8" in available("gfx942")
 
 
 @needs_cc
@@ -64,6 +65,7 @@ def test_a_microbenchmark_the_target_cannot_run_is_refused(workspace):
         ("matrix_f16", "gfx942", "v_mfma_f32_32x32x8_f16"), ("matrix_f16", "gfx90a", "v_mfma_f32_32x32x8f16"),
         ("matrix_i8", "gfx1201", "v_wmma_i32_16x16x16_iu8"), ("matrix_i8", "gfx1100", "v_wmma_i32_16x16x16_iu8"),
         ("matrix_i8", "gfx942", "v_mfma_i32_16x16x32_i8"), ("matrix_i8", "gfx90a", "v_mfma_i32_32x32x8i8"),
+        ("matrix_i4", "gfx1201", "v_wmma_i32_16x16x16_iu4"), ("matrix_i4", "gfx1100", "v_wmma_i32_16x16x16_iu4"),
     ],
 )
 def test_the_amd_matrix_microbenchmarks_use_each_generations_matrix_instruction(workspace, bench, target, instruction):

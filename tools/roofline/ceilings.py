@@ -10,6 +10,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
 from hyperloom.tools.bench.run import backend_for, run_bench
 from hyperloom.tools.roofline.models import Ceiling, Microbench
+from hyperloom.tools.spec.load import load_spec
 
 # microbenchmark → (kind, variant per backend)
 MICROBENCHES: dict[str, tuple[str, dict[str, str]]] = {
@@ -21,6 +22,7 @@ MICROBENCHES: dict[str, tuple[str, dict[str, str]]] = {
     "mma_i8": ("compute", {"cuda": "nvidia"}),
     "matrix_f16": ("compute", {"hip": "gpu"}),
     "matrix_i8": ("compute", {"hip": "gpu"}),
+    "matrix_i4": ("compute", {"hip": "gpu"}),
     "lds": ("lds", {"cuda": "gpu", "hip": "gpu"}),
 }
 
@@ -39,8 +41,16 @@ def stage(workspace: Workspace) -> Path:
 
 
 def available(target: str) -> list[str]:
+    """The microbenchmarks with a variant for this target's backend that the spec lets build for it."""
     backend = backend_for(target)
-    return [name for name, (_, variants) in MICROBENCHES.items() if backend in variants]
+    names = []
+    for name, (_, variants) in MICROBENCHES.items():
+        if backend not in variants:
+            continue
+        _, variant = load_spec(shipped_microbench_dir() / name).variant(variants[backend])
+        if variant.targets is None or target in variant.targets:
+            names.append(name)
+    return names
 
 
 def measure(name: str, target: str, device: int, shape: int, max_time_s: float, staged: Path, workspace: Workspace) -> tuple[BenchResult, Ceiling | None]:

@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hyperloom.core.evidence import Evidence
 
-Microbench = Literal["copy", "read", "write", "fma", "mma_f16", "mma_i8", "lds", "matrix_f16", "matrix_i8"]
+Microbench = Literal["copy", "read", "write", "fma", "mma_f16", "mma_i8", "lds", "matrix_f16", "matrix_i8", "matrix_i4"]
 
 
 class RooflineRequest(BaseModel):
