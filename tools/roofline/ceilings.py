@@ -9,7 +9,7 @@ from pathlib import Path
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
 from hyperloom.tools.bench.run import backend_for, run_bench
-from hyperloom.tools.roofline.models import Ceiling, Microbench
+from hyperloom.tools.roofline.models import Ceiling
 from hyperloom.tools.spec.load import load_spec
 
 # microbenchmark → (kind, variant per backend)

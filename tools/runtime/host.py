@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperloom.core.evidence import host_device
 from hyperloom.tools.runtime.gpu import POISON_BYTE, scalar
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
@@ -44,7 +45,7 @@ def run_host(request: TrialRequest) -> TrialResult:
             array.view(np.uint8)[...] = POISON_BYTE
         arrays[arg.name] = array
         values.append(ctypes.c_void_p(array.ctypes.data))
-    result = TrialResult(status="OK", device=_cpu_name())
+    result = TrialResult(status="OK", device=host_device())
     if request.mode == "correctness":
         function(*values)
         for arg in request.args:
@@ -67,8 +68,3 @@ def run_host(request: TrialRequest) -> TrialResult:
     result.flush_bytes = 0 if flush is None else flush.nbytes
     return result
 
-
-def _cpu_name() -> str:
-    from hyperloom.core.evidence import host_device
-
-    return host_device()

@@ -13,7 +13,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import Launchable
 from hyperloom.tools.spec.expr import evaluate_int
 from hyperloom.tools.tune.ledger import Ledger
-from hyperloom.tools.tune.models import Revalidation, SessionState, ShapeSweep, TrialRecord, TuneReport, TuneRequest, TuneStatus
+from hyperloom.tools.tune.models import Revalidation, SessionState, ShapeSweep, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.tune.session import BREAKDOWN, REPORT
 
 BREAKDOWN_VERSION = 1

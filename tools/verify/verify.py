@@ -11,7 +11,7 @@ from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_bytes, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.codeobj.disasm import Instruction, Listing, base_mnemonic, disassemble_member
+from hyperloom.tools.codeobj.disasm import Listing, base_mnemonic, disassemble_member
 from hyperloom.tools.codeobj.formats import Kind, read_members
 from hyperloom.tools.codeobj.metadata import kernel_resources
 from hyperloom.tools.codeobj.sass import disassemble_cubin, sass_base
