@@ -9,6 +9,7 @@ import pytest
 
 from helpers import save
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.hashing import sha256_file
 from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, GateRequest
@@ -37,7 +38,8 @@ def test_the_gate_uses_the_frozen_tolerance(frozen):
     workspace, _ = frozen
     close = save(workspace, "close.npy", np.linspace(0, 1, 100, dtype=np.float32) + np.float32(5e-4))
     far = save(workspace, "far.npy", np.linspace(0, 1, 100, dtype=np.float32) + np.float32(5e-3))
-    assert run_gate(GateRequest(candidates=[close], reference_set="sets/a"), workspace).passed
+    passed = run_gate(GateRequest(candidates=[close], reference_set="sets/a"), workspace)
+    assert passed.passed and passed.cases[0].reference_sha256 == sha256_file(workspace.root / "sets/a/ref_000.npy")
     result = run_gate(GateRequest(candidates=[far], reference_set="sets/a"), workspace)
     assert not result.passed and result.reference_set == "sets/a" and result.cases[0].name == "ramp"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -72,6 +73,7 @@ def _prepare(request: GateRequest, workspace: Workspace) -> tuple[Tolerance, lis
             )
         frozen = load_reference_set(workspace.resolve(request.reference_set), workspace)
         references: list[ArrayRef] = [workspace.relative(path) for path in frozen.reference_paths]
+        known = frozen.reference_sha256
         tolerance, names = frozen.tolerance, request.case_names or frozen.case_names
         set_label = workspace.relative(frozen.folder)
     else:
@@ -86,7 +88,7 @@ def _prepare(request: GateRequest, workspace: Workspace) -> tuple[Tolerance, lis
         tolerance = Tolerance(
             atol=request.atol, rtol=request.rtol, max_ulp=request.max_ulp, nan_policy=request.nan_policy or "forbid"
         )
-        names, set_label = request.case_names, None
+        names, set_label, known = request.case_names, None, {}
     if len(references) != len(request.candidates):
         raise HyperloomError(
             f"{len(request.candidates)} candidates but {len(references)} references",
@@ -96,17 +98,18 @@ def _prepare(request: GateRequest, workspace: Workspace) -> tuple[Tolerance, lis
     if len(names) != len(references):
         raise HyperloomError(f"{len(names)} case names for {len(references)} cases", "give one name per case, or none")
     cases = [
-        Case(name, *_sources(cand, ref, f"candidate {name}", f"reference {name}", request, workspace))
+        Case(name, *_sources(cand, ref, f"candidate {name}", f"reference {name}", request, workspace, known))
         for name, cand, ref in zip(names, request.candidates, references, strict=True)
     ]
     return tolerance, cases, set_label
 
 
 def _sources(
-    candidate: ArrayRef, reference: ArrayRef, cand_label: str, ref_label: str, request: GateRequest, workspace: Workspace
+    candidate: ArrayRef, reference: ArrayRef, cand_label: str, ref_label: str, request: GateRequest, workspace: Workspace,
+    known: dict[Path, str],
 ) -> tuple[ArraySource, ArraySource]:
     files = {
-        label: NpyFile.open(workspace.resolve(ref, suffix=".npy"), f"{label} ({ref})")
+        label: NpyFile.open(path := workspace.resolve(ref, suffix=".npy"), f"{label} ({ref})", known.get(path))
         for label, ref in ((cand_label, candidate), (ref_label, reference))
         if isinstance(ref, str)
     }

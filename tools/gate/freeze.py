@@ -31,6 +31,7 @@ class FrozenSet:
     tolerance: Tolerance
     case_names: list[str]
     reference_paths: list[Path]
+    reference_sha256: dict[Path, str]  # verified just now: the gate need not hash them again
 
 
 def freeze(request: FreezeRequest, workspace: Workspace) -> FreezeResult:
@@ -124,5 +125,6 @@ def load_reference_set(folder: Path, workspace: Workspace) -> FrozenSet:
         tolerance=Tolerance(**manifest["tolerance"]),
         case_names=[case["name"] for case in manifest["cases"]],
         reference_paths=paths,
+        reference_sha256={path: case["sha256"] for path, case in zip(paths, manifest["cases"], strict=True)},
     )
 

@@ -61,9 +61,11 @@ class NpyFile:
     dtype: np.dtype
     fortran_order: bool
     data_offset: int
+    known_sha256: str | None = None
 
     @classmethod
-    def open(cls, path: Path, label: str) -> NpyFile:
+    def open(cls, path: Path, label: str, known_sha256: str | None = None) -> NpyFile:
+        """`known_sha256`: the file's hash when the caller has just verified it (a frozen set)."""
         try:
             with path.open("rb") as handle:
                 version = np.lib.format.read_magic(handle)
@@ -85,7 +87,7 @@ class NpyFile:
                 "save a plain numeric array with numpy.save",
             )
         check_dtype(dtype, label)
-        source = cls(path, label, tuple(int(n) for n in shape), dtype, bool(fortran_order), offset)
+        source = cls(path, label, tuple(int(n) for n in shape), dtype, bool(fortran_order), offset, known_sha256)
         expected = offset + source.size * dtype.itemsize
         actual = path.stat().st_size
         if actual < expected:
@@ -116,7 +118,7 @@ class NpyFile:
         return _native(out)
 
     def sha256(self) -> str:
-        return sha256_file(self.path)
+        return self.known_sha256 or sha256_file(self.path)
 
 
 @dataclass
