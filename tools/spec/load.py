@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +37,20 @@ class LoadedSpec:
 
     def source_of(self, variant: Variant) -> tuple[Path, str]:
         return self.folder / (variant.source or self.spec.source), variant.language or self.spec.language
+
+    @cached_property
+    def reference(self) -> Reference:
+        file, _, function = self.spec.reference.partition(":")
+        path = self.folder / file
+        if not path.is_file() or not function:
+            raise HyperloomError(f"reference {self.spec.reference!r} is not 'file.py:function' beside {self.path.name}", "fix the reference entry")
+        module_spec = importlib.util.spec_from_file_location(f"hyperloom_reference_{self.spec.name}", path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)  # the spec's own code, from the user's workspace
+        try:
+            return getattr(module, function)
+        except AttributeError:
+            raise HyperloomError(f"{file} defines no function {function!r}", "fix the reference entry") from None
 
     def shape(self, index: int) -> dict[str, int]:
         if not 0 <= index < len(self.spec.shapes):
@@ -107,14 +122,5 @@ def _draw(arg: BufferArg, dims: tuple[int, ...], dtype: np.dtype, rng: np.random
 
 
 def reference_function(loaded: LoadedSpec) -> Reference:
-    file, _, function = loaded.spec.reference.partition(":")
-    path = loaded.folder / file
-    if not path.is_file() or not function:
-        raise HyperloomError(f"reference {loaded.spec.reference!r} is not 'file.py:function' beside {loaded.path.name}", "fix the reference entry")
-    module_spec = importlib.util.spec_from_file_location(f"hyperloom_reference_{loaded.spec.name}", path)
-    module = importlib.util.module_from_spec(module_spec)
-    module_spec.loader.exec_module(module)  # the spec's own code, from the user's workspace
-    try:
-        return getattr(module, function)
-    except AttributeError:
-        raise HyperloomError(f"{file} defines no function {function!r}", "fix the reference entry") from None
+    """The spec's reference function, imported once per loaded spec (every input set reuses it)."""
+    return loaded.reference
