@@ -188,6 +188,15 @@ def test_the_host_twin_of_w4a16_passes_its_gate_through_bench(workspace):
     assert result.bytes_moved == 100 * 256 // 2 + 2 * 100 * 8 + 2 * 3 * 256
 
 
+def test_bench_takes_a_tune_winners_parameters_and_says_which_it_used(workspace):
+    params = {"threads": 8, "rows": 4, "UNUSED_DEFINE": 1}
+    result = run_bench(BenchRequest(spec="decode/w4a16", variant="host", target="host", shape=6, adversarial=False, params=params, **QUICK),
+                       decode_workspace(workspace))
+    assert result.ok and result.params == params and result.shape["threads"] == 8 and result.shape["rows"] == 4
+    with pytest.raises(HyperloomError, match="changes argument"):
+        run_bench(BenchRequest(spec="decode/w4a16", variant="host", target="host", shape=6, params={"n": 64}, **QUICK), workspace)
+
+
 def test_a_host_twin_that_reads_the_nibbles_in_natural_order_fails_the_gate(workspace):
     source = decode_workspace(workspace).root / "decode" / "w4a16.c"
     text = source.read_text()

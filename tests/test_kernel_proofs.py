@@ -76,6 +76,14 @@ def test_decode_w4a16_and_w4a8_build_for_the_h200_without_spills(kernels, name):
 
 
 @needs_nvcc
+@pytest.mark.parametrize("unroll", [1, 2, 4])
+def test_the_tensor_core_decode_builds_for_the_h200_without_spills_at_every_unroll(kernels, unroll):
+    b = compile_kernel(CompileRequest(source="kernels/decode/w4a16_mma.cu", targets=["sm_90"], defines=[f"HL_UNROLL={unroll}"]), kernels).builds[0]
+    assert b.ok, b.summary
+    assert [k.name for k in b.kernels] == ["decode_w4a16_mma"] and b.kernels[0].vgpr_spills == 0
+
+
+@needs_nvcc
 def test_decode_w4a4_says_it_is_not_available_on_nvidia(kernels):
     b = build(kernels, "kernels/decode/w4a4.hip", "sm_90")
     assert not b.ok and "not available on NVIDIA" in b.summary

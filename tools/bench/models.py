@@ -19,6 +19,10 @@ class BenchRequest(BaseModel):
     shape: int = Field(0, ge=0, le=1000, description="Index of the shape in the spec's shapes list.")
     target: str = Field("sm_90", description="Where to run: a gfx target (hip backend), an NVIDIA sm_XX (cuda backend), or host (c backend).")
     device: int = Field(0, ge=0, le=63, description="GPU index; the worker is pinned to it.")
+    params: dict[str, str | int] = Field(
+        default_factory=dict, max_length=64,
+        description='Tuning parameters, e.g. a tune winner\'s {"warps": 4, "HL_UNROLL": 2}: shape variables re-evaluate the launch, the rest are defines.',
+    )
     adversarial: bool = Field(True, description="Also gate the spec's adversarial input sets before timing.")
     command: list[str] | None = Field(None, max_length=64, description="Instead of a spec: a command (argument list, no shell) whose last JSON line holds samples_s, and optionally bytes and flops.")
     warmup_s: float = Field(0.1, ge=0, le=60, description="Warm-up time budget.")
@@ -48,6 +52,7 @@ class BenchResult(BaseModel):
     backend: str
     device: str
     shape: dict[str, int]
+    params: dict[str, str | int] = Field(default_factory=dict, description="The tuning parameters this run used.")
     gate: list[InputSetVerdict]
     kernel: SampleStats | None = Field(description="Kernel-only time per launch (device events; host timer on the c backend).")
     wall: SampleStats | None = Field(description="Host wall-clock per launch, launch overhead included.")

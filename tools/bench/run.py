@@ -76,14 +76,43 @@ def prepare(loaded: LoadedSpec, variant: str | None, target: str, shape_index: i
     variant_name, chosen = loaded.variant(variant)
     if chosen.targets is not None and target not in chosen.targets:
         raise HyperloomError(f"variant {variant_name!r} does not build for {target}", f"use one of {chosen.targets}")
-    shape = loaded.shape(shape_index)
-    launch = loaded.spec.launch
+    return _at_shape(loaded, variant_name, chosen, target, loaded.shape(shape_index))
+
+
+def _at_shape(loaded: LoadedSpec, variant_name: str, variant: Variant, target: str, shape: dict[str, int]) -> Launchable:
+    launch = loaded.spec.launch_of(variant)
     return Launchable(
-        loaded=loaded, variant_name=variant_name, variant=chosen, target=target, shape=shape, backend=backend_for(target),
+        loaded=loaded, variant_name=variant_name, variant=variant, target=target, shape=shape, backend=backend_for(target),
         grid=[evaluate_int(g, shape, "launch grid") for g in launch.grid],
         block=[evaluate_int(b, shape, "launch block") for b in launch.block],
         shared_bytes=evaluate_int(launch.shared_bytes, shape, "shared_bytes"),
     )
+
+
+def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple[Launchable, dict[str, str | int]]:
+    """Split tuning parameters: a shape variable re-evaluates the launch geometry; anything else is a define.
+
+    A shape variable that would change an argument (a buffer's shape, a scalar's value) is refused:
+    a session's inputs and references hold for one problem, and tuning searches how to run it, not what it is.
+    """
+    geometry = {name: value for name, value in params.items() if name in launchable.shape}
+    defines = {name: value for name, value in params.items() if name not in launchable.shape}
+    if not geometry:
+        return launchable, defines
+    shape = dict(launchable.shape)
+    for name, value in geometry.items():
+        if isinstance(value, bool) or not str(value).lstrip("-").isdigit():
+            raise HyperloomError(f"the shape variable {name} takes an integer, got {value!r}", f"give {name} integer candidates in the tuning block")
+        shape[name] = int(value)
+    for arg in launchable.loaded.spec.args:
+        value_of = buffer_shape if isinstance(arg, BufferArg) else scalar_value
+        before, after = value_of(arg, launchable.shape), value_of(arg, shape)  # type: ignore[arg-type]
+        if before != after:
+            raise HyperloomError(
+                f"tuning {', '.join(geometry)} changes argument {arg.name} ({before} → {after}), not only the launch",
+                "tune only shape variables that steer the launch geometry (threads, rows, …); pick the problem with the shape index",
+            )
+    return _at_shape(launchable.loaded, launchable.variant_name, launchable.variant, launchable.target, shape), defines
 
 
 def build_for(launchable: Launchable, workspace: Workspace, defines: Mapping[str, str | int] | None = None) -> TargetBuild:
@@ -162,9 +191,9 @@ def time_kernel(
 def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, progress: ProgressFn | None) -> BenchResult:
     loaded = load_spec(workspace.resolve(request.spec))
     spec = loaded.spec
-    launchable = prepare(loaded, request.variant, request.target, request.shape)
+    launchable, defines = specialize(prepare(loaded, request.variant, request.target, request.shape), request.params)
     variant_name, shape, backend = launchable.variant_name, launchable.shape, launchable.backend
-    build = build_for(launchable, workspace)
+    build = build_for(launchable, workspace, defines)
     if not build.ok:
         raise HyperloomError(f"{spec.name}/{variant_name} does not build for {request.target}: {build.summary}", "fix the build with compile_kernel first")
     run_dir = workspace.root / ".hyperloom" / "bench" / f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
@@ -206,7 +235,7 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
     )
     return BenchResult(
         ok=ok, summary=summary, name=spec.name, variant=variant_name, target=request.target, backend=backend,
-        device=device_name, shape=shape, gate=verdicts, kernel=kernel if ok else None, wall=wall if ok else None,
+        device=device_name, shape=shape, params=dict(request.params), gate=verdicts, kernel=kernel if ok else None, wall=wall if ok else None,
         kernel_to_wall=kernel.median_s / wall.median_s if ok and wall.median_s > 0 else None,
         bytes_moved=bytes_moved, flops=flops,
         bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if ok and bytes_moved else None,

@@ -51,6 +51,8 @@ class Variant(_Strict):
     language: Literal["hip", "cuda", "asm", "c"] | None = None
     defines: dict[str, str | int] = Field(default_factory=dict)
     targets: list[str] | None = Field(None, description="Targets this variant builds for; default every target.")
+    launch: Launch | None = Field(None, description="Overrides the spec's launch geometry for this variant.")
+    tuning: dict[str, list[str | int]] | None = Field(None, description="Overrides the spec's tuning space for this variant.")
     note: str = ""
 
 
@@ -73,4 +75,13 @@ class KernelSpec(_Strict):
     reference: str = Field(description="'file.py:function' relative to the spec; (inputs, shape) -> {output name: array}.")
     tolerance: Tolerance
     metric: Metric = Field(default_factory=Metric)
-    tuning: dict[str, list[str | int]] = Field(default_factory=dict, description="Defines and their candidate values, for tune.")
+    tuning: dict[str, list[str | int]] = Field(
+        default_factory=dict,
+        description="Candidate values for tune: preprocessor defines, or shape variables that only steer the launch geometry.",
+    )
+
+    def launch_of(self, variant: Variant) -> Launch:
+        return variant.launch or self.launch
+
+    def tuning_of(self, variant: Variant) -> dict[str, list[str | int]]:
+        return self.tuning if variant.tuning is None else variant.tuning

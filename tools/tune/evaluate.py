@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import build_for, check_input_set, time_kernel
+from hyperloom.tools.bench.run import build_for, check_input_set, specialize, time_kernel
 from hyperloom.tools.bench.stats import SampleStats, summarize
 from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.tune.session import Session, scratch
@@ -81,7 +81,6 @@ def evaluate(
 ) -> Outcome:
     """Run one candidate to its verdict; the outcome says why it was rejected, or how fast it was."""
     outcome = Outcome(status="ERROR")
-    launchable = session.launchable
 
     def launch(run):  # type: ignore[no-untyped-def]
         granted = budget.reserve(timeout_s)
@@ -97,8 +96,9 @@ def evaluate(
         return result, granted
 
     try:
-        build = build_for(launchable, workspace, params)
-    except HyperloomError as exc:  # e.g. a define the compiler's allow-list refuses
+        launchable, defines = specialize(session.launchable, params)
+        build = build_for(launchable, workspace, defines)
+    except HyperloomError as exc:  # e.g. a define the compiler's allow-list refuses, a geometry that changes the problem
         return Outcome(status="COMPILE_ERROR", reason=str(exc), input_set="compile")
     outcome.compile_s = build.compile_s
     if not build.ok:

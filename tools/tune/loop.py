@@ -58,7 +58,7 @@ class Loop:
     def __init__(self, session: Session, request: TuneRequest, workspace: Workspace, progress: ProgressFn | None, control: Control) -> None:
         self.session, self.request, self.workspace, self.progress, self.control = session, request, workspace, progress, control
         self.ledger = session.ledger
-        self.space = Space(session.launchable.loaded.spec.tuning)
+        self.space = Space(session.launchable.loaded.spec.tuning_of(session.launchable.variant))
         self.proposer = make_proposer(request.strategy, self.space, request.seed, request.storage, request.study or session.id)
         self.budget = Budget(request.budget_device_s, self.ledger.spent_s())
         self.timing = request.timing()

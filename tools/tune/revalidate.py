@@ -9,7 +9,7 @@ import shutil
 import statistics
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import build_for, check_input_set, prepare, stage_input_set, time_kernel
+from hyperloom.tools.bench.run import Launchable, build_for, check_input_set, prepare, specialize, stage_input_set, time_kernel
 from hyperloom.tools.tune.devices import worker_slots
 from hyperloom.tools.tune.evaluate import Budget
 from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
@@ -43,7 +43,7 @@ def revalidate(session: Session, request: TuneRequest, workspace: Workspace) -> 
     budget = Budget(request.budget_device_s, ledger.spent_s())
     device = worker_slots(session.launchable.backend, 1, request.devices)[0]
     timing = request.timing()
-    builds = {t.hash: build_for(session.launchable, workspace, t.params).code_object for t in (baseline, winner)}
+    builds = {t.hash: _built(session.launchable, workspace, t) for t in (baseline, winner)}
 
     def timed(launchable, code_object, inputs) -> float | None:  # type: ignore[no-untyped-def]
         granted = budget.reserve(request.timeout_s)
@@ -57,8 +57,8 @@ def revalidate(session: Session, request: TuneRequest, workspace: Workspace) -> 
     base_s: list[float] = []
     win_s: list[float] = []
     for _ in range(request.revalidate_pairs):
-        a = timed(session.launchable, builds[baseline.hash], session.inputs("seeded"))
-        b = timed(session.launchable, builds[winner.hash], session.inputs("seeded"))
+        a = timed(*builds[baseline.hash], session.inputs("seeded"))
+        b = timed(*builds[winner.hash], session.inputs("seeded"))
         if a is None or b is None:
             break
         base_s.append(a)
@@ -81,13 +81,13 @@ def _sweep(session: Session, request: TuneRequest, workspace: Workspace, baselin
     loaded = session.launchable.loaded
     device = worker_slots(session.launchable.backend, 1, request.devices)[0]
     for index, shape in enumerate(loaded.spec.shapes):
-        launchable = prepare(loaded, session.launchable.variant_name, request.target, index)
+        at_shape = prepare(loaded, session.launchable.variant_name, request.target, index)
         folder = session.folder / "scratch" / "sweep" / str(index)
         try:
-            stage_input_set(launchable, "seeded", folder / "in")
+            stage_input_set(at_shape, "seeded", folder / "in")
             times, notes = {}, []
             for label, trial in (("baseline", baseline), ("winner", winner)):
-                code_object = build_for(launchable, workspace, trial.params).code_object
+                launchable, code_object = _built(at_shape, workspace, trial)
                 verdict = check_input_set(launchable, code_object, "seeded", folder / "in", folder / label, workspace, timeout_s=request.timeout_s, device=device)
                 session.ledger.add_spent("sweep", verdict.elapsed_s)
                 times[label] = timed(launchable, code_object, folder / "in") if verdict.passed else None
@@ -101,3 +101,9 @@ def _sweep(session: Session, request: TuneRequest, workspace: Workspace, baselin
                                   regression=bool(speedup is not None and speedup < 1 - REGRESSION) or (base is not None and win is None),
                                   note="; ".join(notes)))
     return results
+
+
+def _built(launchable: Launchable, workspace: Workspace, trial: TrialRecord) -> tuple[Launchable, str]:
+    """The trial's launch geometry and its compiled code object."""
+    specialized, defines = specialize(launchable, trial.params)
+    return specialized, build_for(specialized, workspace, defines).code_object

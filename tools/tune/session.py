@@ -21,7 +21,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import Launchable, prepare, stage_input_set
+from hyperloom.tools.bench.run import Launchable, prepare, specialize, stage_input_set
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest
 from hyperloom.tools.spec.load import load_spec
@@ -81,6 +81,10 @@ def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, b
     """Create the session folder, or reopen it after checking it; returns (session, resumed)."""
     loaded = load_spec(workspace.resolve(request.spec))
     launchable = prepare(loaded, request.variant, request.target, request.shape)
+    for name, values in loaded.spec.tuning_of(launchable.variant).items():  # a geometry that changes the problem fails now, not per trial
+        if name in launchable.shape:
+            for value in values:
+                specialize(launchable, {name: value})
     name = request.session or f"{loaded.spec.name}-{launchable.variant_name}-{request.target}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
     session_id, folder = session_folder(name, workspace)
     if folder.exists() and any(folder.iterdir()):
@@ -114,7 +118,7 @@ def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, b
             **{key: value for key, value in identity.items()},
             "shape_index": request.shape,
             "tolerance": loaded.spec.tolerance.model_dump(),
-            "tuning": loaded.spec.tuning,
+            "tuning": loaded.spec.tuning_of(launchable.variant),
             "baseline_defines": launchable.variant.defines,
             "request": request.model_dump(),
             "input_sets": input_sets,

@@ -27,12 +27,12 @@ def flag_name(field_name: str, is_list: bool) -> str:
 
 
 def _inline_or_path(text: str) -> Any:
-    """A path stays a string; text starting with '[' is an inline JSON list."""
-    if text.lstrip().startswith("["):
+    """A path stays a string; text starting with '[' or '{' is an inline JSON list or object."""
+    if text.lstrip()[:1] in ("[", "{"):
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"not a valid inline JSON list: {exc}") from exc
+            raise argparse.ArgumentTypeError(f"not valid inline JSON: {exc}") from exc
     return text
 
 

@@ -1,0 +1,144 @@
+// Decode GEMV, int4 weights × fp16 activations (batch m = 1..8), on NVIDIA tensor cores (sm_80+):
+// y[b, n] = Σ_k fl16(q · s) · x[b, k], the same contract as w4a16.hip (reference.py:w4a16).
+//
+// Why tensor cores for a memory-bound GEMV: dequantizing and accumulating in fp32 on the SIMT pipes
+// costs about four instructions per weight, which is as much as an H200 can issue at its DRAM rate.
+// Here the SIMT pipes only dequantize (three instructions per two weights, in half2), and
+// mma.m16n8k16 does the products, exact for two fp16 values, with fp32 accumulation.
+//
+// Geometry: a block owns a tile of 16 rows; its blockDim.y warps split k between them (each a
+// strided share of 128-k steps) and add their partial tiles through shared memory at the end.
+// In a warp, lane l = 4g + q loads, per step, the 32-k chunk 4·step + q of rows g and g + 8 of the
+// tile (16 bytes each): a quad reads 64 contiguous bytes of a row, a warp 16 rows.
+//
+// The mma's k order is free: a GEMV only needs A (weights) and B (activations) to agree. Lane q's
+// logical k columns {2q, 2q+1, 2q+8, 2q+9} of each mma are filled with the actual k of its own chunk,
+// as half2 pairs in the order the nibble layout gives them cheaply (packing.py: pair s of a word holds
+// k offsets (NIBBLE_K[s], NIBBLE_K[s+4]) = (0,2), (4,6), (1,3), (5,7)); activations are permuted to match.
+// B's column g is batch row g (zero when g ≥ m), so C's columns 2q, 2q+1 are batch rows 2q, 2q+1.
+//
+// Tuning: HL_UNROLL steps per warp are loaded before any is used (bytes in flight per lane:
+// 32 · HL_UNROLL); HL_STREAM=1 loads weights with L1::no_allocate so activations keep the L1.
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#ifndef HL_UNROLL
+#define HL_UNROLL 2
+#endif
+#ifndef HL_STREAM
+#define HL_STREAM 1
+#endif
+#define HL_TILE 16        // rows per block (one mma's M)
+#define HL_CHUNK_K 32     // k per lane per step: one 16-byte load of packed weights
+#define HL_MAX_WARPS 16   // blockDim.y at most: 512 threads
+#define HL_MAX_BATCH 8    // one mma's N
+
+__device__ __forceinline__ uint4 hl_load_weights(const uint4* p) {
+#if HL_STREAM
+  uint4 v;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  return v;
+#else
+  return __ldg(p);
+#endif
+}
+
+__device__ __forceinline__ void hl_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint32_t hl_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
+__device__ __forceinline__ __half2 hl_half2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
+
+// The four half2 pairs fl16(q · s) of one word: pair p holds the word's nibbles p and p + 4.
+// q + 8 (the nibble with its sign bit flipped) is put in an fp16 mantissa under 1024, and 1032 taken
+// off: both exact, then one rounding in the multiply, as the reference's fl16(q · s).
+__device__ __forceinline__ void hl_dequant(uint32_t word, __half2 scale, uint32_t (&pairs)[4]) {
+  const uint32_t biased = word ^ 0x88888888u;
+  const __half2 offset = hl_half2(0x64086408u);  // 1032, 1032
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const uint32_t magic = ((biased >> (4 * p)) & 0x000F000Fu) | 0x64006400u;  // 1024 + q + 8
+    pairs[p] = hl_bits(__hmul2(__hsub2(hl_half2(magic), offset), scale));
+  }
+}
+
+// Activations of one word (8 consecutive k as four half2) in the pair order of hl_dequant.
+__device__ __forceinline__ void hl_x_pairs(uint4 xv, uint32_t (&pairs)[4]) {
+  pairs[0] = __byte_perm(xv.x, xv.y, 0x5410);  // k 0, 2
+  pairs[1] = __byte_perm(xv.z, xv.w, 0x5410);  // k 4, 6
+  pairs[2] = __byte_perm(xv.x, xv.y, 0x7632);  // k 1, 3
+  pairs[3] = __byte_perm(xv.z, xv.w, 0x7632);  // k 5, 7
+}
+
+extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_mma(
+    const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
+    float* __restrict__ y, int m, int n, int k, int group) {
+  __shared__ float partial[HL_MAX_WARPS][32][4];
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
+  const int warp = threadIdx.y, warps = blockDim.y;
+  const int chunks = k / HL_CHUNK_K, groups = k / group, steps = (chunks + 3) / 4;
+  const int row0 = blockIdx.x * HL_TILE + g, row1 = row0 + 8;
+  const size_t r0 = row0 < n ? row0 : n - 1, r1 = row1 < n ? row1 : n - 1;  // dead rows load a live one
+  const uint4* w0 = w + r0 * chunks;
+  const uint4* w1 = w + r1 * chunks;
+  const bool x_live = g < m;
+  const uint4* xg = x + (size_t)(x_live ? g : 0) * (k / 8);
+  float even[4] = {0.f, 0.f, 0.f, 0.f}, odd[4] = {0.f, 0.f, 0.f, 0.f};  // two chains for the tensor pipe
+
+  for (int base = warp * HL_UNROLL; base < steps; base += warps * HL_UNROLL) {
+    uint4 wa[HL_UNROLL], wb[HL_UNROLL], xv[HL_UNROLL][4];
+    __half2 sa[HL_UNROLL], sb[HL_UNROLL];
+#pragma unroll
+    for (int u = 0; u < HL_UNROLL; ++u) {  // every load of the step first: they are in flight together
+      const int c = 4 * (base + u) + q;
+      const bool live = base + u < steps && c < chunks;
+      const uint4 zero = make_uint4(0, 0, 0, 0);  // packed zeros dequantize to 0
+      wa[u] = live ? hl_load_weights(w0 + c) : zero;
+      wb[u] = live ? hl_load_weights(w1 + c) : zero;
+      const int s = live ? c * HL_CHUNK_K / group : 0;
+      sa[u] = __half2half2(__ushort_as_half(__ldg(w_scales + r0 * groups + s)));
+      sb[u] = __half2half2(__ushort_as_half(__ldg(w_scales + r1 * groups + s)));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) xv[u][j] = live && x_live ? __ldg(xg + 4 * c + j) : zero;
+    }
+#pragma unroll
+    for (int u = 0; u < HL_UNROLL; ++u) {
+      const uint32_t words_a[4] = {wa[u].x, wa[u].y, wa[u].z, wa[u].w}, words_b[4] = {wb[u].x, wb[u].y, wb[u].z, wb[u].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        uint32_t a[4], b[4], xp[4];
+        hl_dequant(words_a[j], sa[u], a);
+        hl_dequant(words_b[j], sb[u], b);
+        hl_x_pairs(xv[u][j], xp);
+        hl_mma(even, a[0], b[0], a[1], b[1], xp[0], xp[1]);
+        hl_mma(odd, a[2], b[2], a[3], b[3], xp[2], xp[3]);
+      }
+    }
+  }
+
+  float acc[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) acc[i] = even[i] + odd[i];
+  if (warps > 1) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) partial[warp][lane][i] = acc[i];
+    __syncthreads();
+    if (warp != 0) return;
+    for (int v = 1; v < warps; ++v)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[i] += partial[v][lane][i];
+  }
+  // C fragment: acc[0], acc[1] are rows g, batches 2q, 2q + 1; acc[2], acc[3] rows g + 8.
+  const int b0 = 2 * q, b1 = 2 * q + 1;
+  if (row0 < n) {
+    if (b0 < m) y[(size_t)b0 * n + row0] = acc[0];
+    if (b1 < m) y[(size_t)b1 * n + row0] = acc[1];
+  }
+  if (row1 < n) {
+    if (b0 < m) y[(size_t)b0 * n + row1] = acc[2];
+    if (b1 < m) y[(size_t)b1 * n + row1] = acc[3];
+  }
+}
