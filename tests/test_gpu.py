@@ -30,3 +30,11 @@ def test_an_illegal_address_is_a_crash_and_the_gpu_stays_usable(workspace):
     crashed = run_bench(BenchRequest(spec="faults", variant="oob", target="sm_90", adversarial=False), workspace)
     assert not crashed.ok and crashed.gate[0].status == "CRASH"
     assert run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0), workspace).ok
+
+
+@pytest.mark.parametrize("shape", [0, 5, 6])  # 4096², batch 8 with group 32, and a partial 16-row tile at batch 3
+def test_the_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, shape):
+    shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
+    result = run_bench(BenchRequest(spec="decode/w4a16", variant="mma", target="sm_90", shape=shape, max_time_s=0.5), workspace)
+    assert result.ok, result.summary
+    assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
