@@ -89,7 +89,7 @@ def main() -> None:
     for index, (n, k) in enumerate(SHAPES):
         for label, variant, params in (("w4a16 simt", "gpu", {}), ("w4a8 simt", None, {}), ("w4a16 mma", "mma", mma_params)):
             spec = "kernels/decode/w4a8" if label.startswith("w4a8") else "kernels/decode/w4a16"
-            r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=3.0, params=params), workspace)
+            r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params), workspace)
             rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "params": params, "gate": "pass" if r.ok else "FAIL",
                          "time_us": r.kernel.median_s * 1e6 if r.ok else None, "cv": r.kernel.cv if r.ok else None,
                          "gbps": r.bandwidth_gbps, "summary": r.summary, "evidence": r.evidence.model_dump(mode="json")})
