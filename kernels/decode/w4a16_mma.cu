@@ -17,8 +17,9 @@
 // k offsets (NIBBLE_K[s], NIBBLE_K[s+4]) = (0,2), (4,6), (1,3), (5,7)); activations are permuted to match.
 // B's column g is batch row g (zero when g ≥ m), so C's columns 2q, 2q+1 are batch rows 2q, 2q+1.
 //
-// Tuning: HL_UNROLL steps per warp are loaded before any is used (bytes in flight per lane:
-// 32 · HL_UNROLL); HL_STREAM=1 loads weights with L1::no_allocate so activations keep the L1.
+// Tuning: a warp loads HL_UNROLL steps per round, in two register stages, so one round is in
+// flight while the previous one is computed (bytes in flight per lane: 32 · HL_UNROLL, up to twice
+// that); HL_STREAM=1 loads weights with L1::no_allocate so activations keep the L1.
 #include <cuda_fp16.h>
 #include <stdint.h>
 
@@ -30,7 +31,7 @@
 #endif
 #define HL_TILE 16        // rows per block (one mma's M)
 #define HL_CHUNK_K 32     // k per lane per step: one 16-byte load of packed weights
-#define HL_MAX_WARPS 16   // blockDim.y at most: 512 threads
+#define HL_MAX_WARPS 8    // blockDim.y at most: 256 threads, so a thread may hold up to 255 registers
 #define HL_MAX_BATCH 8    // one mma's N
 
 __device__ __forceinline__ uint4 hl_load_weights(const uint4* p) {
@@ -73,6 +74,55 @@ __device__ __forceinline__ void hl_x_pairs(uint4 xv, uint32_t (&pairs)[4]) {
   pairs[3] = __byte_perm(xv.z, xv.w, 0x7632);  // k 5, 7
 }
 
+// One round of a warp's loads: HL_UNROLL steps of rows g and g + 8, their scales. Steps past the end
+// (or chunks past k) load nothing and hold packed zeros, which dequantize to 0.
+struct HlStage {
+  uint4 a[HL_UNROLL], b[HL_UNROLL];
+  __half2 sa[HL_UNROLL], sb[HL_UNROLL];
+};
+
+struct HlRows {
+  const uint4* w0;
+  const uint4* w1;
+  const unsigned short* s0;
+  const unsigned short* s1;
+  int steps, chunks, group, q;
+};
+
+__device__ __forceinline__ void hl_load(HlStage& st, const HlRows& r, int base) {
+#pragma unroll
+  for (int u = 0; u < HL_UNROLL; ++u) {
+    const int c = 4 * (base + u) + r.q;
+    const bool live = base + u < r.steps && c < r.chunks;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    st.a[u] = live ? hl_load_weights(r.w0 + c) : zero;
+    st.b[u] = live ? hl_load_weights(r.w1 + c) : zero;
+    const int s = live ? c * HL_CHUNK_K / r.group : 0;
+    st.sa[u] = __half2half2(__ushort_as_half(__ldg(r.s0 + s)));
+    st.sb[u] = __half2half2(__ushort_as_half(__ldg(r.s1 + s)));
+  }
+}
+
+// Dequantize a round and multiply it with the activations, which come from L1 as they are needed.
+__device__ __forceinline__ void hl_compute(const HlStage& st, const HlRows& r, int base, const uint4* xg, bool x_live,
+                                          float (&even)[4], float (&odd)[4]) {
+#pragma unroll
+  for (int u = 0; u < HL_UNROLL; ++u) {
+    const int c = 4 * (base + u) + r.q;
+    const bool live = x_live && base + u < r.steps && c < r.chunks;
+    const uint32_t words_a[4] = {st.a[u].x, st.a[u].y, st.a[u].z, st.a[u].w}, words_b[4] = {st.b[u].x, st.b[u].y, st.b[u].z, st.b[u].w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint32_t a[4], b[4], xp[4];
+      hl_x_pairs(live ? __ldg(xg + 4 * c + j) : make_uint4(0, 0, 0, 0), xp);
+      hl_dequant(words_a[j], st.sa[u], a);
+      hl_dequant(words_b[j], st.sb[u], b);
+      hl_mma(even, a[0], b[0], a[1], b[1], xp[0], xp[1]);
+      hl_mma(odd, a[2], b[2], a[3], b[3], xp[2], xp[3]);
+    }
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_mma(
     const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
@@ -82,41 +132,21 @@ extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_mma
   const int chunks = k / HL_CHUNK_K, groups = k / group, steps = (chunks + 3) / 4;
   const int row0 = blockIdx.x * HL_TILE + g, row1 = row0 + 8;
   const size_t r0 = row0 < n ? row0 : n - 1, r1 = row1 < n ? row1 : n - 1;  // dead rows load a live one
-  const uint4* w0 = w + r0 * chunks;
-  const uint4* w1 = w + r1 * chunks;
+  const HlRows rows = {w + r0 * chunks, w + r1 * chunks, w_scales + r0 * groups, w_scales + r1 * groups, steps, chunks, group, q};
   const bool x_live = g < m;
   const uint4* xg = x + (size_t)(x_live ? g : 0) * (k / 8);
   float even[4] = {0.f, 0.f, 0.f, 0.f}, odd[4] = {0.f, 0.f, 0.f, 0.f};  // two chains for the tensor pipe
 
-  for (int base = warp * HL_UNROLL; base < steps; base += warps * HL_UNROLL) {
-    uint4 wa[HL_UNROLL], wb[HL_UNROLL], xv[HL_UNROLL][4];
-    __half2 sa[HL_UNROLL], sb[HL_UNROLL];
-#pragma unroll
-    for (int u = 0; u < HL_UNROLL; ++u) {  // every load of the step first: they are in flight together
-      const int c = 4 * (base + u) + q;
-      const bool live = base + u < steps && c < chunks;
-      const uint4 zero = make_uint4(0, 0, 0, 0);  // packed zeros dequantize to 0
-      wa[u] = live ? hl_load_weights(w0 + c) : zero;
-      wb[u] = live ? hl_load_weights(w1 + c) : zero;
-      const int s = live ? c * HL_CHUNK_K / group : 0;
-      sa[u] = __half2half2(__ushort_as_half(__ldg(w_scales + r0 * groups + s)));
-      sb[u] = __half2half2(__ushort_as_half(__ldg(w_scales + r1 * groups + s)));
-#pragma unroll
-      for (int j = 0; j < 4; ++j) xv[u][j] = live && x_live ? __ldg(xg + 4 * c + j) : zero;
-    }
-#pragma unroll
-    for (int u = 0; u < HL_UNROLL; ++u) {
-      const uint32_t words_a[4] = {wa[u].x, wa[u].y, wa[u].z, wa[u].w}, words_b[4] = {wb[u].x, wb[u].y, wb[u].z, wb[u].w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        uint32_t a[4], b[4], xp[4];
-        hl_dequant(words_a[j], sa[u], a);
-        hl_dequant(words_b[j], sb[u], b);
-        hl_x_pairs(xv[u][j], xp);
-        hl_mma(even, a[0], b[0], a[1], b[1], xp[0], xp[1]);
-        hl_mma(odd, a[2], b[2], a[3], b[3], xp[2], xp[3]);
-      }
-    }
+  // Two register stages: the next round's loads are in flight while this round is computed.
+  const int stride = warps * HL_UNROLL;
+  HlStage front, back;
+  hl_load(front, rows, warp * HL_UNROLL);
+  for (int base = warp * HL_UNROLL; base < steps; base += 2 * stride) {
+    hl_load(back, rows, base + stride);
+    hl_compute(front, rows, base, xg, x_live, even, odd);
+    if (base + stride >= steps) break;  // uniform across the warp
+    hl_load(front, rows, base + 2 * stride);
+    hl_compute(back, rows, base + stride, xg, x_live, even, odd);
   }
 
   float acc[4];
