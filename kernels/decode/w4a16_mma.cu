@@ -3,8 +3,10 @@
 //
 // Why tensor cores for a memory-bound GEMV: dequantizing and accumulating in fp32 on the SIMT pipes
 // costs about four instructions per weight, which is as much as an H200 can issue at its DRAM rate.
-// Here the SIMT pipes only dequantize (three instructions per two weights, in half2), and
-// mma.m16n8k16 does the products, exact for two fp16 values, with fp32 accumulation.
+// Here the SIMT pipes only dequantize (per eight weights: five integer instructions and eight half2
+// ones, see hl_dequant), and mma.m16n8k16 does the products, exact for two fp16 values, with fp32
+// accumulation. ncu on the H200 showed the integer (ALU) pipe as the limit before the dequantization
+// was cut to one LOP3 per two weights.
 //
 // Geometry: a block owns a tile of 16 rows; its blockDim.y warps split k between them (each a
 // strided share of 128-k steps) and add their partial tiles through shared memory at the end.
@@ -53,17 +55,28 @@ __device__ __forceinline__ void hl_mma(float (&c)[4], uint32_t a0, uint32_t a1, 
 __device__ __forceinline__ uint32_t hl_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
 __device__ __forceinline__ __half2 hl_half2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
 
-// The four half2 pairs fl16(q · s) of one word: pair p holds the word's nibbles p and p + 4.
-// q + 8 (the nibble with its sign bit flipped) is put in an fp16 mantissa under 1024, and 1032 taken
-// off: both exact, then one rounding in the multiply, as the reference's fl16(q · s).
+// (a & mask) ^ key in one LOP3 (nvcc splits `(a & m) | c` into two when both constants are immediates).
+template <uint32_t MASK, uint32_t KEY>
+__device__ __forceinline__ uint32_t hl_and_xor(uint32_t a) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, 0x6a;" : "=r"(d) : "r"(a), "n"(MASK), "n"(KEY));  // 0x6a: (a & b) ^ c
+  return d;
+}
+
+// The four half2 pairs fl16(q · s) of one word, in the order (k 0, 2), (4, 6), (1, 3), (5, 7) (packing.py's
+// nibbles 0/4, 1/5, 2/6, 3/7). Each LOP3 masks two nibbles, flips their sign bits (q + 8 in [0, 15]) and
+// puts them in an fp16 mantissa: 1024 + (q + 8) for low nibbles, 1024 + 16 (q + 8) for high ones.
+// Taking 1032 off, or scaling by 1/16 and taking 72 off, gives q exactly; one rounding in the multiply
+// then gives the reference's fl16(q · s). One shift and four LOP3 per eight weights.
 __device__ __forceinline__ void hl_dequant(uint32_t word, __half2 scale, uint32_t (&pairs)[4]) {
-  const uint32_t biased = word ^ 0x88888888u;
-  const __half2 offset = hl_half2(0x64086408u);  // 1032, 1032
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const uint32_t magic = ((biased >> (4 * p)) & 0x000F000Fu) | 0x64006400u;  // 1024 + q + 8
-    pairs[p] = hl_bits(__hmul2(__hsub2(hl_half2(magic), offset), scale));
-  }
+  const uint32_t high = word >> 8;
+  const __half2 low_offset = hl_half2(0x64086408u);   // 1032, 1032
+  const __half2 sixteenth = hl_half2(0x2C002C00u);    // 1/16, 1/16
+  const __half2 high_offset = hl_half2(0xD480D480u);  // -72, -72
+  pairs[0] = hl_bits(__hmul2(__hsub2(hl_half2(hl_and_xor<0x000F000Fu, 0x64086408u>(word)), low_offset), scale));
+  pairs[1] = hl_bits(__hmul2(__hfma2(hl_half2(hl_and_xor<0x00F000F0u, 0x64806480u>(word)), sixteenth, high_offset), scale));
+  pairs[2] = hl_bits(__hmul2(__hsub2(hl_half2(hl_and_xor<0x000F000Fu, 0x64086408u>(high)), low_offset), scale));
+  pairs[3] = hl_bits(__hmul2(__hfma2(hl_half2(hl_and_xor<0x00F000F0u, 0x64806480u>(high)), sixteenth, high_offset), scale));
 }
 
 // Activations of one word (8 consecutive k as four half2) in the pair order of hl_dequant.
