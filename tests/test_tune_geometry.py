@@ -25,7 +25,7 @@ def test_a_variant_launch_and_tuning_override_the_specs(decode):
     loaded = load_spec(decode.root / "kernels/decode/w4a16/kernel.yaml")
     simt, mma = prepare(loaded, "gpu", "sm_90", 4), prepare(loaded, "mma", "sm_90", 4)
     assert (simt.grid, simt.block) == ([128256 // 2], [128, 2])
-    assert (mma.grid, mma.block) == ([128256 // 16], [32, 8])
+    assert (mma.grid, mma.block) == ([128256 // 16], [32, 2])
     assert loaded.spec.tuning_of(simt.variant) == {"threads": [32, 64, 128, 256], "rows": [1, 2, 4, 8]}
     assert set(loaded.spec.tuning_of(mma.variant)) == {"warps", "HL_UNROLL", "HL_STREAM"}
 
