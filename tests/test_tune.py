@@ -202,3 +202,50 @@ def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twi
     assert first.status.recorded == 4
     second = tune(specs, session="machine-b", strategy="tpe", storage=storage, study=study, revalidate_pairs=0, sweep_shapes=False)
     assert [t.proposer for t in second.leaderboard + second.rejected] == ["baseline"]  # the study already holds the rest
+
+
+def _proposer(storage: str, study: str, lease_s: float = 3600.0):
+    from hyperloom.tools.tune.proposers import OptunaProposer
+    from hyperloom.tools.tune.space import Space
+
+    return OptunaProposer(Space({"REPEAT": [1, 4, 16, 64], "UNROLL": [1, 2]}), seed=7, storage=storage, study=study, lease_s=lease_s)
+
+
+def test_a_candidate_running_on_another_machine_is_not_proposed_until_its_lease_runs_out(tmp_path):
+    pytest.importorskip("optuna")
+    storage, never = f"sqlite:///{tmp_path / 'study.db'}", lambda params: False
+    a = _proposer(storage, "s")
+    running = a.ask(never)  # machine a is running this candidate
+    b = _proposer(storage, "s")  # the same seed: its sampler wants the same candidate first
+    assert [b.ask(never) for _ in range(7)].count(running) == 0
+    late = _proposer(storage, "s", lease_s=0.0)  # a's lease is over: a died, the candidate may run again
+    assert running in [late.ask(never) for _ in range(8)]
+
+
+def test_of_two_machines_asking_for_one_candidate_at_once_the_lower_trial_number_runs_it(tmp_path):
+    pytest.importorskip("optuna")
+    storage, never = f"sqlite:///{tmp_path / 'study.db'}", lambda params: False
+    a, b = _proposer(storage, "s"), _proposer(storage, "s")
+    first = a.ask(never)
+    b._taken = lambda: {}  # b's snapshot predates a's trial: only the trial numbers can settle it
+    assert b.ask(never) != first
+    duplicates = [t for t in b.study.get_trials() if t.user_attrs.get(b.DUPLICATE)]
+    assert duplicates and all(t.state.name == "FAIL" and t.number > 0 for t in duplicates)
+
+
+@needs_cc
+@pytest.mark.skipif(not POSTGRES, reason="no PostgreSQL (.ci/run starts one: HYPERLOOM_TEST_POSTGRES)")
+def test_two_machines_tuning_at_once_on_one_postgresql_study_never_run_a_candidate_twice(specs):
+    pytest.importorskip("optuna")
+    study = f"concurrent-{uuid.uuid4().hex[:8]}"
+    command = [sys.executable, "-m", "hyperloom.cli.main", "tune", "--spec", "tune", "--strategy", "tpe", "--storage", POSTGRES, "--study", study,
+               "--seed", "1", "--revalidate-pairs", "0", "--no-sweep-shapes", "--no-flush-cache", "--max-time-s", "0.2", "--min-reps", "6",
+               "--target-ci", "0.5", "--warmup-s", "0", "--json"]
+    machines = [subprocess.Popen([*command, "--session", name], cwd=specs.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    reports = []
+    for proc in machines:
+        out, err = proc.communicate(timeout=240)
+        assert proc.returncode == 0, err[-2000:]
+        reports.append(json.loads(out))
+    ran = [json.dumps(t["params"], sort_keys=True) for r in reports for t in r["leaderboard"] + r["rejected"] if t["proposer"] != "baseline"]
+    assert len(ran) == len(set(ran)) == 3  # the space's three non-baseline candidates, each run by one machine

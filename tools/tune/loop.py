@@ -33,6 +33,9 @@ class Control:
     opened: threading.Event = field(default_factory=threading.Event)
 
 
+LEASE_COMPILE_S = 600.0
+
+
 def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | None = None, control: Control | None = None) -> TuneReport:
     """Run (or resume) a session to a stop rule, re-validate the winner, write the report."""
     control = control or Control()
@@ -59,7 +62,10 @@ class Loop:
         self.session, self.request, self.workspace, self.progress, self.control = session, request, workspace, progress, control
         self.ledger = session.ledger
         self.space = Space(session.launchable.loaded.spec.tuning_of(session.launchable.variant))
-        self.proposer = make_proposer(request.strategy, self.space, request.seed, request.storage, request.study or session.id)
+        # A machine sharing the study owns a candidate for as long as one candidate can take: every
+        # input set and the timing, each capped at timeout_s, plus room for the compile.
+        lease_s = request.timeout_s * (len(session.launchable.input_sets) + 1) + LEASE_COMPILE_S
+        self.proposer = make_proposer(request.strategy, self.space, request.seed, request.storage, request.study or session.id, lease_s)
         self.budget = Budget(request.budget_device_s, self.ledger.spent_s())
         self.timing = request.timing()
         self.trials = self.ledger.trials()

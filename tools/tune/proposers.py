@@ -7,9 +7,10 @@ candidate, never sees the ledger's storage, and may be replaced without touching
 
 from __future__ import annotations
 
+import datetime as dt
 import random
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.tune.space import Params, Space
@@ -70,11 +71,18 @@ class ExternalOnly:
 
 
 class OptunaProposer:
-    """An Optuna sampler (TPE) through ask-and-tell; with `storage`, a study shared by several machines."""
+    """An Optuna sampler (TPE) through ask-and-tell; with `storage`, a study shared by several machines.
+
+    Machines sharing a study never run one candidate twice: a candidate another machine finished, or
+    is running (a RUNNING trial younger than `lease_s`), is skipped; when two machines ask for the same
+    candidate at once, the lower trial number owns it and the other backs off. A RUNNING trial older
+    than the lease belongs to a machine that died, and its candidate may run again.
+    """
 
     name = "tpe"
+    DUPLICATE = "hyperloom_duplicate"  # user attribute of trials told FAIL only because another owns them
 
-    def __init__(self, space: Space, seed: int, storage: str | None = None, study: str = "hyperloom") -> None:
+    def __init__(self, space: Space, seed: int, storage: str | None = None, study: str = "hyperloom", lease_s: float = 3600.0) -> None:
         try:
             import optuna
         except ImportError as exc:
@@ -82,6 +90,7 @@ class OptunaProposer:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self._optuna = optuna
         self._space = space
+        self._lease_s = lease_s
         self._distributions = {name: optuna.distributions.CategoricalDistribution([str(v) for v in values]) for name, values in space.values.items()}
         self._typed = {name: {str(v): v for v in values} for name, values in space.values.items()}
         sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(8, max(space.size // 4, 2)))
@@ -97,21 +106,47 @@ class OptunaProposer:
     def _key(self, params: Params) -> str:
         return repr(sorted((k, str(v)) for k, v in params.items()))
 
+    def _live(self, trial: Any) -> bool:
+        """A RUNNING trial whose machine may still finish it."""
+        started = trial.datetime_start
+        return started is not None and (dt.datetime.now() - started).total_seconds() < self._lease_s
+
+    def _taken(self) -> dict[str, Any]:
+        """Candidates the study holds: finished ones (a real result over a FAIL) and live RUNNING ones."""
+        taken: dict[str, Any] = {}
+        state = self._optuna.trial.TrialState
+        for trial in self.study.get_trials(deepcopy=False):
+            if trial.user_attrs.get(self.DUPLICATE) or not trial.params:
+                continue
+            key = self._key(trial.params)
+            if trial.state == state.COMPLETE or (trial.state in (state.FAIL, state.PRUNED) and key not in taken) or (trial.state == state.RUNNING and self._live(trial) and key not in taken):
+                taken[key] = trial
+        return taken
+
+    def _owner_elsewhere(self, key: str, number: int) -> bool:
+        """Another machine asked for the same candidate first (a lower trial number) and may still run it."""
+        state = self._optuna.trial.TrialState
+        return any(
+            t.number < number and self._key(t.params) == key and not t.user_attrs.get(self.DUPLICATE) and (t.state != state.RUNNING or self._live(t))
+            for t in self.study.get_trials(deepcopy=False, states=(state.RUNNING, state.COMPLETE, state.FAIL))
+        )
+
     def ask(self, seen: Seen) -> Params | None:
-        known = {self._key(t.params): t for t in self.study.get_trials(deepcopy=False) if t.state.is_finished()}
+        taken = self._taken()
         for _ in range(4 * max(self._space.size, 1)):
             trial = self.study.ask(self._distributions)
             params = {name: self._typed[name][value] for name, value in trial.params.items()}
             key = self._key(params)
-            if key in known or seen(params) or key in self._open:
-                # A repeat (here or on another machine sharing the study): tell the sampler what it
-                # already knows, so it moves on; the candidate itself never runs twice.
-                earlier = known.get(key)
-                value = earlier.value if earlier is not None and earlier.value is not None else None
-                if value is None:
-                    self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+            if key in taken or seen(params) or key in self._open or self._owner_elsewhere(key, trial.number):
+                # A repeat (here or on another machine sharing the study): tell the sampler what is
+                # known, so it moves on; the candidate itself never runs twice.
+                earlier = taken.get(key)
+                if earlier is not None and earlier.state == self._optuna.trial.TrialState.COMPLETE:
+                    self.study.tell(trial, earlier.value)
                 else:
-                    self.study.tell(trial, value)
+                    trial.set_user_attr(self.DUPLICATE, True)
+                    self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+                taken = self._taken()
                 continue
             self._open[key] = trial
             return params
@@ -132,8 +167,7 @@ class OptunaProposer:
         else:
             self.study.tell(trial, median_s)
 
-
-def make_proposer(strategy: str, space: Space, seed: int, storage: str | None, study: str) -> Proposer:
+def make_proposer(strategy: str, space: Space, seed: int, storage: str | None, study: str, lease_s: float = 3600.0) -> Proposer:
     if strategy != "tpe" and storage is not None:
         raise HyperloomError("storage is only used by the tpe strategy", "pass strategy=tpe, or drop storage")
     if strategy in ("grid", "random", "tpe") and space.size == 0:
@@ -143,5 +177,5 @@ def make_proposer(strategy: str, space: Space, seed: int, storage: str | None, s
     if strategy == "random":
         return RandomProposer(space, seed)
     if strategy == "tpe":
-        return OptunaProposer(space, seed, storage, study)
+        return OptunaProposer(space, seed, storage, study, lease_s)
     return ExternalOnly()
