@@ -46,10 +46,10 @@ def test_codes_outside_six_bits_are_refused():
         reference.pack_int6(np.array([0, 0, 0, 32], np.int8))
 
 
-@pytest.mark.parametrize("spec", ["pack", "unpack"])
-def test_the_host_twins_pass_their_exact_gates_through_bench(workspace, spec):
+@pytest.mark.parametrize(("spec", "shape"), [("pack", 0), ("unpack", 0), ("unpack_add", 0), ("unpack_add", 1)])
+def test_the_host_twins_pass_their_exact_gates_through_bench(workspace, spec, shape):
     shutil.copytree(REPO / "kernels" / "allreduce", workspace.root / "allreduce")
-    result = run_bench(BenchRequest(spec=f"allreduce/{spec}", variant="host", target="host", **QUICK), workspace)
+    result = run_bench(BenchRequest(spec=f"allreduce/{spec}", variant="host", target="host", shape=shape, **QUICK), workspace)
     assert result.ok and len(result.gate) == 3, result.summary
 
 
@@ -58,7 +58,7 @@ def test_the_host_twins_pass_their_exact_gates_through_bench(workspace, spec):
 def test_the_int6_kernels_build_for_amd_targets_without_spills(workspace, target):
     shutil.copytree(REPO / "kernels" / "allreduce", workspace.root / "allreduce")
     b = compile_kernel(CompileRequest(source="allreduce/int6.hip", targets=[target]), workspace).builds[0]
-    assert b.ok and {k.name for k in b.kernels} == {"int6_pack", "int6_unpack_accumulate"}
+    assert b.ok and {k.name for k in b.kernels} == {"int6_pack", "int6_unpack_add", "int6_unpack_accumulate"}
     assert all(k.vgpr_spills == 0 and k.scratch_bytes == 0 for k in b.kernels)
 
 

@@ -1,11 +1,18 @@
 /* Host twins of int6.hip for the c backend: the same wire layout and arithmetic, one loop each. */
 #include <stdint.h>
 
-void int6_pack(const int8_t* restrict codes, uint8_t* restrict data, long long groups) {
+void int6_pack(const int16_t* restrict codes, uint8_t* restrict data, long long groups) {
   for (long long g = 0; g < groups; ++g) {
     uint32_t word = 0;
     for (int i = 0; i < 4; ++i) word |= ((uint32_t)codes[4 * g + i] & 63u) << (6 * i);
     for (int b = 0; b < 3; ++b) data[3 * g + b] = (uint8_t)(word >> (8 * b));
+  }
+}
+
+void int6_unpack_add(const uint8_t* restrict data, int16_t* restrict acc, long long groups, int store) {
+  for (long long g = 0; g < groups; ++g) {
+    const uint32_t word = (uint32_t)data[3 * g] | ((uint32_t)data[3 * g + 1] << 8) | ((uint32_t)data[3 * g + 2] << 16);
+    for (int i = 0; i < 4; ++i) acc[4 * g + i] = (int16_t)((store ? 0 : acc[4 * g + i]) + ((int32_t)(word << (26 - 6 * i)) >> 26));
   }
 }
 

@@ -1,10 +1,11 @@
-// Device side of the INT6 all-reduce: pack 4 signed 6-bit codes into 3 bytes, unpack and accumulate
-// into int16 partial sums, dequantize with the shared per-block float32 scale.
+// Device side of the INT6 all-reduce: pack 4 signed 6-bit codes (held in the int16 partial sums) into
+// 3 bytes; unpack and add them into (or store them as) int16 partial sums, the ring's two kinds of step;
+// unpack, accumulate and dequantize with the shared per-block float32 scale in one pass.
 // Wire layout (the allreduce reference, tools/allreduce/packing.py): codes a, b, c, d in [-32, 31]
 // form the 24-bit word a | b<<6 | c<<12 | d<<18 (6-bit two's complement each), low byte first.
 #include <hip/hip_runtime.h>
 
-extern "C" __global__ void int6_pack(const signed char* __restrict__ codes, unsigned char* __restrict__ data, long long groups) {
+extern "C" __global__ void int6_pack(const short* __restrict__ codes, unsigned char* __restrict__ data, long long groups) {
   const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= groups) return;
   const unsigned word = ((unsigned)codes[4 * g] & 63u) | (((unsigned)codes[4 * g + 1] & 63u) << 6) |
@@ -12,6 +13,18 @@ extern "C" __global__ void int6_pack(const signed char* __restrict__ codes, unsi
   data[3 * g] = (unsigned char)word;
   data[3 * g + 1] = (unsigned char)(word >> 8);
   data[3 * g + 2] = (unsigned char)(word >> 16);
+}
+
+// acc[i] = (store ? 0 : acc[i]) + code i of data: a reduce-scatter step adds, an all-gather step stores.
+extern "C" __global__ void int6_unpack_add(const unsigned char* __restrict__ data, short* __restrict__ acc, long long groups, int store) {
+  const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= groups) return;
+  const unsigned word = (unsigned)data[3 * g] | ((unsigned)data[3 * g + 1] << 8) | ((unsigned)data[3 * g + 2] << 16);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const long long at = 4 * g + i;
+    acc[at] = (short)((store ? 0 : acc[at]) + ((int)(word << (26 - 6 * i)) >> 26));  // sign-extend field i
+  }
 }
 
 // acc[i] += code i of data; then out[i] = fl32((float)acc[i] · scales[i / block]).

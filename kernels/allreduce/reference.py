@@ -13,10 +13,10 @@ from hyperloom.core.errors import HyperloomError
 
 
 def pack_int6(codes: np.ndarray) -> np.ndarray:
-    """int8 codes in [-32, 31], a multiple of 4 → 3 bytes per 4 codes."""
+    """int8 or int16 codes in [-32, 31], a multiple of 4 → 3 bytes per 4 codes."""
     codes = np.asarray(codes).reshape(-1)
-    if codes.dtype != np.int8 or codes.size % 4:
-        raise HyperloomError(f"int6 packing takes int8 codes in groups of 4, got {codes.dtype} × {codes.size}", "pad to a multiple of 4 int8 codes")
+    if codes.dtype not in (np.int8, np.int16) or codes.size % 4:
+        raise HyperloomError(f"int6 packing takes int8 or int16 codes in groups of 4, got {codes.dtype} × {codes.size}", "pad to a multiple of 4 integer codes")
     if codes.size and (codes.min() < -32 or codes.max() > 31):
         raise HyperloomError(f"int6 codes lie in [-32, 31], got [{codes.min()}, {codes.max()}]", "requantize with a bound of 31")
     fields = (codes.astype(np.uint32) & 63).reshape(-1, 4)
@@ -34,6 +34,11 @@ def unpack_int6(data: np.ndarray) -> np.ndarray:
 
 def pack(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
     return {"data": pack_int6(inputs["codes"])}
+
+
+def unpack_add(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
+    codes = unpack_int6(inputs["data"]).astype(np.int16)
+    return {"acc": codes if shape["store"] else (inputs["acc"].astype(np.int16) + codes).astype(np.int16)}  # int16 wraps as the device does
 
 
 def unpack_accumulate(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
