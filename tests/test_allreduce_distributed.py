@@ -88,7 +88,7 @@ def test_gloo_ranks_that_disagree_on_the_shape_fail_together_instead_of_hanging(
     for rank, n in enumerate((16, 20)):
         inputs.append(str(tmp_path / f"in{rank}.npy"))
         np.save(inputs[-1], np.ones(n, np.float32))
-    job = {"mode": "run", "backend": "gloo", "inputs": inputs, "kind": "float32", "scheme": asdict(Scheme()), "timeout_s": 60}
+    job = {"mode": "run", "backend": "gloo", "inputs": inputs, "kind": "float32", "scheme": asdict(Scheme()), "timeout_s": 60, "codec": "auto"}
     with pytest.raises(HyperloomError, match=r"disagree.*rank 0: dtype torch.float32, shape \[16\].*rank 1: dtype torch.float32, shape \[20\]"):
         run_ranks(job, 2, tmp_path, timeout_s=120)
 
@@ -124,3 +124,29 @@ print(json.dumps({"ok": ok, "message": message}))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["ok"] is True and "hyperloom[distributed]" in report["message"] and "torch is not installed" in report["message"]
+
+
+def test_cpu_ranks_use_torch_ops_and_say_so_and_demanding_the_kernels_there_is_refused(workspace):
+    from hyperloom.tools.allreduce.device_codec import codec_for
+
+    cpu = torch.device("cpu")
+    assert codec_for(torch, cpu, "auto").kernels is None and "CPU" in codec_for(torch, cpu, "auto").description
+    assert codec_for(torch, cpu, "torch").description == "torch ops (asked for)"
+    with pytest.raises(HyperloomError, match="runs the INT6 device kernels on a GPU") as error:
+        codec_for(torch, cpu, "kernels")
+    assert "nccl" in error.value.next_step
+    result = run_allreduce(AllreduceRequest(ranks=2, shape=[64], backend="gloo", timeout_s=120), workspace)
+    assert result.codec == "torch ops (CPU tensors)" and result.matches_reference
+
+
+@pytest.mark.parametrize(("version", "properties", "capability", "target"), [
+    (None, None, (9, 0), "sm_90"), (None, None, (8, 6), "sm_86"), ("6.2", "gfx942:sramecc+:xnack-", None, "gfx942"), ("6.4", "gfx1201", None, "gfx1201"),
+])
+def test_the_kernels_are_built_for_the_devices_own_target(version, properties, capability, target):
+    from types import SimpleNamespace
+
+    from hyperloom.tools.allreduce.device_codec import device_target
+
+    fake = SimpleNamespace(version=SimpleNamespace(hip=version), cuda=SimpleNamespace(
+        get_device_capability=lambda device: capability, get_device_properties=lambda device: SimpleNamespace(gcnArchName=properties)))
+    assert device_target(fake, "cuda:0") == target

@@ -38,3 +38,25 @@ def test_the_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, sh
     result = run_bench(BenchRequest(spec="decode/w4a16", variant="mma", target="sm_90", shape=shape, max_time_s=0.5), workspace)
     assert result.ok, result.summary
     assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
+
+
+def test_the_int6_device_kernels_pack_and_unpack_torch_tensors_bit_for_bit_as_torch_ops():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA GPU")
+    from hyperloom.tools.allreduce import torch_codec
+    from hyperloom.tools.allreduce.device_codec import codec_for
+
+    device = torch.device("cuda", 0)
+    choice = codec_for(torch, device, "kernels")
+    assert choice.kernels is not None and choice.description.startswith("device kernels"), choice.description
+    generator = torch.Generator().manual_seed(3)
+    codes = torch.randint(-32, 32, (4 * 100_003,), generator=generator, dtype=torch.int16).to(device)
+    packed = choice.kernels.encode(codes)
+    assert torch.equal(packed, torch_codec.pack_int6(codes))
+    acc = torch.randint(-900, 900, codes.shape, generator=generator, dtype=torch.int16).to(device)
+    expected = acc + torch_codec.unpack_int6(packed)
+    choice.kernels.decode_into(packed, acc, add=True)
+    assert torch.equal(acc, expected)
+    choice.kernels.decode_into(packed, acc, add=False)
+    assert torch.equal(acc, codes)

@@ -92,6 +92,7 @@ def run_allreduce(request: AllreduceRequest, workspace: Workspace, progress: Pro
         nonzero_inputs=nonzero,
         inputs_quantized_to_zero=outcome.quantized_to_zero,
         precision_note=precision_note(nonzero, outcome.quantized_to_zero, inputs.values, request.block),
+        codec=distributed["codec"] if distributed is not None else None,
         matches_reference=matches,
         wire=wire,
         elapsed_s=elapsed_s,
@@ -115,7 +116,7 @@ def _run_torch(request: AllreduceRequest, inputs: RankInputs, scheme: Scheme) ->
             paths.append(str(folder / f"input{rank}.npy"))
             np.save(paths[-1], array, allow_pickle=False)
         job = {"mode": "run", "backend": request.backend, "inputs": paths, "kind": inputs.kind,
-               "scheme": asdict(scheme), "timeout_s": request.timeout_s}
+               "scheme": asdict(scheme), "timeout_s": request.timeout_s, "codec": request.codec}
         reports = run_ranks(job, ranks, folder, request.timeout_s)
         results = [np.load(folder / f"rank{rank}.npy", allow_pickle=False) for rank in range(ranks)]
     if any(r.shape != inputs.shape for r in results):
@@ -126,5 +127,6 @@ def _run_torch(request: AllreduceRequest, inputs: RankInputs, scheme: Scheme) ->
         "elapsed_s": reports[0]["elapsed_s"],
         "torch": reports[0]["torch"],
         "device": reports[0]["device"],
+        "codec": reports[0]["codec"],
     }
 

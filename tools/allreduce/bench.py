@@ -34,7 +34,7 @@ def run_bench(request: BenchRequest) -> BenchResult:
     """Time allreduce_int6 against the backend's native bf16 all-reduce at each size (MEASURED, rank 0's median)."""
     device_kind = check_backend(request.backend, request.ranks)
     job = {"mode": "bench", "backend": request.backend, "timeout_s": request.timeout_s,
-           **request.model_dump(include={"repeats", "warmup", "block", "partial_sums"}),
+           **request.model_dump(include={"repeats", "warmup", "block", "partial_sums", "codec"}),
            "sizes": sizes_bytes(request.min_mib, request.max_mib)}
     with tempfile.TemporaryDirectory(prefix="hyperloom-allreduce-bench-") as tmp:
         report = run_ranks(job, request.ranks, Path(tmp), request.timeout_s)[0]
@@ -45,8 +45,8 @@ def run_bench(request: BenchRequest) -> BenchResult:
         toolchain={"torch": report["torch"]},
     )
     return BenchResult(
-        summary=f"{len(rows) // 2} sizes, {request.ranks} {request.backend} ranks on {device}: int6 against native bf16",
-        ranks=request.ranks, backend=request.backend, device=device, rows=rows, evidence=evidence,
+        summary=f"{len(rows) // 2} sizes, {request.ranks} {request.backend} ranks on {device}: int6 ({report['codec']}) against native bf16",
+        ranks=request.ranks, backend=request.backend, device=device, codec=report["codec"], rows=rows, evidence=evidence,
     )
 
 
@@ -82,14 +82,14 @@ def bench_rank(job: dict[str, Any], rank: int, device: Any) -> dict[str, Any]:
         dist.all_reduce(y)
         return y
 
-    rows = []
+    rows, codec = [], "not run"
     for size in job["sizes"]:
         generator = torch.Generator().manual_seed(size + rank)
         x = torch.randn(size // 2, generator=generator).to(torch.bfloat16).to(device)
         exact = x.float()
         dist.all_reduce(exact)
         peak = max(float(exact.abs().max()), 1e-30)
-        int6_s, outcome = timed(lambda t: allreduce_int6(t, scheme), lambda: x)
+        int6_s, outcome = timed(lambda t: allreduce_int6(t, scheme, codec_mode=job["codec"]), lambda: x)
         native_s, summed = timed(native, x.clone)
         for method, elapsed, result, sent in (
             ("int6", int6_s, outcome.result, outcome.wire_bytes), ("native_bf16", native_s, summed, None),
@@ -98,6 +98,7 @@ def bench_rank(job: dict[str, Any], rank: int, device: Any) -> dict[str, Any]:
                 "size_bytes": size, "method": method, "time_s": elapsed, "algbw_gbps": size / elapsed / 1e9,
                 "max_rel_error": float((result.float() - exact).abs().max()) / peak, "wire_bytes_per_rank": sent,
             })
+        codec = outcome.codec
         del x, exact, outcome, summed
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return {"rows": rows, "device": name, "torch": torch.__version__}
+    return {"rows": rows, "device": name, "torch": torch.__version__, "codec": codec}

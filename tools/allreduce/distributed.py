@@ -11,13 +11,17 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.allreduce.device_codec import Codec
 from hyperloom.tools.allreduce.packing import wire_bytes
 from hyperloom.tools.allreduce.quantize import block_count, code_bound, padded_length
 from hyperloom.tools.allreduce.reference import Scheme, non_finite_error
 from hyperloom.tools.allreduce.ring import scale_exchange_bytes, step_formats
+
+if TYPE_CHECKING:
+    from hyperloom.tools.allreduce.device_codec import DeviceCodec
 
 EXTRA = "distributed"
 _DTYPE_CODES = {"torch.float32": 1, "torch.float16": 2, "torch.bfloat16": 3}
@@ -41,6 +45,7 @@ def require_torch() -> Any:
 class DistributedOutcome:
     result: Any  # torch.Tensor: the input's shape, dtype and device
     wire_bytes: int  # this rank's payload plus the scale exchange counted as a ring all-reduce
+    codec: str  # what packed and unpacked the codes: the device kernels or torch ops, and why
 
 
 def _header(tensor: Any, scheme: Scheme) -> list[int]:
@@ -78,11 +83,18 @@ def _agree(torch: Any, dist: Any, tensor: Any, scheme: Scheme, group: Any) -> No
         )
 
 
-def allreduce_int6(tensor: Any, scheme: Scheme = Scheme(), group: Any = None) -> DistributedOutcome:
-    """All-reduce `tensor` across the process group with 6-bit codes; every rank gets the same bits."""
+def allreduce_int6(tensor: Any, scheme: Scheme = Scheme(), group: Any = None, codec_mode: Codec = "auto") -> DistributedOutcome:
+    """All-reduce `tensor` across the process group with 6-bit codes; every rank gets the same bits.
+
+    codec_mode: "auto" packs with the INT6 device kernels on GPUs (torch ops where they cannot run),
+    "kernels" demands them, "torch" uses torch ops (device_codec.py).
+    """
     torch = require_torch()
     dist = torch.distributed
     from hyperloom.tools.allreduce import torch_codec as codec
+    from hyperloom.tools.allreduce.device_codec import codec_for
+
+    choice = codec_for(torch, tensor.device, codec_mode)
 
     _agree(torch, dist, tensor, scheme, group)
     ranks, rank = dist.get_world_size(group), dist.get_rank(group)
@@ -102,12 +114,12 @@ def allreduce_int6(tensor: Any, scheme: Scheme = Scheme(), group: Any = None) ->
 
     scales = codec.shared_scales(exchange[:blocks], q_max)
     sums = codec.quantize(x, scales, scheme.block, q_max, scheme.rounding, scheme.seed, rank)
-    sent = _ring(torch, dist, sums, ranks, rank, q_max, group)
+    sent = _ring(torch, dist, sums, ranks, rank, q_max, group, choice.kernels)
     result = codec.dequantize(sums, scales, scheme.block)[:length]
-    return DistributedOutcome(result.to(tensor.dtype).reshape(tensor.shape), sent + scale_exchange_bytes(blocks, ranks))
+    return DistributedOutcome(result.to(tensor.dtype).reshape(tensor.shape), sent + scale_exchange_bytes(blocks, ranks), choice.description)
 
 
-def _ring(torch: Any, dist: Any, sums: Any, ranks: int, rank: int, q_max: int, group: Any) -> int:
+def _ring(torch: Any, dist: Any, sums: Any, ranks: int, rank: int, q_max: int, group: Any, kernels: DeviceCodec | None) -> int:
     """ring.py's schedule on real sockets or links; `sums` (int16) is reduced in place. Returns bytes sent."""
     from hyperloom.tools.allreduce import torch_codec as codec
 
@@ -120,16 +132,18 @@ def _ring(torch: Any, dist: Any, sums: Any, ranks: int, rank: int, q_max: int, g
         k = step if scatter else step - (ranks - 1)
         out_index = (rank - k) % ranks if scatter else (rank + 1 - k) % ranks
         in_index = (out_index - 1) % ranks
-        outgoing = codec.encode(sums[out_index * size : (out_index + 1) * size], fmt)
+        chunk = sums[out_index * size : (out_index + 1) * size]
+        outgoing = kernels.encode(chunk) if kernels is not None and fmt == "int6" else codec.encode(chunk, fmt)
         incoming = torch.empty(wire_bytes(size, fmt), dtype=torch.uint8, device=sums.device)
         ops = [dist.P2POp(dist.isend, outgoing, send_to, group), dist.P2POp(dist.irecv, incoming, recv_from, group)]
         for request in dist.batch_isend_irecv(ops):
             request.wait()
-        received = codec.decode(incoming, fmt)
         target = sums[in_index * size : (in_index + 1) * size]
-        if scatter:
-            target += received
+        if kernels is not None and fmt == "int6":
+            kernels.decode_into(incoming, target, add=scatter)
+        elif scatter:
+            target += codec.decode(incoming, fmt)
         else:
-            target.copy_(received)
+            target.copy_(codec.decode(incoming, fmt))
         sent += outgoing.numel()
     return sent

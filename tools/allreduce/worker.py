@@ -69,7 +69,7 @@ def _allreduce_file(job: dict[str, Any], rank: int, device: Any) -> dict[str, An
     tensor = tensor.to(device)
     dist.barrier()
     start = time.perf_counter()
-    outcome = allreduce_int6(tensor, Scheme(**job["scheme"]))
+    outcome = allreduce_int6(tensor, Scheme(**job["scheme"]), codec_mode=job["codec"])
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     elapsed_s = time.perf_counter() - start
@@ -77,7 +77,7 @@ def _allreduce_file(job: dict[str, Any], rank: int, device: Any) -> dict[str, An
     array = result.view(torch.int16).numpy().view(np.uint16) if job["kind"] == "bfloat16" else result.numpy()
     np.save(Path(job["folder"]) / f"rank{rank}.npy", array, allow_pickle=False)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return {"wire_bytes": outcome.wire_bytes, "elapsed_s": elapsed_s, "torch": torch.__version__, "device": name}
+    return {"wire_bytes": outcome.wire_bytes, "elapsed_s": elapsed_s, "torch": torch.__version__, "device": name, "codec": outcome.codec}
 
 
 if __name__ == "__main__":

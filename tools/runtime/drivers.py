@@ -133,8 +133,9 @@ class Driver:
         self._call("memset", pointer, byte, nbytes)
 
     # -- launch and time
-    def launch(self, function: Any, grid: list[int], block: list[int], shared_bytes: int, params: KernelParams) -> None:
-        self._call("launch", function, *grid, *block, shared_bytes, 0, params.address, 0)
+    def launch(self, function: Any, grid: list[int], block: list[int], shared_bytes: int, params: KernelParams, stream: int = 0) -> None:
+        """Launch on `stream` (a CUstream / hipStream_t handle; 0 is the device's default stream)."""
+        self._call("launch", function, *grid, *block, shared_bytes, stream, params.address, 0)
 
     def event(self) -> Any:
         return self._call("event_create", 0)
