@@ -125,3 +125,21 @@ def test_rocm_smi_clocks_temperature_and_power_are_read_from_its_real_output():
     assert (state.tool, state.sm_clock_mhz, state.memory_clock_mhz, state.temperature_c) == ("rocm-smi", 2100.0, 100.0, 67.0)
     assert state.power_w is None  # that capture has no power line
     assert rocm_smi_state((FIXTURES / "bench" / "rocm-smi-a.navi10.txt").read_text(), 3).note == "no reading for GPU 3"
+
+
+@needs_cc
+def test_a_read_flush_is_chosen_recorded_and_timed_on_the_host(specs):
+    result = run_bench(BenchRequest(spec="copy", variant="host", target="host", flush_mode="read", adversarial=False, **QUICK), specs)
+    assert result.ok and result.flush_mode == "read" and result.flush_bytes >= 2 * result.cache_bytes > 0
+
+
+@pytest.mark.parametrize("target", ["sm_90", "gfx1201", "gfx942"])
+def test_the_read_flush_kernel_builds_for_nvidia_and_amd(workspace, target):
+    from hyperloom.tools.bench.run import flush_kernel
+
+    needed = "nvcc" if target.startswith("sm_") else "clang-19"
+    if shutil.which(needed) is None:
+        pytest.skip(f"{needed} is not installed")
+    code_object = workspace.root / flush_kernel(target, workspace)
+    assert code_object.is_file() and code_object.stat().st_size > 0
+    assert flush_kernel(target, workspace) == str(code_object.relative_to(workspace.root))  # cached: the same build again

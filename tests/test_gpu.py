@@ -60,3 +60,9 @@ def test_the_int6_device_kernels_pack_and_unpack_torch_tensors_bit_for_bit_as_to
     assert torch.equal(acc, expected)
     choice.kernels.decode_into(packed, acc, add=False)
     assert torch.equal(acc, codes)
+
+
+def test_a_read_flush_times_the_copy_and_says_so(workspace):
+    shutil.copytree(REPO / "kernels" / "microbench" / "copy", workspace.root / "copy")
+    result = run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0, flush_mode="read", adversarial=False), workspace)
+    assert result.ok and result.flush_mode == "read" and result.flush_bytes >= 2 * result.cache_bytes

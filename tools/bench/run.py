@@ -7,6 +7,7 @@ import json
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, loa
 from hyperloom.tools.spec.models import BufferArg, Variant
 
 COMMAND_TIMEOUT_S = 600.0
+FLUSH_SOURCE = "flush_read.hip"
 
 
 def backend_for(target: str) -> str:
@@ -45,7 +47,7 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
         raise HyperloomError("give exactly one of spec or command", "pass spec=<kernel.yaml> to bench a kernel, or command=[...] to bench a program")
     timing = Timing(
         warmup_s=request.warmup_s, min_reps=request.min_reps, max_reps=max(request.max_reps, request.min_reps),
-        max_time_s=request.max_time_s, target_ci=request.target_ci, flush_cache=request.flush_cache,
+        max_time_s=request.max_time_s, target_ci=request.target_ci, flush_cache=request.flush_cache, flush_mode=request.flush_mode,
     )
     if request.command is not None:
         return _bench_command(request, workspace)
@@ -180,12 +182,27 @@ def time_kernel(
     launchable: Launchable, code_object: str, inputs: Path, timing: Timing, workspace: Workspace, *, timeout_s: float, device: int | None,
 ) -> TrialResult:
     """Time the kernel on the inputs staged in `inputs`, in a worker process."""
+    flush_code_object = None
+    if timing.flush_cache and timing.flush_mode == "read" and launchable.backend != "c":
+        flush_code_object = str(workspace.root / flush_kernel(launchable.target, workspace))
     return run_trial(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
-                     shared_bytes=launchable.shared_bytes, mode="timing", timing=timing),
+                     shared_bytes=launchable.shared_bytes, mode="timing", timing=timing, flush_code_object=flush_code_object),
         timeout_s=timeout_s, device=device,
     )
+
+
+def flush_kernel(target: str, workspace: Workspace) -> str:
+    """The read-flush kernel (kernels/runtime/flush_read.hip) built for `target` (cached); its workspace-relative code object."""
+    staged = workspace.root / ".hyperloom" / "runtime" / FLUSH_SOURCE
+    shipped = Path(str(resources.files("hyperloom") / "kernels" / "runtime" / FLUSH_SOURCE)).read_bytes()
+    if not staged.is_file() or staged.read_bytes() != shipped:
+        write_bytes_atomic(staged, shipped)
+    build = compile_kernel(CompileRequest(source=workspace.relative(staged), targets=[target]), workspace).builds[0]
+    if not build.ok:
+        raise HyperloomError(f"the read-flush kernel does not build for {target}: {build.summary}", "use flush_mode write, or fix the toolchain")
+    return build.code_object
 
 
 def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, progress: ProgressFn | None) -> BenchResult:
@@ -240,7 +257,7 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
         bytes_moved=bytes_moved, flops=flops,
         bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if ok and bytes_moved else None,
         tflops=flops / kernel.median_s / 1e12 if ok and flops else None,
-        flush_bytes=flush_bytes, cache_bytes=cache_bytes, state_before=state_before,
+        flush_bytes=flush_bytes, flush_mode=request.flush_mode, cache_bytes=cache_bytes, state_before=state_before,
         state_after=device_state(backend, request.device), artifacts=workspace.relative(run_dir),
         evidence=measured(
             "bench", inputs_sha256=combine_digests([sha256_file(workspace.root / build.code_object), sha256_json(request.model_dump()), sha256_json(shape)]),

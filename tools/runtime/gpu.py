@@ -13,7 +13,8 @@ from hyperloom.tools.runtime.models import ArgSpec, TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
 
 MIN_FLUSH_BYTES = 64 << 20
-POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 for signed integers
+POISON_BYTE = 0xFF
+FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # all-ones: NaN for every float width, -1 for signed integers
 
 _SCALARS = {
     "int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
@@ -60,11 +61,15 @@ def run_gpu(request: TrialRequest) -> TrialResult:
     result.cache_bytes = driver.l2_bytes()
     flush_bytes = max(2 * result.cache_bytes, MIN_FLUSH_BYTES) if request.timing.flush_cache else 0
     flush = driver.malloc(flush_bytes) if flush_bytes else None
+    read_flush = _read_flush(driver, request, flush, flush_bytes) if flush is not None and request.timing.flush_mode == "read" else None
     start, end = driver.event(), driver.event()
     counter = [0]
 
     def one_rep() -> tuple[float, float]:
-        if flush is not None:  # overwrite the last-level cache, so no rep finds its data there
+        if read_flush is not None:  # read the flush buffer: the cache holds its clean lines, none of the kernel's
+            read_flush()
+            driver.synchronize()
+        elif flush is not None:  # overwrite the last-level cache, so no rep finds its data there
             counter[0] += 1
             driver.memset(flush, counter[0] & 0xFF, flush_bytes)
             driver.synchronize()
@@ -79,6 +84,17 @@ def run_gpu(request: TrialRequest) -> TrialResult:
     result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing)
     result.flush_bytes = flush_bytes
     return result
+
+
+def _read_flush(driver: Driver, request: TrialRequest, flush: object, flush_bytes: int):  # type: ignore[no-untyped-def]
+    """A call that reads the whole flush buffer with kernels/runtime/flush_read.hip."""
+    if request.flush_code_object is None:
+        raise RuntimeError("flush_mode read on a GPU needs flush_code_object (bench builds it)")
+    function = driver.function(driver.load(Path(request.flush_code_object).read_bytes()), FLUSH_ENTRY)
+    driver.memset(flush, 0, flush_bytes)  # written once, so every later read finds defined bytes
+    sink = driver.malloc(4)
+    params = KernelParams([ctypes.c_uint64(int(flush)), ctypes.c_int64(flush_bytes // 16), ctypes.c_uint64(int(sink))])
+    return lambda: driver.launch(function, [FLUSH_BLOCKS, 1, 1], [FLUSH_THREADS, 1, 1], 0, params)
 
 
 def _dims(values: list[int]) -> list[int]:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 Backend = Literal["cuda", "hip", "c"]
 Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
+FlushMode = Literal["write", "read"]
 
 
 class ArgSpec(BaseModel):
@@ -29,6 +30,7 @@ class Timing(BaseModel):
     max_time_s: float = Field(10.0, gt=0, description="Stop sampling after this long, CI or not.")
     target_ci: float = Field(0.01, gt=0, description="Stop when the median's 95 % CI half-width is within this fraction.")
     flush_cache: bool = True
+    flush_mode: FlushMode = Field("write", description="write: fill the flush buffer (dirty lines); read: read it (clean lines).")
 
 
 class TrialRequest(BaseModel):
@@ -42,6 +44,7 @@ class TrialRequest(BaseModel):
     shared_bytes: int = 0
     mode: Literal["correctness", "timing"]
     timing: Timing = Field(default_factory=Timing)
+    flush_code_object: str | None = Field(None, description="GPU flush_mode read: the code object holding hyperloom_flush_read.")
 
 
 class TrialResult(BaseModel):
