@@ -1,0 +1,38 @@
+"""The GPU benchmark scripts' own logic (their GPU parts run on the device; see results/h200)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from helpers import REPO
+
+pytest.importorskip("torch")
+sys.path.insert(0, str(REPO / "bench"))
+import decode_gpu  # noqa: E402  (bench/ is a folder of scripts, not a package)
+
+
+def table(ours_us: float, torch_us: float, percent: float, gated: bool = True) -> list[dict]:
+    rows = []
+    for n, k in decode_gpu.SHAPES:
+        rows.append({"shape": f"{n}x{k}", "method": "hyperloom w4a16 mma", "time_us": ours_us if gated else None, "percent_of_read": percent if gated else None})
+        rows.append({"shape": f"{n}x{k}", "method": "hyperloom w4a16 simt", "time_us": 10 * ours_us, "percent_of_read": percent / 10})
+        rows.append({"shape": f"{n}x{k}", "method": "torch int4pack_mm", "time_us": torch_us, "percent_of_read": None})
+    return rows
+
+
+def test_the_targets_are_met_only_at_2x_torch_and_90_percent_of_read_on_the_three_largest_shapes():
+    met = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=20.0, percent=90.0))
+    assert [v["torch_target_met"] for v in met] == [True] * 5
+    assert [v["read_target_met"] for v in met] == [None, None, True, True, True]
+    assert all(v["best"] == "hyperloom w4a16 mma" for v in met)
+    short = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=19.9, percent=89.9))
+    assert not any(v["torch_target_met"] for v in short) and [v["read_target_met"] for v in short][2:] == [False] * 3
+
+
+def test_a_kernel_that_fails_its_gate_is_not_counted():
+    verdicts = decode_gpu.issue_verdicts(table(ours_us=1.0, torch_us=20.0, percent=99.0, gated=False))
+    assert all(v["best"] == "hyperloom w4a16 simt" for v in verdicts)  # the fast mma failed its gate: the SIMT row is judged
+    assert all(v["x_torch_int4"] == 2.0 and v["percent_of_read"] == pytest.approx(9.9) for v in verdicts)
+    assert [v["read_target_met"] for v in verdicts] == [None, None, False, False, False]
