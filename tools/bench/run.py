@@ -104,7 +104,7 @@ def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple
     shape = dict(launchable.shape)
     for name, value in geometry.items():
         if isinstance(value, bool) or not str(value).lstrip("-").isdigit():
-            raise HyperloomError(f"the shape variable {name} takes an integer, got {value!r}", f"give {name} integer candidates in the tuning block")
+            raise HyperloomError(f"the shape variable {name} takes an integer, got {value!r}", f"give {name} an integer (in --params, or as a tuning candidate)")
         shape[name] = int(value)
     for arg in launchable.loaded.spec.args:
         value_of = buffer_shape if isinstance(arg, BufferArg) else scalar_value
