@@ -150,3 +150,19 @@ def test_the_kernels_are_built_for_the_devices_own_target(version, properties, c
     fake = SimpleNamespace(version=SimpleNamespace(hip=version), cuda=SimpleNamespace(
         get_device_capability=lambda device: capability, get_device_properties=lambda device: SimpleNamespace(gcnArchName=properties)))
     assert device_target(fake, "cuda:0") == target
+
+
+def test_on_a_gpu_without_a_toolchain_auto_falls_back_to_torch_ops_and_kernels_says_why(monkeypatch):
+    from hyperloom.tools.allreduce import device_codec
+
+    def no_toolchain(torch_module, device):
+        raise HyperloomError("the INT6 kernels do not build for sm_90: nvcc was not found", "install the toolchain")
+
+    monkeypatch.setattr(device_codec, "DeviceCodec", no_toolchain)
+    monkeypatch.setattr(device_codec, "_CHOSEN", {})
+    gpu = torch.device("cuda", 0)  # never touched: the build fails first
+    auto = device_codec.codec_for(torch, gpu, "auto")
+    assert auto.kernels is None and auto.description.startswith("torch ops (device kernels unavailable") and "nvcc" in auto.description
+    with pytest.raises(HyperloomError, match="cannot run here.*nvcc") as error:
+        device_codec.codec_for(torch, gpu, "kernels")
+    assert "codec auto or torch" in error.value.next_step
