@@ -5,14 +5,14 @@ w4a8 through `bench` (gated on every input set first, L2 flushed, device events)
 `torch._weight_int4pack_mm` (int4 weights, group 128, bf16) and cuBLAS fp16 GEMV
 (`torch.nn.functional.linear` with M = 1), timed the same way. Each as time, bandwidth (bytes of
 weights + scales + activations read) and percent of the read bandwidth measured by Hyperloom's read
-microbenchmark in the same run. With --tune, `tune` first searches the tensor-core variant's space at
-one shape (gated, budgeted) and the table uses its winner: its defines at every shape, its launch
-geometry only at the shape it was tuned on (a k-split that fills 132 SMs at n = 28672 starves them at
-n = 4096); the other shapes keep the geometry their kernel.yaml entry gives. Checks the targets of issue 8 (>= 90 % of
+microbenchmark in the same run. With --tune SHAPE (repeatable), `tune` first searches the tensor-core
+variant's space at each of those shapes (gated, budgeted) and the table uses each shape's own winner;
+the other shapes run the variant's defaults (or --params). Winners do not travel between shapes: a
+k-split that fills 132 SMs at n = 28672 starves them at n = 4096. Checks the targets of issue 8 (>= 90 % of
 read at the three largest shapes, >= 2x torch int4pack_mm at every shape) and prints the verdicts.
 Needs a CUDA GPU, torch, and the package importable.
 
-Run: python bench/decode_gpu.py [--tune SHAPE] [--params JSON] [--out decode_gpu.json] [--workspace DIR]
+Run: python bench/decode_gpu.py [--tune SHAPE ...] [--params JSON] [--out decode_gpu.json] [--workspace DIR]
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ import torch
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.spec.load import load_spec
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest
 from torch_baselines import timed  # bench/ is on sys.path when this script runs
@@ -96,9 +95,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="decode_gpu.json")
     parser.add_argument("--workspace", default=None, help="where the kernels are staged (default: a temporary folder)")
-    parser.add_argument("--tune", type=int, default=None, metavar="SHAPE", help="tune the tensor-core variant at this shape index first")
-    parser.add_argument("--tune-deadline-s", type=float, default=240.0)
-    parser.add_argument("--params", type=json.loads, default={}, help="tensor-core variant parameters, e.g. '{\"warps\": 4}' (ignored with --tune)")
+    parser.add_argument("--tune", type=int, action="append", default=[], metavar="SHAPE", help="tune the tensor-core variant at this shape index first (repeatable)")
+    parser.add_argument("--tune-deadline-s", type=float, default=240.0, help="wall-clock limit of each tune session")
+    parser.add_argument("--params", type=json.loads, default={}, help="tensor-core variant parameters at the shapes not tuned, e.g. '{\"warps\": 4}'")
     args = parser.parse_args()
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
     for name in ("decode", "microbench"):
@@ -107,14 +106,11 @@ def main() -> None:
     torch_int4(*SHAPES[0]), cublas_fp16(*SHAPES[0])  # warm-up: lazy module loading and clocks out of the first row
     read = run_bench(BenchRequest(spec="kernels/microbench/read", variant="gpu", shape=1, target=TARGET, adversarial=False), workspace)
     read_gbps = read.bandwidth_gbps
-    tuned = tune_mma(workspace, args.tune, read_gbps, args.tune_deadline_s) if args.tune is not None else None
-    mma_params = tuned["params"] if tuned else args.params
-    shape_variables = set(load_spec(root / "kernels" / "decode" / "w4a16" / "kernel.yaml").spec.shapes[0])
-    defines_only = {name: value for name, value in mma_params.items() if name not in shape_variables}
+    tuned = {shape: tune_mma(workspace, shape, read_gbps, args.tune_deadline_s) for shape in dict.fromkeys(args.tune)}
+    mma_params = {index: tuned[index]["params"] if index in tuned else args.params for index in range(len(SHAPES))}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
-        at_shape = mma_params if tuned is None or index == tuned["shape"] else defines_only
-        for label, variant, params in (("w4a16 simt", "gpu", {}), ("w4a8 simt", None, {}), ("w4a16 mma", "mma", at_shape)):
+        for label, variant, params in (("w4a16 simt", "gpu", {}), ("w4a8 simt", None, {}), ("w4a16 mma", "mma", mma_params[index])):
             spec = "kernels/decode/w4a8" if label.startswith("w4a8") else "kernels/decode/w4a16"
             r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params), workspace)
             rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "params": params, "gate": "pass" if r.ok else "FAIL",
@@ -127,8 +123,8 @@ def main() -> None:
         row["percent_of_read"] = 100 * row["gbps"] / read_gbps if row["gbps"] else None
     device = torch.cuda.get_device_name(0)
     print(f"decode GEMV, batch 1, group {GROUP}, on {device} (MEASURED, torch {torch.__version__}); read ceiling {read_gbps:.0f} GB/s measured in this run")
-    if tuned:
-        print(f"tune at shape {tuned['shape']}: {tuned['summary']}; winner {json.dumps(tuned['params'])}")
+    for shape, session in tuned.items():
+        print(f"tune at shape {shape}: {session['summary']}; winner {json.dumps(session['params'])}")
     print(f"{'shape':>12} {'method':<22} {'gate':>5} {'time_us':>9} {'GB/s':>8} {'% read':>7}")
     for row in rows:
         time = f"{row['time_us']:.2f}" if row["time_us"] else "-"
@@ -144,7 +140,7 @@ def main() -> None:
         read_note = "" if read_ok is None else f", >= {READ_TARGET_PCT:.0f} % of read: {'met' if read_ok else 'NOT met'}"
         print(f"{verdict['shape']}: best Hyperloom ({verdict['best']}) {verdict['percent_of_read']:.1f} % of read, {verdict['x_torch_int4']:.2f}x torch"
               f" int4pack_mm (>= {TORCH_TARGET_X:.0f}x: {'met' if verdict['torch_target_met'] else 'NOT met'}{read_note})")
-    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "read_gbps": read_gbps, "tune": tuned,
+    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "read_gbps": read_gbps, "tune": list(tuned.values()),
                                           "mma_params": mma_params, "rows": rows, "verdicts": verdicts}, indent=1))
 
 
