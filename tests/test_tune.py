@@ -97,9 +97,11 @@ def test_max_candidates_and_patience_stop_the_loop(specs):
 
 
 @needs_cc
-def test_tpe_proposes_only_novel_candidates_until_the_space_is_exhausted(specs):
+@pytest.mark.parametrize("strategy", ["tpe", "cmaes"])
+def test_optuna_samplers_propose_only_novel_candidates_until_the_space_is_exhausted(specs, strategy):
     pytest.importorskip("optuna")
-    report = tune(specs, strategy="tpe", revalidate_pairs=0, sweep_shapes=False)
+    report = tune(specs, strategy=strategy, revalidate_pairs=0, sweep_shapes=False)
+    assert {t.proposer for t in report.leaderboard + report.rejected} <= {"baseline", strategy}
     hashes = [t.hash for t in report.leaderboard + report.rejected]
     assert len(hashes) == len(set(hashes)) == 4 and report.status.best.params == {"REPEAT": 1}
 
@@ -204,22 +206,37 @@ def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twi
     assert [t.proposer for t in second.leaderboard + second.rejected] == ["baseline"]  # the study already holds the rest
 
 
-def _proposer(storage: str, study: str, lease_s: float = 3600.0):
+def _proposer(storage: str, study: str, lease_s: float = 3600.0, sampler: str = "tpe"):
     from hyperloom.tools.tune.proposers import OptunaProposer
     from hyperloom.tools.tune.space import Space
 
-    return OptunaProposer(Space({"REPEAT": [1, 4, 16, 64], "UNROLL": [1, 2]}), seed=7, storage=storage, study=study, lease_s=lease_s)
+    return OptunaProposer(Space({"REPEAT": [1, 4, 16, 64], "UNROLL": [1, 2]}), seed=7, storage=storage, study=study, lease_s=lease_s, sampler=sampler)
 
 
-def test_a_candidate_running_on_another_machine_is_not_proposed_until_its_lease_runs_out(tmp_path):
+def test_cmaes_walks_numeric_values_in_order_and_refuses_a_categorical_define(tmp_path):
+    pytest.importorskip("optuna")
+    from hyperloom.tools.tune.proposers import make_proposer
+    from hyperloom.tools.tune.space import Space
+
+    proposer = make_proposer("cmaes", Space({"BLOCK": [256, 32, 128, 64]}), 0, None, "s")
+    proposed = [proposer.ask(lambda params: False) for _ in range(4)]
+    assert sorted(p["BLOCK"] for p in proposed) == [32, 64, 128, 256]  # each value once, as the spec typed it
+    assert proposer._ordered["BLOCK"] == [32, 64, 128, 256]
+    with pytest.raises(HyperloomError, match="cmaes searches numeric spaces, and MODE has the value 'fast'") as error:
+        make_proposer("cmaes", Space({"MODE": ["fast", "slow"]}), 0, None, "s")
+    assert "tpe" in error.value.next_step
+
+
+@pytest.mark.parametrize("sampler", ["tpe", "cmaes"])
+def test_a_candidate_running_on_another_machine_is_not_proposed_until_its_lease_runs_out(tmp_path, sampler):
     pytest.importorskip("optuna")
     storage, never = f"sqlite:///{tmp_path / 'study.db'}", lambda params: False
-    a = _proposer(storage, "s")
+    a = _proposer(storage, "s", sampler=sampler)
     running = a.ask(never)  # machine a is running this candidate
-    b = _proposer(storage, "s")  # the same seed: its sampler wants the same candidate first
+    b = _proposer(storage, "s", sampler=sampler)  # the same seed: its sampler wants the same candidate first
     assert [b.ask(never) for _ in range(7)].count(running) == 0
-    late = _proposer(storage, "s", lease_s=0.0)  # a's lease is over: a died, the candidate may run again
-    assert running in [late.ask(never) for _ in range(8)]
+    late = _proposer(storage, "s", lease_s=0.0, sampler=sampler)  # a's lease is over: a died, the candidate may run again
+    assert running in [late.ask(never) for _ in range(16)]
 
 
 def test_of_two_machines_asking_for_one_candidate_at_once_the_lower_trial_number_runs_it(tmp_path):

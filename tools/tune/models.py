@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from hyperloom.tools.runtime.models import FlushMode, Timing
 
-Strategy = Literal["grid", "random", "tpe", "external"]
+Strategy = Literal["grid", "random", "tpe", "cmaes", "external"]
 TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "ERROR"]
 SessionState = Literal["running", "stopped", "closed", "not running"]
 
@@ -21,8 +21,8 @@ class TuneRequest(BaseModel):
     target: str = Field("host", description="gfx target (hip), sm_XX (cuda) or host (c backend, CPU workers).")
     shape: int = Field(0, ge=0, le=1000, description="Index of the shape tuned on; the winner is then swept across every shape.")
     session: str | None = Field(None, max_length=120, description="Session name under .hyperloom/tune/ (or a folder in the workspace); an existing session is resumed.")
-    strategy: Strategy = Field("grid", description="Proposer: grid (every combination in order), random, tpe (Optuna TPE), or external (only candidates sent with tune_propose).")
-    seed: int = Field(0, ge=0, description="Seed of the random and tpe proposers.")
+    strategy: Strategy = Field("grid", description="Proposer: grid (every combination in order), random, tpe (Optuna TPE), cmaes (Optuna CMA-ES over numeric values, each define an ordinal axis), or external (only candidates sent with tune_propose).")
+    seed: int = Field(0, ge=0, description="Seed of the random, tpe and cmaes proposers.")
     max_candidates: int = Field(64, ge=1, le=100000, description="Stop after this many candidates (baseline included) are recorded.")
     budget_device_s: float = Field(3600.0, gt=0, le=30 * 86400, description="Device-seconds the worker processes may use; a launch that would pass it is not started.")
     patience: int | None = Field(None, ge=1, le=100000, description="Stop after this many passing candidates in a row without an improvement of at least epsilon.")
@@ -45,7 +45,7 @@ class TuneRequest(BaseModel):
     flush_mode: FlushMode = Field("write", description="How the cache is flushed before each repetition: write (fill a buffer twice its size, as torch and Triton benchmarks do; the timed kernel then also pays for writing back the dirty lines) or read (read that buffer; the cache holds clean lines, as after a kernel that only read). On an H200 the write-back costs a 117 MB GEMV about 10 us.")
     revalidate_pairs: int = Field(5, ge=0, le=100, description="Winner and baseline re-timed interleaved (A B A B ...) this many times at the end; 0 skips it.")
     sweep_shapes: bool = Field(True, description="At the end, gate and time winner and baseline on every shape of the spec and report regressions.")
-    storage: str | None = Field(None, max_length=500, description="tpe only: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
+    storage: str | None = Field(None, max_length=500, description="tpe or cmaes: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
     study: str | None = Field(None, max_length=200, description="Optuna study name in storage; default the session name.")
     background: bool = Field(True, description="tune_start: return at once and run in the server process; the CLI always runs in the foreground.")
 

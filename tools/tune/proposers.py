@@ -71,7 +71,10 @@ class ExternalOnly:
 
 
 class OptunaProposer:
-    """An Optuna sampler (TPE) through ask-and-tell; with `storage`, a study shared by several machines.
+    """An Optuna sampler through ask-and-tell; with `storage`, a study shared by several machines.
+
+    tpe: Optuna's TPE over each define's values as categories. cmaes: CMA-ES over each value's index
+    in numeric order (an ordinal axis), for spaces whose every candidate value is a number.
 
     Machines sharing a study never run one candidate twice: a candidate another machine finished, or
     is running (a RUNNING trial younger than `lease_s`), is skipped; when two machines ask for the same
@@ -79,32 +82,65 @@ class OptunaProposer:
     than the lease belongs to a machine that died, and its candidate may run again.
     """
 
-    name = "tpe"
     DUPLICATE = "hyperloom_duplicate"  # user attribute of trials told FAIL only because another owns them
 
-    def __init__(self, space: Space, seed: int, storage: str | None = None, study: str = "hyperloom", lease_s: float = 3600.0) -> None:
+    def __init__(self, space: Space, seed: int, storage: str | None = None, study: str = "hyperloom", lease_s: float = 3600.0,
+                 sampler: str = "tpe") -> None:
         try:
             import optuna
         except ImportError as exc:
-            raise HyperloomError("the tpe strategy needs Optuna, which is not installed", "pip install 'hyperloom[tune]' or use strategy grid or random") from exc
+            raise HyperloomError(f"the {sampler} strategy needs Optuna, which is not installed", "pip install 'hyperloom[tune]' or use strategy grid or random") from exc
         optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.name = sampler
         self._optuna = optuna
         self._space = space
         self._lease_s = lease_s
-        self._distributions = {name: optuna.distributions.CategoricalDistribution([str(v) for v in values]) for name, values in space.values.items()}
-        self._typed = {name: {str(v): v for v in values} for name, values in space.values.items()}
-        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(8, max(space.size // 4, 2)))
+        startup = min(8, max(space.size // 4, 2))
+        if sampler == "cmaes":
+            self._ordered = {name: _numeric_order(name, values) for name, values in space.values.items()}
+            self._distributions = {name: optuna.distributions.IntDistribution(0, len(values) - 1) for name, values in self._ordered.items()}
+            try:
+                import cmaes  # noqa: F401  (CmaEsSampler imports it at its first sample: fail here, not mid-run)
+            except ImportError as exc:
+                raise HyperloomError("the cmaes strategy needs the cmaes package, which is not installed", "pip install 'hyperloom[tune]' or use strategy tpe") from exc
+            chosen = optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup, warn_independent_sampling=False)
+        else:
+            self._distributions = {name: optuna.distributions.CategoricalDistribution([str(v) for v in values]) for name, values in space.values.items()}
+            self._typed = {name: {str(v): v for v in values} for name, values in space.values.items()}
+            chosen = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         if storage is not None:
             # No connection pool: every storage call opens and closes its own connection, so a
             # session that ends (or is killed) leaves nothing open on a shared server.
             from sqlalchemy.pool import NullPool
 
             storage = optuna.storages.RDBStorage(storage, engine_kwargs={"poolclass": NullPool})
-        self.study = optuna.create_study(storage=storage, study_name=study, sampler=sampler, direction="minimize", load_if_exists=storage is not None)
+        self.study = optuna.create_study(storage=storage, study_name=study, sampler=chosen, direction="minimize", load_if_exists=storage is not None)
         self._open: dict[str, object] = {}
 
     def _key(self, params: Params) -> str:
         return repr(sorted((k, str(v)) for k, v in params.items()))
+
+    def _decode(self, encoded: dict[str, Any]) -> Params:
+        """A trial's parameters (Optuna's encoding) → the candidate's define values."""
+        if self.name == "cmaes":
+            return {name: self._ordered[name][int(index)] for name, index in encoded.items()}
+        return {name: self._typed[name][value] for name, value in encoded.items()}
+
+    def _encode(self, params: Params) -> dict[str, Any] | None:
+        """A candidate → Optuna's encoding, or None when it lies outside the sampler's space."""
+        encoded: dict[str, Any] = {}
+        for name in self._distributions:
+            value = params.get(name)
+            if self.name == "cmaes":
+                matches = [i for i, v in enumerate(self._ordered[name]) if str(v) == str(value)]
+                if not matches:
+                    return None
+                encoded[name] = matches[0]
+            elif str(value) in self._distributions[name].choices:
+                encoded[name] = str(value)
+            else:
+                return None
+        return encoded
 
     def _live(self, trial: Any) -> bool:
         """A RUNNING trial whose machine may still finish it."""
@@ -118,7 +154,7 @@ class OptunaProposer:
         for trial in self.study.get_trials(deepcopy=False):
             if trial.user_attrs.get(self.DUPLICATE) or not trial.params:
                 continue
-            key = self._key(trial.params)
+            key = self._key(self._decode(trial.params))
             if trial.state == state.COMPLETE or (trial.state in (state.FAIL, state.PRUNED) and key not in taken) or (trial.state == state.RUNNING and self._live(trial) and key not in taken):
                 taken[key] = trial
         return taken
@@ -127,7 +163,8 @@ class OptunaProposer:
         """Another machine asked for the same candidate first (a lower trial number) and may still run it."""
         state = self._optuna.trial.TrialState
         return any(
-            t.number < number and self._key(t.params) == key and not t.user_attrs.get(self.DUPLICATE) and (t.state != state.RUNNING or self._live(t))
+            t.number < number and t.params and self._key(self._decode(t.params)) == key and not t.user_attrs.get(self.DUPLICATE)
+            and (t.state != state.RUNNING or self._live(t))
             for t in self.study.get_trials(deepcopy=False, states=(state.RUNNING, state.COMPLETE, state.FAIL))
         )
 
@@ -135,7 +172,7 @@ class OptunaProposer:
         taken = self._taken()
         for _ in range(4 * max(self._space.size, 1)):
             trial = self.study.ask(self._distributions)
-            params = {name: self._typed[name][value] for name, value in trial.params.items()}
+            params = self._decode(trial.params)
             key = self._key(params)
             if key in taken or seen(params) or key in self._open or self._owner_elsewhere(key, trial.number):
                 # A repeat (here or on another machine sharing the study): tell the sampler what is
@@ -155,10 +192,10 @@ class OptunaProposer:
     def tell(self, params: Params, median_s: float | None) -> None:
         trial = self._open.pop(self._key(params), None)
         if trial is None:  # a candidate from elsewhere (baseline, tune_propose, a resumed ledger)
-            inside = all(str(params.get(k)) in d.choices for k, d in self._distributions.items())
-            if inside:  # the sampler can only learn from points of its own space
+            encoded = self._encode(params)
+            if encoded is not None:  # the sampler can only learn from points of its own space
                 self.study.add_trial(self._optuna.trial.create_trial(
-                    params={k: str(params[k]) for k in self._distributions}, distributions=self._distributions,
+                    params=encoded, distributions=self._distributions,
                     value=median_s, state=self._optuna.trial.TrialState.COMPLETE if median_s is not None else self._optuna.trial.TrialState.FAIL,
                 ))
             return
@@ -167,15 +204,32 @@ class OptunaProposer:
         else:
             self.study.tell(trial, median_s)
 
+def _numeric_order(name: str, values: list[str | int]) -> list[str | int]:
+    """The values in numeric order, for an ordinal axis; a value that is not a number is refused."""
+    try:
+        return sorted(values, key=lambda v: float(v))
+    except ValueError:
+        bad = next(v for v in values if not _is_number(v))
+        raise HyperloomError(f"cmaes searches numeric spaces, and {name} has the value {bad!r}", "use strategy tpe for categorical defines, or give numbers") from None
+
+
+def _is_number(value: str | int) -> bool:
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
+
+
 def make_proposer(strategy: str, space: Space, seed: int, storage: str | None, study: str, lease_s: float = 3600.0) -> Proposer:
-    if strategy != "tpe" and storage is not None:
-        raise HyperloomError("storage is only used by the tpe strategy", "pass strategy=tpe, or drop storage")
-    if strategy in ("grid", "random", "tpe") and space.size == 0:
+    if strategy not in ("tpe", "cmaes") and storage is not None:
+        raise HyperloomError("storage is only used by the tpe and cmaes strategies", "pass strategy=tpe or cmaes, or drop storage")
+    if strategy in ("grid", "random", "tpe", "cmaes") and space.size == 0:
         raise HyperloomError(f"the spec has no tuning block, so {strategy} has nothing to propose", "add tuning: {DEFINE: [values...]} to kernel.yaml, or use strategy external")
     if strategy == "grid":
         return GridProposer(space)
     if strategy == "random":
         return RandomProposer(space, seed)
-    if strategy == "tpe":
-        return OptunaProposer(space, seed, storage, study, lease_s)
+    if strategy in ("tpe", "cmaes"):
+        return OptunaProposer(space, seed, storage, study, lease_s, sampler=strategy)
     return ExternalOnly()
