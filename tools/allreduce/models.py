@@ -6,15 +6,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperloom.tools.allreduce.device_codec import Codec
-
 from hyperloom.core.evidence import Evidence
+from hyperloom.tools.allreduce.device_codec import Codec
 from hyperloom.tools.allreduce.dtypes import FloatName
 from hyperloom.tools.allreduce.quantize import PartialSums, Rounding
 
 Distribution = Literal["normal", "uniform", "outliers", "wide_range", "denormal", "zeros"]
 Backend = Literal["numpy", "gloo", "nccl"]
 MAX_FILE_RANKS = 64
+CODEC_DESCRIPTION = (
+    "GPU ranks: 'auto' packs and unpacks the codes with the INT6 device kernels (kernels/allreduce, built for the GPU on first"
+    " use) and falls back to torch ops, saying why, where they cannot build; 'kernels' demands them; 'torch' uses torch ops."
+    " CPU ranks always use torch ops."
+)
 MAX_GENERATED_ELEMENTS = 1 << 26  # per rank: 256 MiB of float32
 
 
@@ -33,7 +37,7 @@ class AllreduceRequest(BaseModel):
     block: int = Field(128, ge=1, le=1 << 20, description="Elements per shared scale (one float32 each); smaller blocks lose less precision and send more scale bytes.")
     rounding: Rounding = Field("nearest", description="nearest (ties to even) or stochastic (seeded; unbiased, twice the worst-case error).")
     partial_sums: PartialSums = Field("fit_int6", description="fit_int6: each rank's codes are limited to ±floor(31/N) so every partial and final sum travels as int6 (most compression); widen: codes use ±31 and partial sums travel as int8/int16 (more precision, more bytes).")
-    codec: Codec = Field("auto", description="GPU ranks: 'auto' packs and unpacks the codes with the INT6 device kernels (kernels/allreduce, built for the GPU on first use) and falls back to torch ops, saying why, where they cannot build; 'kernels' demands them; 'torch' uses torch ops. CPU ranks always use torch ops.")
+    codec: Codec = Field("auto", description=CODEC_DESCRIPTION)
     backend: Backend = Field("numpy", description="numpy: the reference ring simulated in this process; gloo: one process per rank over torch.distributed on CPU; nccl: one GPU per rank (RCCL on AMD). torch backends are also checked bit-for-bit against numpy.")
     out: str = Field("allreduce_int6.npy", description="Where the result (every rank's, bit-identical) is written inside the workspace, as .npy of the input dtype (bfloat16 as uint16 bits).")
     timeout_s: float = Field(300, gt=0, le=3600, description="Wall-clock limit of a torch run.")
@@ -94,7 +98,7 @@ class BenchRequest(BaseModel):
     warmup: int = Field(1, ge=0, le=100, description="Untimed repetitions per size.")
     block: int = Field(128, ge=1, le=1 << 20, description="Elements per shared scale.")
     partial_sums: PartialSums = Field("fit_int6", description="fit_int6 or widen (see allreduce_int6).")
-    codec: Codec = Field("auto", description="GPU ranks: 'auto' packs and unpacks the codes with the INT6 device kernels (kernels/allreduce, built for the GPU on first use) and falls back to torch ops, saying why, where they cannot build; 'kernels' demands them; 'torch' uses torch ops. CPU ranks always use torch ops.")
+    codec: Codec = Field("auto", description=CODEC_DESCRIPTION)
     timeout_s: float = Field(1800, gt=0, le=86400, description="Wall-clock limit of the whole sweep.")
 
 

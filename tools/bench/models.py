@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hyperloom.core.evidence import Evidence
 from hyperloom.tools.bench.clocks import DeviceState
 from hyperloom.tools.bench.stats import SampleStats
-from hyperloom.tools.runtime.models import FlushMode
+from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode
 
 
 class BenchRequest(BaseModel):
@@ -31,7 +31,7 @@ class BenchRequest(BaseModel):
     max_reps: int = Field(2000, ge=6, le=1000000, description="Most timed repetitions kept.")
     max_time_s: float = Field(10.0, gt=0, le=600, description="Stop sampling after this long.")
     target_ci: float = Field(0.01, gt=0, le=1, description="Stop when the median's 95 % CI is within this fraction.")
-    flush_mode: FlushMode = Field("write", description="How the cache is flushed before each repetition: write (fill a buffer twice its size, as torch and Triton benchmarks do; the timed kernel then also pays for writing back the dirty lines) or read (read that buffer; the cache holds clean lines, as after a kernel that only read). On an H200 the write-back costs a 117 MB GEMV about 10 us.")
+    flush_mode: FlushMode = Field("write", description=FLUSH_MODE_DESCRIPTION)
     flush_cache: bool = Field(True, description="Overwrite the last-level cache (2x its size) before every repetition.")
     timeout_s: float = Field(120.0, gt=0, le=3600, description="Wall-clock limit for each worker process.")
 

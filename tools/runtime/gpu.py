@@ -13,8 +13,8 @@ from hyperloom.tools.runtime.models import ArgSpec, TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
 
 MIN_FLUSH_BYTES = 64 << 20
-POISON_BYTE = 0xFF
-FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # all-ones: NaN for every float width, -1 for signed integers
+POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 for signed integers
+FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # kernels/runtime/flush_read.hip, grid-stride
 
 _SCALARS = {
     "int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from hyperloom.tools.runtime.models import FlushMode, Timing
+from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode, Timing
 
 Strategy = Literal["grid", "random", "tpe", "cmaes", "external"]
 TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "ERROR"]
@@ -42,7 +42,7 @@ class TuneRequest(BaseModel):
     target_ci: float = Field(0.02, gt=0, le=1, description="Stop timing a candidate when its median's 95 percent CI is within this fraction.")
     warmup_s: float = Field(0.05, ge=0, le=60, description="Warm-up per timed candidate.")
     flush_cache: bool = Field(True, description="Flush the last-level cache before every repetition.")
-    flush_mode: FlushMode = Field("write", description="How the cache is flushed before each repetition: write (fill a buffer twice its size, as torch and Triton benchmarks do; the timed kernel then also pays for writing back the dirty lines) or read (read that buffer; the cache holds clean lines, as after a kernel that only read). On an H200 the write-back costs a 117 MB GEMV about 10 us.")
+    flush_mode: FlushMode = Field("write", description=FLUSH_MODE_DESCRIPTION)
     revalidate_pairs: int = Field(5, ge=0, le=100, description="Winner and baseline re-timed interleaved (A B A B ...) this many times at the end; 0 skips it.")
     sweep_shapes: bool = Field(True, description="At the end, gate and time winner and baseline on every shape of the spec and report regressions.")
     storage: str | None = Field(None, max_length=500, description="tpe or cmaes: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
