@@ -21,11 +21,11 @@ import argparse
 import json
 import shutil
 import tempfile
-from importlib import resources
 from pathlib import Path
 
 import torch
 
+from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
@@ -101,7 +101,7 @@ def main() -> None:
     args = parser.parse_args()
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
     for name in ("decode", "microbench"):
-        shutil.copytree(Path(str(resources.files("hyperloom") / "kernels" / name)), root / "kernels" / name, dirs_exist_ok=True)
+        shutil.copytree(shipped_kernels(name), root / "kernels" / name, dirs_exist_ok=True)
     workspace = Workspace(root.resolve())
     torch_int4(*SHAPES[0]), cublas_fp16(*SHAPES[0])  # warm-up: lazy module loading and clocks out of the first row
     read = run_bench(BenchRequest(spec="kernels/microbench/read", variant="gpu", shape=1, target=TARGET, adversarial=False), workspace)

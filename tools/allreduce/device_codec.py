@@ -15,14 +15,12 @@ installed (distributed.require_torch).
 from __future__ import annotations
 
 import ctypes
-import shutil
 from dataclasses import dataclass
-from importlib import resources
-from pathlib import Path
 from typing import Any, Literal
 
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.shipped import stage_shipped_file
 from hyperloom.core.workspace import Workspace
 
 Codec = Literal["auto", "torch", "kernels"]
@@ -54,11 +52,9 @@ class DeviceCodec:
 
         self.torch, self.device = torch, device
         self.target = device_target(torch, device)
-        root = cache_dir("allreduce-kernels")
-        shipped = Path(str(resources.files("hyperloom") / "kernels" / "allreduce" / SOURCE))
-        if not (root / SOURCE).is_file() or (root / SOURCE).read_bytes() != shipped.read_bytes():
-            shutil.copyfile(shipped, root / SOURCE)
-        build = compile_kernel(CompileRequest(source=SOURCE, targets=[self.target]), Workspace(root.resolve())).builds[0]
+        root = cache_dir("allreduce-kernels").resolve()
+        stage_shipped_file(root, "allreduce", SOURCE)  # ranks staging it at once never see half a file
+        build = compile_kernel(CompileRequest(source=SOURCE, targets=[self.target]), Workspace(root)).builds[0]
         if not build.ok:
             raise HyperloomError(f"the INT6 kernels do not build for {self.target}: {build.summary}", "install the toolchain (nvcc for NVIDIA, ROCm or LLVM for AMD), or use codec='torch'")
         self.driver = Driver("hip" if torch.version.hip is not None else "cuda", device.index if device.index is not None else torch.cuda.current_device())

@@ -7,7 +7,6 @@ import json
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +16,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
+from hyperloom.core.shipped import stage_shipped_file
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.clocks import device_state
 from hyperloom.tools.bench.models import BenchRequest, BenchResult, InputSetVerdict
@@ -195,10 +195,7 @@ def time_kernel(
 
 def flush_kernel(target: str, workspace: Workspace) -> str:
     """The read-flush kernel (kernels/runtime/flush_read.hip) built for `target` (cached); its workspace-relative code object."""
-    staged = workspace.root / ".hyperloom" / "runtime" / FLUSH_SOURCE
-    shipped = Path(str(resources.files("hyperloom") / "kernels" / "runtime" / FLUSH_SOURCE)).read_bytes()
-    if not staged.is_file() or staged.read_bytes() != shipped:
-        write_bytes_atomic(staged, shipped)
+    staged = stage_shipped_file(workspace.root / ".hyperloom" / "runtime", "runtime", FLUSH_SOURCE)
     build = compile_kernel(CompileRequest(source=workspace.relative(staged), targets=[target]), workspace).builds[0]
     if not build.ok:
         raise HyperloomError(f"the read-flush kernel does not build for {target}: {build.summary}", "use flush_mode write, or fix the toolchain")

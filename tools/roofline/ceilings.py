@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import shutil
-from importlib import resources
 from pathlib import Path
 
+from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
 from hyperloom.tools.bench.run import backend_for, run_bench
@@ -28,7 +28,7 @@ MICROBENCHES: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def shipped_microbench_dir() -> Path:
-    return Path(str(resources.files("hyperloom") / "kernels" / "microbench"))
+    return shipped_kernels("microbench")
 
 
 def stage(workspace: Workspace) -> Path:

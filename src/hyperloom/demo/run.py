@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.shipped import shipped_kernels
 from hyperloom.demo.report import DemoReport, Figure, Step, markdown
 
 TOOL_TIMEOUT_S = 900.0
@@ -24,7 +24,7 @@ PROOFS = {"w4a8": ["@dot4_i8"], "w4a4": ["v_dot8_i32_iu4"]}
 
 def stage(out: Path) -> None:
     """Copy the shipped decode kernels into the demo folder, the server's workspace."""
-    source = Path(str(resources.files("hyperloom") / "kernels" / "decode"))
+    source = shipped_kernels("decode")
     target = out / "kernels" / "decode"
     if target.exists():
         shutil.rmtree(target)
