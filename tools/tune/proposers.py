@@ -99,6 +99,7 @@ class OptunaProposer:
         if sampler == "cmaes":
             self._ordered = {name: _numeric_order(name, values) for name, values in space.values.items()}
             self._distributions = {name: optuna.distributions.IntDistribution(0, len(values) - 1) for name, values in self._ordered.items()}
+            self._decoding = {name: dict(enumerate(values)) for name, values in self._ordered.items()}
             try:
                 import cmaes  # noqa: F401  (CmaEsSampler imports it at its first sample: fail here, not mid-run)
             except ImportError as exc:
@@ -106,7 +107,7 @@ class OptunaProposer:
             chosen = optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup, warn_independent_sampling=False)
         else:
             self._distributions = {name: optuna.distributions.CategoricalDistribution([str(v) for v in values]) for name, values in space.values.items()}
-            self._typed = {name: {str(v): v for v in values} for name, values in space.values.items()}
+            self._decoding = {name: {str(v): v for v in values} for name, values in space.values.items()}
             chosen = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         if storage is not None:
             # No connection pool: every storage call opens and closes its own connection, so a
@@ -114,6 +115,8 @@ class OptunaProposer:
             from sqlalchemy.pool import NullPool
 
             storage = optuna.storages.RDBStorage(storage, engine_kwargs={"poolclass": NullPool})
+        # Optuna's value for a candidate's define value: a category (its text) for tpe, an index for cmaes.
+        self._encoding = {name: {str(v): e for e, v in table.items()} for name, table in self._decoding.items()}
         self.study = optuna.create_study(storage=storage, study_name=study, sampler=chosen, direction="minimize", load_if_exists=storage is not None)
         self._open: dict[str, object] = {}
 
@@ -122,25 +125,12 @@ class OptunaProposer:
 
     def _decode(self, encoded: dict[str, Any]) -> Params:
         """A trial's parameters (Optuna's encoding) → the candidate's define values."""
-        if self.name == "cmaes":
-            return {name: self._ordered[name][int(index)] for name, index in encoded.items()}
-        return {name: self._typed[name][value] for name, value in encoded.items()}
+        return {name: self._decoding[name][value] for name, value in encoded.items()}
 
     def _encode(self, params: Params) -> dict[str, Any] | None:
         """A candidate → Optuna's encoding, or None when it lies outside the sampler's space."""
-        encoded: dict[str, Any] = {}
-        for name in self._distributions:
-            value = params.get(name)
-            if self.name == "cmaes":
-                matches = [i for i, v in enumerate(self._ordered[name]) if str(v) == str(value)]
-                if not matches:
-                    return None
-                encoded[name] = matches[0]
-            elif str(value) in self._distributions[name].choices:
-                encoded[name] = str(value)
-            else:
-                return None
-        return encoded
+        encoded = {name: table.get(str(params.get(name))) for name, table in self._encoding.items()}
+        return None if None in encoded.values() else encoded
 
     def _live(self, trial: Any) -> bool:
         """A RUNNING trial whose machine may still finish it."""
@@ -155,7 +145,8 @@ class OptunaProposer:
             if trial.user_attrs.get(self.DUPLICATE) or not trial.params:
                 continue
             key = self._key(self._decode(trial.params))
-            if trial.state == state.COMPLETE or (trial.state in (state.FAIL, state.PRUNED) and key not in taken) or (trial.state == state.RUNNING and self._live(trial) and key not in taken):
+            held = trial.state in (state.FAIL, state.PRUNED) or (trial.state == state.RUNNING and self._live(trial))
+            if trial.state == state.COMPLETE or (held and key not in taken):  # a real result wins over a failure or a run
                 taken[key] = trial
         return taken
 
@@ -206,11 +197,10 @@ class OptunaProposer:
 
 def _numeric_order(name: str, values: list[str | int]) -> list[str | int]:
     """The values in numeric order, for an ordinal axis; a value that is not a number is refused."""
-    try:
-        return sorted(values, key=lambda v: float(v))
-    except ValueError:
-        bad = next(v for v in values if not _is_number(v))
-        raise HyperloomError(f"cmaes searches numeric spaces, and {name} has the value {bad!r}", "use strategy tpe for categorical defines, or give numbers") from None
+    bad = [v for v in values if not _is_number(v)]
+    if bad:
+        raise HyperloomError(f"cmaes searches numeric spaces, and {name} has the value {bad[0]!r}", "use strategy tpe for categorical defines, or give numbers")
+    return sorted(values, key=float)
 
 
 def _is_number(value: str | int) -> bool:
