@@ -117,6 +117,12 @@ def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple
     return _at_shape(launchable.loaded, launchable.variant_name, launchable.variant, launchable.target, shape), defines
 
 
+def build_with(launchable: Launchable, workspace: Workspace, params: Mapping[str, str | int]) -> tuple[Launchable, TargetBuild]:
+    """Tuning parameters applied (specialize) and the variant compiled with them: the launch and its build."""
+    specialized, defines = specialize(launchable, params)
+    return specialized, build_for(specialized, workspace, defines)
+
+
 def build_for(launchable: Launchable, workspace: Workspace, defines: Mapping[str, str | int] | None = None) -> TargetBuild:
     """Compile the variant (cached), its defines overridden by `defines`."""
     source, language = launchable.loaded.source_of(launchable.variant)
@@ -205,9 +211,8 @@ def flush_kernel(target: str, workspace: Workspace) -> str:
 def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, progress: ProgressFn | None) -> BenchResult:
     loaded = load_spec(workspace.resolve(request.spec))
     spec = loaded.spec
-    launchable, defines = specialize(prepare(loaded, request.variant, request.target, request.shape), request.params)
+    launchable, build = build_with(prepare(loaded, request.variant, request.target, request.shape), workspace, request.params)
     variant_name, shape, backend = launchable.variant_name, launchable.shape, launchable.backend
-    build = build_for(launchable, workspace, defines)
     if not build.ok:
         raise HyperloomError(f"{spec.name}/{variant_name} does not build for {request.target}: {build.summary}", "fix the build with compile_kernel first")
     run_dir = workspace.root / ".hyperloom" / "bench" / f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"

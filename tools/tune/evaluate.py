@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import build_for, check_input_set, specialize, time_kernel
+from hyperloom.tools.bench.run import build_with, check_input_set, time_kernel
 from hyperloom.tools.bench.stats import SampleStats, summarize
 from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.tune.session import Session, scratch
@@ -96,8 +96,7 @@ def evaluate(
         return result, granted
 
     try:
-        launchable, defines = specialize(session.launchable, params)
-        build = build_for(launchable, workspace, defines)
+        launchable, build = build_with(session.launchable, workspace, params)
     except HyperloomError as exc:  # e.g. a define the compiler's allow-list refuses, a geometry that changes the problem
         return Outcome(status="COMPILE_ERROR", reason=str(exc), input_set="compile")
     outcome.compile_s = build.compile_s

@@ -9,7 +9,7 @@ import shutil
 import statistics
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import Launchable, build_for, check_input_set, prepare, specialize, stage_input_set, time_kernel
+from hyperloom.tools.bench.run import Launchable, build_with, check_input_set, prepare, stage_input_set, time_kernel
 from hyperloom.tools.tune.devices import worker_slots
 from hyperloom.tools.tune.evaluate import Budget
 from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
@@ -105,5 +105,5 @@ def _sweep(session: Session, request: TuneRequest, workspace: Workspace, baselin
 
 def _built(launchable: Launchable, workspace: Workspace, trial: TrialRecord) -> tuple[Launchable, str]:
     """The trial's launch geometry and its compiled code object."""
-    specialized, defines = specialize(launchable, trial.params)
-    return specialized, build_for(specialized, workspace, defines).code_object
+    specialized, build = build_with(launchable, workspace, trial.params)
+    return specialized, build.code_object
