@@ -5,6 +5,12 @@
 // form the 24-bit word a | b<<6 | c<<12 | d<<18 (6-bit two's complement each), low byte first.
 #include <hip/hip_runtime.h>
 
+// The 24-bit word of group g, and its field i (0..3) sign-extended from 6 bits.
+__device__ __forceinline__ unsigned int6_word(const unsigned char* __restrict__ data, long long g) {
+  return (unsigned)data[3 * g] | ((unsigned)data[3 * g + 1] << 8) | ((unsigned)data[3 * g + 2] << 16);
+}
+__device__ __forceinline__ int int6_code(unsigned word, int i) { return (int)(word << (26 - 6 * i)) >> 26; }
+
 extern "C" __global__ void int6_pack(const short* __restrict__ codes, unsigned char* __restrict__ data, long long groups) {
   const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= groups) return;
@@ -19,11 +25,11 @@ extern "C" __global__ void int6_pack(const short* __restrict__ codes, unsigned c
 extern "C" __global__ void int6_unpack_add(const unsigned char* __restrict__ data, short* __restrict__ acc, long long groups, int store) {
   const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= groups) return;
-  const unsigned word = (unsigned)data[3 * g] | ((unsigned)data[3 * g + 1] << 8) | ((unsigned)data[3 * g + 2] << 16);
+  const unsigned word = int6_word(data, g);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const long long at = 4 * g + i;
-    acc[at] = (short)((store ? 0 : acc[at]) + ((int)(word << (26 - 6 * i)) >> 26));  // sign-extend field i
+    acc[at] = (short)((store ? 0 : acc[at]) + int6_code(word, i));
   }
 }
 
@@ -33,11 +39,11 @@ extern "C" __global__ void int6_unpack_accumulate(const unsigned char* __restric
                                                   int block) {
   const long long g = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (g >= groups) return;
-  const unsigned word = (unsigned)data[3 * g] | ((unsigned)data[3 * g + 1] << 8) | ((unsigned)data[3 * g + 2] << 16);
+  const unsigned word = int6_word(data, g);
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const long long at = 4 * g + i;
-    const short sum = (short)(acc[at] + ((int)(word << (26 - 6 * i)) >> 26));  // sign-extend field i
+    const short sum = (short)(acc[at] + int6_code(word, i));
     acc[at] = sum;
     out[at] = (float)sum * scales[at / block];
   }

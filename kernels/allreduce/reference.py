@@ -36,15 +36,18 @@ def pack(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.n
     return {"data": pack_int6(inputs["codes"])}
 
 
+def _added(inputs: dict[str, np.ndarray]) -> np.ndarray:
+    return (inputs["acc"].astype(np.int16) + unpack_int6(inputs["data"])).astype(np.int16)  # int16 wraps as the device does
+
+
 def unpack_add(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
-    codes = unpack_int6(inputs["data"]).astype(np.int16)
-    return {"acc": codes if shape["store"] else (inputs["acc"].astype(np.int16) + codes).astype(np.int16)}  # int16 wraps as the device does
+    return {"acc": unpack_int6(inputs["data"]).astype(np.int16) if shape["store"] else _added(inputs)}
 
 
 def unpack_accumulate(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
     n, block = shape["n"], shape["block"]
     if n % 4 or n % block:
         raise HyperloomError(f"n = {n} must be a multiple of 4 and of the block {block}", "pad the buffer to whole blocks of whole groups")
-    acc = (inputs["acc"].astype(np.int16) + unpack_int6(inputs["data"])).astype(np.int16)  # int16 wraps as the device does
+    acc = _added(inputs)
     out = acc.astype(np.float32).reshape(-1, block) * inputs["scales"].astype(np.float32)[:, None]
     return {"acc": acc, "out": out.reshape(-1)}
