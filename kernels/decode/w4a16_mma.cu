@@ -34,7 +34,6 @@
 #define HL_TILE 16        // rows per block (one mma's M)
 #define HL_CHUNK_K 32     // k per lane per step: one 16-byte load of packed weights
 #define HL_MAX_WARPS 8    // blockDim.y at most: 256 threads, so a thread may hold up to 255 registers
-#define HL_MAX_BATCH 8    // one mma's N
 
 __device__ __forceinline__ uint4 hl_load_weights(const uint4* p) {
 #if HL_STREAM
