@@ -39,27 +39,28 @@ TARGET = "sm_90"
 READ_TARGET_PCT, LARGEST, TORCH_TARGET_X = 90.0, 3, 2.0
 
 
-def torch_int4(n: int, k: int) -> tuple[float, int]:
+def torch_int4(n: int, k: int, flush_mode: str) -> tuple[float, int]:
     w = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, device="cuda")
     packed = torch._convert_weight_to_int4pack(w, 8)
     scales_and_zeros = torch.rand(k // GROUP, n, 2, dtype=torch.bfloat16, device="cuda")
     x = torch.randn(1, k, dtype=torch.bfloat16, device="cuda")
-    seconds = timed(lambda: torch._weight_int4pack_mm(x, packed, GROUP, scales_and_zeros))
+    seconds = timed(lambda: torch._weight_int4pack_mm(x, packed, GROUP, scales_and_zeros), flush_mode=flush_mode)
     return seconds, n * k // 2 + scales_and_zeros.numel() * 2 + x.numel() * 2
 
 
-def cublas_fp16(n: int, k: int) -> tuple[float, int]:
+def cublas_fp16(n: int, k: int, flush_mode: str) -> tuple[float, int]:
     w = torch.randn(n, k, dtype=torch.float16, device="cuda")
     x = torch.randn(1, k, dtype=torch.float16, device="cuda")
-    seconds = timed(lambda: torch.nn.functional.linear(x, w))
+    seconds = timed(lambda: torch.nn.functional.linear(x, w), flush_mode=flush_mode)
     return seconds, n * k * 2 + k * 2
 
 
-def tune_mma(workspace: Workspace, shape: int, read_gbps: float, deadline_s: float) -> dict:
-    """Grid search of the tensor-core variant's tuning block at one shape; returns the winner and the session's figures."""
+def tune_mma(workspace: Workspace, shape: int, read_gbps: float, args: argparse.Namespace) -> dict:
+    """A search of the tensor-core variant's tuning block at one shape; returns the winner and the session's figures."""
     report = run_tune(TuneRequest(
-        spec="kernels/decode/w4a16", variant="mma", target=TARGET, shape=shape, session=f"decode-mma-s{shape}", strategy="grid",
-        deadline_s=deadline_s, roof_gbps=read_gbps, max_time_s=1.0, revalidate_pairs=5, sweep_shapes=False, background=False,
+        spec="kernels/decode/w4a16", variant="mma", target=TARGET, shape=shape, session=f"decode-mma-s{shape}", strategy=args.tune_strategy,
+        max_candidates=args.tune_candidates, deadline_s=args.tune_deadline_s, roof_gbps=read_gbps, max_time_s=0.5, revalidate_pairs=5,
+        sweep_shapes=False, background=False, flush_mode=args.flush_mode,
     ), workspace)
     best = report.status.best
     return {
@@ -97,32 +98,40 @@ def main() -> None:
     parser.add_argument("--workspace", default=None, help="where the kernels are staged (default: a temporary folder)")
     parser.add_argument("--tune", type=int, action="append", default=[], metavar="SHAPE", help="tune the tensor-core variant at this shape index first (repeatable)")
     parser.add_argument("--tune-deadline-s", type=float, default=240.0, help="wall-clock limit of each tune session")
+    parser.add_argument("--tune-strategy", default="tpe", choices=["grid", "random", "tpe", "cmaes"], help="tune's proposer")
+    parser.add_argument("--tune-candidates", type=int, default=24, help="most candidates per tune session, the baseline included")
+    parser.add_argument("--flush-mode", default="read", choices=["read", "write"],
+                        help="cache flush before every timed call, for every row (read: clean lines, what a decode step's weights find;"
+                             " write: dirty lines the timed call pays to write back)")
     parser.add_argument("--params", type=json.loads, default={}, help="tensor-core variant parameters at the shapes not tuned, e.g. '{\"warps\": 4}'")
     args = parser.parse_args()
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
     for name in ("decode", "microbench"):
         shutil.copytree(shipped_kernels(name), root / "kernels" / name, dirs_exist_ok=True)
     workspace = Workspace(root.resolve())
-    torch_int4(*SHAPES[0]), cublas_fp16(*SHAPES[0])  # warm-up: lazy module loading and clocks out of the first row
-    read = run_bench(BenchRequest(spec="kernels/microbench/read", variant="gpu", shape=1, target=TARGET, adversarial=False), workspace)
+    torch_int4(*SHAPES[0], args.flush_mode), cublas_fp16(*SHAPES[0], args.flush_mode)  # warm-up: lazy module loading and clocks out of the first row
+    read = run_bench(BenchRequest(spec="kernels/microbench/read", variant="gpu", shape=1, target=TARGET, adversarial=False,
+                                  flush_mode=args.flush_mode), workspace)
     read_gbps = read.bandwidth_gbps
-    tuned = {shape: tune_mma(workspace, shape, read_gbps, args.tune_deadline_s) for shape in dict.fromkeys(args.tune)}
+    tuned = {shape: tune_mma(workspace, shape, read_gbps, args) for shape in dict.fromkeys(args.tune)}
     mma_params = {index: tuned[index]["params"] if index in tuned else args.params for index in range(len(SHAPES))}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
         for label, variant, params in (("w4a16 simt", "gpu", {}), ("w4a8 simt", None, {}), ("w4a16 mma", "mma", mma_params[index])):
             spec = "kernels/decode/w4a8" if label.startswith("w4a8") else "kernels/decode/w4a16"
-            r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params), workspace)
+            r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params,
+                                       flush_mode=args.flush_mode), workspace)
             rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "params": params, "gate": "pass" if r.ok else "FAIL",
                          "time_us": r.kernel.median_s * 1e6 if r.ok else None, "cv": r.kernel.cv if r.ok else None,
                          "gbps": r.bandwidth_gbps, "summary": r.summary, "evidence": r.evidence.model_dump(mode="json")})
         for method, measure in (("torch int4pack_mm", torch_int4), ("cuBLAS fp16 GEMV", cublas_fp16)):
-            seconds, moved = measure(n, k)
+            seconds, moved = measure(n, k, args.flush_mode)
             rows.append({"shape": f"{n}x{k}", "method": method, "gate": "-", "time_us": seconds * 1e6, "gbps": moved / seconds / 1e9})
     for row in rows:
         row["percent_of_read"] = 100 * row["gbps"] / read_gbps if row["gbps"] else None
     device = torch.cuda.get_device_name(0)
-    print(f"decode GEMV, batch 1, group {GROUP}, on {device} (MEASURED, torch {torch.__version__}); read ceiling {read_gbps:.0f} GB/s measured in this run")
+    print(f"decode GEMV, batch 1, group {GROUP}, on {device} (MEASURED, torch {torch.__version__}, {args.flush_mode} flush before every"
+          f" timed call); read ceiling {read_gbps:.0f} GB/s measured in this run")
     for shape, session in tuned.items():
         print(f"tune at shape {shape}: {session['summary']}; winner {json.dumps(session['params'])}")
     print(f"{'shape':>12} {'method':<22} {'gate':>5} {'time_us':>9} {'GB/s':>8} {'% read':>7}")
@@ -140,7 +149,7 @@ def main() -> None:
         read_note = "" if read_ok is None else f", >= {READ_TARGET_PCT:.0f} % of read: {'met' if read_ok else 'NOT met'}"
         print(f"{verdict['shape']}: best Hyperloom ({verdict['best']}) {verdict['percent_of_read']:.1f} % of read, {verdict['x_torch_int4']:.2f}x torch"
               f" int4pack_mm (>= {TORCH_TARGET_X:.0f}x: {'met' if verdict['torch_target_met'] else 'NOT met'}{read_note})")
-    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "read_gbps": read_gbps, "tune": list(tuned.values()),
+    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "flush_mode": args.flush_mode, "read_gbps": read_gbps, "tune": list(tuned.values()),
                                           "mma_params": mma_params, "rows": rows, "verdicts": verdicts}, indent=1))
 
 

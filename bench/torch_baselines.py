@@ -9,12 +9,20 @@ import sys
 import torch
 
 
-def timed(fn, reps=200, warmup=20):
+def timed(fn, reps=200, warmup=20, flush_mode="write"):
+    """Median seconds of fn between device events, the last-level cache flushed before each call the way
+    bench's flush_mode does it: "write" fills a 2x-L2 buffer (dirty lines the timed call may pay to write
+    back), "read" reads one (clean lines, as bench's flush_read kernel leaves them)."""
+    if flush_mode not in ("write", "read"):
+        raise ValueError(f"flush_mode is 'write' or 'read', got {flush_mode!r}")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    flush = torch.empty(max(2 * l2, 64 << 20), dtype=torch.int8, device="cuda")
+    flush = torch.ones(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
     samples = []
     for i in range(warmup + reps):
-        flush.fill_(i & 0x7F)
+        if flush_mode == "write":
+            flush.fill_(i & 0x7F)
+        else:
+            flush.amax()
         torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()

@@ -32,10 +32,19 @@ def test_an_illegal_address_is_a_crash_and_the_gpu_stays_usable(workspace):
     assert run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0), workspace).ok
 
 
-@pytest.mark.parametrize("shape", [0, 5, 6])  # 4096², batch 8 with group 32, and a partial 16-row tile at batch 3
-def test_the_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, shape):
+@pytest.mark.parametrize(
+    ("shape", "params"),
+    [
+        (0, {}), (4, {}),  # 4096² at one tile a block; 128256 rows at two (one of each kind of block)
+        (5, {}), (5, {"tiles": 2, "warps": 2}),  # batch 8, group 32
+        (6, {}), (6, {"tiles": 1, "HL_UNROLL": 2}),  # a partial 16-row tile at batch 3; idle warps (2 steps over 8 warps)
+        (7, {}), (7, {"tiles": 4, "warps": 1, "HL_UNROLL": 2, "HL_PREFETCH": 256}),  # k = 352: the last step is partial
+        (2, {"tiles": 8, "warps": 4, "HL_PREFETCH": 128}),  # 4 tile pairs a block, in turn
+    ],
+)
+def test_the_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, shape, params):
     shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
-    result = run_bench(BenchRequest(spec="decode/w4a16", variant="mma", target="sm_90", shape=shape, max_time_s=0.5), workspace)
+    result = run_bench(BenchRequest(spec="decode/w4a16", variant="mma", target="sm_90", shape=shape, max_time_s=0.3, params=params), workspace)
     assert result.ok, result.summary
     assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
 

@@ -76,9 +76,10 @@ def test_decode_w4a16_and_w4a8_build_for_the_h200_without_spills(kernels, name):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("unroll", [1, 2, 4])
-def test_the_tensor_core_decode_builds_for_the_h200_without_spills_at_every_unroll(kernels, unroll):
-    b = compile_kernel(CompileRequest(source="kernels/decode/w4a16_mma.cu", targets=["sm_90"], defines=[f"HL_UNROLL={unroll}"]), kernels).builds[0]
+@pytest.mark.parametrize(("unroll", "prefetch"), [(1, 0), (2, 256), (1, 128)])
+def test_the_tensor_core_decode_builds_for_the_h200_without_spills_in_its_tuning_space(kernels, unroll, prefetch):
+    defines = [f"HL_UNROLL={unroll}", f"HL_PREFETCH={prefetch}"]
+    b = compile_kernel(CompileRequest(source="kernels/decode/w4a16_mma.cu", targets=["sm_90"], defines=defines), kernels).builds[0]
     assert b.ok, b.summary
     assert [k.name for k in b.kernels] == ["decode_w4a16_mma"] and b.kernels[0].vgpr_spills == 0
 

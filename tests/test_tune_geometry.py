@@ -25,16 +25,16 @@ def test_a_variant_launch_and_tuning_override_the_specs(decode):
     loaded = load_spec(decode.root / "kernels/decode/w4a16/kernel.yaml")
     simt, mma = prepare(loaded, "gpu", "sm_90", 4), prepare(loaded, "mma", "sm_90", 4)
     assert (simt.grid, simt.block) == ([128256 // 2], [128, 2])
-    assert (mma.grid, mma.block) == ([128256 // 16], [32, 2])
+    assert (mma.grid, mma.block) == ([128256 // 32], [32, 2])  # two 16-row tiles per block
     assert loaded.spec.tuning_of(simt.variant) == {"threads": [32, 64, 128, 256], "rows": [1, 2, 4, 8]}
-    assert set(loaded.spec.tuning_of(mma.variant)) == {"warps", "HL_UNROLL", "HL_STREAM"}
+    assert set(loaded.spec.tuning_of(mma.variant)) == {"warps", "tiles", "HL_UNROLL", "HL_PREFETCH"}
 
 
 def test_shape_variables_steer_the_launch_and_the_rest_become_defines(decode):
     loaded = load_spec(decode.root / "kernels/decode/w4a16/kernel.yaml")
     mma = prepare(loaded, "mma", "sm_90", 0)
-    tuned, defines = specialize(mma, {"warps": 4, "HL_UNROLL": 2})
-    assert (tuned.grid, tuned.block, defines) == ([4096 // 16], [32, 4], {"HL_UNROLL": 2})
+    tuned, defines = specialize(mma, {"warps": 4, "tiles": 4, "HL_UNROLL": 2})
+    assert (tuned.grid, tuned.block, defines) == ([4096 // 64], [32, 4], {"HL_UNROLL": 2})
     assert tuned.shape["warps"] == 4 and mma.shape["warps"] == 8  # the session's own launchable is untouched
     simt, _ = specialize(prepare(loaded, "gpu", "sm_90", 0), {"threads": "64", "rows": "4"})
     assert (simt.grid, simt.block) == ([4096 // 4], [64, 4])

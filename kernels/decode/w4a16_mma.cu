@@ -5,44 +5,67 @@
 // costs about four instructions per weight, which is as much as an H200 can issue at its DRAM rate.
 // Here the SIMT pipes only dequantize (per eight weights: five integer instructions and eight half2
 // ones, see hl_dequant), and mma.m16n8k16 does the products, exact for two fp16 values, with fp32
-// accumulation. ncu on the H200 showed the integer (ALU) pipe as the limit before the dequantization
-// was cut to one LOP3 per two weights.
+// accumulation. What is left is instruction issue, so the loop is built to spend as little as it can
+// around the dequantization (ncu on the H200 measured 29 instructions per word before this layout):
+// each activation load and permute serves 2 · TILES rows, full steps carry no bounds checks, rows
+// and activations are clamped to live ones instead of predicated, and pointers advance by constants.
 //
-// Geometry: a block owns a tile of 16 rows; its blockDim.y warps split k between them (each a
-// strided share of 128-k steps) and add their partial tiles through shared memory at the end.
-// In a warp, lane l = 4g + q loads, per step, the 32-k chunk 4·step + q of rows g and g + 8 of the
-// tile (16 bytes each): a quad reads 64 contiguous bytes of a row, a warp 16 rows.
+// Geometry: a tile is 16 rows; a block owns `per_block` consecutive tiles (gridDim.x · per_block ≥
+// ceil(n / 16)) and runs them two at a time (TILES = 2) or one. Its blockDim.y warps split k into
+// contiguous ranges of 128-k steps and add their partial tiles through shared memory at the end.
+// In a warp, lane l = 4g + q loads, per step, the 32-k chunk 4·step + q of rows g and g + 8 of each
+// tile (16 bytes each): a quad reads 64 contiguous bytes of a row, a warp 16 rows per tile.
 //
 // The mma's k order is free: a GEMV only needs A (weights) and B (activations) to agree. Lane q's
 // logical k columns {2q, 2q+1, 2q+8, 2q+9} of each mma are filled with the actual k of its own chunk,
 // as half2 pairs in the order the nibble layout gives them cheaply (packing.py: pair s of a word holds
 // k offsets (NIBBLE_K[s], NIBBLE_K[s+4]) = (0,2), (4,6), (1,3), (5,7)); activations are permuted to match.
-// B's column g is batch row g (zero when g ≥ m), so C's columns 2q, 2q+1 are batch rows 2q, 2q+1.
+// B's column g is batch row min(g, m - 1): columns past m compute a copy nobody stores, so C's columns
+// 2q, 2q+1 are batch rows 2q, 2q+1.
 //
-// Tuning: a warp loads HL_UNROLL steps per round, in two register stages, so one round is in
-// flight while the previous one is computed (bytes in flight per lane: 32 · HL_UNROLL, up to twice
-// that); HL_STREAM=1 loads weights with L1::no_allocate so activations keep the L1.
+// Tuning: a warp loads HL_UNROLL steps per round, in two register stages, so one round is in flight
+// while the previous one is computed; HL_STREAM=1 loads weights with L1::no_allocate so activations
+// keep the L1; HL_PREFETCH (0, 64, 128 or 256) asks L2 to fetch that many bytes around each weight load,
+// so a warp walking a row has the next steps on their way without holding registers for them.
 #include <cuda_fp16.h>
 #include <stdint.h>
 
 #ifndef HL_UNROLL
-#define HL_UNROLL 1  // tune's choice on the H200 (results/h200/decode, run 16), as is HL_STREAM 1
+#define HL_UNROLL 1
 #endif
 #ifndef HL_STREAM
 #define HL_STREAM 1
 #endif
-#define HL_TILE 16        // rows per block (one mma's M)
+#ifndef HL_PREFETCH
+#define HL_PREFETCH 0
+#endif
+#define HL_TILE 16        // rows per tile (one mma's M)
 #define HL_CHUNK_K 32     // k per lane per step: one 16-byte load of packed weights
-#define HL_MAX_WARPS 8    // blockDim.y at most: 256 threads, so a thread may hold up to 255 registers
+#define HL_STEP_CHUNKS 4  // chunks per quad per step (its four lanes)
+#define HL_MAX_WARPS 8    // blockDim.y at most
+#define HL_MAX_TILES 2
+
+#if HL_PREFETCH == 256
+#define HL_L2_HINT ".L2::256B"
+#elif HL_PREFETCH == 128
+#define HL_L2_HINT ".L2::128B"
+#elif HL_PREFETCH == 64
+#define HL_L2_HINT ".L2::64B"
+#elif HL_PREFETCH == 0
+#define HL_L2_HINT ""
+#else
+#error "HL_PREFETCH is 0, 64, 128 or 256 (bytes)"
+#endif
+#if HL_STREAM
+#define HL_L1_HINT ".L1::no_allocate"
+#else
+#define HL_L1_HINT ""
+#endif
 
 __device__ __forceinline__ uint4 hl_load_weights(const uint4* p) {
-#if HL_STREAM
   uint4 v;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+  asm("ld.global.nc" HL_L1_HINT HL_L2_HINT ".v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
-#else
-  return __ldg(p);
-#endif
 }
 
 __device__ __forceinline__ void hl_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
@@ -86,102 +109,161 @@ __device__ __forceinline__ void hl_x_pairs(uint4 xv, uint32_t (&pairs)[4]) {
   pairs[3] = __byte_perm(xv.z, xv.w, 0x7632);  // k 5, 7
 }
 
-// One round of a warp's loads: HL_UNROLL steps of rows g and g + 8, their scales. Steps past the end
-// (or chunks past k) load nothing and hold packed zeros, which dequantize to 0.
-struct HlStage {
-  uint4 a[HL_UNROLL], b[HL_UNROLL];
-  __half2 sa[HL_UNROLL], sb[HL_UNROLL];
-};
-
+// A warp's view of its rows: ROWS = 2 · TILES rows (g and g + 8 of each tile), each at the lane's
+// chunk of the warp's first step; pointers advance HL_STEP_CHUNKS uint4 per step.
+template <int ROWS>
 struct HlRows {
-  const uint4* w0;
-  const uint4* w1;
-  const unsigned short* s0;
-  const unsigned short* s1;
-  int steps, chunks, group_shift, q;  // group_shift: log2(group / 32), groups being powers of two (packing.GROUPS)
+  const uint4* w[ROWS];
+  const unsigned short* s[ROWS];
 };
 
-__device__ __forceinline__ void hl_load(HlStage& st, const HlRows& r, int base) {
+// One round of a lane's loads: HL_UNROLL steps of its rows and their scales. With EXACT (k a multiple
+// of 128) every chunk of a step below `last` is inside k; otherwise chunks past k load packed zeros,
+// which dequantize to 0, and scale 0.
+template <int ROWS>
+struct HlStage {
+  uint4 w[HL_UNROLL][ROWS];
+  __half2 s[HL_UNROLL][ROWS];
+};
+
+template <int ROWS, bool EXACT>
+__device__ __forceinline__ void hl_load(HlStage<ROWS>& st, const HlRows<ROWS>& r, int step, int first, int last, int q, int chunks,
+                                        int shift) {
 #pragma unroll
   for (int u = 0; u < HL_UNROLL; ++u) {
-    const int c = 4 * (base + u) + r.q;
-    const bool live = base + u < r.steps && c < r.chunks;
-    const uint4 zero = make_uint4(0, 0, 0, 0);
-    st.a[u] = live ? hl_load_weights(r.w0 + c) : zero;
-    st.b[u] = live ? hl_load_weights(r.w1 + c) : zero;
-    const int s = live ? c >> r.group_shift : 0;  // a shift: a division here costs ~20 integer instructions
-    st.sa[u] = __half2half2(__ushort_as_half(__ldg(r.s0 + s)));
-    st.sb[u] = __half2half2(__ushort_as_half(__ldg(r.s1 + s)));
+    const int s = step + u, offset = HL_STEP_CHUNKS * (s - first);
+    const bool live = (HL_UNROLL == 1 || s < last) && (EXACT || HL_STEP_CHUNKS * s + q < chunks);
+    const int group = live ? (HL_STEP_CHUNKS * s + q) >> shift : 0;  // groups are powers of two: a shift, not a division
+#pragma unroll
+    for (int i = 0; i < ROWS; ++i) {
+      st.w[u][i] = live ? hl_load_weights(r.w[i] + offset) : make_uint4(0, 0, 0, 0);
+      st.s[u][i] = __half2half2(__ushort_as_half(__ldg(r.s[i] + group)));
+    }
   }
 }
 
-// Dequantize a round and multiply it with the activations, which come from L1 as they are needed.
-__device__ __forceinline__ void hl_compute(const HlStage& st, const HlRows& r, int base, const uint4* xg, bool x_live,
-                                          float (&even)[4], float (&odd)[4]) {
+// Dequantize a round and multiply it with the activations, which come from L1 as they are needed; each
+// activation load and permute serves every row of the round.
+template <int TILES, bool EXACT>
+__device__ __forceinline__ void hl_compute(const HlStage<2 * TILES>& st, const uint4* xs, int step, int first, int last, int q, int chunks,
+                                          float (&even)[TILES][4], float (&odd)[TILES][4]) {
 #pragma unroll
   for (int u = 0; u < HL_UNROLL; ++u) {
-    const int c = 4 * (base + u) + r.q;
-    const bool live = x_live && base + u < r.steps && c < r.chunks;
-    const uint32_t words_a[4] = {st.a[u].x, st.a[u].y, st.a[u].z, st.a[u].w}, words_b[4] = {st.b[u].x, st.b[u].y, st.b[u].z, st.b[u].w};
+    const int s = step + u;
+    if (HL_UNROLL > 1 && s >= last) break;  // uniform across the warp
+    const bool live = EXACT || HL_STEP_CHUNKS * s + q < chunks;
+    const uint4* xp_base = xs + 4 * HL_STEP_CHUNKS * (s - first);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      uint32_t a[4], b[4], xp[4];
-      hl_x_pairs(live ? __ldg(xg + 4 * c + j) : make_uint4(0, 0, 0, 0), xp);
-      hl_dequant(words_a[j], st.sa[u], a);
-      hl_dequant(words_b[j], st.sb[u], b);
-      hl_mma(even, a[0], b[0], a[1], b[1], xp[0], xp[1]);
-      hl_mma(odd, a[2], b[2], a[3], b[3], xp[2], xp[3]);
+      uint32_t xp[4];
+      hl_x_pairs(live ? __ldg(xp_base + j) : make_uint4(0, 0, 0, 0), xp);
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) {
+        const uint4& wa = st.w[u][2 * t];
+        const uint4& wb = st.w[u][2 * t + 1];
+        const uint32_t word_a = j == 0 ? wa.x : j == 1 ? wa.y : j == 2 ? wa.z : wa.w;
+        const uint32_t word_b = j == 0 ? wb.x : j == 1 ? wb.y : j == 2 ? wb.z : wb.w;
+        uint32_t a[4], b[4];
+        hl_dequant(word_a, st.s[u][2 * t], a);
+        hl_dequant(word_b, st.s[u][2 * t + 1], b);
+        hl_mma(even[t], a[0], b[0], a[1], b[1], xp[0], xp[1]);
+        hl_mma(odd[t], a[2], b[2], a[3], b[3], xp[2], xp[3]);
+      }
     }
   }
+}
+
+// TILES tiles from `tile` on: this warp's k range, then the block's sum over warps, stored.
+template <int TILES, bool EXACT>
+__device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
+                                         float* __restrict__ y, int m, int n, int k, int group, int tile,
+                                         float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
+  constexpr int ROWS = 2 * TILES;
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
+  const int warp = threadIdx.y, warps = blockDim.y;
+  const int chunks = k / HL_CHUNK_K, groups = k / group, steps = (chunks + HL_STEP_CHUNKS - 1) / HL_STEP_CHUNKS;
+  const int shift = __ffs(group / HL_CHUNK_K) - 1;  // log2(group / 32), groups being powers of two (packing.GROUPS)
+  const int first = warp * steps / warps, last = (warp + 1) * steps / warps;  // this warp's contiguous steps
+  HlRows<ROWS> rows;
+#pragma unroll
+  for (int i = 0; i < ROWS; ++i) {
+    const int row = tile * HL_TILE + (i / 2) * HL_TILE + (i % 2) * 8 + g;
+    const size_t live_row = row < n ? row : n - 1;  // dead rows load a live one; their outputs are not stored
+    rows.w[i] = w + live_row * chunks + HL_STEP_CHUNKS * first + q;
+    rows.s[i] = w_scales + live_row * groups;
+  }
+  const int batch = g < m ? g : m - 1;
+  const uint4* xs = x + (size_t)batch * (k / 8) + 4 * (HL_STEP_CHUNKS * first + q);
+  float even[TILES][4], odd[TILES][4];  // two chains per tile for the tensor pipe
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) even[t][i] = odd[t][i] = 0.f;
+
+  // Two register stages: the next round's loads are in flight while this round is computed.
+  const int shift_arg = shift;
+  HlStage<ROWS> front, back;
+  if (first < last) hl_load<ROWS, EXACT>(front, rows, first, first, last, q, chunks, shift_arg);
+  for (int step = first; step < last; step += 2 * HL_UNROLL) {
+    if (step + HL_UNROLL < last) hl_load<ROWS, EXACT>(back, rows, step + HL_UNROLL, first, last, q, chunks, shift_arg);
+    hl_compute<TILES, EXACT>(front, xs, step, first, last, q, chunks, even, odd);
+    if (step + HL_UNROLL >= last) break;  // uniform across the warp
+    if (step + 2 * HL_UNROLL < last) hl_load<ROWS, EXACT>(front, rows, step + 2 * HL_UNROLL, first, last, q, chunks, shift_arg);
+    hl_compute<TILES, EXACT>(back, xs, step + HL_UNROLL, first, last, q, chunks, even, odd);
+  }
+
+  float acc[TILES][4];
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[t][i] = even[t][i] + odd[t][i];
+  if (warps > 1) {
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][lane][4 * t + i] = acc[t][i];
+    __syncthreads();
+    if (warp == 0)
+      for (int v = 1; v < warps; ++v)
+#pragma unroll
+        for (int t = 0; t < TILES; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[t][i] += partial[v][lane][4 * t + i];
+    __syncthreads();  // the block's next tiles reuse `partial`
+  }
+  if (warp != 0) return;
+  // C fragment of tile t: acc[t][0], acc[t][1] are rows g, batches 2q, 2q + 1; acc[t][2], acc[t][3] rows g + 8.
+  const int b0 = 2 * q, b1 = 2 * q + 1;
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    const int row0 = (tile + t) * HL_TILE + g, row1 = row0 + 8;
+    if (row0 < n) {
+      if (b0 < m) y[(size_t)b0 * n + row0] = acc[t][0];
+      if (b1 < m) y[(size_t)b1 * n + row0] = acc[t][1];
+    }
+    if (row1 < n) {
+      if (b0 < m) y[(size_t)b0 * n + row1] = acc[t][2];
+      if (b1 < m) y[(size_t)b1 * n + row1] = acc[t][3];
+    }
+  }
+}
+
+template <bool EXACT>
+__device__ __forceinline__ void hl_block(const uint4* w, const unsigned short* w_scales, const uint4* x, float* y, int m, int n, int k,
+                                         int group, float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
+  const int tiles = (n + HL_TILE - 1) / HL_TILE, per_block = (tiles + gridDim.x - 1) / gridDim.x;
+  const int begin = blockIdx.x * per_block, end = min(begin + per_block, tiles);
+  int tile = begin;
+  for (; tile + 2 <= end; tile += 2) hl_tiles<2, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
+  if (tile < end) hl_tiles<1, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_mma(
     const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
-  __shared__ float partial[HL_MAX_WARPS][32][4];
-  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
-  const int warp = threadIdx.y, warps = blockDim.y;
-  const int chunks = k / HL_CHUNK_K, groups = k / group, steps = (chunks + 3) / 4;
-  const int row0 = blockIdx.x * HL_TILE + g, row1 = row0 + 8;
-  const size_t r0 = row0 < n ? row0 : n - 1, r1 = row1 < n ? row1 : n - 1;  // dead rows load a live one
-  const HlRows rows = {w + r0 * chunks, w + r1 * chunks, w_scales + r0 * groups, w_scales + r1 * groups, steps, chunks,
-                      __ffs(group / HL_CHUNK_K) - 1, q};
-  const bool x_live = g < m;
-  const uint4* xg = x + (size_t)(x_live ? g : 0) * (k / 8);
-  float even[4] = {0.f, 0.f, 0.f, 0.f}, odd[4] = {0.f, 0.f, 0.f, 0.f};  // two chains for the tensor pipe
-
-  // Two register stages: the next round's loads are in flight while this round is computed.
-  const int stride = warps * HL_UNROLL;
-  HlStage front, back;
-  hl_load(front, rows, warp * HL_UNROLL);
-  for (int base = warp * HL_UNROLL; base < steps; base += 2 * stride) {
-    hl_load(back, rows, base + stride);
-    hl_compute(front, rows, base, xg, x_live, even, odd);
-    if (base + stride >= steps) break;  // uniform across the warp
-    hl_load(front, rows, base + 2 * stride);
-    hl_compute(back, rows, base + stride, xg, x_live, even, odd);
-  }
-
-  float acc[4];
-#pragma unroll
-  for (int i = 0; i < 4; ++i) acc[i] = even[i] + odd[i];
-  if (warps > 1) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) partial[warp][lane][i] = acc[i];
-    __syncthreads();
-    if (warp != 0) return;
-    for (int v = 1; v < warps; ++v)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[i] += partial[v][lane][i];
-  }
-  // C fragment: acc[0], acc[1] are rows g, batches 2q, 2q + 1; acc[2], acc[3] rows g + 8.
-  const int b0 = 2 * q, b1 = 2 * q + 1;
-  if (row0 < n) {
-    if (b0 < m) y[(size_t)b0 * n + row0] = acc[0];
-    if (b1 < m) y[(size_t)b1 * n + row0] = acc[1];
-  }
-  if (row1 < n) {
-    if (b0 < m) y[(size_t)b0 * n + row1] = acc[2];
-    if (b1 < m) y[(size_t)b1 * n + row1] = acc[3];
-  }
+  __shared__ float partial[HL_MAX_WARPS][32][4 * HL_MAX_TILES];
+  if (k % (HL_CHUNK_K * HL_STEP_CHUNKS) == 0)
+    hl_block<true>(w, w_scales, x, y, m, n, k, group, partial);
+  else
+    hl_block<false>(w, w_scales, x, y, m, n, k, group, partial);
 }
