@@ -9,6 +9,9 @@ import sys
 import torch
 
 
+SPIN_CYCLES = 100_000  # about 50 us at the H200's clock: covers torch's per-call dispatch on a busy host
+
+
 def timed(fn, reps=200, warmup=20, flush_mode="write"):
     """Median seconds of fn between device events, the last-level cache flushed before each call the way
     bench's flush_mode does it: "write" fills a 2x-L2 buffer (dirty lines the timed call may pay to write
@@ -19,12 +22,15 @@ def timed(fn, reps=200, warmup=20, flush_mode="write"):
     flush = torch.ones(max(2 * l2, 64 << 20) // 4, dtype=torch.float32, device="cuda")
     samples = []
     for i in range(warmup + reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         if flush_mode == "write":
             flush.fill_(i & 0x7F)
         else:
             flush.amax()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        # No synchronize here: the device is still flushing (then spinning) while the host enqueues the start
+        # event and fn's launches, so the events bracket the device work alone, as bench's do. Recording
+        # start on an idle device would time torch's dispatch latency too.
+        torch.cuda._sleep(SPIN_CYCLES)
         start.record()
         fn()
         end.record()

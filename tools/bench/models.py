@@ -56,7 +56,9 @@ class BenchResult(BaseModel):
     shape: dict[str, int]
     params: dict[str, str | int] = Field(default_factory=dict, description="The tuning parameters this run used.")
     gate: list[InputSetVerdict]
-    kernel: SampleStats | None = Field(description="Kernel-only time per launch (device events; host timer on the c backend).")
+    kernel: SampleStats | None = Field(description=(
+        "Kernel-only time per launch: on GPUs, device events enqueued with the launch behind the cache flush, so the host's"
+        " launch latency is outside them; the host timer on the c backend."))
     wall: SampleStats | None = Field(description="Host wall-clock per launch, launch overhead included.")
     kernel_to_wall: float | None = Field(description="Median kernel time / median wall time: near 1 for long kernels.")
     bytes_moved: int | None
@@ -66,6 +68,9 @@ class BenchResult(BaseModel):
     flush_bytes: int
     flush_mode: FlushMode = Field("write", description="How the cache was flushed before each repetition (when flush_bytes > 0).")
     cache_bytes: int
+    late_reps: int = Field(0, description=(
+        "GPU: repetitions the host took longer to enqueue (start event, launch) than a flush lasts; the kernel is timed"
+        " behind the flush, so these may include host launch latency. Nonzero: use a larger flush or a quieter host."))
     state_before: DeviceState | None
     state_after: DeviceState | None
     artifacts: str | None = Field(description="Folder in the workspace with inputs, outputs, references and raw samples.")

@@ -228,7 +228,7 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
         if progress is not None:
             progress(index + 1, len(input_sets) + 1)
     kernel = wall = None
-    flush_bytes = cache_bytes = 0
+    flush_bytes = cache_bytes = late_reps = 0
     device_name = ""
     failed = [v for v in verdicts if not v.passed]
     if not failed:
@@ -237,7 +237,7 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
             failed.append(InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status))
         else:
             kernel, wall = summarize(trial.kernel_s), summarize(trial.wall_s)
-            flush_bytes, cache_bytes, device_name = trial.flush_bytes, trial.cache_bytes, trial.device
+            flush_bytes, cache_bytes, device_name, late_reps = trial.flush_bytes, trial.cache_bytes, trial.device, trial.late_reps
             write_bytes_atomic(run_dir / "samples.json", json.dumps({"kernel_s": trial.kernel_s, "wall_s": trial.wall_s}).encode())
     if progress is not None:
         progress(len(input_sets) + 1, len(input_sets) + 1)
@@ -249,6 +249,7 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
         + (f", {bytes_moved / kernel.median_s / 1e9:.1f} GB/s" if bytes_moved else "")
         + (f", {flops / kernel.median_s / 1e12:.2f} TFLOP/s" if flops else "")
         + f" (n={kernel.n}, CV {kernel.cv:.2%}); gate passed on {len(verdicts)} input set(s)"
+        + (f"; {late_reps} rep(s) were enqueued after their flush could have ended, so host launch latency may be in them" if late_reps else "")
         if ok
         else "no speed: " + "; ".join(f"{v.input_set}: {v.summary}" for v in failed)
     )
@@ -259,7 +260,7 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
         bytes_moved=bytes_moved, flops=flops,
         bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if ok and bytes_moved else None,
         tflops=flops / kernel.median_s / 1e12 if ok and flops else None,
-        flush_bytes=flush_bytes, flush_mode=request.flush_mode, cache_bytes=cache_bytes, state_before=state_before,
+        flush_bytes=flush_bytes, flush_mode=request.flush_mode, cache_bytes=cache_bytes, late_reps=late_reps, state_before=state_before,
         state_after=device_state(backend, request.device), artifacts=workspace.relative(run_dir),
         evidence=measured(
             "bench", inputs_sha256=combine_digests([sha256_file(workspace.root / build.code_object), sha256_json(request.model_dump()), sha256_json(shape)]),

@@ -15,6 +15,8 @@ from hyperloom.tools.runtime.sampling import sample
 MIN_FLUSH_BYTES = 64 << 20
 POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 for signed integers
 FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # kernels/runtime/flush_read.hip, grid-stride
+FLUSH_PROBES = 5
+LATE_FRACTION = 0.8  # a rep whose enqueue took longer than this share of a flush may have timed the host
 
 _SCALARS = {
     "int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
@@ -62,28 +64,55 @@ def run_gpu(request: TrialRequest) -> TrialResult:
     flush_bytes = max(2 * result.cache_bytes, MIN_FLUSH_BYTES) if request.timing.flush_cache else 0
     flush = driver.malloc(flush_bytes) if flush_bytes else None
     read_flush = _read_flush(driver, request, flush, flush_bytes) if flush is not None and request.timing.flush_mode == "read" else None
-    start, end = driver.event(), driver.event()
     counter = [0]
 
-    def one_rep() -> tuple[float, float]:
+    def flush_cache() -> None:  # enqueue only; the stream orders it before what follows
         if read_flush is not None:  # read the flush buffer: the cache holds its clean lines, none of the kernel's
             read_flush()
-            driver.synchronize()
         elif flush is not None:  # overwrite the last-level cache, so no rep finds its data there
             counter[0] += 1
             driver.memset(flush, counter[0] & 0xFF, flush_bytes)
-            driver.synchronize()
-        t0 = time.perf_counter()
+
+    start, end = driver.event(), driver.event()
+    flush_s = _flush_seconds(driver, flush_cache, start, end) if flush is not None else 0.0
+
+    def one_rep() -> tuple[float, float]:
+        # Kernel time: the start event, the kernel and the end event are enqueued behind the flush while the
+        # device still runs it, so the events bracket the kernel alone. Recording start on an idle device and
+        # then launching would put the host's launch latency (microseconds) inside the measurement.
+        enqueue_began = time.perf_counter()
+        flush_cache()
         driver.record(start)
         launch()
         driver.record(end)
+        if time.perf_counter() - enqueue_began > LATE_FRACTION * flush_s:
+            result.late_reps += 1  # the device may have reached `start` before the launch arrived
         driver.wait(end)
-        wall = time.perf_counter() - t0
-        return driver.elapsed_ms(start, end) / 1e3, wall
+        kernel_s = driver.elapsed_ms(start, end) / 1e3
+        # Wall time: what a caller waiting on one launch sees, launch latency included (cache flushed again).
+        flush_cache()
+        driver.synchronize()
+        t0 = time.perf_counter()
+        launch()
+        driver.synchronize()
+        return kernel_s, time.perf_counter() - t0
 
     result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing)
     result.flush_bytes = flush_bytes
     return result
+
+
+def _flush_seconds(driver: Driver, flush_cache, start: object, end: object) -> float:  # type: ignore[no-untyped-def]
+    """The shortest of a few timed flushes: how long the host has to enqueue a rep's events and launch behind one."""
+    seconds = []
+    for _ in range(FLUSH_PROBES):
+        driver.synchronize()
+        driver.record(start)
+        flush_cache()
+        driver.record(end)
+        driver.wait(end)
+        seconds.append(driver.elapsed_ms(start, end) / 1e3)
+    return min(seconds)
 
 
 def _read_flush(driver: Driver, request: TrialRequest, flush: object, flush_bytes: int):  # type: ignore[no-untyped-def]

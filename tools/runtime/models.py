@@ -58,6 +58,7 @@ class TrialResult(BaseModel):
     device: str = ""
     kernel_s: list[float] = Field(default_factory=list, description="Per repetition, from device events (host timer on the c backend).")
     wall_s: list[float] = Field(default_factory=list, description="Per repetition, host wall clock around launch and completion.")
+    late_reps: int = Field(0, description="GPU: repetitions whose start event and launch took the host longer to enqueue than 0.8 of a flush lasts, so the device may have waited for the launch inside the timed span.")
     warmup_reps: int = 0
     flush_bytes: int = 0
     cache_bytes: int = 0
