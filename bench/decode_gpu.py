@@ -1,12 +1,13 @@
 """Benchmark: the decode GEMV's NVIDIA builds at the five shapes beside torch, in one run.
 
-For each shape (N x K, batch 1, group 128): Hyperloom's w4a16 (SIMT and tensor-core variants) and
-w4a8 through `bench` (gated on every input set first, L2 flushed, device events),
+For each shape (N x K, batch 1, group 128): Hyperloom's tensor-core w4a16 on row-layout weights and on
+tile-layout weights (and with --with-simt the SIMT w4a16 and w4a8) through `bench` (gated on every input
+set first, cache flushed, device events behind the flush),
 `torch._weight_int4pack_mm` (int4 weights, group 128, bf16) and cuBLAS fp16 GEMV
 (`torch.nn.functional.linear` with M = 1), timed the same way. Each as time, bandwidth (bytes of
 weights + scales + activations read) and percent of the read bandwidth measured by Hyperloom's read
-microbenchmark in the same run. With --tune SHAPE (repeatable), `tune` first searches the tensor-core
-variant's space at each of those shapes (gated, budgeted) and the table uses each shape's own winner;
+microbenchmark in the same run. With --tune SHAPE (repeatable), `tune` first searches the tiled tensor-core
+kernel's space at each of those shapes (gated, budgeted) and the table uses each shape's own winner;
 the other shapes run the variant's defaults (or --params). Winners do not travel between shapes: a
 k-split that fills 132 SMs at n = 28672 starves them at n = 4096. Checks the targets of issue 8 (>= 90 % of
 read at the three largest shapes, >= 2x torch int4pack_mm at every shape) and prints the verdicts.
@@ -55,10 +56,17 @@ def cublas_fp16(n: int, k: int, flush_mode: str) -> tuple[float, int]:
     return seconds, n * k * 2 + k * 2
 
 
+TUNED_SPEC = "kernels/decode/w4a16_tiled"  # the tensor-core kernel on tile-layout weights: the one --tune searches
+KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
+    ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
+    ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"),
+)
+
+
 def tune_mma(workspace: Workspace, shape: int, read_gbps: float, args: argparse.Namespace) -> dict:
-    """A search of the tensor-core variant's tuning block at one shape; returns the winner and the session's figures."""
+    """A search of the tiled tensor-core kernel's tuning block at one shape; returns the winner and the session's figures."""
     report = run_tune(TuneRequest(
-        spec="kernels/decode/w4a16", variant="mma", target=TARGET, shape=shape, session=f"decode-mma-s{shape}", strategy=args.tune_strategy,
+        spec=TUNED_SPEC, variant="mma", target=TARGET, shape=shape, session=f"decode-tiled-s{shape}", strategy=args.tune_strategy,
         max_candidates=args.tune_candidates, deadline_s=args.tune_deadline_s, roof_gbps=read_gbps, max_time_s=0.5, revalidate_pairs=5,
         sweep_shapes=False, background=False, flush_mode=args.flush_mode,
     ), workspace)
@@ -103,7 +111,8 @@ def main() -> None:
     parser.add_argument("--flush-mode", default="read", choices=["read", "write"],
                         help="cache flush before every timed call, for every row (read: clean lines, what a decode step's weights find;"
                              " write: dirty lines the timed call pays to write back)")
-    parser.add_argument("--params", type=json.loads, default={}, help="tensor-core variant parameters at the shapes not tuned, e.g. '{\"warps\": 4}'")
+    parser.add_argument("--params", type=json.loads, default={}, help="tiled kernel parameters at the shapes not tuned, e.g. '{\"warps\": 4}'")
+    parser.add_argument("--with-simt", action="store_true", help="also time the SIMT kernels (w4a16, w4a8)")
     args = parser.parse_args()
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
     for name in ("decode", "microbench"):
@@ -117,8 +126,10 @@ def main() -> None:
     mma_params = {index: tuned[index]["params"] if index in tuned else args.params for index in range(len(SHAPES))}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
-        for label, variant, params in (("w4a16 simt", "gpu", {}), ("w4a8 simt", None, {}), ("w4a16 mma", "mma", mma_params[index])):
-            spec = "kernels/decode/w4a8" if label.startswith("w4a8") else "kernels/decode/w4a16"
+        for label, spec, variant in KERNELS:
+            if "simt" in label and not args.with_simt:
+                continue
+            params = mma_params[index] if spec == TUNED_SPEC else {}
             r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params,
                                        flush_mode=args.flush_mode), workspace)
             rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "params": params, "gate": "pass" if r.ok else "FAIL",

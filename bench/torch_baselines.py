@@ -15,7 +15,7 @@ SPIN_CYCLES = 100_000  # about 50 us at the H200's clock: covers torch's per-cal
 def timed(fn, reps=200, warmup=20, flush_mode="write"):
     """Median seconds of fn between device events, the last-level cache flushed before each call the way
     bench's flush_mode does it: "write" fills a 2x-L2 buffer (dirty lines the timed call may pay to write
-    back), "read" reads one (clean lines, as bench's flush_read kernel leaves them)."""
+    back), "read" reads one (clean lines, as bench's read-flush kernel leaves them)."""
     if flush_mode not in ("write", "read"):
         raise ValueError(f"flush_mode is 'write' or 'read', got {flush_mode!r}")
     l2 = torch.cuda.get_device_properties(0).L2_cache_size

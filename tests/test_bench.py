@@ -134,12 +134,12 @@ def test_a_read_flush_is_chosen_recorded_and_timed_on_the_host(specs):
 
 
 @pytest.mark.parametrize("target", ["sm_90", "gfx1201", "gfx942"])
-def test_the_read_flush_kernel_builds_for_nvidia_and_amd(workspace, target):
-    from hyperloom.tools.bench.run import flush_kernel
+def test_the_timing_helpers_build_for_nvidia_and_amd(workspace, target):
+    from hyperloom.tools.bench.run import timing_kernels
 
     needed = "nvcc" if target.startswith("sm_") else "clang-19"
     if shutil.which(needed) is None:
         pytest.skip(f"{needed} is not installed")
-    code_object = workspace.root / flush_kernel(target, workspace)
+    code_object = workspace.root / timing_kernels(target, workspace)
     assert code_object.is_file() and code_object.stat().st_size > 0
-    assert flush_kernel(target, workspace) == str(code_object.relative_to(workspace.root))  # cached: the same build again
+    assert timing_kernels(target, workspace) == str(code_object.relative_to(workspace.root))  # cached: the same build again

@@ -156,10 +156,10 @@ def test_a_staged_directory_gets_ordinary_permissions(tmp_path):
 def test_a_shipped_kernel_file_is_staged_once_and_restored_when_its_copy_changed(tmp_path):
     from hyperloom.core.shipped import shipped_kernels, stage_shipped_file
 
-    shipped = shipped_kernels("runtime", "flush_read.hip").read_bytes()
-    staged = stage_shipped_file(tmp_path / "deep" / "folder", "runtime", "flush_read.hip")
-    assert staged == tmp_path / "deep" / "folder" / "flush_read.hip" and staged.read_bytes() == shipped
+    shipped = shipped_kernels("runtime", "timing.hip").read_bytes()
+    staged = stage_shipped_file(tmp_path / "deep" / "folder", "runtime", "timing.hip")
+    assert staged == tmp_path / "deep" / "folder" / "timing.hip" and staged.read_bytes() == shipped
     mtime = staged.stat().st_mtime_ns
-    assert stage_shipped_file(tmp_path / "deep" / "folder", "runtime", "flush_read.hip").stat().st_mtime_ns == mtime  # identical: untouched
+    assert stage_shipped_file(tmp_path / "deep" / "folder", "runtime", "timing.hip").stat().st_mtime_ns == mtime  # identical: untouched
     staged.write_bytes(b"// edited\n")
-    assert stage_shipped_file(tmp_path / "deep" / "folder", "runtime", "flush_read.hip").read_bytes() == shipped
+    assert stage_shipped_file(tmp_path / "deep" / "folder", "runtime", "timing.hip").read_bytes() == shipped

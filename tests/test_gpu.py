@@ -49,6 +49,22 @@ def test_the_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, sh
     assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
 
 
+@pytest.mark.parametrize(
+    ("shape", "params"),
+    [
+        (0, {}), (4, {}),  # one tile a block; two
+        (5, {}), (5, {"tiles": 2, "warps": 2, "HL_UNROLL": 1}),  # batch 8, group 32 (two groups per 64-k block)
+        (6, {}), (6, {"tiles": 1, "HL_UNROLL": 4}),  # a partial last tile at batch 3; idle warps (4 blocks over 8 warps)
+        (2, {"tiles": 8, "warps": 4, "HL_UNROLL": 4}),  # 4 tile pairs a block, in turn; a k range not a multiple of the unroll
+    ],
+)
+def test_the_tiled_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, shape, params):
+    shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
+    result = run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma", target="sm_90", shape=shape, max_time_s=0.3, params=params), workspace)
+    assert result.ok, result.summary
+    assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
+
+
 def test_the_int6_device_kernels_pack_and_unpack_torch_tensors_bit_for_bit_as_torch_ops():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

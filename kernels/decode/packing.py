@@ -97,3 +97,77 @@ def check_array(name: str, array: np.ndarray, dtype: str, shape: tuple[int, ...]
         raise HyperloomError(f"{name} has dtype {array.dtype}, expected {dtype}", f"convert {name} to {dtype}")
     if array.shape != shape:
         raise HyperloomError(f"{name} has shape {array.shape}, expected {shape}", f"check {name} against n, k, m and the group size")
+
+
+# The tensor-core tile layout (w4a16_tiled.cu): weights re-laid out once, as Marlin and torch's
+# _convert_weight_to_int4pack do, so that a warp's 16-byte-per-lane load is one contiguous 512-byte
+# block holding each lane's mma.m16n8k16 fragments. A block covers a tile of 16 rows and 64 k. Lane
+# l = 4g + q holds rows g and g + 8 of the tile at k = 16q .. 16q + 15 (activations: one contiguous
+# 32-byte load); word j of the lane covers k = 16q + 4j + r, r = 0..3, of both rows, nibble i holding
+# (row offset, r) = MMA_NIBBLES[i], so one shift and four LOP3 give the fragment registers a0..a3 in order.
+MMA_TILE_ROWS = 16
+MMA_BLOCK_K = 64
+MMA_LANES = 32
+MMA_NIBBLES = ((0, 0), (8, 0), (0, 2), (8, 2), (0, 1), (8, 1), (0, 3), (8, 3))
+
+
+def mma_tiles(n: int) -> int:
+    return -(-n // MMA_TILE_ROWS)
+
+
+def check_mma_k(k: int) -> None:
+    if k % MMA_BLOCK_K:
+        raise HyperloomError(f"the tensor-core tile layout needs k a multiple of {MMA_BLOCK_K}, got {k}", f"pad k to a multiple of {MMA_BLOCK_K}")
+
+
+def tile_int4_for_mma(q: np.ndarray) -> np.ndarray:
+    """int values in [-8, 7], shape (n, k) → uint32 words (ceil(n / 16), k // 64, 128) in the tile layout; rows past n are 0."""
+    q = np.asarray(q)
+    n, k = q.shape
+    check_mma_k(k)
+    if q.size and (q.min() < INT4_MIN or q.max() > INT4_MAX):
+        raise HyperloomError(f"int4 values lie in [-8, 7], got [{q.min()}, {q.max()}]", "clip or requantize the values")
+    tiles = mma_tiles(n)
+    padded = np.zeros((tiles * MMA_TILE_ROWS, k), dtype=np.int64)
+    padded[:n] = q.astype(np.int64) & 0xF
+    # (tile, h, g, block, q, j, r): row = 16 tile + 8 h + g, k = 64 block + 16 q + 4 j + r
+    blocks = padded.reshape(tiles, 2, 8, k // MMA_BLOCK_K, 4, 4, 4)
+    words = np.zeros((tiles, 8, k // MMA_BLOCK_K, 4, 4), dtype=np.uint32)
+    for i, (row_offset, r) in enumerate(MMA_NIBBLES):
+        words |= (blocks[:, row_offset // 8, :, :, :, :, r] << (4 * i)).astype(np.uint32)
+    return np.ascontiguousarray(words.transpose(0, 2, 1, 3, 4)).reshape(tiles, k // MMA_BLOCK_K, MMA_LANES * 4)
+
+
+def untile_int4_for_mma(words: np.ndarray, n: int) -> np.ndarray:
+    """uint32 words (ceil(n / 16), k // 64, 128) in the tile layout → int8 values (n, k) in [-8, 7]."""
+    words = np.asarray(words)
+    if words.dtype != np.uint32 or words.ndim != 3 or words.shape[2] != MMA_LANES * 4 or words.shape[0] != mma_tiles(n):
+        raise HyperloomError(f"tiled int4 weights are uint32 ({mma_tiles(n)}, k // 64, 128) for n = {n}, got {words.dtype} {words.shape}",
+                             "tile them with tile_int4_for_mma")
+    tiles, kblocks = words.shape[:2]
+    lanes = words.reshape(tiles, kblocks, 8, 4, 4).transpose(0, 2, 1, 3, 4)  # (tile, g, block, q, j)
+    out = np.empty((tiles, 2, 8, kblocks, 4, 4, 4), dtype=np.int8)
+    for i, (row_offset, r) in enumerate(MMA_NIBBLES):
+        nibble = ((lanes >> np.uint32(4 * i)) & np.uint32(0xF)).astype(np.int8)
+        out[:, row_offset // 8, :, :, :, :, r] = np.where(nibble > INT4_MAX, nibble - 16, nibble)
+    return out.reshape(tiles * MMA_TILE_ROWS, kblocks * MMA_BLOCK_K)[:n]
+
+
+def tile_scales_for_mma(scales: np.ndarray) -> np.ndarray:
+    """Per-group scales (n, groups) → (ceil(n / 16), groups, 16) with [t, G, 2g + h] the scale of row 16t + 8h + g:
+    a lane's rows g and g + 8 as one half2. Rows past n get scale 0."""
+    scales = np.asarray(scales)
+    n, groups = scales.shape
+    tiles = mma_tiles(n)
+    padded = np.zeros((tiles * MMA_TILE_ROWS, groups), dtype=scales.dtype)
+    padded[:n] = scales
+    return np.ascontiguousarray(padded.reshape(tiles, 2, 8, groups).transpose(0, 3, 2, 1)).reshape(tiles, groups, MMA_TILE_ROWS)
+
+
+def untile_scales_for_mma(tiled: np.ndarray, n: int) -> np.ndarray:
+    """(ceil(n / 16), groups, 16) in the tile layout → per-group scales (n, groups)."""
+    tiled = np.asarray(tiled)
+    if tiled.ndim != 3 or tiled.shape[0] != mma_tiles(n) or tiled.shape[2] != MMA_TILE_ROWS:
+        raise HyperloomError(f"tiled scales are ({mma_tiles(n)}, groups, 16) for n = {n}, got {tiled.shape}", "tile them with tile_scales_for_mma")
+    tiles, groups = tiled.shape[:2]
+    return tiled.reshape(tiles, groups, 8, 2).transpose(0, 3, 2, 1).reshape(tiles * MMA_TILE_ROWS, groups)[:n]

@@ -40,14 +40,34 @@ def _check(inputs: dict[str, np.ndarray], shape: dict[str, int], x_dtype: str, x
 
 def w4a16(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
     m, n, k, group = _check(inputs, shape, "float16", shape["k"])
-    x = inputs["x"].astype(np.float64)
-    y = np.empty((m, n), dtype=np.float64)
+    return {"y": _fl16_gemv(lambda r0, r1: packing.unpack_int4(inputs["w"][r0:r1]), inputs["w_scales"], inputs["x"], group)}
+
+
+def w4a16_tiled(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
+    """w4a16 with weights and scales in the tensor-core tile layout (packing.tile_int4_for_mma, tile_scales_for_mma)."""
+    m, n, k, group = (int(shape[key]) for key in ("m", "n", "k", "group"))
+    packing.check_group(k, group)
+    packing.check_mma_k(k)
+    tiles = packing.mma_tiles(n)
+    packing.check_array("w", inputs["w"], "uint32", (tiles, k // packing.MMA_BLOCK_K, 4 * packing.MMA_LANES))
+    packing.check_array("w_scales", inputs["w_scales"], "float16", (tiles, k // group, packing.MMA_TILE_ROWS))
+    packing.check_array("x", inputs["x"], "float16", (m, k))
+    q = packing.untile_int4_for_mma(inputs["w"], n)
+    return {"y": _fl16_gemv(lambda r0, r1: q[r0:r1], packing.untile_scales_for_mma(inputs["w_scales"], n), inputs["x"], group)}
+
+
+def _fl16_gemv(codes, w_scales: np.ndarray, x: np.ndarray, group: int) -> np.ndarray:
+    """y = x · fl16(q · s)ᵀ in float64, rows taken ROWS_PER_STEP at a time; codes(r0, r1) gives the int4 values of rows r0..r1."""
+    n = w_scales.shape[0]
+    x64 = x.astype(np.float64)
+    y = np.empty((x.shape[0], n), dtype=np.float64)
     for r0 in range(0, n, ROWS_PER_STEP):
-        q = packing.unpack_int4(inputs["w"][r0 : r0 + ROWS_PER_STEP]).astype(np.float16)
-        s = np.repeat(inputs["w_scales"][r0 : r0 + ROWS_PER_STEP], group, axis=1)
+        r1 = min(r0 + ROWS_PER_STEP, n)
+        q = codes(r0, r1).astype(np.float16)
+        s = np.repeat(w_scales[r0:r1], group, axis=1)
         w16 = q * s  # float16 × float16, rounded once to float16: the device's fl16(q · s)
-        y[:, r0 : r0 + ROWS_PER_STEP] = x @ w16.astype(np.float64).T
-    return {"y": y.astype(np.float32)}
+        y[:, r0:r1] = x64 @ w16.astype(np.float64).T
+    return y.astype(np.float32)
 
 
 def _grouped(inputs: dict[str, np.ndarray], codes_x: np.ndarray, m: int, n: int, k: int, group: int) -> dict[str, np.ndarray]:

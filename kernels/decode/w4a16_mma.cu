@@ -27,8 +27,7 @@
 // while the previous one is computed; HL_STREAM=1 loads weights with L1::no_allocate so activations
 // keep the L1; HL_PREFETCH (0, 64, 128 or 256) asks L2 to fetch that many bytes around each weight load,
 // so a warp walking a row has the next steps on their way without holding registers for them.
-#include <cuda_fp16.h>
-#include <stdint.h>
+#include "mma.cuh"
 
 #ifndef HL_UNROLL
 #define HL_UNROLL 1
@@ -39,7 +38,6 @@
 #ifndef HL_PREFETCH
 #define HL_PREFETCH 0
 #endif
-#define HL_TILE 16        // rows per tile (one mma's M)
 #define HL_CHUNK_K 32     // k per lane per step: one 16-byte load of packed weights
 #define HL_STEP_CHUNKS 4  // chunks per quad per step (its four lanes)
 #define HL_MAX_WARPS 8    // blockDim.y at most
@@ -62,43 +60,20 @@
 #define HL_L1_HINT ""
 #endif
 
-__device__ __forceinline__ uint4 hl_load_weights(const uint4* p) {
+__device__ __forceinline__ uint4 hl_load_row_weights(const uint4* p) {
   uint4 v;
   asm("ld.global.nc" HL_L1_HINT HL_L2_HINT ".v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
   return v;
 }
 
-__device__ __forceinline__ void hl_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-__device__ __forceinline__ uint32_t hl_bits(__half2 h) { return *reinterpret_cast<uint32_t*>(&h); }
-__device__ __forceinline__ __half2 hl_half2(uint32_t u) { return *reinterpret_cast<__half2*>(&u); }
-
-// (a & mask) ^ key in one LOP3 (nvcc splits `(a & m) | c` into two when both constants are immediates).
-template <uint32_t MASK, uint32_t KEY>
-__device__ __forceinline__ uint32_t hl_and_xor(uint32_t a) {
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0x6a;" : "=r"(d) : "r"(a), "n"(MASK), "n"(KEY));  // 0x6a: (a & b) ^ c
-  return d;
-}
-
 // The four half2 pairs fl16(q · s) of one word, in the order (k 0, 2), (4, 6), (1, 3), (5, 7) (packing.py's
-// nibbles 0/4, 1/5, 2/6, 3/7). Each LOP3 masks two nibbles, flips their sign bits (q + 8 in [0, 15]) and
-// puts them in an fp16 mantissa: 1024 + (q + 8) for low nibbles, 1024 + 16 (q + 8) for high ones.
-// Taking 1032 off, or scaling by 1/16 and taking 72 off, gives q exactly; one rounding in the multiply
-// then gives the reference's fl16(q · s). One shift and four LOP3 per eight weights.
+// nibbles 0/4, 1/5, 2/6, 3/7): one shift and four LOP3 per eight weights (mma.cuh).
 __device__ __forceinline__ void hl_dequant(uint32_t word, __half2 scale, uint32_t (&pairs)[4]) {
   const uint32_t high = word >> 8;
-  const __half2 low_offset = hl_half2(0x64086408u);   // 1032, 1032
-  const __half2 sixteenth = hl_half2(0x2C002C00u);    // 1/16, 1/16
-  const __half2 high_offset = hl_half2(0xD480D480u);  // -72, -72
-  pairs[0] = hl_bits(__hmul2(__hsub2(hl_half2(hl_and_xor<0x000F000Fu, 0x64086408u>(word)), low_offset), scale));
-  pairs[1] = hl_bits(__hmul2(__hfma2(hl_half2(hl_and_xor<0x00F000F0u, 0x64806480u>(word)), sixteenth, high_offset), scale));
-  pairs[2] = hl_bits(__hmul2(__hsub2(hl_half2(hl_and_xor<0x000F000Fu, 0x64086408u>(high)), low_offset), scale));
-  pairs[3] = hl_bits(__hmul2(__hfma2(hl_half2(hl_and_xor<0x00F000F0u, 0x64806480u>(high)), sixteenth, high_offset), scale));
+  pairs[0] = hl_bits(__hmul2(hl_low_q(word), scale));
+  pairs[1] = hl_bits(__hmul2(hl_high_q(word), scale));
+  pairs[2] = hl_bits(__hmul2(hl_low_q(high), scale));
+  pairs[3] = hl_bits(__hmul2(hl_high_q(high), scale));
 }
 
 // Activations of one word (8 consecutive k as four half2) in the pair order of hl_dequant.
@@ -136,7 +111,7 @@ __device__ __forceinline__ void hl_load(HlStage<ROWS>& st, const HlRows<ROWS>& r
     const int group = live ? (HL_STEP_CHUNKS * s + q) >> shift : 0;  // groups are powers of two: a shift, not a division
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
-      st.w[u][i] = live ? hl_load_weights(r.w[i] + offset) : make_uint4(0, 0, 0, 0);
+      st.w[u][i] = live ? hl_load_row_weights(r.w[i] + offset) : make_uint4(0, 0, 0, 0);
       st.s[u][i] = __half2half2(__ushort_as_half(__ldg(r.s[i] + group)));
     }
   }
@@ -251,11 +226,10 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const unsi
 template <bool EXACT>
 __device__ __forceinline__ void hl_block(const uint4* w, const unsigned short* w_scales, const uint4* x, float* y, int m, int n, int k,
                                          int group, float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
-  const int tiles = (n + HL_TILE - 1) / HL_TILE, per_block = (tiles + gridDim.x - 1) / gridDim.x;
-  const int begin = blockIdx.x * per_block, end = min(begin + per_block, tiles);
-  int tile = begin;
-  for (; tile + 2 <= end; tile += 2) hl_tiles<2, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
-  if (tile < end) hl_tiles<1, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
+  const HlTileRun run = hl_tile_run(n);
+  int tile = run.begin;
+  for (; tile + 2 <= run.end; tile += 2) hl_tiles<2, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
+  if (tile < run.end) hl_tiles<1, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_mma(

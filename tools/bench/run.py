@@ -33,7 +33,7 @@ from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, loa
 from hyperloom.tools.spec.models import BufferArg, Variant
 
 COMMAND_TIMEOUT_S = 600.0
-FLUSH_SOURCE = "flush_read.hip"
+TIMING_SOURCE = "timing.hip"
 
 
 def backend_for(target: str) -> str:
@@ -188,23 +188,23 @@ def time_kernel(
     launchable: Launchable, code_object: str, inputs: Path, timing: Timing, workspace: Workspace, *, timeout_s: float, device: int | None,
 ) -> TrialResult:
     """Time the kernel on the inputs staged in `inputs`, in a worker process."""
-    flush_code_object = None
-    if timing.flush_cache and timing.flush_mode == "read" and launchable.backend != "c":
-        flush_code_object = str(workspace.root / flush_kernel(launchable.target, workspace))
+    helpers = None if launchable.backend == "c" else str(workspace.root / timing_kernels(launchable.target, workspace))
     return run_trial(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
-                     shared_bytes=launchable.shared_bytes, mode="timing", timing=timing, flush_code_object=flush_code_object),
+                     shared_bytes=launchable.shared_bytes, mode="timing", timing=timing, timing_code_object=helpers),
         timeout_s=timeout_s, device=device,
     )
 
 
-def flush_kernel(target: str, workspace: Workspace) -> str:
-    """The read-flush kernel (kernels/runtime/flush_read.hip) built for `target` (cached); its workspace-relative code object."""
-    staged = stage_shipped_file(workspace.root / ".hyperloom" / "runtime", "runtime", FLUSH_SOURCE)
+def timing_kernels(target: str, workspace: Workspace) -> str:
+    """The timing loop's device helpers (kernels/runtime/timing.hip: the read flush, the spin) built for `target`
+    (cached); their workspace-relative code object."""
+    staged = stage_shipped_file(workspace.root / ".hyperloom" / "runtime", "runtime", TIMING_SOURCE)
     build = compile_kernel(CompileRequest(source=workspace.relative(staged), targets=[target]), workspace).builds[0]
     if not build.ok:
-        raise HyperloomError(f"the read-flush kernel does not build for {target}: {build.summary}", "use flush_mode write, or fix the toolchain")
+        raise HyperloomError(f"the timing helpers (read flush, spin) do not build for {target}: {build.summary}",
+                             "fix the toolchain for this target (compile_kernel on kernels/runtime/timing.hip shows the error)")
     return build.code_object
 
 

@@ -14,9 +14,10 @@ from hyperloom.tools.runtime.sampling import sample
 
 MIN_FLUSH_BYTES = 64 << 20
 POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 for signed integers
-FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # kernels/runtime/flush_read.hip, grid-stride
-FLUSH_PROBES = 5
-LATE_FRACTION = 0.8  # a rep whose enqueue took longer than this share of a flush may have timed the host
+FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # kernels/runtime/timing.hip, grid-stride
+SPIN_ENTRY, SPIN_NS = "hyperloom_spin", 50_000  # longer than the host takes to enqueue a rep (events and a launch)
+HEAD_START_PROBES = 5
+LATE_FRACTION = 0.8  # a rep whose enqueue took longer than this share of the flush and spin may have timed the host
 
 _SCALARS = {
     "int32": ctypes.c_int32, "uint32": ctypes.c_uint32, "int64": ctypes.c_int64, "uint64": ctypes.c_uint64,
@@ -62,35 +63,26 @@ def run_gpu(request: TrialRequest) -> TrialResult:
 
     result.cache_bytes = driver.l2_bytes()
     flush_bytes = max(2 * result.cache_bytes, MIN_FLUSH_BYTES) if request.timing.flush_cache else 0
-    flush = driver.malloc(flush_bytes) if flush_bytes else None
-    read_flush = _read_flush(driver, request, flush, flush_bytes) if flush is not None and request.timing.flush_mode == "read" else None
-    counter = [0]
-
-    def flush_cache() -> None:  # enqueue only; the stream orders it before what follows
-        if read_flush is not None:  # read the flush buffer: the cache holds its clean lines, none of the kernel's
-            read_flush()
-        elif flush is not None:  # overwrite the last-level cache, so no rep finds its data there
-            counter[0] += 1
-            driver.memset(flush, counter[0] & 0xFF, flush_bytes)
-
+    helpers = _Helpers(driver, request, flush_bytes)
     start, end = driver.event(), driver.event()
-    flush_s = _flush_seconds(driver, flush_cache, start, end) if flush is not None else 0.0
+    head_start_s = helpers.head_start_seconds(start, end)
 
     def one_rep() -> tuple[float, float]:
-        # Kernel time: the start event, the kernel and the end event are enqueued behind the flush while the
-        # device still runs it, so the events bracket the kernel alone. Recording start on an idle device and
-        # then launching would put the host's launch latency (microseconds) inside the measurement.
+        # Kernel time: the flush and a spin run on the device while the host enqueues the start event, the
+        # kernel and the end event behind them, so the events bracket the kernel alone. Recording start on an
+        # idle device and then launching would put the host's launch latency (microseconds) inside the span.
         enqueue_began = time.perf_counter()
-        flush_cache()
+        helpers.flush()
+        helpers.spin()
         driver.record(start)
         launch()
         driver.record(end)
-        if time.perf_counter() - enqueue_began > LATE_FRACTION * flush_s:
+        if time.perf_counter() - enqueue_began > LATE_FRACTION * head_start_s:
             result.late_reps += 1  # the device may have reached `start` before the launch arrived
         driver.wait(end)
         kernel_s = driver.elapsed_ms(start, end) / 1e3
         # Wall time: what a caller waiting on one launch sees, launch latency included (cache flushed again).
-        flush_cache()
+        helpers.flush()
         driver.synchronize()
         t0 = time.perf_counter()
         launch()
@@ -102,28 +94,50 @@ def run_gpu(request: TrialRequest) -> TrialResult:
     return result
 
 
-def _flush_seconds(driver: Driver, flush_cache, start: object, end: object) -> float:  # type: ignore[no-untyped-def]
-    """The shortest of a few timed flushes: how long the host has to enqueue a rep's events and launch behind one."""
-    seconds = []
-    for _ in range(FLUSH_PROBES):
-        driver.synchronize()
-        driver.record(start)
-        flush_cache()
-        driver.record(end)
-        driver.wait(end)
-        seconds.append(driver.elapsed_ms(start, end) / 1e3)
-    return min(seconds)
+class _Helpers:
+    """The device work that precedes each timed launch: the cache flush (a memset, or a read with
+    kernels/runtime/timing.hip) and a spin of SPIN_NS."""
 
+    def __init__(self, driver: Driver, request: TrialRequest, flush_bytes: int) -> None:
+        if request.timing_code_object is None:
+            raise RuntimeError("GPU timing needs timing_code_object (bench builds kernels/runtime/timing.hip)")
+        module = driver.load(Path(request.timing_code_object).read_bytes())
+        self.driver, self.flush_bytes, self.writes = driver, flush_bytes, request.timing.flush_mode == "write"
+        self.buffer = driver.malloc(flush_bytes) if flush_bytes else None
+        sink = driver.malloc(4)
+        self._spin = driver.function(module, SPIN_ENTRY)
+        self._spin_params = KernelParams([ctypes.c_int64(SPIN_NS), ctypes.c_uint64(int(sink))])
+        self._read = driver.function(module, FLUSH_ENTRY)
+        self._read_params = KernelParams([ctypes.c_uint64(int(self.buffer or 0)), ctypes.c_int64(flush_bytes // 16), ctypes.c_uint64(int(sink))])
+        if self.buffer is not None:
+            driver.memset(self.buffer, 0, flush_bytes)  # written once, so every read flush finds defined bytes
+        self._writes_done = 0
 
-def _read_flush(driver: Driver, request: TrialRequest, flush: object, flush_bytes: int):  # type: ignore[no-untyped-def]
-    """A call that reads the whole flush buffer with kernels/runtime/flush_read.hip."""
-    if request.flush_code_object is None:
-        raise RuntimeError("flush_mode read on a GPU needs flush_code_object (bench builds it)")
-    function = driver.function(driver.load(Path(request.flush_code_object).read_bytes()), FLUSH_ENTRY)
-    driver.memset(flush, 0, flush_bytes)  # written once, so every later read finds defined bytes
-    sink = driver.malloc(4)
-    params = KernelParams([ctypes.c_uint64(int(flush)), ctypes.c_int64(flush_bytes // 16), ctypes.c_uint64(int(sink))])
-    return lambda: driver.launch(function, [FLUSH_BLOCKS, 1, 1], [FLUSH_THREADS, 1, 1], 0, params)
+    def flush(self) -> None:
+        """Enqueue the flush (nothing without a flush buffer); the stream orders it before what follows."""
+        if self.buffer is None:
+            return
+        if self.writes:  # overwrite the last-level cache, so no rep finds its data there
+            self._writes_done += 1
+            self.driver.memset(self.buffer, self._writes_done & 0xFF, self.flush_bytes)
+        else:  # read the flush buffer: the cache holds its clean lines, none of the kernel's
+            self.driver.launch(self._read, [FLUSH_BLOCKS, 1, 1], [FLUSH_THREADS, 1, 1], 0, self._read_params)
+
+    def spin(self) -> None:
+        self.driver.launch(self._spin, [1, 1, 1], [1, 1, 1], 0, self._spin_params)
+
+    def head_start_seconds(self, start: object, end: object) -> float:
+        """The shortest of a few timed flush-and-spin pairs: how long the host has to enqueue a rep behind them."""
+        seconds = []
+        for _ in range(HEAD_START_PROBES):
+            self.driver.synchronize()
+            self.driver.record(start)
+            self.flush()
+            self.spin()
+            self.driver.record(end)
+            self.driver.wait(end)
+            seconds.append(self.driver.elapsed_ms(start, end) / 1e3)
+        return min(seconds)
 
 
 def _dims(values: list[int]) -> list[int]:

@@ -49,7 +49,7 @@ class TrialRequest(BaseModel):
     shared_bytes: int = 0
     mode: Literal["correctness", "timing"]
     timing: Timing = Field(default_factory=Timing)
-    flush_code_object: str | None = Field(None, description="GPU flush_mode read: the code object holding hyperloom_flush_read.")
+    timing_code_object: str | None = Field(None, description="GPU timing: the code object of kernels/runtime/timing.hip (read flush, spin).")
 
 
 class TrialResult(BaseModel):
@@ -58,7 +58,7 @@ class TrialResult(BaseModel):
     device: str = ""
     kernel_s: list[float] = Field(default_factory=list, description="Per repetition, from device events (host timer on the c backend).")
     wall_s: list[float] = Field(default_factory=list, description="Per repetition, host wall clock around launch and completion.")
-    late_reps: int = Field(0, description="GPU: repetitions whose start event and launch took the host longer to enqueue than 0.8 of a flush lasts, so the device may have waited for the launch inside the timed span.")
+    late_reps: int = Field(0, description="GPU: repetitions whose start event and launch took the host longer to enqueue than 0.8 of the flush and spin before them last, so the device may have waited for the launch inside the timed span.")
     warmup_reps: int = 0
     flush_bytes: int = 0
     cache_bytes: int = 0

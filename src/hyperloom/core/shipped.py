@@ -9,7 +9,7 @@ from hyperloom.core.atomic import write_bytes_atomic
 
 
 def shipped_kernels(*parts: str) -> Path:
-    """A shipped kernel folder or file, e.g. shipped_kernels("runtime", "flush_read.hip")."""
+    """A shipped kernel folder or file, e.g. shipped_kernels("runtime", "timing.hip")."""
     return Path(str(resources.files("hyperloom").joinpath("kernels", *parts)))
 
 

@@ -1,0 +1,176 @@
+// Decode GEMV, int4 weights × fp16 activations (batch m = 1..8), on NVIDIA tensor cores (sm_80+), with
+// weights and scales in packing.py's tensor-core tile layout: y[b, n] = Σ_k fl16(q · s) · x[b, k]
+// (reference.py:w4a16_tiled, the contract of w4a16).
+//
+// Why the layout: in packing.py's row layout a warp's 16-byte-per-lane load touches 8 rows, 64 bytes
+// each, because a lane must hold rows g and g + 8 of the mma fragment; ncu on the H200 (run 19) showed
+// that pattern keeping L2 busier than DRAM (68 % against 50 %) with DRAM at half its bandwidth. Here a
+// tile of 16 rows × 64 k is one contiguous 512-byte block, 16 bytes a lane, already in fragment order:
+// one coalesced load per lane per block, one shift and four LOP3 give a0..a3 (mma.cuh), each lane's 16
+// activations are one 32-byte load in the order the fragment wants (no permutes), and a lane's two
+// rows' scales are one 32-bit load.
+//
+// Geometry: a block owns a run of tiles (hl_tile_run) and takes them TILES = 2 at a time (or 1); its
+// blockDim.y warps split the 64-k blocks into contiguous ranges and add their partial tiles through
+// shared memory. B's column g is batch row min(g, m - 1): columns past m compute a copy nobody
+// stores. Tuning: HL_UNROLL blocks per round, in two register stages (one round's loads in flight
+// while the previous one is computed).
+#include "mma.cuh"
+
+#ifndef HL_UNROLL
+#define HL_UNROLL 2
+#endif
+#define HL_BLOCK_K 64     // k per tile block: 512 bytes of weights
+#define HL_BLOCK_UINT4 32 // uint4 per tile block: one per lane
+#define HL_MAX_WARPS 8
+#define HL_MAX_TILES 2
+
+// A lane's loads of one round: HL_UNROLL blocks of each of its TILES tiles, their scales and activations.
+template <int TILES>
+struct HlStage {
+  uint4 w[HL_UNROLL][TILES];
+  uint32_t s[HL_UNROLL][TILES];  // half2: scale of row g (low), of row g + 8 (high)
+  uint4 x[HL_UNROLL][2];         // k = 16q .. 16q + 15 of the block
+};
+
+// A lane's read cursor: where its next round starts (pointers advance by constants), and the warp's
+// range of blocks [block, last).
+template <int TILES>
+struct HlCursor {
+  const uint4* w[TILES];
+  const uint32_t* s[TILES];
+  const uint4* x;
+  int block, last, k16q, shift;  // k16q: 64 · block + 16 q, the lane's first k; shift: log2(group) (groups are powers of two)
+
+  __device__ __forceinline__ void advance() {
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) w[t] += HL_UNROLL * HL_BLOCK_UINT4;
+    x += HL_UNROLL * (HL_BLOCK_K / 8);
+    block += HL_UNROLL;
+    k16q += HL_UNROLL * HL_BLOCK_K;
+  }
+};
+
+template <int TILES>
+__device__ __forceinline__ void hl_load(HlStage<TILES>& st, const HlCursor<TILES>& c) {
+#pragma unroll
+  for (int u = 0; u < HL_UNROLL; ++u) {
+    if (HL_UNROLL > 1 && c.block + u >= c.last) break;  // uniform across the warp
+    const int group = (c.k16q + u * HL_BLOCK_K) >> c.shift;  // a lane's 16 k never cross a group (groups ≥ 32)
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) {
+      st.w[u][t] = hl_load_weights(c.w[t] + u * HL_BLOCK_UINT4);
+      st.s[u][t] = __ldg(c.s[t] + group * (HL_TILE / 2));
+    }
+    st.x[u][0] = __ldg(c.x + u * (HL_BLOCK_K / 8));
+    st.x[u][1] = __ldg(c.x + u * (HL_BLOCK_K / 8) + 1);
+  }
+}
+
+template <int TILES>
+__device__ __forceinline__ void hl_compute(const HlStage<TILES>& st, int block, int last, float (&acc)[TILES][2][4]) {
+#pragma unroll
+  for (int u = 0; u < HL_UNROLL; ++u) {
+    if (HL_UNROLL > 1 && block + u >= last) break;  // uniform across the warp
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) {
+      const __half2 scales = hl_half2(st.s[u][t]);
+      const __half2 s_g = __low2half2(scales), s_g8 = __high2half2(scales);
+      const uint32_t words[4] = {st.w[u][t].x, st.w[u][t].y, st.w[u][t].z, st.w[u][t].w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t high = words[j] >> 8;
+        const uint4& xv = st.x[u][j / 2];
+        hl_mma(acc[t][j & 1],
+               hl_bits(__hmul2(hl_low_q(words[j]), s_g)), hl_bits(__hmul2(hl_high_q(words[j]), s_g8)),  // rows g, g + 8 at k 0, 1
+               hl_bits(__hmul2(hl_low_q(high), s_g)), hl_bits(__hmul2(hl_high_q(high), s_g8)),          // rows g, g + 8 at k 2, 3
+               j % 2 == 0 ? xv.x : xv.z, j % 2 == 0 ? xv.y : xv.w);
+      }
+    }
+  }
+}
+
+// TILES tiles from `tile` on: this warp's blocks, then the block's sum over warps, stored.
+template <int TILES>
+__device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
+                                         float* __restrict__ y, int m, int n, int k, int group, int tile,
+                                         float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
+  const int blocks = k / HL_BLOCK_K, groups = k / group;
+  const int first = warp * blocks / warps, last = (warp + 1) * blocks / warps;  // this warp's contiguous blocks
+  HlCursor<TILES> c;
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    c.w[t] = w + ((size_t)(tile + t) * blocks + first) * HL_BLOCK_UINT4 + lane;
+    c.s[t] = w_scales + (size_t)(tile + t) * groups * (HL_TILE / 2) + g;
+  }
+  c.x = x + (size_t)(g < m ? g : m - 1) * (k / 8) + (size_t)first * (HL_BLOCK_K / 8) + 2 * q;
+  c.block = first;
+  c.last = last;
+  c.k16q = HL_BLOCK_K * first + 16 * q;
+  c.shift = __ffs(group) - 1;
+  float acc[TILES][2][4];  // two chains per tile for the tensor pipe
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[t][0][i] = acc[t][1][i] = 0.f;
+
+  // Two register stages: the next round's loads are in flight while this round is computed.
+  HlStage<TILES> front, back;
+  if (first < last) hl_load<TILES>(front, c);
+  c.advance();
+  for (int block = first; block < last; block += 2 * HL_UNROLL) {
+    if (block + HL_UNROLL < last) hl_load<TILES>(back, c);
+    c.advance();
+    hl_compute<TILES>(front, block, last, acc);
+    if (block + HL_UNROLL >= last) break;  // uniform across the warp
+    if (block + 2 * HL_UNROLL < last) hl_load<TILES>(front, c);
+    c.advance();
+    hl_compute<TILES>(back, block + HL_UNROLL, last, acc);
+  }
+
+  float sum[TILES][4];
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sum[t][i] = acc[t][0][i] + acc[t][1][i];
+  if (warps > 1) {
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][lane][4 * t + i] = sum[t][i];
+    __syncthreads();
+    if (warp == 0)
+      for (int v = 1; v < warps; ++v)
+#pragma unroll
+        for (int t = 0; t < TILES; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) sum[t][i] += partial[v][lane][4 * t + i];
+    __syncthreads();  // the block's next tiles reuse `partial`
+  }
+  if (warp != 0) return;
+  // C fragment of tile t: sum[t][0], sum[t][1] are rows g, batches 2q, 2q + 1; sum[t][2], sum[t][3] rows g + 8.
+  const int b0 = 2 * q, b1 = 2 * q + 1;
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    const int row0 = (tile + t) * HL_TILE + g, row1 = row0 + 8;
+    if (row0 < n) {
+      if (b0 < m) y[(size_t)b0 * n + row0] = sum[t][0];
+      if (b1 < m) y[(size_t)b1 * n + row0] = sum[t][1];
+    }
+    if (row1 < n) {
+      if (b0 < m) y[(size_t)b0 * n + row1] = sum[t][2];
+      if (b1 < m) y[(size_t)b1 * n + row1] = sum[t][3];
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled(
+    const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
+    float* __restrict__ y, int m, int n, int k, int group) {
+  __shared__ float partial[HL_MAX_WARPS][32][4 * HL_MAX_TILES];
+  const HlTileRun run = hl_tile_run(n);
+  int tile = run.begin;
+  for (; tile + 2 <= run.end; tile += 2) hl_tiles<2>(w, w_scales, x, y, m, n, k, group, tile, partial);
+  if (tile < run.end) hl_tiles<1>(w, w_scales, x, y, m, n, k, group, tile, partial);
+}

@@ -1,0 +1,77 @@
+"""The tensor-core tile layout of the decode weights (packing.tile_int4_for_mma) and its reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kernel_modules import kernel_module
+from hyperloom.core.errors import HyperloomError
+
+packing = kernel_module("decode", "packing")
+reference = kernel_module("decode", "reference")
+
+
+@pytest.mark.parametrize(("n", "k"), [(100, 256), (16, 64), (33, 192)])
+def test_weights_and_scales_round_trip_through_the_tile_layout(n, k):
+    rng = np.random.default_rng(n + k)
+    codes = rng.integers(-8, 8, size=(n, k), dtype=np.int8)
+    words = packing.tile_int4_for_mma(codes)
+    assert words.dtype == np.uint32 and words.shape == (-(-n // 16), k // 64, 128)
+    assert np.array_equal(packing.untile_int4_for_mma(words, n), codes)
+    scales = rng.uniform(0.002, 0.02, size=(n, k // 32)).astype(np.float16)
+    tiled = packing.tile_scales_for_mma(scales)
+    assert tiled.shape == (-(-n // 16), k // 32, 16) and np.array_equal(packing.untile_scales_for_mma(tiled, n), scales)
+
+
+def test_each_nibble_holds_the_row_and_k_the_kernel_reads_for_its_fragment():
+    """Lane l = 4g + q, word j, nibble i of tile t, block b: row 16t + g (+ 8), k = 64b + 16q + 4j + r (MMA_NIBBLES),
+    and a lane's pair of scales is rows g and g + 8: what w4a16_tiled.cu assumes when it builds a0..a3 and b0, b1."""
+    rng = np.random.default_rng(3)
+    n, k = 40, 192
+    codes = rng.integers(-8, 8, size=(n, k), dtype=np.int8)
+    words = packing.tile_int4_for_mma(codes)
+    for tile, block, g, q, j, i in zip(*(rng.integers(0, top, 300) for top in (3, 3, 8, 4, 4, 8)), strict=True):
+        row_offset, r = packing.MMA_NIBBLES[i]
+        row, kk = 16 * tile + g + row_offset, 64 * block + 16 * q + 4 * j + r
+        nibble = (int(words[tile, block, 4 * (4 * g + q) + j]) >> (4 * i)) & 0xF
+        assert (nibble - 16 if nibble > 7 else nibble) == (codes[row, kk] if row < n else 0)
+    assert [packing.MMA_NIBBLES[i] for i in (0, 4)] == [(0, 0), (0, 1)]  # LOP3 on nibbles 0 and 4: a0 = row g, k 0 and 1
+    scales = rng.uniform(0.002, 0.02, size=(n, k // 64)).astype(np.float16)
+    tiled = packing.tile_scales_for_mma(scales)
+    assert tiled[1, 2, 2 * 5] == scales[16 + 5, 2] and tiled[1, 2, 2 * 5 + 1] == scales[16 + 8 + 5, 2]
+
+
+def test_the_tiled_reference_equals_the_row_layout_reference_on_the_same_weights():
+    rng = np.random.default_rng(4)
+    m, n, k, group = 3, 100, 256, 32
+    codes = rng.integers(-8, 8, size=(n, k), dtype=np.int8)
+    scales = rng.uniform(0.002, 0.02, size=(n, k // group)).astype(np.float16)
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    row = reference.w4a16({"w": packing.pack_int4(codes), "w_scales": scales, "x": x},
+                          {"m": m, "n": n, "k": k, "group": group, "threads": 4, "rows": 8})["y"]
+    tiled = reference.w4a16_tiled({"w": packing.tile_int4_for_mma(codes), "w_scales": packing.tile_scales_for_mma(scales), "x": x},
+                                  {"m": m, "n": n, "k": k, "group": group})["y"]
+    assert np.array_equal(row, tiled)
+
+
+@pytest.mark.parametrize(("change", "message"), [({"k": 96}, "multiple of 64"), ({"n": 64}, r"w has shape \(3, 2, 128\), expected \(4, 2, 128\)")])
+def test_a_layout_that_does_not_fit_the_shape_is_named(change, message):
+    codes = np.zeros((40, 128), dtype=np.int8)
+    inputs = {"w": packing.tile_int4_for_mma(codes), "w_scales": np.zeros((3, 4, 16), np.float16), "x": np.zeros((1, 128), np.float16)}
+    shape = {"m": 1, "n": 40, "k": 128, "group": 32, **change}
+    with pytest.raises(HyperloomError, match=message) as error:
+        reference.w4a16_tiled(inputs, shape)
+    assert error.value.next_step
+
+
+def test_the_tiled_spec_draws_inputs_its_reference_takes(tmp_path):
+    from helpers import REPO
+    from hyperloom.tools.spec.load import draw_inputs, load_spec, reference_function
+
+    loaded = load_spec(REPO / "kernels" / "decode" / "w4a16_tiled" / "kernel.yaml")
+    shape = loaded.shape(6)  # 100 rows: a partial last tile
+    inputs = draw_inputs(loaded.spec, shape, "seeded")
+    assert inputs["w"].shape == (7, 4, 128) and inputs["w_scales"].shape == (7, 8, 16)
+    y = reference_function(loaded)(inputs, dict(shape))["y"]
+    assert y.shape == (3, 100) and np.isfinite(y).all()
