@@ -66,6 +66,7 @@ def run_gpu(request: TrialRequest) -> TrialResult:
     helpers = _Helpers(driver, request, flush_bytes)
     start, end = driver.event(), driver.event()
     head_start_s = helpers.head_start_seconds(start, end)
+    late: list[bool] = []  # per rep: enqueued after the flush and spin could have ended
 
     def one_rep() -> tuple[float, float]:
         # Kernel time: the flush and a spin run on the device while the host enqueues the start event, the
@@ -77,8 +78,7 @@ def run_gpu(request: TrialRequest) -> TrialResult:
         driver.record(start)
         launch()
         driver.record(end)
-        if time.perf_counter() - enqueue_began > LATE_FRACTION * head_start_s:
-            result.late_reps += 1  # the device may have reached `start` before the launch arrived
+        late.append(time.perf_counter() - enqueue_began > LATE_FRACTION * head_start_s)  # the device may have reached `start` first
         driver.wait(end)
         kernel_s = driver.elapsed_ms(start, end) / 1e3
         # Wall time: what a caller waiting on one launch sees, launch latency included (cache flushed again).
@@ -90,6 +90,7 @@ def run_gpu(request: TrialRequest) -> TrialResult:
         return kernel_s, time.perf_counter() - t0
 
     result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing)
+    result.late_reps = sum(late[result.warmup_reps:])  # warm-up reps (first launches load code) do not count
     result.flush_bytes = flush_bytes
     return result
 
