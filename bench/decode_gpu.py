@@ -59,14 +59,14 @@ def cublas_fp16(n: int, k: int, flush_mode: str) -> tuple[float, int]:
 TUNED_SPEC = "kernels/decode/w4a16_tiled"  # the tensor-core kernel on tile-layout weights: the one --tune searches
 KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
-    ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"),
+    ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
 )
 
 
 def tune_mma(workspace: Workspace, shape: int, read_gbps: float, args: argparse.Namespace) -> dict:
     """A search of the tiled tensor-core kernel's tuning block at one shape; returns the winner and the session's figures."""
     report = run_tune(TuneRequest(
-        spec=TUNED_SPEC, variant="mma", target=TARGET, shape=shape, session=f"decode-tiled-s{shape}", strategy=args.tune_strategy,
+        spec=TUNED_SPEC, variant=args.tune_variant, target=TARGET, shape=shape, session=f"decode-{args.tune_variant}-s{shape}", strategy=args.tune_strategy,
         max_candidates=args.tune_candidates, deadline_s=args.tune_deadline_s, roof_gbps=read_gbps, max_time_s=0.5, revalidate_pairs=5,
         sweep_shapes=False, background=False, flush_mode=args.flush_mode,
     ), workspace)
@@ -113,6 +113,8 @@ def main() -> None:
                              " write: dirty lines the timed call pays to write back)")
     parser.add_argument("--params", type=json.loads, default={}, help="tiled kernel parameters at the shapes not tuned, e.g. '{\"warps\": 4}'")
     parser.add_argument("--with-simt", action="store_true", help="also time the SIMT kernels (w4a16, w4a8)")
+    parser.add_argument("--tune-variant", default="mma", choices=["mma", "mma_async"],
+                        help="the tiled kernel --tune searches (register stages, or the cp.async ring); the table uses its winners")
     args = parser.parse_args()
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
     for name in ("decode", "microbench"):
@@ -129,7 +131,7 @@ def main() -> None:
         for label, spec, variant in KERNELS:
             if "simt" in label and not args.with_simt:
                 continue
-            params = mma_params[index] if spec == TUNED_SPEC else {}
+            params = mma_params[index] if (spec, variant) == (TUNED_SPEC, args.tune_variant) else {}
             r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params,
                                        flush_mode=args.flush_mode), workspace)
             rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "params": params, "gate": "pass" if r.ok else "FAIL",

@@ -65,6 +65,30 @@ def test_the_tiled_tensor_core_decode_passes_its_gate_on_every_input_set(workspa
     assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
 
 
+@pytest.mark.parametrize(
+    ("shape", "params"),
+    [
+        (0, {}), (4, {}), (5, {}), (6, {}),  # the defaults: 4 ring stages
+        (4, {"stages": 2, "tiles": 1}), (3, {"stages": 8, "warps": 4}),  # the shallowest and the deepest ring
+        (6, {"stages": 8, "warps": 2, "tiles": 1}),  # a ring deeper than the warp's blocks (2 of them)
+        (2, {"stages": 4, "tiles": 8, "warps": 8}),  # tile pairs in turn: the ring drained between them
+    ],
+)
+def test_the_async_tiled_decode_passes_its_gate_on_every_input_set(workspace, shape, params):
+    shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
+    result = run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma_async", target="sm_90", shape=shape, max_time_s=0.3, params=params), workspace)
+    assert result.ok, result.summary
+    assert all(v.passed for v in result.gate)
+
+
+def test_an_async_launch_without_room_for_two_stages_is_a_crash_and_the_gpu_stays_usable(workspace):
+    shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
+    crashed = run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma_async", target="sm_90", shape=6, params={"stages": 1},
+                                     adversarial=False), workspace)
+    assert not crashed.ok and crashed.gate[0].status == "CRASH", crashed.summary
+    assert run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma_async", target="sm_90", shape=6, max_time_s=0.3), workspace).ok
+
+
 def test_the_int6_device_kernels_pack_and_unpack_torch_tensors_bit_for_bit_as_torch_ops():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():

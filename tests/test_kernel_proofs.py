@@ -85,6 +85,15 @@ def test_the_tensor_core_decode_builds_for_the_h200_without_spills_in_its_tuning
 
 
 @needs_nvcc
+@pytest.mark.parametrize("unroll", [1, 2, 4])
+def test_the_tiled_decode_builds_both_entries_for_the_h200_without_spills(kernels, unroll):
+    b = compile_kernel(CompileRequest(source="kernels/decode/w4a16_tiled.cu", targets=["sm_90"], defines=[f"HL_UNROLL={unroll}"]), kernels).builds[0]
+    assert b.ok, b.summary
+    assert sorted(k.name for k in b.kernels) == ["decode_w4a16_tiled", "decode_w4a16_tiled_async"]
+    assert all(k.vgpr_spills == 0 for k in b.kernels)
+
+
+@needs_nvcc
 def test_decode_w4a4_says_it_is_not_available_on_nvidia(kernels):
     b = build(kernels, "kernels/decode/w4a4.hip", "sm_90")
     assert not b.ok and "not available on NVIDIA" in b.summary

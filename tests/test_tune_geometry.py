@@ -58,3 +58,12 @@ def test_a_tuning_block_over_a_problem_variable_is_refused_before_the_session_ex
     with pytest.raises(HyperloomError, match="changes argument"):
         open_session(TuneRequest(spec="kernels/decode/w4a16", variant="mma", target="sm_90", session="s", background=False), decode)
     assert not (decode.root / ".hyperloom" / "tune" / "s").exists()
+
+
+def test_the_async_ring_depth_is_launch_geometry_its_shared_memory_follows(decode):
+    loaded = load_spec(decode.root / "kernels/decode/w4a16_tiled/kernel.yaml")
+    ring = prepare(loaded, "mma_async", "sm_90", 3)
+    assert (ring.grid, ring.block, ring.shared_bytes) == ([28672 // 32], [32, 4], 4 * 4 * 1280)
+    deeper, defines = specialize(ring, {"stages": 8, "warps": 2})
+    assert (deeper.block, deeper.shared_bytes, defines) == ([32, 2], 2 * 8 * 1280, {})
+    assert prepare(loaded, "mma", "sm_90", 3).shared_bytes == 0  # the register variant asks for none

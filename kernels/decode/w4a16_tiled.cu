@@ -24,13 +24,14 @@
 #define HL_BLOCK_UINT4 32 // uint4 per tile block: one per lane
 #define HL_MAX_WARPS 8
 #define HL_MAX_TILES 2
+#define HL_RING_STAGE_BYTES (HL_MAX_TILES * 32 * (16 + 4))  // per warp and ring stage: each lane's weights and scales, two tiles
 
 // A lane's loads of one round: HL_UNROLL blocks of each of its TILES tiles, their scales and activations.
-template <int TILES>
+template <int TILES, int U>
 struct HlStage {
-  uint4 w[HL_UNROLL][TILES];
-  uint32_t s[HL_UNROLL][TILES];  // half2: scale of row g (low), of row g + 8 (high)
-  uint4 x[HL_UNROLL][2];         // k = 16q .. 16q + 15 of the block
+  uint4 w[U][TILES];
+  uint32_t s[U][TILES];  // half2: scale of row g (low), of row g + 8 (high)
+  uint4 x[U][2];         // k = 16q .. 16q + 15 of the block
 };
 
 // A lane's read cursor: where its next round starts (pointers advance by constants), and the warp's
@@ -52,7 +53,7 @@ struct HlCursor {
 };
 
 template <int TILES>
-__device__ __forceinline__ void hl_load(HlStage<TILES>& st, const HlCursor<TILES>& c) {
+__device__ __forceinline__ void hl_load(HlStage<TILES, HL_UNROLL>& st, const HlCursor<TILES>& c) {
 #pragma unroll
   for (int u = 0; u < HL_UNROLL; ++u) {
     if (HL_UNROLL > 1 && c.block + u >= c.last) break;  // uniform across the warp
@@ -67,11 +68,11 @@ __device__ __forceinline__ void hl_load(HlStage<TILES>& st, const HlCursor<TILES
   }
 }
 
-template <int TILES>
-__device__ __forceinline__ void hl_compute(const HlStage<TILES>& st, int block, int last, float (&acc)[TILES][2][4]) {
+template <int TILES, int U>
+__device__ __forceinline__ void hl_compute(const HlStage<TILES, U>& st, int block, int last, float (&acc)[TILES][2][4]) {
 #pragma unroll
-  for (int u = 0; u < HL_UNROLL; ++u) {
-    if (HL_UNROLL > 1 && block + u >= last) break;  // uniform across the warp
+  for (int u = 0; u < U; ++u) {
+    if (U > 1 && block + u >= last) break;  // uniform across the warp
 #pragma unroll
     for (int t = 0; t < TILES; ++t) {
       const __half2 scales = hl_half2(st.s[u][t]);
@@ -90,10 +91,94 @@ __device__ __forceinline__ void hl_compute(const HlStage<TILES>& st, int block, 
   }
 }
 
+// Two register stages: the next round's HL_UNROLL blocks are in flight while this round is computed.
+template <int TILES>
+__device__ __forceinline__ void hl_stream_registers(HlCursor<TILES> c, float (&acc)[TILES][2][4]) {
+  const int first = c.block, last = c.last;
+  HlStage<TILES, HL_UNROLL> front, back;
+  if (first < last) hl_load<TILES>(front, c);
+  c.advance();
+  for (int block = first; block < last; block += 2 * HL_UNROLL) {
+    if (block + HL_UNROLL < last) hl_load<TILES>(back, c);
+    c.advance();
+    hl_compute<TILES, HL_UNROLL>(front, block, last, acc);
+    if (block + HL_UNROLL >= last) break;  // uniform across the warp
+    if (block + 2 * HL_UNROLL < last) hl_load<TILES>(front, c);
+    c.advance();
+    hl_compute<TILES, HL_UNROLL>(back, block + HL_UNROLL, last, acc);
+  }
+}
+
+// Asynchronous copies (sm_80+ cp.async) of each lane's own 16 bytes of weights and 4 bytes of scales into
+// its slots of a shared-memory ring: STAGES - 1 blocks stay in flight without holding registers, and a
+// lane only ever reads what it copied itself, so waiting on its own copy groups is all the ordering needed.
+__device__ __forceinline__ void hl_copy16(uint4* shared, const uint4* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global) : "memory");
+}
+__device__ __forceinline__ void hl_copy4(uint32_t* shared, const uint32_t* global) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"((unsigned)__cvta_generic_to_shared(shared)), "l"(global) : "memory");
+}
+__device__ __forceinline__ void hl_copy_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void hl_copy_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); }
+
+// A lane's slots in its warp's ring: weights at w[(stage · HL_MAX_TILES + tile) · 32], scales likewise.
+struct HlRing {
+  uint4* w;
+  uint32_t* s;
+};
+
+// Copies of the block at `ahead` into ring stage `stage`, then `ahead` moves one block on. Past the warp's
+// last block nothing is copied, but a group is still committed: the count of groups in flight stays uniform.
+template <int TILES>
+__device__ __forceinline__ void hl_issue(HlCursor<TILES>& ahead, const HlRing& ring, int stage) {  // stage: a constant once unrolled
+  if (ahead.block < ahead.last) {
+    const int group = ahead.k16q >> ahead.shift;
+#pragma unroll
+    for (int t = 0; t < TILES; ++t) {
+      hl_copy16(ring.w + (stage * HL_MAX_TILES + t) * 32, ahead.w[t]);
+      hl_copy4(ring.s + (stage * HL_MAX_TILES + t) * 32, ahead.s[t] + group * (HL_TILE / 2));
+      ahead.w[t] += HL_BLOCK_UINT4;
+    }
+    ahead.block += 1;
+    ahead.k16q += HL_BLOCK_K;
+  }
+  hl_copy_commit();
+}
+
+// Round r reads ring stage r % STAGES; the loop runs the ring STAGES rounds at a time so that every stage
+// index, and with it every shared-memory offset, is a constant.
+template <int TILES, int STAGES>
+__device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const HlRing& ring, float (&acc)[TILES][2][4]) {
+  HlCursor<TILES> ahead = c;
+#pragma unroll
+  for (int stage = 0; stage < STAGES - 1; ++stage) hl_issue<TILES>(ahead, ring, stage);
+  const uint4* xs = c.x;
+  for (int block = c.block; block < c.last; block += STAGES) {
+#pragma unroll
+    for (int stage = 0; stage < STAGES; ++stage) {
+      if (block + stage >= c.last) break;  // uniform across the warp
+      hl_issue<TILES>(ahead, ring, (stage + STAGES - 1) % STAGES);  // into the stage read last round
+      HlStage<TILES, 1> st;
+      st.x[0][0] = __ldg(xs);
+      st.x[0][1] = __ldg(xs + 1);
+      xs += HL_BLOCK_K / 8;
+      hl_copy_wait<STAGES - 1>();  // this round's group has landed
+#pragma unroll
+      for (int t = 0; t < TILES; ++t) {
+        st.w[0][t] = ring.w[(stage * HL_MAX_TILES + t) * 32];
+        st.s[0][t] = ring.s[(stage * HL_MAX_TILES + t) * 32];
+      }
+      hl_compute<TILES, 1>(st, block + stage, c.last, acc);
+    }
+  }
+  hl_copy_wait<0>();  // nothing in flight when the ring serves the block's next tiles
+}
+
 // TILES tiles from `tile` on: this warp's blocks, then the block's sum over warps, stored.
 template <int TILES>
 __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
-                                         float* __restrict__ y, int m, int n, int k, int group, int tile,
+                                         float* __restrict__ y, int m, int n, int k, int group, int tile, int stages, const HlRing& ring,
                                          float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
   const int blocks = k / HL_BLOCK_K, groups = k / group;
@@ -115,19 +200,14 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[t][0][i] = acc[t][1][i] = 0.f;
 
-  // Two register stages: the next round's loads are in flight while this round is computed.
-  HlStage<TILES> front, back;
-  if (first < last) hl_load<TILES>(front, c);
-  c.advance();
-  for (int block = first; block < last; block += 2 * HL_UNROLL) {
-    if (block + HL_UNROLL < last) hl_load<TILES>(back, c);
-    c.advance();
-    hl_compute<TILES>(front, block, last, acc);
-    if (block + HL_UNROLL >= last) break;  // uniform across the warp
-    if (block + 2 * HL_UNROLL < last) hl_load<TILES>(front, c);
-    c.advance();
-    hl_compute<TILES>(back, block + HL_UNROLL, last, acc);
-  }
+  if (stages == 0)
+    hl_stream_registers<TILES>(c, acc);
+  else if (stages == 8)
+    hl_stream_async<TILES, 8>(c, ring, acc);
+  else if (stages == 4)
+    hl_stream_async<TILES, 4>(c, ring, acc);
+  else
+    hl_stream_async<TILES, 2>(c, ring, acc);
 
   float sum[TILES][4];
 #pragma unroll
@@ -165,12 +245,44 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint
   }
 }
 
+// The ring's depth comes from the launch: the async variant's shared_bytes is warps · stages · HL_RING_STAGE_BYTES,
+// and the kernel reads the dynamic shared memory it was given back (2, 4 or 8 stages are built; more runs 8).
+__device__ __forceinline__ unsigned hl_dynamic_shared_bytes() {
+  unsigned bytes;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+
+// One kernel body, two entries: register stages only (decode_w4a16_tiled) or the copy ring
+// (decode_w4a16_tiled_async). Separate entries keep each one's register allocation its own: ptxas sizes a
+// kernel for its hungriest path, and both paths in one kernel cost the register one 24 more registers.
+template <bool ASYNC>
+__device__ __forceinline__ void hl_kernel(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group) {
+  __shared__ float partial[HL_MAX_WARPS][32][4 * HL_MAX_TILES];
+  extern __shared__ __align__(16) unsigned char hl_ring_bytes[];
+  int stages = 0;
+  HlRing ring = {nullptr, nullptr};
+  if (ASYNC) {
+    const int given = hl_dynamic_shared_bytes() / (blockDim.y * HL_RING_STAGE_BYTES);
+    if (given < 2) __trap();  // the launch gave less than two stages: a crash bench reports, not a silent overrun
+    stages = given >= 8 ? 8 : given >= 4 ? 4 : 2;
+    unsigned char* mine = hl_ring_bytes + threadIdx.y * given * HL_RING_STAGE_BYTES;
+    ring = {reinterpret_cast<uint4*>(mine) + threadIdx.x, reinterpret_cast<uint32_t*>(mine + stages * HL_MAX_TILES * HL_BLOCK_UINT4 * 16) + threadIdx.x};
+  }
+  const HlTileRun run = hl_tile_run(n);
+  int tile = run.begin;
+  for (; tile + 2 <= run.end; tile += 2) hl_tiles<2>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
+  if (tile < run.end) hl_tiles<1>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
+}
+
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled(
     const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
-  __shared__ float partial[HL_MAX_WARPS][32][4 * HL_MAX_TILES];
-  const HlTileRun run = hl_tile_run(n);
-  int tile = run.begin;
-  for (; tile + 2 <= run.end; tile += 2) hl_tiles<2>(w, w_scales, x, y, m, n, k, group, tile, partial);
-  if (tile < run.end) hl_tiles<1>(w, w_scales, x, y, m, n, k, group, tile, partial);
+  hl_kernel<false>(w, w_scales, x, y, m, n, k, group);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled_async(
+    const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
+    float* __restrict__ y, int m, int n, int k, int group) {
+  hl_kernel<true>(w, w_scales, x, y, m, n, k, group);
 }
