@@ -5,7 +5,11 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#define HL_TILE 16  // rows per tile (one mma's M)
+#define HL_TILE 16       // rows per tile (one mma's M)
+#define HL_MAX_WARPS 8   // blockDim.y at most: the warps that split k
+#define HL_MAX_TILES 2   // tiles a warp computes at once
+
+typedef float HlPartials[HL_MAX_WARPS][32][4 * HL_MAX_TILES];  // the block's per-warp sums, in shared memory
 
 // y fragment += A (16 x 16 fp16, rows g and g + 8 in a0..a3) · B (16 x 8 fp16, column g in b0, b1), fp32 accumulation.
 __device__ __forceinline__ void hl_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
@@ -53,4 +57,40 @@ __device__ __forceinline__ HlTileRun hl_tile_run(int n) {
   const int tiles = (n + HL_TILE - 1) / HL_TILE, per_block = (tiles + gridDim.x - 1) / gridDim.x;
   const int begin = blockIdx.x * per_block;
   return {begin, min(begin + per_block, tiles)};
+}
+
+// The block's sum over its warps of TILES tiles' C fragments (fp32), stored by warp 0: sum[t][0], sum[t][1]
+// are rows g of tile t, batches 2q and 2q + 1; sum[t][2], sum[t][3] rows g + 8. Rows past n and batches past m
+// are not stored. Every warp of the block calls it (it synchronizes); it leaves `partial` free for the next tiles.
+template <int TILES>
+__device__ __forceinline__ void hl_reduce_store(float (&sum)[TILES][4], HlPartials& partial, float* __restrict__ y, int m, int n, int tile) {
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
+  if (warps > 1) {
+#pragma unroll
+    for (int t = 0; t < TILES; ++t)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial[warp][lane][4 * t + i] = sum[t][i];
+    __syncthreads();
+    if (warp == 0)
+      for (int v = 1; v < warps; ++v)
+#pragma unroll
+        for (int t = 0; t < TILES; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) sum[t][i] += partial[v][lane][4 * t + i];
+    __syncthreads();  // the block's next tiles reuse `partial`
+  }
+  if (warp != 0) return;
+  const int b0 = 2 * q, b1 = 2 * q + 1;
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    const int row0 = (tile + t) * HL_TILE + g, row1 = row0 + 8;
+    if (row0 < n) {
+      if (b0 < m) y[(size_t)b0 * n + row0] = sum[t][0];
+      if (b1 < m) y[(size_t)b1 * n + row0] = sum[t][1];
+    }
+    if (row1 < n) {
+      if (b0 < m) y[(size_t)b0 * n + row1] = sum[t][2];
+      if (b1 < m) y[(size_t)b1 * n + row1] = sum[t][3];
+    }
+  }
 }

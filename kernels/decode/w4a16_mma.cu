@@ -40,8 +40,6 @@
 #endif
 #define HL_CHUNK_K 32     // k per lane per step: one 16-byte load of packed weights
 #define HL_STEP_CHUNKS 4  // chunks per quad per step (its four lanes)
-#define HL_MAX_WARPS 8    // blockDim.y at most
-#define HL_MAX_TILES 2
 
 #if HL_PREFETCH == 256
 #define HL_L2_HINT ".L2::256B"
@@ -152,7 +150,7 @@ __device__ __forceinline__ void hl_compute(const HlStage<2 * TILES>& st, const u
 template <int TILES, bool EXACT>
 __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
                                          float* __restrict__ y, int m, int n, int k, int group, int tile,
-                                         float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
+                                         HlPartials& partial) {
   constexpr int ROWS = 2 * TILES;
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
   const int warp = threadIdx.y, warps = blockDim.y;
@@ -192,40 +190,12 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const unsi
   for (int t = 0; t < TILES; ++t)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[t][i] = even[t][i] + odd[t][i];
-  if (warps > 1) {
-#pragma unroll
-    for (int t = 0; t < TILES; ++t)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][lane][4 * t + i] = acc[t][i];
-    __syncthreads();
-    if (warp == 0)
-      for (int v = 1; v < warps; ++v)
-#pragma unroll
-        for (int t = 0; t < TILES; ++t)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[t][i] += partial[v][lane][4 * t + i];
-    __syncthreads();  // the block's next tiles reuse `partial`
-  }
-  if (warp != 0) return;
-  // C fragment of tile t: acc[t][0], acc[t][1] are rows g, batches 2q, 2q + 1; acc[t][2], acc[t][3] rows g + 8.
-  const int b0 = 2 * q, b1 = 2 * q + 1;
-#pragma unroll
-  for (int t = 0; t < TILES; ++t) {
-    const int row0 = (tile + t) * HL_TILE + g, row1 = row0 + 8;
-    if (row0 < n) {
-      if (b0 < m) y[(size_t)b0 * n + row0] = acc[t][0];
-      if (b1 < m) y[(size_t)b1 * n + row0] = acc[t][1];
-    }
-    if (row1 < n) {
-      if (b0 < m) y[(size_t)b0 * n + row1] = acc[t][2];
-      if (b1 < m) y[(size_t)b1 * n + row1] = acc[t][3];
-    }
-  }
+  hl_reduce_store<TILES>(acc, partial, y, m, n, tile);
 }
 
 template <bool EXACT>
 __device__ __forceinline__ void hl_block(const uint4* w, const unsigned short* w_scales, const uint4* x, float* y, int m, int n, int k,
-                                         int group, float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
+                                         int group, HlPartials& partial) {
   const HlTileRun run = hl_tile_run(n);
   int tile = run.begin;
   for (; tile + 2 <= run.end; tile += 2) hl_tiles<2, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
@@ -235,7 +205,7 @@ __device__ __forceinline__ void hl_block(const uint4* w, const unsigned short* w
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_mma(
     const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
-  __shared__ float partial[HL_MAX_WARPS][32][4 * HL_MAX_TILES];
+  __shared__ HlPartials partial;
   if (k % (HL_CHUNK_K * HL_STEP_CHUNKS) == 0)
     hl_block<true>(w, w_scales, x, y, m, n, k, group, partial);
   else

@@ -22,8 +22,6 @@
 #endif
 #define HL_BLOCK_K 64     // k per tile block: 512 bytes of weights
 #define HL_BLOCK_UINT4 32 // uint4 per tile block: one per lane
-#define HL_MAX_WARPS 8
-#define HL_MAX_TILES 2
 #define HL_RING_STAGE_BYTES (HL_MAX_TILES * 32 * (16 + 4))  // per warp and ring stage: each lane's weights and scales, two tiles
 
 // A lane's loads of one round: HL_UNROLL blocks of each of its TILES tiles, their scales and activations.
@@ -179,7 +177,7 @@ __device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const 
 template <int TILES>
 __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
                                          float* __restrict__ y, int m, int n, int k, int group, int tile, int stages, const HlRing& ring,
-                                         float (&partial)[HL_MAX_WARPS][32][4 * HL_MAX_TILES]) {
+                                         HlPartials& partial) {
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
   const int blocks = k / HL_BLOCK_K, groups = k / group;
   const int first = warp * blocks / warps, last = (warp + 1) * blocks / warps;  // this warp's contiguous blocks
@@ -214,35 +212,7 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint
   for (int t = 0; t < TILES; ++t)
 #pragma unroll
     for (int i = 0; i < 4; ++i) sum[t][i] = acc[t][0][i] + acc[t][1][i];
-  if (warps > 1) {
-#pragma unroll
-    for (int t = 0; t < TILES; ++t)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][lane][4 * t + i] = sum[t][i];
-    __syncthreads();
-    if (warp == 0)
-      for (int v = 1; v < warps; ++v)
-#pragma unroll
-        for (int t = 0; t < TILES; ++t)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) sum[t][i] += partial[v][lane][4 * t + i];
-    __syncthreads();  // the block's next tiles reuse `partial`
-  }
-  if (warp != 0) return;
-  // C fragment of tile t: sum[t][0], sum[t][1] are rows g, batches 2q, 2q + 1; sum[t][2], sum[t][3] rows g + 8.
-  const int b0 = 2 * q, b1 = 2 * q + 1;
-#pragma unroll
-  for (int t = 0; t < TILES; ++t) {
-    const int row0 = (tile + t) * HL_TILE + g, row1 = row0 + 8;
-    if (row0 < n) {
-      if (b0 < m) y[(size_t)b0 * n + row0] = sum[t][0];
-      if (b1 < m) y[(size_t)b1 * n + row0] = sum[t][1];
-    }
-    if (row1 < n) {
-      if (b0 < m) y[(size_t)b0 * n + row1] = sum[t][2];
-      if (b1 < m) y[(size_t)b1 * n + row1] = sum[t][3];
-    }
-  }
+  hl_reduce_store<TILES>(sum, partial, y, m, n, tile);
 }
 
 // The ring's depth comes from the launch: the async variant's shared_bytes is warps · stages · HL_RING_STAGE_BYTES,
@@ -258,7 +228,7 @@ __device__ __forceinline__ unsigned hl_dynamic_shared_bytes() {
 // kernel for its hungriest path, and both paths in one kernel cost the register one 24 more registers.
 template <bool ASYNC>
 __device__ __forceinline__ void hl_kernel(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group) {
-  __shared__ float partial[HL_MAX_WARPS][32][4 * HL_MAX_TILES];
+  __shared__ HlPartials partial;
   extern __shared__ __align__(16) unsigned char hl_ring_bytes[];
   int stages = 0;
   HlRing ring = {nullptr, nullptr};
