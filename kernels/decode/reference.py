@@ -63,10 +63,11 @@ def _fl16_gemv(codes, w_scales: np.ndarray, x: np.ndarray, group: int) -> np.nda
     y = np.empty((x.shape[0], n), dtype=np.float64)
     for r0 in range(0, n, ROWS_PER_STEP):
         r1 = min(r0 + ROWS_PER_STEP, n)
-        q = codes(r0, r1).astype(np.float16)
-        s = np.repeat(w_scales[r0:r1], group, axis=1)
-        w16 = q * s  # float16 × float16, rounded once to float16: the device's fl16(q · s)
-        y[:, r0:r1] = x64 @ w16.astype(np.float64).T
+        q = codes(r0, r1).astype(np.float32).reshape(r1 - r0, -1, group)
+        # q · s is exact in float32 (a 4-bit by 11-bit product); one rounding to float16 then gives the
+        # device's fl16(q · s), as numpy's float16 multiply would, several times faster.
+        w16 = (q * w_scales[r0:r1, :, None].astype(np.float32)).astype(np.float16)
+        y[:, r0:r1] = x64 @ w16.reshape(r1 - r0, -1).astype(np.float64).T
     return y.astype(np.float32)
 
 

@@ -20,6 +20,7 @@ from hyperloom.core.shipped import stage_shipped_file
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.clocks import device_state
 from hyperloom.tools.bench.models import BenchRequest, BenchResult, InputSetVerdict
+from hyperloom.tools.bench.references import reference_outputs
 from hyperloom.tools.bench.stats import summarize
 from hyperloom.tools.compile.build import compile_kernel
 from hyperloom.tools.compile.drivers import HOST_TARGET, NVIDIA_TARGET
@@ -29,7 +30,7 @@ from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.runtime.launcher import run_trial
 from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest, TrialResult
 from hyperloom.tools.spec.expr import evaluate_int
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, reference_function, scalar_value
+from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, scalar_value
 from hyperloom.tools.spec.models import BufferArg, Variant
 
 COMMAND_TIMEOUT_S = 600.0
@@ -141,7 +142,7 @@ def stage_input_set(launchable: Launchable, input_set: str, folder: Path) -> lis
     inputs = draw_inputs(loaded.spec, shape, input_set)
     for name, array in inputs.items():
         np.save(folder / f"in_{name}.npy", array)
-    expected = reference_function(loaded)({k: v.copy() for k, v in inputs.items()}, dict(shape))
+    expected = reference_outputs(loaded, shape, inputs)
     outputs = _outputs(loaded)
     missing = [a.name for a in outputs if a.name not in expected]
     if missing:
