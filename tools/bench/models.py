@@ -69,8 +69,8 @@ class BenchResult(BaseModel):
     flush_mode: FlushMode = Field("write", description="How the cache was flushed before each repetition (when flush_bytes > 0).")
     cache_bytes: int
     late_reps: int = Field(0, description=(
-        "GPU: repetitions the host took longer to enqueue (start event, launch) than a flush lasts; the kernel is timed"
-        " behind the flush, so these may include host launch latency. Nonzero: use a larger flush or a quieter host."))
+        "GPU: repetitions the host took longer to enqueue (start event, launch) than 0.8 of the flush and spin before them"
+        " last; the kernel is timed behind them, so these may include host launch latency. Nonzero: a quieter host."))
     state_before: DeviceState | None
     state_after: DeviceState | None
     artifacts: str | None = Field(description="Folder in the workspace with inputs, outputs, references and raw samples.")

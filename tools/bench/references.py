@@ -19,15 +19,14 @@ import hyperloom
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.hashing import sha256_bytes, sha256_file, sha256_json
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, reference_function
-from hyperloom.tools.spec.models import BufferArg
+from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, output_buffers, reference_function
 
 OUTPUT_LIMIT_BYTES = 64 << 20  # larger outputs (a 1 GiB copy) are recomputed, not stored
 
 
 def reference_outputs(loaded: LoadedSpec, shape: Mapping[str, int], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The reference's outputs for these inputs: from the cache when this exact computation ran before."""
-    outputs = [a for a in loaded.spec.args if isinstance(a, BufferArg) and a.role != "input"]
+    outputs = output_buffers(loaded.spec)
     size = sum(int(np.prod(buffer_shape(a, shape))) * np.dtype(a.dtype).itemsize for a in outputs)
     compute = lambda: reference_function(loaded)({k: v.copy() for k, v in inputs.items()}, dict(shape))  # noqa: E731
     if size > OUTPUT_LIMIT_BYTES:

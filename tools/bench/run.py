@@ -30,7 +30,7 @@ from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.runtime.launcher import run_trial
 from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest, TrialResult
 from hyperloom.tools.spec.expr import evaluate_int
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, scalar_value
+from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, output_buffers, scalar_value
 from hyperloom.tools.spec.models import BufferArg, Variant
 
 COMMAND_TIMEOUT_S = 600.0
@@ -143,7 +143,7 @@ def stage_input_set(launchable: Launchable, input_set: str, folder: Path) -> lis
     for name, array in inputs.items():
         np.save(folder / f"in_{name}.npy", array)
     expected = reference_outputs(loaded, shape, inputs)
-    outputs = _outputs(loaded)
+    outputs = output_buffers(loaded.spec)
     missing = [a.name for a in outputs if a.name not in expected]
     if missing:
         raise HyperloomError(f"the reference returned no {missing}", "return every output and inout buffer by name")
@@ -169,7 +169,7 @@ def check_input_set(
     )
     if trial.status != "OK":
         return InputSetVerdict(input_set=input_set, passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status, elapsed_s=trial.elapsed_s)
-    names = [a.name for a in _outputs(launchable.loaded)]
+    names = [a.name for a in output_buffers(launchable.loaded.spec)]
     against = (
         {"reference_set": workspace.relative(reference_set)} if reference_set is not None
         else {"references": [workspace.relative(inputs / f"ref_{n}.npy") for n in names], **launchable.loaded.spec.tolerance.model_dump()}
@@ -288,10 +288,6 @@ def arg_specs(launchable: Launchable, inputs: Path, outputs: Path | None) -> lis
             )
         )
     return specs
-
-
-def _outputs(loaded: LoadedSpec) -> list[BufferArg]:
-    return [a for a in loaded.spec.args if isinstance(a, BufferArg) and a.role != "input"]
 
 
 def _bench_command(request: BenchRequest, workspace: Workspace) -> BenchResult:

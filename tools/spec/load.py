@@ -90,6 +90,11 @@ def scalar_value(arg: ScalarArg, shape: Mapping[str, int]) -> int | float:
     return int(value) if arg.dtype.startswith(("int", "uint")) else float(value)
 
 
+def output_buffers(spec: KernelSpec) -> list[BufferArg]:
+    """The buffers a kernel writes (outputs and inouts): what its reference returns and its gate checks."""
+    return [a for a in spec.args if isinstance(a, BufferArg) and a.role != "input"]
+
+
 def draw_inputs(spec: KernelSpec, shape: Mapping[str, int], case: str = "seeded") -> dict[str, np.ndarray]:
     """Seeded inputs for every input buffer, or an adversarial set (zeros, ones, extremes, denormals)."""
     rng = np.random.default_rng([spec.seed, sum(map(ord, case))])
