@@ -32,61 +32,43 @@ def test_an_illegal_address_is_a_crash_and_the_gpu_stays_usable(workspace):
     assert run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0), workspace).ok
 
 
+ROW, TILED = "decode/w4a16", "decode/w4a16_tiled"
+
+
 @pytest.mark.parametrize(
-    ("shape", "params"),
+    ("spec", "variant", "shape", "params"),
     [
-        (0, {}), (4, {}),  # 4096² at one tile a block; 128256 rows at two (one of each kind of block)
-        (5, {}), (5, {"tiles": 2, "warps": 2}),  # batch 8, group 32
-        (6, {}), (6, {"tiles": 1, "HL_UNROLL": 2}),  # a partial 16-row tile at batch 3; idle warps (2 steps over 8 warps)
-        (7, {}), (7, {"tiles": 4, "warps": 1, "HL_UNROLL": 2, "HL_PREFETCH": 256}),  # k = 352: the last step is partial
-        (2, {"tiles": 8, "warps": 4, "HL_PREFETCH": 128}),  # 4 tile pairs a block, in turn
+        # packing.py's row layout
+        (ROW, "mma", 0, {}), (ROW, "mma", 4, {}),  # 4096² at one tile a block; 128256 rows at two (one of each kind of block)
+        (ROW, "mma", 5, {}), (ROW, "mma", 5, {"tiles": 2, "warps": 2}),  # batch 8, group 32
+        (ROW, "mma", 6, {}), (ROW, "mma", 6, {"tiles": 1, "HL_UNROLL": 2}),  # a partial 16-row tile at batch 3; idle warps (2 steps over 8 warps)
+        (ROW, "mma", 7, {}), (ROW, "mma", 7, {"tiles": 4, "warps": 1, "HL_UNROLL": 2, "HL_PREFETCH": 256}),  # k = 352: the last step is partial
+        (ROW, "mma", 2, {"tiles": 8, "warps": 4, "HL_PREFETCH": 128}),  # 4 tile pairs a block, in turn
+        # the tile layout, register stages
+        (TILED, "mma", 0, {}), (TILED, "mma", 4, {}),  # one tile a block; two
+        (TILED, "mma", 5, {}), (TILED, "mma", 5, {"tiles": 2, "warps": 2, "HL_UNROLL": 1}),  # batch 8, group 32 (two groups per 64-k block)
+        (TILED, "mma", 6, {}), (TILED, "mma", 6, {"tiles": 1, "HL_UNROLL": 4}),  # a partial last tile at batch 3; idle warps (4 blocks over 8 warps)
+        (TILED, "mma", 2, {"tiles": 8, "warps": 4, "HL_UNROLL": 4}),  # 4 tile pairs a block, in turn; a k range not a multiple of the unroll
+        # the tile layout, the cp.async ring
+        (TILED, "mma_async", 0, {}), (TILED, "mma_async", 4, {}), (TILED, "mma_async", 5, {}), (TILED, "mma_async", 6, {}),  # 4 ring stages
+        (TILED, "mma_async", 4, {"stages": 2, "tiles": 1}), (TILED, "mma_async", 3, {"stages": 8, "warps": 4}),  # the shallowest and the deepest ring
+        (TILED, "mma_async", 6, {"stages": 8, "warps": 2, "tiles": 1}),  # a ring deeper than the warp's blocks (2 of them)
+        (TILED, "mma_async", 2, {"stages": 4, "tiles": 8, "warps": 8}),  # tile pairs in turn: the ring drained between them
     ],
 )
-def test_the_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, shape, params):
+def test_the_tensor_core_decodes_pass_their_gates_on_every_input_set(workspace, spec, variant, shape, params):
     shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
-    result = run_bench(BenchRequest(spec="decode/w4a16", variant="mma", target="sm_90", shape=shape, max_time_s=0.3, params=params), workspace)
+    result = run_bench(BenchRequest(spec=spec, variant=variant, target="sm_90", shape=shape, max_time_s=0.3, params=params), workspace)
     assert result.ok, result.summary
     assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
-
-
-@pytest.mark.parametrize(
-    ("shape", "params"),
-    [
-        (0, {}), (4, {}),  # one tile a block; two
-        (5, {}), (5, {"tiles": 2, "warps": 2, "HL_UNROLL": 1}),  # batch 8, group 32 (two groups per 64-k block)
-        (6, {}), (6, {"tiles": 1, "HL_UNROLL": 4}),  # a partial last tile at batch 3; idle warps (4 blocks over 8 warps)
-        (2, {"tiles": 8, "warps": 4, "HL_UNROLL": 4}),  # 4 tile pairs a block, in turn; a k range not a multiple of the unroll
-    ],
-)
-def test_the_tiled_tensor_core_decode_passes_its_gate_on_every_input_set(workspace, shape, params):
-    shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
-    result = run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma", target="sm_90", shape=shape, max_time_s=0.3, params=params), workspace)
-    assert result.ok, result.summary
-    assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate)
-
-
-@pytest.mark.parametrize(
-    ("shape", "params"),
-    [
-        (0, {}), (4, {}), (5, {}), (6, {}),  # the defaults: 4 ring stages
-        (4, {"stages": 2, "tiles": 1}), (3, {"stages": 8, "warps": 4}),  # the shallowest and the deepest ring
-        (6, {"stages": 8, "warps": 2, "tiles": 1}),  # a ring deeper than the warp's blocks (2 of them)
-        (2, {"stages": 4, "tiles": 8, "warps": 8}),  # tile pairs in turn: the ring drained between them
-    ],
-)
-def test_the_async_tiled_decode_passes_its_gate_on_every_input_set(workspace, shape, params):
-    shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
-    result = run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma_async", target="sm_90", shape=shape, max_time_s=0.3, params=params), workspace)
-    assert result.ok, result.summary
-    assert all(v.passed for v in result.gate)
 
 
 def test_an_async_launch_without_room_for_two_stages_is_a_crash_and_the_gpu_stays_usable(workspace):
     shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
-    crashed = run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma_async", target="sm_90", shape=6, params={"stages": 1},
+    crashed = run_bench(BenchRequest(spec=TILED, variant="mma_async", target="sm_90", shape=6, params={"stages": 1},
                                      adversarial=False), workspace)
     assert not crashed.ok and crashed.gate[0].status == "CRASH", crashed.summary
-    assert run_bench(BenchRequest(spec="decode/w4a16_tiled", variant="mma_async", target="sm_90", shape=6, max_time_s=0.3), workspace).ok
+    assert run_bench(BenchRequest(spec=TILED, variant="mma_async", target="sm_90", shape=6, max_time_s=0.3), workspace).ok
 
 
 def test_the_int6_device_kernels_pack_and_unpack_torch_tensors_bit_for_bit_as_torch_ops():
