@@ -174,14 +174,13 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const unsi
     for (int i = 0; i < 4; ++i) even[t][i] = odd[t][i] = 0.f;
 
   // Two register stages: the next round's loads are in flight while this round is computed.
-  const int shift_arg = shift;
   HlStage<ROWS> front, back;
-  if (first < last) hl_load<ROWS, EXACT>(front, rows, first, first, last, q, chunks, shift_arg);
+  if (first < last) hl_load<ROWS, EXACT>(front, rows, first, first, last, q, chunks, shift);
   for (int step = first; step < last; step += 2 * HL_UNROLL) {
-    if (step + HL_UNROLL < last) hl_load<ROWS, EXACT>(back, rows, step + HL_UNROLL, first, last, q, chunks, shift_arg);
+    if (step + HL_UNROLL < last) hl_load<ROWS, EXACT>(back, rows, step + HL_UNROLL, first, last, q, chunks, shift);
     hl_compute<TILES, EXACT>(front, xs, step, first, last, q, chunks, even, odd);
     if (step + HL_UNROLL >= last) break;  // uniform across the warp
-    if (step + 2 * HL_UNROLL < last) hl_load<ROWS, EXACT>(front, rows, step + 2 * HL_UNROLL, first, last, q, chunks, shift_arg);
+    if (step + 2 * HL_UNROLL < last) hl_load<ROWS, EXACT>(front, rows, step + 2 * HL_UNROLL, first, last, q, chunks, shift);
     hl_compute<TILES, EXACT>(back, xs, step + HL_UNROLL, first, last, q, chunks, even, odd);
   }
 

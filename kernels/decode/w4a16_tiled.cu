@@ -41,12 +41,12 @@ struct HlCursor {
   const uint4* x;
   int block, last, k16q, shift;  // k16q: 64 · block + 16 q, the lane's first k; shift: log2(group) (groups are powers of two)
 
-  __device__ __forceinline__ void advance() {
+  __device__ __forceinline__ void advance(int blocks) {
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) w[t] += HL_UNROLL * HL_BLOCK_UINT4;
-    x += HL_UNROLL * (HL_BLOCK_K / 8);
-    block += HL_UNROLL;
-    k16q += HL_UNROLL * HL_BLOCK_K;
+    for (int t = 0; t < TILES; ++t) w[t] += blocks * HL_BLOCK_UINT4;
+    x += blocks * (HL_BLOCK_K / 8);
+    block += blocks;
+    k16q += blocks * HL_BLOCK_K;
   }
 };
 
@@ -95,14 +95,14 @@ __device__ __forceinline__ void hl_stream_registers(HlCursor<TILES> c, float (&a
   const int first = c.block, last = c.last;
   HlStage<TILES, HL_UNROLL> front, back;
   if (first < last) hl_load<TILES>(front, c);
-  c.advance();
+  c.advance(HL_UNROLL);
   for (int block = first; block < last; block += 2 * HL_UNROLL) {
     if (block + HL_UNROLL < last) hl_load<TILES>(back, c);
-    c.advance();
+    c.advance(HL_UNROLL);
     hl_compute<TILES, HL_UNROLL>(front, block, last, acc);
     if (block + HL_UNROLL >= last) break;  // uniform across the warp
     if (block + 2 * HL_UNROLL < last) hl_load<TILES>(front, c);
-    c.advance();
+    c.advance(HL_UNROLL);
     hl_compute<TILES, HL_UNROLL>(back, block + HL_UNROLL, last, acc);
   }
 }
@@ -136,10 +136,8 @@ __device__ __forceinline__ void hl_issue(HlCursor<TILES>& ahead, const HlRing& r
     for (int t = 0; t < TILES; ++t) {
       hl_copy16(ring.w + (stage * HL_MAX_TILES + t) * 32, ahead.w[t]);
       hl_copy4(ring.s + (stage * HL_MAX_TILES + t) * 32, ahead.s[t] + group * (HL_TILE / 2));
-      ahead.w[t] += HL_BLOCK_UINT4;
     }
-    ahead.block += 1;
-    ahead.k16q += HL_BLOCK_K;
+    ahead.advance(1);
   }
   hl_copy_commit();
 }
@@ -151,16 +149,16 @@ __device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const 
   HlCursor<TILES> ahead = c;
 #pragma unroll
   for (int stage = 0; stage < STAGES - 1; ++stage) hl_issue<TILES>(ahead, ring, stage);
-  const uint4* xs = c.x;
+  HlCursor<TILES> now = c;  // the round being computed: its activations
   for (int block = c.block; block < c.last; block += STAGES) {
 #pragma unroll
     for (int stage = 0; stage < STAGES; ++stage) {
       if (block + stage >= c.last) break;  // uniform across the warp
       hl_issue<TILES>(ahead, ring, (stage + STAGES - 1) % STAGES);  // into the stage read last round
       HlStage<TILES, 1> st;
-      st.x[0][0] = __ldg(xs);
-      st.x[0][1] = __ldg(xs + 1);
-      xs += HL_BLOCK_K / 8;
+      st.x[0][0] = __ldg(now.x);
+      st.x[0][1] = __ldg(now.x + 1);
+      now.advance(1);
       hl_copy_wait<STAGES - 1>();  // this round's group has landed
 #pragma unroll
       for (int t = 0; t < TILES; ++t) {
