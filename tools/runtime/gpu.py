@@ -110,7 +110,7 @@ class _Helpers:
         self._spin_params = KernelParams([ctypes.c_int64(SPIN_NS), ctypes.c_uint64(int(sink))])
         self._read = driver.function(module, FLUSH_ENTRY)
         self._read_params = KernelParams([ctypes.c_uint64(int(self.buffer) if self.buffer is not None else 0), ctypes.c_int64(flush_bytes // 16), ctypes.c_uint64(int(sink))])
-        if self.buffer is not None:
+        if self.buffer is not None and not self.writes:
             driver.memset(self.buffer, 0, flush_bytes)  # written once, so every read flush finds defined bytes
         self._writes_done = 0
 
