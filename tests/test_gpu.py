@@ -54,6 +54,8 @@ ROW, TILED = "decode/w4a16", "decode/w4a16_tiled"
         (TILED, "mma_async", 4, {"stages": 2, "tiles": 1}), (TILED, "mma_async", 3, {"stages": 8, "warps": 4}),  # the shallowest and the deepest ring
         (TILED, "mma_async", 6, {"stages": 8, "warps": 2, "tiles": 1}),  # a ring deeper than the warp's blocks (2 of them)
         (TILED, "mma_async", 2, {"stages": 4, "tiles": 8, "warps": 8}),  # tile pairs in turn: the ring drained between them
+        (TILED, "mma_async", 1, {"stages": 8, "warps": 8, "tiles": 4}),  # 80 KB of ring: past the 48 KB a launch gets unasked
+        (TILED, "mma_async", 5, {"stages": 2, "warps": 1}),  # one warp: no partial sums to add
     ],
 )
 def test_the_tensor_core_decodes_pass_their_gates_on_every_input_set(workspace, spec, variant, shape, params):

@@ -9,7 +9,15 @@
 #define HL_MAX_WARPS 8   // blockDim.y at most: the warps that split k
 #define HL_MAX_TILES 2   // tiles a warp computes at once
 
-typedef float HlPartials[HL_MAX_WARPS][32][4 * HL_MAX_TILES];  // the block's per-warp sums, in shared memory
+#define HL_PARTIAL_FLOATS (4 * HL_MAX_TILES * 32)  // one warp's partial tiles: 4 C values a lane per tile (1 KB)
+
+// The block's per-warp sums in shared memory: warp w's HL_PARTIAL_FLOATS at base + w · stride, value i of
+// lane l at [32 i + l] (conflict-free). A static array (stride HL_PARTIAL_FLOATS), or a slice of each warp's
+// own dynamic shared memory that its copies no longer use.
+struct HlPartials {
+  float* base;
+  int stride;
+};
 
 // y fragment += A (16 x 16 fp16, rows g and g + 8 in a0..a3) · B (16 x 8 fp16, column g in b0, b1), fp32 accumulation.
 __device__ __forceinline__ void hl_mma(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3, uint32_t b0, uint32_t b1) {
@@ -63,20 +71,21 @@ __device__ __forceinline__ HlTileRun hl_tile_run(int n) {
 // are rows g of tile t, batches 2q and 2q + 1; sum[t][2], sum[t][3] rows g + 8. Rows past n and batches past m
 // are not stored. Every warp of the block calls it (it synchronizes); it leaves `partial` free for the next tiles.
 template <int TILES>
-__device__ __forceinline__ void hl_reduce_store(float (&sum)[TILES][4], HlPartials& partial, float* __restrict__ y, int m, int n, int tile) {
+__device__ __forceinline__ void hl_reduce_store(float (&sum)[TILES][4], const HlPartials& partial, float* __restrict__ y, int m, int n, int tile) {
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
   if (warps > 1) {
+    float* mine = partial.base + warp * partial.stride + lane;
 #pragma unroll
     for (int t = 0; t < TILES; ++t)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) partial[warp][lane][4 * t + i] = sum[t][i];
+      for (int i = 0; i < 4; ++i) mine[32 * (4 * t + i)] = sum[t][i];
     __syncthreads();
     if (warp == 0)
       for (int v = 1; v < warps; ++v)
 #pragma unroll
         for (int t = 0; t < TILES; ++t)
 #pragma unroll
-          for (int i = 0; i < 4; ++i) sum[t][i] += partial[v][lane][4 * t + i];
+          for (int i = 0; i < 4; ++i) sum[t][i] += partial.base[v * partial.stride + lane + 32 * (4 * t + i)];
     __syncthreads();  // the block's next tiles reuse `partial`
   }
   if (warp != 0) return;

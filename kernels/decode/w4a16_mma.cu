@@ -150,7 +150,7 @@ __device__ __forceinline__ void hl_compute(const HlStage<2 * TILES>& st, const u
 template <int TILES, bool EXACT>
 __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
                                          float* __restrict__ y, int m, int n, int k, int group, int tile,
-                                         HlPartials& partial) {
+                                         const HlPartials& partial) {
   constexpr int ROWS = 2 * TILES;
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
   const int warp = threadIdx.y, warps = blockDim.y;
@@ -194,7 +194,7 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const unsi
 
 template <bool EXACT>
 __device__ __forceinline__ void hl_block(const uint4* w, const unsigned short* w_scales, const uint4* x, float* y, int m, int n, int k,
-                                         int group, HlPartials& partial) {
+                                         int group, const HlPartials& partial) {
   const HlTileRun run = hl_tile_run(n);
   int tile = run.begin;
   for (; tile + 2 <= run.end; tile += 2) hl_tiles<2, EXACT>(w, w_scales, x, y, m, n, k, group, tile, partial);
@@ -204,7 +204,8 @@ __device__ __forceinline__ void hl_block(const uint4* w, const unsigned short* w
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_mma(
     const uint4* __restrict__ w, const unsigned short* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
-  __shared__ HlPartials partial;
+  __shared__ float partials[HL_MAX_WARPS * HL_PARTIAL_FLOATS];
+  const HlPartials partial = {partials, HL_PARTIAL_FLOATS};
   if (k % (HL_CHUNK_K * HL_STEP_CHUNKS) == 0)
     hl_block<true>(w, w_scales, x, y, m, n, k, group, partial);
   else

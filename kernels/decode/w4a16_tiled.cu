@@ -23,6 +23,7 @@
 #define HL_BLOCK_K 64     // k per tile block: 512 bytes of weights
 #define HL_BLOCK_UINT4 32 // uint4 per tile block: one per lane
 #define HL_RING_STAGE_BYTES (HL_MAX_TILES * 32 * (16 + 4))  // per warp and ring stage: each lane's weights and scales, two tiles
+static_assert(2 * HL_RING_STAGE_BYTES >= HL_PARTIAL_FLOATS * 4, "a warp's partial sums must fit in its two-stage ring");
 
 // A lane's loads of one round: HL_UNROLL blocks of each of its TILES tiles, their scales and activations.
 template <int TILES, int U>
@@ -175,7 +176,7 @@ __device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const 
 template <int TILES>
 __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
                                          float* __restrict__ y, int m, int n, int k, int group, int tile, int stages, const HlRing& ring,
-                                         HlPartials& partial) {
+                                         const HlPartials& partial) {
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
   const int blocks = k / HL_BLOCK_K, groups = k / group;
   const int first = warp * blocks / warps, last = (warp + 1) * blocks / warps;  // this warp's contiguous blocks
@@ -221,36 +222,38 @@ __device__ __forceinline__ unsigned hl_dynamic_shared_bytes() {
   return bytes;
 }
 
-// One kernel body, two entries: register stages only (decode_w4a16_tiled) or the copy ring
-// (decode_w4a16_tiled_async). Separate entries keep each one's register allocation its own: ptxas sizes a
-// kernel for its hungriest path, and both paths in one kernel cost the register one 24 more registers.
-template <bool ASYNC>
-__device__ __forceinline__ void hl_kernel(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group) {
-  __shared__ HlPartials partial;
-  extern __shared__ __align__(16) unsigned char hl_ring_bytes[];
-  int stages = 0;
-  HlRing ring = {nullptr, nullptr};
-  if (ASYNC) {
-    const int given = hl_dynamic_shared_bytes() / (blockDim.y * HL_RING_STAGE_BYTES);
-    if (given < 2) __trap();  // the launch gave less than two stages: a crash bench reports, not a silent overrun
-    stages = given >= 8 ? 8 : given >= 4 ? 4 : 2;
-    unsigned char* mine = hl_ring_bytes + threadIdx.y * given * HL_RING_STAGE_BYTES;
-    ring = {reinterpret_cast<uint4*>(mine) + threadIdx.x, reinterpret_cast<uint32_t*>(mine + stages * HL_MAX_TILES * HL_BLOCK_UINT4 * 16) + threadIdx.x};
-  }
+// The tiles of this block's run, two at a time, then one.
+__device__ __forceinline__ void hl_run(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group,
+                                       int stages, const HlRing& ring, const HlPartials& partial) {
   const HlTileRun run = hl_tile_run(n);
   int tile = run.begin;
   for (; tile + 2 <= run.end; tile += 2) hl_tiles<2>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
   if (tile < run.end) hl_tiles<1>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
 }
 
+// Two entries over one body: register stages only (decode_w4a16_tiled) or the copy ring
+// (decode_w4a16_tiled_async). Separate entries keep each one's register allocation its own: ptxas sizes a
+// kernel for its hungriest path, and both paths in one kernel cost the register one 24 more registers.
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled(
     const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
-  hl_kernel<false>(w, w_scales, x, y, m, n, k, group);
+  __shared__ float partials[HL_MAX_WARPS * HL_PARTIAL_FLOATS];
+  hl_run(w, w_scales, x, y, m, n, k, group, 0, HlRing{nullptr, nullptr}, HlPartials{partials, HL_PARTIAL_FLOATS});
 }
 
+// Each warp's slice of the dynamic shared memory holds its ring; once the warp's copies of a tile run have
+// landed (hl_stream_async drains them), the slice's start holds its partial sums (HL_PARTIAL_FLOATS fit in
+// two stages), so the ring costs the block no static shared memory beside it.
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled_async(
     const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
-  hl_kernel<true>(w, w_scales, x, y, m, n, k, group);
+  extern __shared__ __align__(16) unsigned char hl_ring_bytes[];
+  const int given = hl_dynamic_shared_bytes() / (blockDim.y * HL_RING_STAGE_BYTES);
+  if (given < 2) __trap();  // the launch gave less than two stages: a crash bench reports, not a silent overrun
+  const int stages = given >= 8 ? 8 : given >= 4 ? 4 : 2;
+  const int slice_bytes = given * HL_RING_STAGE_BYTES;
+  unsigned char* mine = hl_ring_bytes + threadIdx.y * slice_bytes;
+  const HlRing ring = {reinterpret_cast<uint4*>(mine) + threadIdx.x,
+                       reinterpret_cast<uint32_t*>(mine + stages * HL_MAX_TILES * HL_BLOCK_UINT4 * 16) + threadIdx.x};
+  hl_run(w, w_scales, x, y, m, n, k, group, stages, ring, HlPartials{reinterpret_cast<float*>(hl_ring_bytes), slice_bytes / 4});
 }

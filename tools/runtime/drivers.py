@@ -64,6 +64,8 @@ def _bindings(backend: str) -> tuple[Any, Any, Names]:
         raise HyperloomError(f"the {backend} backend needs {package}: {exc}", f"install {package}") from exc
 
 
+CUDA_DEFAULT_SHARED_BYTES = 48 << 10  # dynamic shared memory a CUDA launch gets without opting in
+
 _FAULTS = ("ILLEGAL_ADDRESS", "LAUNCH_FAILED", "ILLEGAL_INSTRUCTION", "MISALIGNED_ADDRESS", "INVALID_PC",
            "HARDWARE_STACK_ERROR", "ASSERT", "IllegalAddress", "LaunchFailure", "IllegalState")
 
@@ -115,6 +117,14 @@ class Driver:
 
     def function(self, module: Any, name: str) -> Any:
         return self._call("module_function", module, name.encode())
+
+    def allow_shared(self, function: Any, shared_bytes: int) -> None:
+        """Let `function` launch with `shared_bytes` of dynamic shared memory. CUDA launches get 48 KB unless the
+        function opts in to more (up to the device's per-block limit); AMD has no such opt-in: a launch may use
+        the LDS the device has, so there is nothing to set."""
+        if self.backend == "cuda" and shared_bytes > CUDA_DEFAULT_SHARED_BYTES:
+            attribute = self.module.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            self._check(self.module.cuFuncSetAttribute(function, attribute, shared_bytes), "cuFuncSetAttribute")
 
     # -- memory
     def malloc(self, nbytes: int) -> Any:

@@ -33,6 +33,7 @@ def run_gpu(request: TrialRequest) -> TrialResult:
     driver = Driver(request.backend, request.device_index)
     module = driver.load(Path(request.code_object).read_bytes())
     function = driver.function(module, request.entry)
+    driver.allow_shared(function, request.shared_bytes)
     buffers: dict[str, object] = {}
     values: list[ctypes._SimpleCData] = []
     for arg in request.args:
