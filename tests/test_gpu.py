@@ -56,6 +56,9 @@ ROW, TILED = "decode/w4a16", "decode/w4a16_tiled"
         (TILED, "mma_async", 2, {"stages": 4, "tiles": 8, "warps": 8}),  # tile pairs in turn: the ring drained between them
         (TILED, "mma_async", 1, {"stages": 8, "warps": 8, "tiles": 4}),  # 80 KB of ring: past the 48 KB a launch gets unasked
         (TILED, "mma_async", 5, {"stages": 2, "warps": 1}),  # one warp: no partial sums to add
+        # four tiles a ring stage
+        (TILED, "mma_async4", 4, {"tiles": 4}), (TILED, "mma_async4", 5, {"tiles": 4, "warps": 8, "stages": 8}),  # 160 KB of ring
+        (TILED, "mma_async4", 6, {"tiles": 8, "warps": 2}),  # 7 tiles: four, then a pair, then one
     ],
 )
 def test_the_tensor_core_decodes_pass_their_gates_on_every_input_set(workspace, spec, variant, shape, params):

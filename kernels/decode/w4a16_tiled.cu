@@ -22,8 +22,6 @@
 #endif
 #define HL_BLOCK_K 64     // k per tile block: 512 bytes of weights
 #define HL_BLOCK_UINT4 32 // uint4 per tile block: one per lane
-#define HL_RING_STAGE_BYTES (HL_MAX_TILES * 32 * (16 + 4))  // per warp and ring stage: each lane's weights and scales, two tiles
-static_assert(2 * HL_RING_STAGE_BYTES >= HL_PARTIAL_FLOATS * 4, "a warp's partial sums must fit in its two-stage ring");
 
 // A lane's loads of one round: HL_UNROLL blocks of each of its TILES tiles, their scales and activations.
 template <int TILES, int U>
@@ -121,7 +119,8 @@ __device__ __forceinline__ void hl_copy_commit() { asm volatile("cp.async.commit
 template <int PENDING>
 __device__ __forceinline__ void hl_copy_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(PENDING) : "memory"); }
 
-// A lane's slots in its warp's ring: weights at w[(stage · HL_MAX_TILES + tile) · 32], scales likewise.
+// A lane's slots in its warp's ring of GT tiles a stage: weights at w[(stage · GT + tile) · 32], scales likewise.
+template <int GT>
 struct HlRing {
   uint4* w;
   uint32_t* s;
@@ -129,14 +128,14 @@ struct HlRing {
 
 // Copies of the block at `ahead` into ring stage `stage`, then `ahead` moves one block on. Past the warp's
 // last block nothing is copied, but a group is still committed: the count of groups in flight stays uniform.
-template <int TILES>
-__device__ __forceinline__ void hl_issue(HlCursor<TILES>& ahead, const HlRing& ring, int stage) {  // stage: a constant once unrolled
+template <int TILES, int GT>
+__device__ __forceinline__ void hl_issue(HlCursor<TILES>& ahead, const HlRing<GT>& ring, int stage) {  // stage: a constant once unrolled
   if (ahead.block < ahead.last) {
     const int group = ahead.k16q >> ahead.shift;
 #pragma unroll
     for (int t = 0; t < TILES; ++t) {
-      hl_copy16(ring.w + (stage * HL_MAX_TILES + t) * 32, ahead.w[t]);
-      hl_copy4(ring.s + (stage * HL_MAX_TILES + t) * 32, ahead.s[t] + group * (HL_TILE / 2));
+      hl_copy16(ring.w + (stage * GT + t) * 32, ahead.w[t]);
+      hl_copy4(ring.s + (stage * GT + t) * 32, ahead.s[t] + group * (HL_TILE / 2));
     }
     ahead.advance(1);
   }
@@ -145,17 +144,17 @@ __device__ __forceinline__ void hl_issue(HlCursor<TILES>& ahead, const HlRing& r
 
 // Round r reads ring stage r % STAGES; the loop runs the ring STAGES rounds at a time so that every stage
 // index, and with it every shared-memory offset, is a constant.
-template <int TILES, int STAGES>
-__device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const HlRing& ring, float (&acc)[TILES][2][4]) {
+template <int TILES, int STAGES, int GT>
+__device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const HlRing<GT>& ring, float (&acc)[TILES][2][4]) {
   HlCursor<TILES> ahead = c;
 #pragma unroll
-  for (int stage = 0; stage < STAGES - 1; ++stage) hl_issue<TILES>(ahead, ring, stage);
+  for (int stage = 0; stage < STAGES - 1; ++stage) hl_issue<TILES, GT>(ahead, ring, stage);
   HlCursor<TILES> now = c;  // the round being computed: its activations
   for (int block = c.block; block < c.last; block += STAGES) {
 #pragma unroll
     for (int stage = 0; stage < STAGES; ++stage) {
       if (block + stage >= c.last) break;  // uniform across the warp
-      hl_issue<TILES>(ahead, ring, (stage + STAGES - 1) % STAGES);  // into the stage read last round
+      hl_issue<TILES, GT>(ahead, ring, (stage + STAGES - 1) % STAGES);  // into the stage read last round
       HlStage<TILES, 1> st;
       st.x[0][0] = __ldg(now.x);
       st.x[0][1] = __ldg(now.x + 1);
@@ -163,8 +162,8 @@ __device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const 
       hl_copy_wait<STAGES - 1>();  // this round's group has landed
 #pragma unroll
       for (int t = 0; t < TILES; ++t) {
-        st.w[0][t] = ring.w[(stage * HL_MAX_TILES + t) * 32];
-        st.s[0][t] = ring.s[(stage * HL_MAX_TILES + t) * 32];
+        st.w[0][t] = ring.w[(stage * GT + t) * 32];
+        st.s[0][t] = ring.s[(stage * GT + t) * 32];
       }
       hl_compute<TILES, 1>(st, block + stage, c.last, acc);
     }
@@ -172,10 +171,11 @@ __device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const 
   hl_copy_wait<0>();  // nothing in flight when the ring serves the block's next tiles
 }
 
-// TILES tiles from `tile` on: this warp's blocks, then the block's sum over warps, stored.
-template <int TILES>
+// TILES tiles from `tile` on: this warp's blocks (through register stages when `stages` is 0, else through
+// the ring of GT tiles a stage), then the block's sum over warps, stored.
+template <int TILES, int GT>
 __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
-                                         float* __restrict__ y, int m, int n, int k, int group, int tile, int stages, const HlRing& ring,
+                                         float* __restrict__ y, int m, int n, int k, int group, int tile, int stages, const HlRing<GT>& ring,
                                          const HlPartials& partial) {
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
   const int blocks = k / HL_BLOCK_K, groups = k / group;
@@ -197,14 +197,14 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[t][0][i] = acc[t][1][i] = 0.f;
 
-  if (stages == 0)
+  if (GT == 0)
     hl_stream_registers<TILES>(c, acc);
   else if (stages == 8)
-    hl_stream_async<TILES, 8>(c, ring, acc);
+    hl_stream_async<TILES, 8, GT>(c, ring, acc);
   else if (stages == 4)
-    hl_stream_async<TILES, 4>(c, ring, acc);
+    hl_stream_async<TILES, 4, GT>(c, ring, acc);
   else
-    hl_stream_async<TILES, 2>(c, ring, acc);
+    hl_stream_async<TILES, 2, GT>(c, ring, acc);
 
   float sum[TILES][4];
 #pragma unroll
@@ -214,7 +214,7 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint
   hl_reduce_store<TILES>(sum, partial, y, m, n, tile);
 }
 
-// The ring's depth comes from the launch: the async variant's shared_bytes is warps · stages · HL_RING_STAGE_BYTES,
+// The ring's depth comes from the launch: the async variants' shared_bytes is warps · stages · (bytes a stage),
 // and the kernel reads the dynamic shared memory it was given back (2, 4 or 8 stages are built; more runs 8).
 __device__ __forceinline__ unsigned hl_dynamic_shared_bytes() {
   unsigned bytes;
@@ -222,38 +222,57 @@ __device__ __forceinline__ unsigned hl_dynamic_shared_bytes() {
   return bytes;
 }
 
-// The tiles of this block's run, two at a time, then one.
+// The tiles of this block's run: GT at a time (two for the register stages), then the rest in a pair and a single.
+template <int GT>
 __device__ __forceinline__ void hl_run(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group,
-                                       int stages, const HlRing& ring, const HlPartials& partial) {
+                                       int stages, const HlRing<GT>& ring, const HlPartials& partial) {
+  constexpr int AT_ONCE = GT == 0 ? 2 : GT;
   const HlTileRun run = hl_tile_run(n);
   int tile = run.begin;
-  for (; tile + 2 <= run.end; tile += 2) hl_tiles<2>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
-  if (tile < run.end) hl_tiles<1>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
+  for (; tile + AT_ONCE <= run.end; tile += AT_ONCE) hl_tiles<AT_ONCE, GT>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
+  if (AT_ONCE > 2 && tile + 2 <= run.end) {
+    hl_tiles<2, GT>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
+    tile += 2;
+  }
+  if (tile < run.end) hl_tiles<1, GT>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
 }
 
-// Two entries over one body: register stages only (decode_w4a16_tiled) or the copy ring
-// (decode_w4a16_tiled_async). Separate entries keep each one's register allocation its own: ptxas sizes a
-// kernel for its hungriest path, and both paths in one kernel cost the register one 24 more registers.
+// Three entries over one body: register stages only (decode_w4a16_tiled), or the copy ring with two
+// (decode_w4a16_tiled_async) or four (decode_w4a16_tiled_async4) tiles a stage. Separate entries keep each
+// one's register allocation its own: ptxas sizes a kernel for its hungriest path, and both paths in one
+// kernel cost the register one 24 more registers.
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled(
     const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
   __shared__ float partials[HL_MAX_WARPS * HL_PARTIAL_FLOATS];
-  hl_run(w, w_scales, x, y, m, n, k, group, 0, HlRing{nullptr, nullptr}, HlPartials{partials, HL_PARTIAL_FLOATS});
+  hl_run<0>(w, w_scales, x, y, m, n, k, group, 0, HlRing<0>{nullptr, nullptr}, HlPartials{partials, HL_PARTIAL_FLOATS});
 }
 
 // Each warp's slice of the dynamic shared memory holds its ring; once the warp's copies of a tile run have
-// landed (hl_stream_async drains them), the slice's start holds its partial sums (HL_PARTIAL_FLOATS fit in
-// two stages), so the ring costs the block no static shared memory beside it.
+// landed (hl_stream_async drains them), the slice's start holds its partial sums (they fit in two stages),
+// so the ring costs the block no static shared memory beside it.
+template <int GT>
+__device__ __forceinline__ void hl_async(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group) {
+  constexpr int STAGE_BYTES = GT * 32 * (16 + 4);  // per warp and stage: each lane's weights and scales of GT tiles
+  static_assert(2 * STAGE_BYTES >= 4 * GT * 32 * 4, "a warp's partial sums must fit in its two-stage ring");
+  extern __shared__ __align__(16) unsigned char hl_ring_bytes[];
+  const int given = hl_dynamic_shared_bytes() / (blockDim.y * STAGE_BYTES);
+  if (given < 2) __trap();  // the launch gave less than two stages: a crash bench reports, not a silent overrun
+  const int stages = given >= 8 ? 8 : given >= 4 ? 4 : 2;
+  const int slice_bytes = given * STAGE_BYTES;
+  unsigned char* mine = hl_ring_bytes + threadIdx.y * slice_bytes;
+  const HlRing<GT> ring = {reinterpret_cast<uint4*>(mine) + threadIdx.x, reinterpret_cast<uint32_t*>(mine + stages * GT * 32 * 16) + threadIdx.x};
+  hl_run<GT>(w, w_scales, x, y, m, n, k, group, stages, ring, HlPartials{reinterpret_cast<float*>(hl_ring_bytes), slice_bytes / 4});
+}
+
 extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled_async(
     const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
-  extern __shared__ __align__(16) unsigned char hl_ring_bytes[];
-  const int given = hl_dynamic_shared_bytes() / (blockDim.y * HL_RING_STAGE_BYTES);
-  if (given < 2) __trap();  // the launch gave less than two stages: a crash bench reports, not a silent overrun
-  const int stages = given >= 8 ? 8 : given >= 4 ? 4 : 2;
-  const int slice_bytes = given * HL_RING_STAGE_BYTES;
-  unsigned char* mine = hl_ring_bytes + threadIdx.y * slice_bytes;
-  const HlRing ring = {reinterpret_cast<uint4*>(mine) + threadIdx.x,
-                       reinterpret_cast<uint32_t*>(mine + stages * HL_MAX_TILES * HL_BLOCK_UINT4 * 16) + threadIdx.x};
-  hl_run(w, w_scales, x, y, m, n, k, group, stages, ring, HlPartials{reinterpret_cast<float*>(hl_ring_bytes), slice_bytes / 4});
+  hl_async<2>(w, w_scales, x, y, m, n, k, group);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled_async4(
+    const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
+    float* __restrict__ y, int m, int n, int k, int group) {
+  hl_async<4>(w, w_scales, x, y, m, n, k, group);
 }
