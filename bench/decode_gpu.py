@@ -60,7 +60,15 @@ TUNED_SPEC = "kernels/decode/w4a16_tiled"  # the tensor-core kernel on tile-layo
 KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
     ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
+    ("w4a16 tiled async4", TUNED_SPEC, "mma_async4"),
 )
+# Launch geometry a row uses instead of its spec shape's, where the spec's shapes (shared by every variant) do not
+# suit the variant: four tiles a ring stage need runs of at least four tiles. The picks are the fastest of device
+# run 23's sweep (results/h200/decode/run23.log: one warp a block at 128256x4096, four elsewhere), MEASURED on the
+# H200. A tuned variant's winners (--tune) replace them.
+ROW_PARAMS: dict[str, dict[int, dict[str, int]]] = {
+    "mma_async4": {0: {"tiles": 4}, 1: {"tiles": 4}, 2: {"tiles": 4}, 3: {"tiles": 4}, 4: {"tiles": 4, "warps": 1}},
+}
 
 
 def tune_mma(workspace: Workspace, shape: int, read_gbps: float, args: argparse.Namespace) -> dict:
@@ -113,7 +121,7 @@ def main() -> None:
                              " write: dirty lines the timed call pays to write back)")
     parser.add_argument("--params", type=json.loads, default={}, help="tiled kernel parameters at the shapes not tuned, e.g. '{\"warps\": 4}'")
     parser.add_argument("--with-simt", action="store_true", help="also time the SIMT kernels (w4a16, w4a8)")
-    parser.add_argument("--tune-variant", default="mma", choices=["mma", "mma_async"],
+    parser.add_argument("--tune-variant", default="mma", choices=["mma", "mma_async", "mma_async4"],
                         help="the tiled kernel --tune searches (register stages, or the cp.async ring); the table uses its winners")
     args = parser.parse_args()
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
@@ -131,7 +139,8 @@ def main() -> None:
         for label, spec, variant in KERNELS:
             if "simt" in label and not args.with_simt:
                 continue
-            params = mma_params[index] if (spec, variant) == (TUNED_SPEC, args.tune_variant) else {}
+            tuned_row = (spec, variant) == (TUNED_SPEC, args.tune_variant)
+            params = mma_params[index] if tuned_row and (index in tuned or args.params) else ROW_PARAMS.get(variant, {}).get(index, {})
             r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params,
                                        flush_mode=args.flush_mode), workspace)
             rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "params": params, "gate": "pass" if r.ok else "FAIL",
