@@ -20,6 +20,9 @@
 #ifndef HL_UNROLL
 #define HL_UNROLL 2
 #endif
+#ifndef HL_ASYNC4_MIN_BLOCKS
+#define HL_ASYNC4_MIN_BLOCKS 1  // __launch_bounds__'s blocks of 256 threads per SM for decode_w4a16_tiled_async4: 3 caps it at 80 registers (it spills)
+#endif
 #define HL_BLOCK_K 64     // k per tile block: 512 bytes of weights
 #define HL_BLOCK_UINT4 32 // uint4 per tile block: one per lane
 
@@ -79,7 +82,7 @@ __device__ __forceinline__ void hl_compute(const HlStage<TILES, U>& st, int bloc
       for (int j = 0; j < 4; ++j) {
         const uint32_t high = words[j] >> 8;
         const uint4& xv = st.x[u][j / 2];
-        hl_mma(acc[t][j & 1],
+        hl_mma(acc[t][TILES >= 4 ? 0 : j & 1],  // four tiles are four independent chains already: one accumulator each saves registers
                hl_bits(__hmul2(hl_low_q(words[j]), s_g)), hl_bits(__hmul2(hl_high_q(words[j]), s_g8)),  // rows g, g + 8 at k 0, 1
                hl_bits(__hmul2(hl_low_q(high), s_g)), hl_bits(__hmul2(hl_high_q(high), s_g8)),          // rows g, g + 8 at k 2, 3
                j % 2 == 0 ? xv.x : xv.z, j % 2 == 0 ? xv.y : xv.w);
@@ -271,7 +274,7 @@ extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_til
   hl_async<2>(w, w_scales, x, y, m, n, k, group);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled_async4(
+extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS, HL_ASYNC4_MIN_BLOCKS) decode_w4a16_tiled_async4(
     const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
     float* __restrict__ y, int m, int n, int k, int group) {
   hl_async<4>(w, w_scales, x, y, m, n, k, group);
