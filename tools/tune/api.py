@@ -13,8 +13,8 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.tune.loop import Control, run_tune
 from hyperloom.tools.tune.models import ProposeRequest, ProposeResult, SessionRef, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.tune.report import build_report, close_session, status_of
-from hyperloom.tools.tune.session import open_existing
-from hyperloom.tools.tune.space import candidate_hash, check_params
+from hyperloom.tools.tune.session import candidate_digest, open_existing
+from hyperloom.tools.tune.space import check_params
 
 OPEN_TIMEOUT_S = 600.0
 
@@ -104,7 +104,7 @@ def tune_propose(request: ProposeRequest, workspace: Workspace, progress: Progre
     params = check_params(request.params)
     manifest, ledger, _ = open_existing(request.session, workspace)
     try:
-        digest = candidate_hash(manifest["identity_sha256"], {**manifest["baseline_defines"], **params})
+        digest = candidate_digest(manifest, params)
         earlier = next((t for t in ledger.trials() if t.hash == digest), None)
         if earlier is not None:
             return ProposeResult(accepted=False, hash=digest, summary=f"already recorded as #{earlier.seq}: {earlier.status} {earlier.reason or ''}".strip())

@@ -96,7 +96,8 @@ def evaluate(
         return result, granted
 
     try:
-        launchable, build = build_with(session.launchable, workspace, params)
+        variant, rest = session.launchable_for(params)
+        launchable, build = build_with(variant, workspace, rest)
     except HyperloomError as exc:  # e.g. a define the compiler's allow-list refuses, a geometry that changes the problem
         return Outcome(status="COMPILE_ERROR", reason=str(exc), input_set="compile")
     outcome.compile_s = build.compile_s

@@ -18,8 +18,8 @@ from hyperloom.tools.tune.models import TrialRecord, TuneReport, TuneRequest
 from hyperloom.tools.tune.proposers import make_proposer
 from hyperloom.tools.tune.report import close_session, figures
 from hyperloom.tools.tune.revalidate import revalidate
-from hyperloom.tools.tune.session import Session, open_session
-from hyperloom.tools.tune.space import Params, Space, candidate_hash, check_params
+from hyperloom.tools.tune.session import Session, candidate_digest, open_session
+from hyperloom.tools.tune.space import Params, Space, check_params
 
 POLL_S = 0.2
 
@@ -61,7 +61,9 @@ class Loop:
     def __init__(self, session: Session, request: TuneRequest, workspace: Workspace, progress: ProgressFn | None, control: Control) -> None:
         self.session, self.request, self.workspace, self.progress, self.control = session, request, workspace, progress, control
         self.ledger = session.ledger
-        self.space = Space(session.launchable.loaded.spec.tuning_of(session.launchable.variant))
+        spec = session.launchable.loaded.spec
+        self.space = Space(spec.tuning_of(session.launchable.variant), {name: spec.tuning_of(o.variant) for name, o in session.others.items()},
+                           variant=session.launchable.variant_name)
         # A machine sharing the study owns a candidate for as long as one candidate can take: every
         # input set and the timing, each capped at timeout_s, plus room for the compile.
         lease_s = request.timeout_s * (len(session.launchable.input_sets) + 1) + LEASE_COMPILE_S
@@ -76,7 +78,7 @@ class Loop:
             self.proposer.tell(trial.params, trial.median_s if trial.status == "PASSED" else None)
 
     def digest(self, params: Params) -> str:
-        return candidate_hash(self.session.identity, {**self.session.launchable.variant.defines, **params})
+        return candidate_digest(self.session.manifest, params)
 
     def seen(self, params: Params) -> bool:
         digest = self.digest(params)

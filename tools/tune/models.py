@@ -18,6 +18,9 @@ class TuneRequest(BaseModel):
 
     spec: str = Field(description="A kernel.yaml (or its folder) inside the workspace; its `tuning` block is the search space.")
     variant: str | None = Field(None, description="Variant whose defines the candidates override; default the first. Its own defines are the baseline.")
+    search_variants: list[str] = Field(default_factory=list, max_length=32, description=(
+        "Further variants of the spec searched in the same session, each with its own entry, launch and tuning block; their"
+        " candidates carry {\"variant\": name} in params (so may tune_propose's). The baseline stays `variant`'s own defines."))
     target: str = Field("host", description="gfx target (hip), sm_XX (cuda) or host (c backend, CPU workers).")
     shape: int = Field(0, ge=0, le=1000, description="Index of the shape tuned on; the winner is then swept across every shape.")
     session: str | None = Field(None, max_length=120, description="Session name under .hyperloom/tune/ (or a folder in the workspace); an existing session is resumed.")
@@ -104,7 +107,9 @@ class ProposeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     session: str = Field(max_length=300, description="A session id from tune_start.")
-    params: dict[str, str | int] = Field(min_length=1, max_length=64, description="Defines to try, e.g. {\"BLOCK\": 128}; merged over the variant's defines.")
+    params: dict[str, str | int] = Field(min_length=1, max_length=64, description=(
+        "Defines to try, e.g. {\"BLOCK\": 128}; merged over the variant's defines. In a session searching several variants,"
+        " {\"variant\": name} picks one of them (default the session's own)."))
     note: str = Field("", max_length=500, description="Why this candidate: kept in the ledger for the next decision.")
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.tune.space import Params, Space
+from hyperloom.tools.tune.space import VARIANT, Params, Space
 
 Seen = Callable[[Params], bool]
 """Whether a candidate with these parameters was already recorded or is in flight."""
@@ -96,7 +96,14 @@ class OptunaProposer:
         self._space = space
         self._lease_s = lease_s
         startup = min(8, max(space.size // 4, 2))
+        # Optuna's parameters: the own variant's defines by name; with further variants, a VARIANT category
+        # and each further variant's defines as "<variant>:<define>", asked only when that variant is drawn.
+        self._joint = bool(space.others)
+        labelled = {space.variant: space.values, **space.others}
+        self._names = {label: {(name if label == space.variant else f"{label}:{name}"): name for name in values} for label, values in labelled.items()}
         if sampler == "cmaes":
+            if self._joint:
+                raise HyperloomError("cmaes searches one variant's numeric space, and this session searches several variants", "use strategy tpe, grid or random")
             self._ordered = {name: _numeric_order(name, values) for name, values in space.values.items()}
             self._distributions = {name: optuna.distributions.IntDistribution(0, len(values) - 1) for name, values in self._ordered.items()}
             self._decoding = {name: dict(enumerate(values)) for name, values in self._ordered.items()}
@@ -106,8 +113,13 @@ class OptunaProposer:
                 raise HyperloomError("the cmaes strategy needs the cmaes package, which is not installed", "pip install 'hyperloom[tune]' or use strategy tpe") from exc
             chosen = optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup, warn_independent_sampling=False)
         else:
-            self._distributions = {name: optuna.distributions.CategoricalDistribution([str(v) for v in values]) for name, values in space.values.items()}
-            self._decoding = {name: {str(v): v for v in values} for name, values in space.values.items()}
+            self._distributions = {
+                optuna_name: optuna.distributions.CategoricalDistribution([str(v) for v in labelled[label][name]])
+                for label, names in self._names.items() for optuna_name, name in names.items()
+            }
+            self._decoding = {optuna_name: {str(v): v for v in labelled[label][name]} for label, names in self._names.items() for optuna_name, name in names.items()}
+            if self._joint:
+                self._distributions[VARIANT] = optuna.distributions.CategoricalDistribution(list(labelled))
             chosen = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         if storage is not None:
             # No connection pool: every storage call opens and closes its own connection, so a
@@ -124,13 +136,38 @@ class OptunaProposer:
         return repr(sorted((k, str(v)) for k, v in params.items()))
 
     def _decode(self, encoded: dict[str, Any]) -> Params:
-        """A trial's parameters (Optuna's encoding) → the candidate's define values."""
-        return {name: self._decoding[name][value] for name, value in encoded.items()}
+        """A trial's parameters (Optuna's encoding) → the candidate's define values (and its VARIANT, if not the own)."""
+        params: Params = {}
+        for optuna_name, value in encoded.items():
+            if optuna_name == VARIANT:
+                if value != self._space.variant:
+                    params[VARIANT] = value
+            else:
+                params[optuna_name.split(":", 1)[1] if self._joint and ":" in optuna_name else optuna_name] = self._decoding[optuna_name][value]
+        return params
 
-    def _encode(self, params: Params) -> dict[str, Any] | None:
-        """A candidate → Optuna's encoding, or None when it lies outside the sampler's space."""
-        encoded = {name: table.get(str(params.get(name))) for name, table in self._encoding.items()}
-        return None if None in encoded.values() else encoded
+    def _encode(self, params: Params) -> tuple[dict[str, Any], dict[str, Any]] | None:
+        """A candidate → (Optuna's encoding, its distributions), or None when it lies outside the sampler's space."""
+        label = str(params.get(VARIANT, self._space.variant))
+        names = self._names.get(label)
+        if names is None or set(params) - {VARIANT} != set(names.values()):
+            return None
+        encoded: dict[str, Any] = {optuna_name: self._encoding[optuna_name].get(str(params[name])) for optuna_name, name in names.items()}
+        if None in encoded.values():
+            return None
+        if self._joint:
+            encoded[VARIANT] = label
+        return encoded, {name: self._distributions[name] for name in encoded}
+
+    def _suggest(self) -> Any:
+        """A new trial: a point of the own space, or, with further variants, a variant and a point of its space."""
+        if not self._joint:
+            return self.study.ask(self._distributions)
+        trial = self.study.ask()
+        label = trial.suggest_categorical(VARIANT, self._distributions[VARIANT].choices)
+        for optuna_name in self._names[label]:
+            trial.suggest_categorical(optuna_name, self._distributions[optuna_name].choices)
+        return trial
 
     def _live(self, trial: Any) -> bool:
         """A RUNNING trial whose machine may still finish it."""
@@ -162,7 +199,7 @@ class OptunaProposer:
     def ask(self, seen: Seen) -> Params | None:
         taken = self._taken()
         for _ in range(4 * max(self._space.size, 1)):
-            trial = self.study.ask(self._distributions)
+            trial = self._suggest()
             params = self._decode(trial.params)
             key = self._key(params)
             if key in taken or seen(params) or key in self._open or self._owner_elsewhere(key, trial.number):
@@ -178,15 +215,30 @@ class OptunaProposer:
                 continue
             self._open[key] = trial
             return params
+        return self._first_novel(seen, taken)
+
+    def _first_novel(self, seen: Seen, taken: dict[str, Any]) -> Params | None:
+        """When the sampler keeps drawing repeats (a small or lopsided space), the first novel point of the grid,
+        enqueued so that the study records it as its own trial; None once the space is exhausted."""
+        for params in self._space.grid():
+            key = self._key(params)
+            known = self._encode(params)
+            if known is None or key in taken or key in self._open or seen(params):
+                continue
+            self.study.enqueue_trial(known[0])
+            trial = self._suggest()
+            self._open[self._key(self._decode(trial.params))] = trial
+            return self._decode(trial.params)
         return None
 
     def tell(self, params: Params, median_s: float | None) -> None:
         trial = self._open.pop(self._key(params), None)
         if trial is None:  # a candidate from elsewhere (baseline, tune_propose, a resumed ledger)
-            encoded = self._encode(params)
-            if encoded is not None:  # the sampler can only learn from points of its own space
+            known = self._encode(params)
+            if known is not None:  # the sampler can only learn from points of its own space
+                encoded, distributions = known
                 self.study.add_trial(self._optuna.trial.create_trial(
-                    params=encoded, distributions=self._distributions,
+                    params=encoded, distributions=distributions,
                     value=median_s, state=self._optuna.trial.TrialState.COMPLETE if median_s is not None else self._optuna.trial.TrialState.FAIL,
                 ))
             return

@@ -107,7 +107,9 @@ def render_markdown(manifest: dict[str, Any], report: TuneReport) -> str:
     status = report.status
     lines = [
         f"# tune {status.session}", "",
-        f"Spec `{manifest['spec']}`, variant `{manifest['variant']}`, target `{manifest['target']}`, shape {manifest['shape']}; "
+        f"Spec `{manifest['spec']}`, variant `{manifest['variant']}`"
+        + (f" (the baseline; also searched: {', '.join(f'`{v}`' for v in manifest['variant_defines'])})" if manifest.get("variant_defines") else "")
+        + f", target `{manifest['target']}`, shape {manifest['shape']}; "
         f"tolerance {manifest['tolerance']} declared before the first trial; input sets {', '.join(manifest['input_sets'])} "
         f"(sha256 {manifest['input_set_sha256'][:16]}…). All times MEASURED on {manifest['environment']['device'] if manifest['target'] == 'host' else manifest['target']}.",
         "", f"Stopped: {status.stop_reason or 'not stopped'}. Budget: {status.spent_device_s:.1f} of {status.budget_device_s:g} device-seconds spent.",

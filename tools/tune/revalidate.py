@@ -14,6 +14,7 @@ from hyperloom.tools.tune.devices import worker_slots
 from hyperloom.tools.tune.evaluate import Budget
 from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
 from hyperloom.tools.tune.session import Session
+from hyperloom.tools.tune.space import Params
 
 REGRESSION = 0.02
 """The winner is called a regression at a shape when it is more than 2 % slower than the baseline there."""
@@ -43,7 +44,7 @@ def revalidate(session: Session, request: TuneRequest, workspace: Workspace) -> 
     budget = Budget(request.budget_device_s, ledger.spent_s())
     device = worker_slots(session.launchable.backend, 1, request.devices)[0]
     timing = request.timing()
-    builds = {t.hash: _built(session.launchable, workspace, t) for t in (baseline, winner)}
+    builds = {t.hash: _built(*session.launchable_for(t.params), workspace) for t in (baseline, winner)}
 
     def timed(launchable, code_object, inputs) -> float | None:  # type: ignore[no-untyped-def]
         granted = budget.reserve(request.timeout_s)
@@ -81,13 +82,13 @@ def _sweep(session: Session, request: TuneRequest, workspace: Workspace, baselin
     loaded = session.launchable.loaded
     device = worker_slots(session.launchable.backend, 1, request.devices)[0]
     for index, shape in enumerate(loaded.spec.shapes):
-        at_shape = prepare(loaded, session.launchable.variant_name, request.target, index)
         folder = session.folder / "scratch" / "sweep" / str(index)
         try:
-            stage_input_set(at_shape, "seeded", folder / "in")
+            stage_input_set(prepare(loaded, session.launchable.variant_name, request.target, index), "seeded", folder / "in")  # the variants share the spec's args
             times, notes = {}, []
             for label, trial in (("baseline", baseline), ("winner", winner)):
-                launchable, code_object = _built(at_shape, workspace, trial)
+                variant, params = session.launchable_for(trial.params)
+                launchable, code_object = _built(prepare(loaded, variant.variant_name, request.target, index), params, workspace)
                 verdict = check_input_set(launchable, code_object, "seeded", folder / "in", folder / label, workspace, timeout_s=request.timeout_s, device=device)
                 session.ledger.add_spent("sweep", verdict.elapsed_s)
                 times[label] = timed(launchable, code_object, folder / "in") if verdict.passed else None
@@ -103,7 +104,7 @@ def _sweep(session: Session, request: TuneRequest, workspace: Workspace, baselin
     return results
 
 
-def _built(launchable: Launchable, workspace: Workspace, trial: TrialRecord) -> tuple[Launchable, str]:
-    """The trial's launch geometry and its compiled code object."""
-    specialized, build = build_with(launchable, workspace, trial.params)
+def _built(launchable: Launchable, params: Params, workspace: Workspace) -> tuple[Launchable, str]:
+    """A trial's launch geometry and its compiled code object, from its variant's launchable and its params."""
+    specialized, build = build_with(launchable, workspace, params)
     return specialized, build.code_object

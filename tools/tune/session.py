@@ -11,7 +11,7 @@ import json
 import platform
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,10 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import Launchable, prepare, specialize, stage_input_set
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest
-from hyperloom.tools.spec.load import load_spec
+from hyperloom.tools.spec.load import LoadedSpec, load_spec
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.models import TuneRequest
+from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash
 
 SESSION_KIND = "hyperloom.tune.session"
 SESSION_VERSION = 1
@@ -34,7 +35,7 @@ MANIFEST, LEDGER, REPORT, BREAKDOWN = "manifest.json", "ledger.sqlite", "report.
 SESSIONS_DIR = Path(".hyperloom") / "tune"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 # Fields that make a session what it is; the rest (stop rules, workers) may change on resume.
-IDENTITY = ("spec", "variant", "target", "shape", "strategy", "seed", "expect", "forbid", "storage", "study")
+IDENTITY = ("spec", "variant", "search_variants", "target", "shape", "strategy", "seed", "expect", "forbid", "storage", "study")
 
 
 @dataclass
@@ -43,11 +44,22 @@ class Session:
     folder: Path
     manifest: dict[str, Any]
     ledger: Ledger
-    launchable: Launchable
+    launchable: Launchable  # the session's own variant: the baseline's
+    others: dict[str, Launchable] = field(default_factory=dict)  # further variants searched, by name
 
     @property
     def identity(self) -> str:
         return self.manifest["identity_sha256"]
+
+    def launchable_for(self, params: Params) -> tuple[Launchable, Params]:
+        """The candidate's variant (VARIANT in params, else the session's own) and the rest of its params."""
+        rest = {name: value for name, value in params.items() if name != VARIANT}
+        variant = params.get(VARIANT, self.launchable.variant_name)
+        if variant == self.launchable.variant_name:
+            return self.launchable, rest
+        if variant not in self.others:
+            raise HyperloomError(f"session {self.id!r} does not search variant {variant!r}", f"use one of {[self.launchable.variant_name, *self.others]}")
+        return self.others[str(variant)], rest
 
     def inputs(self, input_set: str) -> Path:
         return self.folder / "inputs" / input_set
@@ -66,32 +78,63 @@ def session_folder(name: str, workspace: Workspace) -> tuple[str, Path]:
     return name, workspace.root / SESSIONS_DIR / name
 
 
-def _spec_identity(request: TuneRequest, launchable: Launchable) -> dict[str, Any]:
-    source, _ = launchable.loaded.source_of(launchable.variant)
-    return {
+def _spec_identity(request: TuneRequest, launchable: Launchable, others: dict[str, Launchable]) -> dict[str, Any]:
+    identity = {
         "spec_sha256": sha256_file(launchable.loaded.path),
-        "source_sha256": sha256_file(source),
+        "source_sha256": _source_sha256(launchable),
         "variant": launchable.variant_name,
         "target": request.target,
         "shape": launchable.shape,
     }
+    if others:  # only sessions searching several variants carry these (older sessions' identities stay as they were)
+        identity["variant_sources_sha256"] = {name: _source_sha256(other) for name, other in others.items()}
+    return identity
+
+
+def _source_sha256(launchable: Launchable) -> str:
+    source, _ = launchable.loaded.source_of(launchable.variant)
+    return sha256_file(source)
+
+
+def candidate_digest(manifest: dict[str, Any], params: Params) -> str:
+    """A candidate's content hash: the session's identity, its variant and its merged defines. The loop and
+    tune_propose both use it, so a proposal is recognised as the trial it repeats."""
+    defines = {name: value for name, value in params.items() if name != VARIANT}
+    variant = params.get(VARIANT, manifest["variant"])
+    if variant == manifest["variant"]:
+        return candidate_hash(manifest["identity_sha256"], {**manifest["baseline_defines"], **defines})
+    searched = manifest.get("variant_defines", {})
+    if variant not in searched:
+        raise HyperloomError(f"session {manifest['session']!r} does not search variant {variant!r}", f"use one of {[manifest['variant'], *searched]}")
+    return candidate_hash(manifest["identity_sha256"], {**searched[variant], **defines, VARIANT: variant})
+
+
+def _others(loaded: LoadedSpec, request: TuneRequest, launchable: Launchable) -> dict[str, Launchable]:
+    """The further variants' launchables, each checked as the own one is (it builds for the target; its geometry keeps the problem)."""
+    others = {}
+    for name in dict.fromkeys(request.search_variants):
+        if name != launchable.variant_name:
+            others[name] = prepare(loaded, name, request.target, request.shape)
+    for each in (launchable, *others.values()):
+        for define, values in loaded.spec.tuning_of(each.variant).items():  # a geometry that changes the problem fails now, not per trial
+            if define in each.shape:
+                for value in values:
+                    specialize(each, {define: value})
+    return others
 
 
 def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, bool]:
     """Create the session folder, or reopen it after checking it; returns (session, resumed)."""
     loaded = load_spec(workspace.resolve(request.spec))
     launchable = prepare(loaded, request.variant, request.target, request.shape)
-    for name, values in loaded.spec.tuning_of(launchable.variant).items():  # a geometry that changes the problem fails now, not per trial
-        if name in launchable.shape:
-            for value in values:
-                specialize(launchable, {name: value})
+    others = _others(loaded, request, launchable)
     name = request.session or f"{loaded.spec.name}-{launchable.variant_name}-{request.target}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
     session_id, folder = session_folder(name, workspace)
     if folder.exists() and any(folder.iterdir()):
-        return _reopen(session_id, folder, request, launchable, workspace), True
+        return _reopen(session_id, folder, request, launchable, others), True
     if folder.exists():
         folder.rmdir()  # an empty folder the caller made for us
-    identity = _spec_identity(request, launchable)
+    identity = _spec_identity(request, launchable, others)
     with staged_directory(folder) as staging:
         input_sets = {}
         for input_set in launchable.input_sets:
@@ -120,15 +163,18 @@ def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, b
             "tolerance": loaded.spec.tolerance.model_dump(),
             "tuning": loaded.spec.tuning_of(launchable.variant),
             "baseline_defines": launchable.variant.defines,
+            **({"variant_tuning": {n: loaded.spec.tuning_of(o.variant) for n, o in others.items()},
+                "variant_defines": {n: o.variant.defines for n, o in others.items()}} if others else {}),
             "request": request.model_dump(),
             "input_sets": input_sets,
             "input_set_sha256": combine_digests(input_sets[s] for s in sorted(input_sets)),
             "environment": {"hyperloom": __version__, "python": platform.python_version(), "device": host_device(), "platform": platform.platform()},
         }
-        manifest["identity_sha256"] = sha256_json({k: manifest[k] for k in ("spec_sha256", "source_sha256", "variant", "target", "shape", "input_set_sha256")})
+        keys = ("spec_sha256", "source_sha256", "variant", "target", "shape", "input_set_sha256") + (("variant_sources_sha256",) if others else ())
+        manifest["identity_sha256"] = sha256_json({k: manifest[k] for k in keys})
         Ledger(staging / LEDGER, session_id, create=True).close()
         write_bytes_atomic(staging / MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n")
-    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable), False
+    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable, others), False
 
 
 def read_manifest(folder: Path) -> dict[str, Any]:
@@ -147,13 +193,14 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
-def _reopen(session_id: str, folder: Path, request: TuneRequest, launchable: Launchable, workspace: Workspace) -> Session:
+def _reopen(session_id: str, folder: Path, request: TuneRequest, launchable: Launchable, others: dict[str, Launchable]) -> Session:
     manifest = read_manifest(folder)
     if manifest.get("session") != session_id:
         raise HyperloomError(f"{folder} holds session {manifest.get('session')!r}, not {session_id!r}", "it was copied or renamed; open it under its own name")
-    identity = _spec_identity(request, launchable)
+    identity = _spec_identity(request, launchable, others)
     changed = [key for key, value in identity.items() if manifest.get(key) != value]
-    changed += [key for key in IDENTITY if key not in ("spec",) and manifest["request"].get(key) != getattr(request, key)]
+    recorded = {key: manifest["request"].get(key, TuneRequest.model_fields[key].get_default(call_default_factory=True)) for key in IDENTITY}  # older sessions lack newer fields
+    changed += [key for key in IDENTITY if key not in ("spec",) and recorded[key] != getattr(request, key)]
     if changed:
         raise HyperloomError(
             f"session {session_id!r} was started with a different {', '.join(changed)} (the spec, its source or the request changed)",
@@ -163,7 +210,7 @@ def _reopen(session_id: str, folder: Path, request: TuneRequest, launchable: Lau
         frozen = folder / "references" / input_set / "manifest.json"
         if not frozen.is_file() or json.loads(frozen.read_text()).get("content_sha256") != manifest["input_sets"][input_set]:
             raise HyperloomError(f"the frozen references of {input_set!r} in {folder} changed or are missing", "the session is corrupt; start a new session")
-    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable)
+    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable, others)
 
 
 def open_existing(name: str, workspace: Workspace) -> tuple[dict[str, Any], Ledger, Path]:

@@ -14,23 +14,46 @@ _DEFINE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _DEFINE_VALUE = re.compile(r"[A-Za-z0-9_.+\-]{1,64}")
 
 
-class Space:
-    """Defines and their candidate values, in the spec's order."""
+VARIANT = "variant"
+"""The reserved parameter naming a candidate's variant; absent, the candidate is of the session's own variant."""
 
-    def __init__(self, tuning: Mapping[str, list[str | int]]) -> None:
+
+class Space:
+    """Defines and their candidate values, in the spec's order: the session's variant's (`values`), then
+    those of each further variant searched (`others`), whose candidates carry VARIANT."""
+
+    def __init__(self, tuning: Mapping[str, list[str | int]], others: Mapping[str, Mapping[str, list[str | int]]] | None = None,
+                 variant: str = "") -> None:
+        self.variant = variant  # the session's own variant's name (how proposers label its candidates)
         self.values = {name: list(values) for name, values in tuning.items()}
+        self.others = {variant: {name: list(values) for name, values in space.items()} for variant, space in (others or {}).items()}
 
     @property
     def size(self) -> int:
-        size = 1
-        for values in self.values.values():
-            size *= len(values)
-        return size if self.values else 0
+        """Candidates in the space: the own variant's combinations (none without a tuning block: its baseline is
+        run anyway), and each further variant's (at least one: its own defines)."""
+        return _combinations(self.values, empty=0) + sum(_combinations(space, empty=1) for space in self.others.values())
 
     def grid(self) -> Iterator[Params]:
-        names = list(self.values)
-        for combo in itertools.product(*(self.values[n] for n in names)):
-            yield dict(zip(names, combo))
+        yield from _grid(self.values)
+        for variant, space in self.others.items():
+            for params in _grid(space):
+                yield {VARIANT: variant, **params}
+
+
+def _combinations(space: Mapping[str, list[str | int]], empty: int) -> int:
+    if not space:
+        return empty
+    size = 1
+    for values in space.values():
+        size *= len(values)
+    return size
+
+
+def _grid(space: Mapping[str, list[str | int]]) -> Iterator[Params]:
+    names = list(space)
+    for combo in itertools.product(*(space[n] for n in names)):
+        yield dict(zip(names, combo))
 
 
 def check_params(params: Mapping[str, object]) -> Params:
