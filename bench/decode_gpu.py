@@ -7,13 +7,14 @@ set first, cache flushed, device events behind the flush),
 (`torch.nn.functional.linear` with M = 1), timed the same way. Each as time, bandwidth (bytes of
 weights + scales + activations read) and percent of the read bandwidth measured by Hyperloom's read
 microbenchmark in the same run. With --tune SHAPE (repeatable), `tune` first searches the tiled tensor-core
-kernel's space at each of those shapes (gated, budgeted) and the table uses each shape's own winner;
-the other shapes run the variant's defaults (or --params). Winners do not travel between shapes: a
-k-split that fills 132 SMs at n = 28672 starves them at n = 4096. Checks the targets of issue 8 (>= 90 % of
+kernel's variants (--tune-variants: register stages, the two cp.async rings; the first is the baseline) at
+each of those shapes in one session each (gated, budgeted), and the table adds a "tuned" row with each
+shape's own winner. Winners do not travel between shapes: a k-split that fills 132 SMs at n = 28672
+starves them at n = 4096. Checks the targets of issue 8 (>= 90 % of
 read at the three largest shapes, >= 2x torch int4pack_mm at every shape) and prints the verdicts.
 Needs a CUDA GPU, torch, and the package importable.
 
-Run: python bench/decode_gpu.py [--tune SHAPE ...] [--params JSON] [--out decode_gpu.json] [--workspace DIR]
+Run: python bench/decode_gpu.py [--tune SHAPE ...] [--tune-variants V ...] [--params JSON] [--out decode_gpu.json] [--workspace DIR]
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ def cublas_fp16(n: int, k: int, flush_mode: str) -> tuple[float, int]:
 
 
 TUNED_SPEC = "kernels/decode/w4a16_tiled"  # the tensor-core kernel on tile-layout weights: the one --tune searches
+TUNED_VARIANTS = ("mma", "mma_async", "mma_async4")
 KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
     ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
@@ -65,7 +67,7 @@ KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
 # Launch geometry a row uses instead of its spec shape's, where the spec's shapes (shared by every variant) do not
 # suit the variant: four tiles a ring stage need runs of at least four tiles. The picks are the fastest of device
 # run 23's sweep (results/h200/decode/run23.log: one warp a block at 128256x4096, four elsewhere), MEASURED on the
-# H200. A tuned variant's winners (--tune) replace them.
+# H200. --params replaces them for the first of --tune-variants; a tuned shape's winner gets its own row.
 ROW_PARAMS: dict[str, dict[int, dict[str, int]]] = {
     "mma_async4": {0: {"tiles": 4}, 1: {"tiles": 4}, 2: {"tiles": 4}, 3: {"tiles": 4}, 4: {"tiles": 4, "warps": 1}},
 }
@@ -74,7 +76,8 @@ ROW_PARAMS: dict[str, dict[int, dict[str, int]]] = {
 def tune_mma(workspace: Workspace, shape: int, read_gbps: float, args: argparse.Namespace) -> dict:
     """A search of the tiled tensor-core kernel's tuning block at one shape; returns the winner and the session's figures."""
     report = run_tune(TuneRequest(
-        spec=TUNED_SPEC, variant=args.tune_variant, target=TARGET, shape=shape, session=f"decode-{args.tune_variant}-s{shape}", strategy=args.tune_strategy,
+        spec=TUNED_SPEC, variant=args.tune_variants[0], search_variants=args.tune_variants[1:], target=TARGET, shape=shape,
+        session=f"decode-{'-'.join(args.tune_variants)}-s{shape}", strategy=args.tune_strategy,
         max_candidates=args.tune_candidates, deadline_s=args.tune_deadline_s, roof_gbps=read_gbps, max_time_s=0.5, revalidate_pairs=5,
         sweep_shapes=False, background=False, flush_mode=args.flush_mode,
     ), workspace)
@@ -119,10 +122,10 @@ def main() -> None:
     parser.add_argument("--flush-mode", default="read", choices=["read", "write"],
                         help="cache flush before every timed call, for every row (read: clean lines, what a decode step's weights find;"
                              " write: dirty lines the timed call pays to write back)")
-    parser.add_argument("--params", type=json.loads, default={}, help="tiled kernel parameters at the shapes not tuned, e.g. '{\"warps\": 4}'")
+    parser.add_argument("--params", type=json.loads, default={}, help="parameters of the first --tune-variants row at every shape, e.g. '{\"warps\": 4}'")
     parser.add_argument("--with-simt", action="store_true", help="also time the SIMT kernels (w4a16, w4a8)")
-    parser.add_argument("--tune-variant", default="mma", choices=["mma", "mma_async", "mma_async4"],
-                        help="the tiled kernel --tune searches (register stages, or the cp.async ring); the table uses its winners")
+    parser.add_argument("--tune-variants", nargs="+", default=list(TUNED_VARIANTS), choices=TUNED_VARIANTS,
+                        help="the tiled kernel's variants --tune searches in one session (the first is the baseline)")
     args = parser.parse_args()
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
     for name in ("decode", "microbench"):
@@ -133,17 +136,17 @@ def main() -> None:
                                   flush_mode=args.flush_mode), workspace)
     read_gbps = read.bandwidth_gbps
     tuned = {shape: tune_mma(workspace, shape, read_gbps, args) for shape in dict.fromkeys(args.tune)}
-    mma_params = {index: tuned[index]["params"] if index in tuned else args.params for index in range(len(SHAPES))}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
-        for label, spec, variant in KERNELS:
-            if "simt" in label and not args.with_simt:
-                continue
-            tuned_row = (spec, variant) == (TUNED_SPEC, args.tune_variant)
-            params = mma_params[index] if tuned_row and (index in tuned or args.params) else ROW_PARAMS.get(variant, {}).get(index, {})
+        runs = [(label, spec, variant, args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get(variant, {}).get(index, {}))
+                for label, spec, variant in KERNELS if args.with_simt or "simt" not in label]
+        if index in tuned:  # the session's winner, of whichever variant it is
+            winner = dict(tuned[index]["params"])
+            runs.append(("w4a16 tiled tuned", TUNED_SPEC, str(winner.pop("variant", args.tune_variants[0])), winner))
+        for label, spec, variant, params in runs:
             r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params,
                                        flush_mode=args.flush_mode), workspace)
-            rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "params": params, "gate": "pass" if r.ok else "FAIL",
+            rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "variant": variant, "params": params, "gate": "pass" if r.ok else "FAIL",
                          "time_us": r.kernel.median_s * 1e6 if r.ok else None, "cv": r.kernel.cv if r.ok else None,
                          "gbps": r.bandwidth_gbps, "summary": r.summary, "evidence": r.evidence.model_dump(mode="json")})
         for method, measure in (("torch int4pack_mm", torch_int4), ("cuBLAS fp16 GEMV", cublas_fp16)):
@@ -172,7 +175,7 @@ def main() -> None:
         print(f"{verdict['shape']}: best Hyperloom ({verdict['best']}) {verdict['percent_of_read']:.1f} % of read, {verdict['x_torch_int4']:.2f}x torch"
               f" int4pack_mm (>= {TORCH_TARGET_X:.0f}x: {'met' if verdict['torch_target_met'] else 'NOT met'}{read_note})")
     Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "flush_mode": args.flush_mode, "read_gbps": read_gbps, "tune": list(tuned.values()),
-                                          "mma_params": mma_params, "rows": rows, "verdicts": verdicts}, indent=1))
+                                          "rows": rows, "verdicts": verdicts}, indent=1))
 
 
 if __name__ == "__main__":
