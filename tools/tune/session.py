@@ -27,7 +27,7 @@ from hyperloom.tools.gate.models import FreezeRequest
 from hyperloom.tools.spec.load import LoadedSpec, load_spec
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.models import TuneRequest
-from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash
+from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash, split_variant
 
 SESSION_KIND = "hyperloom.tune.session"
 SESSION_VERSION = 1
@@ -53,13 +53,8 @@ class Session:
 
     def launchable_for(self, params: Params) -> tuple[Launchable, Params]:
         """The candidate's variant (VARIANT in params, else the session's own) and the rest of its params."""
-        rest = {name: value for name, value in params.items() if name != VARIANT}
-        variant = params.get(VARIANT, self.launchable.variant_name)
-        if variant == self.launchable.variant_name:
-            return self.launchable, rest
-        if variant not in self.others:
-            raise HyperloomError(f"session {self.id!r} does not search variant {variant!r}", f"use one of {[self.launchable.variant_name, *self.others]}")
-        return self.others[str(variant)], rest
+        variant, rest = split_variant(params, self.launchable.variant_name, self.others)
+        return self.others.get(variant, self.launchable), rest
 
     def inputs(self, input_set: str) -> Path:
         return self.folder / "inputs" / input_set
@@ -99,13 +94,10 @@ def _source_sha256(launchable: Launchable) -> str:
 def candidate_digest(manifest: dict[str, Any], params: Params) -> str:
     """A candidate's content hash: the session's identity, its variant and its merged defines. The loop and
     tune_propose both use it, so a proposal is recognised as the trial it repeats."""
-    defines = {name: value for name, value in params.items() if name != VARIANT}
-    variant = params.get(VARIANT, manifest["variant"])
+    searched = manifest.get("variant_defines", {})
+    variant, defines = split_variant(params, manifest["variant"], searched)
     if variant == manifest["variant"]:
         return candidate_hash(manifest["identity_sha256"], {**manifest["baseline_defines"], **defines})
-    searched = manifest.get("variant_defines", {})
-    if variant not in searched:
-        raise HyperloomError(f"session {manifest['session']!r} does not search variant {variant!r}", f"use one of {[manifest['variant'], *searched]}")
     return candidate_hash(manifest["identity_sha256"], {**searched[variant], **defines, VARIANT: variant})
 
 

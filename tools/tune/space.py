@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.hashing import sha256_json
@@ -39,6 +39,15 @@ class Space:
         for variant, space in self.others.items():
             for params in _grid(space):
                 yield {VARIANT: variant, **params}
+
+
+def split_variant(params: Mapping[str, str | int], own: str, searched: Iterable[str]) -> tuple[str, Params]:
+    """(the candidate's variant, its other params); a variant the session does not search is refused."""
+    searched = list(searched)
+    variant = str(params.get(VARIANT, own))
+    if variant != own and variant not in searched:
+        raise HyperloomError(f"the session does not search variant {variant!r}", f"use one of {[own, *searched]}")
+    return variant, {name: value for name, value in params.items() if name != VARIANT}
 
 
 def _combinations(space: Mapping[str, list[str | int]], empty: int) -> int:
