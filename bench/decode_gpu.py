@@ -59,6 +59,9 @@ def cublas_fp16(n: int, k: int, flush_mode: str) -> tuple[float, int]:
 
 TUNED_SPEC = "kernels/decode/w4a16_tiled"  # the tensor-core kernel on tile-layout weights: the one --tune searches
 TUNED_VARIANTS = ("mma", "mma_async", "mma_async4")
+# The read microbenchmark's shape that reads as many bytes as each decode shape's int4 weights
+# (kernels/microbench/read shapes 2-5): the roof a kernel of that size can reach, launch and ramp included.
+SAME_SIZE_READ = {0: 2, 1: 3, 2: 3, 3: 4, 4: 5}
 KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
     ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
@@ -135,6 +138,8 @@ def main() -> None:
     read = run_bench(BenchRequest(spec="kernels/microbench/read", variant="gpu", shape=1, target=TARGET, adversarial=False,
                                   flush_mode=args.flush_mode), workspace)
     read_gbps = read.bandwidth_gbps
+    same_size = {index: run_bench(BenchRequest(spec="kernels/microbench/read", variant="gpu", shape=read_shape, target=TARGET, adversarial=False,
+                                               flush_mode=args.flush_mode), workspace) for index, read_shape in SAME_SIZE_READ.items()}
     tuned = {shape: tune_mma(workspace, shape, read_gbps, args) for shape in dict.fromkeys(args.tune)}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
@@ -152,19 +157,26 @@ def main() -> None:
         for method, measure in (("torch int4pack_mm", torch_int4), ("cuBLAS fp16 GEMV", cublas_fp16)):
             seconds, moved = measure(n, k, args.flush_mode)
             rows.append({"shape": f"{n}x{k}", "method": method, "gate": "-", "time_us": seconds * 1e6, "gbps": moved / seconds / 1e9})
+    same_size_gbps = {f"{n}x{k}": same_size[index].bandwidth_gbps for index, (n, k) in enumerate(SHAPES)}
     for row in rows:
         row["percent_of_read"] = 100 * row["gbps"] / read_gbps if row["gbps"] else None
+        row["percent_of_same_size_read"] = 100 * row["gbps"] / same_size_gbps[row["shape"]] if row["gbps"] else None
     device = torch.cuda.get_device_name(0)
     print(f"decode GEMV, batch 1, group {GROUP}, on {device} (MEASURED, torch {torch.__version__}, {args.flush_mode} flush before every"
-          f" timed call); read ceiling {read_gbps:.0f} GB/s measured in this run")
+          f" timed call); read ceiling {read_gbps:.0f} GB/s measured in this run (1 GiB)")
+    for index, (n, k) in enumerate(SHAPES):
+        r = same_size[index]
+        print(f"a read of the weights' bytes at {n}x{k} ({r.bytes_moved / 1e6:.1f} MB): {r.kernel.median_s * 1e6:.2f} us, {r.bandwidth_gbps:.0f} GB/s"
+              f" ({100 * r.bandwidth_gbps / read_gbps:.1f} % of the 1 GiB read): the roof at that size, launch and ramp included")
     for shape, session in tuned.items():
         print(f"tune at shape {shape}: {session['summary']}; winner {json.dumps(session['params'])}")
-    print(f"{'shape':>12} {'method':<22} {'gate':>5} {'time_us':>9} {'GB/s':>8} {'% read':>7}")
+    print(f"{'shape':>12} {'method':<26} {'gate':>5} {'time_us':>9} {'GB/s':>8} {'% read':>7} {'% same-size read':>17}")
     for row in rows:
         time = f"{row['time_us']:.2f}" if row["time_us"] else "-"
         gbps = f"{row['gbps']:.1f}" if row["gbps"] else "-"
         pct = f"{row['percent_of_read']:.1f}" if row["percent_of_read"] else "-"
-        print(f"{row['shape']:>12} {row['method']:<22} {row['gate']:>5} {time:>9} {gbps:>8} {pct:>7}")
+        same = f"{row['percent_of_same_size_read']:.1f}" if row["percent_of_same_size_read"] else "-"
+        print(f"{row['shape']:>12} {row['method']:<26} {row['gate']:>5} {time:>9} {gbps:>8} {pct:>7} {same:>17}")
     verdicts = issue_verdicts(rows)
     for verdict in verdicts:
         if verdict["best"] is None:
@@ -174,7 +186,8 @@ def main() -> None:
         read_note = "" if read_ok is None else f", >= {READ_TARGET_PCT:.0f} % of read: {'met' if read_ok else 'NOT met'}"
         print(f"{verdict['shape']}: best Hyperloom ({verdict['best']}) {verdict['percent_of_read']:.1f} % of read, {verdict['x_torch_int4']:.2f}x torch"
               f" int4pack_mm (>= {TORCH_TARGET_X:.0f}x: {'met' if verdict['torch_target_met'] else 'NOT met'}{read_note})")
-    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "flush_mode": args.flush_mode, "read_gbps": read_gbps, "tune": list(tuned.values()),
+    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "flush_mode": args.flush_mode, "read_gbps": read_gbps,
+                                          "same_size_read_gbps": same_size_gbps, "tune": list(tuned.values()),
                                           "rows": rows, "verdicts": verdicts}, indent=1))
 
 

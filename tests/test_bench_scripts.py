@@ -36,3 +36,13 @@ def test_a_kernel_that_fails_its_gate_is_not_counted():
     assert all(v["best"] == "hyperloom w4a16 simt" for v in verdicts)  # the fast mma failed its gate: the SIMT row is judged
     assert all(v["x_torch_int4"] == 2.0 and v["percent_of_read"] == pytest.approx(9.9) for v in verdicts)
     assert [v["read_target_met"] for v in verdicts] == [None, None, False, False, False]
+
+
+def test_each_shape_is_compared_with_a_read_of_its_weights_bytes():
+    from hyperloom.tools.spec.load import load_spec
+
+    read = load_spec(REPO / "kernels" / "microbench" / "read" / "kernel.yaml").spec
+    assert sorted(decode_gpu.SAME_SIZE_READ) == list(range(len(decode_gpu.SHAPES)))
+    for index, (n, k) in enumerate(decode_gpu.SHAPES):
+        floats = read.shapes[decode_gpu.SAME_SIZE_READ[index]]["n"]
+        assert 4 * floats == n * k // 2, f"shape {index}: the read moves {4 * floats} bytes, the int4 weights are {n * k // 2}"
