@@ -65,14 +65,14 @@ SAME_SIZE_READ = {0: 2, 1: 3, 2: 3, 3: 4, 4: 5}
 KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
     ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
-    ("w4a16 tiled async4", TUNED_SPEC, "mma_async4"),
+    ("w4a16 tiled async4", TUNED_SPEC, "mma_async4"), ("w4a16 grouped async4", "kernels/decode/w4a16_grouped", "mma_async4"),
 )
 # Launch geometry a row uses instead of its spec shape's, where the spec's shapes (shared by every variant) do not
 # suit the variant: four tiles a ring stage need runs of at least four tiles. The picks are the fastest of device
 # run 23's sweep (results/h200/decode/run23.log: one warp a block at 128256x4096, four elsewhere), MEASURED on the
 # H200. --params replaces them for the first of --tune-variants; a tuned shape's winner gets its own row.
-ROW_PARAMS: dict[str, dict[int, dict[str, int]]] = {
-    "mma_async4": {0: {"tiles": 4}, 1: {"tiles": 4}, 2: {"tiles": 4}, 3: {"tiles": 4}, 4: {"tiles": 4, "warps": 1}},
+ROW_PARAMS: dict[tuple[str, str], dict[int, dict[str, int]]] = {
+    (TUNED_SPEC, "mma_async4"): {0: {"tiles": 4}, 1: {"tiles": 4}, 2: {"tiles": 4}, 3: {"tiles": 4}, 4: {"tiles": 4, "warps": 1}},
 }
 
 
@@ -143,7 +143,7 @@ def main() -> None:
     tuned = {shape: tune_mma(workspace, shape, read_gbps, args) for shape in dict.fromkeys(args.tune)}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
-        runs = [(label, spec, variant, args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get(variant, {}).get(index, {}))
+        runs = [(label, spec, variant, args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get((spec, variant), {}).get(index, {}))
                 for label, spec, variant in KERNELS if args.with_simt or "simt" not in label]
         if index in tuned:  # the session's winner, of whichever variant it is
             winner = dict(tuned[index]["params"])

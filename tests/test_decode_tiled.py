@@ -55,6 +55,38 @@ def test_the_tiled_reference_equals_the_row_layout_reference_on_the_same_weights
     assert np.array_equal(row, tiled)
 
 
+@pytest.mark.parametrize(("n", "group"), [(100, 4), (64, 4), (16, 2), (40, 1)])
+def test_grouped_tiles_put_a_groups_blocks_at_one_k_side_by_side_and_ungroup_exactly(n, group):
+    rng = np.random.default_rng(n * group)
+    k = 192
+    words = packing.tile_int4_for_mma(rng.integers(-8, 8, size=(n, k), dtype=np.int8))
+    tiles = words.shape[0]
+    grouped = packing.group_tiles(words, group)
+    assert grouped.shape == (-(-tiles // group), k // 64, group, 128)
+    for tile in range(-(-tiles // group) * group):
+        for block in range(k // 64):  # what w4a16_tiled.cu reads for tile `tile`, block `block` with HL_TILE_GROUP = group
+            flat = grouped.reshape(-1, 128)[(tile // group * (k // 64) + block) * group + tile % group]
+            assert np.array_equal(flat, words[tile, block] if tile < tiles else np.zeros(128, np.uint32))
+    assert np.array_equal(packing.ungroup_tiles(grouped, tiles), words)
+    scales = packing.pad_tiles(packing.tile_scales_for_mma(rng.uniform(0.002, 0.02, size=(n, 6)).astype(np.float16)), group)
+    assert scales.shape[0] == grouped.shape[0] * group and not scales[tiles:].any()
+
+
+def test_the_grouped_reference_equals_the_tiled_reference_on_the_same_weights():
+    rng = np.random.default_rng(5)
+    m, n, k, group = 3, 100, 256, 32
+    codes = rng.integers(-8, 8, size=(n, k), dtype=np.int8)
+    scales = rng.uniform(0.002, 0.02, size=(n, k // group)).astype(np.float16)
+    x = rng.standard_normal((m, k)).astype(np.float16)
+    shape = {"m": m, "n": n, "k": k, "group": group}
+    words, tiled_scales = packing.tile_int4_for_mma(codes), packing.tile_scales_for_mma(scales)
+    tiled = reference.w4a16_tiled({"w": words, "w_scales": tiled_scales, "x": x}, shape)["y"]
+    grouped = reference.w4a16_grouped({"w": packing.group_tiles(words, 4), "w_scales": packing.pad_tiles(tiled_scales, 4), "x": x}, shape)["y"]
+    assert np.array_equal(tiled, grouped)
+    with pytest.raises(HyperloomError, match=r"w_scales has shape \(7, 8, 16\), expected \(8, 8, 16\)"):
+        reference.w4a16_grouped({"w": packing.group_tiles(words, 4), "w_scales": tiled_scales, "x": x}, shape)
+
+
 @pytest.mark.parametrize(("change", "message"), [({"k": 96}, "multiple of 64"), ({"n": 64}, r"w has shape \(3, 2, 128\), expected \(4, 2, 128\)")])
 def test_a_layout_that_does_not_fit_the_shape_is_named(change, message):
     codes = np.zeros((40, 128), dtype=np.int8)
@@ -65,13 +97,14 @@ def test_a_layout_that_does_not_fit_the_shape_is_named(change, message):
     assert error.value.next_step
 
 
-def test_the_tiled_spec_draws_inputs_its_reference_takes(tmp_path):
+@pytest.mark.parametrize(("spec", "w_shape", "scales_shape"), [("w4a16_tiled", (7, 4, 128), (7, 8, 16)), ("w4a16_grouped", (2, 4, 4, 128), (8, 8, 16))])
+def test_the_tiled_specs_draw_inputs_their_references_take(spec, w_shape, scales_shape):
     from helpers import REPO
     from hyperloom.tools.spec.load import draw_inputs, load_spec, reference_function
 
-    loaded = load_spec(REPO / "kernels" / "decode" / "w4a16_tiled" / "kernel.yaml")
-    shape = loaded.shape(6)  # 100 rows: a partial last tile
+    loaded = load_spec(REPO / "kernels" / "decode" / spec / "kernel.yaml")
+    shape = loaded.shape(6)  # 100 rows: a partial last tile (and, grouped, a partial last group)
     inputs = draw_inputs(loaded.spec, shape, "seeded")
-    assert inputs["w"].shape == (7, 4, 128) and inputs["w_scales"].shape == (7, 8, 16)
+    assert inputs["w"].shape == w_shape and inputs["w_scales"].shape == scales_shape
     y = reference_function(loaded)(inputs, dict(shape))["y"]
     assert y.shape == (3, 100) and np.isfinite(y).all()

@@ -32,7 +32,7 @@ def test_an_illegal_address_is_a_crash_and_the_gpu_stays_usable(workspace):
     assert run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0), workspace).ok
 
 
-ROW, TILED = "decode/w4a16", "decode/w4a16_tiled"
+ROW, TILED, GROUPED = "decode/w4a16", "decode/w4a16_tiled", "decode/w4a16_grouped"
 
 
 @pytest.mark.parametrize(
@@ -59,6 +59,9 @@ ROW, TILED = "decode/w4a16", "decode/w4a16_tiled"
         # four tiles a ring stage
         (TILED, "mma_async4", 4, {"tiles": 4}), (TILED, "mma_async4", 5, {"tiles": 4, "warps": 8, "stages": 8}),  # 160 KB of ring
         (TILED, "mma_async4", 6, {"tiles": 8, "warps": 2}),  # 7 tiles: four, then a pair, then one
+        # grouped tiles (four tiles' blocks side by side)
+        (GROUPED, "mma_async4", 6, {}), (GROUPED, "mma_async4", 5, {"warps": 2}), (GROUPED, "mma", 6, {"tiles": 8}),  # 7 tiles: a group, then 3
+        (GROUPED, "mma_async", 6, {"tiles": 1}), (GROUPED, "mma_async4", 4, {}),  # tiles one at a time in grouped memory; 128256 rows
     ],
 )
 def test_the_tensor_core_decodes_pass_their_gates_on_every_input_set(workspace, spec, variant, shape, params):

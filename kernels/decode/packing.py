@@ -171,3 +171,35 @@ def untile_scales_for_mma(tiled: np.ndarray, n: int) -> np.ndarray:
         raise HyperloomError(f"tiled scales are ({mma_tiles(n)}, groups, 16) for n = {n}, got {tiled.shape}", "tile them with tile_scales_for_mma")
     tiles, groups = tiled.shape[:2]
     return tiled.reshape(tiles, groups, 8, 2).transpose(0, 3, 2, 1).reshape(tiles * MMA_TILE_ROWS, groups)[:n]
+
+
+# Grouped tiles (w4a16_tiled.cu with HL_TILE_GROUP = G): the tile layout with G tiles' blocks at one k side by
+# side, (ceil(tiles / G), k // 64, G, 128) words, so a warp that takes G tiles at once reads G · 512 contiguous
+# bytes a block instead of G blocks 512 bytes each, a tile's k range apart. Tiles past the last are zeros.
+def group_tiles(words: np.ndarray, group: int) -> np.ndarray:
+    """(tiles, k // 64, 128) tile-layout words → (ceil(tiles / group), k // 64, group, 128)."""
+    words = np.asarray(words)
+    if words.ndim != 3 or words.shape[2] != MMA_LANES * 4 or group < 1:
+        raise HyperloomError(f"tile-layout words are (tiles, k // 64, 128) and the group at least 1, got {words.shape} and {group}",
+                             "tile them with tile_int4_for_mma first")
+    tiles, kblocks = words.shape[:2]
+    padded = np.zeros((-(-tiles // group) * group, kblocks, MMA_LANES * 4), dtype=words.dtype)
+    padded[:tiles] = words
+    return np.ascontiguousarray(padded.reshape(-1, group, kblocks, MMA_LANES * 4).transpose(0, 2, 1, 3))
+
+
+def ungroup_tiles(grouped: np.ndarray, tiles: int) -> np.ndarray:
+    """(ceil(tiles / G), k // 64, G, 128) grouped words → the first `tiles` tiles, (tiles, k // 64, 128)."""
+    grouped = np.asarray(grouped)
+    if grouped.ndim != 4 or grouped.shape[3] != MMA_LANES * 4 or grouped.shape[0] != -(-tiles // max(grouped.shape[2], 1)):
+        raise HyperloomError(f"grouped tile words are (ceil({tiles} / G), k // 64, G, 128), got {grouped.shape}", "group them with group_tiles")
+    groups, kblocks, group = grouped.shape[:3]
+    return grouped.transpose(0, 2, 1, 3).reshape(groups * group, kblocks, MMA_LANES * 4)[:tiles]
+
+
+def pad_tiles(tiled: np.ndarray, group: int) -> np.ndarray:
+    """Tile-layout scales (tiles, groups, 16) with zero tiles appended up to a multiple of `group`."""
+    tiled = np.asarray(tiled)
+    padded = np.zeros((-(-tiled.shape[0] // group) * group, *tiled.shape[1:]), dtype=tiled.dtype)
+    padded[: tiled.shape[0]] = tiled
+    return padded

@@ -56,6 +56,20 @@ def w4a16_tiled(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[st
     return {"y": _fl16_gemv(lambda r0, r1: q[r0:r1], packing.untile_scales_for_mma(inputs["w_scales"], n), inputs["x"], group)}
 
 
+def w4a16_grouped(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:
+    """w4a16 with weights in grouped tiles (packing.group_tiles: G tiles' blocks side by side, G = w's third axis)
+    and scales in the tile layout padded to whole groups (packing.pad_tiles): ungrouped, then w4a16_tiled."""
+    n, k, group = (int(shape[key]) for key in ("n", "k", "group"))
+    packing.check_group(k, group)
+    packing.check_mma_k(k)
+    tiles, w = packing.mma_tiles(n), inputs["w"]
+    g = w.shape[2] if w.ndim == 4 else 0
+    padded = -(-tiles // max(g, 1)) * g
+    packing.check_array("w", w, "uint32", (-(-tiles // max(g, 1)), k // packing.MMA_BLOCK_K, max(g, 1), 4 * packing.MMA_LANES))
+    packing.check_array("w_scales", inputs["w_scales"], "float16", (padded, k // group, packing.MMA_TILE_ROWS))
+    return w4a16_tiled({**inputs, "w": packing.ungroup_tiles(w, tiles), "w_scales": inputs["w_scales"][:tiles]}, shape)
+
+
 def _fl16_gemv(codes, w_scales: np.ndarray, x: np.ndarray, group: int) -> np.ndarray:
     """y = x · fl16(q · s)ᵀ in float64, rows taken ROWS_PER_STEP at a time; codes(r0, r1) gives the int4 values of rows r0..r1."""
     n = w_scales.shape[0]

@@ -15,6 +15,9 @@
 // shared memory. B's column g is batch row min(g, m - 1): columns past m compute a copy nobody
 // stores. Tuning: HL_UNROLL blocks per round, in two register stages (one round's loads in flight
 // while the previous one is computed).
+//
+// HL_TILE_GROUP = G reads grouped tiles instead (packing.group_tiles, spec w4a16_grouped): G tiles' blocks at
+// one k side by side, so a warp taking G tiles at once reads one contiguous stream.
 #include "mma.cuh"
 
 #ifndef HL_UNROLL
@@ -25,6 +28,10 @@
 #endif
 #define HL_BLOCK_K 64     // k per tile block: 512 bytes of weights
 #define HL_BLOCK_UINT4 32 // uint4 per tile block: one per lane
+#ifndef HL_TILE_GROUP
+#define HL_TILE_GROUP 1  // the weights' layout: 1, tiles one after another; G, grouped tiles (packing.group_tiles)
+#endif
+#define HL_BLOCK_STRIDE (HL_BLOCK_UINT4 * HL_TILE_GROUP)  // uint4 from a tile's block to its next one
 
 // A lane's loads of one round: HL_UNROLL blocks of each of its TILES tiles, their scales and activations.
 template <int TILES, int U>
@@ -45,7 +52,7 @@ struct HlCursor {
 
   __device__ __forceinline__ void advance(int blocks) {
 #pragma unroll
-    for (int t = 0; t < TILES; ++t) w[t] += blocks * HL_BLOCK_UINT4;
+    for (int t = 0; t < TILES; ++t) w[t] += blocks * HL_BLOCK_STRIDE;
     x += blocks * (HL_BLOCK_K / 8);
     block += blocks;
     k16q += blocks * HL_BLOCK_K;
@@ -60,7 +67,7 @@ __device__ __forceinline__ void hl_load(HlStage<TILES, HL_UNROLL>& st, const HlC
     const int group = (c.k16q + u * HL_BLOCK_K) >> c.shift;  // a lane's 16 k never cross a group (groups ≥ 32)
 #pragma unroll
     for (int t = 0; t < TILES; ++t) {
-      st.w[u][t] = hl_load_weights(c.w[t] + u * HL_BLOCK_UINT4);
+      st.w[u][t] = hl_load_weights(c.w[t] + u * HL_BLOCK_STRIDE);
       st.s[u][t] = __ldg(c.s[t] + group * (HL_TILE / 2));
     }
     st.x[u][0] = __ldg(c.x + u * (HL_BLOCK_K / 8));
@@ -186,7 +193,8 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint
   HlCursor<TILES> c;
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
-    c.w[t] = w + ((size_t)(tile + t) * blocks + first) * HL_BLOCK_UINT4 + lane;
+    const int at = tile + t;  // in grouped tiles: block `first` of tile `at` is slot at % G of its group's block
+    c.w[t] = w + (((size_t)(at / HL_TILE_GROUP) * blocks + first) * HL_TILE_GROUP + at % HL_TILE_GROUP) * HL_BLOCK_UINT4 + lane;
     c.s[t] = w_scales + (size_t)(tile + t) * groups * (HL_TILE / 2) + g;
   }
   c.x = x + (size_t)(g < m ? g : m - 1) * (k / 8) + (size_t)first * (HL_BLOCK_K / 8) + 2 * q;
