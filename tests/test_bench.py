@@ -143,3 +143,27 @@ def test_the_timing_helpers_build_for_nvidia_and_amd(workspace, target):
     code_object = workspace.root / timing_kernels(target, workspace)
     assert code_object.is_file() and code_object.stat().st_size > 0
     assert timing_kernels(target, workspace) == str(code_object.relative_to(workspace.root))  # cached: the same build again
+
+
+@needs_cc
+def test_a_scratch_buffer_is_zeroed_never_drawn_and_never_gated(workspace):
+    from hyperloom.tools.spec.load import draw_inputs, load_spec, output_buffers
+
+    shutil.copytree(FIXTURES / "specs" / "scratch", workspace.root / "scratch")
+    spec = load_spec(workspace.root / "scratch").spec
+    assert set(draw_inputs(spec, spec.shapes[0], "ones")) == {"x"} and [a.name for a in output_buffers(spec)] == ["y"]
+    result = run_bench(BenchRequest(spec="scratch", target="host", **QUICK), workspace)
+    assert result.ok and [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"], result.summary
+
+
+@needs_cc
+def test_every_trial_starts_from_zeroed_scratch_even_after_a_kernel_left_it_dirty(workspace):
+    from hyperloom.tools.bench.run import build_with, check_input_set, prepare, stage_input_set
+    from hyperloom.tools.spec.load import load_spec
+
+    shutil.copytree(FIXTURES / "specs" / "scratch", workspace.root / "scratch")
+    launchable, build = build_with(prepare(load_spec(workspace.root / "scratch"), None, "host", 0), workspace, {"LEAK": 1})
+    folder = workspace.root / "run"
+    stage_input_set(launchable, "seeded", folder)
+    for _ in range(2):  # LEAK leaves calls[0] at 1: a second trial passes only if its scratch is zeroed again
+        assert check_input_set(launchable, build.code_object, "seeded", folder, folder, workspace, timeout_s=30, device=None).passed

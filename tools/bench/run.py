@@ -283,8 +283,8 @@ def arg_specs(launchable: Launchable, inputs: Path, outputs: Path | None) -> lis
         specs.append(
             ArgSpec(
                 name=arg.name, kind="buffer", dtype=arg.dtype, nbytes=nbytes, role=arg.role, shape=list(dims),
-                input_path=str(inputs / f"in_{arg.name}.npy") if arg.role != "output" else None,
-                output_path=str(outputs / f"out_{arg.name}.npy") if outputs is not None and arg.role != "input" else None,
+                input_path=str(inputs / f"in_{arg.name}.npy") if arg.role in ("input", "inout") else None,
+                output_path=str(outputs / f"out_{arg.name}.npy") if outputs is not None and arg.role in ("output", "inout") else None,
             )
         )
     return specs

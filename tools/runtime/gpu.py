@@ -14,6 +14,13 @@ from hyperloom.tools.runtime.sampling import sample
 
 MIN_FLUSH_BYTES = 64 << 20
 POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 for signed integers
+
+
+def fill_byte(arg: ArgSpec) -> int:
+    """What a buffer with no input starts as: outputs are poisoned (a value the kernel never wrote shows as NaN),
+    scratch is zeroed (the state a workspace's counters and partial sums start from)."""
+    return 0 if arg.role == "scratch" else POISON_BYTE
+
 FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # kernels/runtime/timing.hip, grid-stride
 SPIN_ENTRY, SPIN_NS = "hyperloom_spin", 50_000  # longer than the host takes to enqueue a rep (events and a launch)
 HEAD_START_PROBES = 5
@@ -47,7 +54,7 @@ def run_gpu(request: TrialRequest) -> TrialResult:
             host = np.ascontiguousarray(np.load(arg.input_path, allow_pickle=False))
             driver.htod(pointer, host.ctypes.data, host.nbytes)
         else:
-            driver.memset(pointer, POISON_BYTE, arg.nbytes)
+            driver.memset(pointer, fill_byte(arg), arg.nbytes)
     params = KernelParams(values)
     launch = lambda: driver.launch(function, _dims(request.grid), _dims(request.block), request.shared_bytes, params)  # noqa: E731
     result = TrialResult(status="OK", device=driver.name())

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperloom.core.evidence import host_device
-from hyperloom.tools.runtime.gpu import POISON_BYTE, scalar
+from hyperloom.tools.runtime.gpu import fill_byte, scalar
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
 
@@ -42,7 +42,7 @@ def run_host(request: TrialRequest) -> TrialResult:
             array = np.ascontiguousarray(np.load(arg.input_path, allow_pickle=False)).copy()
         else:
             array = np.empty(arg.shape, dtype=arg.dtype)
-            array.view(np.uint8)[...] = POISON_BYTE
+            array.view(np.uint8)[...] = fill_byte(arg)
         arrays[arg.name] = array
         values.append(ctypes.c_void_p(array.ctypes.data))
     result = TrialResult(status="OK", device=host_device())

@@ -21,7 +21,7 @@ class ArgSpec(BaseModel):
     kind: Literal["buffer", "scalar"]
     dtype: str
     nbytes: int = 0
-    role: Literal["input", "output", "inout", "scalar"] = "scalar"
+    role: Literal["input", "output", "inout", "scratch", "scalar"] = "scalar"
     input_path: str | None = Field(None, description=".npy to copy in before the launch.")
     output_path: str | None = Field(None, description=".npy to write the buffer to after the launch.")
     shape: list[int] = Field(default_factory=list)

@@ -92,7 +92,7 @@ def scalar_value(arg: ScalarArg, shape: Mapping[str, int]) -> int | float:
 
 def output_buffers(spec: KernelSpec) -> list[BufferArg]:
     """The buffers a kernel writes (outputs and inouts): what its reference returns and its gate checks."""
-    return [a for a in spec.args if isinstance(a, BufferArg) and a.role != "input"]
+    return [a for a in spec.args if isinstance(a, BufferArg) and a.role in ("output", "inout")]
 
 
 def draw_inputs(spec: KernelSpec, shape: Mapping[str, int], case: str = "seeded") -> dict[str, np.ndarray]:
@@ -100,7 +100,7 @@ def draw_inputs(spec: KernelSpec, shape: Mapping[str, int], case: str = "seeded"
     rng = np.random.default_rng([spec.seed, sum(map(ord, case))])
     arrays = {}
     for arg in spec.args:
-        if not isinstance(arg, BufferArg) or arg.role == "output":
+        if not isinstance(arg, BufferArg) or arg.role in ("output", "scratch"):
             continue
         dims, dtype = buffer_shape(arg, shape), np.dtype(arg.dtype)
         arrays[arg.name] = _draw(arg, dims, dtype, rng, case)

@@ -23,7 +23,10 @@ class BufferArg(_Strict):
     name: str
     dtype: BufferDtype
     shape: list[Expr] = Field(min_length=1, description="Dimensions as expressions of the shape variables.")
-    role: Literal["input", "output", "inout"]
+    role: Literal["input", "output", "inout", "scratch"] = Field(description=(
+        "input: drawn and uploaded; output: poisoned, written by the kernel, gated; inout: both; scratch: device workspace"
+        " (split-k partial sums, arrival counters) zero-filled once when it is allocated, never drawn, uploaded or gated, so a"
+        " kernel that needs it zero at its start leaves it zero at its end"))
     init: Literal["normal", "uniform", "randint", "zeros", "ones"] = Field("normal", description="How seeded inputs are drawn.")
     low: float = -1.0
     high: float = 1.0
