@@ -66,6 +66,7 @@ KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
     ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
     ("w4a16 tiled async4", TUNED_SPEC, "mma_async4"), ("w4a16 grouped async4", "kernels/decode/w4a16_grouped", "mma_async4"),
+    ("w4a16 split async", "kernels/decode/w4a16_split", "mma_async"), ("w4a16 split async4", "kernels/decode/w4a16_split", "mma_async4"),
 )
 # Launch geometry a row uses instead of its spec shape's, where the spec's shapes (shared by every variant) do not
 # suit the variant: four tiles a ring stage need runs of at least four tiles. The picks are the fastest of device

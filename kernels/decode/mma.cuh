@@ -67,12 +67,12 @@ __device__ __forceinline__ HlTileRun hl_tile_run(int n) {
   return {begin, min(begin + per_block, tiles)};
 }
 
-// The block's sum over its warps of TILES tiles' C fragments (fp32), stored by warp 0: sum[t][0], sum[t][1]
-// are rows g of tile t, batches 2q and 2q + 1; sum[t][2], sum[t][3] rows g + 8. Rows past n and batches past m
-// are not stored. Every warp of the block calls it (it synchronizes); it leaves `partial` free for the next tiles.
+// The block's sum over its warps of TILES tiles' C fragments (fp32), left in warp 0's `sum`: sum[t][0], sum[t][1]
+// are rows g of tile t, batches 2q and 2q + 1; sum[t][2], sum[t][3] rows g + 8. Every warp of the block calls it
+// (it synchronizes); it leaves `partial` free for the next tiles.
 template <int TILES>
-__device__ __forceinline__ void hl_reduce_store(float (&sum)[TILES][4], const HlPartials& partial, float* __restrict__ y, int m, int n, int tile) {
-  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
+__device__ __forceinline__ void hl_reduce(float (&sum)[TILES][4], const HlPartials& partial) {
+  const int lane = threadIdx.x, warp = threadIdx.y, warps = blockDim.y;
   if (warps > 1) {
     float* mine = partial.base + warp * partial.stride + lane;
 #pragma unroll
@@ -88,7 +88,12 @@ __device__ __forceinline__ void hl_reduce_store(float (&sum)[TILES][4], const Hl
           for (int i = 0; i < 4; ++i) sum[t][i] += partial.base[v * partial.stride + lane + 32 * (4 * t + i)];
     __syncthreads();  // the block's next tiles reuse `partial`
   }
-  if (warp != 0) return;
+}
+
+// A warp's TILES tiles of C fragments stored to y (rows past n and batches past m are not).
+template <int TILES>
+__device__ __forceinline__ void hl_store(const float (&sum)[TILES][4], float* __restrict__ y, int m, int n, int tile) {
+  const int lane = threadIdx.x, g = lane >> 2, q = lane & 3;
   const int b0 = 2 * q, b1 = 2 * q + 1;
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
@@ -102,4 +107,11 @@ __device__ __forceinline__ void hl_reduce_store(float (&sum)[TILES][4], const Hl
       if (b1 < m) y[(size_t)b1 * n + row1] = sum[t][3];
     }
   }
+}
+
+// The block's sum over its warps, stored by warp 0.
+template <int TILES>
+__device__ __forceinline__ void hl_reduce_store(float (&sum)[TILES][4], const HlPartials& partial, float* __restrict__ y, int m, int n, int tile) {
+  hl_reduce<TILES>(sum, partial);
+  if (threadIdx.y == 0) hl_store<TILES>(sum, y, m, n, tile);
 }

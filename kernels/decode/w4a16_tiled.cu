@@ -181,15 +181,57 @@ __device__ __forceinline__ void hl_stream_async(const HlCursor<TILES>& c, const 
   hl_copy_wait<0>();  // nothing in flight when the ring serves the block's next tiles
 }
 
+// Where a block's sums go: y, or with a split of k over gridDim.y blocks (the *_split entries), each split's sums
+// into `partials` (HL_MAX_SPLITS slots of 128 floats a tile) and, for the last split of a tile group to arrive
+// (its counter, in `counters` at the group's first tile), their sum in split order into y. The workspace is
+// the spec's scratch: zero when allocated, and the last split zeroes its counter again for the next launch.
+#define HL_MAX_SPLITS 8
+#define HL_SPLIT_SLOT 128  // floats of one tile's partial sums from one split: 4 C values a lane
+struct HlOut {
+  float* y;
+  unsigned* counters;  // nullptr: no split
+  float* partials;
+};
+
+template <int TILES>
+__device__ __forceinline__ void hl_split_store(float (&sum)[TILES][4], const HlPartials& partial, const HlOut& out, int m, int n, int tile) {
+  hl_reduce<TILES>(sum, partial);
+  if (threadIdx.y != 0) return;
+  const int lane = threadIdx.x;
+  const unsigned splits = gridDim.y;
+  float* slot = out.partials + (size_t)tile * HL_MAX_SPLITS * HL_SPLIT_SLOT + lane;  // tile t, split s, value i: + ((t · MAX) + s) · SLOT + 32 i
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) slot[(t * HL_MAX_SPLITS + blockIdx.y) * HL_SPLIT_SLOT + 32 * i] = sum[t][i];
+  __threadfence();  // this split's sums reach the device before its arrival is counted
+  __syncwarp();
+  unsigned arrived = 0;
+  if (lane == 0) arrived = atomicAdd(out.counters + tile, 1u);
+  if (__shfl_sync(0xffffffffu, arrived, 0) + 1 < splits) return;
+  __threadfence();  // the last to arrive: every split's sums are visible to it
+#pragma unroll
+  for (int t = 0; t < TILES; ++t)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      float total = 0.f;  // in split order, whichever split arrived last: the same bits every launch
+      for (unsigned s = 0; s < splits; ++s) total += __ldcg(slot + (t * HL_MAX_SPLITS + s) * HL_SPLIT_SLOT + 32 * i);
+      sum[t][i] = total;
+    }
+  hl_store<TILES>(sum, out.y, m, n, tile);
+  if (lane == 0) out.counters[tile] = 0;
+}
+
 // TILES tiles from `tile` on: this warp's blocks (through register stages when `stages` is 0, else through
-// the ring of GT tiles a stage), then the block's sum over warps, stored.
+// the ring of GT tiles a stage), then the block's sum over warps, stored (or, split, combined).
 template <int TILES, int GT>
 __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
-                                         float* __restrict__ y, int m, int n, int k, int group, int tile, int stages, const HlRing<GT>& ring,
+                                         const HlOut& out, int m, int n, int k, int group, int tile, int stages, const HlRing<GT>& ring,
                                          const HlPartials& partial) {
   const int lane = threadIdx.x, g = lane >> 2, q = lane & 3, warp = threadIdx.y, warps = blockDim.y;
   const int blocks = k / HL_BLOCK_K, groups = k / group;
-  const int first = warp * blocks / warps, last = (warp + 1) * blocks / warps;  // this warp's contiguous blocks
+  const int all = warps * gridDim.y, me = blockIdx.y * warps + warp;  // k is split over every warp of every split
+  const int first = me * blocks / all, last = (me + 1) * blocks / all;  // this warp's contiguous blocks
   HlCursor<TILES> c;
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
@@ -222,7 +264,10 @@ __device__ __forceinline__ void hl_tiles(const uint4* __restrict__ w, const uint
   for (int t = 0; t < TILES; ++t)
 #pragma unroll
     for (int i = 0; i < 4; ++i) sum[t][i] = acc[t][0][i] + acc[t][1][i];
-  hl_reduce_store<TILES>(sum, partial, y, m, n, tile);
+  if (out.counters == nullptr)
+    hl_reduce_store<TILES>(sum, partial, out.y, m, n, tile);
+  else
+    hl_split_store<TILES>(sum, partial, out, m, n, tile);
 }
 
 // The ring's depth comes from the launch: the async variants' shared_bytes is warps · stages · (bytes a stage),
@@ -235,9 +280,10 @@ __device__ __forceinline__ unsigned hl_dynamic_shared_bytes() {
 
 // The tiles of this block's run: GT at a time (two for the register stages), then the rest in a pair and a single.
 template <int GT>
-__device__ __forceinline__ void hl_run(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group,
+__device__ __forceinline__ void hl_run(const uint4* w, const uint32_t* w_scales, const uint4* x, const HlOut& y, int m, int n, int k, int group,
                                        int stages, const HlRing<GT>& ring, const HlPartials& partial) {
   constexpr int AT_ONCE = GT == 0 ? 2 : GT;
+  if (gridDim.y > (y.counters == nullptr ? 1 : HL_MAX_SPLITS)) __trap();  // a split the entry cannot combine: a crash, not wrong sums
   const HlTileRun run = hl_tile_run(n);
   int tile = run.begin;
   for (; tile + AT_ONCE <= run.end; tile += AT_ONCE) hl_tiles<AT_ONCE, GT>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
@@ -248,22 +294,17 @@ __device__ __forceinline__ void hl_run(const uint4* w, const uint32_t* w_scales,
   if (tile < run.end) hl_tiles<1, GT>(w, w_scales, x, y, m, n, k, group, tile, stages, ring, partial);
 }
 
-// Three entries over one body: register stages only (decode_w4a16_tiled), or the copy ring with two
-// (decode_w4a16_tiled_async) or four (decode_w4a16_tiled_async4) tiles a stage. Separate entries keep each
-// one's register allocation its own: ptxas sizes a kernel for its hungriest path, and both paths in one
-// kernel cost the register one 24 more registers.
-extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled(
-    const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
-    float* __restrict__ y, int m, int n, int k, int group) {
+// The register stages' body: static shared memory for the warps' partial sums.
+__device__ __forceinline__ void hl_registers(const uint4* w, const uint32_t* w_scales, const uint4* x, const HlOut& out, int m, int n, int k, int group) {
   __shared__ float partials[HL_MAX_WARPS * HL_PARTIAL_FLOATS];
-  hl_run<0>(w, w_scales, x, y, m, n, k, group, 0, HlRing<0>{nullptr, nullptr}, HlPartials{partials, HL_PARTIAL_FLOATS});
+  hl_run<0>(w, w_scales, x, out, m, n, k, group, 0, HlRing<0>{nullptr, nullptr}, HlPartials{partials, HL_PARTIAL_FLOATS});
 }
 
 // Each warp's slice of the dynamic shared memory holds its ring; once the warp's copies of a tile run have
 // landed (hl_stream_async drains them), the slice's start holds its partial sums (they fit in two stages),
 // so the ring costs the block no static shared memory beside it.
 template <int GT>
-__device__ __forceinline__ void hl_async(const uint4* w, const uint32_t* w_scales, const uint4* x, float* y, int m, int n, int k, int group) {
+__device__ __forceinline__ void hl_async(const uint4* w, const uint32_t* w_scales, const uint4* x, const HlOut& out, int m, int n, int k, int group) {
   constexpr int STAGE_BYTES = GT * 32 * (16 + 4);  // per warp and stage: each lane's weights and scales of GT tiles
   static_assert(2 * STAGE_BYTES >= 4 * GT * 32 * 4, "a warp's partial sums must fit in its two-stage ring");
   extern __shared__ __align__(16) unsigned char hl_ring_bytes[];
@@ -273,17 +314,25 @@ __device__ __forceinline__ void hl_async(const uint4* w, const uint32_t* w_scale
   const int slice_bytes = given * STAGE_BYTES;
   unsigned char* mine = hl_ring_bytes + threadIdx.y * slice_bytes;
   const HlRing<GT> ring = {reinterpret_cast<uint4*>(mine) + threadIdx.x, reinterpret_cast<uint32_t*>(mine + stages * GT * 32 * 16) + threadIdx.x};
-  hl_run<GT>(w, w_scales, x, y, m, n, k, group, stages, ring, HlPartials{reinterpret_cast<float*>(hl_ring_bytes), slice_bytes / 4});
+  hl_run<GT>(w, w_scales, x, out, m, n, k, group, stages, ring, HlPartials{reinterpret_cast<float*>(hl_ring_bytes), slice_bytes / 4});
 }
 
-extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS) decode_w4a16_tiled_async(
-    const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
-    float* __restrict__ y, int m, int n, int k, int group) {
-  hl_async<2>(w, w_scales, x, y, m, n, k, group);
-}
+// Six entries over one body: register stages only (decode_w4a16_tiled), or the copy ring with two
+// (decode_w4a16_tiled_async) or four (decode_w4a16_tiled_async4) tiles a stage, each also as *_split, which
+// takes the split workspace (HlOut) and a grid of gridDim.y splits of k. Separate entries keep each one's
+// register allocation its own: ptxas sizes a kernel for its hungriest path, and both stage kinds in one
+// kernel cost the register one 24 more registers.
+#define HL_ENTRIES(NAME, BOUNDS, BODY)                                                                                           \
+  extern "C" __global__ void BOUNDS NAME(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales,                     \
+                                         const uint4* __restrict__ x, float* __restrict__ y, int m, int n, int k, int group) {   \
+    BODY(w, w_scales, x, HlOut{y, nullptr, nullptr}, m, n, k, group);                                                             \
+  }                                                                                                                               \
+  extern "C" __global__ void BOUNDS NAME##_split(const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales,             \
+                                                 const uint4* __restrict__ x, float* __restrict__ y, unsigned* __restrict__ counters, \
+                                                 float* __restrict__ partials, int m, int n, int k, int group) {                 \
+    BODY(w, w_scales, x, HlOut{y, counters, partials}, m, n, k, group);                                                           \
+  }
 
-extern "C" __global__ void __launch_bounds__(32 * HL_MAX_WARPS, HL_ASYNC4_MIN_BLOCKS) decode_w4a16_tiled_async4(
-    const uint4* __restrict__ w, const uint32_t* __restrict__ w_scales, const uint4* __restrict__ x,
-    float* __restrict__ y, int m, int n, int k, int group) {
-  hl_async<4>(w, w_scales, x, y, m, n, k, group);
-}
+HL_ENTRIES(decode_w4a16_tiled, __launch_bounds__(32 * HL_MAX_WARPS), hl_registers)
+HL_ENTRIES(decode_w4a16_tiled_async, __launch_bounds__(32 * HL_MAX_WARPS), hl_async<2>)
+HL_ENTRIES(decode_w4a16_tiled_async4, __launch_bounds__(32 * HL_MAX_WARPS, HL_ASYNC4_MIN_BLOCKS), hl_async<4>)
