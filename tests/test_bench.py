@@ -167,3 +167,34 @@ def test_every_trial_starts_from_zeroed_scratch_even_after_a_kernel_left_it_dirt
     stage_input_set(launchable, "seeded", folder)
     for _ in range(2):  # LEAK leaves calls[0] at 1: a second trial passes only if its scratch is zeroed again
         assert check_input_set(launchable, build.code_object, "seeded", folder, folder, workspace, timeout_s=30, device=None).passed
+
+
+def test_a_gpu_launch_uploads_inputs_poisons_outputs_and_zeroes_scratch(tmp_path):
+    """gpu.upload against a stand-in driver that records its calls (the real one needs a GPU: tests/test_gpu.py)."""
+    import numpy as np
+
+    from hyperloom.tools.runtime.gpu import POISON_BYTE, upload
+    from hyperloom.tools.runtime.models import ArgSpec
+
+    class Recorder:
+        def __init__(self) -> None:
+            self.calls: list[tuple] = []
+
+        def malloc(self, nbytes: int) -> int:
+            return 4096 * (len(self.calls) + 1)
+
+        def htod(self, pointer: int, address: int, nbytes: int) -> None:
+            self.calls.append(("htod", pointer, nbytes))
+
+        def memset(self, pointer: int, byte: int, nbytes: int) -> None:
+            self.calls.append(("memset", pointer, byte, nbytes))
+
+    np.save(tmp_path / "in_x.npy", np.arange(4, dtype=np.float32))
+    args = [ArgSpec(name="x", kind="buffer", dtype="float32", nbytes=16, role="input", input_path=str(tmp_path / "in_x.npy"), shape=[4]),
+            ArgSpec(name="y", kind="buffer", dtype="float32", nbytes=16, role="output", shape=[4]),
+            ArgSpec(name="counters", kind="buffer", dtype="uint32", nbytes=8, role="scratch", shape=[2]),
+            ArgSpec(name="n", kind="scalar", dtype="int32", value=4)]
+    driver = Recorder()
+    buffers, _ = upload(driver, args)
+    assert [call[0] for call in driver.calls] == ["htod", "memset", "memset"] and list(buffers) == ["x", "y", "counters"]
+    assert driver.calls[1][2:] == (POISON_BYTE, 16) and driver.calls[2][2:] == (0, 8)

@@ -122,13 +122,11 @@ def test_a_split_decode_leaves_its_counters_zero_and_gives_the_same_bits_every_l
     and store partial sums, which no gate sees (it checks one launch). Three launches on one workspace here:
     the same y bits each time (splits are added in split order, whatever the arrival order), equal to the
     reference within the tolerance, and every counter zero after each."""
-    import ctypes
-
     import numpy as np
 
     from hyperloom.tools.bench.run import arg_specs, build_with, prepare, stage_input_set
-    from hyperloom.tools.runtime.drivers import Driver, KernelParams
-    from hyperloom.tools.runtime.gpu import fill_byte, scalar
+    from hyperloom.tools.runtime.drivers import Driver
+    from hyperloom.tools.runtime.gpu import dims, upload
     from hyperloom.tools.spec.load import load_spec
 
     shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
@@ -137,29 +135,17 @@ def test_a_split_decode_leaves_its_counters_zero_and_gives_the_same_bits_every_l
     stage_input_set(launchable, "seeded", folder)
     driver = Driver("cuda", 0)
     function = driver.function(driver.load((workspace.root / build.code_object).read_bytes()), launchable.variant.entry)
-    pointers, values = {}, []
-    for arg in arg_specs(launchable, folder, folder):
-        if arg.kind == "scalar":
-            values.append(scalar(arg))
-            continue
-        pointers[arg.name] = (driver.malloc(arg.nbytes), arg)
-        values.append(ctypes.c_uint64(int(pointers[arg.name][0])))
-        if arg.input_path:
-            host = np.ascontiguousarray(np.load(arg.input_path))
-            driver.htod(pointers[arg.name][0], host.ctypes.data, host.nbytes)
-        else:
-            driver.memset(pointers[arg.name][0], fill_byte(arg), arg.nbytes)
-    params = KernelParams(values)
+    args = {arg.name: arg for arg in arg_specs(launchable, folder, folder)}
+    pointers, params = upload(driver, list(args.values()))
 
     def read(name: str) -> np.ndarray:
-        pointer, arg = pointers[name]
-        host = np.empty(arg.shape, dtype=arg.dtype)
-        driver.dtoh(host.ctypes.data, pointer, host.nbytes)
+        host = np.empty(args[name].shape, dtype=args[name].dtype)
+        driver.dtoh(host.ctypes.data, pointers[name], host.nbytes)
         return host
 
     outputs = []
     for _ in range(3):
-        driver.launch(function, [*launchable.grid, 1, 1][:3], [*launchable.block, 1, 1][:3], launchable.shared_bytes, params)
+        driver.launch(function, dims(launchable.grid), dims(launchable.block), launchable.shared_bytes, params)
         driver.synchronize()
         outputs.append(read("y"))
         assert not read("counters").any()

@@ -36,14 +36,11 @@ def scalar(arg: ArgSpec) -> ctypes._SimpleCData:
     return _SCALARS[arg.dtype](arg.value)
 
 
-def run_gpu(request: TrialRequest) -> TrialResult:
-    driver = Driver(request.backend, request.device_index)
-    module = driver.load(Path(request.code_object).read_bytes())
-    function = driver.function(module, request.entry)
-    driver.allow_shared(function, request.shared_bytes)
+def upload(driver: Driver, args: list[ArgSpec]) -> tuple[dict[str, object], KernelParams]:
+    """A launch's device buffers by name (inputs copied in, outputs poisoned, scratch zeroed) and its parameters."""
     buffers: dict[str, object] = {}
     values: list[ctypes._SimpleCData] = []
-    for arg in request.args:
+    for arg in args:
         if arg.kind == "scalar":
             values.append(scalar(arg))
             continue
@@ -55,8 +52,21 @@ def run_gpu(request: TrialRequest) -> TrialResult:
             driver.htod(pointer, host.ctypes.data, host.nbytes)
         else:
             driver.memset(pointer, fill_byte(arg), arg.nbytes)
-    params = KernelParams(values)
-    launch = lambda: driver.launch(function, _dims(request.grid), _dims(request.block), request.shared_bytes, params)  # noqa: E731
+    return buffers, KernelParams(values)
+
+
+def dims(sizes: list[int]) -> list[int]:
+    """A grid or block as the three sizes a launch takes."""
+    return [*sizes, 1, 1][:3]
+
+
+def run_gpu(request: TrialRequest) -> TrialResult:
+    driver = Driver(request.backend, request.device_index)
+    module = driver.load(Path(request.code_object).read_bytes())
+    function = driver.function(module, request.entry)
+    driver.allow_shared(function, request.shared_bytes)
+    buffers, params = upload(driver, request.args)
+    launch = lambda: driver.launch(function, dims(request.grid), dims(request.block), request.shared_bytes, params)  # noqa: E731
     result = TrialResult(status="OK", device=driver.name())
 
     if request.mode == "correctness":
@@ -148,6 +158,3 @@ class _Helpers:
             seconds.append(self.driver.elapsed_ms(start, end) / 1e3)
         return min(seconds)
 
-
-def _dims(values: list[int]) -> list[int]:
-    return (list(values) + [1, 1, 1])[:3]
