@@ -128,6 +128,8 @@ def main() -> None:
                              " write: dirty lines the timed call pays to write back)")
     parser.add_argument("--params", type=json.loads, default={}, help="parameters of the first --tune-variants row at every shape, e.g. '{\"warps\": 4}'")
     parser.add_argument("--with-simt", action="store_true", help="also time the SIMT kernels (w4a16, w4a8)")
+    parser.add_argument("--rows", nargs="+", default=None, metavar="TEXT",
+                        help="time only Hyperloom rows whose label holds one of these, e.g. --rows async4 split (torch and cuBLAS always run)")
     parser.add_argument("--tune-variants", nargs="+", default=list(TUNED_VARIANTS), choices=TUNED_VARIANTS,
                         help="the tiled kernel's variants --tune searches in one session (the first is the baseline)")
     args = parser.parse_args()
@@ -145,7 +147,7 @@ def main() -> None:
     rows = []
     for index, (n, k) in enumerate(SHAPES):
         runs = [(label, spec, variant, args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get((spec, variant), {}).get(index, {}))
-                for label, spec, variant in KERNELS if args.with_simt or "simt" not in label]
+                for label, spec, variant in KERNELS if (args.with_simt or "simt" not in label) and (args.rows is None or any(t in label for t in args.rows))]
         if index in tuned:  # the session's winner, of whichever variant it is
             winner = dict(tuned[index]["params"])
             runs.append(("w4a16 tiled tuned", TUNED_SPEC, str(winner.pop("variant", args.tune_variants[0])), winner))
