@@ -221,14 +221,19 @@ class OptunaProposer:
         """When the sampler keeps drawing repeats (a small or lopsided space), the first novel point of the grid,
         enqueued so that the study records it as its own trial; None once the space is exhausted."""
         for params in self._space.grid():
-            key = self._key(params)
             known = self._encode(params)
-            if known is None or key in taken or key in self._open or seen(params):
+            if known is None or self._key(params) in taken or self._key(params) in self._open or seen(params):
                 continue
             self.study.enqueue_trial(known[0])
-            trial = self._suggest()
-            self._open[self._key(self._decode(trial.params))] = trial
-            return self._decode(trial.params)
+            trial = self._suggest()  # in a shared study another machine may take the enqueued point first
+            drawn = self._decode(trial.params)
+            key = self._key(drawn)
+            if key in taken or key in self._open or seen(drawn):
+                trial.set_user_attr(self.DUPLICATE, True)
+                self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
+                continue
+            self._open[key] = trial
+            return drawn
         return None
 
     def tell(self, params: Params, median_s: float | None) -> None:
