@@ -42,16 +42,19 @@ def test_each_nibble_holds_the_row_and_k_the_kernel_reads_for_its_fragment():
     assert tiled[1, 2, 2 * 5] == scales[16 + 5, 2] and tiled[1, 2, 2 * 5 + 1] == scales[16 + 8 + 5, 2]
 
 
+def _problem(seed: int) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndarray]:
+    """A small decode problem (batch 3, 100 rows: a partial last tile): its shape, int4 codes, per-group scales, activations."""
+    rng = np.random.default_rng(seed)
+    shape = {"m": 3, "n": 100, "k": 256, "group": 32}
+    codes = rng.integers(-8, 8, size=(shape["n"], shape["k"]), dtype=np.int8)
+    scales = rng.uniform(0.002, 0.02, size=(shape["n"], shape["k"] // shape["group"])).astype(np.float16)
+    return shape, codes, scales, rng.standard_normal((shape["m"], shape["k"])).astype(np.float16)
+
+
 def test_the_tiled_reference_equals_the_row_layout_reference_on_the_same_weights():
-    rng = np.random.default_rng(4)
-    m, n, k, group = 3, 100, 256, 32
-    codes = rng.integers(-8, 8, size=(n, k), dtype=np.int8)
-    scales = rng.uniform(0.002, 0.02, size=(n, k // group)).astype(np.float16)
-    x = rng.standard_normal((m, k)).astype(np.float16)
-    row = reference.w4a16({"w": packing.pack_int4(codes), "w_scales": scales, "x": x},
-                          {"m": m, "n": n, "k": k, "group": group, "threads": 4, "rows": 8})["y"]
-    tiled = reference.w4a16_tiled({"w": packing.tile_int4_for_mma(codes), "w_scales": packing.tile_scales_for_mma(scales), "x": x},
-                                  {"m": m, "n": n, "k": k, "group": group})["y"]
+    shape, codes, scales, x = _problem(4)
+    row = reference.w4a16({"w": packing.pack_int4(codes), "w_scales": scales, "x": x}, {**shape, "threads": 4, "rows": 8})["y"]
+    tiled = reference.w4a16_tiled({"w": packing.tile_int4_for_mma(codes), "w_scales": packing.tile_scales_for_mma(scales), "x": x}, shape)["y"]
     assert np.array_equal(row, tiled)
 
 
@@ -73,12 +76,7 @@ def test_grouped_tiles_put_a_groups_blocks_at_one_k_side_by_side_and_ungroup_exa
 
 
 def test_the_grouped_reference_equals_the_tiled_reference_on_the_same_weights():
-    rng = np.random.default_rng(5)
-    m, n, k, group = 3, 100, 256, 32
-    codes = rng.integers(-8, 8, size=(n, k), dtype=np.int8)
-    scales = rng.uniform(0.002, 0.02, size=(n, k // group)).astype(np.float16)
-    x = rng.standard_normal((m, k)).astype(np.float16)
-    shape = {"m": m, "n": n, "k": k, "group": group}
+    shape, codes, scales, x = _problem(5)
     words, tiled_scales = packing.tile_int4_for_mma(codes), packing.tile_scales_for_mma(scales)
     tiled = reference.w4a16_tiled({"w": words, "w_scales": tiled_scales, "x": x}, shape)["y"]
     grouped = reference.w4a16_grouped({"w": packing.group_tiles(words, 4), "w_scales": packing.pad_tiles(tiled_scales, 4), "x": x}, shape)["y"]
