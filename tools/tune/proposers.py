@@ -202,7 +202,7 @@ class OptunaProposer:
             trial = self._suggest()
             params = self._decode(trial.params)
             key = self._key(params)
-            if key in taken or seen(params) or key in self._open or self._owner_elsewhere(key, trial.number):
+            if self._known(params, key, taken, seen) or self._owner_elsewhere(key, trial.number):
                 # A repeat (here or on another machine sharing the study): tell the sampler what is
                 # known, so it moves on; the candidate itself never runs twice.
                 earlier = taken.get(key)
@@ -217,18 +217,22 @@ class OptunaProposer:
             return params
         return self._first_novel(seen, taken)
 
+    def _known(self, params: Params, key: str, taken: dict[str, Any], seen: Seen) -> bool:
+        """The study holds this candidate, this machine has it open, or the loop recorded or runs it."""
+        return key in taken or key in self._open or seen(params)
+
     def _first_novel(self, seen: Seen, taken: dict[str, Any]) -> Params | None:
         """When the sampler keeps drawing repeats (a small or lopsided space), the first novel point of the grid,
         enqueued so that the study records it as its own trial; None once the space is exhausted."""
         for params in self._space.grid():
-            known = self._encode(params)
-            if known is None or self._key(params) in taken or self._key(params) in self._open or seen(params):
+            known, key = self._encode(params), self._key(params)
+            if known is None or self._known(params, key, taken, seen):
                 continue
             self.study.enqueue_trial(known[0])
             trial = self._suggest()  # in a shared study another machine may take the enqueued point first
             drawn = self._decode(trial.params)
             key = self._key(drawn)
-            if key in taken or key in self._open or seen(drawn):
+            if self._known(drawn, key, taken, seen):
                 trial.set_user_attr(self.DUPLICATE, True)
                 self.study.tell(trial, state=self._optuna.trial.TrialState.FAIL)
                 continue
