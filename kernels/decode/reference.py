@@ -63,10 +63,10 @@ def w4a16_grouped(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[
     packing.check_group(k, group)
     packing.check_mma_k(k)
     tiles, w = packing.mma_tiles(n), inputs["w"]
-    g = w.shape[2] if w.ndim == 4 else 0
-    padded = -(-tiles // max(g, 1)) * g
-    packing.check_array("w", w, "uint32", (-(-tiles // max(g, 1)), k // packing.MMA_BLOCK_K, max(g, 1), 4 * packing.MMA_LANES))
-    packing.check_array("w_scales", inputs["w_scales"], "float16", (padded, k // group, packing.MMA_TILE_ROWS))
+    per_group = max(w.shape[2], 1) if w.ndim == 4 else 1  # a w of another rank fails the check below, naming its shape
+    groups = -(-tiles // per_group)
+    packing.check_array("w", w, "uint32", (groups, k // packing.MMA_BLOCK_K, per_group, 4 * packing.MMA_LANES))
+    packing.check_array("w_scales", inputs["w_scales"], "float16", (groups * per_group, k // group, packing.MMA_TILE_ROWS))
     return w4a16_tiled({**inputs, "w": packing.ungroup_tiles(w, tiles), "w_scales": inputs["w_scales"][:tiles]}, shape)
 
 
