@@ -61,10 +61,11 @@ ROW, TILED, GROUPED, SPLIT = "decode/w4a16", "decode/w4a16_tiled", "decode/w4a16
         (TILED, "mma_async4", 6, {"tiles": 8, "warps": 2}),  # 7 tiles: four, then a pair, then one
         # grouped tiles (four tiles' blocks side by side)
         (GROUPED, "mma_async4", 6, {}), (GROUPED, "mma_async4", 5, {"warps": 2}), (GROUPED, "mma", 6, {"tiles": 8}),  # 7 tiles: a group, then 3
-        (GROUPED, "mma_async", 6, {"tiles": 1}), (GROUPED, "mma_async4", 4, {}),  # tiles one at a time in grouped memory; 128256 rows
+        (GROUPED, "mma_async", 6, {"tiles": 1}),  # tiles one at a time in grouped memory (bench/decode_gpu.py gates 128256 rows)
         # k split over blocks, combined through the scratch workspace
         (SPLIT, "mma_async4", 6, {}), (SPLIT, "mma_async", 6, {"splits": 8}), (SPLIT, "mma", 6, {"splits": 2, "warps": 2}),  # 3 splits; more splits than k blocks
         (SPLIT, "mma_async4", 3, {}), (SPLIT, "mma_async", 0, {}), (SPLIT, "mma_async", 5, {}),  # 28672x8192 in 4; 4096² in 4; batch 8
+        (SPLIT, "mma", 6, {"splits": 1}),  # one split stores y itself, past the workspace
     ],
 )
 def test_the_tensor_core_decodes_pass_their_gates_on_every_input_set(workspace, spec, variant, shape, params):
