@@ -7,7 +7,8 @@
 #endif
 #define BLOCK 256
 
-extern "C" __global__ void __launch_bounds__(BLOCK) read_f4(const float4* __restrict__ src, float* __restrict__ partial, long long n4) {
+// per_thread: float4s a thread reads, which the launch's grid already encodes; the host twin (read.c) needs it.
+extern "C" __global__ void __launch_bounds__(BLOCK) read_f4(const float4* __restrict__ src, float* __restrict__ partial, long long n4, int per_thread) {
   const long long stride = (long long)gridDim.x * blockDim.x;
   long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   float acc[UNROLL] = {};
