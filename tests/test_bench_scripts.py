@@ -22,20 +22,44 @@ def table(ours_us: float, torch_us: float, percent: float, gated: bool = True) -
     return rows
 
 
+def reads(time_us: float = 1.0, percent: float = 95.0) -> dict[str, dict[str, float]]:
+    """The same-size read at every shape: by default fast enough that every target is within reach."""
+    return {f"{n}x{k}": {"time_us": time_us, "percent_of_read": percent} for n, k in decode_gpu.SHAPES}
+
+
 def test_the_targets_are_met_only_at_2x_torch_and_90_percent_of_read_on_the_three_largest_shapes():
-    met = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=20.0, percent=90.0))
+    met = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=20.0, percent=90.0), reads())
     assert [v["torch_target_met"] for v in met] == [True] * 5
     assert [v["read_target_met"] for v in met] == [None, None, True, True, True]
     assert all(v["best"] == "hyperloom w4a16 mma" for v in met)
-    short = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=19.9, percent=89.9))
+    short = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=19.9, percent=89.9), reads())
     assert not any(v["torch_target_met"] for v in short) and [v["read_target_met"] for v in short][2:] == [False] * 3
+    assert all(v["torch_target_reachable"] for v in short) and [v["read_target_reachable"] for v in short] == [None, None, True, True, True]
+    assert all("out of reach" not in decode_gpu.verdict_line(v) for v in short)
+
+
+def test_a_target_the_read_of_the_same_bytes_misses_is_reported_out_of_reach():
+    slow = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=19.0, percent=80.0), reads(time_us=9.6, percent=89.0))
+    assert not any(v["torch_target_reachable"] for v in slow)  # 2x torch needs 9.5 us; reading the weights alone takes 9.6
+    assert [v["read_target_reachable"] for v in slow] == [None, None, False, False, False]
+    line = decode_gpu.verdict_line(slow[4])
+    assert line.count("NOT met, out of reach here") == 2 and "9.60 us, 89.0 % of read" in line
+    edge = decode_gpu.issue_verdicts(table(ours_us=10.0, torch_us=19.0, percent=80.0), reads(time_us=9.5, percent=90.0))
+    assert all(v["torch_target_reachable"] for v in edge) and all(v["read_target_reachable"] for v in edge[2:])
 
 
 def test_a_kernel_that_fails_its_gate_is_not_counted():
-    verdicts = decode_gpu.issue_verdicts(table(ours_us=1.0, torch_us=20.0, percent=99.0, gated=False))
+    verdicts = decode_gpu.issue_verdicts(table(ours_us=1.0, torch_us=20.0, percent=99.0, gated=False), reads())
     assert all(v["best"] == "hyperloom w4a16 simt" for v in verdicts)  # the fast mma failed its gate: the SIMT row is judged
     assert all(v["x_torch_int4"] == 2.0 and v["percent_of_read"] == pytest.approx(9.9) for v in verdicts)
     assert [v["read_target_met"] for v in verdicts] == [None, None, False, False, False]
+
+
+def test_a_shape_without_a_gated_kernel_misses_both_targets():
+    rows = [r for r in table(ours_us=1.0, torch_us=20.0, percent=99.0, gated=False) if "simt" not in r["method"]]
+    verdicts = decode_gpu.issue_verdicts(rows, reads())
+    assert all(v["best"] is None and not v["torch_target_met"] for v in verdicts)
+    assert "no Hyperloom kernel passed its gate" in decode_gpu.verdict_line(verdicts[0])
 
 
 def test_each_shape_is_compared_with_a_read_of_its_weights_bytes():
