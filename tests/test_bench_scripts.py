@@ -70,3 +70,9 @@ def test_each_shape_is_compared_with_a_read_of_its_weights_bytes():
     for index, (n, k) in enumerate(decode_gpu.SHAPES):
         floats = read.shapes[decode_gpu.SAME_SIZE_READ[index]]["n"]
         assert 4 * floats == n * k // 2, f"shape {index}: the read moves {4 * floats} bytes, the int4 weights are {n * k // 2}"
+
+
+def test_a_tune_session_starts_from_the_rows_launches_of_the_variants_it_searches():
+    assert decode_gpu.warm_start(4, ["mma", "mma_async", "mma_async4"]) == [{"variant": "mma_async4", "tiles": 4, "warps": 1}]
+    assert decode_gpu.warm_start(4, ["mma_async4", "mma"]) == [{"tiles": 4, "warps": 1}]  # the session's own variant: no tag
+    assert decode_gpu.warm_start(3, ["mma"]) == []

@@ -11,9 +11,9 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from helpers import FIXTURES
 from hyperloom.core.errors import HyperloomError
@@ -117,6 +117,25 @@ def test_an_external_proposal_runs_and_a_repeat_is_refused_with_its_earlier_verd
     assert [t.params for t in sorted(report.leaderboard, key=lambda t: t.seq)] == [{}, {"REPEAT": 2}]
     with pytest.raises(HyperloomError, match="not a plain token"):
         tune_propose(ProposeRequest(session="s", params={"REPEAT": "1 -o /etc/x"}), specs)
+
+
+@needs_cc
+def test_warm_start_candidates_run_right_after_the_baseline_once_each_and_a_resume_does_not_repeat_them(specs):
+    warm = [{"REPEAT": 64}, {"REPEAT": 64}, {"REPEAT": 16}]  # a repeat, and the baseline's own defines
+    first = tune(specs, warm_start=warm, max_candidates=3, revalidate_pairs=0, sweep_shapes=False)
+    trials = sorted(first.leaderboard + first.rejected, key=lambda t: t.seq)
+    assert [(t.proposer, t.params) for t in trials[:2]] == [("baseline", {}), ("warm_start", {"REPEAT": 64})]
+    assert trials[2].proposer == "grid" and trials[2].params not in ({}, {"REPEAT": 64}, {"REPEAT": 16})
+    again = tune(specs, warm_start=warm, max_candidates=4, revalidate_pairs=0, sweep_shapes=False)
+    trials = sorted(again.leaderboard + again.rejected, key=lambda t: t.seq)
+    assert [t.proposer for t in trials] == ["baseline", "warm_start", "grid", "grid"]
+    assert sorted(t.params.get("REPEAT", 16) for t in trials) == [1, 4, 16, 64]
+
+
+def test_a_warm_start_candidate_that_could_smuggle_compiler_flags_is_refused_before_a_session_exists(specs):
+    with pytest.raises(ValidationError, match="not a plain token"):
+        TuneRequest(spec="tune", session="s", warm_start=[{"REPEAT": "1 -o /etc/x"}])
+    assert not (specs.root / ".hyperloom" / "tune" / "s").exists()
 
 
 @needs_cc

@@ -106,3 +106,11 @@ def test_cmaes_refuses_a_session_that_searches_several_variants():
     with pytest.raises(HyperloomError, match="several variants") as error:
         OptunaProposer(Space({"REPEAT": [1, 2]}, {"fast": {"REPEAT": [1, 2]}}, variant="host"), seed=0, sampler="cmaes")
     assert "tpe" in error.value.next_step
+
+
+@needs_cc
+def test_a_warm_start_candidate_may_be_of_a_searched_variant(specs):
+    report = tune(specs, warm_start=[{VARIANT: "fast", "REPEAT": 1}], max_candidates=2, revalidate_pairs=0, sweep_shapes=False)
+    trials = sorted(report.leaderboard + report.rejected, key=lambda t: t.seq)
+    assert [(t.proposer, t.params) for t in trials] == [("baseline", {}), ("warm_start", {VARIANT: "fast", "REPEAT": 1})]
+    assert trials[1].status == "PASSED" and trials[1].speedup > 1

@@ -13,7 +13,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.tune.loop import Control, run_tune
 from hyperloom.tools.tune.models import ProposeRequest, ProposeResult, SessionRef, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.tune.report import build_report, close_session, status_of
-from hyperloom.tools.tune.session import candidate_digest, open_existing
+from hyperloom.tools.tune.session import open_existing, queue_candidate
 from hyperloom.tools.tune.space import check_params
 
 OPEN_TIMEOUT_S = 600.0
@@ -104,13 +104,11 @@ def tune_propose(request: ProposeRequest, workspace: Workspace, progress: Progre
     params = check_params(request.params)
     manifest, ledger, _ = open_existing(request.session, workspace)
     try:
-        digest = candidate_digest(manifest, params)
-        earlier = next((t for t in ledger.trials() if t.hash == digest), None)
-        if earlier is not None:
-            return ProposeResult(accepted=False, hash=digest, summary=f"already recorded as #{earlier.seq}: {earlier.status} {earlier.reason or ''}".strip())
-        ledger.propose(digest, params, request.note)
+        result = queue_candidate(manifest, ledger, params, request.note)
+        if not result.accepted:
+            return result
         running = RUNS.running(manifest["session"])
-        return ProposeResult(accepted=True, hash=digest, summary="queued; " + ("the running loop takes it next" if running else "it runs when the session is started or resumed with tune_start"))
+        return result.model_copy(update={"summary": "queued; " + ("the running loop takes it next" if running else "it runs when the session is started or resumed with tune_start")})
     finally:
         ledger.close()
 

@@ -114,6 +114,10 @@ class Ledger:
         """On resume: proposals taken by a killed run that never finished go back to the queue."""
         self._write("UPDATE proposals SET taken = 0 WHERE taken = 1 AND hash NOT IN (SELECT hash FROM trials)")
 
+    def queued(self, digest: str) -> bool:
+        """Whether a proposal with this hash is waiting or taken (not yet a trial, or recorded since)."""
+        return bool(self._query("SELECT 1 FROM proposals WHERE hash = ? LIMIT 1", (digest,)))
+
     def pending_proposals(self) -> int:
         return self._query("SELECT COUNT(*) FROM proposals WHERE taken = 0")[0][0]
 

@@ -18,7 +18,7 @@ from hyperloom.tools.tune.models import TrialRecord, TuneReport, TuneRequest
 from hyperloom.tools.tune.proposers import make_proposer
 from hyperloom.tools.tune.report import close_session, figures
 from hyperloom.tools.tune.revalidate import revalidate
-from hyperloom.tools.tune.session import Session, candidate_digest, open_session
+from hyperloom.tools.tune.session import WARM_START, Session, candidate_digest, open_session, queue_candidate
 from hyperloom.tools.tune.space import Params, Space, check_params
 
 POLL_S = 0.2
@@ -45,6 +45,8 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
     ledger = session.ledger
     try:
         ledger.release_proposals()
+        for params in request.warm_start:  # after the baseline, before the proposer's own (the loop takes proposals first)
+            queue_candidate(session.manifest, ledger, params, WARM_START)
         ledger.clear("stop_requested")
         ledger.set("state", "running")
         ledger.set("request", request.model_dump_json())
@@ -116,9 +118,9 @@ class Loop:
         if self.digest({}) not in self.recorded:
             return None  # the baseline runs alone and first
         while (proposal := self.ledger.take_proposal()) is not None:
-            params = check_params(proposal[0])
+            params, note = check_params(proposal[0]), proposal[1]
             if not self.seen(params):
-                return params, "external"
+                return params, WARM_START if note == WARM_START else "external"
         params = self.proposer.ask(self.seen)
         return (params, self.proposer.name) if params is not None else None
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode, Timing
+from hyperloom.tools.tune.space import check_params
 
 Strategy = Literal["grid", "random", "tpe", "cmaes", "external"]
 TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "ERROR"]
@@ -21,6 +23,10 @@ class TuneRequest(BaseModel):
     search_variants: list[str] = Field(default_factory=list, max_length=32, description=(
         "Further variants of the spec searched in the same session, each with its own entry, launch and tuning block; their"
         " candidates carry {\"variant\": name} in params (so may tune_propose's). The baseline stays `variant`'s own defines."))
+    warm_start: list[dict[str, str | int]] = Field(default_factory=list, max_length=64, description=(
+        "Candidates run right after the baseline and before the proposer's own, e.g. a winner at another shape or a launch"
+        " known to be good, as params ({\"variant\": name} picks a searched variant). Queued as tune_propose queues; the"
+        " proposer learns their results like any other. A resumed session skips those already recorded or queued."))
     target: str = Field("host", description="gfx target (hip), sm_XX (cuda) or host (c backend, CPU workers).")
     shape: int = Field(0, ge=0, le=1000, description="Index of the shape tuned on; the winner is then swept across every shape.")
     session: str | None = Field(None, max_length=120, description="Session name under .hyperloom/tune/ (or a folder in the workspace); an existing session is resumed.")
@@ -51,6 +57,15 @@ class TuneRequest(BaseModel):
     storage: str | None = Field(None, max_length=500, description="tpe or cmaes: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
     study: str | None = Field(None, max_length=200, description="Optuna study name in storage; default the session name.")
     background: bool = Field(True, description="tune_start: return at once and run in the server process; the CLI always runs in the foreground.")
+
+
+    @field_validator("warm_start")
+    @classmethod
+    def _plain_params(cls, candidates: list[dict[str, str | int]]) -> list[dict[str, str | int]]:
+        try:
+            return [check_params(params) for params in candidates]
+        except HyperloomError as exc:  # pydantic reports a ValueError as this field's validation error
+            raise ValueError(str(exc)) from exc
 
     def timing(self) -> Timing:
         """How each passing candidate is timed."""

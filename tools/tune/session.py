@@ -26,7 +26,7 @@ from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest
 from hyperloom.tools.spec.load import LoadedSpec, load_spec
 from hyperloom.tools.tune.ledger import Ledger
-from hyperloom.tools.tune.models import TuneRequest
+from hyperloom.tools.tune.models import ProposeResult, TuneRequest
 from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash, split_variant
 
 SESSION_KIND = "hyperloom.tune.session"
@@ -99,6 +99,21 @@ def candidate_digest(manifest: dict[str, Any], params: Params) -> str:
     if variant == manifest["variant"]:
         return candidate_hash(manifest["identity_sha256"], {**manifest["baseline_defines"], **defines})
     return candidate_hash(manifest["identity_sha256"], {**searched[variant], **defines, VARIANT: variant})
+
+
+WARM_START = "warm_start"  # the note (and the trials' proposer) of candidates queued from TuneRequest.warm_start
+
+
+def queue_candidate(manifest: dict[str, Any], ledger: Ledger, params: Params, note: str) -> ProposeResult:
+    """Queue a candidate for the loop (tune_propose, warm_start) unless it is recorded or queued already."""
+    digest = candidate_digest(manifest, params)
+    earlier = next((t for t in ledger.trials() if t.hash == digest), None)
+    if earlier is not None:
+        return ProposeResult(accepted=False, hash=digest, summary=f"already recorded as #{earlier.seq}: {earlier.status} {earlier.reason or ''}".strip())
+    if ledger.queued(digest):
+        return ProposeResult(accepted=False, hash=digest, summary="already queued")
+    ledger.propose(digest, params, note)
+    return ProposeResult(accepted=True, hash=digest, summary="queued")
 
 
 def _others(loaded: LoadedSpec, request: TuneRequest, launchable: Launchable) -> dict[str, Launchable]:
