@@ -64,12 +64,22 @@ TUNED_VARIANTS = ("mma", "mma_async", "mma_async4")
 # (kernels/microbench/read shapes 2-5): the roof a kernel of that size can reach, launch and ramp included.
 SAME_SIZE_READ = {0: 2, 1: 3, 2: 3, 3: 4, 4: 5}
 SAME_SIZE_READ_PARAMS = {"UNROLL": 2}  # both of a thread's loads in flight at once (the shapes' per_thread is 2)
-KERNELS = (  # (label, spec, variant); the SIMT kernels only with --with-simt
+KERNELS = (  # (label, spec, variant)
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
     ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
     ("w4a16 tiled async4", TUNED_SPEC, "mma_async4"), ("w4a16 grouped async4", "kernels/decode/w4a16_grouped", "mma_async4"),
     ("w4a16 split async", "kernels/decode/w4a16_split", "mma_async"), ("w4a16 split async4", "kernels/decode/w4a16_split", "mma_async4"),
 )
+# The rows timed without --rows: the kernels that were the fastest at some shape on the H200 (runs 24 and 29) and
+# the two-tile ring between them. The SIMT rows come with --with-simt; grouped and split (never faster, run 26) on request.
+DEFAULT_ROWS = ("w4a16 mma", "w4a16 tiled mma", "w4a16 tiled async", "w4a16 tiled async4")
+
+
+def chosen_rows(rows: list[str] | None, with_simt: bool) -> list[tuple[str, str, str | None]]:
+    """KERNELS to time: those whose label holds one of `rows`, else the default rows (and the SIMT ones with with_simt)."""
+    if rows is not None:
+        return [kernel for kernel in KERNELS if any(text in kernel[0] for text in rows)]
+    return [kernel for kernel in KERNELS if kernel[0] in DEFAULT_ROWS or (with_simt and "simt" in kernel[0])]
 # Launch geometry a row uses instead of its spec shape's, where the spec's shapes (shared by every variant) do not
 # suit the variant: four tiles a ring stage need runs of at least four tiles. The picks are the fastest of device
 # run 23's sweep (results/h200/decode/run23.log: one warp a block at 128256x4096, four elsewhere), MEASURED on the
@@ -167,10 +177,13 @@ def main() -> None:
     parser.add_argument("--params", type=json.loads, default={}, help="parameters of the first --tune-variants row at every shape, e.g. '{\"warps\": 4}'")
     parser.add_argument("--with-simt", action="store_true", help="also time the SIMT kernels (w4a16, w4a8)")
     parser.add_argument("--rows", nargs="+", default=None, metavar="TEXT",
-                        help="time only Hyperloom rows whose label holds one of these, e.g. --rows async4 split (torch and cuBLAS always run)")
+                        help="time the Hyperloom rows whose label holds one of these instead of the default rows, e.g. --rows async4 split"
+                             " (torch and cuBLAS always run)")
     parser.add_argument("--tune-variants", nargs="+", default=list(TUNED_VARIANTS), choices=TUNED_VARIANTS,
                         help="the tiled kernel's variants --tune searches in one session (the first is the baseline)")
     args = parser.parse_args()
+    if args.rows is not None and not chosen_rows(args.rows, args.with_simt):
+        parser.error(f"no row's label holds any of {args.rows}; the labels are: {', '.join(label for label, _, _ in KERNELS)}")
     root = Path(args.workspace or tempfile.mkdtemp(prefix="hyperloom-decode-"))
     for name in ("decode", "microbench"):
         shutil.copytree(shipped_kernels(name), root / "kernels" / name, dirs_exist_ok=True)
@@ -186,7 +199,7 @@ def main() -> None:
     rows = []
     for index, (n, k) in enumerate(SHAPES):
         runs = [(label, spec, variant, args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get((spec, variant), {}).get(index, {}))
-                for label, spec, variant in KERNELS if (args.with_simt or "simt" not in label) and (args.rows is None or any(t in label for t in args.rows))]
+                for label, spec, variant in chosen_rows(args.rows, args.with_simt)]
         if index in tuned:  # the session's winner, of whichever variant it is
             winner = dict(tuned[index]["params"])
             runs.append(("w4a16 tiled tuned", TUNED_SPEC, str(winner.pop("variant", args.tune_variants[0])), winner))

@@ -76,3 +76,12 @@ def test_a_tune_session_starts_from_the_rows_launches_of_the_variants_it_searche
     assert decode_gpu.warm_start(4, ["mma", "mma_async", "mma_async4"]) == [{"variant": "mma_async4", "tiles": 4, "warps": 1}]
     assert decode_gpu.warm_start(4, ["mma_async4", "mma"]) == [{"tiles": 4, "warps": 1}]  # the session's own variant: no tag
     assert decode_gpu.warm_start(3, ["mma"]) == []
+
+
+def test_the_default_rows_leave_out_the_kernels_never_fastest_and_rows_picks_any_by_label():
+    default = [label for label, _, _ in decode_gpu.chosen_rows(None, with_simt=False)]
+    assert default == list(decode_gpu.DEFAULT_ROWS)
+    assert {"w4a16 simt", "w4a8 simt"} <= {label for label, _, _ in decode_gpu.chosen_rows(None, with_simt=True)}
+    picked = [label for label, _, _ in decode_gpu.chosen_rows(["split", "grouped"], with_simt=False)]
+    assert picked == ["w4a16 grouped async4", "w4a16 split async", "w4a16 split async4"]
+    assert decode_gpu.chosen_rows(["no such row"], with_simt=False) == []
