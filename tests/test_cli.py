@@ -151,9 +151,13 @@ def test_bench_and_roofline_print_their_reports_on_the_host(workspace, capsys):
     assert main(["bench", "--spec", "copy", "--variant", "host", "--target", "host", "--no-adversarial", *quick]) == EXIT_OK
     out = capsys.readouterr().out
     assert "gate seeded: PASS" in out and "bandwidth:" in out and out.rstrip().splitlines()[-1].startswith("copy/host on host")
-    assert main(["roofline", "--target", "host", "--shape", "small", "--ceiling", "copy", "--no-plot", "--max-time-s", "0.5"]) == EXIT_OK
+    assert main(["bench", "--spec", "copy", "--variant", "host", "--target", "host", "--no-adversarial", *quick, "--json"]) == EXIT_OK
+    (workspace.root / "copy.json").write_text(capsys.readouterr().out)
+    assert main(["roofline", "--target", "host", "--shape", "small", "--ceiling", "copy", "--no-plot", "--max-time-s", "0.5", "--place", "copy.json"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "copy" in out and "MEASURED" in out and out.rstrip().splitlines()[-1].startswith("MEASURED on host CPU")
+    placed = next(line for line in out.splitlines() if line.startswith("copy/host"))
+    assert "same-size read GB/s" in out and placed.count("%") == 2  # percent of the roof, and of a read of its size
 
 
 def test_every_command_prints_its_help(capsys):

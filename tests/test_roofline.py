@@ -6,6 +6,7 @@ import json
 import shutil
 
 import pytest
+import yaml
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
@@ -33,10 +34,25 @@ def test_host_ceilings_are_measured_and_a_kernel_is_placed_under_them(workspace)
     assert all(c.value > 0 and c.evidence.tag.value == "MEASURED" for c in result.measured)
     (placed,) = result.placements
     assert placed.bound == "memory" and placed.roof == "copy" and 0 < placed.percent_of_roof < 200
+    assert placed.same_size_read_gbps > 0 and placed.percent_of_same_size_read == pytest.approx(100 * placed.achieved_gbps / placed.same_size_read_gbps)
+    read_shapes = yaml.safe_load((workspace.root / ".hyperloom/microbench/read/kernel.yaml").read_text())["shapes"]
+    assert 4 * read_shapes[-1]["n"] == bench.bytes_moved // 16 * 16  # the read moves the kernel's bytes, in whole float4s
     saved = json.loads((workspace.root / ".hyperloom/roofline/roofline.json").read_text())
     assert saved["measured"][0]["name"] == "copy"
     assert {f.rsplit(".", 1)[-1] for f in result.files} == {"json", "png", "svg"}
     assert (workspace.root / ".hyperloom/roofline/roofline.png").stat().st_size > 1000
+
+
+@needs_cc
+def test_the_same_size_read_is_skipped_on_request_and_for_a_result_without_bytes(workspace):
+    shutil.copytree(shipped_microbench_dir(), workspace.root / "mb")
+    bench = run_bench(BenchRequest(spec="mb/copy", variant="host", target="host", max_time_s=0.2, min_reps=6, adversarial=False), workspace)
+    (workspace.root / "copy.json").write_text(bench.model_dump_json())
+    (workspace.root / "flops.json").write_text(bench.model_copy(update={"bytes_moved": None, "bandwidth_gbps": None, "flops": 1000, "tflops": 1e-6}).model_dump_json())
+    off = run_roofline(RooflineRequest(target="host", shape="small", max_time_s=0.2, ceilings=["copy", "fma"], place=["copy.json"], same_size_read=False, plot=False), workspace)
+    assert off.placements[0].same_size_read_gbps is None and off.placements[0].percent_of_same_size_read is None
+    no_bytes = run_roofline(RooflineRequest(target="host", shape="small", max_time_s=0.2, ceilings=["copy", "fma"], place=["flops.json"], plot=False), workspace)
+    assert no_bytes.placements[0].bound == "compute" and no_bytes.placements[0].same_size_read_gbps is None
 
 
 def test_datasheet_peaks_are_assumed_and_name_their_source():

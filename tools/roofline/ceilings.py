@@ -5,6 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import yaml
+
+from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
@@ -51,6 +54,27 @@ def available(target: str) -> list[str]:
         if variant.targets is None or target in variant.targets:
             names.append(name)
     return names
+
+
+SAME_SIZE_PER_THREAD = 2  # float4s a thread in a same-size read: the fastest at 8-263 MB on the H200 (results/h200/decode/run27.log)
+
+
+def read_of_size(placed: BenchResult, device: int, max_time_s: float, staged: Path, workspace: Workspace) -> BenchResult:
+    """The read microbenchmark over as many bytes as `placed` moved (whole float4s), on its target, flushed as it was:
+    a shape appended to the staged read spec, run with SAME_SIZE_PER_THREAD loads a thread, all in flight at once."""
+    spec_path = staged / "read" / "kernel.yaml"
+    doc = yaml.safe_load(spec_path.read_text())
+    doc["shapes"].append({"n": max(4, (placed.bytes_moved or 0) // 16 * 4), "per_thread": SAME_SIZE_PER_THREAD})
+    write_bytes_atomic(spec_path, yaml.safe_dump(doc, sort_keys=False).encode())
+    variant = MICROBENCHES["read"][1][backend_for(placed.target)]
+    return run_bench(
+        BenchRequest(
+            spec=workspace.relative(staged / "read"), variant=variant, shape=len(doc["shapes"]) - 1, target=placed.target, device=device,
+            params={} if variant == "host" else {"UNROLL": SAME_SIZE_PER_THREAD}, adversarial=False, max_time_s=max_time_s,
+            flush_cache=placed.flush_bytes > 0, flush_mode=placed.flush_mode,
+        ),
+        workspace,
+    )
 
 
 def measure(name: str, target: str, device: int, shape: int, max_time_s: float, staged: Path, workspace: Workspace) -> tuple[BenchResult, Ceiling | None]:

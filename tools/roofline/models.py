@@ -19,6 +19,10 @@ class RooflineRequest(BaseModel):
     ceilings: list[Microbench] | None = Field(None, description="Microbenchmarks to run; default every one that builds for the target.")
     shape: Literal["small", "full"] = Field("full", description="'full' sizes (GiB buffers, long loops) for real ceilings; 'small' for a quick check.")
     place: list[str] = Field(default_factory=list, max_length=64, description="bench results (JSON files written by `hyperloom bench --json`) to place on the roof.")
+    same_size_read: bool = Field(True, description=(
+        "For each placed kernel that moves bytes, also time the read microbenchmark over as many bytes, flushed as that"
+        " kernel was: the roof at its size (launch, first DRAM round trip and tail included). A small kernel cannot reach"
+        " the ceiling a GiB read measures; this says how far it is from what a read of its own size reaches."))
     out_dir: str = Field(".hyperloom/roofline", description="Folder in the workspace for roofline.json and the plots.")
     plot: bool = Field(True, description="Write roofline.png and roofline.svg (needs matplotlib).")
     max_time_s: float = Field(5.0, gt=0, le=600, description="Sampling time limit per microbenchmark.")
@@ -42,6 +46,8 @@ class Placement(BaseModel):
     percent_of_roof: float
     bound: Literal["memory", "compute"]
     roof: str = Field(description="Which measured ceiling bounds it.")
+    same_size_read_gbps: float | None = Field(None, description="GB/s of a read of as many bytes as this kernel moves (same_size_read); null when not measured.")
+    percent_of_same_size_read: float | None = Field(None, description="achieved_gbps as a percent of same_size_read_gbps.")
     evidence: Evidence
 
 

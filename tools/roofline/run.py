@@ -11,7 +11,7 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchResult
 from hyperloom.tools.detect.parts import PARTS
-from hyperloom.tools.roofline.ceilings import available, measure, stage
+from hyperloom.tools.roofline.ceilings import available, measure, read_of_size, stage
 from hyperloom.tools.roofline.models import Ceiling, RooflineRequest, RooflineResult
 from hyperloom.tools.roofline.place import place
 from hyperloom.tools.roofline.plot import draw
@@ -57,8 +57,12 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
             ceilings.append(ceiling)
         if progress is not None:
             progress(index + 1, len(names))
+    timed = [r for r in placed if r.kernel is not None]
+    reads = [read_of_size(r, request.device, request.max_time_s, staged, workspace) if request.same_size_read and r.bytes_moved else None
+             for r in timed]
+    failures += [f"a read of {r.bytes_moved} bytes: {read.summary}" for r, read in zip(timed, reads) if read is not None and not read.ok]
     try:
-        placements = [place(r, ceilings) for r in placed if r.kernel is not None]
+        placements = [place(r, ceilings, read) for r, read in zip(timed, reads)]
     except ValueError as exc:
         raise HyperloomError(f"a kernel cannot be placed: {exc}", "bench it with a spec whose metric has bytes or flops, and measure that ceiling") from exc
     summary = ", ".join(f"{c.name} {c.value:.4g} {c.unit}" for c in ceilings) or "no ceiling measured"

@@ -189,10 +189,12 @@ def roofline_report(result: RooflineResult) -> str:
     parts = [table(["ceiling", "kind", "value", "tag", "source"], rows)]
     if result.placements:
         placed = [
-            (p.name, _num(p.arithmetic_intensity), _num(p.achieved_gbps), _num(p.achieved_tflops), f"{p.percent_of_roof:.1f} %", p.bound, p.roof)
+            (p.name, _num(p.arithmetic_intensity), _num(p.achieved_gbps), _num(p.achieved_tflops), f"{p.percent_of_roof:.1f} %", p.bound, p.roof,
+             _num(p.same_size_read_gbps), "-" if p.percent_of_same_size_read is None else f"{p.percent_of_same_size_read:.1f} %")
             for p in result.placements
         ]
-        parts += ["", table(["kernel", "flop/byte", "GB/s", "TFLOP/s", "of roof", "bound", "roof"], placed)]
+        header = ["kernel", "flop/byte", "GB/s", "TFLOP/s", "of roof", "bound", "roof", "same-size read GB/s", "of it"]
+        parts += ["", table(header, placed)]
     parts += [f"files: {', '.join(result.files)}", f"evidence: {evidence_line(result.evidence)}", result.summary]
     return "\n".join(parts)
 
