@@ -62,14 +62,15 @@ def test_a_shape_without_a_gated_kernel_misses_both_targets():
     assert "no Hyperloom kernel passed its gate" in decode_gpu.verdict_line(verdicts[0])
 
 
-def test_each_shape_is_compared_with_a_read_of_its_weights_bytes():
+def test_each_shape_is_compared_with_a_read_of_the_bytes_its_kernels_count():
+    from hyperloom.tools.spec.expr import evaluate_int
     from hyperloom.tools.spec.load import load_spec
 
-    read = load_spec(REPO / "kernels" / "microbench" / "read" / "kernel.yaml").spec
-    assert sorted(decode_gpu.SAME_SIZE_READ) == list(range(len(decode_gpu.SHAPES)))
+    spec = load_spec(REPO / "kernels" / "decode" / "w4a16_tiled" / "kernel.yaml").spec
     for index, (n, k) in enumerate(decode_gpu.SHAPES):
-        floats = read.shapes[decode_gpu.SAME_SIZE_READ[index]]["n"]
-        assert 4 * floats == n * k // 2, f"shape {index}: the read moves {4 * floats} bytes, the int4 weights are {n * k // 2}"
+        shape = spec.shapes[index]
+        assert (shape["n"], shape["k"], shape["m"], shape["group"]) == (n, k, 1, decode_gpu.GROUP)
+        assert decode_gpu.decode_bytes(n, k) == evaluate_int(spec.metric.bytes, shape, "metric bytes")
 
 
 def test_a_tune_session_starts_from_the_rows_launches_of_the_variants_it_searches():

@@ -13,6 +13,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
 from hyperloom.tools.bench.run import backend_for, run_bench
 from hyperloom.tools.roofline.models import Ceiling
+from hyperloom.tools.runtime.models import FlushMode
 from hyperloom.tools.spec.load import load_spec
 
 # microbenchmark → (kind, variant per backend)
@@ -59,19 +60,20 @@ def available(target: str) -> list[str]:
 SAME_SIZE_PER_THREAD = 2  # float4s a thread in a same-size read: the fastest at 8-263 MB on the H200 (results/h200/decode/run27.log)
 
 
-def read_of_size(placed: BenchResult, device: int, max_time_s: float, staged: Path, workspace: Workspace) -> BenchResult:
-    """The read microbenchmark over as many bytes as `placed` moved (whole float4s), on its target, flushed as it was:
-    a shape appended to the staged read spec, run with SAME_SIZE_PER_THREAD loads a thread, all in flight at once."""
+def read_of_size(bytes_read: int, target: str, device: int, flush: tuple[bool, FlushMode], max_time_s: float, staged: Path, workspace: Workspace) -> BenchResult:
+    """The read microbenchmark over `bytes_read` bytes (whole float4s) on `target`, flushed as `flush` says (flush_cache,
+    flush_mode): a shape appended to the staged read spec, run with SAME_SIZE_PER_THREAD loads a thread, all in flight at
+    once. The roof a kernel that moves that many bytes can reach, launch, first DRAM round trip and tail included."""
     spec_path = staged / "read" / "kernel.yaml"
     doc = yaml.safe_load(spec_path.read_text())
-    doc["shapes"].append({"n": max(4, (placed.bytes_moved or 0) // 16 * 4), "per_thread": SAME_SIZE_PER_THREAD})
+    doc["shapes"].append({"n": max(4, bytes_read // 16 * 4), "per_thread": SAME_SIZE_PER_THREAD})
     write_bytes_atomic(spec_path, yaml.safe_dump(doc, sort_keys=False).encode())
-    variant = MICROBENCHES["read"][1][backend_for(placed.target)]
+    variant = MICROBENCHES["read"][1][backend_for(target)]
     return run_bench(
         BenchRequest(
-            spec=workspace.relative(staged / "read"), variant=variant, shape=len(doc["shapes"]) - 1, target=placed.target, device=device,
+            spec=workspace.relative(staged / "read"), variant=variant, shape=len(doc["shapes"]) - 1, target=target, device=device,
             params={} if variant == "host" else {"UNROLL": SAME_SIZE_PER_THREAD}, adversarial=False, max_time_s=max_time_s,
-            flush_cache=placed.flush_bytes > 0, flush_mode=placed.flush_mode,
+            flush_cache=flush[0], flush_mode=flush[1],
         ),
         workspace,
     )

@@ -58,8 +58,8 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
         if progress is not None:
             progress(index + 1, len(names))
     timed = [r for r in placed if r.kernel is not None]
-    reads = [read_of_size(r, request.device, request.max_time_s, staged, workspace) if request.same_size_read and r.bytes_moved else None
-             for r in timed]
+    reads = [read_of_size(r.bytes_moved, r.target, request.device, (r.flush_bytes > 0, r.flush_mode), request.max_time_s, staged, workspace)
+             if request.same_size_read and r.bytes_moved else None for r in timed]
     failures += [f"a read of {r.bytes_moved} bytes: {read.summary}" for r, read in zip(timed, reads) if read is not None and not read.ok]
     try:
         placements = [place(r, ceilings, read) for r, read in zip(timed, reads)]
