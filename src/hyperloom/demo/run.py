@@ -126,6 +126,9 @@ async def _measure(s: Session, report: DemoReport, gpu: dict[str, Any] | None, t
         for p in roof["placements"]:
             report.figures.append(Figure(name=f"{p['name']}: percent of the measured roof", value=f"{p['percent_of_roof']:.1f} %",
                                          tag=p["evidence"]["tag"], source=f"roofline against {p['roof']}"))
+            if p.get("percent_of_same_size_read") is not None:
+                report.figures.append(Figure(name=f"{p['name']}: percent of a read of its own bytes", value=f"{p['percent_of_same_size_read']:.1f} %",
+                                             tag=p["evidence"]["tag"], source="roofline: the read microbenchmark over as many bytes"))
     if run_target != target:
         report.not_measured.append(f"Figures above are for {run_target}; nothing was measured on {target}.")
 
