@@ -101,6 +101,7 @@ class OptunaProposer:
         self._joint = bool(space.others)
         labelled = {space.variant: space.values, **space.others}
         self._names = {label: {(name if label == space.variant else f"{label}:{name}"): name for name in values} for label, values in labelled.items()}
+        self._define_of = {optuna_name: name for names in self._names.values() for optuna_name, name in names.items()}
         if sampler == "cmaes":
             if self._joint:
                 raise HyperloomError("cmaes searches one variant's numeric space, and this session searches several variants", "use strategy tpe, grid or random")
@@ -143,7 +144,7 @@ class OptunaProposer:
                 if value != self._space.variant:
                     params[VARIANT] = value
             else:
-                params[optuna_name.split(":", 1)[1] if self._joint and ":" in optuna_name else optuna_name] = self._decoding[optuna_name][value]
+                params[self._define_of[optuna_name]] = self._decoding[optuna_name][value]
         return params
 
     def _encode(self, params: Params) -> tuple[dict[str, Any], dict[str, Any]] | None:
