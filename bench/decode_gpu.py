@@ -62,11 +62,6 @@ def cublas_fp16(n: int, k: int, flush_mode: str) -> tuple[float, int]:
 TUNED_SPEC = "kernels/decode/w4a16_tiled"  # the tensor-core kernel on tile-layout weights: the one --tune searches
 TUNED_VARIANTS = ("mma", "mma_async", "mma_async4")
 
-
-def decode_bytes(n: int, k: int) -> int:
-    """Bytes a batch-1 decode at N x K reads: int4 weights, fp16 scales a group, fp16 activations (the specs' metric)."""
-    return n * k // 2 + 2 * n * (k // GROUP) + 2 * k
-
 KERNELS = (  # (label, spec, variant)
     ("w4a16 simt", "kernels/decode/w4a16", "gpu"), ("w4a8 simt", "kernels/decode/w4a8", None),
     ("w4a16 mma", "kernels/decode/w4a16", "mma"), ("w4a16 tiled mma", TUNED_SPEC, "mma"), ("w4a16 tiled async", TUNED_SPEC, "mma_async"),
@@ -77,12 +72,6 @@ KERNELS = (  # (label, spec, variant)
 # the two-tile ring between them. The SIMT rows come with --with-simt; grouped and split (never faster, run 26) on request.
 DEFAULT_ROWS = ("w4a16 mma", "w4a16 tiled mma", "w4a16 tiled async", "w4a16 tiled async4")
 
-
-def chosen_rows(rows: list[str] | None, with_simt: bool) -> list[tuple[str, str, str | None]]:
-    """KERNELS to time: those whose label holds one of `rows`, else the default rows (and the SIMT ones with with_simt)."""
-    if rows is not None:
-        return [kernel for kernel in KERNELS if any(text in kernel[0] for text in rows)]
-    return [kernel for kernel in KERNELS if kernel[0] in DEFAULT_ROWS or (with_simt and "simt" in kernel[0])]
 # Launch geometry a row uses instead of its spec shape's, where the spec's shapes (shared by every variant) do not
 # suit the variant: four tiles a ring stage need runs of at least four tiles. The picks are the fastest of device
 # run 23's sweep (results/h200/decode/run23.log: one warp a block at 128256x4096, four elsewhere), MEASURED on the
@@ -90,6 +79,18 @@ def chosen_rows(rows: list[str] | None, with_simt: bool) -> list[tuple[str, str,
 ROW_PARAMS: dict[tuple[str, str], dict[int, dict[str, int]]] = {
     (TUNED_SPEC, "mma_async4"): {0: {"tiles": 4}, 1: {"tiles": 4}, 2: {"tiles": 4}, 3: {"tiles": 4}, 4: {"tiles": 4, "warps": 1}},
 }
+
+
+def decode_bytes(n: int, k: int) -> int:
+    """Bytes a batch-1 decode at N x K reads: int4 weights, fp16 scales a group, fp16 activations (the specs' metric)."""
+    return n * k // 2 + 2 * n * (k // GROUP) + 2 * k
+
+
+def chosen_rows(rows: list[str] | None, with_simt: bool) -> list[tuple[str, str, str | None]]:
+    """KERNELS to time: those whose label holds one of `rows`, else the default rows (and the SIMT ones with with_simt)."""
+    if rows is not None:
+        return [kernel for kernel in KERNELS if any(text in kernel[0] for text in rows)]
+    return [kernel for kernel in KERNELS if kernel[0] in DEFAULT_ROWS or (with_simt and "simt" in kernel[0])]
 
 
 def warm_start(shape: int, variants: list[str]) -> list[dict[str, str | int]]:
@@ -215,19 +216,18 @@ def main() -> None:
         for method, measure in (("torch int4pack_mm", torch_int4), ("cuBLAS fp16 GEMV", cublas_fp16)):
             seconds, moved = measure(n, k, args.flush_mode)
             rows.append({"shape": f"{n}x{k}", "method": method, "gate": "-", "time_us": seconds * 1e6, "gbps": moved / seconds / 1e9})
-    same_size_gbps = {f"{n}x{k}": same_size[index].bandwidth_gbps for index, (n, k) in enumerate(SHAPES)}
-    same_size_reads = {f"{n}x{k}": {"time_us": same_size[index].kernel.median_s * 1e6, "percent_of_read": 100 * same_size[index].bandwidth_gbps / read_gbps}
-                       for index, (n, k) in enumerate(SHAPES)}
+    same_size_reads = {f"{n}x{k}": {"mb": r.bytes_moved / 1e6, "time_us": r.kernel.median_s * 1e6, "gbps": r.bandwidth_gbps,
+                                    "percent_of_read": 100 * r.bandwidth_gbps / read_gbps}
+                       for (n, k), r in zip(SHAPES, same_size.values())}
     for row in rows:
         row["percent_of_read"] = 100 * row["gbps"] / read_gbps if row["gbps"] else None
-        row["percent_of_same_size_read"] = 100 * row["gbps"] / same_size_gbps[row["shape"]] if row["gbps"] else None
+        row["percent_of_same_size_read"] = 100 * row["gbps"] / same_size_reads[row["shape"]]["gbps"] if row["gbps"] else None
     device = torch.cuda.get_device_name(0)
     print(f"decode GEMV, batch 1, group {GROUP}, on {device} (MEASURED, torch {torch.__version__}, {args.flush_mode} flush before every"
           f" timed call); read ceiling {read_gbps:.0f} GB/s measured in this run (1 GiB)")
-    for index, (n, k) in enumerate(SHAPES):
-        r = same_size[index]
-        print(f"a read of the kernel's bytes at {n}x{k} ({r.bytes_moved / 1e6:.1f} MB): {r.kernel.median_s * 1e6:.2f} us, {r.bandwidth_gbps:.0f} GB/s"
-              f" ({100 * r.bandwidth_gbps / read_gbps:.1f} % of the 1 GiB read): the roof at that size, launch and ramp included")
+    for shape, r in same_size_reads.items():
+        print(f"a read of the kernel's bytes at {shape} ({r['mb']:.1f} MB): {r['time_us']:.2f} us, {r['gbps']:.0f} GB/s"
+              f" ({r['percent_of_read']:.1f} % of the 1 GiB read): the roof at that size, launch and ramp included")
     for shape, session in tuned.items():
         print(f"tune at shape {shape}: {session['summary']}; winner {json.dumps(session['params'])}")
     print(f"{'shape':>12} {'method':<26} {'gate':>5} {'time_us':>9} {'GB/s':>8} {'% read':>7} {'% same-size read':>17}")
@@ -241,7 +241,8 @@ def main() -> None:
     for verdict in verdicts:
         print(verdict_line(verdict))
     Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "flush_mode": args.flush_mode, "read_gbps": read_gbps,
-                                          "same_size_read_gbps": same_size_gbps, "same_size_reads": same_size_reads, "tune": list(tuned.values()),
+                                          "same_size_read_gbps": {shape: r["gbps"] for shape, r in same_size_reads.items()},
+                                          "same_size_reads": same_size_reads, "tune": list(tuned.values()),
                                           "rows": rows, "verdicts": verdicts}, indent=1))
 
 
