@@ -105,5 +105,6 @@ def throughput(values: list[int], workers: int) -> float:
     wall, trials = session(ws, "measure", workers=workers, max_time_s=1.0)
     return len(trials) / wall * 3600
 
+
 if __name__ == "__main__":
     main()

@@ -58,7 +58,6 @@ class TuneRequest(BaseModel):
     study: str | None = Field(None, max_length=200, description="Optuna study name in storage; default the session name.")
     background: bool = Field(True, description="tune_start: return at once and run in the server process; the CLI always runs in the foreground.")
 
-
     @field_validator("warm_start")
     @classmethod
     def _plain_params(cls, candidates: list[dict[str, str | int]]) -> list[dict[str, str | int]]:
