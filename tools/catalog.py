@@ -1,56 +1,80 @@
-"""The tools Hyperloom offers, described once for every front end (MCP server, CLI, Python API)."""
+"""The tools Hyperloom offers, described once for every front end (MCP server, CLI, Python API).
+
+Importing this module imports no tool: an entry names its request model, result model and function as
+'module:attribute' strings, imported the first time they are read, so a CLI command pays only for the
+tool it runs. An entry may also give the objects themselves.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
-from hyperloom.core.progress import ProgressFn
-from hyperloom.core.workspace import Workspace
-from hyperloom.tools.allreduce.api import run_allreduce
-from hyperloom.tools.allreduce.models import AllreduceRequest, AllreduceResult
-from hyperloom.tools.bench.models import BenchRequest, BenchResult
-from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.compile.build import compile_kernel
-from hyperloom.tools.roofline.models import RooflineRequest, RooflineResult
-from hyperloom.tools.roofline.run import run_roofline
-from hyperloom.tools.compile.models import CompileRequest, CompileResult
-from hyperloom.tools.detect.detect import run_detect
-from hyperloom.tools.detect.models import DetectRequest, DetectResult
-from hyperloom.tools.gate.check import run_gate
-from hyperloom.tools.gate.freeze import freeze
-from hyperloom.tools.gate.models import FreezeRequest, FreezeResult, GateRequest, GateResult
-from hyperloom.tools.tune.api import tune_propose, tune_report, tune_start, tune_status, tune_stop
-from hyperloom.tools.tune.models import ProposeRequest, ProposeResult, SessionRef, TuneReport, TuneRequest, TuneStatus
-from hyperloom.tools.verify.models import VerifyRequest, VerifyResult
-from hyperloom.tools.verify.verify import verify
+    from pydantic import BaseModel
 
-from hyperloom.tools.isa.audit import run_audit
-from hyperloom.tools.isa.models import AuditRequest, AuditResult, CensusRequest, CensusResult, ProbeRequest, ProbeResult
-from hyperloom.tools.isa.probe import run_probe
-from hyperloom.tools.isa.report import run_census
+    from hyperloom.core.progress import ProgressFn
+    from hyperloom.core.workspace import Workspace
 
 
-@dataclass(frozen=True)
+def resolve(ref: Any) -> Any:
+    """The object a 'package.module:attribute' string names, imported now; anything else as it is."""
+    if not isinstance(ref, str):
+        return ref
+    module, _, attribute = ref.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
 class ToolDef:
-    """One tool: its models, its function, and truthful behaviour hints."""
+    """One tool: its models, its function, and truthful behaviour hints.
 
-    name: str
-    title: str
-    description: str
-    request: type[BaseModel]
-    result: type[BaseModel]
-    run: Callable[[Any, Workspace, ProgressFn | None], BaseModel]
-    read_only: bool
-    destructive: bool
-    idempotent: bool
-    open_world: bool = False
+    `request`, `result` and `run` are each the object or its 'module:attribute' name; reading the
+    attribute imports a name once and returns the object.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        title: str,
+        description: str,
+        request: type[BaseModel] | str,
+        result: type[BaseModel] | str,
+        run: Callable[[Any, Workspace, ProgressFn | None], BaseModel] | str,
+        read_only: bool,
+        destructive: bool,
+        idempotent: bool,
+        open_world: bool = False,
+    ) -> None:
+        self.name, self.title, self.description = name, title, description
+        self.read_only, self.destructive, self.idempotent, self.open_world = read_only, destructive, idempotent, open_world
+        self._refs: dict[str, Any] = {"request": request, "result": result, "run": run}
+
+    def _get(self, field: str) -> Any:
+        value = self._refs[field] = resolve(self._refs[field])
+        return value
+
+    @property
+    def request(self) -> type[BaseModel]:
+        return self._get("request")
+
+    @property
+    def result(self) -> type[BaseModel]:
+        return self._get("result")
+
+    @property
+    def run(self) -> Callable[[Any, Workspace, ProgressFn | None], BaseModel]:
+        return self._get("run")
+
+    def __repr__(self) -> str:
+        return f"ToolDef(name={self.name!r})"
 
 
-def _freeze(request: FreezeRequest, workspace: Workspace, progress: ProgressFn | None) -> FreezeResult:
+def _freeze(request: Any, workspace: Workspace, progress: ProgressFn | None) -> BaseModel:
+    from hyperloom.tools.gate.freeze import freeze
+
     del progress  # freezing copies and hashes a few files; nothing to report along the way
     return freeze(request, workspace)
 
@@ -70,9 +94,9 @@ CATALOG: tuple[ToolDef, ...] = (
             "performance level, missing render/video groups, a compiler too old for the target, other processes holding "
             "VRAM. A missing or hanging tool makes its layer unknown, with what to install. Run it first on a new machine."
         ),
-        request=DetectRequest,
-        result=DetectResult,
-        run=run_detect,
+        request="hyperloom.tools.detect.models:DetectRequest",
+        result="hyperloom.tools.detect.models:DetectResult",
+        run="hyperloom.tools.detect.detect:run_detect",
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -88,9 +112,9 @@ CATALOG: tuple[ToolDef, ...] = (
             "Returns a verdict per case and overall, error statistics, the first mismatches, sha256 of both sides and "
             "MEASURED evidence. A candidate that fails has no speed worth measuring: fix it before benchmarking."
         ),
-        request=GateRequest,
-        result=GateResult,
-        run=run_gate,
+        request="hyperloom.tools.gate.models:GateRequest",
+        result="hyperloom.tools.gate.models:GateResult",
+        run="hyperloom.tools.gate.check:run_gate",
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -104,8 +128,8 @@ CATALOG: tuple[ToolDef, ...] = (
             "every input and output. correctness_gate then takes reference_set=<folder> and refuses it if anything "
             "changed. Refuses to replace an existing folder unless overwrite is true."
         ),
-        request=FreezeRequest,
-        result=FreezeResult,
+        request="hyperloom.tools.gate.models:FreezeRequest",
+        result="hyperloom.tools.gate.models:FreezeResult",
         run=_freeze,
         read_only=False,
         destructive=True,
@@ -123,9 +147,9 @@ CATALOG: tuple[ToolDef, ...] = (
             "paged by offset/limit; compare_to=<target> lists what each target has that the other lacks. MEASURED "
             "with a named llvm-mc version; the census depends on that version. Cached per llvm-mc binary and target."
         ),
-        request=CensusRequest,
-        result=CensusResult,
-        run=run_census,
+        request="hyperloom.tools.isa.models:CensusRequest",
+        result="hyperloom.tools.isa.models:CensusResult",
+        run="hyperloom.tools.isa.report:run_census",
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -140,9 +164,9 @@ CATALOG: tuple[ToolDef, ...] = (
             "operands_not_valid_for_gpu_or_mode (e.g. wave32 vs wave64 register widths; try wave64=true), "
             "invalid_operand, too_few_operands, other. One instruction per line; directives are refused."
         ),
-        request=ProbeRequest,
-        result=ProbeResult,
-        run=run_probe,
+        request="hyperloom.tools.isa.models:ProbeRequest",
+        result="hyperloom.tools.isa.models:ProbeResult",
+        run="hyperloom.tools.isa.probe:run_probe",
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -156,9 +180,9 @@ CATALOG: tuple[ToolDef, ...] = (
             "with the instructions that would provide each: what those kernels leave on the table. Code objects for "
             "other targets are skipped and listed."
         ),
-        request=AuditRequest,
-        result=AuditResult,
-        run=run_audit,
+        request="hyperloom.tools.isa.models:AuditRequest",
+        result="hyperloom.tools.isa.models:AuditResult",
+        run="hyperloom.tools.isa.audit:run_audit",
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -180,9 +204,9 @@ CATALOG += (
             "occupancy. A failed build is a result with ok=false and its diagnostics; a builtin the target lacks is "
             "named as a missing feature. Next: disasm_verify on the code object."
         ),
-        request=CompileRequest,
-        result=CompileResult,
-        run=compile_kernel,
+        request="hyperloom.tools.compile.models:CompileRequest",
+        result="hyperloom.tools.compile.models:CompileResult",
+        run="hyperloom.tools.compile.build:compile_kernel",
         read_only=False,
         destructive=False,
         idempotent=True,
@@ -202,9 +226,9 @@ CATALOG += (
             "wire per rank, and MEASURED evidence. NaN/Inf inputs, shape or dtype mismatches and sums that overflow the "
             "dtype are errors."
         ),
-        request=AllreduceRequest,
-        result=AllreduceResult,
-        run=run_allreduce,
+        request="hyperloom.tools.allreduce.models:AllreduceRequest",
+        result="hyperloom.tools.allreduce.models:AllreduceResult",
+        run="hyperloom.tools.allreduce.api:run_allreduce",
         read_only=False,
         destructive=False,
         idempotent=True,
@@ -221,9 +245,9 @@ CATALOG += (
             "rule and kernel with the matching lines, and an instruction histogram per kernel. Reads AMD code "
             "objects (clang, hipcc, Triton, offload bundles) and NVIDIA cubins (through cuobjdump)."
         ),
-        request=VerifyRequest,
-        result=VerifyResult,
-        run=verify,
+        request="hyperloom.tools.verify.models:VerifyRequest",
+        result="hyperloom.tools.verify.models:VerifyResult",
+        run="hyperloom.tools.verify.verify:verify",
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -247,9 +271,9 @@ CATALOG += (
             "a timeout: a hang is TIMEOUT, a crash CRASH. Alternatively time any command that prints a JSON line with "
             "samples_s."
         ),
-        request=BenchRequest,
-        result=BenchResult,
-        run=run_bench,
+        request="hyperloom.tools.bench.models:BenchRequest",
+        result="hyperloom.tools.bench.models:BenchResult",
+        run="hyperloom.tools.bench.run:run_bench",
         read_only=False,
         destructive=False,
         idempotent=False,
@@ -268,9 +292,9 @@ CATALOG += (
             "attainable performance, percent of roof, memory- or compute-bound), and writes roofline.json plus a PNG "
             "and SVG plot. Use it before tuning to know the target number, and after to say how far from it a kernel is."
         ),
-        request=RooflineRequest,
-        result=RooflineResult,
-        run=run_roofline,
+        request="hyperloom.tools.roofline.models:RooflineRequest",
+        result="hyperloom.tools.roofline.models:RooflineResult",
+        run="hyperloom.tools.roofline.run:run_roofline",
         read_only=False,
         destructive=False,
         idempotent=False,
@@ -293,9 +317,9 @@ CATALOG += (
             "shape. Returns a session id at once (background=true); follow with tune_status, steer with tune_propose and "
             "tune_stop, read tune_report. Naming an existing session resumes it without repeating a finished trial."
         ),
-        request=TuneRequest,
-        result=TuneStatus,
-        run=tune_start,
+        request="hyperloom.tools.tune.models:TuneRequest",
+        result="hyperloom.tools.tune.models:TuneStatus",
+        run="hyperloom.tools.tune.api:tune_start",
         read_only=False,
         destructive=False,
         idempotent=False,
@@ -304,9 +328,9 @@ CATALOG += (
         name="tune_status",
         title="Tuning session status",
         description="Progress of a tuning session: candidates recorded, passed and rejected, the best so far with its speedup, budget spent and left, queued proposals, why it stopped.",
-        request=SessionRef,
-        result=TuneStatus,
-        run=tune_status,
+        request="hyperloom.tools.tune.models:SessionRef",
+        result="hyperloom.tools.tune.models:TuneStatus",
+        run="hyperloom.tools.tune.api:tune_status",
         read_only=True,
         destructive=False,
         idempotent=True,
@@ -319,9 +343,9 @@ CATALOG += (
             "before its own proposer's. A candidate already recorded is refused with its earlier verdict. Read tune_report "
             "to decide the next proposal."
         ),
-        request=ProposeRequest,
-        result=ProposeResult,
-        run=tune_propose,
+        request="hyperloom.tools.tune.models:ProposeRequest",
+        result="hyperloom.tools.tune.models:ProposeResult",
+        run="hyperloom.tools.tune.api:tune_propose",
         read_only=False,
         destructive=False,
         idempotent=True,
@@ -330,9 +354,9 @@ CATALOG += (
         name="tune_stop",
         title="Stop a tuning session",
         description="Stop a tuning session: nothing new starts, candidates in flight finish and are recorded, and the report is written. Stopping twice is harmless.",
-        request=SessionRef,
-        result=TuneStatus,
-        run=tune_stop,
+        request="hyperloom.tools.tune.models:SessionRef",
+        result="hyperloom.tools.tune.models:TuneStatus",
+        run="hyperloom.tools.tune.api:tune_stop",
         read_only=False,
         destructive=False,
         idempotent=True,
@@ -345,9 +369,9 @@ CATALOG += (
             "with their reasons, the winner's interleaved re-validation and shape sweep, and the budget spent. Once the session "
             "is not running, also writes report.md and breakdown.json in its folder (the same files each time)."
         ),
-        request=SessionRef,
-        result=TuneReport,
-        run=tune_report,
+        request="hyperloom.tools.tune.models:SessionRef",
+        result="hyperloom.tools.tune.models:TuneReport",
+        run="hyperloom.tools.tune.api:tune_report",
         read_only=False,
         destructive=False,
         idempotent=True,
