@@ -7,8 +7,6 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-import jsonschema
-
 from hyperloom.core.errors import HyperloomError
 
 
@@ -20,6 +18,8 @@ def load_schema(name: str) -> dict[str, Any]:
 
 def schema_errors(name: str, document: Any) -> list[str]:
     """Every violation of schema `name`, as 'path: message' lines (empty when valid)."""
+    import jsonschema  # 0.1 s of imports, paid only when a document is checked
+
     validator = jsonschema.Draft202012Validator(load_schema(name))
     return [
         f"{'/'.join(str(p) for p in error.absolute_path) or '(root)'}: {error.message}"

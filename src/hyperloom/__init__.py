@@ -1,8 +1,5 @@
 """Hyperloom: an AMD-GPU-first kernel optimizer that coding agents drive."""
 
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("hyperloom")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0.0.0+source"
+# The one place the version is written: pyproject.toml reads it from here (hatch's version source), and
+# start-up reads it without importlib.metadata.
+__version__ = "0.1.0"

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from hyperloom.core.evidence import Evidence
-from hyperloom.tools.bench.models import BenchResult
-from hyperloom.tools.compile.models import CompileResult
-from hyperloom.tools.roofline.models import RooflineResult
-from hyperloom.tools.detect.models import DetectResult
-from hyperloom.tools.gate.models import FreezeResult, GateResult
-from hyperloom.tools.verify.models import VerifyResult
-from hyperloom.tools.isa.models import AuditResult, CensusResult, ProbeResult
+if TYPE_CHECKING:
+    from hyperloom.core.evidence import Evidence
+    from hyperloom.tools.bench.models import BenchResult
+    from hyperloom.tools.compile.models import CompileResult
+    from hyperloom.tools.detect.models import DetectResult
+    from hyperloom.tools.gate.models import FreezeResult, GateResult
+    from hyperloom.tools.isa.models import AuditResult, CensusResult, ProbeResult
+    from hyperloom.tools.roofline.models import RooflineResult
+    from hyperloom.tools.verify.models import VerifyResult
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

@@ -42,15 +42,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "agent",
-        help="let a local model (Lemonade or any OpenAI-compatible endpoint) run the Hyperloom tools with the skill",
-        description=(
-            "A tool-calling loop: the model at --base-url gets the skill as instructions and the hyperloom-mcp tools "
-            "(started over stdio in the workspace) as functions; every call and result is saved in a transcript. It "
-            "talks to no address other than --base-url. Exit 0 with an answer, 1 at the turn limit, 2 on errors."
-        ),
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "A tool-calling loop: the model at --base-url gets the skill as instructions and the hyperloom-mcp tools "
+        "(started over stdio in the workspace) as functions; every call and result is saved in a transcript. It "
+        "talks to no address other than --base-url. Exit 0 with an answer, 1 at the turn limit, 2 on errors."
     )
     parser.add_argument("prompt", help="the task, or '-' to read it from standard input")
     parser.add_argument("--base-url", default=DEFAULT_BASE_URL, help=f"OpenAI-compatible API root (default: Lemonade, {DEFAULT_BASE_URL})")

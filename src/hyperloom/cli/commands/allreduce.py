@@ -51,8 +51,7 @@ def bench(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("allreduce", help="INT6 compressed all-reduce: run it, or time it against native bf16")
+def configure(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="allreduce_command", required=True)
     add_tool_command(commands, "run", "allreduce_int6", run)
     timing = commands.add_parser("bench", help="time allreduce_int6 against the backend's native bf16 all-reduce, 1 MiB to 1 GiB", description=run_bench.__doc__)

@@ -1,12 +1,12 @@
-"""`hyperloom bench`."""
+"""`hyperloom bench` (a kernel.yaml, gated) and `hyperloom bench-command` (a program's own samples)."""
 
 from __future__ import annotations
 
 import argparse
 
-from hyperloom.cli.common import report_command
+from hyperloom.cli.common import report_handler, tool_options
 from hyperloom.cli.render import bench_report
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    report_command(subparsers, "bench", "bench", bench_report, verdict="ok")
+def configure(parser: argparse.ArgumentParser) -> None:
+    tool_options(parser, "bench", report_handler("bench", bench_report, verdict="ok"))

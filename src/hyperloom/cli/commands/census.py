@@ -12,11 +12,6 @@ from hyperloom.cli.render import audit_report, census_report, probe_report, tabl
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.catalog import tool
-from hyperloom.tools.isa.census import census_many
-from hyperloom.tools.isa.models import AuditRequest, CensusRequest, ProbeRequest
-from hyperloom.tools.isa.results import RESULTS_DIR, drift, read_committed, write_results
-from hyperloom.tools.isa.targets import default_targets, find_llvm_mc, known_targets
-
 
 def run(args: argparse.Namespace) -> int:
     if args.write_results is not None or args.check is not None:
@@ -27,16 +22,19 @@ def run(args: argparse.Namespace) -> int:
         if len(args.targets) != 1 or (args.lines and args.paths):
             raise HyperloomError("--probe and --audit take exactly one target, one at a time", "e.g. `hyperloom census gfx1201 --probe 'v_dot8_i32_iu4 v1, v2, v3, v4'`")
         args.target = args.targets[0]
-        name, model, render = ("isa_probe", ProbeRequest, probe_report) if args.lines else ("isa_audit", AuditRequest, audit_report)
-        emit(tool(name).run(model_from_args(model, args), Workspace.from_env(), progress_printer()), args, render)
+        entry, render = (tool("isa_probe"), probe_report) if args.lines else (tool("isa_audit"), audit_report)
+        emit(entry.run(model_from_args(entry.request, args), Workspace.from_env(), progress_printer()), args, render)
         return EXIT_OK
+    census = tool("isa_census")
     if len(args.targets) > 1:
+        from hyperloom.tools.isa.census import census_many
+
         census_many(args.targets, refresh=args.refresh, progress=progress_printer())  # measures side by side; the reports below read the cache
         args.refresh = False
     results = []
     for target in args.targets:
         args.target = target
-        results.append(tool("isa_census").run(model_from_args(CensusRequest, args), Workspace.from_env(), progress_printer()))
+        results.append(census.run(model_from_args(census.request, args), Workspace.from_env(), progress_printer()))
     if args.json:
         print(json.dumps([r.model_dump(mode="json") for r in results], indent=2) if len(results) > 1 else results[0].model_dump_json(indent=2))
     else:
@@ -46,8 +44,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _results(args: argparse.Namespace) -> int:
     """Write results/isa/<target>.json, or compare a fresh census of each with the committed file."""
+    from hyperloom.tools.isa.census import census_many
+    from hyperloom.tools.isa.results import RESULTS_DIR, drift, read_committed, write_results
+    from hyperloom.tools.isa.targets import default_targets, find_llvm_mc, known_targets
+
     checking = args.check is not None
-    folder = Workspace.from_env().resolve(args.check if checking else args.write_results, must_exist=checking)
+    folder = Workspace.from_env().resolve((args.check if checking else args.write_results) or RESULTS_DIR, must_exist=checking)
     llvm = find_llvm_mc()
     committed = {p.stem: p for p in sorted(folder.glob("*.json"))} if checking else {}
     defaults = default_targets(llvm)
@@ -73,20 +75,16 @@ def _results(args: argparse.Namespace) -> int:
     return EXIT_FAILED_VERDICT if drifted else EXIT_OK
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    entry = tool("isa_census")
-    parser = subparsers.add_parser(
-        "census",
-        help="the real instruction set of AMD GPU targets, measured with LLVM (isa_census, isa_probe, isa_audit)",
-        description=entry.description,
-    )
+def configure(parser: argparse.ArgumentParser) -> None:
+    census, probe, audit = tool("isa_census"), tool("isa_probe"), tool("isa_audit")
+    parser.description = census.description.replace("%", "%%")
     parser.add_argument("targets", nargs="*", metavar="TARGET", help="AMDGPU targets, e.g. gfx1201 gfx942")
-    add_model_arguments(parser, CensusRequest, skip=("target",))
-    fields = ProbeRequest.model_fields
+    add_model_arguments(parser, census.request, skip=("target",))
+    fields = probe.request.model_fields
     parser.add_argument("--probe", dest="lines", action="append", metavar="LINE", help=f"isa_probe: {fields['lines'].description} (repeat for several)")
     parser.add_argument("--wave64", action="store_true", help=fields["wave64"].description)
-    parser.add_argument("--audit", dest="paths", action="append", metavar="PATH", help=f"isa_audit: {AuditRequest.model_fields['paths'].description} (repeat for several)")
-    parser.add_argument("--write-results", nargs="?", const=RESULTS_DIR, metavar="DIR", help=f"write the census of each target (default: the default targets) to DIR/<target>.json (default {RESULTS_DIR})")
-    parser.add_argument("--check", nargs="?", const=RESULTS_DIR, metavar="DIR", help=f"measure again and report drift from the files in DIR (default {RESULTS_DIR}); exit 1 on drift")
+    parser.add_argument("--audit", dest="paths", action="append", metavar="PATH", help=f"isa_audit: {audit.request.model_fields['paths'].description} (repeat for several)")
+    parser.add_argument("--write-results", nargs="?", const="", metavar="DIR", help="write the census of each target (default: the default targets) to DIR/<target>.json (default: results/isa)")
+    parser.add_argument("--check", nargs="?", const="", metavar="DIR", help="measure again and report drift from the files in DIR (default: results/isa); exit 1 on drift")
     parser.add_argument("--json", action="store_true", help="print the result model as JSON")
     parser.set_defaults(handler=run)

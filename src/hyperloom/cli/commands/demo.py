@@ -22,15 +22,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if all(step.ok for step in report.steps) else EXIT_FAILED_VERDICT
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "demo",
-        help="run the loop on the shipped decode kernel through the MCP server and write a report",
-        description=(
-            "Drives hyperloom-mcp over stdio: detect, isa_census, compile the w4a8 and w4a4 decode kernels for the "
-            "target, prove their dot instructions with disasm_verify; with a GPU, gate and bench one on it and place "
-            "it on the roofline; without, list the claims that stay ASSUMED. Writes report.md and report.json."
-        ),
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Drives hyperloom-mcp over stdio: detect, isa_census, compile the w4a8 and w4a4 decode kernels for the "
+        "target, prove their dot instructions with disasm_verify; with a GPU, gate and bench one on it and place "
+        "it on the roofline; without, list the claims that stay ASSUMED. Writes report.md and report.json."
     )
     parser.add_argument("--out", default="hyperloom-demo", help="folder for the demo workspace and its report (default ./hyperloom-demo)")
     parser.add_argument("--target", default="gfx1201", help="AMD target to map and compile for (default gfx1201)")

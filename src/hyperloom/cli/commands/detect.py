@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from hyperloom.cli.common import report_command
+from hyperloom.cli.common import report_handler, tool_options
 from hyperloom.cli.render import detect_report
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    report_command(subparsers, "detect", "detect", detect_report, verdict=None, aliases=["doctor"])
+def configure(parser: argparse.ArgumentParser) -> None:
+    tool_options(parser, "detect", report_handler("detect", detect_report, verdict=None))

@@ -8,8 +8,7 @@ from hyperloom.cli.common import report_command
 from hyperloom.cli.render import freeze_report, gate_report
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    gate = subparsers.add_parser("gate", help="correctness gate: compare outputs with references under a declared tolerance")
-    commands = gate.add_subparsers(dest="gate_command", required=True)
+def configure(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="gate_command", required=True)
     report_command(commands, "check", "correctness_gate", gate_report, verdict="passed")
     report_command(commands, "freeze", "gate_freeze", freeze_report)

@@ -37,24 +37,19 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--project", help="the project folder for --scope project (default: the working directory)")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    install = subparsers.add_parser(
-        "install",
-        help="install the skill and register hyperloom-mcp with Claude Code or Codex",
-        description=(
-            "Copy the hyperloom-kernel-optimizer skill into the host's skills folder and add a 'hyperloom' MCP server "
-            "entry to its config (Claude Code: ~/.claude.json or .mcp.json; Codex: ~/.codex/config.toml or "
-            ".codex/config.toml), leaving every other entry as it is. Refuses, writing nothing, when the config does "
-            "not parse or a skill or server of that name exists that install did not write."
-        ),
+def configure(install: argparse.ArgumentParser) -> None:
+    install.description = (
+        "Copy the hyperloom-kernel-optimizer skill into the host's skills folder and add a 'hyperloom' MCP server "
+        "entry to its config (Claude Code: ~/.claude.json or .mcp.json; Codex: ~/.codex/config.toml or "
+        ".codex/config.toml), leaving every other entry as it is. Refuses, writing nothing, when the config does "
+        "not parse or a skill or server of that name exists that install did not write."
     )
     _common(install)
     install.add_argument("--print", action="store_true", help="show what would be written, and write nothing")
     install.set_defaults(handler=run_install)
-    remove = subparsers.add_parser(
-        "uninstall",
-        help="remove what `hyperloom install` added to Claude Code or Codex",
-        description="Remove the skill folder and the server entry that `hyperloom install` recorded; anything changed since is left in place.",
-    )
+
+
+def configure_uninstall(remove: argparse.ArgumentParser) -> None:
+    remove.description = "Remove the skill folder and the server entry that `hyperloom install` recorded; anything changed since is left in place."
     _common(remove)
     remove.set_defaults(handler=run_uninstall)

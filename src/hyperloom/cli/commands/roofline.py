@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from hyperloom.cli.common import report_command
+from hyperloom.cli.common import report_handler, tool_options
 from hyperloom.cli.render import roofline_report
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    report_command(subparsers, "roofline", "roofline", roofline_report, verdict=None)
+def configure(parser: argparse.ArgumentParser) -> None:
+    tool_options(parser, "roofline", report_handler("roofline", roofline_report, verdict=None))

@@ -20,7 +20,6 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("toolchain", help="where each external tool was found, and its version")
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the discovery results as JSON")
     parser.set_defaults(handler=run)

@@ -26,7 +26,6 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("tools", help="list the MCP tools with their input and output schemas")
+def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the full tool list with schemas as JSON")
     parser.set_defaults(handler=run)

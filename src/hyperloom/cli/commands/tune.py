@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK, add_tool_command, emit, progress_printer
+from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK, emit, progress_printer, tool_options
 from hyperloom.cli.model_args import model_from_args
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.catalog import tool
-from hyperloom.tools.tune.loop import run_tune
-from hyperloom.tools.tune.models import TuneReport, TuneRequest
+
+if TYPE_CHECKING:
+    from hyperloom.tools.tune.models import TuneReport
 
 
 def render(report: TuneReport) -> str:
@@ -20,6 +22,9 @@ def render(report: TuneReport) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from hyperloom.tools.tune.loop import run_tune
+    from hyperloom.tools.tune.models import TuneRequest
+
     request = model_from_args(tool("tune_start").request, args)
     assert isinstance(request, TuneRequest)
     report = run_tune(request.model_copy(update={"background": False}), Workspace.from_env(), progress_printer())
@@ -27,5 +32,5 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.status.best is not None else EXIT_FAILED_VERDICT
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    add_tool_command(subparsers, "tune", "tune_start", run)
+def configure(parser: argparse.ArgumentParser) -> None:
+    tool_options(parser, "tune_start", run)

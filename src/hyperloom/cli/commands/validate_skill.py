@@ -31,15 +31,11 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.valid else EXIT_FAILED_VERDICT
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "validate-skill",
-        help="check a skill folder against amd/skills' validator, its evals check and the Agent Skills spec",
-        description=(
-            "Check SKILL.md (frontmatter, name, description, body length), skill-card.md and evals/evals.json with "
-            "every structural rule of amd/skills' validate_skills.py and run_evals.py --validate, plus the open Agent "
-            "Skills spec (agentskills validate). Exit 0 when valid, 1 when a rule is broken."
-        ),
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Check SKILL.md (frontmatter, name, description, body length), skill-card.md and evals/evals.json with "
+        "every structural rule of amd/skills' validate_skills.py and run_evals.py --validate, plus the open Agent "
+        "Skills spec (agentskills validate). Exit 0 when valid, 1 when a rule is broken."
     )
     parser.add_argument("path", help="the skill folder (holds SKILL.md)")
     parser.add_argument("--repo", help="repository root: also check .claude-plugin/marketplace.json and repository-wide case ids")

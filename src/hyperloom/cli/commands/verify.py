@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from hyperloom.cli.common import report_command
+from hyperloom.cli.common import report_handler, tool_options
 from hyperloom.cli.render import verify_report
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
-    report_command(subparsers, "verify", "disasm_verify", verify_report, verdict="passed", aliases=["disasm-verify"])
+def configure(parser: argparse.ArgumentParser) -> None:
+    tool_options(parser, "disasm_verify", report_handler("disasm_verify", verify_report, verdict="passed"))
