@@ -12,7 +12,7 @@ import pytest
 from helpers import FIXTURES, REPO
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.isa.capabilities import CAPABILITIES
-from hyperloom.tools.isa.census import capabilities_of, mnemonics_in
+from hyperloom.tools.isa.measure import capabilities_of, mnemonics_in
 from hyperloom.tools.isa.compare import compare
 from hyperloom.tools.isa.layouts import GENERATIONS, PAD, Family, encode_group
 from hyperloom.tools.isa.mnemonics import walk_table
