@@ -1,0 +1,101 @@
+"""The worker side of profile: runs the user's workload under torch.profiler (this module runs in the worker process).
+
+Called by hyperloom.core.worker as `capture(payload)`. One step is one run of the script, or one call of the
+step function; the first `warmup_steps` steps run under the profiler's warm-up (not recorded), the next
+`steps` are recorded with shapes, on the CPU and, when torch sees a GPU, on it too (CUDA activity, which
+is HIP on ROCm builds of torch). The trace is exported as Chrome JSON; torch.profiler's own key_averages
+totals go beside it, so the caller can check its kernel sum against the profiler's.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import runpy
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+class ProfilerUnavailable(RuntimeError):
+    """torch (with torch.profiler) cannot be imported in the worker's Python."""
+
+
+def _step_function(payload: dict[str, Any]) -> Callable[[], object]:
+    workload, args = payload["workload"], payload["args"]
+    if payload["kind"] == "script":
+        sys.argv = [workload, *args]
+        sys.path.insert(0, str(Path(workload).parent))
+
+        def run_script() -> None:
+            try:
+                runpy.run_path(workload, run_name="__main__")
+            except SystemExit as exc:  # a script that ends with sys.exit(0) finished its step
+                if exc.code not in (None, 0):
+                    raise
+        return run_script
+    module_name, _, function_name = workload.partition(":")
+    sys.argv = [module_name, *args]
+    sys.path.insert(0, payload["root"])
+    function = getattr(importlib.import_module(module_name), function_name)
+    made = function()  # set-up call, outside the profiler
+    return made if callable(made) else function
+
+
+def _device_rows(prof: Any, gpu: bool) -> list[dict[str, Any]]:
+    """key_averages rows of device activities (kernels, copies, sets), with their self device time."""
+    if not gpu:
+        return []
+    rows = []
+    for event in prof.key_averages():
+        self_us = getattr(event, "self_device_time_total", None)
+        if self_us is None:
+            self_us = getattr(event, "self_cuda_time_total", 0.0)
+        if "CPU" in str(getattr(event, "device_type", "CPU")) or not self_us:
+            continue
+        rows.append({"name": event.key, "count": int(event.count), "self_device_time_us": float(self_us)})
+    rows.sort(key=lambda r: r["self_device_time_us"], reverse=True)
+    return rows
+
+
+def capture(payload: dict[str, Any]) -> dict[str, Any]:
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile, schedule
+    except ImportError as exc:
+        raise ProfilerUnavailable(f"torch cannot be imported ({exc})") from exc
+    os.chdir(payload["root"])
+    step = _step_function(payload)
+    gpu = bool(torch.cuda.is_available())
+    synchronize: Callable[[], None] = torch.cuda.synchronize if gpu else (lambda: None)
+    warmup, active = int(payload["warmup_steps"]), int(payload["steps"])
+    walls: list[float] = []
+
+    def timed_step() -> None:
+        started = time.perf_counter()
+        step()
+        synchronize()
+        walls.append(time.perf_counter() - started)
+
+    rows: list[dict[str, Any]] = []
+    if payload.get("profile", True):
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+        trace = payload["trace"]
+        with profile(activities=activities, record_shapes=True, schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
+                     on_trace_ready=lambda p: p.export_chrome_trace(trace)) as prof:
+            for _ in range(warmup + active):
+                timed_step()
+                prof.step()
+        rows = _device_rows(prof, gpu)
+        Path(payload["key_averages"]).write_text(json.dumps(rows, indent=1))
+    else:
+        for _ in range(warmup + active):
+            timed_step()
+    return {
+        "torch": torch.__version__, "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None), "gpu": gpu,
+        "device": torch.cuda.get_device_name(0) if gpu else None, "step_wall_s": walls[warmup:], "warmup_wall_s": walls[:warmup],
+        "profiler_device_time_s": sum(r["self_device_time_us"] for r in rows) / 1e6 if rows else None,
+    }

@@ -1,0 +1,108 @@
+"""The hand-off from a hotspot to the spec path: buffers at the recorded shapes, the metric, and a reference stub
+that calls the torch op itself, so the op is the correctness reference of a replacement kernel."""
+
+from __future__ import annotations
+
+import ast
+import keyword
+from pathlib import Path
+
+from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.profile.classify import base_name
+from hyperloom.tools.profile.group import WorkItem
+from hyperloom.tools.profile.models import Handoff, Hotspot
+from hyperloom.tools.profile.tensors import NUMPY_NAMES, arguments, concrete
+
+ARGUMENT_NAMES = {
+    "mm": ["a", "b"], "bmm": ["a", "b"], "matmul": ["a", "b"], "addmm": ["bias", "a", "b"], "baddbmm": ["c", "a", "b"],
+    "linear": ["x", "weight", "bias"], "scaled_dot_product_attention": ["q", "k", "v", "mask"], "layer_norm": ["x", "", "weight", "bias"],
+    "native_layer_norm": ["x", "", "weight", "bias"], "rms_norm": ["x", "", "weight"], "_fused_rms_norm": ["x", "", "weight"],
+    "copy_": ["dst", "src"], "embedding": ["weight", "indices"],
+}
+TORCH_DTYPES = {"float": "float32", "double": "float64", "c10::Half": "float16", "c10::BFloat16": "bfloat16", "long int": "int64",
+                "int": "int32", "short int": "int16", "signed char": "int8", "unsigned char": "uint8", "bool": "bool"}
+
+
+def _names(op_name: str, count: int) -> list[str]:
+    known = ARGUMENT_NAMES.get(base_name(op_name), [])
+    return [known[i] if i < len(known) and known[i] else f"in{i}" for i in range(count)]
+
+
+def _literal(text: str | None) -> str:
+    """A scalar argument as Python source: numbers, booleans and lists as recorded; anything else None."""
+    if text is None:
+        return "None"
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return "None"
+    return repr(value) if isinstance(value, (int, float, bool, list, tuple)) else "None"
+
+
+def reference_stub(item: WorkItem, trace_label: str) -> str | None:
+    """Python source of a reference(inputs, shape) that runs the op at the recorded shapes; None when a dtype has no torch name."""
+    op = item.op
+    tensors = arguments(op)
+    names = _names(op.name, len(tensors))
+    if any(t is not None and t.dtype not in TORCH_DTYPES for t in tensors):
+        return None
+    lines = [
+        f'"""Reference for {item.label},',
+        f"written by hyperloom profile from {trace_label}. The torch op itself is the reference: a replacement kernel must",
+        "match what it returns at these shapes and dtypes. numpy has no bfloat16, so every input arrives as a numpy array",
+        'and is cast to the recorded dtype here; the output goes back as float32 (or its integer type)."""',
+        "",
+        "import numpy as np",
+        "import torch",
+        "",
+        "SHAPES = {" + ", ".join(f"{n!r}: {list(t.dims)}" for n, t in zip(names, tensors) if t is not None) + "}",
+        "DTYPES = {" + ", ".join(f"{n!r}: torch.{TORCH_DTYPES[t.dtype]}" for n, t in zip(names, tensors) if t is not None) + "}",
+        "",
+        "",
+        "def reference(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:",
+        "    args = {name: torch.from_numpy(np.ascontiguousarray(inputs[name])).to(DTYPES[name]).reshape(SHAPES[name]) for name in SHAPES}",
+    ]
+    call = [f"args[{n!r}]" if t is not None else _literal(concrete(op, i)) for i, (n, t) in enumerate(zip(names, tensors))]
+    while call and call[-1] == "None":
+        call.pop()
+    namespace, _, function = op.name.rpartition("::")
+    if not namespace.isidentifier() or not function.isidentifier() or keyword.iskeyword(function):
+        return None
+    lines += [
+        f"    out = torch.ops.{namespace}.{function}({', '.join(call)})",
+        "    out = out[0] if isinstance(out, (tuple, list)) else out",
+        "    return {\"out\": (out.float() if out.is_floating_point() else out).numpy()}",
+        "",
+    ]
+    source = "\n".join(lines)
+    ast.parse(source)  # a stub that does not parse is a bug here, not the user's problem
+    return source
+
+
+def handoffs(ranked: list[tuple[Hotspot, WorkItem]], folder: Path, workspace: Workspace, trace_label: str, count: int = 3) -> list[Handoff]:
+    """For the top `count` hotspots that a torch op launched: spec arguments, metric and a reference stub file."""
+    out = []
+    for spot, item in ranked:
+        if len(out) == count or item.op is None or item.work is None or not item.op.name.startswith("aten::"):
+            continue
+        stub = reference_stub(item, trace_label)
+        if stub is None:
+            continue
+        tensors = arguments(item.op)
+        names = _names(item.op.name, len(tensors))
+        spec_args: list[dict[str, str | list[int]]] = [
+            {"name": n, "dtype": NUMPY_NAMES.get(t.dtype, t.dtype), "shape": list(t.dims), "role": "input"} for n, t in zip(names, tensors) if t is not None
+        ]
+        if item.work.output is not None:
+            o = item.work.output
+            spec_args.append({"name": "out", "dtype": NUMPY_NAMES.get(o.dtype, o.dtype), "shape": list(o.dims), "role": "output"})
+        path = folder / "handoff" / f"hotspot{spot.rank}_reference.py"
+        write_bytes_atomic(path, stub.encode())
+        out.append(Handoff(
+            rank=spot.rank, label=spot.label, op=item.op.name, kernel=spot.kernels[0] if spot.kernels else "",
+            input_dims=[list(t.dims) if t is not None else None for t in tensors], input_types=[str(t) for t in item.op.types or []],
+            spec_args=spec_args, metric={"bytes": item.work.bytes_moved, "flops": item.work.flops},
+            reference_stub=stub, stub_file=workspace.relative(path),
+        ))
+    return out

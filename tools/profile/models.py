@@ -1,0 +1,159 @@
+"""Request and result models of profile."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from hyperloom.core.evidence import Evidence, Tag
+from hyperloom.core.requests import Request
+from hyperloom.tools.roofline.models import Ceiling
+
+KernelClass = Literal["gemm", "attention", "normalization", "elementwise", "reduction", "communication", "memory copy", "other"]
+TraceTool = Literal["torch.profiler", "rocprofv3"]
+
+
+class ProfileRequest(Request):
+
+    workload: str | None = Field(None, description=(
+        "What to run under torch.profiler: a Python script in the workspace ('train.py'; one run of it is one step) or"
+        " 'module:function' importable from the workspace root (called once to set up, outside the profiler; if it returns"
+        " a callable, that callable is one step, else the function itself is). Runs in a worker process with a timeout."
+        " Give workload, or trace."))
+    args: list[str] = Field(default_factory=list, max_length=256, description="sys.argv[1:] for the workload.")
+    trace: str | None = Field(None, description=(
+        "A trace someone already has, in the workspace: a torch.profiler Chrome trace (.json or .json.gz) or rocprofv3's"
+        " kernel trace (<prefix>_kernel_trace.csv; its memory_copy_trace.csv and agent_info.csv beside it are read too)."))
+    steps: int = Field(3, ge=1, le=1000, description="Steps recorded (the profiler's active steps).")
+    warmup_steps: int = Field(1, ge=0, le=1000, description="Steps run first and not recorded (the profiler's warm-up).")
+    timeout_s: float = Field(600.0, gt=0, le=86400, description="Wall-clock limit of the workload's worker process; it is killed (its whole process group) at the limit.")
+    roofline: str | None = Field(None, description=(
+        "A roofline.json (written by `hyperloom roofline`) measured on the same device: the roof each hotspot is placed"
+        " under. Refused when it names another device than the trace."))
+    roof_target: str | None = Field(None, description=(
+        "Measure the roof now with roofline on this target (sm_90, gfx942, host, ...) instead of reading a file. Without"
+        " roofline or roof_target, the part's datasheet peaks are used, tagged ASSUMED."))
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="Folder name under .hyperloom/profile/ for this run's files; default the UTC time.")
+    top: int = Field(15, ge=1, le=500, description="Rows in each ranked table (kernels, hotspots, fusion candidates).")
+    plot: bool = Field(True, description="Write top_kernels and hotspots_roofline as PNG and SVG (needs matplotlib; skipped with a finding without it).")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ProfileRequest:
+        if (self.workload is None) == (self.trace is None):
+            raise ValueError("give exactly one of workload (a script or module:function to run) and trace (a file to read):"
+                             " workload='train.py' profiles a run, trace='trace.json' analyses one")
+        if self.roofline is not None and self.roof_target is not None:
+            raise ValueError("give roofline (a file) or roof_target (measure now), not both")
+        return self
+
+
+class ClassShare(BaseModel):
+    kernel_class: KernelClass
+    count: int
+    total_s: float
+    percent_of_device_time: float
+
+
+class KernelGroup(BaseModel):
+    name: str = Field(description="The kernel's name as the trace spells it.")
+    kernel_class: KernelClass
+    count: int
+    total_s: float
+    percent_of_device_time: float = Field(description="total_s as a percent of all kernel, copy and set time in the trace.")
+    mean_s: float
+    min_s: float
+    max_s: float
+    launch_shapes: list[str] = Field(description="grid x block of its launches, most frequent first, with their counts (where the trace records them).")
+    ops: list[str] = Field(description="The framework ops that launched it (innermost op, by correlation), most time first.")
+
+
+class Hotspot(BaseModel):
+    rank: int
+    label: str = Field(description="The op with its input shapes and dtypes, or the kernel name where no op is linked.")
+    kernel_class: KernelClass
+    op: str | None = Field(description="The framework op that launched the kernels; null where the trace links none.")
+    input_dims: list[list[int] | None] | None = Field(description="The op's input shapes (null entries: non-tensor arguments).")
+    input_types: list[str] | None = Field(description="The op's input dtypes as torch.profiler records them.")
+    kernels: list[str] = Field(description="The kernels it launched, most time first.")
+    calls: int
+    total_s: float
+    percent_of_device_time: float
+    mean_s: float
+    bytes_per_call: int | None = Field(description="Bytes moved per call by the model named in work_model; null where no model applies.")
+    flops_per_call: int | None
+    achieved_gbps: float | None
+    achieved_tflops: float | None
+    arithmetic_intensity: float | None = Field(description="flops per byte.")
+    roof: str | None = Field(description="The ceiling that bounds it at its intensity (a roofline microbenchmark or a datasheet peak).")
+    attainable: float | None = Field(description="The roof at its intensity, in roof_unit.")
+    roof_unit: Literal["GB/s", "TFLOP/s"] | None
+    percent_of_roof: float | None
+    bound: Literal["memory", "compute"] | None
+    roof_tag: Tag | None = Field(description="MEASURED when the roof came from roofline on this device; ASSUMED for a datasheet peak.")
+    headroom_s: float | None = Field(description="total_s x (1 - percent_of_roof/100): time a kernel at the roof would save; null without a roof.")
+    score_s: float = Field(description="The ranking key: headroom_s, or total_s where the headroom is unknown (an upper bound).")
+    work_model: str = Field(description="How bytes and flops were counted, or why they were not.")
+
+
+class FusionCandidate(BaseModel):
+    ops: list[str] = Field(description="The chain: memory-bound ops back to back on one stream, each reading what the one before wrote.")
+    shapes: list[str] = Field(description="Each op's output shape and dtype.")
+    before: str | None = Field(description="The compute op (GEMM, attention) right before the chain, or null.")
+    after: str | None = Field(description="The compute op right after the chain, or null.")
+    occurrences: int = Field(description="How often the same chain (ops and shapes) ran in the profiled steps.")
+    kernels_per_occurrence: int
+    time_s: float = Field(description="The chain's kernel time over all occurrences.")
+    bytes_moved_per_occurrence: int
+    bytes_saved_per_occurrence: int = Field(description="2 x the bytes of each intermediate tensor: written by one kernel and read back by the next; one fused kernel keeps them on chip.")
+    bytes_saved_total: int
+    estimated_time_saved_s: float = Field(description="time_s x bytes_saved / bytes_moved: the chain's time scaled to the bytes a fusion removes (ASSUMED model; launch gaps not counted).")
+
+
+class Handoff(BaseModel):
+    rank: int = Field(description="The hotspot's rank.")
+    label: str
+    op: str
+    kernel: str = Field(description="The kernel taking most of the op's time.")
+    input_dims: list[list[int] | None]
+    input_types: list[str]
+    spec_args: list[dict[str, str | list[int]]] = Field(description="kernel.yaml buffer arguments at the recorded shapes: name, dtype, shape.")
+    metric: dict[str, int] = Field(description="bytes and flops per call, for the spec's metric.")
+    reference_stub: str = Field(description="A reference function in the spec contract that calls the torch op at the recorded shapes.")
+    stub_file: str = Field(description="Where the stub was written, relative to the workspace.")
+
+
+class DeviceBusy(BaseModel):
+    device: str
+    kernel_time_s: float = Field(description="Sum of kernel, copy and set durations on this device.")
+    busy_s: float = Field(description="Time at least one of them ran (overlaps across streams counted once).")
+    busy_percent: float = Field(description="busy_s as a percent of the profiled window.")
+
+
+class ProfileResult(BaseModel):
+    summary: str
+    tool: TraceTool = Field(description="Which profiler wrote the trace.")
+    trace: str = Field(description="The trace analysed, relative to the workspace.")
+    device: str = Field(description="The GPU the trace names, or the host CPU for a CPU-only run.")
+    gpu: bool = Field(description="Whether the trace has GPU kernels; false: CPU operators were analysed instead.")
+    window_s: float = Field(description="The profiled window: the recorded steps, or first to last event.")
+    device_time_s: float = Field(description="Sum of every kernel, copy and set duration (GPU), or of every operator's self time (CPU-only).")
+    kernel_count: int
+    busy_percent: float | None = Field(description="Percent of the window the busiest GPU ran something; null for CPU-only.")
+    idle_percent: float | None
+    launch_bound: bool = Field(description="The GPU idles most of the window between short kernels: the host's launch path limits the run.")
+    devices: list[DeviceBusy]
+    profiler_device_time_s: float | None = Field(description="torch.profiler's own key_averages total of device self time, for a captured workload; null for a trace file.")
+    steps: int | None
+    step_wall_s: list[float] = Field(description="Wall time of each recorded step under the profiler (captured workloads).")
+    classes: list[ClassShare]
+    kernels: list[KernelGroup] = Field(description="Kernels grouped by name, most time first (the top `top`).")
+    kernel_groups: int = Field(description="How many distinct kernels the trace has.")
+    hotspots: list[Hotspot] = Field(description="Ops (or unlinked kernels) ranked by score_s.")
+    fusion: list[FusionCandidate] = Field(description="Chains of memory-bound ops, most bytes saved first.")
+    handoff: list[Handoff] = Field(description="For the top hotspots launched by a torch op: what a kernel spec needs, and a reference stub.")
+    roofs: list[Ceiling] = Field(description="The ceilings hotspots were placed under.")
+    roof_source: str = Field(description="Where the roofs came from: a roofline file, a roofline run, a datasheet (ASSUMED), or none.")
+    findings: list[str] = Field(description="What a reader must know: CPU-only runs, launch-bound runs, missing links, ASSUMED roofs, skipped plots.")
+    files: list[str] = Field(description="report.md, profile.json, the trace, plots and stubs, relative to the workspace.")
+    evidence: Evidence
