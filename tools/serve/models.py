@@ -1,0 +1,211 @@
+"""Request and result models of serve_sweep."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from hyperloom.core.evidence import Evidence
+
+Api = Literal["completions", "chat"]
+StopReason = Literal["max_concurrency", "server_capacity", "kv_capacity", "errors", "latency_limit", "deadline", "interrupted"]
+Saturation = Literal["not_saturated", "saturated", "undetermined"]
+ServerKind = Literal["llama.cpp", "vllm", "sglang", "unknown"]
+
+MAX_CONCURRENCY = 4096
+MAX_INPUT_TOKENS = 1 << 20
+MAX_OUTPUT_TOKENS = 1 << 17
+
+
+class ServeSweepRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096)
+
+    base_url: str = Field(min_length=8, max_length=500, description=(
+        "The OpenAI-compatible API base, e.g. http://127.0.0.1:8080/v1 (llama.cpp's llama-server, vLLM, SGLang) or "
+        "http://localhost:13305/api/v1 (Lemonade). Only this server is contacted (its /models, /completions or "
+        "/chat/completions, and capacity pages on the same host and port: llama.cpp /props, vLLM /metrics)."))
+    model: str | None = Field(None, max_length=500, description="Model id to request; default the first one the endpoint's /models lists.")
+    api_key_env: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description=(
+        "Name of an environment variable holding an API key, sent as a Bearer token (the key itself is never written anywhere)."))
+    server_command: list[str] | None = Field(None, max_length=256, description=(
+        "Start this server for the sweep and stop it afterwards (its whole process group, also when the sweep is "
+        "interrupted or this process dies), e.g. [\"llama-server\", \"-m\", \"model.gguf\", \"--port\", \"8080\", \"-np\", \"8\"]. "
+        "An argument list, or one string split like a POSIX shell would (never run through a shell). It runs in the "
+        "workspace; it must serve base_url. Refused when something already answers at base_url."))
+    ready_timeout_s: float = Field(300.0, gt=0, le=3600, description="How long a started server may take to answer its health or /models page.")
+    api: Api = Field("completions", description="Which endpoint is timed: 'completions' (/completions, raw text) or 'chat' (/chat/completions, the model's chat template).")
+    input_tokens: int = Field(128, ge=1, le=MAX_INPUT_TOKENS, description=(
+        "Prompt length of the synthetic workload in tokens: seeded random words, calibrated against the token counts the server reports. Ignored with prompts_file."))
+    output_tokens: int = Field(128, ge=1, le=MAX_OUTPUT_TOKENS, description="Tokens to generate per request (max_tokens).")
+    force_output_length: bool = Field(True, description=(
+        "Ask the server to ignore end-of-sequence so every request generates output_tokens (ignore_eos and min_tokens, "
+        "understood by llama.cpp, vLLM and SGLang). The lengths actually produced are reported either way."))
+    prompts_file: str | None = Field(None, max_length=1024, description=(
+        "A JSONL file in the workspace, one {\"prompt\": \"...\"} object per line, used in turn instead of synthetic prompts."))
+    max_concurrency: int = Field(64, ge=1, le=MAX_CONCURRENCY, description=(
+        "Highest number of streams: the sweep runs 1, 2, 4, ... up to this (this value itself included), unless a stop rule ends it first."))
+    requests_per_level: int | None = Field(None, ge=1, le=100000, description="Measured requests per level; default 4 per stream, at least 8.")
+    warmup_requests: int | None = Field(None, ge=0, le=100000, description="Requests sent at each level before measuring, not counted; default one per stream.")
+    level_duration_s: float | None = Field(None, gt=0, le=3600, description=(
+        "Stop sending a level's measured requests after this many seconds (requests in flight finish and count); default no limit."))
+    request_timeout_s: float = Field(300.0, gt=0, le=3600, description="A request that has not finished streaming after this long is a timeout.")
+    max_error_rate: float = Field(0.0, ge=0, le=1, description=(
+        "Stop the sweep after a level whose failed fraction (errors, timeouts, streams closed early) is above this; 0 stops at the first failure."))
+    max_ttft_s: float | None = Field(None, gt=0, description="Stop after a level whose time to first token at latency_percentile is above this.")
+    max_itl_s: float | None = Field(None, gt=0, description="Stop after a level whose inter-token latency at latency_percentile is above this.")
+    max_e2e_s: float | None = Field(None, gt=0, description="Stop after a level whose end-to-end latency at latency_percentile is above this.")
+    latency_percentile: Literal["p50", "p90", "p99"] = Field("p90", description="The percentile the latency limits apply to.")
+    knee_fraction: float = Field(0.9, ge=0.5, le=1.0, description="Knee: the lowest concurrency whose aggregate output tokens/s reaches this fraction of the best level's.")
+    rise_threshold: float = Field(0.1, gt=0, le=1.0, description=(
+        "Saturation verdict: throughput is still rising when the last level beat the one before by at least this fraction per doubling of concurrency."))
+    max_duration_s: float = Field(3600.0, gt=0, le=86400, description="Wall-clock limit of the whole sweep; the level running then finishes and the sweep stops (reason 'deadline').")
+    device: str | None = Field(None, max_length=200, description=(
+        "What the server runs on, as evidence names it (e.g. 'NVIDIA H200'); default: for a server this tool starts, this host's "
+        "CPU and the GPUs nvidia-smi lists; for a running endpoint, 'unknown (<base_url>)'. Part of the cache key."))
+    seed: int = Field(0, ge=0, le=2**31, description="Seed of the synthetic prompts.")
+    refresh: bool = Field(False, description="Measure again even when a cached result for the same model, server, device, arguments and lengths exists.")
+    plot: bool = Field(True, description="Write serve_sweep.png and serve_sweep.svg (needs matplotlib).")
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        parts = urlsplit(value.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("base_url must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080/v1")
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ValueError("base_url takes no query, fragment or credentials; pass an API key through api_key_env")
+        return value.strip().rstrip("/")
+
+    @field_validator("server_command", mode="before")
+    @classmethod
+    def _split_command(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                value = shlex.split(value)
+            except ValueError as exc:
+                raise ValueError(f"server_command cannot be split into arguments ({exc})") from exc
+        if isinstance(value, list) and not value:
+            raise ValueError("server_command is empty; pass the server's program and its arguments, or leave it out")
+        return value
+
+    @model_validator(mode="after")
+    def _limits_make_sense(self) -> ServeSweepRequest:
+        if self.prompts_file is None and self.input_tokens + self.output_tokens > MAX_INPUT_TOKENS:
+            raise ValueError(f"input_tokens + output_tokens is {self.input_tokens + self.output_tokens}, more than any server's context ({MAX_INPUT_TOKENS})")
+        return self
+
+
+class Percentiles(BaseModel):
+    """A latency distribution over the measured requests of one level, in seconds."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    mean: float | None
+    count: int = Field(description="How many values: requests (TTFT, end-to-end) or gaps between tokens (ITL).")
+
+
+class Level(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int = Field(description="Streams kept in flight: each sends its next request when the last one finished.")
+    requests_ok: int
+    requests_failed: int = Field(description="Errors, timeouts and streams that ended early, among the measured requests.")
+    timeouts: int
+    failures: list[str] = Field(description="The first few failure messages, each with its request's index.")
+    duration_s: float = Field(description="From the first measured request sent to the last one finished.")
+    output_tokens_per_s: float = Field(description="Aggregate: output tokens of the successful measured requests / duration_s.")
+    requests_per_s: float
+    per_request_output_tokens_per_s: float | None = Field(description="Median over requests of (output tokens - 1) / (end-to-end - TTFT): one stream's decode rate.")
+    ttft_s: Percentiles = Field(description="Time to first token: request sent to the first chunk with text.")
+    itl_s: Percentiles = Field(description="Inter-token latency: the gaps between successive chunks with text, pooled over requests.")
+    e2e_s: Percentiles = Field(description="End-to-end latency: request sent to the stream's end.")
+    input_tokens_mean: float | None = Field(description="Prompt tokens per request as the server counted them (usage); null when it did not say.")
+    output_tokens_mean: float | None = Field(description="Output tokens per successful request: the server's usage count, else the chunks with text.")
+    output_tokens_min: int | None
+    server_waiting_max: float | None = Field(None, description="Most requests the server reported waiting in its queue during the level (vLLM, SGLang /metrics).")
+    kv_cache_usage_max: float | None = Field(None, description="Highest KV-cache usage fraction the server reported during the level (vLLM /metrics).")
+
+
+class Capacity(BaseModel):
+    """What the server says it can hold at once, where it says it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    slots: int | None = Field(None, description="llama.cpp: parallel sequences (/props total_slots, the -np option).")
+    context_per_slot_tokens: int | None = Field(None, description="llama.cpp: context of one slot (/props default_generation_settings.n_ctx).")
+    kv_cache_tokens: int | None = Field(None, description="vLLM: KV-cache size in tokens (cache_config_info num_gpu_blocks x block_size).")
+    max_concurrency: int | None = Field(None, description="The concurrency bound these imply for this workload: slots, or KV tokens / (input + output tokens).")
+    bound: Literal["slots", "kv_cache"] | None = Field(None, description="Which of them sets max_concurrency.")
+    source: str = Field(description="Where it was read, or why nothing was.")
+
+
+class ServerInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: ServerKind = Field(description="The server as recognised from its pages: llama.cpp (/props), vLLM (/version, vllm: metrics), SGLang, or unknown.")
+    version: str | None = Field(description="Its version or build (llama.cpp build_info, vLLM /version).")
+    started_by_tool: bool
+    command: list[str] | None = Field(description="The command this tool started, when it started one.")
+    executable_sha256: str | None = Field(None, description="sha256 of the started program, part of the cache key.")
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    api: Api
+    input_tokens_requested: int | None = Field(description="The synthetic prompt length asked for; null with a prompts file.")
+    output_tokens_requested: int
+    force_output_length: bool
+    prompts_file: str | None
+    prompts_sha256: str | None
+    words_per_prompt: int | None = Field(None, description="Synthetic prompts: words per prompt after calibration against the server's token counts.")
+
+
+class ServeSweepResult(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    summary: str
+    base_url: str
+    model: str
+    server: ServerInfo
+    capacity: Capacity
+    workload: Workload
+    levels: list[Level] = Field(description="One entry per concurrency measured, in order.")
+    knee_concurrency: int | None = Field(description="Lowest concurrency reaching knee_fraction of the best aggregate output tokens/s.")
+    knee_output_tokens_per_s: float | None
+    knee_fraction: float
+    best_concurrency: int | None
+    best_output_tokens_per_s: float | None
+    speedup_vs_one_stream: float | None = Field(description="Best aggregate output tokens/s over the 1-stream level's; null without a 1-stream level.")
+    saturation: Saturation = Field(description="not_saturated: throughput was still rising when the sweep stopped; saturated: it had flattened or fallen; undetermined: fewer than two levels.")
+    saturation_reason: str
+    stop_reason: StopReason = Field(description="What ended the sweep: the planned maximum, the server's slots or KV cache, failures, a latency limit, the deadline, or an interruption (partial results).")
+    stop_detail: str
+    complete: bool = Field(description="True when the sweep ended by a rule (not by failures or an interruption); only complete sweeps are served from the cache.")
+    cached: bool = Field(description="True when this result was read from the cache instead of measured in this call (evidence.at says when it was measured).")
+    cache_key: str = Field(description="sha256 of model, server and version or build, device, server arguments, workload and sweep settings.")
+    files: list[str] = Field(description="serve_sweep.json, plots and the started server's log, relative to the workspace.")
+    evidence: Evidence
+
+
+SCHEMA_NAME = "serve_sweep"
+
+
+def result_schema() -> dict[str, Any]:
+    """The JSON schema of serve_sweep.json, as committed in validators/serve_sweep.schema.json."""
+    schema = ServeSweepResult.model_json_schema()
+    schema.pop("title", None)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "hyperloom.serve_sweep/1",
+        "title": "Hyperloom serve_sweep result",
+        "description": "serve_sweep.json in .hyperloom/serve/<cache key>/: a concurrency sweep of an OpenAI-compatible server, "
+                       "its levels, knee, saturation verdict, stop reason and evidence. Generated from ServeSweepResult.",
+        **schema,
+    }

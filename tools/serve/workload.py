@@ -1,0 +1,73 @@
+"""The prompts a sweep sends: seeded random words sized to a token count the server confirms, or a JSONL file's."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from hyperloom.core.errors import HyperloomError
+
+MAX_PROMPTS = 100_000
+_WORDS = (
+    "the of and to in is that it was for on are as with his they at be this from have or by one had not but what all "
+    "were when we there can an your which their said if do will each about how up out them then she many some so these "
+    "would other into has more her two like him see time could no make than first been its who now people my made over "
+    "did down only way find use may water long little very after words called just where most know get through back "
+    "much before go good new write our used me man too any day same right look think also around another came come work"
+).split()
+
+Measure = Callable[[str], Awaitable[int | None]]
+"""Sends one prompt and returns the prompt tokens the server counted (None when it does not say)."""
+
+
+def synthetic_prompt(words: int, seed: int, index: int) -> str:
+    """`words` random words, different for every request index, so no two prompts share a cached prefix."""
+    rng = random.Random(f"{seed}:{index}")
+    return " ".join(rng.choice(_WORDS) for _ in range(max(words, 1)))
+
+
+async def calibrate_words(input_tokens: int, seed: int, measure: Measure, tries: int = 4) -> tuple[int, int | None]:
+    """Words per prompt whose token count, as the server reports it, is closest to `input_tokens`; and that count.
+
+    Starts at one word per token and rescales by the measured ratio; a server that reports no usage keeps the
+    first guess (the count is then None).
+    """
+    words = input_tokens
+    best: tuple[int, int] | None = None
+    for attempt in range(tries):
+        tokens = await measure(synthetic_prompt(words, seed, -1 - attempt))
+        if tokens is None or tokens <= 0:
+            return words, None
+        if best is None or abs(tokens - input_tokens) < abs(best[1] - input_tokens):
+            best = (words, tokens)
+        if abs(tokens - input_tokens) <= max(1, input_tokens // 50):
+            break
+        words = max(1, round(words * input_tokens / tokens))
+    assert best is not None
+    return best
+
+
+def load_prompts(path: Path, shown: str) -> list[str]:
+    """The `prompt` of every line of a JSONL file; a line that is not such an object is refused with its number."""
+    prompts: list[str] = []
+    try:
+        with path.open(encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise HyperloomError(f"{shown} line {number} is not JSON ({exc.msg})", 'write one {"prompt": "..."} object per line') from exc
+                if not isinstance(entry, dict) or not isinstance(entry.get("prompt"), str) or not entry["prompt"]:
+                    raise HyperloomError(f"{shown} line {number} has no non-empty \"prompt\" string", 'write one {"prompt": "..."} object per line')
+                prompts.append(entry["prompt"])
+                if len(prompts) > MAX_PROMPTS:
+                    raise HyperloomError(f"{shown} has more than {MAX_PROMPTS} prompts", "use a smaller file; prompts are reused in turn")
+    except UnicodeDecodeError as exc:
+        raise HyperloomError(f"{shown} is not UTF-8 text", "save the prompts file as UTF-8 JSONL") from exc
+    if not prompts:
+        raise HyperloomError(f"{shown} holds no prompt", 'write one {"prompt": "..."} object per line')
+    return prompts
