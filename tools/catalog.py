@@ -312,7 +312,7 @@ CATALOG += (
             "is compiled (cached), checked against optional disasm expect/forbid rules, run on every input set (seeded and "
             "adversarial, references frozen in the session) and gated; only a passing one is timed. Failures are recorded "
             "with their reason (COMPILE_ERROR, RULE_FAILED, TIMEOUT, CRASH, NAN, WRONG with the input set) and the loop goes "
-            "on. Proposers: grid, random, tpe (Optuna), external (tune_propose). Stops on max_candidates, device-second "
+            "on. Proposers: grid, random, tpe (Optuna TPE), cmaes (Optuna CMA-ES), external (tune_propose). Stops on max_candidates, device-second "
             "budget, patience, deadline or % of roofline. Then re-times winner and baseline interleaved and sweeps every "
             "shape. Returns a session id at once (background=true); follow with tune_status, steer with tune_propose and "
             "tune_stop, read tune_report. Naming an existing session resumes it without repeating a finished trial."
