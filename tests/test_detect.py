@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -169,3 +170,23 @@ def test_recording_this_machine_replays_to_the_same_findings(tmp_path, monkeypat
     again = replay(tmp_path / "rec")
     assert [(f.check, f.status) for f in again.findings] == [(f.check, f.status) for f in live.findings]
     assert "environment HIP_VISIBLE_DEVICES" in one(again, "trap.visible_devices_display").source
+
+
+def _root_with_commands(folder: Path, outputs: dict[str, str]) -> Path:
+    (folder / "commands").mkdir(parents=True)
+    for command, text in outputs.items():
+        (folder / "commands" / f"{command}.txt").write_text(text)
+    return folder
+
+
+@pytest.mark.skipif(shutil.which("clang-19") is None or shutil.which("llvm-mc-19") is None, reason="LLVM 19 is not installed; .ci/run installs it")
+def test_a_missing_hipcc_beside_a_working_clang_leaves_the_compiler_layer_ok(tmp_path):
+    # this machine's own clang and llvm-mc answers, recorded as a root without hipcc and without a GPU
+    outputs = {f"{tool} --version": subprocess.run([f"{tool}-19", "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
+               for tool in ("clang", "llvm-mc")}
+    result = replay(_root_with_commands(tmp_path / "clang", outputs))
+    hipcc = one(result, "hipcc")
+    assert hipcc.status == "ok" and "not needed" in hipcc.summary and result.layers["compiler"] == "ok"
+    assert one(result, "trap.compiler_too_old").status == "ok"
+    without_clang = replay(_root_with_commands(tmp_path / "bare", {"llvm-mc --version": outputs["llvm-mc --version"]}))
+    assert one(without_clang, "hipcc").status == "unknown" and without_clang.layers["compiler"] == "unknown"

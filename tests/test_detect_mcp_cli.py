@@ -58,6 +58,17 @@ def test_doctor_prints_the_layers_as_a_table(capsys, monkeypatch):
     assert "NVIDIA driver 580.159.04, CUDA 13.0" in out and "GPU 0: NVIDIA H200 [sm_90]" in out and "peaks (ASSUMED" in out
 
 
+@pytest.mark.parametrize("root", ["gfx1201-rx9070xt", "gfx942-mi300x"])
+def test_the_finding_column_wraps_to_the_terminal_width_with_each_fix_on_its_own_line(capsys, monkeypatch, root):
+    monkeypatch.setenv("HYPERLOOM_DETECT_ROOT", str(ROOTS / root))
+    monkeypatch.setenv("COLUMNS", "100")
+    assert main(["detect"]) == EXIT_OK
+    lines = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    fixes = [line for line in lines if "→ fix:" in line]
+    assert fixes and all(line.lstrip().startswith("→ fix:") for line in fixes)
+
+
 def test_detect_json_is_the_result_model(capsys, monkeypatch):
     monkeypatch.setenv("HYPERLOOM_DETECT_ROOT", str(ROOTS / "vega10-perf-manual"))
     assert main(["detect", "--json"]) == EXIT_OK

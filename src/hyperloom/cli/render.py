@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -16,12 +18,33 @@ if TYPE_CHECKING:
     from hyperloom.tools.verify.models import VerifyResult
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> str:
+    """Columns padded to their widest cell. With `width`, the last column is wrapped (and breaks at newlines in
+    a cell) so that every line fits in `width` characters, continuation lines aligned under it."""
+    cells = [[str(cell) for cell in row] for row in rows]
+    widths = [max(len(cell) for cell in column) for column in zip(headers, *cells)]
+    if width is not None and cells:
+        lead = sum(widths[:-1]) + 2 * (len(widths) - 1)
+        room = max(width - lead, 24)
+        wrapped = [row[:-1] + ["\n".join(_wrap(row[-1], room))] for row in cells]
+        widths[-1] = max(len(line) for row in wrapped for line in [headers[-1], *row[-1].split("\n")])
+        cells = wrapped
     line = "  ".join("{:<%d}" % w for w in widths)
     out = [line.format(*headers), line.format(*("-" * w for w in widths))]
-    out.extend(line.format(*(str(cell) for cell in row)) for row in rows)
+    for row in cells:
+        first, *rest = row[-1].split("\n")
+        out.append(line.format(*row[:-1], first))
+        out.extend(line.format(*([""] * (len(row) - 1)), more) for more in rest)
     return "\n".join(text.rstrip() for text in out)
+
+
+def _wrap(text: str, room: int) -> list[str]:
+    return [piece for part in text.split("\n") for piece in (textwrap.wrap(part, room, break_long_words=False, break_on_hyphens=False) or [""])]
+
+
+def report_width() -> int:
+    """The terminal's width when there is one (or $COLUMNS), else 100 characters."""
+    return shutil.get_terminal_size((100, 24)).columns
 
 
 def _num(value: float | int | None) -> str:
@@ -135,10 +158,11 @@ def verify_report(result: VerifyResult) -> str:
     return "\n".join(parts)
 
 
-def detect_report(result: DetectResult) -> str:
-    """The layers bottom-up, one row per finding, then the GPUs with their datasheet peaks tagged ASSUMED."""
-    rows = [(f.layer, f.status.upper(), f.check, f.summary + (f"  → fix: {f.fix}" if f.fix else "")) for f in result.findings]
-    parts = [table(["layer", "status", "check", "finding"], rows), ""]
+def detect_report(result: DetectResult, width: int | None = None) -> str:
+    """The layers bottom-up, one row per finding (its fix on a line of its own, wrapped to the terminal's width),
+    then the GPUs with their datasheet peaks tagged ASSUMED."""
+    rows = [(f.layer, f.status.upper(), f.check, f.summary + (f"\n→ fix: {f.fix}" if f.fix else "")) for f in result.findings]
+    parts = [table(["layer", "status", "check", "finding"], rows, width=width or report_width()), ""]
     parts.append("layers: " + ", ".join(f"{layer} {status}" for layer, status in result.layers.items()))
     for gpu in result.gpus:
         shape = ", ".join(
