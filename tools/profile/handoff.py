@@ -60,6 +60,15 @@ def reference_stub(item: WorkItem, trace_label: str) -> str | None:
         "DTYPES = {" + ", ".join(f"{n!r}: torch.{TORCH_DTYPES[t.dtype]}" for n, t in zip(names, tensors) if t is not None) + "}",
         "",
         "",
+        "def call(packet, values: list) -> object:",
+        '    """The op with its recorded arguments in order; those its schema makes keyword-only go by name."""',
+        "    overloads = [getattr(packet, name) for name in sorted(packet.overloads(), key=lambda n: n != 'default')]",
+        "    schema = next(o._schema for o in overloads if len(o._schema.arguments) >= len(values))",
+        "    args = [v for a, v in zip(schema.arguments, values) if not a.kwarg_only]",
+        "    kwargs = {a.name: v for a, v in zip(schema.arguments, values) if a.kwarg_only}",
+        "    return packet(*args, **kwargs)",
+        "",
+        "",
         "def reference(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:",
         "    args = {name: torch.from_numpy(np.ascontiguousarray(inputs[name])).to(DTYPES[name]).reshape(SHAPES[name]) for name in SHAPES}",
     ]
@@ -70,7 +79,7 @@ def reference_stub(item: WorkItem, trace_label: str) -> str | None:
     if not namespace.isidentifier() or not function.isidentifier() or keyword.iskeyword(function):
         return None
     lines += [
-        f"    out = torch.ops.{namespace}.{function}({', '.join(call)})",
+        f"    out = call(torch.ops.{namespace}.{function}, [{', '.join(call)}])",
         "    out = out[0] if isinstance(out, (tuple, list)) else out",
         "    return {\"out\": (out.float() if out.is_floating_point() else out).numpy()}",
         "",

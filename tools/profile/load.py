@@ -55,9 +55,8 @@ def _json(raw: bytes, label: str) -> Any:
     try:
         return _loads(raw)
     except ValueError as exc:  # json.JSONDecodeError and orjson.JSONDecodeError are both ValueErrors
-        position = getattr(exc, "pos", None)
-        end = len(raw.rstrip())
-        if position is not None and position >= end - 1:
-            raise HyperloomError(f"{label} ends before its JSON does (at byte {end}): the file is truncated",
+        end = raw.rstrip()
+        if not end.endswith((b"}", b"]")):  # a whole JSON document ends by closing its object or array
+            raise HyperloomError(f"{label} ends before its JSON does (at byte {len(end)}): the file is truncated",
                                  "let the profiler finish writing the trace (or copy it again in full)") from exc
         raise HyperloomError(f"{label} is not valid JSON ({str(exc)[:160]})", NEXT_STEP) from exc
