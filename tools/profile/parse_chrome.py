@@ -17,6 +17,10 @@ DEVICE_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
 TORCH_CATEGORIES = {"cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "user_annotation",
                     "gpu_user_annotation", "python_function", "ac2g", "Trace", "cpu_instant_event"}
+class EmptyTrace(HyperloomError):
+    """A torch.profiler trace with no device activity and no operator in it."""
+
+
 NEXT_STEP = "export the trace with torch.profiler (prof.export_chrome_trace), or pass rocprofv3's <prefix>_kernel_trace.csv"
 
 
@@ -75,7 +79,7 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     if not categories & TORCH_CATEGORIES and "schemaVersion" not in meta:
         raise HyperloomError(f"{label} is a Chrome trace, but not torch.profiler's (none of its cpu_op or kernel events)", NEXT_STEP)
     if not kernels and not ops:
-        raise HyperloomError(f"{label} has no GPU kernels and no operators: nothing ran in the profiled window",
+        raise EmptyTrace(f"{label} has no GPU kernels and no operators: nothing ran in the profiled window",
                              "profile steps that do work (check the profiler's schedule: wait, warmup and active steps)")
     _link(kernels, ops, launches)
     names = {str(p.get("id")): str(p.get("name")) for p in meta.get("deviceProperties") or [] if isinstance(p, dict)}

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hyperloom import __version__
 from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import Evidence, assumed, host_device, measured
 from hyperloom.core.hashing import sha256_file
 from hyperloom.core.progress import ProgressFn
@@ -15,6 +16,7 @@ from hyperloom.tools.profile import roof
 from hyperloom.tools.profile.analyse import Analysis, analyse
 from hyperloom.tools.profile.handoff import handoffs
 from hyperloom.tools.profile.load import read_trace
+from hyperloom.tools.profile.parse_chrome import EmptyTrace
 from hyperloom.tools.profile.models import ProfileRequest, ProfileResult
 from hyperloom.tools.profile.plot import draw, matplotlib_available
 from hyperloom.tools.profile.report import render
@@ -91,7 +93,13 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
         trace_path = workspace.resolve(request.trace, kind="file", must_exist=True, what="trace")
         label = request.trace
     step(1)
-    trace = read_trace(trace_path, label)
+    try:
+        trace = read_trace(trace_path, label)
+    except EmptyTrace as exc:
+        if capture is None:
+            raise
+        raise HyperloomError(f"the workload {request.workload} ran no torch operator and no GPU kernel in its recorded steps",
+                             "profile code that runs torch ops on each step (a script runs once per step; a function is called once per step)") from exc
     step(2)
     findings: list[str] = []
     if trace.cpu_only:
