@@ -14,6 +14,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.toolchain import ToolInfo, find_tool, require_tool
 from hyperloom.tools.compile.flags import check_defines, check_flags
 from hyperloom.tools.compile.models import CompileRequest
+from hyperloom.tools.isa.targets import require_known_amd_target
 
 AMD_TARGET = re.compile(r"gfx([0-9]{2,4}[a-z]?|[0-9]{1,2}(-[0-9])?-generic)(:(sramecc|xnack)[+-])*")
 NVIDIA_TARGET = re.compile(r"sm_[0-9]{2,3}[af]?")
@@ -73,6 +74,8 @@ def plan_target(request: CompileRequest, source: Path, target: str, includes: li
         )
     if language == "cuda":
         raise HyperloomError(f"CUDA source {source.name} cannot build for {target}", "write the kernel as HIP (.hip) to build it for AMD and NVIDIA")
+    if language in ("hip", "asm"):  # built by this toolchain's LLVM; Triton brings its own
+        require_known_amd_target(target)
     if request.wavefront_size == 32 and target.startswith("gfx9"):
         raise HyperloomError(f"{target} runs wave64 only", "drop wavefront_size or set it to 64")
     wave = ["-mwavefrontsize64"] if request.wavefront_size == 64 and not target.startswith("gfx9") else []

@@ -11,6 +11,8 @@ from hyperloom.tools.isa.targets import find_llvm_mc
 
 SHOWN_NAMES = 10
 PROOF_SHOWN = 4
+# The summary's last sentence, in the request's own terms; the CLI says it with its flags instead.
+LISTING_HINT = "List instructions with detail=true, or match='dot8' (any part of a name); page with offset and limit."
 
 
 def run_census(request: CensusRequest, workspace: Workspace, progress: ProgressFn | None = None) -> CensusResult:
@@ -80,7 +82,9 @@ def summarise(measured: Census, comparison: Comparison | None, listed: bool) -> 
         "Self-checks: "
         + ("every disassembled name is accepted by the assembler" if checks.sweep_subset_of_probe else f"{len(checks.sweep_not_in_probe)} disassembled names refused by the assembler")
         + f"; {checks.examples_reassembled} of {measured.canonical_count} examples re-assemble"
-        + (f" ({len(checks.examples_not_reassembled)} flagged)" if checks.examples_not_reassembled else "")
+        + (f" (the other {len(checks.examples_not_reassembled)} print operands llvm-mc does not accept back as printed: the "
+           "instructions are real and stay in the census, only their examples are marked as not re-assembling)"
+           if checks.examples_not_reassembled else "")
         + (f"; {len(checks.dropped_groups)} encodings that crash llvm-mc were dropped" if checks.dropped_groups else "; llvm-mc did not crash")
         + ("" if checks.layouts_verified else "; this target's layouts are unverified")
         + ".",
@@ -93,5 +97,5 @@ def summarise(measured: Census, comparison: Comparison | None, listed: bool) -> 
             f"{', '.join(comparison.capabilities_only_in_other) or 'none'}."
         )
     if not listed:
-        parts.append("List instructions with detail=true, or match='dot8' (any part of a name); page with offset and limit.")
+        parts.append(LISTING_HINT)
     return " ".join(parts)

@@ -10,7 +10,7 @@ from pathlib import Path
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.hashing import sha256_file
 from hyperloom.core.process import run_checked
-from hyperloom.core.toolchain import LLVM_DIR_ENV, require_tool
+from hyperloom.core.toolchain import LLVM_DIR_ENV, find_tool, require_tool
 
 TRIPLE = "amdgcn-amd-amdhsa"
 DEFAULT_TARGETS = ("gfx1201", "gfx1200", "gfx1151", "gfx1100", "gfx1030", "gfx942", "gfx90a", "gfx908")
@@ -95,10 +95,23 @@ def generation(target: str) -> str | None:
 
 def require_known(target: str, llvm: LlvmMc) -> None:
     """An error listing the targets this LLVM knows, unless it knows `target`."""
-    known = known_targets(llvm.path)
+    _require_listed(target, llvm.path, llvm.version)
+
+
+def require_known_amd_target(target: str) -> None:
+    """The check every tool that takes a gfx target makes (census, probe, audit, compile_kernel): the same error,
+    listing the targets this LLVM's llvm-mc knows. Target features (gfx90a:xnack+) are not part of the name.
+    Without llvm-mc there is no list to check against; the compiler then says what it thinks."""
+    info = find_tool("llvm-mc")
+    if info.path is not None:
+        _require_listed(target.split(":", 1)[0], info.path, info.version or "unknown")
+
+
+def _require_listed(target: str, llvm_mc: str, version: str) -> None:
+    known = known_targets(llvm_mc)
     if target not in known:
         raise HyperloomError(
-            f"llvm-mc {llvm.version} does not know the target {target!r}; it knows {', '.join(known)}",
+            f"llvm-mc {version} does not know the target {target!r}; it knows {', '.join(known)}",
             "pass one of those targets (a newer LLVM knows more: gfx950 and gfx1250 need LLVM 22)",
         )
 

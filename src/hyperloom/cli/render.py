@@ -7,12 +7,14 @@ import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from hyperloom.core.figures import significant
+
 if TYPE_CHECKING:
     from hyperloom.core.evidence import Evidence
     from hyperloom.tools.bench.models import BenchResult
     from hyperloom.tools.compile.models import CompileResult
     from hyperloom.tools.detect.models import DetectResult
-    from hyperloom.tools.gate.models import FreezeResult, GateResult
+    from hyperloom.tools.gate.models import CaseVerdict, FreezeResult, GateResult
     from hyperloom.tools.isa.models import AuditResult, CensusResult, ProbeResult
     from hyperloom.tools.roofline.models import RooflineResult
     from hyperloom.tools.verify.models import VerifyResult
@@ -64,9 +66,18 @@ def evidence_line(evidence: Evidence) -> str:
     )
 
 
+def _not_compared(case: CaseVerdict) -> str | None:
+    """Why a case's elements were never compared (its shapes or dtypes differ), else None."""
+    if case.candidate_shape != case.reference_shape:
+        return "shapes differ"
+    if case.candidate_dtype != case.reference_dtype and case.elements == 0 and not case.passed:
+        return "dtypes differ"
+    return None
+
+
 def gate_report(result: GateResult) -> str:
     rows = [
-        (
+        (case.name, "FAIL", why, "-", "-", "-", "-", "-") if (why := _not_compared(case)) else (
             case.name,
             "PASS" if case.passed else "FAIL",
             f"{case.mismatches}/{case.elements}",
@@ -196,9 +207,9 @@ def bench_report(result: BenchResult) -> str:
     if rows:
         parts += ["", table(["time (us)", "median", "min", "p10", "p90", "CV", "CI95", "n", "outliers"], rows)]
     if result.bandwidth_gbps is not None:
-        parts.append(f"bandwidth: {result.bandwidth_gbps:.1f} GB/s ({result.bytes_moved:,} bytes per launch)")
+        parts.append(f"bandwidth: {significant(result.bandwidth_gbps)} GB/s ({result.bytes_moved:,} bytes per launch)")
     if result.tflops is not None:
-        parts.append(f"compute: {result.tflops:.2f} TFLOP/s ({result.flops:,} ops per launch)")
+        parts.append(f"compute: {significant(result.tflops)} TFLOP/s ({result.flops:,} ops per launch)")
     if result.kernel_to_wall is not None:
         parts.append(f"kernel/wall: {result.kernel_to_wall:.3f}; cache flushed with {result.flush_bytes / 2**20:.0f} MiB (cache {result.cache_bytes / 2**20:.0f} MiB)")
     for label, state in (("before", result.state_before), ("after", result.state_after)):
@@ -225,8 +236,14 @@ def roofline_report(result: RooflineResult) -> str:
     return "\n".join(parts)
 
 
+CENSUS_LISTING_HINT = "List instructions with --detail, or --match dot8 (any part of a name); page with --offset N and --limit N."
+
+
 def census_report(result: CensusResult) -> str:
-    parts = [result.summary, ""]
+    from hyperloom.tools.isa.report import LISTING_HINT
+
+    summary = result.summary.removesuffix(LISTING_HINT) + CENSUS_LISTING_HINT if result.summary.endswith(LISTING_HINT) else result.summary
+    parts = [summary, ""]
     rows = [(c.name, f"{', '.join(c.proof)}{' …' if c.proof_count > len(c.proof) else ''}") for c in result.capabilities_present]
     parts += [table(["capability", "proved by"], rows), "", f"absent: {', '.join(result.capabilities_absent) or 'none'}", ""]
     if result.instructions:
