@@ -1,7 +1,15 @@
-"""Turn a catalog entry into an MCP tool with flat, typed, described parameters."""
+"""Turn a catalog entry into an MCP tool with flat, typed, described parameters.
+
+The published input schema comes from the request model's fields, but the SDK's own argument
+validation is bypassed (its model accepts anything): hyperloom.core.arguments validates every call
+with the request model itself, so unknown arguments are refused, not dropped, and every refusal
+names the argument, the cause and the next step. Anything a tool raises becomes one such message;
+a bug is logged with its traceback and answered as an internal error, never as a silent failure.
+"""
 
 from __future__ import annotations
 
+import errno
 import inspect
 import logging
 from typing import Annotated, Any
@@ -9,21 +17,33 @@ from typing import Annotated, Any
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field
 
-from hyperloom.core.errors import HyperloomError, describe_validation_error
+from hyperloom.core.arguments import validate_arguments
+from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.catalog import ToolDef
 
 log = logging.getLogger(__name__)
+MESSAGE_CHARS = 1200
+
+
+class RawArguments(ArgModelBase):
+    """Stands in for the SDK's argument model: takes any object, so our own layer validates it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return dict(self.__pydantic_extra__ or {})
 
 
 def _parameters(entry: ToolDef) -> list[inspect.Parameter]:
-    """One keyword parameter per request field, carrying its type, bounds and description."""
+    """One keyword parameter per request field, carrying its type, bounds and description (the published schema)."""
     params = []
     for name, field in entry.request.model_fields.items():
         annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
@@ -32,24 +52,37 @@ def _parameters(entry: ToolDef) -> list[inspect.Parameter]:
     return params
 
 
+def refusal(entry: ToolDef, exc: BaseException) -> str:
+    """What the caller reads when `entry` raised `exc`: cause and next step, bounded in length."""
+    if isinstance(exc, HyperloomError):
+        text = str(exc)
+    elif isinstance(exc, OSError):  # a path the checks let through and the OS refused: the caller's to fix
+        cause = "a name in the path is too long" if exc.errno == errno.ENAMETOOLONG else (exc.strerror or type(exc).__name__)
+        text = f"{entry.name} could not use a file or folder: {cause}. Next step: check the paths you passed (files where files are expected, folders where folders are)."
+    elif isinstance(exc, MemoryError):
+        text = f"{entry.name} ran out of memory on this input. Next step: pass smaller inputs."
+    else:
+        text = f"internal error in {entry.name} ({type(exc).__name__}). Next step: report it with the arguments; the server log has the traceback."
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
+
+
 def tool_function(entry: ToolDef) -> Any:
     """An async MCP tool body that validates, runs the tool in a worker thread and maps errors."""
 
     async def call(ctx: Context, **arguments: Any) -> Any:
-        try:
-            request = entry.request.model_validate(arguments)
-        except ValidationError as exc:
-            raise ToolError(f"invalid arguments: {describe_validation_error(exc)}. Next step: fix them and call again.") from exc
-
         def progress(done: int, total: int) -> None:
             anyio.from_thread.run(ctx.report_progress, float(done), float(total))
 
         try:
+            request = validate_arguments(entry.request, arguments)
             workspace = Workspace.from_env()
             return await anyio.to_thread.run_sync(entry.run, request, workspace, progress)
         except HyperloomError as exc:
             log.info("%s refused: %s", entry.name, exc)
-            raise ToolError(str(exc)) from exc
+            raise ToolError(refusal(entry, exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - the one place every failure becomes an answer
+            log.exception("%s failed", entry.name)
+            raise ToolError(refusal(entry, exc)) from exc
 
     params = [*_parameters(entry), inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     call.__name__ = entry.name
@@ -59,8 +92,8 @@ def tool_function(entry: ToolDef) -> Any:
     return call
 
 
-def register(server: MCPServer, entry: ToolDef) -> None:
-    server.add_tool(
+def build_tool(entry: ToolDef) -> Tool:
+    tool = Tool.from_function(
         tool_function(entry),
         name=entry.name,
         title=entry.title,
@@ -73,3 +106,5 @@ def register(server: MCPServer, entry: ToolDef) -> None:
             open_world_hint=entry.open_world,
         ),
     )
+    tool.fn_metadata.arg_model = RawArguments  # validation is ours (validate_arguments), with the request model's messages
+    return tool

@@ -5,7 +5,7 @@ from __future__ import annotations
 from mcp.server import MCPServer
 
 from hyperloom import __version__
-from hyperloom.mcp_server.registry import register
+from hyperloom.mcp_server.registry import build_tool
 from hyperloom.tools.catalog import CATALOG
 
 INSTRUCTIONS = (
@@ -17,10 +17,7 @@ INSTRUCTIONS = (
 
 
 def build_server() -> MCPServer:
-    server = MCPServer("hyperloom", version=__version__, instructions=INSTRUCTIONS, log_level="INFO")
-    for entry in CATALOG:
-        register(server, entry)
-    return server
+    return MCPServer("hyperloom", version=__version__, instructions=INSTRUCTIONS, log_level="INFO", tools=[build_tool(entry) for entry in CATALOG])
 
 
 def main() -> None:

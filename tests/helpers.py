@@ -37,3 +37,21 @@ def copy_kernel(workspace: Workspace, name: str) -> str:
     """Copy a fixture kernel source into the workspace; return its workspace-relative path."""
     (workspace.root / name).write_bytes((KERNELS / name).read_bytes())
     return name
+
+
+def loaded_spec(path: Path, root: Path | None = None):
+    """A kernel spec loaded with `root` (default the repository) as its workspace."""
+    from hyperloom.tools.spec.load import load_spec
+
+    return load_spec(path, Workspace.at(root or REPO))
+
+
+def reference_of(loaded) -> Any:
+    """The spec's reference function imported in this process (tests trust the shipped references;
+    Hyperloom itself runs them in a worker process)."""
+    import importlib.util
+
+    module_spec = importlib.util.spec_from_file_location(f"test_reference_{loaded.spec.name}", loaded.reference_file)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, loaded.reference_name)

@@ -10,7 +10,8 @@ import pytest
 
 from helpers import FIXTURES, REPO
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.bench.models import BenchRequest
+from hyperloom.tools.bench.command import run_bench_command
+from hyperloom.tools.bench.models import BenchCommandRequest, BenchRequest
 from hyperloom.tools.bench.run import run_bench
 from hyperloom.tools.bench.stats import summarize
 from hyperloom.tools.runtime.sampling import median_ci_halfwidth
@@ -65,7 +66,7 @@ def test_a_wrong_result_has_no_speed(specs):
 def test_a_command_that_prints_samples_is_benchmarked(workspace):
     script = workspace.root / "timer.py"
     script.write_text('import json\nprint("warming up")\nprint(json.dumps({"samples_s": [0.002, 0.001, 0.0011, 0.0012, 0.001, 0.0013], "bytes": 1000000}))\n')
-    result = run_bench(BenchRequest(command=[sys.executable, "timer.py"], target="host"), workspace)
+    result = run_bench_command(BenchCommandRequest(command=[sys.executable, "timer.py"], target="host"), workspace)
     assert result.ok and result.kernel.n == 6 and result.kernel.median_s == pytest.approx(0.00115)
     assert result.bandwidth_gbps == pytest.approx(1e6 / 0.00115 / 1e9)
 
@@ -73,19 +74,40 @@ def test_a_command_that_prints_samples_is_benchmarked(workspace):
 @pytest.mark.parametrize(
     ("request_fields", "message"),
     [
-        ({}, "exactly one of spec or command"),
-        ({"spec": "copy", "command": ["true"]}, "exactly one of spec or command"),
         ({"spec": "copy", "variant": "nope", "target": "host"}, "no variant"),
         ({"spec": "copy", "variant": "host", "target": "sm_90"}, "does not build for sm_90"),
         ({"spec": "copy", "variant": "host", "target": "host", "shape": 9}, "out of range"),
         ({"spec": "../x", "target": "host"}, "outside the workspace"),
-        ({"command": ["definitely-not-a-program"], "target": "host"}, "was not found"),
-        ({"command": [sys.executable, "-c", "print(1)"], "target": "host"}, "without a JSON result line"),
     ],
 )
 def test_bad_requests_are_refused_with_a_next_step(specs, request_fields, message):
     with pytest.raises(HyperloomError, match=message):
         run_bench(BenchRequest(**request_fields), specs)
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["definitely-not-a-program"], "was not found"),
+        ([sys.executable, "-c", "print(1)"], "without a JSON result line"),
+        (["/etc/passwd"], "cannot be run"),
+        (["."], "cannot be run"),
+        ([sys.executable, "-c", "print('{\"samples_s\": [NaN, 1]}')"], "not a positive finite number"),
+        ([sys.executable, "-c", "print('{\"samples_s\": [1e-3], \"bytes\": -5}')"], "not a count"),
+        ([sys.executable, "-c", "import time; time.sleep(30)"], "was killed"),
+    ],
+)
+def test_a_command_that_cannot_be_timed_is_refused_with_its_reason(workspace, command, message):
+    with pytest.raises(HyperloomError, match=message):
+        run_bench_command(BenchCommandRequest(command=command, timeout_s=2), workspace)
+
+
+@pytest.mark.parametrize("command", [[], [""], ["a\x00b"]])
+def test_an_empty_or_malformed_command_is_refused_before_anything_runs(command):
+    from hyperloom.core.arguments import validate_arguments
+
+    with pytest.raises(HyperloomError, match="command"):
+        validate_arguments(BenchCommandRequest, {"command": command})
 
 
 def test_a_spec_with_a_broken_expression_is_refused_before_any_launch(specs):
@@ -150,7 +172,7 @@ def test_a_scratch_buffer_is_zeroed_never_drawn_and_never_gated(workspace):
     from hyperloom.tools.spec.load import draw_inputs, load_spec, output_buffers
 
     shutil.copytree(FIXTURES / "specs" / "scratch", workspace.root / "scratch")
-    spec = load_spec(workspace.root / "scratch").spec
+    spec = load_spec(workspace.root / "scratch", workspace).spec
     assert set(draw_inputs(spec, spec.shapes[0], "ones")) == {"x"} and [a.name for a in output_buffers(spec)] == ["y"]
     result = run_bench(BenchRequest(spec="scratch", target="host", **QUICK), workspace)
     assert result.ok and [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"], result.summary
@@ -162,7 +184,7 @@ def test_every_trial_starts_from_zeroed_scratch_even_after_a_kernel_left_it_dirt
     from hyperloom.tools.spec.load import load_spec
 
     shutil.copytree(FIXTURES / "specs" / "scratch", workspace.root / "scratch")
-    launchable, build = build_with(prepare(load_spec(workspace.root / "scratch"), None, "host", 0), workspace, {"LEAK": 1})
+    launchable, build = build_with(prepare(load_spec(workspace.root / "scratch", workspace), None, "host", 0), workspace, {"LEAK": 1})
     folder = workspace.root / "run"
     stage_input_set(launchable, "seeded", folder)
     for _ in range(2):  # LEAK leaves calls[0] at 1: a second trial passes only if its scratch is zeroed again

@@ -64,9 +64,9 @@ def test_a_shape_without_a_gated_kernel_misses_both_targets():
 
 def test_each_shape_is_compared_with_a_read_of_the_bytes_its_kernels_count():
     from hyperloom.tools.spec.expr import evaluate_int
-    from hyperloom.tools.spec.load import load_spec
+    from helpers import loaded_spec
 
-    spec = load_spec(REPO / "kernels" / "decode" / "w4a16_tiled" / "kernel.yaml").spec
+    spec = loaded_spec(REPO / "kernels" / "decode" / "w4a16_tiled" / "kernel.yaml").spec
     for index, (n, k) in enumerate(decode_gpu.SHAPES):
         shape = spec.shapes[index]
         assert (shape["n"], shape["k"], shape["m"], shape["group"]) == (n, k, 1, decode_gpu.GROUP)

@@ -12,7 +12,8 @@ from kernel_modules import kernel_module
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.spec.load import draw_inputs, load_spec
+from hyperloom.tools.spec.load import draw_inputs
+from helpers import loaded_spec
 
 packing = kernel_module("decode", "packing")
 reference = kernel_module("decode", "reference")
@@ -125,7 +126,7 @@ def sequential_fp32(terms):
 
 @pytest.mark.parametrize("name", ["w4a16", "w4a8", "w4a4"])
 def test_the_declared_tolerance_covers_a_sequential_fp32_sum_at_the_longest_k(name):
-    loaded = load_spec(REPO / "kernels" / "decode" / name)
+    loaded = loaded_spec(REPO / "kernels" / "decode" / name)
     shape = dict(loaded.spec.shapes[2], n=16)  # k = 14336, 16 rows
     inputs = draw_inputs(loaded.spec, shape)
     y = getattr(reference, name)(inputs, shape)["y"]
@@ -217,7 +218,7 @@ def test_a_spec_shape_that_breaks_the_group_fails_before_the_launch(workspace):
 
 @pytest.mark.parametrize("name", ["w4a16", "w4a8", "w4a4"])
 def test_every_decode_spec_carries_the_five_shapes_at_batch_one(name):
-    spec = load_spec(REPO / "kernels" / "decode" / name).spec
+    spec = loaded_spec(REPO / "kernels" / "decode" / name).spec
     five = [(s["n"], s["k"]) for s in spec.shapes if s["m"] == 1]
     assert five[:5] == [(4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (128256, 4096)]
     assert any(s["m"] == 8 for s in spec.shapes)

@@ -98,11 +98,12 @@ def test_a_layout_that_does_not_fit_the_shape_is_named(change, message):
 @pytest.mark.parametrize(("spec", "w_shape", "scales_shape"), [("w4a16_tiled", (7, 4, 128), (7, 8, 16)), ("w4a16_grouped", (2, 4, 4, 128), (8, 8, 16))])
 def test_the_tiled_specs_draw_inputs_their_references_take(spec, w_shape, scales_shape):
     from helpers import REPO
-    from hyperloom.tools.spec.load import draw_inputs, load_spec, reference_function
+    from hyperloom.tools.spec.load import draw_inputs
+    from helpers import loaded_spec, reference_of
 
-    loaded = load_spec(REPO / "kernels" / "decode" / spec / "kernel.yaml")
+    loaded = loaded_spec(REPO / "kernels" / "decode" / spec / "kernel.yaml")
     shape = loaded.shape(6)  # 100 rows: a partial last tile (and, grouped, a partial last group)
     inputs = draw_inputs(loaded.spec, shape, "seeded")
     assert inputs["w"].shape == w_shape and inputs["w_scales"].shape == scales_shape
-    y = reference_function(loaded)(inputs, dict(shape))["y"]
+    y = reference_of(loaded)(inputs, dict(shape))["y"]
     assert y.shape == (3, 100) and np.isfinite(y).all()

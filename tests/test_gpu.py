@@ -131,7 +131,7 @@ def test_a_split_decode_leaves_its_counters_zero_and_gives_the_same_bits_every_l
     from hyperloom.tools.spec.load import load_spec
 
     shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
-    launchable, build = build_with(prepare(load_spec(workspace.root / SPLIT), "mma_async4", "sm_90", 6), workspace, {})
+    launchable, build = build_with(prepare(load_spec(workspace.root / SPLIT, workspace), "mma_async4", "sm_90", 6), workspace, {})
     folder = workspace.root / "run"
     stage_input_set(launchable, "seeded", folder)
     driver = Driver("cuda", 0)

@@ -8,7 +8,8 @@ import pytest
 from helpers import REPO
 from kernel_modules import kernel_module
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.spec.load import draw_inputs, load_spec, reference_function
+from hyperloom.tools.spec.load import draw_inputs
+from helpers import loaded_spec, reference_of
 
 packing = kernel_module("prefill", "packing")
 reference = kernel_module("prefill", "reference")
@@ -214,7 +215,7 @@ def test_operands_of_the_wrong_dtype_or_shape_are_named(name, array, message):
 
 @pytest.mark.parametrize("variant", ["sparse_w4a4", "dense_w8a8"])
 def test_each_spec_is_exact_rdna4_only_and_says_its_figures_are_assumed(variant):
-    loaded = load_spec(REPO / "kernels" / "prefill" / variant)
+    loaded = loaded_spec(REPO / "kernels" / "prefill" / variant)
     spec = loaded.spec
     assert spec.tolerance.atol == 0 and spec.tolerance.rtol == 0
     assert spec.variants["gpu"].targets == ["gfx1200", "gfx1201"]
@@ -222,5 +223,5 @@ def test_each_spec_is_exact_rdna4_only_and_says_its_figures_are_assumed(variant)
     assert spec.metric.flops and spec.metric.bytes
     shape = spec.shapes[-1]
     packing.check_shape(variant, shape)
-    y = reference_function(loaded)(draw_inputs(spec, shape), shape)["y"]
+    y = reference_of(loaded)(draw_inputs(spec, shape), shape)["y"]
     assert y.dtype == np.int32 and y.shape == (shape["m"], shape["n"]) and np.abs(y).max() > 0

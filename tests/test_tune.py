@@ -84,6 +84,21 @@ def test_a_budget_grants_launches_only_up_to_what_is_left():
     assert budget.spent_s == 1.5 and budget.reserve(1.0) == 1.0
 
 
+def test_a_launch_that_finds_the_budget_reserved_waits_for_the_launch_in_flight_and_only_used_time_counts():
+    import threading
+
+    budget = Budget(limit_s=6.0, spent_s=0.0)
+    assert budget.reserve(60.0) == 6.0 and budget.unspent_s() == 6.0  # reserved is not spent: the stop rule still sees 6 s
+    granted: list[float | None] = []
+    waiter = threading.Thread(target=lambda: granted.append(budget.reserve(60.0, wait=True)))
+    waiter.start()
+    waiter.join(0.3)
+    assert waiter.is_alive() and not granted  # waiting, not refused
+    budget.settle(6.0, 1.2)
+    waiter.join(5)
+    assert granted == [pytest.approx(4.8)] and budget.spent_s == pytest.approx(1.2)
+
+
 def test_the_sign_test_needs_five_of_five_pairs_to_call_a_speedup_beyond_noise():
     assert sign_test_p(3, 3) == 0.125 and sign_test_p(5, 5) < 0.05 and sign_test_p(4, 5) > 0.05
 

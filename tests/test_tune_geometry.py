@@ -10,7 +10,7 @@ import yaml
 from helpers import REPO
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.run import prepare, specialize
-from hyperloom.tools.spec.load import load_spec
+from helpers import loaded_spec
 from hyperloom.tools.tune.models import TuneRequest
 from hyperloom.tools.tune.session import open_session
 
@@ -22,7 +22,7 @@ def decode(workspace):
 
 
 def test_a_variant_launch_and_tuning_override_the_specs(decode):
-    loaded = load_spec(decode.root / "kernels/decode/w4a16/kernel.yaml")
+    loaded = loaded_spec(decode.root / "kernels/decode/w4a16/kernel.yaml", decode.root)
     simt, mma = prepare(loaded, "gpu", "sm_90", 4), prepare(loaded, "mma", "sm_90", 4)
     assert (simt.grid, simt.block) == ([128256 // 2], [128, 2])
     assert (mma.grid, mma.block) == ([128256 // 32], [32, 2])  # two 16-row tiles per block
@@ -31,7 +31,7 @@ def test_a_variant_launch_and_tuning_override_the_specs(decode):
 
 
 def test_shape_variables_steer_the_launch_and_the_rest_become_defines(decode):
-    loaded = load_spec(decode.root / "kernels/decode/w4a16/kernel.yaml")
+    loaded = loaded_spec(decode.root / "kernels/decode/w4a16/kernel.yaml", decode.root)
     mma = prepare(loaded, "mma", "sm_90", 0)
     tuned, defines = specialize(mma, {"warps": 4, "tiles": 4, "HL_UNROLL": 2})
     assert (tuned.grid, tuned.block, defines) == ([4096 // 64], [32, 4], {"HL_UNROLL": 2})
@@ -44,7 +44,7 @@ def test_shape_variables_steer_the_launch_and_the_rest_become_defines(decode):
 
 @pytest.mark.parametrize(("params", "message"), [({"n": 8192}, "changes argument"), ({"warps": "many"}, "takes an integer")])
 def test_a_geometry_that_changes_the_problem_or_is_not_a_number_is_refused(decode, params, message):
-    mma = prepare(load_spec(decode.root / "kernels/decode/w4a16/kernel.yaml"), "mma", "sm_90", 0)
+    mma = prepare(loaded_spec(decode.root / "kernels/decode/w4a16/kernel.yaml", decode.root), "mma", "sm_90", 0)
     with pytest.raises(HyperloomError, match=message) as error:
         specialize(mma, params)
     assert error.value.next_step
@@ -61,7 +61,7 @@ def test_a_tuning_block_over_a_problem_variable_is_refused_before_the_session_ex
 
 
 def test_the_async_ring_depth_is_launch_geometry_its_shared_memory_follows(decode):
-    loaded = load_spec(decode.root / "kernels/decode/w4a16_tiled/kernel.yaml")
+    loaded = loaded_spec(decode.root / "kernels/decode/w4a16_tiled/kernel.yaml", decode.root)
     ring = prepare(loaded, "mma_async", "sm_90", 3)
     assert (ring.grid, ring.block, ring.shared_bytes) == ([28672 // 32], [32, 4], 4 * 4 * 1280)
     deeper, defines = specialize(ring, {"stages": 8, "warps": 2})

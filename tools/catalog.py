@@ -267,9 +267,8 @@ CATALOG += (
             "device events enqueued behind the flush and a short spin for kernel-only time (the host's launch latency stays "
             "outside them) and the host clock for wall time. Returns median/min/p10/p90/mean/"
             "std/CV/outliers, achieved GB/s and TFLOP/s from the spec's metric, clocks and temperature before and "
-            "after (nvidia-smi), and the artifacts folder with raw samples. Each run happens in a worker process with "
-            "a timeout: a hang is TIMEOUT, a crash CRASH. Alternatively time any command that prints a JSON line with "
-            "samples_s."
+            "after (nvidia-smi), and the artifacts folder with raw samples. The kernel and the spec's reference run in "
+            "worker processes with a timeout: a hang is TIMEOUT, a crash CRASH. Writes only under .hyperloom/ in the workspace."
         ),
         request="hyperloom.tools.bench.models:BenchRequest",
         result="hyperloom.tools.bench.models:BenchResult",
@@ -277,6 +276,23 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=False,
+    ),
+    ToolDef(
+        name="bench_command",
+        title="Time a program's own samples",
+        description=(
+            "Run any program (an argument list, no shell, in the workspace root, killed at timeout_s) whose last stdout "
+            "line is JSON with samples_s (seconds per repetition) and optionally bytes, flops and device; returns the same "
+            "statistics as bench. The program runs with your rights and may do anything: nothing is gated, so its speed "
+            "says nothing about correctness. Prefer bench with a kernel.yaml."
+        ),
+        request="hyperloom.tools.bench.models:BenchCommandRequest",
+        result="hyperloom.tools.bench.models:BenchResult",
+        run="hyperloom.tools.bench.command:run_bench_command",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        open_world=True,
     ),
 )
 
@@ -375,6 +391,63 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="serve_sweep",
+        title="Sweep a model server's concurrency",
+        description=(
+            "Measure a model served with continuous batching through its OpenAI-compatible API (llama.cpp's llama-server, "
+            "vLLM, SGLang, Lemonade): streamed requests at 1, 2, 4, ... concurrent streams up to max_concurrency, each level "
+            "warmed up, then measured: aggregate and per-stream output tokens/s, p50/p90/p99 of time to first token, "
+            "inter-token latency and end-to-end latency, failures. Synthetic prompts of input_tokens (calibrated against "
+            "the server's own token counts) with output_tokens forced (ignore_eos), or a JSONL prompts file. Stops early on "
+            "failures, a latency limit (max_ttft_s, max_itl_s, max_e2e_s), the server's queue filling, or its capacity where "
+            "it says it (llama.cpp slots from /props, vLLM KV-cache blocks from /metrics), and names the bound. Returns the "
+            "knee (the lowest concurrency reaching knee_fraction of the best throughput), whether throughput was still "
+            "rising when it stopped, a PNG/SVG plot and MEASURED evidence. Results are cached per model, server build, "
+            "device, server arguments and lengths: a repeat call returns the cached sweep (cached=true) unless refresh. "
+            "server_command starts the server (a program run with your rights) and always stops it. Contacts only base_url's "
+            "server. Use it to pick a serving concurrency from a measurement; kernel work is for when one kernel is the bottleneck."
+        ),
+        request="hyperloom.tools.serve.models:ServeSweepRequest",
+        result="hyperloom.tools.serve.models:ServeSweepResult",
+        run="hyperloom.tools.serve.run:run_serve_sweep",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        open_world=True,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
+        name="profile",
+        title="Profile a workload: kernel and fusion hotspots",
+        description=(
+            "Find where a model's time goes on the GPU. Runs a workload (a script, or module:function called once per step) "
+            "under torch.profiler in a worker process with a timeout (CUDA, ROCm or CPU torch; shapes recorded, warm-up steps "
+            "skipped), or reads a trace someone has: a torch.profiler Chrome trace (.json/.json.gz) or rocprofv3's "
+            "kernel_trace.csv. Returns kernels grouped by name (time, share, count, mean, launch shapes, the op that launched "
+            "them), time by class (GEMM, attention, normalization, elementwise, reduction, communication, memory copy), GPU "
+            "busy and idle time (a launch-bound run is named), hotspots: ops at their shapes with bytes and flops from shape "
+            "models, achieved GB/s and TFLOP/s and percent of the roof (a roofline file from this device, one measured now, "
+            "or the datasheet, ASSUMED), ranked by time x headroom; fusion candidates (chains of memory-bound ops over the "
+            "same tensors, with the bytes a fusion saves); and for the top hotspots what a kernel spec needs plus a reference "
+            "stub calling the torch op at the recorded shapes. Writes report.md, profile.json and plots under "
+            ".hyperloom/profile/. The workload runs with your rights. Start FIND-GAPS here when the user has a workload."
+        ),
+        request="hyperloom.tools.profile.models:ProfileRequest",
+        result="hyperloom.tools.profile.models:ProfileResult",
+        run="hyperloom.tools.profile.run:run_profile",
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        open_world=True,
     ),
 )
 

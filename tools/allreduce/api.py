@@ -25,7 +25,7 @@ from hyperloom.tools.allreduce.report import error_stats, precision_note, stored
 
 def run_allreduce(request: AllreduceRequest, workspace: Workspace, progress: ProgressFn | None = None) -> AllreduceResult:
     """All-reduce the ranks' inputs with 6-bit codes; write the result, return statistics."""
-    out = workspace.resolve(request.out, must_exist=False, suffix=".npy")
+    out = workspace.resolve(request.out, must_exist=False, suffix=".npy", kind="file", what="out")
     inputs = rank_inputs(request, workspace)
     scheme = Scheme(block=request.block, rounding=request.rounding, seed=request.seed, partial_sums=request.partial_sums)
     ranks = len(inputs.values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,7 +11,8 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.hashing import sha256_bytes, sha256_file
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.allreduce.dtypes import FloatName, from_float32, input_kind, to_float32
-from hyperloom.tools.allreduce.models import MAX_GENERATED_ELEMENTS, AllreduceRequest, Distribution
+from hyperloom.tools.allreduce.models import MAX_GENERATED_ELEMENTS, MAX_TOTAL_ELEMENTS, AllreduceRequest, Distribution
+from hyperloom.tools.gate.sources import NpyFile
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,12 @@ def rank_inputs(request: AllreduceRequest, workspace: Workspace) -> RankInputs:
 def _load(paths: list[str], bfloat16_bits: bool, workspace: Workspace) -> RankInputs:
     stored, kinds, digests = [], [], []
     for rank, raw in enumerate(paths):
-        path = workspace.resolve(raw, suffix=".npy")
+        path = workspace.resolve(raw, suffix=".npy", kind="file", what="input")
         label = f"rank {rank}'s input {raw!r}"
+        header = NpyFile.open(path, label, comparable=False)  # the header checked against the file's size before anything is allocated
+        if header.size * len(paths) > MAX_TOTAL_ELEMENTS:
+            raise HyperloomError(f"{len(paths)} ranks of {header.size} elements exceed the limit of {MAX_TOTAL_ELEMENTS} elements over all ranks",
+                                 "all-reduce fewer or smaller tensors in one call")
         try:
             array = np.load(path, allow_pickle=False)
         except (ValueError, OSError, EOFError) as exc:
@@ -59,10 +65,11 @@ def _finish(stored: list[np.ndarray], kind: FloatName, digests: list[str]) -> Ra
 
 def generate(ranks: int, shape: tuple[int, ...], seed: int, distribution: Distribution, kind: FloatName) -> RankInputs:
     """Rank r's tensor from numpy's generator seeded [seed, r], in the chosen dtype."""
-    elements = int(np.prod(shape, dtype=np.int64))
-    if any(d < 1 for d in shape) or elements > MAX_GENERATED_ELEMENTS:
+    elements = math.prod(shape)  # exact integers: a huge shape cannot wrap around and slip past the limits
+    if any(d < 1 for d in shape) or elements > MAX_GENERATED_ELEMENTS or elements * ranks > MAX_TOTAL_ELEMENTS:
         raise HyperloomError(
-            f"shape {list(shape)} gives {elements} elements per rank; generated tensors have 1..{MAX_GENERATED_ELEMENTS}",
+            f"shape {str(list(shape))[:80]} gives {elements:.3g} elements per rank over {ranks} ranks; generated tensors have 1..{MAX_GENERATED_ELEMENTS}"
+            f" elements each and at most {MAX_TOTAL_ELEMENTS} over all ranks",
             "choose positive dimensions with a smaller product, or pass your own .npy files",
         )
     stored = [from_float32(_draw(np.random.default_rng([seed, r]), elements, distribution, kind), kind).reshape(shape) for r in range(ranks)]

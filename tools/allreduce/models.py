@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 from hyperloom.tools.allreduce.device_codec import Codec
 from hyperloom.tools.allreduce.dtypes import FloatName
@@ -20,16 +21,16 @@ CODEC_DESCRIPTION = (
     " CPU ranks always use torch ops."
 )
 MAX_GENERATED_ELEMENTS = 1 << 26  # per rank: 256 MiB of float32
+MAX_TOTAL_ELEMENTS = 1 << 27  # over all ranks: 512 MiB of float32 inputs, a few times that while reducing
 
 
-class AllreduceRequest(BaseModel):
+class AllreduceRequest(Request):
     """One all-reduce: the ranks' inputs (files, or generated), the scheme and where the result goes."""
 
-    model_config = ConfigDict(extra="forbid")
 
     inputs: list[str] | None = Field(None, min_length=1, max_length=MAX_FILE_RANKS, description="One .npy per rank inside the workspace, all of one shape and dtype (float32, float16, or bfloat16 bits with bfloat16_bits). Omit to generate inputs from ranks/shape/seed/distribution.")
     ranks: int | None = Field(None, ge=1, le=MAX_FILE_RANKS, description="Ranks to generate inputs for (with shape); omit when inputs are given.")
-    shape: list[int] | None = Field(None, max_length=8, description="Shape of each generated rank's tensor, e.g. [4096, 1024].")
+    shape: list[int] | None = Field(None, min_length=1, max_length=8, description="Shape of each generated rank's tensor, e.g. [4096, 1024].")
     distribution: Distribution = Field("normal", description="Generated values: normal, uniform [-1, 1), outliers (normal with rare 1000x spikes), wide_range (magnitudes 2^-60..2^60 inside each block), denormal (float32 subnormals), zeros.")
     dtype: FloatName = Field("float32", description="dtype of generated inputs.")
     seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of generated inputs (rank r uses [seed, r]) and of stochastic rounding.")
@@ -85,10 +86,9 @@ class AllreduceResult(BaseModel):
     evidence: Evidence
 
 
-class BenchRequest(BaseModel):
+class BenchRequest(Request):
     """A sweep of tensor sizes: allreduce_int6 against the backend's native bf16 all-reduce."""
 
-    model_config = ConfigDict(extra="forbid")
 
     ranks: int = Field(2, ge=2, le=MAX_FILE_RANKS, description="Processes (gloo) or GPUs (nccl).")
     backend: Literal["gloo", "nccl"] = Field("gloo", description="gloo (CPU) or nccl (one GPU per rank).")

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 from hyperloom.tools.bench.clocks import DeviceState
 from hyperloom.tools.bench.stats import SampleStats
 from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode
 
 
-class BenchRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class BenchRequest(Request):
 
-    spec: str | None = Field(None, description="A kernel.yaml (or its folder) inside the workspace. Give spec, or command.")
+    spec: str = Field(min_length=1, description="A kernel.yaml (or its folder) inside the workspace.")
     variant: str | None = Field(None, description="Variant of the spec to run; default the first.")
     shape: int = Field(0, ge=0, le=1000, description="Index of the shape in the spec's shapes list.")
     target: str = Field("sm_90", description="Where to run: a gfx target (hip backend), an NVIDIA sm_XX (cuda backend), or host (c backend).")
@@ -25,7 +25,6 @@ class BenchRequest(BaseModel):
         description='Tuning parameters, e.g. a tune winner\'s {"warps": 4, "HL_UNROLL": 2}: shape variables re-evaluate the launch, the rest are defines.',
     )
     adversarial: bool = Field(True, description="Also gate the spec's adversarial input sets before timing.")
-    command: list[str] | None = Field(None, max_length=64, description="Instead of a spec: a command (argument list, no shell) whose last JSON line holds samples_s, and optionally bytes and flops.")
     warmup_s: float = Field(0.1, ge=0, le=60, description="Warm-up time budget.")
     min_reps: int = Field(20, ge=6, le=100000, description="Fewest timed repetitions kept.")
     max_reps: int = Field(2000, ge=6, le=1000000, description="Most timed repetitions kept.")
@@ -34,6 +33,14 @@ class BenchRequest(BaseModel):
     flush_mode: FlushMode = Field("write", description=FLUSH_MODE_DESCRIPTION)
     flush_cache: bool = Field(True, description="Overwrite the last-level cache (2x its size) before every repetition.")
     timeout_s: float = Field(120.0, gt=0, le=3600, description="Wall-clock limit for each worker process.")
+
+
+class BenchCommandRequest(Request):
+    command: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(min_length=1, max_length=64, description=(
+        "A program and its arguments (an argument list, no shell), run in the workspace root; its last JSON line holds"
+        " samples_s (seconds per repetition), and optionally bytes, flops and device."))
+    target: str = Field("host", max_length=64, description="What the command ran on, recorded in the evidence (a gfx/sm target or host).")
+    timeout_s: float = Field(120.0, gt=0, le=600, description="Wall-clock limit; the command's whole process group is killed at it.")
 
 
 class InputSetVerdict(BaseModel):

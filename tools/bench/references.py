@@ -6,12 +6,13 @@ variant, every run and every tune re-validation, with a GPU held and idle. The o
 function of the inputs, the shape, the reference function and the Python files beside it (a
 reference may import its siblings), the package and numpy: the key hashes all of them, so any change
 to one computes afresh. Only references whose outputs are small (OUTPUT_LIMIT_BYTES) are kept.
+The reference itself runs in a worker process (tools/spec/reference.py).
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 
@@ -19,39 +20,48 @@ import hyperloom
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.hashing import sha256_bytes, sha256_file, sha256_json
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, output_buffers, reference_function
+from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, output_buffers
+from hyperloom.tools.spec.reference import REFERENCE_TIMEOUT_S, run_reference
 
 OUTPUT_LIMIT_BYTES = 64 << 20  # larger outputs (a 1 GiB copy) are recomputed, not stored
 
 
-def reference_outputs(loaded: LoadedSpec, shape: Mapping[str, int], inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The reference's outputs for these inputs: from the cache when this exact computation ran before."""
+def stage_references(
+    loaded: LoadedSpec, shape: Mapping[str, int], inputs: Mapping[str, np.ndarray], folder: Path, *, timeout_s: float = REFERENCE_TIMEOUT_S,
+) -> list[Path]:
+    """ref_<output>.npy in `folder` for the inputs staged there (in_<arg>.npy): from the cache when this
+    exact computation ran before, else from the reference in a worker process."""
     outputs = output_buffers(loaded.spec)
+    paths = [folder / f"ref_{a.name}.npy" for a in outputs]
     size = sum(int(np.prod(buffer_shape(a, shape))) * np.dtype(a.dtype).itemsize for a in outputs)
-    compute = lambda: reference_function(loaded)({k: v.copy() for k, v in inputs.items()}, dict(shape))  # noqa: E731
     if size > OUTPUT_LIMIT_BYTES:
-        return compute()
-    folder = cache_dir("references") / _key(loaded, shape, inputs)
-    names = [a.name for a in outputs]
+        run_reference(loaded, shape, folder, folder, timeout_s=timeout_s)
+        return paths
+    cached = cache_dir("references") / _key(loaded, shape, inputs)
+    if all(_valid(cached / p.name) for p in paths):
+        for path in paths:
+            write_bytes_atomic(path, (cached / path.name).read_bytes())
+        return paths
+    run_reference(loaded, shape, folder, folder, timeout_s=timeout_s)
+    for path in paths:
+        write_bytes_atomic(cached / path.name, path.read_bytes())
+    return paths
+
+
+def _valid(path: Path) -> bool:
+    """A cache entry that loads as an array (a damaged one is computed and written again)."""
     try:
-        return {name: np.load(folder / f"{name}.npy", allow_pickle=False) for name in names}
-    except (OSError, ValueError):  # not cached yet, or a damaged entry: compute (and rewrite) it
-        pass
-    expected = compute()
-    for name in names:
-        if name in expected:
-            buffer = io.BytesIO()
-            np.save(buffer, np.asarray(expected[name]), allow_pickle=False)
-            write_bytes_atomic(folder / f"{name}.npy", buffer.getvalue())
-    return expected
+        np.load(path, allow_pickle=False, mmap_mode="r")
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _key(loaded: LoadedSpec, shape: Mapping[str, int], inputs: Mapping[str, np.ndarray]) -> str:
-    file, _, function = loaded.spec.reference.partition(":")
-    beside = (loaded.path.parent / file).resolve().parent
     return sha256_json({
-        "function": function,
-        "sources": {p.name: sha256_file(p) for p in sorted(beside.glob("*.py"))},
+        "function": loaded.reference_name,
+        "sources": {p.name: sha256_file(p) for p in sorted(loaded.reference_file.parent.glob("*.py"))},
+        "outputs": [[a.name, a.dtype, list(buffer_shape(a, shape))] for a in output_buffers(loaded.spec)],
         "shape": dict(shape),
         "inputs": {name: [str(a.dtype), list(a.shape), _digest(a)] for name, a in sorted(inputs.items())},
         "hyperloom": hyperloom.__version__,

@@ -1,12 +1,11 @@
-"""bench: gate a kernel on every input set, then time it; or time a command that reports samples."""
+"""bench: gate a kernel on every input set, then time it."""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
-import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +19,7 @@ from hyperloom.core.shipped import stage_shipped_file
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.clocks import device_state
 from hyperloom.tools.bench.models import BenchRequest, BenchResult, InputSetVerdict
-from hyperloom.tools.bench.references import reference_outputs
+from hyperloom.tools.bench.references import stage_references
 from hyperloom.tools.bench.stats import summarize
 from hyperloom.tools.compile.build import compile_kernel
 from hyperloom.tools.compile.drivers import HOST_TARGET, NVIDIA_TARGET
@@ -28,12 +27,14 @@ from hyperloom.tools.compile.models import CompileRequest, TargetBuild
 from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.runtime.launcher import run_trial
+from hyperloom.tools.runtime.probe import require_backend
 from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest, TrialResult
+from hyperloom.tools.spec.entry import exported_functions, instance_source, is_template, resolve_symbol
 from hyperloom.tools.spec.expr import evaluate_int
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, output_buffers, scalar_value
+from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, output_buffers, resolved_defines, scalar_value
+from hyperloom.tools.spec.reference import REFERENCE_TIMEOUT_S
 from hyperloom.tools.spec.models import BufferArg, Variant
 
-COMMAND_TIMEOUT_S = 600.0
 TIMING_SOURCE = "timing.hip"
 
 
@@ -44,14 +45,10 @@ def backend_for(target: str) -> str:
 
 
 def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn | None = None) -> BenchResult:
-    if (request.spec is None) == (request.command is None):
-        raise HyperloomError("give exactly one of spec or command", "pass spec=<kernel.yaml> to bench a kernel, or command=[...] to bench a program")
     timing = Timing(
         warmup_s=request.warmup_s, min_reps=request.min_reps, max_reps=max(request.max_reps, request.min_reps),
         max_time_s=request.max_time_s, target_ci=request.target_ci, flush_cache=request.flush_cache, flush_mode=request.flush_mode,
     )
-    if request.command is not None:
-        return _bench_command(request, workspace)
     return _bench_spec(request, workspace, timing, progress)
 
 
@@ -68,6 +65,7 @@ class Launchable:
     grid: list[int]
     block: list[int]
     shared_bytes: int
+    symbol: str | None = None  # the entry's symbol in the built code object, once build_with has resolved it
 
     @property
     def input_sets(self) -> list[str]:
@@ -121,13 +119,21 @@ def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple
 def build_with(launchable: Launchable, workspace: Workspace, params: Mapping[str, str | int]) -> tuple[Launchable, TargetBuild]:
     """Tuning parameters applied (specialize) and the variant compiled with them: the launch and its build."""
     specialized, defines = specialize(launchable, params)
-    return specialized, build_for(specialized, workspace, defines)
+    build = build_for(specialized, workspace, defines)
+    _, language = specialized.loaded.source_of(specialized.variant)
+    if not build.ok or language == "c":
+        return specialized, build
+    merged = {**resolved_defines(specialized.variant, specialized.shape), **defines}
+    symbols = exported_functions(workspace.root / build.code_object) if language == "cpp" else [k.name for k in build.kernels]
+    return replace(specialized, symbol=resolve_symbol(specialized.variant.entry, merged, symbols)), build
 
 
 def build_for(launchable: Launchable, workspace: Workspace, defines: Mapping[str, str | int] | None = None) -> TargetBuild:
-    """Compile the variant (cached), its defines overridden by `defines`."""
+    """Compile the variant (cached), its defines overridden by `defines`; a template entry through its instance source."""
     source, language = launchable.loaded.source_of(launchable.variant)
-    merged = {**launchable.variant.defines, **(defines or {})}
+    if is_template(launchable.variant.entry):
+        source = instance_source(source, launchable.variant.entry, language, workspace.state_dir("instances"))
+    merged = {**resolved_defines(launchable.variant, launchable.shape), **(defines or {})}
     return compile_kernel(
         CompileRequest(source=workspace.relative(source), targets=[launchable.target], language=language,
                        defines=[f"{k}={v}" for k, v in merged.items()]),
@@ -135,21 +141,15 @@ def build_for(launchable: Launchable, workspace: Workspace, defines: Mapping[str
     ).builds[0]
 
 
-def stage_input_set(launchable: Launchable, input_set: str, folder: Path) -> list[Path]:
-    """Draw an input set into `folder` (in_<arg>.npy) with the reference's outputs (ref_<arg>.npy); returns the references."""
+def stage_input_set(launchable: Launchable, input_set: str, folder: Path, *, timeout_s: float = REFERENCE_TIMEOUT_S) -> list[Path]:
+    """Draw an input set into `folder` (in_<arg>.npy) with the reference's outputs (ref_<arg>.npy, computed in a
+    worker process with `timeout_s`); returns the references."""
     loaded, shape = launchable.loaded, launchable.shape
     folder.mkdir(parents=True, exist_ok=True)
     inputs = draw_inputs(loaded.spec, shape, input_set)
     for name, array in inputs.items():
         np.save(folder / f"in_{name}.npy", array)
-    expected = reference_outputs(loaded, shape, inputs)
-    outputs = output_buffers(loaded.spec)
-    missing = [a.name for a in outputs if a.name not in expected]
-    if missing:
-        raise HyperloomError(f"the reference returned no {missing}", "return every output and inout buffer by name")
-    for arg in outputs:
-        np.save(folder / f"ref_{arg.name}.npy", np.asarray(expected[arg.name], dtype=arg.dtype).reshape(buffer_shape(arg, shape)))
-    return [folder / f"ref_{a.name}.npy" for a in outputs]
+    return stage_references(loaded, shape, inputs, folder, timeout_s=timeout_s)
 
 
 def check_input_set(
@@ -162,9 +162,9 @@ def check_input_set(
     """
     outputs.mkdir(parents=True, exist_ok=True)
     trial = run_trial(
-        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.variant.entry,
+        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, outputs), grid=launchable.grid, block=launchable.block,
-                     shared_bytes=launchable.shared_bytes, mode="correctness"),
+                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="correctness"),
         timeout_s=timeout_s, device=device,
     )
     if trial.status != "OK":
@@ -191,9 +191,9 @@ def time_kernel(
     """Time the kernel on the inputs staged in `inputs`, in a worker process."""
     helpers = None if launchable.backend == "c" else str(workspace.root / timing_kernels(launchable.target, workspace))
     return run_trial(
-        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.variant.entry,
+        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
-                     shared_bytes=launchable.shared_bytes, mode="timing", timing=timing, timing_code_object=helpers),
+                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="timing", timing=timing, timing_code_object=helpers),
         timeout_s=timeout_s, device=device,
     )
 
@@ -201,7 +201,7 @@ def time_kernel(
 def timing_kernels(target: str, workspace: Workspace) -> str:
     """The timing loop's device helpers (kernels/runtime/timing.hip: the read flush, the spin) built for `target`
     (cached); their workspace-relative code object."""
-    staged = stage_shipped_file(workspace.root / ".hyperloom" / "runtime", "runtime", TIMING_SOURCE)
+    staged = stage_shipped_file(workspace.state_dir("runtime"), "runtime", TIMING_SOURCE)
     build = compile_kernel(CompileRequest(source=workspace.relative(staged), targets=[target]), workspace).builds[0]
     if not build.ok:
         raise HyperloomError(f"the timing helpers (read flush, spin) do not build for {target}: {build.summary}",
@@ -210,21 +210,22 @@ def timing_kernels(target: str, workspace: Workspace) -> str:
 
 
 def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, progress: ProgressFn | None) -> BenchResult:
-    loaded = load_spec(workspace.resolve(request.spec))
+    loaded = load_spec(workspace.resolve(request.spec, what="spec"), workspace)
     spec = loaded.spec
-    launchable, build = build_with(prepare(loaded, request.variant, request.target, request.shape), workspace, request.params)
+    prepared = prepare(loaded, request.variant, request.target, request.shape)
+    require_backend(prepared.backend, request.target, request.device)  # one clear error before any compile or input
+    launchable, build = build_with(prepared, workspace, request.params)
     variant_name, shape, backend = launchable.variant_name, launchable.shape, launchable.backend
     if not build.ok:
         raise HyperloomError(f"{spec.name}/{variant_name} does not build for {request.target}: {build.summary}", "fix the build with compile_kernel first")
-    run_dir = workspace.root / ".hyperloom" / "bench" / f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    run_dir = workspace.state_dir("bench", f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}")
     state_before = device_state(backend, request.device)
 
     verdicts: list[InputSetVerdict] = []
     input_sets = launchable.input_sets if request.adversarial else ["seeded"]
     for index, input_set in enumerate(input_sets):
         folder = run_dir / input_set
-        stage_input_set(launchable, input_set, folder)
+        stage_input_set(launchable, input_set, folder, timeout_s=request.timeout_s)
         verdicts.append(check_input_set(launchable, build.code_object, input_set, folder, folder, workspace, timeout_s=request.timeout_s, device=request.device))
         if progress is not None:
             progress(index + 1, len(input_sets) + 1)
@@ -288,37 +289,3 @@ def arg_specs(launchable: Launchable, inputs: Path, outputs: Path | None) -> lis
             )
         )
     return specs
-
-
-def _bench_command(request: BenchRequest, workspace: Workspace) -> BenchResult:
-    try:
-        proc = subprocess.run(request.command, capture_output=True, text=True, timeout=min(request.timeout_s, COMMAND_TIMEOUT_S), cwd=workspace.root, check=False)
-    except FileNotFoundError as exc:
-        raise HyperloomError(f"{request.command[0]!r} was not found", "pass an argument list whose first item is an executable") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise HyperloomError(f"the command did not finish within {request.timeout_s:g} s", "shorten its run or raise timeout_s") from exc
-    report = next((line for line in reversed(proc.stdout.strip().splitlines()) if line.lstrip().startswith("{")), None)
-    if proc.returncode != 0 or report is None:
-        raise HyperloomError(
-            f"the command exited {proc.returncode} without a JSON result line ({proc.stderr.strip()[-300:] or 'no stderr'})",
-            'print one JSON line such as {"samples_s": [...], "bytes": N} last',
-        )
-    try:
-        data = json.loads(report)
-        samples = [float(s) for s in data["samples_s"]]
-    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise HyperloomError(f"the command's last JSON line has no list samples_s ({exc})", 'print {"samples_s": [seconds, ...]}') from exc
-    if not samples:
-        raise HyperloomError("the command reported no samples", "report at least one sample in samples_s")
-    kernel = summarize(samples)
-    bytes_moved, flops = data.get("bytes"), data.get("flops")
-    return BenchResult(
-        ok=True, summary=f"{' '.join(request.command)[:60]}: median {kernel.median_s * 1e6:.2f} us over {kernel.n} samples (reported by the command)",
-        name=request.command[0], variant=None, target=request.target, backend="command", device=str(data.get("device", "")),
-        shape={}, gate=[], kernel=kernel, wall=None, kernel_to_wall=None, bytes_moved=bytes_moved, flops=flops,
-        bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if bytes_moved else None,
-        tflops=flops / kernel.median_s / 1e12 if flops else None, flush_bytes=0, cache_bytes=0,
-        state_before=None, state_after=None, artifacts=None,
-        evidence=measured("bench", inputs_sha256=sha256_json({"command": request.command, "report": data}), target=request.target,
-                          device=str(data.get("device") or "") or None),
-    )

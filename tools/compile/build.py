@@ -33,13 +33,13 @@ def _prelude_digest() -> str:
 
 
 def compile_kernel(request: CompileRequest, workspace: Workspace, progress: ProgressFn | None = None) -> CompileResult:
-    source = workspace.resolve(request.source)
+    source = workspace.resolve(request.source, kind="file", what="source")
     if not source.is_file():
         raise HyperloomError(f"{request.source!r} is not a file", "pass the kernel source file")
-    includes = [workspace.resolve(d) for d in request.include_dirs]
+    includes = [workspace.resolve(d, kind="dir", what="include_dirs") for d in request.include_dirs]
     if bad := [d for d, p in zip(request.include_dirs, includes) if not p.is_dir()]:
         raise HyperloomError(f"include_dirs {bad} are not folders", "pass folders inside the workspace")
-    out_dir = workspace.resolve(request.output_dir, must_exist=False)
+    out_dir = workspace.resolve(request.output_dir, must_exist=False, kind="dir", what="output_dir")
     plans = [plan_target(request, source, target, includes) for target in dict.fromkeys(request.targets)]
 
     builds: list[TargetBuild] = []
@@ -109,7 +109,7 @@ def _build(plan: Plan, request: CompileRequest, source: Path, workspace: Workspa
                 break
         diagnostics = [_relative(d, workspace) for d in parse_diagnostics(log)]
         if failure is not None:
-            record = {"ok": False, "summary": failure or failure_summary(diagnostics, plan.target), "command": command,
+            record = {"ok": False, "summary": failure or failure_summary(diagnostics, plan.target, log), "command": command,
                       "diagnostics": [d.model_dump() for d in diagnostics], "kernels": [], "log": log[-LOG_CHARS:]}
             return _result(plan, record, None, False, compile_s, time.perf_counter() - started - compile_s, request)
         built = Path(names["{out}"])

@@ -10,8 +10,9 @@ from hyperloom.tools.compile.models import Diagnostic
 _CLANG = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note): (?P<msg>.*)$")
 _NVCC = re.compile(r"^(?P<file>[^\s(][^(]*)\((?P<line>\d+)\): (?P<sev>error|warning|note)[^:]*: (?P<msg>.*)$")
 # tool-level messages: "clang: error: …", "ptxas error   : …", "error: …"
-_BARE = re.compile(r"^(?:[\w.+-]+:?\s+)?(?P<sev>fatal error|error|warning)\s*:\s+(?P<msg>.*)$")
+_BARE = re.compile(r"^(?:[\w.+<>-]+:?\s+)?(?P<sev>fatal error|error|warning)\s*:\s+(?P<msg>.*)$")
 _REMARK = re.compile(r"remark: +(?P<key>[A-Za-z][A-Za-z ]*?(?: \[[^\]]+\])?): (?P<value>\S+) \[-Rpass-analysis=kernel-resource-usage\]")
+FIRST_ERRORS = 3  # a failed build's summary quotes this many of the compiler's errors, with their places
 _FEATURE = re.compile(r"needs target feature (?P<feature>[\w.,+-]+)")
 
 
@@ -47,14 +48,23 @@ def parse_remarks(text: str) -> dict[str, dict[str, str]]:
     return kernels
 
 
-def failure_summary(diagnostics: list[Diagnostic], target: str) -> str:
-    """One line for a failed build; a missing target feature is named as such."""
+def failure_summary(diagnostics: list[Diagnostic], target: str, log: str = "") -> str:
+    """One line for a failed build: the compiler's first error with its place (a missing target feature named as
+    such), or, when no line parses as an error, the log's last lines."""
     errors = [d for d in diagnostics if d.severity == "error"]
     if not errors:
-        return f"the build for {target} failed without an error message; read the log"
+        tail = " | ".join(line.strip() for line in log.strip().splitlines()[-3:] if line.strip())
+        return f"the build for {target} failed: {tail[:400]}" if tail else f"the build for {target} failed and the compiler printed nothing"
     first = errors[0]
     if match := _FEATURE.search(first.message):
         return f"not available on {target}: {first.message} (feature {match['feature']} is missing on {target}; guard the code with #if for targets that have it)"
-    where = f"{first.file}:{first.line}:{first.column}: " if first.line else ""
-    more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
-    return f"{where}{first.message}{more}"
+    shown = [_place(e) + e.message for e in errors[:FIRST_ERRORS]]
+    more = f" (+{len(errors) - FIRST_ERRORS} more errors)" if len(errors) > FIRST_ERRORS else ""
+    return " | ".join(shown) + more
+
+
+def _place(diagnostic: Diagnostic) -> str:
+    if not diagnostic.line:
+        return f"{diagnostic.file}: " if diagnostic.file else ""
+    column = f":{diagnostic.column}" if diagnostic.column else ""
+    return f"{diagnostic.file}:{diagnostic.line}{column}: "

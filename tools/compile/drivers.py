@@ -63,7 +63,7 @@ def _common(request: CompileRequest, includes: list[Path]) -> list[str]:
 
 def plan_target(request: CompileRequest, source: Path, target: str, includes: list[Path]) -> Plan:
     language = language_of(request, source)
-    if target == HOST_TARGET or language == "c":
+    if target == HOST_TARGET or language in ("c", "cpp"):
         return _host_plan(request, source, target, language, includes)
     if NVIDIA_TARGET.fullmatch(target):
         return _nvcc_plan(request, source, target, language, includes)
@@ -134,12 +134,13 @@ def _nvcc_plan(request: CompileRequest, source: Path, target: str, language: str
 
 
 def _host_plan(request: CompileRequest, source: Path, target: str, language: str, includes: list[Path]) -> Plan:
-    """C for the host CPU (the `c` runtime backend): a shared library from the system C compiler."""
-    if target != HOST_TARGET or language != "c":
-        raise HyperloomError(f"{source.name} ({language}) cannot build for {target}", "build C sources for target host, and host only from C")
-    cc = require_tool("cc")
+    """C (or C++, language cpp) for the host CPU (the `c` runtime backend): a shared library from the system compiler."""
+    if target != HOST_TARGET or language not in ("c", "cpp"):
+        raise HyperloomError(f"{source.name} ({language}) cannot build for {target}", "build C or C++ (language cpp) sources for target host, and host only from them")
+    cc = require_tool("cc" if language == "c" else "c++")
     flags = check_flags(request.extra_flags, "clang")
-    args = [f"-{request.opt_level}", "-shared", "-fPIC", "-std=c11", *check_defines(request.defines),
+    standard = ["-std=c11"] if language == "c" else ["-x", "c++", "-std=c++17"]
+    args = [f"-{request.opt_level}", "-shared", "-fPIC", *standard, *check_defines(request.defines),
             *(f"-I{p}" for p in includes), *flags, "-MD", "-MF", "{dep}", str(source), "-o", "{out}"]
     return Plan(target, cc, [Step(cc, args)], ".so", True)
 

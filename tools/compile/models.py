@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.toolchain import ToolInfo
 
-Language = Literal["auto", "hip", "asm", "cuda", "c", "triton"]
+Language = Literal["auto", "hip", "asm", "cuda", "c", "cpp", "triton"]
 Compiler = Literal["auto", "clang", "hipcc", "nvcc"]
 
 
-class CompileRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CompileRequest(Request):
 
-    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA), .c (C for the host CPU, target host), .py (a Triton kernel; needs the triton extra).")
+    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA), .c (C for the host CPU, target host), C++ for the host with language cpp, .py (a Triton kernel; needs the triton extra).")
     targets: list[str] = Field(min_length=1, max_length=16, description="Targets to build for: gfx names (gfx1201, gfx942, …) or NVIDIA sm_XX (sm_90).")
     language: Language = Field("auto", description="Source language; 'auto' decides by the file suffix.")
     compiler: Compiler = Field("auto", description="'auto': hipcc when ROCm is installed, else clang offline for gfx targets; nvcc for sm_XX.")

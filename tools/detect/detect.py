@@ -21,7 +21,7 @@ STEPS = 6
 
 def run_detect(request: DetectRequest, workspace: Workspace, progress: ProgressFn | None = None) -> DetectResult:
     """The MCP and CLI entry: a request's root resolves inside the workspace; HYPERLOOM_DETECT_ROOT is the operator's."""
-    root = str(workspace.resolve(request.root)) if request.root else None
+    root = str(workspace.resolve(request.root, kind="dir", what="root")) if request.root else None
     return detect(system_from(root, request.timeout_s), progress)
 
 

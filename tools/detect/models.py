@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 
 Layer = Literal["silicon", "driver", "runtime", "compiler", "nvidia"]
@@ -15,10 +16,9 @@ LAYERS: tuple[Layer, ...] = ("silicon", "driver", "runtime", "compiler", "nvidia
 SEVERITY: dict[Status, int] = {"fail": 3, "warn": 2, "unknown": 1, "ok": 0}
 
 
-class DetectRequest(BaseModel):
+class DetectRequest(Request):
     """One look at the GPU stack, live or from a recorded root."""
 
-    model_config = ConfigDict(extra="forbid")
 
     root: str | None = Field(
         None,

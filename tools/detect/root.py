@@ -129,7 +129,7 @@ class SystemView:
 
     def _execute(self, tool: str, args: tuple[str, ...]) -> Output:
         command = " ".join((tool, *args))
-        info = find_tool(tool)
+        info = find_tool(tool, version_timeout_s=None)  # the timed call first: a hanging tool costs timeout_s once, not twice
         if info.path is None:
             return Output(command, None, missing=True)
         try:
@@ -143,11 +143,11 @@ class SystemView:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            return Output(command, None, timed_out=True, version=info.version)
+            return Output(command, None, timed_out=True)
         except OSError as exc:
-            return Output(command, None, error=str(exc), version=info.version)
+            return Output(command, None, error=str(exc))
         text = proc.stdout + (("\n" + proc.stderr) if proc.stderr.strip() else "")
-        return Output(command, text, returncode=proc.returncode, version=info.version)
+        return Output(command, text, returncode=proc.returncode, version=find_tool(tool, version_timeout_s=self.timeout_s).version)
 
 
 def recorded_name(command: str) -> str:

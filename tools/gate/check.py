@@ -71,7 +71,7 @@ def _prepare(request: GateRequest, workspace: Workspace) -> tuple[Tolerance, lis
                 f"reference_set declares its own references and tolerance, but {', '.join(declared + (['references'] if request.references is not None else []))} were also given",
                 "drop those arguments to use the frozen tolerance, or freeze a new reference set with the tolerance you want",
             )
-        frozen = load_reference_set(workspace.resolve(request.reference_set), workspace)
+        frozen = load_reference_set(workspace.resolve(request.reference_set, kind="dir", what="reference_set"), workspace)
         references: list[ArrayRef] = [workspace.relative(path) for path in frozen.reference_paths]
         known = frozen.reference_sha256
         tolerance, names = frozen.tolerance, request.case_names or frozen.case_names
@@ -109,7 +109,7 @@ def _sources(
     known: dict[Path, str],
 ) -> tuple[ArraySource, ArraySource]:
     files = {
-        label: NpyFile.open(path := workspace.resolve(ref, suffix=".npy"), f"{label} ({ref})", known.get(path))
+        label: NpyFile.open(path := workspace.resolve(ref, suffix=".npy", kind="file"), f"{label} ({ref})", known.get(path))
         for label, ref in ((cand_label, candidate), (ref_label, reference))
         if isinstance(ref, str)
     }

@@ -36,7 +36,7 @@ class FrozenSet:
 
 def freeze(request: FreezeRequest, workspace: Workspace) -> FreezeResult:
     """Copy the references into a new set folder and write its manifest, all or nothing."""
-    out = workspace.resolve(request.out, must_exist=False)
+    out = workspace.resolve(request.out, must_exist=False, kind="dir", what="out")
     if out.exists() and not request.overwrite:
         raise HyperloomError(f"{request.out!r} already exists", "choose another --out folder, or pass overwrite to replace it")
     if out.exists() and not (out / MANIFEST).is_file():
@@ -50,8 +50,8 @@ def freeze(request: FreezeRequest, workspace: Workspace) -> FreezeResult:
             f"{len(names)} case names for {len(request.references)} references (names must be unique)",
             "give one unique name per reference, or none",
         )
-    sources = [NpyFile.open(workspace.resolve(ref, suffix=".npy"), f"reference {ref!r}") for ref in request.references]
-    inputs = [{"path": raw, "sha256": sha256_file(workspace.resolve(raw))} for raw in request.inputs]
+    sources = [NpyFile.open(workspace.resolve(ref, suffix=".npy", kind="file", what="reference"), f"reference {ref!r}") for ref in request.references]
+    inputs = [{"path": raw, "sha256": sha256_file(workspace.resolve(raw, kind="file", what="input"))} for raw in request.inputs]
     tolerance = Tolerance(atol=request.atol, rtol=request.rtol, max_ulp=request.max_ulp, nan_policy=request.nan_policy)
 
     with staged_directory(out) as staging:

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 
 NanPolicy = Literal["forbid", "match"]
@@ -28,10 +29,9 @@ class Tolerance(BaseModel):
     nan_policy: NanPolicy = Field(default="forbid", description="'forbid': any NaN is a mismatch; 'match': NaN must sit where the reference has NaN.")
 
 
-class GateRequest(BaseModel):
+class GateRequest(Request):
     """One call of the gate: candidates, references (or a frozen reference set) and the tolerance."""
 
-    model_config = ConfigDict(extra="forbid")
 
     candidates: list[ArrayRef] = Field(min_length=1, max_length=256, description=("Candidate outputs, one per case: a path to a .npy file inside the workspace, or a small inline (nested) list of numbers; write non-finite values as \"nan\", \"inf\", \"-inf\"."))
     references: list[ArrayRef] | None = Field(None, max_length=256, description="Reference outputs, one per candidate, in the same forms. Omit when reference_set is given.")
@@ -89,10 +89,9 @@ class GateResult(BaseModel):
     evidence: Evidence
 
 
-class FreezeRequest(BaseModel):
+class FreezeRequest(Request):
     """Freeze reference outputs together with the tolerance declared for them."""
 
-    model_config = ConfigDict(extra="forbid")
 
     out: str = Field(description="Folder to write the reference set into, inside the workspace.")
     references: list[str] = Field(min_length=1, max_length=256, description="Reference output .npy files, one per case.")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 
 FORMAT = "hyperloom.isa_census/1"
@@ -98,10 +99,9 @@ class Census(BaseModel):
 # ---------------------------------------------------------------- isa_census
 
 
-class CensusRequest(BaseModel):
+class CensusRequest(Request):
     """One target's instruction set: a summary, pages of instructions, or a comparison."""
 
-    model_config = ConfigDict(extra="forbid")
 
     target: Target = Field(description=TARGET_HELP)
     compare_to: Target | None = Field(None, description="A second target: list what each has that the other lacks (instructions and capabilities).")
@@ -153,10 +153,9 @@ class CensusResult(BaseModel):
 # ---------------------------------------------------------------- isa_probe
 
 
-class ProbeRequest(BaseModel):
+class ProbeRequest(Request):
     """Assemble instruction lines, with operands, for one target."""
 
-    model_config = ConfigDict(extra="forbid")
 
     target: Target = Field(description=TARGET_HELP)
     lines: list[Annotated[str, Field(max_length=300)]] = Field(
@@ -187,10 +186,9 @@ class ProbeResult(BaseModel):
 # ---------------------------------------------------------------- isa_audit
 
 
-class AuditRequest(BaseModel):
+class AuditRequest(Request):
     """Which of the target's capabilities a set of code objects never uses."""
 
-    model_config = ConfigDict(extra="forbid")
 
     target: Target = Field(description=TARGET_HELP + " Only code objects built for it are audited.")
     paths: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(

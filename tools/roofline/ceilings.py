@@ -37,7 +37,7 @@ def shipped_microbench_dir() -> Path:
 
 def stage(workspace: Workspace) -> Path:
     """Copy the shipped microbenchmarks into the workspace, where bench may read them."""
-    staged = workspace.root / ".hyperloom" / "microbench"
+    staged = workspace.state_dir("microbench")
     if staged.exists():
         shutil.rmtree(staged)
     shutil.copytree(shipped_microbench_dir(), staged)
@@ -51,7 +51,7 @@ def available(target: str) -> list[str]:
     for name, (_, variants) in MICROBENCHES.items():
         if backend not in variants:
             continue
-        _, variant = load_spec(shipped_microbench_dir() / name).variant(variants[backend])
+        _, variant = load_spec(shipped_microbench_dir() / name, Workspace.at(shipped_microbench_dir())).variant(variants[backend])
         if variant.targets is None or target in variant.targets:
             names.append(name)
     return names

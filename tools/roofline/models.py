@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 
 Microbench = Literal["copy", "read", "write", "fma", "mma_f16", "mma_i8", "lds", "matrix_f16", "matrix_i8", "matrix_i4"]
 
 
-class RooflineRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RooflineRequest(Request):
 
     target: str = Field("sm_90", description="Where to measure: a gfx target (hip), an NVIDIA sm_XX (cuda), or host (c).")
     device: int = Field(0, ge=0, le=63, description="GPU index.")

@@ -38,10 +38,10 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
     placed = []
     for raw in request.place:
         try:
-            placed.append(BenchResult.model_validate_json(workspace.resolve(raw).read_text()))
+            placed.append(BenchResult.model_validate_json(workspace.resolve(raw, kind="file", what="place").read_text()))
         except ValueError as exc:
             raise HyperloomError(f"{raw} is not a bench result ({str(exc)[:200]})", "pass a file written by `hyperloom bench --json`") from exc
-    out_dir = workspace.resolve(request.out_dir, must_exist=False)
+    out_dir = workspace.resolve(request.out_dir, must_exist=False, kind="dir", what="out_dir")
     out_dir.mkdir(parents=True, exist_ok=True)
     staged = stage(workspace)
     shape = 1 if request.shape == "full" else 0

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperloom.core.evidence import host_device
-from hyperloom.tools.runtime.gpu import fill_byte, scalar
+from hyperloom.tools.runtime.gpu import dims, fill_byte, scalar
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
 
@@ -45,6 +45,8 @@ def run_host(request: TrialRequest) -> TrialResult:
             array.view(np.uint8)[...] = fill_byte(arg)
         arrays[arg.name] = array
         values.append(ctypes.c_void_p(array.ctypes.data))
+    if request.launch_args:  # a C twin that loops over the blocks a GPU would run
+        values.extend(ctypes.c_int32(n) for n in (*dims(request.grid), *dims(request.block)))
     result = TrialResult(status="OK", device=host_device())
     if request.mode == "correctness":
         function(*values)

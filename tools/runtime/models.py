@@ -47,6 +47,7 @@ class TrialRequest(BaseModel):
     grid: list[int] = Field(default_factory=lambda: [1, 1, 1])
     block: list[int] = Field(default_factory=lambda: [1, 1, 1])
     shared_bytes: int = 0
+    launch_args: bool = Field(False, description="c backend: also pass grid (x, y, z) and block (x, y, z) as six trailing int32 arguments.")
     mode: Literal["correctness", "timing"]
     timing: Timing = Field(default_factory=Timing)
     timing_code_object: str | None = Field(None, description="GPU timing: the code object of kernels/runtime/timing.hip (read flush, spin).")

@@ -1,23 +1,18 @@
-"""Worker process entry point: `python -m hyperloom.tools.runtime.worker REQUEST.json RESULT.json`.
-
-Runs one trial and writes its result. A crash or a hang ends this process, never the caller:
-the launcher reports it as CRASH or TIMEOUT.
-"""
+"""The trial a worker process runs (through hyperloom.core.worker): one launch or timing loop, its
+result as JSON. Failures inside the trial (a device fault, a missing symbol) become its status;
+a crash or a hang of the process is reported by the launcher as CRASH or TIMEOUT."""
 
 from __future__ import annotations
 
-import sys
 import time
 import traceback
-from pathlib import Path
+from typing import Any
 
-from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 
 
-def main(argv: list[str]) -> int:
-    request_path, result_path = Path(argv[0]), Path(argv[1])
-    request = TrialRequest.model_validate_json(request_path.read_text())
+def run_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    request = TrialRequest.model_validate(payload)
     started = time.perf_counter()
     try:
         if request.backend == "c":
@@ -29,9 +24,4 @@ def main(argv: list[str]) -> int:
         status = "CRASH" if type(exc).__name__ == "DeviceFault" else "ERROR"
         result = TrialResult(status=status, message=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:])
     result.elapsed_s = time.perf_counter() - started
-    write_bytes_atomic(result_path, result.model_dump_json().encode())
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    return result.model_dump(mode="json")

@@ -1,11 +1,9 @@
-"""Read kernel.yaml, resolve its files, evaluate shapes, draw inputs and compute references."""
+"""Read kernel.yaml, resolve its files inside the workspace, evaluate shapes and draw inputs."""
 
 from __future__ import annotations
 
-import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -13,16 +11,23 @@ import yaml
 from pydantic import ValidationError
 
 from hyperloom.core.errors import HyperloomError, describe_validation_error
+from hyperloom.core.workspace import Workspace
 from hyperloom.tools.spec.expr import evaluate, evaluate_int
-from hyperloom.tools.spec.models import BufferArg, KernelSpec, ScalarArg, Variant
+from hyperloom.tools.spec.models import BufferArg, DefineExpr, KernelSpec, ScalarArg, Variant
 
-Reference = Callable[[dict[str, np.ndarray], dict[str, int]], Mapping[str, np.ndarray]]
+SPEC_HELP = ("compare it with a shipped example (`hyperloom spec example` lists them, `hyperloom spec example NAME` copies one into"
+             " the workspace); every field is documented in the skill's spec.md, and spec_check reports every problem at once")
+SPEC_LIMIT_BYTES = 1 << 20  # a kernel.yaml is a page of text; anything larger is not one
 
 
 @dataclass(frozen=True)
 class LoadedSpec:
+    """A validated spec with every file it names resolved inside its workspace."""
+
     spec: KernelSpec
     path: Path
+    reference_file: Path
+    reference_name: str
 
     @property
     def folder(self) -> Path:
@@ -38,44 +43,63 @@ class LoadedSpec:
     def source_of(self, variant: Variant) -> tuple[Path, str]:
         return self.folder / (variant.source or self.spec.source), variant.language or self.spec.language
 
-    @cached_property
-    def reference(self) -> Reference:
-        file, _, function = self.spec.reference.partition(":")
-        path = self.folder / file
-        if not path.is_file() or not function:
-            raise HyperloomError(f"reference {self.spec.reference!r} is not 'file.py:function' beside {self.path.name}", "fix the reference entry")
-        module_spec = importlib.util.spec_from_file_location(f"hyperloom_reference_{self.spec.name}", path)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)  # the spec's own code, from the user's workspace
-        try:
-            return getattr(module, function)
-        except AttributeError:
-            raise HyperloomError(f"{file} defines no function {function!r}", "fix the reference entry") from None
-
     def shape(self, index: int) -> dict[str, int]:
         if not 0 <= index < len(self.spec.shapes):
             raise HyperloomError(f"{self.spec.name} has {len(self.spec.shapes)} shapes; index {index} is out of range", "pass a shape index from 0")
         return dict(self.spec.shapes[index])
 
 
-def load_spec(path: Path) -> LoadedSpec:
+def read_spec(path: Path) -> tuple[Path, object]:
+    """The spec file (a kernel.yaml or its folder) and its parsed YAML, or a clear error."""
     if path.is_dir():
         path = path / "kernel.yaml"
     if not path.is_file():
         raise HyperloomError(f"{path} is not a kernel spec", "pass a kernel.yaml file, or the folder that holds one")
+    if path.stat().st_size > SPEC_LIMIT_BYTES:
+        raise HyperloomError(f"{path.name} is {path.stat().st_size} bytes; a kernel spec is at most {SPEC_LIMIT_BYTES}", "pass a kernel.yaml")
     try:
-        raw = yaml.safe_load(path.read_text())
-        spec = KernelSpec.model_validate(raw)
+        return path, yaml.safe_load(path.read_text(errors="replace"))
     except yaml.YAMLError as exc:
-        raise HyperloomError(f"{path.name} is not valid YAML ({exc})", "fix the YAML syntax") from exc
+        raise HyperloomError(f"{path.name} is not valid YAML ({str(exc)[:300]})", "fix the YAML syntax") from exc
+    except RecursionError as exc:
+        raise HyperloomError(f"{path.name} nests too deeply to be a kernel spec", "write the spec as the documented flat mapping (hyperloom spec example)") from exc
+
+
+def load_spec(path: Path, workspace: Workspace) -> LoadedSpec:
+    """Read and validate a kernel.yaml; every file it names (sources, the reference and the modules
+    beside it) must resolve inside `workspace`, or loading is refused."""
+    path, raw = read_spec(workspace.check(path, what="spec"))
+    try:
+        spec = KernelSpec.model_validate(raw)
     except ValidationError as exc:
-        raise HyperloomError(f"{path.name} does not follow the kernel spec: {describe_validation_error(exc)}", "compare it with kernels/microbench/copy/kernel.yaml") from exc
-    loaded = LoadedSpec(spec, path)
+        raise HyperloomError(f"{path.name} does not follow the kernel spec: {describe_validation_error(exc)}", SPEC_HELP) from exc
     for name, variant in spec.variants.items():
-        source, _ = loaded.source_of(variant)
+        source = workspace.check(path.parent / (variant.source or spec.source), raw=variant.source or spec.source, must_exist=False,
+                                 kind="file", what=f"variant {name!r}'s source")
         if not source.is_file():
-            raise HyperloomError(f"variant {name!r} names source {source.name}, which does not exist beside {path.name}", "fix the source path")
-    return loaded
+            raise HyperloomError(f"variant {name!r} names source {variant.source or spec.source!r}, which does not exist beside {path.name}", "fix the source path")
+    file, function = reference_parts(spec.reference)
+    reference = workspace.check(path.parent / file, raw=file, must_exist=False, kind="file", what="reference")
+    if not reference.is_file():
+        raise HyperloomError(f"reference {spec.reference!r} names {file}, which does not exist beside {path.name}", "fix the reference entry: 'file.py:function'")
+    for sibling in reference.parent.glob("*.py"):  # the reference may import them by name
+        workspace.check(sibling, what="a module beside the reference")
+    return LoadedSpec(spec, path, reference, function)
+
+
+def reference_parts(text: str) -> tuple[str, str]:
+    file, _, function = text.partition(":")
+    if not file.endswith(".py") or not function.isidentifier():
+        raise HyperloomError(f"reference {text!r} is not 'file.py:function'", "name a Python file beside the spec and a function in it, e.g. reference.py:rmsnorm")
+    return file, function
+
+
+def resolved_defines(variant: Variant, shape: Mapping[str, int]) -> dict[str, str | int]:
+    """The variant's defines at a shape: {expr: ...} values evaluated (to integers), the rest as written."""
+    return {
+        name: evaluate_int(value.expr, shape, f"define {name}") if isinstance(value, DefineExpr) else value
+        for name, value in variant.defines.items()
+    }
 
 
 def buffer_shape(arg: BufferArg, shape: Mapping[str, int]) -> tuple[int, ...]:
@@ -126,6 +150,3 @@ def _draw(arg: BufferArg, dims: tuple[int, ...], dtype: np.dtype, rng: np.random
     return rng.integers(int(arg.low), int(arg.high) + 1, size=dims, dtype=np.int64).astype(dtype)
 
 
-def reference_function(loaded: LoadedSpec) -> Reference:
-    """The spec's reference function, imported once per loaded spec (every input set reuses it)."""
-    return loaded.reference

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hyperloom.tools.gate.models import Tolerance
 
 Expr = str | int | float
+Language = Literal["hip", "cuda", "asm", "c", "cpp"]
 BufferDtype = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 ScalarDtype = Literal["int32", "uint32", "int64", "uint64", "float32", "float64"]
 
@@ -48,11 +49,28 @@ class Launch(_Strict):
     shared_bytes: Expr = 0
 
 
+class DefineExpr(_Strict):
+    """A define whose value is computed from the shape (and tuning values that are shape variables)."""
+
+    expr: Expr = Field(description="An expression of the shape variables, e.g. block or 2 * warps; its integer value is the define.")
+
+
+DefineValue = str | int | DefineExpr
+ENTRY_DESCRIPTION = (
+    "The kernel's name as written in the source: a plain name (C++ names are found through their mangled symbol), or a"
+    " template instance whose arguments are defines or numbers, e.g. rms_norm_f32<BLOCK>: Hyperloom instantiates it."
+    " For a C twin, the host function's name.")
+
+
 class Variant(_Strict):
-    entry: str = Field(description="Kernel (or host function) name.")
+    entry: str = Field(min_length=1, max_length=512, description=ENTRY_DESCRIPTION)
     source: str | None = Field(None, description="Overrides the spec's source for this variant.")
-    language: Literal["hip", "cuda", "asm", "c"] | None = None
-    defines: dict[str, str | int] = Field(default_factory=dict)
+    language: Language | None = None
+    defines: dict[str, DefineValue] = Field(default_factory=dict, description=(
+        "Preprocessor defines: text or a number, or {expr: <expression of the shape>} computed per shape and tuning candidate."))
+    launch_args: bool = Field(False, description=(
+        "C twins only: also pass the evaluated launch geometry as six trailing int32 arguments (grid x, y, z, block x, y, z),"
+        " so a twin can loop over the blocks a GPU would run."))
     targets: list[str] | None = Field(None, description="Targets this variant builds for; default every target.")
     launch: Launch | None = Field(None, description="Overrides the spec's launch geometry for this variant.")
     tuning: dict[str, list[str | int]] | None = Field(None, description="Overrides the spec's tuning space for this variant.")
@@ -68,7 +86,7 @@ class KernelSpec(_Strict):
     name: str
     description: str = ""
     source: str = Field(description="Kernel source, relative to the spec file.")
-    language: Literal["hip", "cuda", "asm", "c"]
+    language: Language = Field(description="hip, cuda, asm (AMDGPU assembly), c or cpp (a twin for the host CPU, target host).")
     variants: dict[str, Variant] = Field(min_length=1)
     args: list[Arg] = Field(min_length=1)
     launch: Launch

@@ -26,36 +26,46 @@ MIN_LAUNCH_S = 0.5
 
 
 class Budget:
-    """Device-seconds shared by the workers: each launch reserves its cap and settles what it used."""
+    """Device-seconds shared by the workers: each launch reserves its cap and settles what it used.
+
+    Only time actually used is spent. A launch that finds the rest reserved by launches in flight
+    waits for them to settle (they usually use far less than their cap) instead of giving up.
+    """
 
     def __init__(self, limit_s: float, spent_s: float) -> None:
         self.limit_s = limit_s
         self._spent_s = spent_s
         self._reserved_s = 0.0
-        self._lock = threading.Lock()
+        self._settled = threading.Condition()
 
     @property
     def spent_s(self) -> float:
         return self._spent_s
 
-    def left_s(self) -> float:
-        with self._lock:
-            return self.limit_s - self._spent_s - self._reserved_s
+    def unspent_s(self) -> float:
+        """What is left if every launch in flight used nothing more: the figure a stop rule reads."""
+        with self._settled:
+            return self.limit_s - self._spent_s
 
-    def reserve(self, cap_s: float) -> float | None:
-        """The timeout a launch may use (at most `cap_s`), reserved; None when the budget cannot start one."""
-        with self._lock:
-            left = self.limit_s - self._spent_s - self._reserved_s
-            if left < min(MIN_LAUNCH_S, cap_s):
-                return None
-            granted = min(cap_s, left)
-            self._reserved_s += granted
-            return granted
+    def reserve(self, cap_s: float, *, wait: bool = False) -> float | None:
+        """The timeout a launch may use (at most `cap_s`), reserved; None when the budget cannot start one.
+        With `wait`, a launch that finds the rest reserved waits for the launches in flight to settle."""
+        with self._settled:
+            while True:
+                left = self.limit_s - self._spent_s - self._reserved_s
+                if left >= min(MIN_LAUNCH_S, cap_s):
+                    granted = min(cap_s, left)
+                    self._reserved_s += granted
+                    return granted
+                if not wait or self._reserved_s <= 0 or self.limit_s - self._spent_s < min(MIN_LAUNCH_S, cap_s):
+                    return None
+                self._settled.wait()
 
     def settle(self, reserved_s: float, used_s: float) -> None:
-        with self._lock:
+        with self._settled:
             self._reserved_s -= reserved_s
             self._spent_s += used_s
+            self._settled.notify_all()
 
 
 @dataclass
@@ -83,7 +93,7 @@ def evaluate(
     outcome = Outcome(status="ERROR")
 
     def launch(run):  # type: ignore[no-untyped-def]
-        granted = budget.reserve(timeout_s)
+        granted = budget.reserve(timeout_s, wait=True)
         if granted is None:
             raise BudgetExhausted
         started = time.perf_counter()

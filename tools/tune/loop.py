@@ -20,6 +20,7 @@ from hyperloom.tools.tune.report import close_session, figures
 from hyperloom.tools.tune.revalidate import revalidate
 from hyperloom.tools.tune.session import WARM_START, Session, candidate_digest, open_session, queue_candidate
 from hyperloom.tools.tune.space import Params, Space, check_params
+from hyperloom.tools.tune.storage import storage_url
 
 POLL_S = 0.2
 
@@ -40,17 +41,18 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
     """Run (or resume) a session to a stop rule, re-validate the winner, write the report."""
     control = control or Control()
     session, _ = open_session(request, workspace)
-    control.session_id = session.id
-    control.opened.set()
     ledger = session.ledger
     try:
+        loop = Loop(session, request, workspace, progress, control)  # connects the proposer (and its storage) before "running" is answered
+        control.session_id = session.id
+        control.opened.set()
         ledger.release_proposals()
         for params in request.warm_start:  # after the baseline, before the proposer's own (the loop takes proposals first)
             queue_candidate(session.manifest, ledger, params, WARM_START)
         ledger.clear("stop_requested")
         ledger.set("state", "running")
         ledger.set("request", request.model_dump_json())
-        reason = Loop(session, request, workspace, progress, control).run()
+        reason = loop.run()
         ledger.set("stop_reason", reason)
         revalidate(session, request, workspace)
         shutil.rmtree(session.folder / "scratch", ignore_errors=True)
@@ -69,7 +71,7 @@ class Loop:
         # A machine sharing the study owns a candidate for as long as one candidate can take: every
         # input set and the timing, each capped at timeout_s, plus room for the compile.
         lease_s = request.timeout_s * (len(session.launchable.input_sets) + 1) + LEASE_COMPILE_S
-        self.proposer = make_proposer(request.strategy, self.space, request.seed, request.storage, request.study or session.id, lease_s)
+        self.proposer = make_proposer(request.strategy, self.space, request.seed, storage_url(request.storage, workspace), request.study or session.id, lease_s)
         self.budget = Budget(request.budget_device_s, self.ledger.spent_s())
         self.timing = request.timing()
         self.trials = self.ledger.trials()
@@ -93,7 +95,7 @@ class Loop:
             return "stopped on request (tune_stop)"
         if len(self.recorded) + len(self.in_flight) >= request.max_candidates:
             return f"reached max_candidates ({request.max_candidates})"
-        if self.budget.left_s() < MIN_LAUNCH_S:
+        if self.budget.unspent_s() < MIN_LAUNCH_S:
             return f"device-second budget spent ({self.budget.spent_s:.1f} of {request.budget_device_s:g} s)"
         if request.deadline_s is not None and time.monotonic() - self.started >= request.deadline_s:
             return f"wall-clock deadline of {request.deadline_s:g} s reached"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
+from hyperloom.core.requests import Request
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode, Timing
 from hyperloom.tools.tune.space import check_params
@@ -15,8 +16,7 @@ TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRAS
 SessionState = Literal["running", "stopped", "closed", "not running"]
 
 
-class TuneRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class TuneRequest(Request):
 
     spec: str = Field(description="A kernel.yaml (or its folder) inside the workspace; its `tuning` block is the search space.")
     variant: str | None = Field(None, description="Variant whose defines the candidates override; default the first. Its own defines are the baseline.")
@@ -66,6 +66,12 @@ class TuneRequest(BaseModel):
         except HyperloomError as exc:  # pydantic reports a ValueError as this field's validation error
             raise ValueError(str(exc)) from exc
 
+    @model_validator(mode="after")
+    def _storage_needs_optuna(self) -> TuneRequest:
+        if self.storage is not None and self.strategy not in ("tpe", "cmaes"):
+            raise ValueError("storage is only used by the tpe and cmaes strategies; pass strategy tpe or cmaes, or drop storage")
+        return self
+
     def timing(self) -> Timing:
         """How each passing candidate is timed."""
         return Timing(warmup_s=self.warmup_s, min_reps=self.min_reps, max_reps=max(self.max_reps, self.min_reps),
@@ -111,14 +117,12 @@ class TuneStatus(BaseModel):
     error: str | None = Field(None, description="Why a background run ended with an error, if it did.")
 
 
-class SessionRef(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SessionRef(Request):
 
     session: str = Field(max_length=300, description="A session id from tune_start (or its folder in the workspace).")
 
 
-class ProposeRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ProposeRequest(Request):
 
     session: str = Field(max_length=300, description="A session id from tune_start.")
     params: dict[str, str | int] = Field(min_length=1, max_length=64, description=(

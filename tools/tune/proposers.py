@@ -122,15 +122,21 @@ class OptunaProposer:
             if self._joint:
                 self._distributions[VARIANT] = optuna.distributions.CategoricalDistribution(list(labelled))
             chosen = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
-        if storage is not None:
-            # No connection pool: every storage call opens and closes its own connection, so a
-            # session that ends (or is killed) leaves nothing open on a shared server.
-            from sqlalchemy.pool import NullPool
+        # No connection pool: every storage call opens and closes its own connection, so a
+        # session that ends (or is killed) leaves nothing open on a shared server.
+        from sqlalchemy.pool import NullPool
 
-            storage = optuna.storages.RDBStorage(storage, engine_kwargs={"poolclass": NullPool})
         # Optuna's value for a candidate's define value: a category (its text) for tpe, an index for cmaes.
         self._encoding = {name: {str(v): e for e, v in table.items()} for name, table in self._decoding.items()}
-        self.study = optuna.create_study(storage=storage, study_name=study, sampler=chosen, direction="minimize", load_if_exists=storage is not None)
+        try:
+            rdb = None if storage is None else optuna.storages.RDBStorage(storage, engine_kwargs={"poolclass": NullPool})
+            self.study = optuna.create_study(storage=rdb, study_name=study, sampler=chosen, direction="minimize", load_if_exists=rdb is not None)
+        except Exception as exc:  # noqa: BLE001 - a driver, a refused connection, a database that is not Optuna's: all the URL's
+            if storage is None:
+                raise
+            reason = " ".join(str(exc).split())[:200]
+            raise HyperloomError(f"the storage could not be opened ({type(exc).__name__}: {reason})",
+                                 "check the URL, that its driver is installed (psycopg for postgresql+psycopg://) and that the server is reachable") from exc
         self._open: dict[str, object] = {}
 
     def _key(self, params: Params) -> str:

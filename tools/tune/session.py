@@ -20,7 +20,7 @@ from hyperloom.core.atomic import staged_directory, write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
-from hyperloom.core.workspace import Workspace
+from hyperloom.core.workspace import STATE_DIR, Workspace
 from hyperloom.tools.bench.run import Launchable, prepare, specialize, stage_input_set
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest
@@ -32,7 +32,7 @@ from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash, split_va
 SESSION_KIND = "hyperloom.tune.session"
 SESSION_VERSION = 1
 MANIFEST, LEDGER, REPORT, BREAKDOWN = "manifest.json", "ledger.sqlite", "report.md", "breakdown.json"
-SESSIONS_DIR = Path(".hyperloom") / "tune"
+SESSIONS_DIR = Path(STATE_DIR) / "tune"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 # Fields that make a session what it is; the rest (stop rules, workers) may change on resume.
 IDENTITY = ("spec", "variant", "search_variants", "target", "shape", "strategy", "seed", "expect", "forbid", "storage", "study")
@@ -66,11 +66,12 @@ class Session:
 def session_folder(name: str, workspace: Workspace) -> tuple[str, Path]:
     """A bare name lives under .hyperloom/tune/; anything with a slash is a folder in the workspace."""
     if "/" in name:
-        folder = workspace.resolve(name, must_exist=False)
+        folder = workspace.resolve(name, must_exist=False, kind="dir", what="session")
         return folder.name, folder
     if not _NAME.fullmatch(name):
-        raise HyperloomError(f"{name!r} is not a session name", "use letters, digits, '.', '_' and '-' (up to 120), or a folder path")
-    return name, workspace.root / SESSIONS_DIR / name
+        raise HyperloomError(f"{name[:60]!r} is not a session name", "use letters, digits, '.', '_' and '-' (up to 120), or a folder path")
+    # followed through any symlink: a session folder (or .hyperloom itself) linked outside the workspace is refused
+    return name, workspace.check(workspace.state_dir(SESSIONS_DIR.name) / name, must_exist=False, kind="dir", what=f"session {name!r}")
 
 
 def _spec_identity(request: TuneRequest, launchable: Launchable, others: dict[str, Launchable]) -> dict[str, Any]:
@@ -132,7 +133,7 @@ def _others(loaded: LoadedSpec, request: TuneRequest, launchable: Launchable) ->
 
 def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, bool]:
     """Create the session folder, or reopen it after checking it; returns (session, resumed)."""
-    loaded = load_spec(workspace.resolve(request.spec))
+    loaded = load_spec(workspace.resolve(request.spec, what="spec"), workspace)
     launchable = prepare(loaded, request.variant, request.target, request.shape)
     others = _others(loaded, request, launchable)
     name = request.session or f"{loaded.spec.name}-{launchable.variant_name}-{request.target}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
@@ -169,9 +170,9 @@ def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, b
             "shape_index": request.shape,
             "tolerance": loaded.spec.tolerance.model_dump(),
             "tuning": loaded.spec.tuning_of(launchable.variant),
-            "baseline_defines": launchable.variant.defines,
+            "baseline_defines": launchable.variant.model_dump(mode="json")["defines"],
             **({"variant_tuning": {n: loaded.spec.tuning_of(o.variant) for n, o in others.items()},
-                "variant_defines": {n: o.variant.defines for n, o in others.items()}} if others else {}),
+                "variant_defines": {n: o.variant.model_dump(mode="json")["defines"] for n, o in others.items()}} if others else {}),
             "request": request.model_dump(),
             "input_sets": input_sets,
             "input_set_sha256": combine_digests(input_sets[s] for s in sorted(input_sets)),

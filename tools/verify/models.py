@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 
 
-class VerifyRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class VerifyRequest(Request):
 
     code_object: str = Field(min_length=1, description="Code object inside the workspace: .hsaco/.co (clang, hipcc, Triton), an offload bundle, or an NVIDIA .cubin.")
     kernels: list[str] | None = Field(None, max_length=64, description="Kernels to check; default every kernel in the code object.")

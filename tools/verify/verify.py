@@ -48,7 +48,7 @@ class Kernel:
 
 
 def verify(request: VerifyRequest, workspace: Workspace, progress: ProgressFn | None = None) -> VerifyResult:
-    path = workspace.resolve(request.code_object)
+    path = workspace.resolve(request.code_object, kind="file", what="code_object")
     label = request.code_object
     expect = [parse_rule(text, "expect") for text in request.expect]
     forbid = [parse_rule(text, "forbid") for text in request.forbid]

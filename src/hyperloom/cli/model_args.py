@@ -11,6 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from hyperloom.core.arguments import validate_arguments
+
 
 def _unwrap_optional(annotation: Any) -> Any:
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
@@ -78,4 +80,4 @@ def _add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> 
 def model_from_args(model: type[BaseModel], namespace: argparse.Namespace) -> BaseModel:
     """Validate the parsed options through the same model the MCP server uses."""
     values = {name: getattr(namespace, name) for name in model.model_fields if getattr(namespace, name, None) is not None}
-    return model.model_validate(values)
+    return validate_arguments(model, values)

@@ -48,6 +48,7 @@ KNOWN_TOOLS: dict[str, ToolSpec] = {
         ToolSpec("llvm-readelf", Family.LLVM, install_hint="apt-get install llvm-19"),
         ToolSpec("llvm-readobj", Family.LLVM, install_hint="apt-get install llvm-19"),
         ToolSpec("llc", Family.LLVM, install_hint="apt-get install llvm-19"),
+        ToolSpec("llvm-cxxfilt", Family.LLVM, install_hint="apt-get install llvm-19"),
         ToolSpec("clang", Family.LLVM, install_hint="apt-get install clang-19"),
         ToolSpec("ld.lld", Family.LLVM, install_hint="apt-get install lld-19"),
         ToolSpec("hipcc", Family.ROCM, install_hint="install ROCm (hipcc) or use clang offline"),
@@ -60,6 +61,9 @@ KNOWN_TOOLS: dict[str, ToolSpec] = {
         ToolSpec("nvdisasm", Family.CUDA, install_hint="install the CUDA toolkit (nvdisasm)"),
         ToolSpec("nvidia-smi", Family.DRIVER, install_hint="install the NVIDIA driver (nvidia-smi)"),
         ToolSpec("cc", Family.DRIVER, install_hint="apt-get install gcc"),
+        ToolSpec("c++filt", Family.DRIVER, install_hint="apt-get install binutils"),
+        ToolSpec("c++", Family.DRIVER, install_hint="apt-get install g++"),
+        ToolSpec("nm", Family.DRIVER, install_hint="apt-get install binutils"),
     )
 }
 
@@ -117,23 +121,24 @@ def parse_version(output: str) -> tuple[str | None, str | None]:
 
 
 @lru_cache(maxsize=64)
-def _probe_version(path: str, mtime_ns: int, args: tuple[str, ...]) -> tuple[str | None, str | None]:
+def _probe_version(path: str, mtime_ns: int, args: tuple[str, ...], timeout_s: float) -> tuple[str | None, str | None]:
     del mtime_ns  # part of the cache key only: a replaced binary is probed again
     try:
-        proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=VERSION_TIMEOUT_S, check=False)
+        proc = subprocess.run([path, *args], capture_output=True, text=True, timeout=timeout_s, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None, None
     return parse_version(proc.stdout + "\n" + proc.stderr)
 
 
-def find_tool(name: str) -> ToolInfo:
-    """Find `name` by the search order; `path` is null when nothing matched."""
+def find_tool(name: str, *, version_timeout_s: float | None = VERSION_TIMEOUT_S) -> ToolInfo:
+    """Find `name` by the search order; `path` is null when nothing matched. `version_timeout_s=None`
+    locates the tool without running it (no version)."""
     spec = KNOWN_TOOLS.get(name) or ToolSpec(name, Family.DRIVER)
     for rule, location in _candidates(spec):
         path = _executable(location)
         if path is None:
             continue
-        version, line = _probe_version(str(path), path.stat().st_mtime_ns, spec.version_args)
+        version, line = (None, None) if version_timeout_s is None else _probe_version(str(path), path.stat().st_mtime_ns, spec.version_args, version_timeout_s)
         return ToolInfo(
             name=name, path=str(path), version=version, version_line=line, found_by=rule, install_hint=spec.install_hint
         )

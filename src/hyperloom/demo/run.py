@@ -16,7 +16,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.shipped import shipped_kernels
-from hyperloom.demo.report import DemoReport, Figure, Step, markdown
+from hyperloom.demo.report import DemoReport, Figure, Step, brief, markdown
 
 TOOL_TIMEOUT_S = 900.0
 PROOFS = {"w4a8": ["@dot4_i8"], "w4a4": ["v_dot8_i32_iu4"]}
@@ -41,14 +41,14 @@ class Session:
         result = await self.client.call_tool(tool, arguments, read_timeout_seconds=TOOL_TIMEOUT_S)
         if result.is_error:
             text = " ".join(getattr(block, "text", "") for block in result.content)
-            self.report.steps.append(Step(phase=phase, tool=tool, arguments=arguments, summary=text[:400], ok=False))
-            self.on_step(f"{phase}: {tool} refused: {text[:200]}")
+            self.report.steps.append(Step(phase=phase, tool=tool, arguments=arguments, summary=text, ok=False))
+            self.on_step(f"{phase}: {tool} refused: {brief(text, 200)}")
             return None
         data = result.structured_content or {}
         ok = bool(data.get(ok_key, True)) if ok_key else True
-        summary = str(data.get("summary", ""))[:400]
+        summary = str(data.get("summary", ""))
         self.report.steps.append(Step(phase=phase, tool=tool, arguments=arguments, summary=summary, ok=ok))
-        self.on_step(f"{phase}: {tool}: {summary[:160]}")
+        self.on_step(f"{phase}: {tool}: {brief(summary, 160)}")
         return data
 
 
@@ -73,7 +73,7 @@ async def run_demo(out: Path, target: str, on_step: Callable[[str], None] = lamb
 
         census = await s.call("MAP", "isa_census", {"target": target})
         if census:
-            report.figures.append(Figure(name=f"{target} instructions (canonical / aliases)", value=f"{census['canonical_count']} / {census['alias_count']}",
+            report.figures.append(Figure(name=f"{target} instruction set", value=f"{census['canonical_count']} canonical instructions, {census['alias_count']} aliases",
                                          tag=census["evidence"]["tag"], source=f"llvm-mc {census['llvm_version']}"))
 
         for variant, expect in PROOFS.items():
@@ -82,13 +82,14 @@ async def run_demo(out: Path, target: str, on_step: Callable[[str], None] = lamb
                 continue
             b = build["builds"][0]
             for k in b["kernels"]:
-                report.figures.append(Figure(name=f"{k['name']} on {target}: VGPRs / spills / LDS bytes", value=f"{k['vgprs']} / {k['vgpr_spills']} / {k['lds_bytes']}",
+                report.figures.append(Figure(name=f"{k['name']} on {target}: registers and LDS", value=f"{k['vgprs']} VGPRs, {k['vgpr_spills']} spilled, {k['lds_bytes']} LDS bytes",
                                              tag=build["evidence"]["tag"], source=f"{b['compiler']['name']} {b['compiler']['version']}"))
             proof = await s.call("FIND-GAPS", "disasm_verify", {"code_object": b["code_object"], "expect": expect, "forbid": ["@scratch"]}, ok_key="passed")
             if proof:
                 for verdict in proof["verdicts"]:
                     if verdict["kind"] == "expect":
-                        report.figures.append(Figure(name=f"{verdict['kernel']}: {verdict['rule']} ({', '.join(verdict['matched'])})", value=str(verdict["found"]),
+                        spelled = "" if verdict["matched"] == [verdict["rule"]] else f" ({', '.join(verdict['matched'])})"
+                        report.figures.append(Figure(name=f"{verdict['kernel']}: {verdict['rule']}{spelled}", value=f"{verdict['found']} instructions",
                                                      tag=proof["evidence"]["tag"], source=_source(proof["evidence"])))
 
         await _measure(s, report, gpu, target, out)
@@ -122,7 +123,7 @@ async def _measure(s: Session, report: DemoReport, gpu: dict[str, Any] | None, t
     if roof:
         for ceiling in (*roof["measured"], *roof["datasheet"]):
             report.figures.append(Figure(name=f"ceiling: {ceiling['name']}", value=f"{ceiling['value']:.4g} {ceiling['unit']}",
-                                         tag=ceiling["evidence"]["tag"], source=ceiling["source"][:80]))
+                                         tag=ceiling["evidence"]["tag"], source=ceiling["source"]))
         for p in roof["placements"]:
             report.figures.append(Figure(name=f"{p['name']}: percent of the measured roof", value=f"{p['percent_of_roof']:.1f} %",
                                          tag=p["evidence"]["tag"], source=f"roofline against {p['roof']}"))
@@ -142,15 +143,16 @@ def _datasheet_bound(report: DemoReport, target: str, out: Path) -> None:
     """The fastest w4a8 could run at shape 0 if it read at the datasheet bandwidth: an ASSUMED bound."""
     from hyperloom.tools.detect.parts import PARTS
     from hyperloom.tools.spec.expr import evaluate_int
+    from hyperloom.core.workspace import Workspace
     from hyperloom.tools.spec.load import load_spec
 
     parts = [p for p in PARTS if p.target == target]
     if not parts:
         return
     part = parts[0]
-    loaded = load_spec(out / "kernels" / "decode" / "w4a8")
+    loaded = load_spec(out / "kernels" / "decode" / "w4a8", Workspace.at(out))
     bytes_moved = evaluate_int(loaded.spec.metric.bytes, loaded.shape(0), "metric bytes")
-    report.figures.append(Figure(name=f"{part.name} memory bandwidth", value=f"{part.memory_bandwidth_gbps:g} GB/s", tag="ASSUMED", source=part.source[:80]))
+    report.figures.append(Figure(name=f"{part.name} memory bandwidth", value=f"{part.memory_bandwidth_gbps:g} GB/s", tag="ASSUMED", source=part.source))
     report.figures.append(Figure(
         name=f"decode_w4a8 shape 0 ({bytes_moved:,} bytes): fastest possible at that bandwidth",
         value=f"{bytes_moved / (part.memory_bandwidth_gbps * 1e9) * 1e6:.1f} us", tag="ASSUMED",

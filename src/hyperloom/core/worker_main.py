@@ -1,0 +1,48 @@
+"""Worker process entry: `python -m hyperloom.core.worker_main REQUEST.json RESULT.json`.
+
+Imports the requested function, calls it with the payload and writes {"ok": true, "result": …};
+an exception, `sys.exit` included, is written as {"ok": false, …} with the innermost frame of
+the code that raised it. A crash or a hang ends this process; `run_worker` reports those.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import hyperloom
+from hyperloom.core.atomic import write_bytes_atomic
+
+MESSAGE_CHARS = 2000
+
+
+def _innermost(exc: BaseException) -> str:
+    """file:line of the innermost frame outside Hyperloom's own package: where the user's code raised."""
+    ours = str(Path(hyperloom.__file__).parent)
+    frames = traceback.extract_tb(exc.__traceback__)
+    outside = [f for f in frames if not f.filename.startswith(ours)] or frames
+    return f"{outside[-1].filename}:{outside[-1].lineno}" if outside else ""
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[0]).read_text())
+    module_name, _, function_name = request["entry"].partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), function_name)
+        report = {"ok": True, "result": function(request["payload"])}
+    except BaseException as exc:  # noqa: BLE001 - user code: every ending is reported, SystemExit and KeyboardInterrupt too
+        if isinstance(exc, SystemExit):
+            message = f"the code called sys.exit({exc.code!r})"
+        else:
+            message = f"{type(exc).__name__}: {str(exc)[:MESSAGE_CHARS]}"
+        report = {"ok": False, "error_type": type(exc).__name__, "message": message, "where": _innermost(exc),
+                  "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+    write_bytes_atomic(Path(argv[1]), json.dumps(report, default=str).encode())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
