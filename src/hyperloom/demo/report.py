@@ -18,7 +18,7 @@ class Step(BaseModel):
     phase: str
     tool: str
     arguments: dict[str, Any]
-    summary: str
+    summary: str = Field(description="The tool's whole summary (report.md shows its first sentences).")
     ok: bool
 
 
@@ -28,6 +28,17 @@ class DemoReport(BaseModel):
     steps: list[Step]
     figures: list[Figure]
     not_measured: list[str] = Field(description="Claims that stay ASSUMED, and why.")
+
+
+def brief(text: str, limit_chars: int = 400) -> str:
+    """`text` when it fits in `limit_chars`, else its first sentences that fit, or else its first words, then '…'."""
+    if len(text) <= limit_chars:
+        return text
+    head = text[: limit_chars - 1]
+    sentence_end = head.rfind(". ")
+    if sentence_end >= limit_chars // 2:
+        return head[: sentence_end + 1] + " …"
+    return head[: head.rfind(" ")].rstrip(",;:") + " …" if " " in head else head + "…"
 
 
 def markdown(report: DemoReport) -> str:
@@ -41,7 +52,7 @@ def markdown(report: DemoReport) -> str:
         "| phase | tool | ok | result |",
         "|---|---|---|---|",
     ]
-    lines += [f"| {s.phase} | `{s.tool}` | {'yes' if s.ok else 'NO'} | {s.summary.replace('|', '/')} |" for s in report.steps]
+    lines += [f"| {s.phase} | `{s.tool}` | {'yes' if s.ok else 'NO'} | {brief(s.summary).replace('|', '/')} |" for s in report.steps]
     lines += ["", "## Figures", "", "| figure | value | tag | source |", "|---|---|---|---|"]
     lines += [f"| {f.name} | {f.value} | **{f.tag}** | {f.source} |" for f in report.figures]
     if report.not_measured:
