@@ -143,13 +143,14 @@ def _datasheet_bound(report: DemoReport, target: str, out: Path) -> None:
     """The fastest w4a8 could run at shape 0 if it read at the datasheet bandwidth: an ASSUMED bound."""
     from hyperloom.tools.detect.parts import PARTS
     from hyperloom.tools.spec.expr import evaluate_int
+    from hyperloom.core.workspace import Workspace
     from hyperloom.tools.spec.load import load_spec
 
     parts = [p for p in PARTS if p.target == target]
     if not parts:
         return
     part = parts[0]
-    loaded = load_spec(out / "kernels" / "decode" / "w4a8")
+    loaded = load_spec(out / "kernels" / "decode" / "w4a8", Workspace.at(out))
     bytes_moved = evaluate_int(loaded.spec.metric.bytes, loaded.shape(0), "metric bytes")
     report.figures.append(Figure(name=f"{part.name} memory bandwidth", value=f"{part.memory_bandwidth_gbps:g} GB/s", tag="ASSUMED", source=part.source))
     report.figures.append(Figure(
