@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import copy_kernel, save
+from helpers import REPO, copy_kernel, save
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
 from hyperloom.cli.render import bench_report
 from hyperloom.core.evidence import measured
@@ -76,3 +76,13 @@ def test_a_slow_host_kernel_is_not_printed_as_zero_gb_per_second():
     )
     text = bench_report(result)
     assert "bandwidth: 0.0123 GB/s" in text and "compute: 0.0000246 TFLOP/s" in text
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
+def test_a_host_bench_summary_gives_its_rate_in_significant_digits(workspace, capsys):
+    shutil.copytree(REPO / "kernels" / "microbench" / "fma", workspace.root / "fma")
+    quick = ["--max-time-s", "0.2", "--min-reps", "6", "--warmup-s", "0", "--no-flush-cache"]
+    assert main(["bench", "--spec", "fma", "--variant", "host", "--target", "host", *quick]) == EXIT_OK
+    summary = capsys.readouterr().out.rstrip().splitlines()[-1]
+    rate = summary.split(" TFLOP/s")[0].rsplit(", ", 1)[-1]
+    assert float(rate) > 0 and len(rate.lstrip("0.")) >= 3, summary  # a CPU's 0.001 TFLOP/s, not 0.00

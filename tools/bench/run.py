@@ -13,6 +13,7 @@ import numpy as np
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import measured
+from hyperloom.core.figures import significant
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.shipped import stage_shipped_file
@@ -248,8 +249,8 @@ def _bench_spec(request: BenchRequest, workspace: Workspace, timing: Timing, pro
     ok = not failed and kernel is not None
     summary = (
         f"{spec.name}/{variant_name} on {device_name or request.target}: median {kernel.median_s * 1e6:.2f} us"
-        + (f", {bytes_moved / kernel.median_s / 1e9:.1f} GB/s" if bytes_moved else "")
-        + (f", {flops / kernel.median_s / 1e12:.2f} TFLOP/s" if flops else "")
+        + (f", {significant(bytes_moved / kernel.median_s / 1e9)} GB/s" if bytes_moved else "")
+        + (f", {significant(flops / kernel.median_s / 1e12)} TFLOP/s" if flops else "")
         + f" (n={kernel.n}, CV {kernel.cv:.2%}); gate passed on {len(verdicts)} input set(s)"
         + (f"; {late_reps} rep(s) were enqueued after their flush could have ended, so host launch latency may be in them" if late_reps else "")
         if ok
