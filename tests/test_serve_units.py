@@ -10,7 +10,7 @@ import anyio
 import pytest
 from pydantic import ValidationError
 
-from hyperloom.tools.serve.capacity import ServerFacts, capacity_for, parse_metrics, queue_and_kv, vllm_kv_tokens
+from hyperloom.tools.serve.capacity import ServerFacts, capacity_for, llama_cpp_facts, parse_metrics, queue_and_kv, vllm_kv_tokens
 from hyperloom.tools.serve.knee import find_knee, saturation
 from hyperloom.tools.serve.models import Capacity, Level, Percentiles, ServeSweepRequest, result_schema
 from hyperloom.tools.serve.sweep import plan_levels, stop_after
@@ -99,6 +99,14 @@ def test_vllm_metrics_give_the_kv_cache_size_the_queue_and_the_usage():
     assert queue_and_kv(samples) == (0.0, 0.0)
     lora = next(s for s in samples if s.name == "vllm:lora_requests_info")
     assert lora.labels == {"max_lora": "0", "running_lora_adapters": "", "waiting_lora_adapters": ""}
+
+
+def test_llama_cpp_props_give_the_slots_the_context_per_slot_and_the_build():
+    props = json.loads((FIXTURES / "llama_cpp_props.json").read_text())
+    facts = llama_cpp_facts(props, "http://127.0.0.1:8080/props", metrics=True)
+    assert (facts.kind, facts.slots, facts.context_per_slot_tokens, facts.version) == ("llama.cpp", 4, 512, props["build_info"])
+    assert len(json.loads((FIXTURES / "llama_cpp_slots.json").read_text())) == facts.slots  # /slots lists as many
+    assert capacity_for(facts, 64).max_concurrency == 4
 
 
 def test_a_kv_cache_bounds_concurrency_by_the_tokens_each_request_needs():

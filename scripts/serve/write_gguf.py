@@ -38,15 +38,19 @@ class Shape:
 
 
 def vocabulary() -> tuple[list[str], list[int]]:
-    """<unk>, <s>, </s>, then '▁' (SentencePiece's space) and every printable ASCII character and a few words."""
+    """<unk>, <s>, </s>; byte tokens for ASCII only (SentencePiece's fallback for newlines and other characters
+    without a piece: a chat template needs them); '▁' (its space), every printable ASCII character, a few words.
+    No byte above 0x7F, so whatever is sampled decodes as UTF-8 on its own."""
     import gguf
 
     special = ["<unk>", "<s>", "</s>"]
+    byte_tokens = [f"<0x{b:02X}>" for b in range(128)]
     pieces = ["▁"] + [c for c in string.printable if c.isprintable() and c != " "]
     words = ["▁the", "▁of", "▁and", "▁to", "▁in", "▁is", "▁kernel", "▁token", "▁serve", "▁batch"]
-    tokens = special + pieces + words
+    tokens = special + byte_tokens + pieces + words
     types = [int(gguf.TokenType.UNKNOWN), int(gguf.TokenType.CONTROL), int(gguf.TokenType.CONTROL)]
-    types += [int(gguf.TokenType.NORMAL)] * (len(tokens) - len(special))
+    types += [int(gguf.TokenType.BYTE)] * len(byte_tokens)
+    types += [int(gguf.TokenType.NORMAL)] * (len(pieces) + len(words))
     return tokens, types
 
 

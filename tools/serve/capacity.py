@@ -100,12 +100,7 @@ async def probe(client: httpx2.AsyncClient, root: str) -> ServerFacts:
     metrics_response = await get_optional(client, f"{root}/metrics")
     samples = parse_metrics(metrics_response.text) if metrics_response is not None else []
     if props is not None and "total_slots" in props:
-        settings = props.get("default_generation_settings") if isinstance(props.get("default_generation_settings"), dict) else {}
-        slots = props["total_slots"] if isinstance(props["total_slots"], int) and props["total_slots"] > 0 else None
-        n_ctx = settings.get("n_ctx") if isinstance(settings.get("n_ctx"), int) and settings.get("n_ctx") > 0 else None
-        build = props.get("build_info") if isinstance(props.get("build_info"), str) else None
-        return ServerFacts("llama.cpp", build, slots, n_ctx, None, bool(samples),
-                           f"llama.cpp {root}/props: total_slots={slots}, n_ctx per slot={n_ctx}")
+        return llama_cpp_facts(props, f"{root}/props", metrics=bool(samples))
     if any(s.name.startswith("vllm:") for s in samples):
         version = _json_object(await get_optional(client, f"{root}/version"))
         kv = vllm_kv_tokens(samples)
@@ -113,6 +108,15 @@ async def probe(client: httpx2.AsyncClient, root: str) -> ServerFacts:
                            f"vLLM {root}/metrics: " + (f"KV cache {kv} tokens (cache_config_info)" if kv else "no cache_config_info"))
     return ServerFacts("unknown", None, None, None, None, False,
                        f"the server exposes neither llama.cpp's {root}/props nor vLLM's {root}/metrics: capacity unknown")
+
+
+def llama_cpp_facts(props: dict, where: str, metrics: bool) -> ServerFacts:
+    """llama-server's /props: total_slots (-np), the context of one slot, and the build."""
+    settings = props.get("default_generation_settings") if isinstance(props.get("default_generation_settings"), dict) else {}
+    slots = props.get("total_slots") if isinstance(props.get("total_slots"), int) and props["total_slots"] > 0 else None
+    n_ctx = settings.get("n_ctx") if isinstance(settings.get("n_ctx"), int) and settings["n_ctx"] > 0 else None
+    build = props.get("build_info") if isinstance(props.get("build_info"), str) else None
+    return ServerFacts("llama.cpp", build, slots, n_ctx, None, metrics, f"llama.cpp {where}: total_slots={slots}, n_ctx per slot={n_ctx}")
 
 
 def capacity_for(facts: ServerFacts, tokens_per_request: int | None) -> Capacity:

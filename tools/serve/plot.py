@@ -30,13 +30,14 @@ def draw(result: ServeSweepResult, folder: Path) -> list[Path]:
                   f"(stop: {result.stop_reason})", fontsize=9)
     top.legend(fontsize=8)
     top.grid(True, alpha=0.3)
-    for name, style in (("ttft_s", "o-"), ("itl_s", "s-"), ("e2e_s", "^-")):
-        for pct, alpha in (("p50", 1.0), ("p99", 0.45)):
+    for (name, style), color in zip((("ttft_s", "o"), ("itl_s", "s"), ("e2e_s", "^")), ("tab:blue", "tab:green", "tab:purple")):
+        for pct, line in (("p50", "-"), ("p99", ":")):
             values = [getattr(getattr(level, name), pct) for level in levels]
             if any(v is not None for v in values):
-                bottom.plot(streams, [v if v is not None else float("nan") for v in values], style, alpha=alpha,
+                bottom.plot(streams, [v if v is not None else float("nan") for v in values], style + line, color=color,
                             label=f"{name.removesuffix('_s').upper()} {pct}")
     bottom.set_xscale("log", base=2)
+    bottom.set_xticks(streams, [str(c) for c in streams])
     bottom.set_yscale("log")
     bottom.set_xlabel("concurrent streams")
     bottom.set_ylabel("latency (s)")

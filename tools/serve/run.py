@@ -94,7 +94,7 @@ async def _sweep(request: ServeSweepRequest, workspace: Workspace, progress: Pro
             return await _levels(context, client, prompts, workspace, progress)
         finally:
             if started is not None:
-                await anyio.to_thread.run_sync(servers.stop, started)
+                servers.stop(started)  # blocking on purpose: an await here would be skipped when the sweep is cancelled
 
 
 async def _prepare(request: ServeSweepRequest, client: httpx2.AsyncClient, model: str, device: str, key: str, folder: Path,

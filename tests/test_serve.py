@@ -1,0 +1,174 @@
+"""serve_sweep against a real OpenAI-compatible server: llama.cpp's llama-server serving a tiny Llama GGUF with random
+weights that the tests write themselves (scripts/serve/write_gguf.py). .ci/run builds the server
+(scripts/serve/llama_server.sh) and passes its path in HYPERLOOM_TEST_LLAMA_SERVER."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.serve.knee import find_knee
+from hyperloom.tools.serve.models import ServeSweepRequest
+from hyperloom.tools.serve.run import run_serve_sweep
+
+REPO = Path(__file__).parent.parent
+LLAMA_SERVER = os.environ.get("HYPERLOOM_TEST_LLAMA_SERVER", "")
+pytestmark = pytest.mark.skipif(not (LLAMA_SERVER and Path(LLAMA_SERVER).is_file()),
+                                reason="no llama-server: run `bash scripts/serve/llama_server.sh` and set HYPERLOOM_TEST_LLAMA_SERVER to the path it prints")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def server_command(model: Path, port: int, slots: int, context: int = 2048) -> list[str]:
+    # one thread: the machine has two cores and the client needs one
+    return [LLAMA_SERVER, "-m", str(model), "--host", "127.0.0.1", "--port", str(port), "-np", str(slots), "-c", str(context),
+            "-t", "1", "--metrics", "--no-ui"]
+
+
+def processes_serving(model: Path) -> list[int]:
+    """Live processes whose command line names the model file (zombies waiting for a reaper have ended)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if str(model).encode() in (entry / "cmdline").read_bytes() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def answers(port: int) -> bool:
+    with socket.socket() as probe:
+        probe.settimeout(1)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("model") / "tiny-llama.gguf"
+    subprocess.run([sys.executable, str(REPO / "scripts/serve/write_gguf.py"), "--out", str(path)], check=True, timeout=120)
+    return path
+
+
+@pytest.fixture(scope="module")
+def running_server(tiny_model, tmp_path_factory):
+    """A llama-server started by the test, two slots, for the sweeps of a running endpoint."""
+    port = free_port()
+    log = (tmp_path_factory.mktemp("server") / "server.log").open("wb")
+    process = subprocess.Popen(server_command(tiny_model, port, slots=2), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not answers(port):
+            assert process.poll() is None, f"llama-server exited with {process.returncode}; see {log.name}"
+            time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        log.close()
+
+
+def test_the_sweep_finds_the_slot_limit_reports_the_knee_and_is_cached_on_the_second_call(workspace, tiny_model):
+    port = free_port()
+    request = ServeSweepRequest(base_url=f"http://127.0.0.1:{port}/v1", server_command=server_command(tiny_model, port, slots=4),
+                                max_concurrency=16, input_tokens=32, output_tokens=16, requests_per_level=8, ready_timeout_s=120)
+    result = run_serve_sweep(request, workspace)
+
+    assert result.server.kind == "llama.cpp" and result.server.started_by_tool and result.server.version
+    assert result.capacity.slots == 4 and result.capacity.max_concurrency == 4 and result.capacity.bound == "slots"
+    assert [level.concurrency for level in result.levels] == [1, 2, 4], "the sweep stops at the server's 4 slots, not at 16"
+    assert result.stop_reason == "server_capacity" and "4 slots" in result.stop_detail and result.complete
+    assert all(level.requests_ok == 8 and level.requests_failed == 0 for level in result.levels)
+    assert all(level.output_tokens_min == 16 for level in result.levels), "ignore_eos forces every request to 16 tokens"
+    assert all(abs(level.input_tokens_mean - 32) <= 8 for level in result.levels), "calibrated prompts are about 32 tokens"
+    assert all(level.ttft_s.p50 > 0 and level.itl_s.count > 0 and level.e2e_s.p99 >= level.e2e_s.p50 for level in result.levels)
+    points = [(level.concurrency, level.output_tokens_per_s) for level in result.levels]
+    knee = find_knee(points, 0.9)
+    assert (result.knee_concurrency, result.best_concurrency) == (knee.knee_concurrency, knee.best_concurrency)
+    assert result.knee_output_tokens_per_s >= 0.9 * result.best_output_tokens_per_s
+    assert result.saturation in ("saturated", "not_saturated") and "2 -> 4 streams" in result.saturation_reason
+    assert result.evidence.tag.value == "MEASURED" and result.evidence.target == result.model and result.model.endswith("tiny-llama.gguf")
+    assert result.evidence.toolchain["server"].startswith("llama.cpp ")
+
+    saved = json.loads((workspace.root / result.files[0]).read_text())
+    jsonschema.validate(saved, json.loads((REPO / "validators/serve_sweep.schema.json").read_text()))
+    assert {Path(f).name for f in result.files} == {"serve_sweep.json", "serve_sweep.png", "serve_sweep.svg", "server.log"}
+    assert (workspace.root / result.files[1]).stat().st_size > 10_000
+    assert processes_serving(tiny_model) == [] and not answers(port), "the started server is gone"
+
+    started = time.monotonic()
+    again = run_serve_sweep(request, workspace)
+    assert again.cached and time.monotonic() - started < 5 and not answers(port), "the cache answers without starting the server"
+    assert again.evidence.at == result.evidence.at and again.levels == result.levels and "CACHED" in again.summary
+    refreshed = run_serve_sweep(request.model_copy(update={"refresh": True, "max_concurrency": 2}), workspace)
+    assert not refreshed.cached and refreshed.cache_key != result.cache_key and refreshed.stop_reason == "max_concurrency"
+
+
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
+def test_killing_the_tool_mid_sweep_leaves_no_server_process(workspace, tiny_model, how, tmp_path):
+    port = free_port()
+    errors = tmp_path / "cli.stderr"
+    handle = errors.open("wb")
+    cli = subprocess.Popen(
+        [sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", f"http://127.0.0.1:{port}/v1", "--max-concurrency", "4",
+         "--input-tokens", "16", "--output-tokens", "64", "--requests-per-level", "100000", "--no-plot", "--",
+         *server_command(tiny_model, port, slots=4)],
+        cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=handle, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not processes_serving(tiny_model)[1:]:  # the watchdog and the server
+            time.sleep(0.2)
+        while time.monotonic() < deadline and not answers(port):
+            time.sleep(0.2)
+        assert answers(port), f"the server never started: {errors.read_text()}"
+        time.sleep(2)  # mid-level: requests in flight
+        assert cli.poll() is None, f"the sweep ended before it could be interrupted: {errors.read_text()}"
+        os.kill(cli.pid, how)
+        cli.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and (processes_serving(tiny_model) or answers(port)):
+            time.sleep(0.2)
+        assert processes_serving(tiny_model) == [] and not answers(port)
+    finally:
+        if cli.poll() is None:
+            cli.kill()
+            cli.wait(timeout=10)
+        handle.close()
+
+
+def test_a_running_endpoint_is_swept_through_chat_without_starting_anything(workspace, running_server):
+    result = run_serve_sweep(ServeSweepRequest(base_url=running_server, api="chat", max_concurrency=8, input_tokens=24, output_tokens=8,
+                                               requests_per_level=4, plot=False), workspace)
+    assert not result.server.started_by_tool and result.server.command is None
+    assert [level.concurrency for level in result.levels] == [1, 2] and result.stop_reason == "server_capacity"
+    assert all(level.output_tokens_min == 8 and level.requests_failed == 0 for level in result.levels)
+    assert result.evidence.device == f"unknown ({running_server})" and result.files == [result.files[0]]
+
+
+def test_lengths_that_do_not_fit_a_slot_are_refused_before_any_level(workspace, running_server):
+    with pytest.raises(HyperloomError, match="each request needs 3016 tokens .* a slot of this llama.cpp server holds 1024"):
+        run_serve_sweep(ServeSweepRequest(base_url=running_server, input_tokens=3000, output_tokens=16), workspace)
+
+
+def test_a_model_file_the_server_cannot_load_is_an_error_with_the_servers_log(workspace, tmp_path):
+    broken = tmp_path / "broken.gguf"
+    broken.write_bytes(b"GGUF" + b"\x00" * 64)
+    port = free_port()
+    with pytest.raises(HyperloomError, match="exited with status .* before serving"):
+        run_serve_sweep(ServeSweepRequest(base_url=f"http://127.0.0.1:{port}/v1", server_command=server_command(broken, port, slots=1)), workspace)
+    assert processes_serving(broken) == []
