@@ -20,7 +20,7 @@ from hyperloom.tools.profile.models import ProfileRequest, ProfileResult
 from hyperloom.tools.profile.roof import Roofs, from_datasheet, from_file, place
 from hyperloom.tools.profile.run import run_profile
 from hyperloom.tools.profile.trace import Kernel, Op, Trace
-from hyperloom.tools.profile.work import op_work
+from hyperloom.tools.profile.work import WorkCache, op_work
 
 PROFILE = FIXTURES / "profile"
 MI250 = PROFILE / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
@@ -360,7 +360,7 @@ def test_an_addmm_hand_off_names_the_spec_buffers_and_its_stub_computes_the_op(w
     from hyperloom.tools.profile.hotspots import rank_hotspots
 
     trace = read_trace(CPU, "cpu")
-    ranked = [(h, i) for h, i in rank_hotspots(work_items(trace.kernels, Classifier()), NO_ROOF, 1.0) if h.label.startswith("aten::addmm [128]")]
+    ranked = [(h, i) for h, i in rank_hotspots(work_items(trace.kernels, Classifier(), WorkCache()), NO_ROOF, 1.0) if h.label.startswith("aten::addmm [128]")]
     (stub,) = handoffs(ranked, workspace.root, workspace, "cpu", count=1)
     assert stub.metric == {"bytes": 39424, "flops": 131072} and stub.op == "aten::addmm"
     assert [(a["name"], a["shape"], a["role"]) for a in stub.spec_args] == [

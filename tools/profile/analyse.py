@@ -11,6 +11,7 @@ from hyperloom.tools.profile.hotspots import rank_hotspots
 from hyperloom.tools.profile.models import ClassShare, DeviceBusy, FusionCandidate, Hotspot, KernelGroup
 from hyperloom.tools.profile.roof import Roofs
 from hyperloom.tools.profile.trace import Trace
+from hyperloom.tools.profile.work import WorkCache
 
 LAUNCH_BOUND_BUSY_PERCENT = 50.0  # the GPU idles more than half the window ...
 LAUNCH_BOUND_MEAN_US = 20.0  # ... between kernels shorter than this on average
@@ -34,13 +35,13 @@ class Analysis:
 
 
 def analyse(trace: Trace, roofs: Roofs) -> Analysis:
-    classify = Classifier()
+    classify, work_of = Classifier(), WorkCache()
     total_us = sum(k.dur_us for k in trace.kernels)
     groups = kernel_groups(trace.kernels, classify, total_us)
     devices = [] if trace.cpu_only else device_busy(trace.kernels, trace.window_us, trace.device_names)
-    items = work_items(trace.kernels, classify, shadowed_ops(trace.ops) if trace.cpu_only else None)
+    items = work_items(trace.kernels, classify, work_of, shadowed_ops(trace.ops, work_of) if trace.cpu_only else None)
     ranked = rank_hotspots(items, roofs, total_us)
-    fusion = fusion_candidates(trace, classify) if trace.ops else []
+    fusion = fusion_candidates(trace, classify, work_of) if trace.ops else []
     findings: list[str] = []
     launch_bound = False
     if devices:

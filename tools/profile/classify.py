@@ -8,6 +8,7 @@ framework op that launched it.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from hyperloom.tools.profile.models import KernelClass
 
@@ -49,6 +50,7 @@ COMPUTE_CLASSES = ("gemm", "attention")
 FUSABLE_CLASSES = ("elementwise", "normalization", "reduction", "memory copy")
 
 
+@lru_cache(maxsize=4096)
 def base_name(op_name: str) -> str:
     """'aten::add_' → 'add'; '_foreach_add_' → 'add'; 'aten::copy_' stays 'copy_' (its own op, not an in-place add)."""
     name = op_name.rsplit("::", 1)[-1]
@@ -58,6 +60,7 @@ def base_name(op_name: str) -> str:
     return name[:-1] if name.endswith("_") and not name.endswith("__") else name
 
 
+@lru_cache(maxsize=4096)
 def op_class(op_name: str) -> KernelClass:
     if op_name.startswith(("c10d::", "nccl:", "record_param_comms")):
         return "communication"
@@ -68,6 +71,7 @@ def op_class(op_name: str) -> KernelClass:
     return "other"
 
 
+@lru_cache(maxsize=4096)
 def kernel_class(kernel_name: str, kind: str = "kernel", op_name: str | None = None) -> KernelClass:
     """The class of one device activity: a copy or set is a memory copy; a kernel by its name, else by its op."""
     if kind != "kernel":

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from hyperloom.tools.profile.classify import COMPUTE_CLASSES, FUSABLE_CLASSES, base_name, op_class
 from hyperloom.tools.profile.group import Classifier
 from hyperloom.tools.profile.models import FusionCandidate
-from hyperloom.tools.profile.tensors import Tensor, arguments
 from hyperloom.tools.profile.trace import Op, Trace
-from hyperloom.tools.profile.work import WRITE_ONLY, Work, op_work
+from hyperloom.tools.profile.work import Work, WorkCache
 
 # ops that launch no device work (views, allocations): invisible on a GPU stream, skipped on a CPU thread
 TRANSPARENT = {"empty", "empty_strided", "empty_like", "as_strided", "t", "transpose", "view", "reshape", "_reshape_alias",
@@ -37,16 +36,9 @@ class Node:
     time_us: float
 
 
-def _nodes(trace: Trace, classify: Classifier) -> list[list[Node]]:
+def _nodes(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[list[Node]]:
     """Per stream, its op calls in order. On a GPU an op is the innermost one that launched each kernel; on a CPU-only
     trace the top-level ops of each thread (what a fusion of the model's code would merge)."""
-    work_cache: dict[int, Work | None] = {}
-
-    def work_of(op: Op) -> Work | None:
-        if id(op) not in work_cache:
-            work_cache[id(op)] = op_work(op)
-        return work_cache[id(op)]
-
     streams: dict[tuple[str, str], list[Node]] = defaultdict(list)
     if trace.cpu_only:
         for op in sorted(trace.ops, key=lambda o: o.start_us):
@@ -70,31 +62,22 @@ def _nodes(trace: Trace, classify: Classifier) -> list[list[Node]]:
     return list(streams.values())
 
 
-def _read_tensors(op: Op) -> list[Tensor | None]:
-    """The tensor arguments an op reads: copy_ reads only its source; fill_, zero_ and the like read none."""
-    tensors = arguments(op)
-    name = base_name(op.name)
-    if name == "copy_":
-        return tensors[1:2]
-    return [] if name in WRITE_ONLY else tensors
-
-
 def _reads(node: Node, previous: Node) -> bool:
     """Whether `node` reads a tensor shaped like `previous`'s output."""
     out = previous.work.output if previous.work else None
-    if out is None or node.op is None:
+    if out is None or node.work is None:
         return False
-    return any(t is not None and (t.dims == out.dims or t.numel == out.numel) for t in _read_tensors(node.op))
+    return any(t.dims == out.dims or t.numel == out.numel for t in node.work.reads)
 
 
 def _fusable(node: Node) -> bool:
     return node.cls in FUSABLE_CLASSES and node.op is not None and node.work is not None and node.work.output is not None
 
 
-def chains(trace: Trace, classify: Classifier) -> list[tuple[list[Node], Node | None, Node | None]]:
+def chains(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[tuple[list[Node], Node | None, Node | None]]:
     """Every chain of at least two linked memory-bound nodes, with the nodes right before and after it."""
     found = []
-    for nodes in _nodes(trace, classify):
+    for nodes in _nodes(trace, classify, work_of):
         run: list[Node] = []
         start = 0
         for i, node in enumerate(nodes + [None]):
@@ -116,10 +99,10 @@ def _saved(run: list[Node]) -> int:
     return sum(2 * n.work.output.nbytes for n in run[:-1])
 
 
-def fusion_candidates(trace: Trace, classify: Classifier) -> list[FusionCandidate]:
+def fusion_candidates(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[FusionCandidate]:
     """Chains grouped by their ops and shapes, most bytes saved first (chains that save nothing are left out)."""
     groups: dict[tuple, list[tuple[list[Node], Node | None, Node | None]]] = defaultdict(list)
-    for run, before, after in chains(trace, classify):
+    for run, before, after in chains(trace, classify, work_of):
         groups[tuple((n.op.name, n.work.output.text()) for n in run)].append((run, before, after))
     candidates = []
     for signature, members in groups.items():

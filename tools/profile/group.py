@@ -9,7 +9,7 @@ from hyperloom.tools.profile.classify import kernel_class, op_class
 from hyperloom.tools.profile.models import ClassShare, DeviceBusy, KernelClass, KernelGroup
 from hyperloom.tools.profile.tensors import label
 from hyperloom.tools.profile.trace import Kernel, Op
-from hyperloom.tools.profile.work import Work, op_work
+from hyperloom.tools.profile.work import Work, WorkCache
 
 
 class Classifier:
@@ -101,12 +101,12 @@ def is_device_copy(name: str) -> bool:
     return "DtoD" in name or "DEVICE_TO_DEVICE" in name or "Memset" in name
 
 
-def shadowed_ops(ops: list[Op]) -> dict[int, str]:
+def shadowed_ops(ops: list[Op], work_of: WorkCache) -> dict[int, str]:
     """CPU-only traces: ops whose work a same-class op they call already counts (aten::linear calls aten::addmm,
     layer_norm calls native_layer_norm), by id, with the name of that op. Their own self time is dispatch overhead."""
     out: dict[int, str] = {}
     for op in ops:
-        if op.parent is None or op_work(op) is None:
+        if op.parent is None or work_of(op) is None:
             continue
         cls, parent = op_class(op.name), op.parent
         while parent is not None:
@@ -116,7 +116,7 @@ def shadowed_ops(ops: list[Op]) -> dict[int, str]:
     return out
 
 
-def work_items(kernels: list[Kernel], classify: Classifier, shadowed: dict[int, str] | None = None) -> list[WorkItem]:
+def work_items(kernels: list[Kernel], classify: Classifier, work_of: WorkCache, shadowed: dict[int, str] | None = None) -> list[WorkItem]:
     items: dict[tuple, WorkItem] = {}
     shadowed = shadowed or {}
     op_keys: dict[int, tuple] = {}
@@ -137,7 +137,7 @@ def work_items(kernels: list[Kernel], classify: Classifier, shadowed: dict[int, 
             item = items.get(key)
             if item is None:
                 inner = shadowed.get(id(k.op))
-                work = None if inner else op_work(k.op)
+                work = None if inner else work_of(k.op)
                 cls = op_class(k.op.name)
                 note = f"its work is counted in {inner}, which it calls; this is its own dispatch time" if inner else \
                     "" if work else f"no byte/flop model for {k.op.name} at these arguments"

@@ -15,7 +15,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile import roof
 from hyperloom.tools.profile.analyse import Analysis, analyse
 from hyperloom.tools.profile.handoff import handoffs
-from hyperloom.tools.profile.load import read_trace
+from hyperloom.tools.profile.load import paused_gc, read_trace
 from hyperloom.tools.profile.parse_chrome import EmptyTrace
 from hyperloom.tools.profile.models import ProfileRequest, ProfileResult
 from hyperloom.tools.profile.plot import draw, matplotlib_available
@@ -94,7 +94,8 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
         label = request.trace
     step(1)
     try:
-        trace = read_trace(trace_path, label)
+        with paused_gc():
+            trace = read_trace(trace_path, label)
     except EmptyTrace as exc:
         if capture is None:
             raise
@@ -113,7 +114,8 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
         device = trace.device_name() or (capture.device if capture else None) or "a GPU the trace does not name"
     roofs = _roofs(request, trace, device, workspace, findings)
     step(3)
-    a = analyse(trace, roofs)
+    with paused_gc():
+        a = analyse(trace, roofs)
     findings += a.findings
     step(4)
     if capture is not None and capture.profiler_device_time_s:

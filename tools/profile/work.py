@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from hyperloom.tools.profile.classify import base_name, op_class
 from hyperloom.tools.profile.tensors import Tensor, arguments, broadcast, concrete, scalar_type
@@ -24,6 +24,25 @@ class Work:
     flops: int
     output: Tensor | None  # the tensor the op writes (for fusion: what the next op reads)
     model: str
+    reads: tuple[Tensor, ...] = ()  # the tensors it reads (copy_ reads only its source; fill_ and the like none)
+
+
+class WorkCache:
+    """op_work once per distinct call (name, shapes, dtypes, scalars): a long trace repeats the same few hundred."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple, Work | None] = {}
+        self._by_op: dict[int, Work | None] = {}
+
+    def __call__(self, op: Op) -> Work | None:
+        found = self._by_op.get(id(op), False)
+        if found is not False:
+            return found
+        key = (op.name, repr(op.dims), repr(op.types), repr(op.concrete))
+        if key not in self._by_key:
+            self._by_key[key] = op_work(op)
+        work = self._by_op[id(op)] = self._by_key[key]
+        return work
 
 
 def op_work(op: Op) -> Work | None:
@@ -32,22 +51,29 @@ def op_work(op: Op) -> Work | None:
     if not any(t is not None for t in tensors):
         return None
     name = base_name(op.name)
-    cls = op_class(op.name)
     try:
-        if cls == "gemm":
-            return _gemm(name, tensors)
-        if cls == "attention":
-            return _attention(op, tensors)
-        if cls == "normalization":
-            return _norm(name, tensors)
-        if cls == "reduction":
-            return _reduction(op, name, tensors)
-        if cls == "memory copy":
-            return _copy(op, name, tensors)
-        if cls == "elementwise":
-            return _elementwise(op, name, tensors)
+        work = _model(op, name, op_class(op.name), tensors)
     except (IndexError, KeyError, ValueError, AttributeError):
         return None  # shapes that do not fit the op's signature: no model rather than a wrong one
+    if work is None:
+        return None
+    read = tensors[1:2] if name == "copy_" else [] if name in WRITE_ONLY else tensors
+    return replace(work, reads=tuple(t for t in read if t is not None))
+
+
+def _model(op: Op, name: str, cls: str, tensors: list[Tensor | None]) -> Work | None:
+    if cls == "gemm":
+        return _gemm(name, tensors)
+    if cls == "attention":
+        return _attention(op, tensors)
+    if cls == "normalization":
+        return _norm(name, tensors)
+    if cls == "reduction":
+        return _reduction(op, name, tensors)
+    if cls == "memory copy":
+        return _copy(op, name, tensors)
+    if cls == "elementwise":
+        return _elementwise(op, name, tensors)
     return None
 
 
