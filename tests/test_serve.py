@@ -172,3 +172,62 @@ def test_a_model_file_the_server_cannot_load_is_an_error_with_the_servers_log(wo
     with pytest.raises(HyperloomError, match="exited with status .* before serving"):
         run_serve_sweep(ServeSweepRequest(base_url=f"http://127.0.0.1:{port}/v1", server_command=server_command(broken, port, slots=1)), workspace)
     assert processes_serving(broken) == []
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+async def test_serve_sweep_answers_over_stdio_mcp_with_progress_a_valid_result_and_a_cache_hit(running_server, tmp_path, private_cache):
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    server = Path(sys.executable).parent / "hyperloom-mcp"
+    params = StdioServerParameters(command=str(server), cwd=str(tmp_path), env={**os.environ, "HYPERLOOM_CACHE_DIR": str(private_cache)})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        hints = tools["serve_sweep"].annotations
+        assert hints.open_world_hint and not hints.read_only_hint and tools["serve_sweep"].input_schema["required"] == ["base_url"]
+        updates: list[tuple[float, float | None]] = []
+
+        async def on_progress(progress, total, message):
+            updates.append((progress, total))
+
+        arguments = {"base_url": running_server, "max_concurrency": 2, "input_tokens": 16, "output_tokens": 8, "requests_per_level": 4}
+        first = await session.call_tool("serve_sweep", arguments, read_timeout_seconds=120, progress_callback=on_progress)
+        assert not first.is_error, first.content
+        jsonschema.validate(first.structured_content, tools["serve_sweep"].output_schema)
+        jsonschema.validate(first.structured_content, json.loads((REPO / "validators/serve_sweep.schema.json").read_text()))
+        assert first.structured_content["evidence"]["tag"] == "MEASURED" and first.structured_content["cached"] is False
+        assert [level["concurrency"] for level in first.structured_content["levels"]] == [1, 2]
+        assert updates and updates[-1][0] == updates[-1][1] == 4 + 1 + 4 + 2  # measured and warm-up requests of both levels
+        assert (tmp_path / first.structured_content["files"][1]).suffix == ".png"
+
+        second = await session.call_tool("serve_sweep", arguments, read_timeout_seconds=120)
+        assert second.structured_content["cached"] is True and second.structured_content["levels"] == first.structured_content["levels"]
+
+        refused = await session.call_tool("serve_sweep", {"base_url": "ftp://127.0.0.1/v1"})
+        assert refused.is_error and "http:// or https://" in refused.content[0].text
+        down = await session.call_tool("serve_sweep", {"base_url": "http://127.0.0.1:9/v1"})
+        assert down.is_error and "could not reach the /models page" in down.content[0].text and "Next step" in down.content[0].text
+
+
+def test_the_local_model_agent_calls_serve_sweep_through_the_real_mcp_server(workspace, running_server, capsys):
+    from hyperloom.cli.main import EXIT_OK, main
+    from openai_stub import answer, scripted_endpoint, tool_call
+
+    sweep = {"base_url": running_server, "max_concurrency": 8, "input_tokens": 16, "output_tokens": 8, "requests_per_level": 4, "plot": False}
+    script = [tool_call("mcp__hyperloom__serve_sweep", sweep), answer("Serve at 2 streams: the server's 2 slots bound the sweep (MEASURED).")]
+    transcript = workspace.root / "t.json"
+    with scripted_endpoint(script) as stub:
+        code = main(["agent", "Pick a serving concurrency for the model at " + running_server, "--base-url", stub.base_url,
+                     "--model", "local", "--transcript", str(transcript)])
+    assert code == EXIT_OK, capsys.readouterr().err
+    offered = {t["function"]["name"] for t in stub.requests[0]["tools"]}
+    assert "mcp__hyperloom__serve_sweep" in offered
+    result = json.loads(next(m["content"] for m in stub.requests[1]["messages"] if m["role"] == "tool"))
+    assert result["stop_reason"] == "server_capacity" and result["capacity"]["slots"] == 2 and result["evidence"]["tag"] == "MEASURED"
+    saved = json.loads(transcript.read_text())
+    assert [(c["name"], c["is_error"]) for c in saved["tool_calls"]] == [("mcp__hyperloom__serve_sweep", False)]
