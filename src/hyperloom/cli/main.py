@@ -43,6 +43,7 @@ COMMANDS = (
     Command("roofline", "roofline:configure", "measure this device's ceilings and place kernels against them (roofline)"),
     Command("tune", "tune:configure", "search a kernel.yaml's tuning space for the fastest candidate that passes the gate (tune_start)"),
     Command("allreduce", "allreduce:configure", "INT6 compressed all-reduce: run it, or time it against native bf16"),
+    Command("serve", "serve:configure", "sweep a model server's concurrency: throughput knee, latency, saturation, cached per model (serve_sweep)"),
     Command("tools", "tools:configure", "list the MCP tools with their input and output schemas"),
     Command("toolchain", "toolchain:configure", "where each external tool was found, and its version"),
     Command("validate-skill", "validate_skill:configure", "check a skill folder against amd/skills' validator, its evals check and the Agent Skills spec"),
