@@ -98,6 +98,52 @@ def test_an_existing_project_mcp_json_keeps_its_servers(home, tmp_path):
     assert (project / ".mcp.json").read_bytes() == original
 
 
+def test_a_hand_laid_out_mcp_json_keeps_its_layout_and_uninstall_gives_back_its_bytes(home, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(HOSTS / "mcp-by-hand.json", project / ".mcp.json")
+    original = (project / ".mcp.json").read_text()
+    assert _install("claude", "--scope", "project", "--project", str(project)) == EXIT_OK
+    installed = (project / ".mcp.json").read_text()
+    assert json.loads(installed)["mcpServers"]["hyperloom"]["command"] == SERVER
+    assert '"docs": { "command": "npx", "args": ["-y", "docs-mcp@1.2.0"] },' in installed  # the user's lines as they were
+    assert main(["uninstall", "claude", "--scope", "project", "--project", str(project)]) == EXIT_OK
+    assert (project / ".mcp.json").read_text() == original
+
+
+def test_an_mcp_json_edited_since_install_loses_only_our_entry(home, tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    shutil.copy(HOSTS / "mcp-by-hand.json", project / ".mcp.json")
+    assert _install("claude", "--scope", "project", "--project", str(project)) == EXIT_OK
+    config = project / ".mcp.json"
+    edited = config.read_text().replace('"docs": {', '"more": { "command": "more-mcp" },\n        "docs": {')
+    config.write_text(edited)
+    assert main(["uninstall", "claude", "--scope", "project", "--project", str(project)]) == EXIT_OK
+    after = config.read_text()
+    assert set(json.loads(after)["mcpServers"]) == {"more", "docs", "files"}
+    assert after.startswith(edited.split('"hyperloom"')[0].rstrip().rstrip(",")) and after.endswith("    }\n}")
+
+
+def test_uninstall_removes_the_folders_install_created_and_keeps_those_it_found(home, tmp_path):
+    project = tmp_path / "project"
+    (project / ".agents").mkdir(parents=True)  # the user's own, empty
+    for host in ("claude", "codex"):
+        assert _install(host, "--scope", "project", "--project", str(project)) == EXIT_OK
+    for host in ("claude", "codex"):
+        assert main(["uninstall", host, "--scope", "project", "--project", str(project)]) == EXIT_OK
+    assert sorted(p.name for p in project.iterdir()) == [".agents"] and not any((project / ".agents").iterdir())
+    assert _install("claude") == EXIT_OK and main(["uninstall", "claude"]) == EXIT_OK
+    assert not (home / ".claude").exists()
+
+
+@pytest.mark.parametrize(("host", "expected"), [("claude", ["Pending approval", "/mcp"]), ("codex", ["trust"])])
+def test_a_project_install_says_what_the_host_asks_before_it_runs_the_server(home, tmp_path, capsys, host, expected):
+    assert _install(host, "--scope", "project", "--project", str(tmp_path)) == EXIT_OK
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith("next: restart") and all(word in last for word in expected), last
+
+
 def test_print_shows_the_entry_and_the_files_and_writes_nothing(home, capsys):
     assert _install("codex", "--print") == EXIT_OK
     out = capsys.readouterr().out

@@ -1,13 +1,12 @@
 """Adding and removing one MCP server entry in a host's config file, touching nothing else.
 
-A file that does not parse is refused with the reason and left as it is. JSON keeps its
-indentation and final newline; TOML gets a block appended, and removing it restores the bytes.
+A file that does not parse is refused with the reason and left as it is. JSON gains the member as text in
+the file's own indentation (json_text) and TOML a block appended; removing what was added restores the bytes.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.hosts import json_text
 
 JSON_KEY, TOML_TABLE = "mcpServers", "mcp_servers"
 
@@ -47,32 +47,50 @@ def _json_document(path: Path, text: str) -> dict[str, Any]:
     return data
 
 
-def _json_dump(data: dict[str, Any], like: str) -> str:
-    """Serialize with the indentation and final newline of the text it replaces (new files: 2 spaces, newline)."""
-    indent: str | int = 2
-    if like.strip():
-        match = re.search(r"\n([ \t]+)\S", like)
-        indent = match.group(1) if match else 0
-    text = json.dumps(data, indent=indent or None, ensure_ascii=False)
-    return text + ("\n" if not like.strip() or like.endswith("\n") else "")
+def _json_new(data: dict[str, Any]) -> str:
+    """A new file: 2-space indentation and a final newline, as the hosts write theirs."""
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def json_entry(path: Path, text: str, name: str) -> Any:
     return _json_document(path, text).get(JSON_KEY, {}).get(name)
 
 
-def json_with_entry(path: Path, text: str, name: str, entry: dict[str, Any]) -> str:
+def json_with_entry(path: Path, text: str, name: str, entry: dict[str, Any]) -> tuple[str, str]:
+    """The new text and the exact text inserted into it (so that removing it restores the file byte for byte).
+    A new or blank file is written whole, indented by 2 spaces; an existing one only gains the member."""
     data = _json_document(path, text)
-    data.setdefault(JSON_KEY, {})[name] = entry
-    return _json_dump(data, text)
+    if not text.strip():
+        return _json_new({JSON_KEY: {name: entry}}), ""
+    if name in data.get(JSON_KEY, {}):
+        raise _refuse(path, f"already has a `{name}` entry")  # callers remove ours first and refuse a foreign one
+    at, inserted = json_text.insert_member(text, (JSON_KEY,), name, entry)
+    after = text[:at] + inserted + text[at:]
+    if json_entry(path, after, name) != entry:
+        raise _refuse(path, f"could not take a `{name}` entry in its `{JSON_KEY}` as text")
+    return after, inserted
 
 
-def json_without_entry(path: Path, text: str, name: str, drop_empty_container: bool) -> str:
+def json_without_entry(path: Path, text: str, name: str, drop_empty_container: bool, inserted: str = "") -> str:
+    """Remove the text install inserted, verbatim when it is still there; else cut the member (and the container
+    when asked and it is left empty) out of the text as it is now."""
     data = _json_document(path, text)
-    data.get(JSON_KEY, {}).pop(name, None)
-    if drop_empty_container and data.get(JSON_KEY) == {}:
-        del data[JSON_KEY]
-    return _json_dump(data, text)
+    if name not in data.get(JSON_KEY, {}):
+        return text
+    at = text.find(inserted) if inserted else -1
+    if at >= 0:
+        remaining = text[:at] + text[at + len(inserted):]
+        try:
+            if name not in _json_document(path, remaining).get(JSON_KEY, {}):
+                return remaining
+        except HyperloomError:
+            pass  # the same text stands somewhere else now: cut the member instead
+    servers = json_text.object_at(text, (JSON_KEY,))
+    assert servers is not None  # the document has the member, so it has the container
+    remaining = json_text.remove_member(text, servers, name)
+    if drop_empty_container and _json_document(path, remaining).get(JSON_KEY) == {}:
+        remaining = json_text.remove_member(remaining, json_text.object_at(remaining, ()) or 0, JSON_KEY)
+    return remaining
 
 
 def json_snippet(name: str, entry: dict[str, Any]) -> str:
@@ -137,13 +155,13 @@ def entry_in(fmt: str, path: Path, text: str, name: str) -> Any:
 
 
 def add_entry(fmt: str, path: Path, text: str, name: str, entry: dict[str, Any]) -> tuple[str, str]:
-    """(new text, text appended) — the second is empty for JSON, which is rewritten whole."""
-    return (json_with_entry(path, text, name, entry), "") if fmt == "json" else toml_with_entry(path, text, name, entry)
+    """(new text, the text added to it): removing the second gives the file back as it was."""
+    return json_with_entry(path, text, name, entry) if fmt == "json" else toml_with_entry(path, text, name, entry)
 
 
 def remove_entry(fmt: str, path: Path, text: str, name: str, appended: str, drop_empty_container: bool) -> str:
     if fmt == "json":
-        return json_without_entry(path, text, name, drop_empty_container)
+        return json_without_entry(path, text, name, drop_empty_container, appended)
     return toml_without_entry(path, text, name, appended)
 
 

@@ -130,8 +130,27 @@ def plan_install(location: Location) -> InstallPlan:
             "created_file": old.get("created_file", not path.exists()),
             "created_container": old.get("created_container", not configs.has_container(fmt, path, text)),
         },
+        "created_dirs": (previous or {}).get("created_dirs") or _missing_folders(skill_dir, path),
     }
     return InstallPlan(location, entry, files, text, after, record, notes)
+
+
+def _missing_folders(*paths: Path) -> list[str]:
+    """The folders above `paths` that do not exist yet (install creates them), deepest first."""
+    missing = {parent for path in paths for parent in path.parents if not parent.exists()}
+    return [str(p) for p in sorted(missing, key=lambda p: len(p.parts), reverse=True)]
+
+
+def next_steps(location: Location) -> list[str]:
+    """What the user does after install for the host to load the skill and the server."""
+    if location.host == "claude" and location.scope == "project":
+        return [
+            f"restart Claude Code in {location.config.parent}; it lists servers from a project's .mcp.json as \"Pending approval\" "
+            f"(claude mcp list) until you approve them: accept the prompt it shows at start, or approve {SERVER_NAME} under /mcp"
+        ]
+    if location.host == "codex" and location.scope == "project":
+        return [f"restart Codex in {location.config.parent.parent}; Codex reads .codex/config.toml only in a project it trusts: trust it when asked"]
+    return [f"restart {location.label.split(' (')[0]} to load the skill and the server"]
 
 
 def describe(plan: InstallPlan) -> str:
@@ -208,4 +227,18 @@ def uninstall(location: Location) -> list[str]:
         done.append(f"removed the skill folder {location.skill_dir}")
     else:
         done.append(f"{location.skill_dir} was changed since install; left in place (delete it by hand if you no longer need it)")
+    if removed := _remove_empty(record.get("created_dirs", [])):
+        done.append(f"removed the folders install had created, now empty: {', '.join(removed)}")
     return done
+
+
+def _remove_empty(folders: list[str]) -> list[str]:
+    """Remove each folder (deepest first) that is empty now; keep any that holds something."""
+    removed = []
+    for folder in folders:
+        try:
+            Path(folder).rmdir()
+            removed.append(folder)
+        except OSError:  # not empty, or gone already
+            continue
+    return removed

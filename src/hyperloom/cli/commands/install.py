@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from hyperloom.cli.common import EXIT_OK
-from hyperloom.hosts.install import apply_install, describe, plan_install, uninstall
+from hyperloom.hosts.install import apply_install, describe, next_steps, plan_install, uninstall
 from hyperloom.hosts.locations import locate
 
 
@@ -21,7 +21,8 @@ def run_install(args: argparse.Namespace) -> int:
         return EXIT_OK
     for line in apply_install(plan):
         print(line)
-    print(f"done: restart {plan.location.label.split(' (')[0]} to load the skill and the server")
+    for step in next_steps(plan.location):
+        print(f"next: {step}")
     return EXIT_OK
 
 
