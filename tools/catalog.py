@@ -257,6 +257,58 @@ CATALOG += (
 
 CATALOG += (
     ToolDef(
+        name="spec_init",
+        title="Draft a kernel spec from a source",
+        description=(
+            "Bring a user's kernel into the loop: from a source (.cu, .hip, .c) and the kernel's name, read its parameters "
+            "with clang's AST and write a draft kernel.yaml and reference.py stub: pointers become buffers (const: input, "
+            "else output) with their dtypes, values become scalars, template parameters become defines. What the source "
+            "cannot say (dimensions, launch, shapes, tolerance, the reference's math) is a TODO; returns spec_check's list of "
+            "them. Never replaces files unless overwrite=true. Next: fill the TODOs, spec_check, bench."
+        ),
+        request="hyperloom.tools.spec.api:SpecInitRequest",
+        result="hyperloom.tools.spec.api:SpecInitResult",
+        run="hyperloom.tools.spec.init:run_spec_init",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+    ),
+    ToolDef(
+        name="spec_check",
+        title="Check a kernel spec without a GPU",
+        description=(
+            "Validate a kernel.yaml and report every problem at once, each with its field path, cause and next step: "
+            "schema, TODO placeholders, files inside the workspace, every expression at every shape (buffer sizes, scalars, "
+            "grid, block, metric), tuning values, the tolerance's consistency; the reference run at the smallest shape in a "
+            "worker (outputs, dtypes, NaN); each variant compiled for `targets` with resource usage; and whether this machine "
+            "can run each target. ok=true means bench and tune can take it."
+        ),
+        request="hyperloom.tools.spec.api:SpecCheckRequest",
+        result="hyperloom.tools.spec.api:SpecCheckResult",
+        run="hyperloom.tools.spec.check:run_spec_check",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    ),
+    ToolDef(
+        name="spec_example",
+        title="Shipped example specs",
+        description=(
+            "List the shipped example kernel specs, print one (its kernel.yaml with comments), or copy one with its "
+            "source and reference into a new workspace folder (out) to start from."
+        ),
+        request="hyperloom.tools.spec.api:SpecExampleRequest",
+        result="hyperloom.tools.spec.api:SpecExampleResult",
+        run="hyperloom.tools.spec.examples:run_spec_example",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+    ),
+)
+
+
+CATALOG += (
+    ToolDef(
         name="bench",
         title="Benchmark a kernel",
         description=(

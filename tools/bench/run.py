@@ -78,10 +78,19 @@ def prepare(loaded: LoadedSpec, variant: str | None, target: str, shape_index: i
     variant_name, chosen = loaded.variant(variant)
     if chosen.targets is not None and target not in chosen.targets:
         raise HyperloomError(f"variant {variant_name!r} does not build for {target}", f"use one of {chosen.targets}")
-    return _at_shape(loaded, variant_name, chosen, target, loaded.shape(shape_index))
+    return at_shape(loaded, variant_name, chosen, target, loaded.shape(shape_index))
 
 
-def _at_shape(loaded: LoadedSpec, variant_name: str, variant: Variant, target: str, shape: dict[str, int]) -> Launchable:
+def builds_for(loaded: LoadedSpec, variant: Variant, target: str) -> bool:
+    """Whether `variant` is meant to build for `target`: its targets list, and its language's kind of target."""
+    if variant.targets is not None and target not in variant.targets:
+        return False
+    _, language = loaded.source_of(variant)
+    host = target == HOST_TARGET
+    return host if language in ("c", "cpp") else not host and not (language == "cuda" and not NVIDIA_TARGET.fullmatch(target))
+
+
+def at_shape(loaded: LoadedSpec, variant_name: str, variant: Variant, target: str, shape: dict[str, int]) -> Launchable:
     launch = loaded.spec.launch_of(variant)
     return Launchable(
         loaded=loaded, variant_name=variant_name, variant=variant, target=target, shape=shape, backend=backend_for(target),
@@ -114,7 +123,7 @@ def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple
                 f"tuning {', '.join(geometry)} changes argument {arg.name} ({before} → {after}), not only the launch",
                 "tune only shape variables that steer the launch geometry (threads, rows, …); pick the problem with the shape index",
             )
-    return _at_shape(launchable.loaded, launchable.variant_name, launchable.variant, launchable.target, shape), defines
+    return at_shape(launchable.loaded, launchable.variant_name, launchable.variant, launchable.target, shape), defines
 
 
 def build_with(launchable: Launchable, workspace: Workspace, params: Mapping[str, str | int]) -> tuple[Launchable, TargetBuild]:

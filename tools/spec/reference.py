@@ -25,6 +25,7 @@ CONTRACT = "the reference takes (inputs: dict of name -> numpy array, shape: dic
 class ReferenceRun:
     elapsed_s: float  # the reference function's own time, without the worker's start-up
     nan: dict[str, int]  # NaN count per output
+    shapes: dict[str, list[int]]  # the shape each output was returned in (before the reshape to the declared one)
 
 
 def run_reference(loaded: LoadedSpec, shape: Mapping[str, int], inputs_dir: Path, out_dir: Path, *, timeout_s: float = REFERENCE_TIMEOUT_S) -> ReferenceRun:
@@ -39,7 +40,8 @@ def run_reference(loaded: LoadedSpec, shape: Mapping[str, int], inputs_dir: Path
     field = f"reference {loaded.spec.reference!r} at shape {dict(shape)}"
     if outcome.ok:
         report = outcome.result
-        return ReferenceRun(elapsed_s=float(report["elapsed_s"]), nan={k: int(v["nan"]) for k, v in report["outputs"].items()})
+        return ReferenceRun(elapsed_s=float(report["elapsed_s"]), nan={k: int(v["nan"]) for k, v in report["outputs"].items()},
+                            shapes={k: list(v["returned_shape"]) for k, v in report["outputs"].items()})
     if outcome.error_type == "ReferenceContractError":
         raise HyperloomError(f"{field}: {outcome.message.split(': ', 1)[-1]}", f"fix the reference: {CONTRACT} for every output and inout buffer")
     if outcome.status == "TIMEOUT":

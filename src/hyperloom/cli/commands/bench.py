@@ -10,3 +10,7 @@ from hyperloom.cli.render import bench_report
 
 def configure(parser: argparse.ArgumentParser) -> None:
     tool_options(parser, "bench", report_handler("bench", bench_report, verdict="ok"))
+
+
+def configure_command(parser: argparse.ArgumentParser) -> None:
+    tool_options(parser, "bench_command", report_handler("bench_command", bench_report, verdict="ok"))

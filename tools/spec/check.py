@@ -1,0 +1,217 @@
+"""spec_check: validate a kernel.yaml without a GPU and report every problem at once.
+
+In order: the YAML; placeholders spec_init left (TODO); the schema; files (inside the workspace);
+every expression at every shape, tuning values, the tolerance (tools/spec/sanity.py); the reference
+at the smallest shape, in a worker process; each variant built for the requested targets with its
+resource usage; and whether this machine can run each target. Later steps run only when the
+earlier ones leave something to run.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import measured
+from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.progress import ProgressFn
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.spec.api import ReferenceRunReport, Runnable, SpecCheckRequest, SpecCheckResult, SpecProblem, VariantBuild
+from hyperloom.tools.spec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, load_spec, output_buffers, read_spec
+from hyperloom.tools.spec.models import BufferArg, KernelSpec
+from hyperloom.tools.spec.reference import run_reference
+from hyperloom.tools.spec.sanity import check_spec
+
+TODO = "TODO"
+
+
+class Problems:
+    """The problems found so far, each once."""
+
+    def __init__(self) -> None:
+        self.items: list[SpecProblem] = []
+        self._seen: set[tuple[str, str]] = set()
+
+    def __call__(self, path: str, severity: str, cause: str, next_step: str, *, shape: int | None = None) -> None:
+        if (path, cause) not in self._seen:
+            self._seen.add((path, cause))
+            self.items.append(SpecProblem(path=path, severity=severity, cause=cause.rstrip("."), next_step=next_step.rstrip("."), shape=shape))  # type: ignore[arg-type]
+
+    def count(self, *severities: str) -> int:
+        return sum(1 for p in self.items if p.severity in severities)
+
+
+def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: ProgressFn | None = None) -> SpecCheckResult:
+    started = time.perf_counter()
+    given = workspace.resolve(request.spec, what="spec")
+    problems = Problems()
+    builds: list[VariantBuild] = []
+    runnable: list[Runnable] = []
+    reference: ReferenceRunReport | None = None
+    path, spec, loaded = given, None, None
+    try:
+        path, raw = read_spec(given)
+    except HyperloomError as exc:
+        problems("(file)", "error", exc.cause, exc.next_step)
+        raw = None
+    if raw is not None:
+        todos = _todos(raw, "")
+        for where, text in todos:
+            problems(where, "todo", f"still a placeholder: {text}", "fill it in (see the skill's spec.md), then run spec_check again")
+        spec = _schema(raw, {w for w, _ in todos}, problems)
+    if spec is not None:
+        loaded = _files(path, workspace, problems)
+        check_spec(spec, problems)
+    if progress is not None:
+        progress(1, 3)
+    if loaded is not None and request.run_reference and not problems.count("error", "todo"):
+        reference = _reference(loaded, workspace, request.timeout_s, problems)
+    if progress is not None:
+        progress(2, 3)
+    if loaded is not None and not problems.count("todo"):
+        builds = _builds(loaded, request.targets, workspace, problems)
+    if spec is not None:
+        runnable = _runnable(spec, request.targets)
+    if progress is not None:
+        progress(3, 3)
+    errors, todos, warnings = problems.count("error"), problems.count("todo"), problems.count("warning")
+    ok = errors == 0 and todos == 0
+    built = [b for b in builds if b.ok]
+    summary = (
+        (f"{path.name}: ready for bench and tune" if ok else f"{path.name}: {errors} error(s), {todos} placeholder(s) to fill")
+        + (f", {warnings} warning(s)" if warnings else "")
+        + (f"; reference ran in {reference.elapsed_s:.3g} s at shape {reference.shape}" if reference else "")
+        + (f"; built {len(built)} of {len(builds)} variant/target pair(s)" if builds else "")
+        + ("; runs here on " + ", ".join(r.target for r in runnable if r.can_run) if any(r.can_run for r in runnable) else "")
+    )
+    inputs = [sha256_file(path)] if path.is_file() else []
+    return SpecCheckResult(
+        ok=ok, summary=summary, spec=workspace.relative(path), problems=problems.items, builds=builds, runnable=runnable,
+        reference=reference, elapsed_s=time.perf_counter() - started,
+        evidence=measured("spec_check", inputs_sha256=combine_digests([*inputs, sha256_json(request.model_dump())]),
+                          target=",".join(request.targets) or "unspecified"),
+    )
+
+
+def _todos(node: Any, where: str) -> list[tuple[str, str]]:
+    """(path, text) of every string placeholder starting with TODO, depth first."""
+    if isinstance(node, str):
+        return [(where or "(root)", node)] if node.strip().upper().startswith(TODO) else []
+    if isinstance(node, dict):
+        keys = [(f"{where}.{key}" if where else str(key), str(key)) for key in node if str(key).upper().startswith(TODO)]
+        return keys + [found for key, value in node.items() for found in _todos(value, f"{where}.{key}" if where else str(key))]
+    if isinstance(node, list):
+        return [found for index, value in enumerate(node) for found in _todos(value, f"{where}[{index}]")]
+    return []
+
+
+def _schema(raw: Any, todo_paths: set[str], problems: Problems) -> KernelSpec | None:
+    try:
+        return KernelSpec.model_validate(raw)
+    except ValidationError as exc:
+        for item in exc.errors(include_url=False, include_input=False):
+            where = _path(item["loc"])
+            if not any(where == t or where.startswith(t + ".") or where.startswith(t + "[") for t in todo_paths):
+                problems(where, "error", str(item["msg"]).removeprefix("Value error, "), SPEC_HELP)
+        return None
+    except RecursionError:
+        problems("(file)", "error", "the spec nests too deeply", SPEC_HELP)
+        return None
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    """pydantic's location as the spec's field path: args[2].shape[0] (union tags dropped)."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part in ("buffer", "scalar") and text.endswith("]"):
+            continue
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "(root)"
+
+
+def _files(path: Path, workspace: Workspace, problems: Problems) -> LoadedSpec | None:
+    try:
+        return load_spec(path, workspace)
+    except HyperloomError as exc:
+        where = "reference" if "reference" in exc.cause else "source" if "source" in exc.cause else "(file)"
+        problems(where, "error", exc.cause, exc.next_step)
+        return None
+
+
+def smallest_shape(spec: KernelSpec) -> int:
+    """The shape whose buffers hold the fewest elements (the cheapest to run the reference at)."""
+    def size(index: int) -> float:
+        try:
+            return sum(math.prod(buffer_shape(a, spec.shapes[index])) for a in spec.args if isinstance(a, BufferArg))
+        except HyperloomError:
+            return math.inf
+    return min(range(len(spec.shapes)), key=size)
+
+
+def _reference(loaded: LoadedSpec, workspace: Workspace, timeout_s: float, problems: Problems) -> ReferenceRunReport | None:
+    import numpy as np
+
+    index = smallest_shape(loaded.spec)
+    shape = loaded.shape(index)
+    with tempfile.TemporaryDirectory(prefix="spec-check-", dir=workspace.state_dir("spec_check")) as tmp:
+        folder = Path(tmp)
+        for name, array in draw_inputs(loaded.spec, shape).items():
+            np.save(folder / f"in_{name}.npy", array)
+        try:
+            run = run_reference(loaded, shape, folder, folder, timeout_s=timeout_s)
+        except HyperloomError as exc:
+            problems("reference", "error", exc.cause, exc.next_step, shape=index)
+            return None
+    outputs = {}
+    for arg in output_buffers(loaded.spec):
+        nan = run.nan.get(arg.name, 0)
+        outputs[arg.name] = f"{arg.dtype} {list(buffer_shape(arg, shape))}" + (f", {nan} NaN" if nan else "")
+        if nan and loaded.spec.tolerance.nan_policy != "match":
+            problems("reference", "error", f"the reference's {arg.name} holds {nan} NaN at shape {index} on seeded inputs, and nan_policy forbids NaN",
+                     "fix the reference, or declare nan_policy: match if NaN is part of the contract", shape=index)
+        returned = run.shapes.get(arg.name)
+        if returned is not None and tuple(returned) != buffer_shape(arg, shape) and math.prod(returned) == math.prod(buffer_shape(arg, shape)):
+            problems("reference", "warning", f"the reference's {arg.name} has shape {returned}, the spec declares {list(buffer_shape(arg, shape))} (same size, reshaped)",
+                     "return the declared shape, or declare the shape the reference returns", shape=index)
+    return ReferenceRunReport(shape=index, elapsed_s=run.elapsed_s, outputs=outputs)
+
+
+def _builds(loaded: LoadedSpec, targets: list[str], workspace: Workspace, problems: Problems) -> list[VariantBuild]:
+    from hyperloom.tools.bench.run import at_shape, build_with, builds_for
+
+    builds = []
+    index = smallest_shape(loaded.spec)
+    for target in dict.fromkeys(targets):
+        for name, variant in loaded.spec.variants.items():
+            if not builds_for(loaded, variant, target):
+                continue
+            try:
+                launchable, build = build_with(at_shape(loaded, name, variant, target, loaded.shape(index)), workspace, {})
+            except HyperloomError as exc:
+                problems(f"variants.{name}", "error", f"{target}: {exc.cause}", exc.next_step)
+                builds.append(VariantBuild(variant=name, target=target, ok=False, summary=exc.cause))
+                continue
+            builds.append(VariantBuild(variant=name, target=target, ok=build.ok, summary=build.summary, symbol=launchable.symbol,
+                                       code_object=build.code_object, kernels=build.kernels))
+            if not build.ok:
+                problems(f"variants.{name}", "error", f"does not build for {target}: {build.summary}", "fix the source (compile_kernel shows the full log)")
+    return builds
+
+
+def _runnable(spec: KernelSpec, targets: list[str]) -> list[Runnable]:
+    from hyperloom.tools.bench.run import backend_for
+    from hyperloom.tools.runtime.probe import backend_readiness
+
+    declared = [t for v in spec.variants.values() for t in (v.targets or [])]
+    chosen = list(dict.fromkeys(targets or declared))
+    ready = {backend: backend_readiness(backend) for backend in dict.fromkeys(backend_for(t) for t in chosen)}  # one probe per backend
+    return [Runnable(target=t, backend=backend_for(t), can_run=ready[backend_for(t)].can_run, reason=ready[backend_for(t)].reason) for t in chosen]  # type: ignore[arg-type]
