@@ -252,6 +252,29 @@ def test_claude_config_dir_and_codex_home_are_honoured(home, tmp_path, monkeypat
 # --- the real hosts read what install wrote ---------------------------------------------------------------------
 
 
+def _run_plugin_server(root: Path, path: str) -> subprocess.CompletedProcess[str]:
+    (root / "scripts").mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "scripts" / "plugin-server.sh", root / "scripts" / "plugin-server.sh")
+    return subprocess.run([str(root / "scripts" / "plugin-server.sh"), "--flag"], capture_output=True, text=True, timeout=30,
+                          env={"PATH": path, "HOME": str(root)}, check=False)
+
+
+def _fake_server(folder: Path, says: str) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "hyperloom-mcp").write_text(f'#!/bin/sh\necho "{says} $*"\n')
+    (folder / "hyperloom-mcp").chmod(0o755)
+
+
+def test_the_plugin_server_runs_the_clones_venv_then_path_and_else_says_what_to_do(tmp_path):
+    _fake_server(tmp_path / "bin", "from PATH")
+    path = f"{tmp_path / 'bin'}{os.pathsep}/usr/bin{os.pathsep}/bin"
+    _fake_server(tmp_path / "clone" / ".venv" / "bin", "from the venv")
+    assert _run_plugin_server(tmp_path / "clone", path).stdout == "from the venv --flag\n"
+    assert _run_plugin_server(tmp_path / "bare", path).stdout == "from PATH --flag\n"
+    missing = _run_plugin_server(tmp_path / "alone", f"/usr/bin{os.pathsep}/bin")
+    assert missing.returncode == 127 and "bash scripts/setup.sh" in missing.stderr and "Next step" in missing.stderr
+
+
 def _host_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "CODEX", "ANTHROPIC"))}
     return env | {"HOME": str(home), "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -277,14 +300,16 @@ def test_codex_lists_the_server_install_registered(home):
 
 @pytest.mark.skipif(CLAUDE is None, reason="Claude Code is not installed (npm install -g @anthropic-ai/claude-code)")
 def test_the_repository_is_a_valid_claude_marketplace_whose_plugin_brings_skill_and_server(home, tmp_path):
-    env = _host_env(home)
+    # As after the README's setup: a clone with its .venv, and no hyperloom-mcp on PATH.
+    env = _host_env(home) | {"PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != Path(sys.executable).parent)}
 
     def claude(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([CLAUDE, *args], capture_output=True, text=True, timeout=120, env=env, cwd=home, check=False)
 
     checkout = tmp_path / "checkout"
     subprocess.run(["git", "clone", "-q", str(REPO), str(checkout)], check=True, timeout=60)
-    for tracked in (".claude-plugin", ".mcp.json", "skill"):  # the working tree, not only the last commit
+    (checkout / ".venv").symlink_to(Path(sys.prefix))
+    for tracked in (".claude-plugin", ".mcp.json", "skill", "scripts"):  # the working tree, not only the last commit
         target = checkout / tracked
         shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         (shutil.copytree if (REPO / tracked).is_dir() else shutil.copy)(REPO / tracked, target)
@@ -295,5 +320,5 @@ def test_the_repository_is_a_valid_claude_marketplace_whose_plugin_brings_skill_
     assert installed.returncode == 0, installed.stdout + installed.stderr
     details = claude("plugin", "details", "hyperloom@hyperloom").stdout
     assert f"Skills (1)  {SKILL_NAME}" in details and "MCP servers (1)  hyperloom" in details, details
-    listed = claude("mcp", "list").stdout
-    assert "plugin:hyperloom:hyperloom: hyperloom-mcp" in listed and "Connected" in listed, listed
+    listed = next(line for line in claude("mcp", "list").stdout.splitlines() if line.startswith("plugin:hyperloom:hyperloom:"))
+    assert "scripts/plugin-server.sh" in listed and "Connected" in listed, listed
