@@ -23,7 +23,7 @@ from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.spec.api import ReferenceRunReport, Runnable, SpecCheckRequest, SpecCheckResult, SpecProblem, VariantBuild
-from hyperloom.tools.spec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, load_spec, output_buffers, read_spec
+from hyperloom.tools.spec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, field_path, load_spec, output_buffers, read_spec
 from hyperloom.tools.spec.models import BufferArg, KernelSpec
 from hyperloom.tools.spec.reference import run_reference
 from hyperloom.tools.spec.sanity import check_spec
@@ -116,26 +116,13 @@ def _schema(raw: Any, todo_paths: set[str], problems: Problems) -> KernelSpec | 
         return KernelSpec.model_validate(raw)
     except ValidationError as exc:
         for item in exc.errors(include_url=False, include_input=False):
-            where = _path(item["loc"])
+            where = field_path(item["loc"])
             if not any(where == t or where.startswith(t + ".") or where.startswith(t + "[") for t in todo_paths):
                 problems(where, "error", str(item["msg"]).removeprefix("Value error, "), SPEC_HELP)
         return None
     except RecursionError:
         problems("(file)", "error", "the spec nests too deeply", SPEC_HELP)
         return None
-
-
-def _path(loc: tuple[Any, ...]) -> str:
-    """pydantic's location as the spec's field path: args[2].shape[0] (union tags dropped)."""
-    text = ""
-    for part in loc:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        elif part in ("buffer", "scalar") and text.endswith("]"):
-            continue
-        else:
-            text += f".{part}" if text else str(part)
-    return text or "(root)"
 
 
 def _files(path: Path, workspace: Workspace, problems: Problems) -> LoadedSpec | None:

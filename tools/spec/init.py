@@ -43,7 +43,8 @@ def run_spec_init(request: SpecInitRequest, workspace: Workspace, progress: Prog
         raise HyperloomError(f"{', '.join(workspace.relative(p) for p in existing)} already exist(s)",
                              "pass another out folder, or overwrite=true to replace the draft")
     signature = read_signature(source, request.entry, language)
-    parameters = [_describe(p) for p in signature.parameters]
+    type_parameters = {name for name, kind in signature.template if kind == "type"}
+    parameters = [_describe(p, type_parameters) for p in signature.parameters]
     defines = {f"HL_{name.upper()}": kind for name, kind in signature.template}
     entry = request.entry + (f"<{', '.join(defines)}>" if defines else "")
     name = request.name or request.entry
@@ -61,8 +62,10 @@ def run_spec_init(request: SpecInitRequest, workspace: Workspace, progress: Prog
     )
 
 
-def _describe(parameter: Parameter) -> KernelParameter:
+def _describe(parameter: Parameter, type_parameters: set[str]) -> KernelParameter:
     dtype, lanes = dtype_of(parameter.element)
+    if parameter.pointer and parameter.element in type_parameters:  # T* of a template: a buffer whose dtype the define for T decides
+        return KernelParameter(name=parameter.name, type=parameter.type, kind="buffer", dtype=None, role="input" if parameter.const else "output")
     if parameter.pointer:
         note = f" ({lanes} lanes a element)" if lanes > 1 else ""
         return KernelParameter(name=parameter.name, type=parameter.type + note, kind="buffer" if dtype else "unsupported", dtype=dtype,
@@ -100,7 +103,8 @@ def _draft(name: str, source: str, language: str, entry: str, defines: dict[str,
         if p.kind == "buffer":
             role = p.role if p.role == "input" else "output"
             hint = "" if p.role == "input" else "  # writable: output, or inout if the kernel reads it first"
-            lines.append(f"  - {{kind: buffer, name: {p.name}, dtype: {p.dtype}, shape: [{_q(f'TODO: dimensions of {p.name} as expressions of the shape')}], role: {role}}}"
+            dtype = p.dtype or _q(f"TODO: the dtype of {p.type.replace('*', '').strip()} (e.g. float32), as its define gives it")
+            lines.append(f"  - {{kind: buffer, name: {p.name}, dtype: {dtype}, shape: [{_q(f'TODO: dimensions of {p.name} as expressions of the shape')}], role: {role}}}"
                          f"{hint}  # {p.type}")
         elif p.kind == "scalar":
             lines.append(f"  - {{kind: scalar, name: {p.name}, dtype: {p.dtype}, value: {_q(f'TODO: {p.name} as an expression of the shape')}}}  # {p.type}")

@@ -10,7 +10,7 @@ import numpy as np
 import yaml
 from pydantic import ValidationError
 
-from hyperloom.core.errors import HyperloomError, describe_validation_error
+from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.spec.expr import evaluate, evaluate_int
 from hyperloom.tools.spec.models import BufferArg, DefineExpr, KernelSpec, ScalarArg, Variant
@@ -72,7 +72,7 @@ def load_spec(path: Path, workspace: Workspace) -> LoadedSpec:
     try:
         spec = KernelSpec.model_validate(raw)
     except ValidationError as exc:
-        raise HyperloomError(f"{path.name} does not follow the kernel spec: {describe_validation_error(exc)}", SPEC_HELP) from exc
+        raise HyperloomError(f"{path.name} does not follow the kernel spec: {describe_spec_error(exc)}", SPEC_HELP) from exc
     for name, variant in spec.variants.items():
         source = workspace.check(path.parent / (variant.source or spec.source), raw=variant.source or spec.source, must_exist=False,
                                  kind="file", what=f"variant {name!r}'s source")
@@ -85,6 +85,25 @@ def load_spec(path: Path, workspace: Workspace) -> LoadedSpec:
     for sibling in reference.parent.glob("*.py"):  # the reference may import them by name
         workspace.check(sibling, what="a module beside the reference")
     return LoadedSpec(spec, path, reference, function)
+
+
+def field_path(loc: tuple[object, ...]) -> str:
+    """pydantic's location as the spec's field path: args[2].shape[0] (union tags dropped)."""
+    text = ""
+    for part in loc:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part in ("buffer", "scalar") and text.endswith("]"):
+            continue
+        else:
+            text += f".{part}" if text else str(part)
+    return text or "(root)"
+
+
+def describe_spec_error(error: ValidationError, limit: int = 5) -> str:
+    items = error.errors(include_url=False, include_input=False)
+    shown = "; ".join(f"{field_path(i['loc'])}: {i['msg']}" for i in items[:limit])
+    return shown + (f"; and {len(items) - limit} more" if len(items) > limit else "")
 
 
 def reference_parts(text: str) -> tuple[str, str]:
