@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -34,10 +35,12 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.models import ProfileRequest
 from hyperloom.tools.profile.run import run_profile
 folder, plot = Path(sys.argv[1]), sys.argv[2] == "plot"
-start = time.perf_counter()
-result = run_profile(ProfileRequest(trace="big.json", plot=plot, name="bench"), Workspace.at(folder))
-elapsed = time.perf_counter() - start
-print(json.dumps({"elapsed_s": elapsed, "kernels": result.kernel_count, "hotspots": len(result.hotspots), "fusion": len(result.fusion)}))
+times = []
+for _ in range(2):  # the first call imports what it needs on the way (as a fresh server's first call); the second does not
+    start = time.perf_counter()
+    result = run_profile(ProfileRequest(trace="big.json", plot=plot, name="bench"), Workspace.at(folder))
+    times.append(time.perf_counter() - start)
+print(json.dumps({"first_s": times[0], "second_s": times[1], "kernels": result.kernel_count}))
 """
 
 DEFAULT_WORKLOAD = r"""
@@ -92,7 +95,7 @@ def analysis(mb: int, repeats: int) -> None:
     with tempfile.TemporaryDirectory(prefix="hyperloom-profile-bench-") as tmp:
         folder = Path(tmp)
         size, events = tiled_trace(folder / "big.json", mb * 1_000_000)
-        print(f"trace: {size / 1e6:.1f} MB, {events} events (the MI250 fixture tiled)")
+        print(f"trace: {size / 1e6:.1f} MB, {events} events (the MI250 fixture tiled); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         try:
             import orjson  # noqa: F401
             parser = "orjson"
@@ -103,9 +106,10 @@ def analysis(mb: int, repeats: int) -> None:
             for _ in range(repeats):
                 done = subprocess.run([sys.executable, "-c", CHILD, str(folder), plot], capture_output=True, text=True, timeout=600, check=True)
                 runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
-            times = [r["elapsed_s"] for r in runs]
-            print(f"profile on it, plots {'on' if plot == 'plot' else 'off'} ({parser}): median {statistics.median(times):.2f} s "
-                  f"(runs {', '.join(f'{t:.2f}' for t in times)}) for {runs[0]['kernels']} activities  [target <= 5 s]")
+            first, second = [r["first_s"] for r in runs], [r["second_s"] for r in runs]
+            print(f"profile on it, plots {'on' if plot == 'plot' else 'off'} ({parser}), {runs[0]['kernels']} activities: first call in a "
+                  f"fresh process median {statistics.median(first):.2f} s ({', '.join(f'{t:.2f}' for t in first)}), second call median "
+                  f"{statistics.median(second):.2f} s ({', '.join(f'{t:.2f}' for t in second)})  [target <= 5 s]")
 
 
 def overhead(workload: str | None, steps: int, warmup: int) -> None:

@@ -378,3 +378,16 @@ def test_the_committed_schema_is_the_result_models_schema():
     from hyperloom.tools.profile.schema import result_schema
 
     assert committed == result_schema(), "validators/profile.schema.json is stale: python -m hyperloom.tools.profile.schema > validators/profile.schema.json"
+
+
+@pytest.mark.parametrize(("name", "short"), [
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, "
+     "at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)", "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, detail::Array<char*, 3> >"),
+    ("void at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)::{lambda()#1}::operator()() const", "launch_clamp_scalar()"),
+    ("Memcpy HtoD (Host -> Device)", "Memcpy HtoD (Host -> Device)"),
+    ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_Generic"),
+])
+def test_kernel_names_are_shortened_for_people_and_kept_whole_in_the_data(name, short):
+    from hyperloom.tools.profile.classify import short_name
+
+    assert short_name(name, 200) == short and len(short_name(name, 40)) == min(40, len(short))

@@ -80,3 +80,25 @@ def kernel_class(kernel_name: str, kind: str = "kernel", op_name: str | None = N
         if pattern.search(kernel_name):
             return cls
     return op_class(op_name) if op_name else "other"
+
+
+_NAMESPACES = re.compile(r"\(anonymous namespace\)::|\b(?:at::native::|at::cuda::|at::|c10::|std::|cub::CUB_\w+::)")
+_LAMBDA = re.compile(r"::\{lambda\([^{}]*\)#\d+\}(?:::operator\(\)\(\) const)?")
+_PARENS = re.compile(r"(?<=[\w>])\(([^()]+)\)")  # an argument list right after a name, not "(Host -> Device)"
+
+
+@lru_cache(maxsize=4096)
+def short_name(kernel_name: str, limit: int = 70) -> str:
+    """A kernel's name as a person reads it: no 'void', namespaces, lambdas or parameter lists (the trace keeps the full name)."""
+    name = kernel_name.removeprefix("void ")
+    if name.endswith(")"):  # drop the parameter list: the last top-level (...)
+        depth = 0
+        for i in range(len(name) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(name[i], 0)
+            if depth == 0:
+                name = name[:i] if i > 0 and not name[i - 1].isspace() else name  # 'Memcpy HtoD (Host -> Device)' keeps its words
+                break
+    name = _LAMBDA.sub("", _NAMESPACES.sub("", name))
+    while _PARENS.search(name):
+        name = _PARENS.sub("()", name)
+    return name if len(name) <= limit else name[: limit - 1] + "…"

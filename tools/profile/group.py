@@ -152,5 +152,5 @@ def work_items(kernels: list[Kernel], classify: Classifier, work_of: WorkCache, 
                 factor = 1 if "Memset" in item.label else 2
                 item.work = Work(factor * per_call, 0, None, f"bytes from the trace{' x2 (read and written)' if factor == 2 else ''}")
             else:
-                item.work = Work(per_call, 0, None, "bytes from the trace; a host link, not placed on the DRAM roof")
+                item.work = Work(per_call, 0, None, "bytes from the trace")
     return list(items.values())

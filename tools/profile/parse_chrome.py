@@ -25,6 +25,8 @@ NEXT_STEP = "export the trace with torch.profiler (prof.export_chrome_trace), or
 
 
 def _int(value: Any) -> int | None:
+    if type(value) is int:
+        return value
     try:
         return int(value)
     except (TypeError, ValueError):
@@ -48,33 +50,35 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     launches: dict[int, dict] = {}  # correlation → the runtime call's args
     steps: list[tuple[float, float]] = []
     categories: set[str] = set()
+    add_op, add_kernel, seen = ops.append, kernels.append, categories.add  # the loop below runs once per event
     for event in events:
-        if not isinstance(event, dict):
+        if type(event) is not dict:
             continue
         cat = event.get("cat")
+        seen(cat)
         if cat == "cpu_op":
             args = event.get("args") or {}
-            ops.append(Op(event.get("name", ""), float(event.get("ts", 0.0)), float(event.get("dur", 0.0)),
-                          str(event.get("tid", "")), _int(args.get("External id")), args.get("Input Dims"),
-                          args.get("Input type"), args.get("Concrete Inputs")))
+            ext = args.get("External id")
+            add_op(Op(event.get("name", ""), event.get("ts", 0.0), event.get("dur", 0.0), event.get("tid", ""),
+                      ext if type(ext) is int else _int(ext), args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs")))
         elif cat in DEVICE_CATEGORIES:
             args = event.get("args") or {}
-            kernels.append(Kernel(
-                event.get("name", ""), float(event.get("ts", 0.0)), float(event.get("dur", 0.0)),
+            grid = args.get("grid")
+            add_kernel(Kernel(
+                event.get("name", ""), event.get("ts", 0.0), event.get("dur", 0.0),
                 str(args.get("device", event.get("pid", ""))), str(args.get("stream", event.get("tid", ""))),
                 DEVICE_CATEGORIES[cat], _int(args.get("correlation")), _int(args.get("External id")),
-                launch_text(args.get("grid"), args.get("block")), _int(args.get("bytes")),
+                launch_text(grid, args.get("block")) if grid is not None else None, _int(args.get("bytes")),
             ))
         elif cat in RUNTIME_CATEGORIES:
             args = event.get("args") or {}
-            correlation = _int(args.get("correlation"))
+            correlation = args.get("correlation")
             if correlation is not None and ("grid" in args or "size" in args):
-                launches[correlation] = args
+                launches[_int(correlation)] = args
         elif cat == "user_annotation" and str(event.get("name", "")).startswith("ProfilerStep#"):
             start = float(event.get("ts", 0.0))
             steps.append((start, start + float(event.get("dur", 0.0))))
-        if cat is not None:
-            categories.add(cat)
+    categories.discard(None)
 
     if not categories & TORCH_CATEGORIES and "schemaVersion" not in meta:
         raise HyperloomError(f"{label} is a Chrome trace, but not torch.profiler's (none of its cpu_op or kernel events)", NEXT_STEP)
@@ -111,7 +115,7 @@ def _window(steps: list[tuple[float, float]], kernels: list[Kernel], ops: list[O
 def _to_cpu_only(trace: Trace) -> None:
     """No device activity: each operator's self time (its time minus that of the operators it calls, on its thread)
     stands in for a kernel, as key_averages' self CPU time does; each op learns its parent."""
-    by_thread: dict[str, list[Op]] = {}
+    by_thread: dict[str | int, list[Op]] = {}
     for op in trace.ops:
         by_thread.setdefault(op.thread, []).append(op)
     slices = []
@@ -126,7 +130,7 @@ def _to_cpu_only(trace: Trace) -> None:
                 op.parent = stack[-1]
                 own[id(stack[-1])] -= op.dur_us
             stack.append(op)
-        slices += [Kernel(op.name, op.start_us, own[id(op)], "cpu", thread, "kernel", ext_id=op.ext_id, op=op) for op in ops if own[id(op)] > 0]
+        slices += [Kernel(op.name, op.start_us, own[id(op)], "cpu", str(thread), "kernel", ext_id=op.ext_id, op=op) for op in ops if own[id(op)] > 0]
     slices.sort(key=lambda k: k.start_us)
     trace.kernels = slices
     trace.cpu_only = True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hyperloom.tools.profile.classify import short_name
 from hyperloom.tools.profile.models import ProfileResult
 
 NAME_CHARS = 90
@@ -58,12 +59,12 @@ def render(result: ProfileResult) -> str:
                     [[c.kernel_class, str(c.count), f"{c.total_s * 1e3:.4g}", f"{c.percent_of_device_time:.1f}"] for c in result.classes])
     lines += [f"## Top kernels ({len(result.kernels)} of {result.kernel_groups})", ""]
     lines += _table(["kernel", "class", "count", "total (ms)", "%", "mean (us)", "launch", "op"],
-                    [[_short(k.name), k.kernel_class, str(k.count), f"{k.total_s * 1e3:.4g}", f"{k.percent_of_device_time:.1f}",
+                    [[_short(short_name(k.name)), k.kernel_class, str(k.count), f"{k.total_s * 1e3:.4g}", f"{k.percent_of_device_time:.1f}",
                       _us(k.mean_s), _short(k.launch_shapes[0], 40) if k.launch_shapes else "-", ", ".join(k.ops[:2]) or "-"]
                      for k in result.kernels])
     lines += ["## Hotspots (time x headroom to the roof)", ""]
     lines += _table(["#", "op or kernel", "class", "calls", "total (ms)", "%", "GB/s", "TFLOP/s", "% of roof", "roof", "headroom (ms)"],
-                    [[str(h.rank), _short(h.label), h.kernel_class, str(h.calls), f"{h.total_s * 1e3:.4g}", f"{h.percent_of_device_time:.1f}",
+                    [[str(h.rank), _short(h.label if h.op else short_name(h.label)), h.kernel_class, str(h.calls), f"{h.total_s * 1e3:.4g}", f"{h.percent_of_device_time:.1f}",
                       _num(h.achieved_gbps), _num(h.achieved_tflops), _num(h.percent_of_roof),
                       f"{h.roof} ({h.roof_tag.value})" if h.roof and h.roof_tag else "-",
                       _num(h.headroom_s * 1e3 if h.headroom_s is not None else None)] for h in result.hotspots])
@@ -83,7 +84,7 @@ def render(result: ProfileResult) -> str:
         lines += ["## Hand-off to a kernel spec", ""]
         for h in result.handoff:
             args = ", ".join(f"{a['name']} {a['dtype']} {a['shape']}" for a in h.spec_args)
-            lines.append(f"- #{h.rank} `{h.op}` ({_short(h.kernel, 60)}): {args}; metric bytes {h.metric.get('bytes')}, flops "
+            lines.append(f"- #{h.rank} `{h.op}` ({_short(short_name(h.kernel), 60)}): {args}; metric bytes {h.metric.get('bytes')}, flops "
                          f"{h.metric.get('flops')}; reference stub `{h.stub_file}`")
         lines.append("")
     lines += ["## Roofs", "", f"Source: {result.roof_source}", ""]

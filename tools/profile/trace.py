@@ -12,7 +12,7 @@ class Op:
     name: str
     start_us: float
     dur_us: float
-    thread: str
+    thread: str | int
     ext_id: int | None
     dims: list | None = None  # "Input Dims": one entry per argument, a list of ints for a tensor
     types: list | None = None  # "Input type": "float", "c10::BFloat16", "Scalar", ...
