@@ -322,3 +322,27 @@ def test_the_watchdog_ends_the_server_group_when_its_parent_dies(tmp_path):
         assert len(server_processes_seen) >= 2
     finally:
         parent.kill()
+
+
+def test_an_interrupted_sweep_keeps_its_finished_levels_labelled_interrupted(workspace):
+    import subprocess
+
+    with stub_server(after(6, "hang")) as stub:
+        cli = subprocess.Popen([sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", stub.base_url, "--input-tokens", "16",
+                                "--output-tokens", "4", "--requests-per-level", "4", "--max-concurrency", "8", "--no-plot"],
+                               cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and stub.posts < 8:  # level 1 done, level 2 hanging
+                time.sleep(0.1)
+            saved = list(workspace.root.glob(".hyperloom/serve/*/serve_sweep.json"))
+            assert stub.posts >= 8 and len(saved) == 1
+            cli.send_signal(signal.SIGINT)
+            assert cli.wait(timeout=30) != 0
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.wait(timeout=10)
+    partial = json.loads(saved[0].read_text())
+    assert partial["stop_reason"] == "interrupted" and partial["complete"] is False
+    assert [level["concurrency"] for level in partial["levels"]] == [1] and "partial result" in partial["stop_detail"]

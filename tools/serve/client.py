@@ -47,11 +47,13 @@ def root_url(base_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
 
 
-def new_client(base_url: str, api_key: str | None, connections: int) -> httpx2.AsyncClient:
+def new_client(base_url: str, api_key: str | None, connections: int, request_timeout_s: float) -> httpx2.AsyncClient:
+    """One connection per stream (and a few for the capacity pages); a queued request may wait for its first byte
+    as long as a whole request may take."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx2.Limits(max_connections=connections + 4, max_keepalive_connections=connections + 4)
-    return httpx2.AsyncClient(base_url=base_url, headers=headers, limits=limits, trust_env=False, follow_redirects=False,
-                              timeout=httpx2.Timeout(30.0))
+    timeout = httpx2.Timeout(connect=10.0, read=request_timeout_s, write=30.0, pool=request_timeout_s)
+    return httpx2.AsyncClient(base_url=base_url, headers=headers, limits=limits, trust_env=False, follow_redirects=False, timeout=timeout)
 
 
 def request_body(api: str, model: str, prompt: str, output_tokens: int, force_output_length: bool) -> dict[str, Any]:
@@ -161,7 +163,7 @@ def _transport_error(exc: httpx2.HTTPError, record: Record) -> str:
 async def get_json(client: httpx2.AsyncClient, url: str, what: str) -> Any:
     """A JSON page of the server; an answer that is not one is an error naming the page."""
     try:
-        response = await client.get(url)
+        response = await client.get(url, timeout=30.0)
     except httpx2.HTTPError as exc:
         raise HyperloomError(f"could not reach {what} at {url} ({type(exc).__name__}: {exc})",
                              "start the server, or check base_url (host, port and the /v1 or /api/v1 prefix)") from exc

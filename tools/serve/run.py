@@ -64,7 +64,7 @@ def run_serve_sweep(request: ServeSweepRequest, workspace: Workspace, progress: 
 async def _sweep(request: ServeSweepRequest, workspace: Workspace, progress: ProgressFn | None,
                  prompts: list[str] | None, prompts_sha256: str | None, api_key: str | None) -> ServeSweepResult:
     started: servers.StartedServer | None = None
-    async with new_client(request.base_url, api_key, request.max_concurrency) as client:
+    async with new_client(request.base_url, api_key, request.max_concurrency, request.request_timeout_s) as client:
         identity: dict[str, object] | None = None
         if request.server_command is not None:
             identity = servers.command_identity(request.server_command, workspace.root)
