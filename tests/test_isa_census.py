@@ -140,6 +140,19 @@ def test_compare_to_names_what_each_target_lacks(llvm19, workspace):
     assert "swmmac" in result.compare.capabilities_only_in_target and "Against gfx1100" in result.summary
 
 
+def test_compare_to_reports_renamed_operations_as_renamed_not_as_missing(llvm19, workspace):
+    result = run_census(CensusRequest(target="gfx1201", compare_to="gfx942", limit=1000), workspace)
+    cmp = result.compare
+    assert ("buffer_load_b32", "buffer_load_dword") in cmp.renamed and ("global_load_b32", "global_load_dword") in cmp.renamed
+    renamed_here, renamed_there = {a for a, _ in cmp.renamed}, {b for _, b in cmp.renamed}
+    assert not renamed_here & set(cmp.only_in_target) and not renamed_there & set(cmp.only_in_other)
+    assert "v_swmmac_i32_16x16x64_iu4" in cmp.only_in_target and "v_mfma_f32_32x32x8_f16" in cmp.only_in_other  # truly missing
+    assert cmp.only_in_target_count + cmp.renamed_count + cmp.common_count == result.canonical_count
+    assert f"{cmp.renamed_count} renamed" in result.summary
+    backwards = run_census(CensusRequest(target="gfx942", compare_to="gfx1201", limit=1000), workspace).compare
+    assert sorted((b, a) for a, b in backwards.renamed) == cmp.renamed and backwards.only_in_other == cmp.only_in_target
+
+
 def test_a_repeat_is_served_from_the_cache_keyed_by_the_llvm_binary(llvm19, private_cache):
     first, cached = census("gfx90a")
     again, cached_again = census("gfx90a")

@@ -345,6 +345,16 @@ def test_gfx1201_against_gfx1100_shows_what_rdna4_added():
     assert page.only_in_target == result.only_in_target[10:15] and page.only_in_target_count == result.only_in_target_count
 
 
+def test_a_renamed_pair_leaves_both_only_lists_and_is_counted_once():
+    plain = compare(committed("gfx1201"), committed("gfx942"), 0, 5000)
+    assert "buffer_load_b32" in plain.only_in_target and "buffer_load_dword" in plain.only_in_other
+    pairs = [("buffer_load_b32", "buffer_load_dword"), ("s_load_b32", "s_load_dword")]
+    renamed = compare(committed("gfx1201"), committed("gfx942"), 0, 5000, pairs)
+    assert renamed.renamed == sorted(pairs) and renamed.renamed_count == 2
+    assert renamed.only_in_target_count == plain.only_in_target_count - 2 and renamed.only_in_other_count == plain.only_in_other_count - 2
+    assert "buffer_load_b32" not in renamed.only_in_target and "buffer_load_dword" not in renamed.only_in_other
+
+
 def test_an_unchanged_census_has_no_drift_and_a_changed_one_says_how():
     census = committed("gfx942")
     doc = json.loads(document_text(census))

@@ -121,10 +121,14 @@ class CapabilitySummary(BaseModel):
 
 class Comparison(BaseModel):
     other: str
-    only_in_target: list[str] = Field(description="Canonical instructions the target has and the other lacks (paged).")
+    only_in_target: list[str] = Field(description="Canonical instructions the target has and the other lacks under any name (paged).")
     only_in_target_count: int
-    only_in_other: list[str] = Field(description="Canonical instructions the other has and the target lacks (paged).")
+    only_in_other: list[str] = Field(description="Canonical instructions the other has and the target lacks under any name (paged).")
     only_in_other_count: int
+    renamed: list[tuple[str, str]] = Field(default_factory=list, description=(
+        "Operations both have under different names, (name on the target, name on the other): one target's assembler takes the"
+        " other's name and prints its own (paged)."))
+    renamed_count: int = 0
     common_count: int
     capabilities_only_in_target: list[str]
     capabilities_only_in_other: list[str]

@@ -25,12 +25,15 @@ def run_census(request: CensusRequest, workspace: Workspace, progress: ProgressF
     end = request.offset + request.limit
     comparison = None
     if request.compare_to is not None:
+        from hyperloom.tools.isa.renames import renames  # the assembler's modules: only a comparison needs them
+
         other, _ = census(request.compare_to, refresh=request.refresh, llvm=llvm)
-        comparison = compare(measured, other, request.offset, request.limit)
+        comparison = compare(measured, other, request.offset, request.limit, renames(measured, other, llvm.path))
     longest = max(
         len(listing) if listed else 0,
         comparison.only_in_target_count if comparison else 0,
         comparison.only_in_other_count if comparison else 0,
+        comparison.renamed_count if comparison else 0,
     )
     return CensusResult(
         target=measured.target,
@@ -92,7 +95,8 @@ def summarise(measured: Census, comparison: Comparison | None, listed: bool) -> 
     if comparison is not None:
         parts.append(
             f"Against {comparison.other}: {comparison.only_in_target_count} instructions only here, "
-            f"{comparison.only_in_other_count} only there, {comparison.common_count} shared; capabilities only here: "
+            f"{comparison.only_in_other_count} only there, {comparison.common_count} shared, and {comparison.renamed_count} "
+            "renamed (one operation, two names: one assembler takes the other's name and prints its own); capabilities only here: "
             f"{', '.join(comparison.capabilities_only_in_target) or 'none'}; only there: "
             f"{', '.join(comparison.capabilities_only_in_other) or 'none'}."
         )

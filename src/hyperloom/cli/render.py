@@ -254,6 +254,7 @@ def census_report(result: CensusResult) -> str:
         parts += [
             f"only in {result.target} ({cmp.only_in_target_count}): {' '.join(cmp.only_in_target)}",
             f"only in {cmp.other} ({cmp.only_in_other_count}): {' '.join(cmp.only_in_other)}",
+            f"renamed ({cmp.renamed_count}, {result.target} = {cmp.other}): {' '.join(f'{a}={b}' for a, b in cmp.renamed)}",
             "",
         ]
     if result.next_offset is not None:
