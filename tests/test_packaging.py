@@ -8,6 +8,7 @@ import zipfile
 
 import pytest
 
+import hyperloom
 from helpers import REPO
 
 pytestmark = pytest.mark.slow
@@ -42,6 +43,8 @@ def test_the_wheel_installs_only_the_hyperloom_namespace(wheel):
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     text = zipfile.ZipFile(wheel).read(entry_points).decode()
     assert "hyperloom = hyperloom.cli.main:main" in text and "hyperloom-mcp = hyperloom.mcp_server.server:main" in text
+    metadata = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("METADATA"))).decode()
+    assert f"\nVersion: {hyperloom.__version__}\n" in metadata  # hatch reads the version from hyperloom/__init__.py
 
 
 def test_the_installed_wheel_imports_from_any_directory(wheel, tmp_path):
