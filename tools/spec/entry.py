@@ -3,7 +3,7 @@
 Users write the kernel's name as their source spells it. `extern "C"` kernels are found by that
 name; C++ kernels (most of them) through their mangled symbol, matched by demangling; a template
 instance (`rms_norm_f32<BLOCK>`) is instantiated by a two-line source that includes the kernel's
-own file, its arguments filled by the preprocessor from the defines, so a kernel templated on its
+own file and takes the instance's address, its arguments filled by the preprocessor from the defines, so a kernel templated on its
 block size is tuned as written, without source changes.
 """
 
@@ -41,8 +41,10 @@ def check_entry(entry: str, language: str) -> None:
 def instance_source(source: Path, entry: str, language: str, folder: Path) -> Path:
     """A source that includes `source` and instantiates the template `entry` (its define names are filled by -D)."""
     check_entry(entry, language)
-    qualifier = "" if language == "cpp" else "__global__ "
-    text = f'#include "{source}"\ntemplate {qualifier}decltype({entry}) {entry};\n'
+    # Taking the instance's address instantiates it (and, for kernels, its device code) without an explicit
+    # instantiation, which would clash with one the source may already have.
+    used = "__attribute__((used)) " if language == "cpp" else ""
+    text = f'#include "{source}"\n{used}static void* const hyperloom_instance = (void*)&{entry};\n'
     path = folder / f"{source.stem}.{re.sub(r'[^A-Za-z0-9_]+', '_', entry).strip('_')}{_SUFFIX[language]}"
     if not path.is_file() or path.read_text() != text:
         write_bytes_atomic(path, text.encode())
