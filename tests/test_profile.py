@@ -391,3 +391,14 @@ def test_kernel_names_are_shortened_for_people_and_kept_whole_in_the_data(name, 
     from hyperloom.tools.profile.classify import short_name
 
     assert short_name(name, 200) == short and len(short_name(name, 40)) == min(40, len(short))
+
+
+def test_the_device_scripts_trimmed_trace_is_small_and_still_reads_as_a_real_trace(tmp_path):
+    spec = importlib.util.spec_from_file_location("profile_llama", REPO / "scripts" / "device" / "profile_llama.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)  # stdlib only at import: it runs on the GPU host before hyperloom is importable
+    (tmp_path / "trace.json").write_bytes(gzip.decompress(A100.read_bytes()))
+    kept = script.trimmed(tmp_path / "trace.json", 20, tmp_path / "fixture" / "cut.json.gz")
+    trace = read_trace(tmp_path / "fixture" / "cut.json.gz", "cut")
+    assert len(trace.kernels) == 20 and kept["bytes"] < A100.stat().st_size
+    assert trace.device_name() == "NVIDIA A100-PG509-200" and max(k.end_us for k in trace.kernels) <= trace.window_us[1]
