@@ -342,9 +342,10 @@ def test_profiling_a_trace_writes_the_report_json_plots_and_a_reference_stub_tha
     rng = np.random.default_rng(0)
     for handoff in result.handoff:  # each stub runs at its recorded shapes and returns the modelled output
         module = _load(workspace.root / handoff.stub_file)
-        inputs = {a["name"]: rng.standard_normal(a["shape"]).astype(np.float32) for a in handoff.spec_args if a["role"] == "input"}
+        inputs = {a["name"]: rng.standard_normal(a["shape"]).astype(a["dtype"]) for a in handoff.spec_args if a["role"] == "input"}
         out = module.reference(inputs, {})["out"]
-        assert list(out.shape) == next(a["shape"] for a in handoff.spec_args if a["role"] == "output")
+        declared = next(a for a in handoff.spec_args if a["role"] == "output")
+        assert list(out.shape) == declared["shape"] and out.dtype == np.dtype(declared["dtype"])
 
 
 def _load(path: Path):
@@ -402,3 +403,20 @@ def test_the_device_scripts_trimmed_trace_is_small_and_still_reads_as_a_real_tra
     trace = read_trace(tmp_path / "fixture" / "cut.json.gz", "cut")
     assert len(trace.kernels) == 20 and kept["bytes"] < A100.stat().st_size
     assert trace.device_name() == "NVIDIA A100-PG509-200" and max(k.end_us for k in trace.kernels) <= trace.window_us[1]
+
+
+def test_a_bf16_hand_off_declares_uint16_bits_and_its_stub_reads_and_writes_them(workspace):
+    torch = pytest.importorskip("torch")
+    from hyperloom.tools.profile.group import WorkItem
+    from hyperloom.tools.profile.handoff import handoffs
+    from hyperloom.tools.profile.hotspots import hotspot
+
+    op = _op("aten::mm", [[4, 8], [8, 16]], [BF16, BF16])
+    item = WorkItem("aten::mm [4, 8] bfloat16, [8, 16] bfloat16", "gemm", op, op_work(op), total_us=3.0, calls={1})
+    (handoff,) = handoffs([(hotspot(item, NO_ROOF, 3.0), item)], workspace.root, workspace, "synthetic")
+    assert [(a["name"], a["dtype"], a.get("bits_of")) for a in handoff.spec_args] == [
+        ("a", "uint16", "bfloat16"), ("b", "uint16", "bfloat16"), ("out", "uint16", "bfloat16")]
+    a, b = torch.randn(4, 8).to(torch.bfloat16), torch.randn(8, 16).to(torch.bfloat16)
+    bits = {"a": a.view(torch.uint16).numpy(), "b": b.view(torch.uint16).numpy()}
+    out = _load(workspace.root / handoff.stub_file).reference(bits, {})["out"]
+    assert out.dtype == np.uint16 and np.array_equal(out, (a @ b).view(torch.uint16).numpy())

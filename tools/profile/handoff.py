@@ -12,7 +12,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.classify import base_name
 from hyperloom.tools.profile.group import WorkItem
 from hyperloom.tools.profile.models import Handoff, Hotspot
-from hyperloom.tools.profile.tensors import NUMPY_NAMES, arguments, concrete
+from hyperloom.tools.profile.tensors import NUMPY_NAMES, Tensor, arguments, concrete
 
 ARGUMENT_NAMES = {
     "mm": ["a", "b"], "bmm": ["a", "b"], "matmul": ["a", "b"], "addmm": ["bias", "a", "b"], "baddbmm": ["c", "a", "b"],
@@ -20,6 +20,7 @@ ARGUMENT_NAMES = {
     "native_layer_norm": ["x", "", "weight", "bias"], "rms_norm": ["x", "", "weight"], "_fused_rms_norm": ["x", "", "weight"],
     "copy_": ["dst", "src"], "embedding": ["weight", "indices"],
 }
+SPEC_DTYPES = {"c10::BFloat16": "uint16", "bool": "uint8"}  # kernel.yaml's dtypes are numpy's
 TORCH_DTYPES = {"float": "float32", "double": "float64", "c10::Half": "float16", "c10::BFloat16": "bfloat16", "long int": "int64",
                 "int": "int32", "short int": "int16", "signed char": "int8", "unsigned char": "uint8", "bool": "bool"}
 
@@ -49,9 +50,10 @@ def reference_stub(item: WorkItem, trace_label: str) -> str | None:
         return None
     lines = [
         f'"""Reference for {item.label},',
-        f"written by hyperloom profile from {trace_label}. The torch op itself is the reference: a replacement kernel must",
-        "match what it returns at these shapes and dtypes. numpy has no bfloat16, so every input arrives as a numpy array",
-        'and is cast to the recorded dtype here; the output goes back as float32 (or its integer type)."""',
+        f"written by hyperloom profile from {trace_label}, in the kernel spec's contract. The torch op itself is the",
+        "reference: a replacement kernel must match what it returns at these shapes and dtypes. numpy has no bfloat16, so",
+        "a bfloat16 buffer is its bits as uint16 (as the spec declares it); other inputs are cast to the recorded dtype.",
+        'The output comes back in the op\'s dtype (bfloat16 as uint16 bits)."""',
         "",
         "import numpy as np",
         "import torch",
@@ -69,8 +71,15 @@ def reference_stub(item: WorkItem, trace_label: str) -> str | None:
         "    return packet(*args, **kwargs)",
         "",
         "",
+        "def tensor(name: str, array: np.ndarray) -> torch.Tensor:",
+        "    t = torch.from_numpy(np.ascontiguousarray(array))",
+        "    if DTYPES[name] == torch.bfloat16 and array.dtype == np.uint16:",
+        "        t = t.view(torch.bfloat16)  # bfloat16 bits",
+        "    return t.to(DTYPES[name]).reshape(SHAPES[name])",
+        "",
+        "",
         "def reference(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:",
-        "    args = {name: torch.from_numpy(np.ascontiguousarray(inputs[name])).to(DTYPES[name]).reshape(SHAPES[name]) for name in SHAPES}",
+        "    args = {name: tensor(name, inputs[name]) for name in SHAPES}",
     ]
     call = [f"args[{n!r}]" if t is not None else _literal(concrete(op, i)) for i, (n, t) in enumerate(zip(names, tensors))]
     while call and call[-1] == "None":
@@ -80,13 +89,22 @@ def reference_stub(item: WorkItem, trace_label: str) -> str | None:
         return None
     lines += [
         f"    out = call(torch.ops.{namespace}.{function}, [{', '.join(call)}])",
-        "    out = out[0] if isinstance(out, (tuple, list)) else out",
-        "    return {\"out\": (out.float() if out.is_floating_point() else out).numpy()}",
+        "    out = (out[0] if isinstance(out, (tuple, list)) else out).contiguous()",
+        "    return {\"out\": (out.view(torch.uint16) if out.dtype == torch.bfloat16 else out).numpy()}",
         "",
     ]
     source = "\n".join(lines)
     ast.parse(source)  # a stub that does not parse is a bug here, not the user's problem
     return source
+
+
+def _buffer(name: str, tensor: Tensor, role: str) -> dict[str, str | list[int]]:
+    """A kernel.yaml buffer argument at the recorded shape; bfloat16 travels as its bits (uint16), as numpy has no bfloat16."""
+    buffer: dict[str, str | list[int]] = {"kind": "buffer", "name": name, "dtype": SPEC_DTYPES.get(tensor.dtype, NUMPY_NAMES.get(tensor.dtype, tensor.dtype)),
+                                          "shape": list(tensor.dims), "role": role}
+    if tensor.dtype == "c10::BFloat16":
+        buffer["bits_of"] = "bfloat16"
+    return buffer
 
 
 def handoffs(ranked: list[tuple[Hotspot, WorkItem]], folder: Path, workspace: Workspace, trace_label: str, count: int = 3) -> list[Handoff]:
@@ -100,12 +118,9 @@ def handoffs(ranked: list[tuple[Hotspot, WorkItem]], folder: Path, workspace: Wo
             continue
         tensors = arguments(item.op)
         names = _names(item.op.name, len(tensors))
-        spec_args: list[dict[str, str | list[int]]] = [
-            {"name": n, "dtype": NUMPY_NAMES.get(t.dtype, t.dtype), "shape": list(t.dims), "role": "input"} for n, t in zip(names, tensors) if t is not None
-        ]
+        spec_args = [_buffer(n, t, "input") for n, t in zip(names, tensors) if t is not None]
         if item.work.output is not None:
-            o = item.work.output
-            spec_args.append({"name": "out", "dtype": NUMPY_NAMES.get(o.dtype, o.dtype), "shape": list(o.dims), "role": "output"})
+            spec_args.append(_buffer("out", item.work.output, "output"))
         path = folder / "handoff" / f"hotspot{spot.rank}_reference.py"
         write_bytes_atomic(path, stub.encode())
         out.append(Handoff(

@@ -117,7 +117,9 @@ class Handoff(BaseModel):
     kernel: str = Field(description="The kernel taking most of the op's time.")
     input_dims: list[list[int] | None]
     input_types: list[str]
-    spec_args: list[dict[str, str | list[int]]] = Field(description="kernel.yaml buffer arguments at the recorded shapes: name, dtype, shape.")
+    spec_args: list[dict[str, str | list[int]]] = Field(description=(
+        "kernel.yaml buffer arguments at the recorded shapes (kind, name, dtype, shape, role); a bfloat16 tensor is a uint16"
+        " buffer of its bits (bits_of: bfloat16), as numpy has no bfloat16."))
     metric: dict[str, int] = Field(description="bytes and flops per call, for the spec's metric.")
     reference_stub: str = Field(description="A reference function in the spec contract that calls the torch op at the recorded shapes.")
     stub_file: str = Field(description="Where the stub was written, relative to the workspace.")
