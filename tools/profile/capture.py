@@ -54,8 +54,8 @@ def _device_rows(prof: Any, gpu: bool) -> list[dict[str, Any]]:
         self_us = getattr(event, "self_device_time_total", None)
         if self_us is None:
             self_us = getattr(event, "self_cuda_time_total", 0.0)
-        if "CPU" in str(getattr(event, "device_type", "CPU")) or not self_us:
-            continue
+        if "CPU" in str(getattr(event, "device_type", "CPU")) or getattr(event, "is_user_annotation", False) or not self_us:
+            continue  # as key_averages' own table totals: device events, user annotations on the GPU timeline left out
         rows.append({"name": event.key, "count": int(event.count), "self_device_time_us": float(self_us)})
     rows.sort(key=lambda r: r["self_device_time_us"], reverse=True)
     return rows
