@@ -420,3 +420,13 @@ def test_a_bf16_hand_off_declares_uint16_bits_and_its_stub_reads_and_writes_them
     bits = {"a": a.view(torch.uint16).numpy(), "b": b.view(torch.uint16).numpy()}
     out = _load(workspace.root / handoff.stub_file).reference(bits, {})["out"]
     assert out.dtype == np.uint16 and np.array_equal(out, (a @ b).view(torch.uint16).numpy())
+
+
+def test_a_hotspot_above_its_roof_is_named_as_a_low_ceiling_not_a_gap():
+    roofs = from_file(H200_ROOFLINE, "roofline.json", "NVIDIA H200")[0]
+    mm = _op("aten::mm", [[8192, 8192], [8192, 8192]], [BF16, BF16])
+    trace = _gpu_trace("NVIDIA H200", [Kernel("nvjet_tst_256x128", 0.0, 1500.0, "0", "7", "kernel", op=mm)], [mm])
+    a = analyse(trace, roofs)  # 2·8192³ flops in 1.5 ms: 733 TFLOP/s, above the mma.sync ceiling of 581
+    spot = a.ranked[0][0]
+    assert spot.percent_of_roof > 100 and spot.headroom_s == 0
+    assert any("run above their roof" in f and "mma_f16" in f for f in a.findings)
