@@ -430,3 +430,21 @@ def test_a_hotspot_above_its_roof_is_named_as_a_low_ceiling_not_a_gap():
     spot = a.ranked[0][0]
     assert spot.percent_of_roof > 100 and spot.headroom_s == 0
     assert any("run above their roof" in f and "mma_f16" in f for f in a.findings)
+
+
+def test_a_roof_measured_on_demand_goes_through_roofline_and_a_device_mismatch_is_said(workspace, monkeypatch):
+    from hyperloom.tools.roofline import run as roofline_run
+    from hyperloom.tools.roofline.models import RooflineResult
+
+    asked = []
+
+    def fake_roofline(request, ws, progress=None):  # the real one takes minutes; its own tests measure it
+        asked.append(request)
+        return RooflineResult.model_validate_json(H200_ROOFLINE.read_text())
+
+    monkeypatch.setattr(roofline_run, "run_roofline", fake_roofline)
+    shutil.copy(CPU, workspace.root / "cpu.json")
+    result = run_profile(ProfileRequest(trace="cpu.json", roof_target="sm_90", name="ondemand", plot=False), workspace)
+    assert asked[0].target == "sm_90" and asked[0].out_dir == ".hyperloom/profile/ondemand/roofline"
+    assert result.roof_source == "roofline measured now on NVIDIA H200" and {c.name for c in result.roofs} >= {"copy", "mma_f16"}
+    assert any("ran on NVIDIA H200, the trace on host CPU" in f for f in result.findings)

@@ -26,7 +26,7 @@ from hyperloom.tools.profile.workload import Capture, capture_workload
 STEPS = 5  # progress: capture, read, roofs, analysis, files
 
 
-def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Workspace, findings: list[str]) -> roof.Roofs:
+def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Workspace, folder: Path, findings: list[str]) -> roof.Roofs:
     if request.roofline is not None:
         path = workspace.resolve(request.roofline, kind="file", must_exist=True, what="roofline")
         roofs, note = roof.from_file(path, request.roofline, device)
@@ -37,7 +37,7 @@ def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Worksp
         from hyperloom.tools.roofline.models import RooflineRequest
         from hyperloom.tools.roofline.run import run_roofline
 
-        result = run_roofline(RooflineRequest(target=request.roof_target, plot=False, out_dir=".hyperloom/profile/roofline"), workspace)
+        result = run_roofline(RooflineRequest(target=request.roof_target, plot=False, out_dir=workspace.relative(folder / "roofline")), workspace)
         if roof.same_device(result.device, device) is False:
             findings.append(f"the roofline measured now ran on {result.device}, the trace on {device}: its percent of roof compares two devices")
         return roof.from_result(result)
@@ -112,7 +112,7 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
             findings.append("no GPU kernels in this trace: the run was CPU-only; the tables rank CPU operators by their self time (as key_averages does)")
     else:
         device = trace.device_name() or (capture.device if capture else None) or "a GPU the trace does not name"
-    roofs = _roofs(request, trace, device, workspace, findings)
+    roofs = _roofs(request, trace, device, workspace, folder, findings)
     step(3)
     with paused_gc():
         a = analyse(trace, roofs)
