@@ -76,9 +76,11 @@ options=(
   -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF
   -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF
+  # /props build_info names the source, not the hash of whatever git repository happens to enclose the cache
+  -DLLAMA_BUILD_NUMBER=0 "-DLLAMA_BUILD_COMMIT=llama-cpp-python-$LLAMA_CPP_PYTHON_VERSION"
   "-DCMAKE_INSTALL_PREFIX=$cache/$tag"
 )
-[ "$flavor" = cuda ] && options+=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$arch")
+[ "$flavor" = cuda ] && options+=(-DGGML_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$arch" -DGGML_CUDA_NCCL=OFF)
 generator=(); command -v ninja >/dev/null && generator=(-G Ninja)
 log="$cache/build-$tag.log"
 echo "llama_server.sh: building llama-server ($tag) with $(nproc) jobs; log $log" >&2
