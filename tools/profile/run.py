@@ -93,29 +93,40 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
         trace_path = workspace.resolve(request.trace, kind="file", must_exist=True, what="trace")
         label = request.trace
     step(1)
+    with paused_gc():  # the trace's objects stay alive to the end: collecting would rescan them all, again and again
+        return _profile(request, workspace, folder, trace_path, label, capture, step)
+
+
+def _read(request: ProfileRequest, trace_path: Path, label: str, capture: Capture | None) -> Trace:
     try:
-        with paused_gc():
-            trace = read_trace(trace_path, label)
+        return read_trace(trace_path, label)
     except EmptyTrace as exc:
         if capture is None:
             raise
         raise HyperloomError(f"the workload {request.workload} ran no torch operator and no GPU kernel in its recorded steps",
                              "profile code that runs torch ops on each step (a script runs once per step; a function is called once per step)") from exc
+
+
+def _device(trace: Trace, capture: Capture | None, findings: list[str]) -> str:
+    if not trace.cpu_only:
+        return trace.device_name() or (capture.device if capture else None) or "a GPU the trace does not name"
+    if capture is not None and capture.gpu_seen:
+        findings.append(f"no GPU kernels in this trace although torch saw {capture.device}: the workload never touched the GPU "
+                        "(its tensors stayed on the CPU); the tables rank CPU operators by their self time (as key_averages does)")
+    else:
+        findings.append("no GPU kernels in this trace: the run was CPU-only; the tables rank CPU operators by their self time (as key_averages does)")
+    return host_device()
+
+
+def _profile(request: ProfileRequest, workspace: Workspace, folder: Path, trace_path: Path, label: str, capture: Capture | None,
+             step: ProgressFn) -> ProfileResult:
+    trace = _read(request, trace_path, label, capture)
     step(2)
     findings: list[str] = []
-    if trace.cpu_only:
-        device = host_device()
-        if capture is not None and capture.gpu_seen:
-            findings.append(f"no GPU kernels in this trace although torch saw {capture.device}: the workload never touched the GPU "
-                            "(its tensors stayed on the CPU); the tables rank CPU operators by their self time (as key_averages does)")
-        else:
-            findings.append("no GPU kernels in this trace: the run was CPU-only; the tables rank CPU operators by their self time (as key_averages does)")
-    else:
-        device = trace.device_name() or (capture.device if capture else None) or "a GPU the trace does not name"
+    device = _device(trace, capture, findings)
     roofs = _roofs(request, trace, device, workspace, folder, findings)
     step(3)
-    with paused_gc():
-        a = analyse(trace, roofs)
+    a = analyse(trace, roofs)
     findings += a.findings
     step(4)
     if capture is not None and capture.profiler_device_time_s:
