@@ -205,7 +205,7 @@ def test_a_filling_queue_in_the_servers_metrics_stops_the_sweep_as_server_capaci
         'vllm:num_requests_waiting{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 0.0',
         'vllm:num_requests_waiting{model_name="Qwen/Qwen2.5-Coder-1.5B-Instruct"} 3.0')
     with stub_server(always("slow"), metrics=metrics) as stub:
-        result = sweep(workspace, stub, max_concurrency=8, output_tokens=16)
+        result = sweep(workspace, stub, max_concurrency=8, output_tokens=8)
     assert result.server.kind == "vllm" and result.capacity.kv_cache_tokens == 81767 * 16
     assert result.levels[0].server_waiting_max == 3.0 and result.levels[0].kv_cache_usage_max == 0.0
     assert result.stop_reason == "server_capacity" and "queued up to 3" in result.stop_detail

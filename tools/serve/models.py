@@ -30,7 +30,7 @@ class ServeSweepRequest(BaseModel):
     model: str | None = Field(None, max_length=500, description="Model id to request; default the first one the endpoint's /models lists.")
     api_key_env: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description=(
         "Name of an environment variable holding an API key, sent as a Bearer token (the key itself is never written anywhere)."))
-    server_command: list[str] | None = Field(None, max_length=256, description=(
+    server_command: list[str] | str | None = Field(None, description=(
         "Start this server for the sweep and stop it afterwards (its whole process group, also when the sweep is "
         "interrupted or this process dies), e.g. [\"llama-server\", \"-m\", \"model.gguf\", \"--port\", \"8080\", \"-np\", \"8\"]. "
         "An argument list, or one string split like a POSIX shell would (never run through a shell). It runs in the "
@@ -89,6 +89,8 @@ class ServeSweepRequest(BaseModel):
                 raise ValueError(f"server_command cannot be split into arguments ({exc})") from exc
         if isinstance(value, list) and not value:
             raise ValueError("server_command is empty; pass the server's program and its arguments, or leave it out")
+        if isinstance(value, list) and len(value) > 256:
+            raise ValueError(f"server_command has {len(value)} arguments; at most 256")
         return value
 
     @model_validator(mode="after")
