@@ -448,3 +448,19 @@ def test_a_roof_measured_on_demand_goes_through_roofline_and_a_device_mismatch_i
     assert asked[0].target == "sm_90" and asked[0].out_dir == ".hyperloom/profile/ondemand/roofline"
     assert result.roof_source == "roofline measured now on NVIDIA H200" and {c.name for c in result.roofs} >= {"copy", "mma_f16"}
     assert any("ran on NVIDIA H200, the trace on host CPU" in f for f in result.findings)
+
+
+H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # written by scripts/device/profile_llama.py (--fixture-kernels), committed by the lead
+
+
+@pytest.mark.skipif(not H200_LLAMA.exists(), reason="the H200 capture is not committed yet: scripts/device/profile_llama.py writes it")
+def test_the_h200_llama_capture_links_its_gemms_to_bf16_shapes_and_finds_the_rmsnorm_chain():
+    trace = read_trace(H200_LLAMA, "h200")
+    a = analyse(trace, from_datasheet("NVIDIA H200"))
+    assert trace.device_name() == "NVIDIA H200" and not trace.cpu_only
+    linked = sum(k.dur_us for k in trace.kernels if k.op is not None) / sum(k.dur_us for k in trace.kernels)
+    assert linked > 0.9
+    gemms = [h for h, _ in a.ranked if h.kernel_class == "gemm" and h.flops_per_call]
+    assert gemms and all(t == "c10::BFloat16" for h in gemms for t in h.input_types[:2])
+    assert all(h.roof_tag.value == "ASSUMED" for h in gemms)  # datasheet roofs here: the device run measures its own
+    assert any({"aten::pow", "aten::mean", "aten::rsqrt"} <= set(c.ops) for c in a.fusion)
