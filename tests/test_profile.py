@@ -454,7 +454,7 @@ H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # written by scripts/device/p
 
 
 @pytest.mark.skipif(not H200_LLAMA.exists(), reason="the H200 capture is not committed yet: scripts/device/profile_llama.py writes it")
-def test_the_h200_llama_capture_links_its_gemms_to_bf16_shapes_and_finds_the_rmsnorm_chain():
+def test_the_h200_llama_capture_links_its_gemms_to_bf16_shapes_and_finds_fusion_chains():
     trace = read_trace(H200_LLAMA, "h200")
     a = analyse(trace, from_datasheet("NVIDIA H200"))
     assert trace.device_name() == "NVIDIA H200" and not trace.cpu_only
@@ -463,4 +463,4 @@ def test_the_h200_llama_capture_links_its_gemms_to_bf16_shapes_and_finds_the_rms
     gemms = [h for h, _ in a.ranked if h.kernel_class == "gemm" and h.flops_per_call]
     assert gemms and all(t == "c10::BFloat16" for h in gemms for t in h.input_types[:2])
     assert all(h.roof_tag.value == "ASSUMED" for h in gemms)  # datasheet roofs here: the device run measures its own
-    assert any({"aten::pow", "aten::mean", "aten::rsqrt"} <= set(c.ops) for c in a.fusion)
+    assert a.fusion and a.fusion[0].bytes_saved_total > 0  # eager RMSNorm (pow, mean, rsqrt, mul) unless transformers fuses it
