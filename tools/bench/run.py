@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -37,6 +37,8 @@ from hyperloom.tools.spec.reference import REFERENCE_TIMEOUT_S
 from hyperloom.tools.spec.models import BufferArg, Variant
 
 TIMING_SOURCE = "timing.hip"
+TrialRunner = Callable[..., TrialResult]
+"""Runs a trial as launcher.run_trial(request, timeout_s=..., device=...) does."""
 
 
 def backend_for(target: str) -> str:
@@ -164,14 +166,15 @@ def stage_input_set(launchable: Launchable, input_set: str, folder: Path, *, tim
 
 def check_input_set(
     launchable: Launchable, code_object: str, input_set: str, inputs: Path, outputs: Path, workspace: Workspace, *,
-    timeout_s: float, device: int | None, reference_set: Path | None = None,
+    timeout_s: float, device: int | None, reference_set: Path | None = None, runner: TrialRunner = run_trial,
 ) -> InputSetVerdict:
     """Run the kernel once on poisoned outputs with the inputs staged in `inputs`, then gate its outputs.
 
     References come from `inputs` (ref_<arg>.npy, the spec's tolerance) or from a frozen `reference_set`.
+    `runner` runs the launch (default a fresh worker process; tune passes its warm workers).
     """
     outputs.mkdir(parents=True, exist_ok=True)
-    trial = run_trial(
+    trial = runner(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, outputs), grid=launchable.grid, block=launchable.block,
                      shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="correctness"),
@@ -197,10 +200,11 @@ def check_input_set(
 
 def time_kernel(
     launchable: Launchable, code_object: str, inputs: Path, timing: Timing, workspace: Workspace, *, timeout_s: float, device: int | None,
+    runner: TrialRunner = run_trial,
 ) -> TrialResult:
-    """Time the kernel on the inputs staged in `inputs`, in a worker process."""
+    """Time the kernel on the inputs staged in `inputs`, in a worker process (`runner`'s)."""
     helpers = None if launchable.backend == "c" else str(workspace.root / timing_kernels(launchable.target, workspace))
-    return run_trial(
+    return runner(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
                      shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="timing", timing=timing, timing_code_object=helpers),

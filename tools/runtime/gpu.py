@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ctypes
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -36,7 +38,11 @@ def scalar(arg: ArgSpec) -> ctypes._SimpleCData:
     return _SCALARS[arg.dtype](arg.value)
 
 
-def upload(driver: Driver, args: list[ArgSpec]) -> tuple[dict[str, object], KernelParams]:
+def load_input(path: str) -> np.ndarray:
+    return np.load(path, allow_pickle=False)
+
+
+def upload(driver: Driver, args: list[ArgSpec], load: Callable[[str], np.ndarray] = load_input) -> tuple[dict[str, object], KernelParams]:
     """A launch's device buffers by name (inputs copied in, outputs poisoned, scratch zeroed) and its parameters."""
     buffers: dict[str, object] = {}
     values: list[ctypes._SimpleCData] = []
@@ -48,7 +54,7 @@ def upload(driver: Driver, args: list[ArgSpec]) -> tuple[dict[str, object], Kern
         buffers[arg.name] = pointer
         values.append(ctypes.c_uint64(int(pointer)))
         if arg.input_path:
-            host = np.ascontiguousarray(np.load(arg.input_path, allow_pickle=False))
+            host = np.ascontiguousarray(load(arg.input_path))
             driver.htod(pointer, host.ctypes.data, host.nbytes)
         else:
             driver.memset(pointer, fill_byte(arg), arg.nbytes)
@@ -60,14 +66,23 @@ def dims(sizes: list[int]) -> list[int]:
     return [*sizes, 1, 1][:3]
 
 
-def run_gpu(request: TrialRequest) -> TrialResult:
-    driver = Driver(request.backend, request.device_index)
+class Reuse(Protocol):
+    """What a warm worker keeps between trials: its driver (the context; the trial's allocations are freed after it) and inputs read from disk."""
+
+    def driver(self, request: TrialRequest) -> Driver: ...
+
+    def load(self, path: str) -> np.ndarray: ...
+
+
+def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
+    started = time.perf_counter()
+    driver = reuse.driver(request) if reuse is not None else Driver(request.backend, request.device_index)
     module = driver.load(Path(request.code_object).read_bytes())
     function = driver.function(module, request.entry)
     driver.allow_shared(function, request.shared_bytes)
-    buffers, params = upload(driver, request.args)
+    buffers, params = upload(driver, request.args, reuse.load if reuse is not None else load_input)
     launch = lambda: driver.launch(function, dims(request.grid), dims(request.block), request.shared_bytes, params)  # noqa: E731
-    result = TrialResult(status="OK", device=driver.name())
+    result = TrialResult(status="OK", device=driver.name(), stage_s=time.perf_counter() - started)
 
     if request.mode == "correctness":
         launch()

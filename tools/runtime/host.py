@@ -29,6 +29,7 @@ def last_level_cache_bytes() -> int:
 
 
 def run_host(request: TrialRequest) -> TrialResult:
+    started = time.perf_counter()
     library = ctypes.CDLL(str(Path(request.code_object).resolve()))
     function = getattr(library, request.entry)
     function.restype = None
@@ -47,7 +48,7 @@ def run_host(request: TrialRequest) -> TrialResult:
         values.append(ctypes.c_void_p(array.ctypes.data))
     if request.launch_args:  # a C twin that loops over the blocks a GPU would run
         values.extend(ctypes.c_int32(n) for n in (*dims(request.grid), *dims(request.block)))
-    result = TrialResult(status="OK", device=host_device())
+    result = TrialResult(status="OK", device=host_device(), stage_s=time.perf_counter() - started)
     if request.mode == "correctness":
         function(*values)
         for arg in request.args:

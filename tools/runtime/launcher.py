@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from hyperloom.core.worker import run_worker
+from hyperloom.core.worker import WorkerOutcome, run_worker
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 
 VISIBLE_DEVICES = {"cuda": "CUDA_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}
@@ -16,11 +16,26 @@ VISIBLE_DEVICES = {"cuda": "CUDA_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}
 
 def run_trial(request: TrialRequest, timeout_s: float, device: int | None = None) -> TrialResult:
     """Run `request` in a fresh worker; `device` pins it (the worker then sees that one GPU as 0)."""
+    env = pinned_env(request.backend, device)
+    outcome = run_worker("hyperloom.tools.runtime.worker:run_payload", pinned(request, device).model_dump(mode="json"), timeout_s=timeout_s, env=env)
+    return trial_result(outcome)
+
+
+def pinned_env(backend: str, device: int | None) -> dict[str, str]:
+    """The environment of a worker pinned to `device` (this process's, with the backend's visible-devices variable)."""
     env = dict(os.environ)
-    if device is not None and request.backend in VISIBLE_DEVICES:
-        env[VISIBLE_DEVICES[request.backend]] = str(device)  # never ROCR_VISIBLE_DEVICES: it can force a CPU fallback
-        request = request.model_copy(update={"device_index": 0})
-    outcome = run_worker("hyperloom.tools.runtime.worker:run_payload", request.model_dump(mode="json"), timeout_s=timeout_s, env=env)
+    if device is not None and backend in VISIBLE_DEVICES:
+        env[VISIBLE_DEVICES[backend]] = str(device)  # never ROCR_VISIBLE_DEVICES: it can force a CPU fallback
+    return env
+
+
+def pinned(request: TrialRequest, device: int | None) -> TrialRequest:
+    """The request as a pinned worker sees it: its one GPU is device 0."""
+    return request.model_copy(update={"device_index": 0}) if device is not None and request.backend in VISIBLE_DEVICES else request
+
+
+def trial_result(outcome: WorkerOutcome) -> TrialResult:
+    """A worker's outcome as a trial's result: TIMEOUT and CRASH from the process, else what the trial reported."""
     if outcome.status == "TIMEOUT":
         return TrialResult(status="TIMEOUT", message=f"the trial {outcome.message}", stderr=outcome.stderr, elapsed_s=outcome.elapsed_s)
     if not outcome.ok:

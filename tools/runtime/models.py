@@ -65,3 +65,4 @@ class TrialResult(BaseModel):
     cache_bytes: int = 0
     stderr: str = ""
     elapsed_s: float = 0.0
+    stage_s: float = Field(0.0, description="Seconds in the worker before the first launch: driver and context, code object, inputs read and copied in.")

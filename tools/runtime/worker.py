@@ -11,15 +11,19 @@ from typing import Any
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 
 
-def run_payload(payload: dict[str, Any]) -> dict[str, Any]:
+def run_payload(payload: dict[str, Any], reuse: Any = None) -> dict[str, Any]:
+    """`reuse`: what a warm worker keeps between GPU trials (tools/runtime/warm_trial.py); None in a fresh process."""
     request = TrialRequest.model_validate(payload)
     started = time.perf_counter()
     try:
         if request.backend == "c":
-            from hyperloom.tools.runtime.host import run_host as run
+            from hyperloom.tools.runtime.host import run_host
+
+            result = run_host(request)
         else:
-            from hyperloom.tools.runtime.gpu import run_gpu as run
-        result = run(request)
+            from hyperloom.tools.runtime.gpu import run_gpu
+
+            result = run_gpu(request, reuse)
     except Exception as exc:  # every failure becomes a result the caller reads, with its traceback
         status = "CRASH" if type(exc).__name__ == "DeviceFault" else "ERROR"
         result = TrialResult(status=status, message=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:])

@@ -87,17 +87,25 @@ def run_worker(
         elapsed_s = time.perf_counter() - started
         report = _read(result_path)
         if report is None:
-            if proc.returncode < 0:
-                return WorkerOutcome("CRASH", message=f"the worker died with signal {_signal_name(-proc.returncode)}",
-                                     stderr=_tail(stdout, stderr), elapsed_s=elapsed_s)
-            return WorkerOutcome("EXITED", message=f"the worker exited with code {proc.returncode} before returning a result",
-                                 stderr=_tail(stdout, stderr), elapsed_s=elapsed_s)
-        if report.get("ok"):
-            return WorkerOutcome("OK", result=report.get("result"), stderr=_tail(stdout, stderr), elapsed_s=elapsed_s)
-        status: WorkerStatus = "EXITED" if report.get("error_type") == "SystemExit" else "RAISED"
-        return WorkerOutcome(status, message=str(report.get("message", "")), error_type=str(report.get("error_type", "")),
-                             where=str(report.get("where", "")), stderr=_tail(stdout, stderr + str(report.get("traceback", ""))),
-                             elapsed_s=elapsed_s)
+            return died(proc.returncode, _tail(stdout, stderr), elapsed_s)
+        return outcome_of(report, _tail(stdout, stderr), elapsed_s)
+
+
+def died(returncode: int, output: str, elapsed_s: float) -> WorkerOutcome:
+    """The outcome of a worker that ended without a report: killed by a signal (CRASH) or exited (EXITED)."""
+    if returncode < 0:
+        return WorkerOutcome("CRASH", message=f"the worker died with signal {_signal_name(-returncode)}", stderr=output, elapsed_s=elapsed_s)
+    return WorkerOutcome("EXITED", message=f"the worker exited with code {returncode} before returning a result", stderr=output, elapsed_s=elapsed_s)
+
+
+def outcome_of(report: dict[str, Any], output: str, elapsed_s: float) -> WorkerOutcome:
+    """The outcome of a call that returned its report (worker_main.call_entry's): OK, or the raise or exit it reports."""
+    if report.get("ok"):
+        return WorkerOutcome("OK", result=report.get("result"), stderr=output, elapsed_s=elapsed_s)
+    status: WorkerStatus = "EXITED" if report.get("error_type") == "SystemExit" else "RAISED"
+    return WorkerOutcome(status, message=str(report.get("message", "")), error_type=str(report.get("error_type", "")),
+                         where=str(report.get("where", "")), stderr=(output + str(report.get("traceback", "")))[-STDERR_CHARS:],
+                         elapsed_s=elapsed_s)
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 import hyperloom
 from hyperloom.core.atomic import write_bytes_atomic
@@ -27,19 +28,24 @@ def _innermost(exc: BaseException) -> str:
     return f"{outside[-1].filename}:{outside[-1].lineno}" if outside else ""
 
 
-def main(argv: list[str]) -> int:
-    request = json.loads(Path(argv[0]).read_text())
-    module_name, _, function_name = request["entry"].partition(":")
+def call_entry(entry: str, payload: Any) -> dict[str, Any]:
+    """Import `entry` ("module:function"), call it with the payload; the report run_worker reads."""
+    module_name, _, function_name = entry.partition(":")
     try:
         function = getattr(importlib.import_module(module_name), function_name)
-        report = {"ok": True, "result": function(request["payload"])}
+        return {"ok": True, "result": function(payload)}
     except BaseException as exc:  # noqa: BLE001 - user code: every ending is reported, SystemExit and KeyboardInterrupt too
         if isinstance(exc, SystemExit):
             message = f"the code called sys.exit({exc.code!r})"
         else:
             message = f"{type(exc).__name__}: {str(exc)[:MESSAGE_CHARS]}"
-        report = {"ok": False, "error_type": type(exc).__name__, "message": message, "where": _innermost(exc),
-                  "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+        return {"ok": False, "error_type": type(exc).__name__, "message": message, "where": _innermost(exc),
+                "traceback": "".join(traceback.format_exception(exc))[-4000:]}
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(Path(argv[0]).read_text())
+    report = call_entry(request["entry"], request["payload"])
     write_bytes_atomic(Path(argv[1]), json.dumps(report, default=str).encode())
     return 0
 

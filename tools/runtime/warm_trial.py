@@ -1,0 +1,124 @@
+"""Inside a warm worker process: trials one after another, each run as a fresh process runs it
+(tools/runtime/worker.run_payload, the same gpu.py and host.py), on what is worth keeping between them.
+
+Kept: the interpreter and its imports, the GPU context, and input arrays read from disk (host copies,
+keyed by path, size and modification time; a kernel cannot write host memory, so every trial still
+gets its inputs copied into fresh device buffers). Not kept: every device allocation, code object and
+event a trial makes is freed after it, so the next trial starts from the same device state a fresh
+process would, less the context's start-up. A trial whose freeing fails is reported as an ERROR, and
+the pool (tools/runtime/pool.py) replaces the process.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from hyperloom.tools.runtime.drivers import Driver
+from hyperloom.tools.runtime.gpu import load_input
+from hyperloom.tools.runtime.models import TrialRequest
+from hyperloom.tools.runtime.worker import run_payload as run_fresh
+
+INPUT_CACHE_BYTES = 8 << 30
+_RELEASE = {"cuda": ("cuEventDestroy", "cuModuleUnload"), "hip": ("hipEventDestroy", "hipModuleUnload")}
+
+
+class TrackedDriver(Driver):
+    """A Driver that remembers what a trial allocated, loaded and created, and frees it all in release()."""
+
+    def __init__(self, backend: str, device_index: int) -> None:
+        super().__init__(backend, device_index)
+        self._allocations: list[Any] = []
+        self._modules: list[Any] = []
+        self._events: list[Any] = []
+
+    def malloc(self, nbytes: int) -> Any:
+        pointer = super().malloc(nbytes)
+        self._allocations.append(pointer)
+        return pointer
+
+    def load(self, image: bytes) -> Any:
+        module = super().load(image)
+        self._modules.append(module)
+        return module
+
+    def event(self) -> Any:
+        event = super().event()
+        self._events.append(event)
+        return event
+
+    def release(self) -> None:
+        """Wait for the device, then free every allocation, event and code object of the trial."""
+        destroy, unload = _RELEASE[self.backend]
+        allocations, events, modules = self._allocations, self._events, self._modules
+        self._allocations, self._events, self._modules = [], [], []
+        self.synchronize()
+        for pointer in allocations:
+            self.free(pointer)
+        for event in events:
+            self._check(getattr(self.module, destroy)(event), destroy)
+        for module in modules:
+            self._check(getattr(self.module, unload)(module), unload)
+
+
+class Reuse:
+    """What this process keeps between trials (gpu.Reuse): one driver per backend and device, and input arrays."""
+
+    def __init__(self, cache_bytes: int = INPUT_CACHE_BYTES) -> None:
+        self._drivers: dict[tuple[str, int], TrackedDriver] = {}
+        self._inputs: OrderedDict[tuple[str, int, int, int], np.ndarray] = OrderedDict()
+        self._cache_bytes, self._held_bytes = cache_bytes, 0
+
+    def driver(self, request: TrialRequest) -> Driver:
+        key = (request.backend, request.device_index)
+        if key not in self._drivers:
+            self._drivers[key] = TrackedDriver(*key)
+        return self._drivers[key]
+
+    def load(self, path: str) -> np.ndarray:
+        stat = os.stat(path)
+        key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        array = self._inputs.get(key)
+        if array is not None:
+            self._inputs.move_to_end(key)
+            return array
+        array = load_input(path)
+        array.flags.writeable = False  # shared by the trials that read this file: nobody writes it
+        self._inputs[key] = array
+        self._held_bytes += array.nbytes
+        while self._held_bytes > self._cache_bytes and len(self._inputs) > 1:
+            _, dropped = self._inputs.popitem(last=False)
+            self._held_bytes -= dropped.nbytes
+        return array
+
+    def release(self) -> None:
+        for driver in self._drivers.values():
+            driver.release()
+
+
+_REUSE = Reuse()
+
+
+def preload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The worker's first call: import the trial's modules and, for a GPU backend, open the context on device 0
+    (the worker is pinned), so the first trial does not pay for them."""
+    backend = payload.get("backend", "c")
+    if backend == "c":
+        import hyperloom.tools.runtime.host  # noqa: F401
+        return {"backend": backend}
+    driver = _REUSE.driver(TrialRequest(backend=backend, device_index=0, code_object="", entry="", args=[], mode="correctness"))
+    return {"backend": backend, "device": driver.name()}
+
+
+def run_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """One trial, as tools/runtime/worker.run_payload runs it in a fresh process, then everything it made on the device freed."""
+    result = run_fresh(payload, _REUSE)
+    try:
+        _REUSE.release()
+    except Exception as exc:  # noqa: BLE001 - a context that cannot free is not one to run the next trial in
+        if result.get("status") == "OK":
+            result = {**result, "status": "ERROR", "message": f"the worker could not free the trial's device resources: {type(exc).__name__}: {exc}"}
+    return result
