@@ -11,6 +11,6 @@ rm -rf "$site/hyperloom" "$here/.venv/hyperloom-dev"
 mkdir -p "$farm/kernels"
 for entry in src/hyperloom/*; do ln -s "$here/$entry" "$farm/$(basename "$entry")"; done
 for folder in tools mcp_server validators skill; do ln -s "$here/$folder" "$farm/$folder"; done
-for kernels in microbench decode allreduce runtime examples; do ln -s "$here/kernels/$kernels" "$farm/kernels/$kernels"; done
+for kernels in microbench decode allreduce runtime examples triton; do ln -s "$here/kernels/$kernels" "$farm/kernels/$kernels"; done
 echo "$here/.venv/hyperloom-dev" > "$site/hyperloom-dev.pth"
 echo "dev_link.sh: .venv imports hyperloom from $here" >&2

@@ -35,15 +35,16 @@ from hyperloom.tools.spec.expr import evaluate_int
 from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, output_buffers, resolved_defines, scalar_value
 from hyperloom.tools.spec.reference import REFERENCE_TIMEOUT_S
 from hyperloom.tools.spec.models import BufferArg, Variant
+from hyperloom.tools.triton.launch import TritonLaunch, triton_build_with
 
 TIMING_SOURCE = "timing.hip"
 TrialRunner = Callable[..., TrialResult]
 """Runs a trial as launcher.run_trial(request, timeout_s=..., device=...) does."""
 
 
-def backend_for(target: str) -> str:
+def backend_for(target: str, language: str | None = None) -> str:
     if target == HOST_TARGET:
-        return "c"
+        return "triton_interpreter" if language == "triton" else "c"  # Triton on the CPU: its interpreter, for the gate only
     return "cuda" if NVIDIA_TARGET.fullmatch(target) else "hip"
 
 
@@ -69,6 +70,7 @@ class Launchable:
     block: list[int]
     shared_bytes: int
     symbol: str | None = None  # the entry's symbol in the built code object, once build_with has resolved it
+    triton: TritonLaunch | None = None  # a Triton kernel's launch parameters (kept arguments, hidden scratch), once built
 
     @property
     def input_sets(self) -> list[str]:
@@ -89,15 +91,17 @@ def builds_for(loaded: LoadedSpec, variant: Variant, target: str) -> bool:
         return False
     _, language = loaded.source_of(variant)
     host = target == HOST_TARGET
+    if language == "triton":
+        return True  # gfx and sm_XX ahead of time, host through Triton's interpreter
     return host if language in ("c", "cpp") else not host and not (language == "cuda" and not NVIDIA_TARGET.fullmatch(target))
 
 
 def at_shape(loaded: LoadedSpec, variant_name: str, variant: Variant, target: str, shape: dict[str, int]) -> Launchable:
     launch = loaded.spec.launch_of(variant)
     return Launchable(
-        loaded=loaded, variant_name=variant_name, variant=variant, target=target, shape=shape, backend=backend_for(target),
+        loaded=loaded, variant_name=variant_name, variant=variant, target=target, shape=shape, backend=backend_for(target, loaded.source_of(variant)[1]),
         grid=[evaluate_int(g, shape, "launch grid") for g in launch.grid],
-        block=[evaluate_int(b, shape, "launch block") for b in launch.block],
+        block=[evaluate_int(b, shape, "launch block") for b in launch.block or [1]],  # no block: Triton's, set by its build
         shared_bytes=evaluate_int(launch.shared_bytes, shape, "shared_bytes"),
     )
 
@@ -130,6 +134,8 @@ def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple
 
 def build_with(launchable: Launchable, workspace: Workspace, params: Mapping[str, str | int]) -> tuple[Launchable, TargetBuild]:
     """Tuning parameters applied (specialize) and the variant compiled with them: the launch and its build."""
+    if launchable.loaded.source_of(launchable.variant)[1] == "triton":
+        return triton_build_with(launchable, workspace, dict(params))
     specialized, defines = specialize(launchable, params)
     build = build_for(specialized, workspace, defines)
     _, language = specialized.loaded.source_of(specialized.variant)
@@ -203,7 +209,7 @@ def time_kernel(
     runner: TrialRunner = run_trial,
 ) -> TrialResult:
     """Time the kernel on the inputs staged in `inputs`, in a worker process (`runner`'s)."""
-    helpers = None if launchable.backend == "c" else str(workspace.root / timing_kernels(launchable.target, workspace))
+    helpers = None if launchable.backend in ("c", "triton_interpreter") else str(workspace.root / timing_kernels(launchable.target, workspace))
     return runner(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
@@ -302,4 +308,4 @@ def arg_specs(launchable: Launchable, inputs: Path, outputs: Path | None) -> lis
                 output_path=str(outputs / f"out_{arg.name}.npy") if outputs is not None and arg.role in ("output", "inout") else None,
             )
         )
-    return specs
+    return specs if launchable.triton is None else launchable.triton.arg_specs(specs, launchable.grid)

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Backend = Literal["cuda", "hip", "c"]
+Backend = Literal["cuda", "hip", "c", "triton_interpreter"]
 Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
 FlushMode = Literal["write", "read"]
 FLUSH_MODE_DESCRIPTION = (

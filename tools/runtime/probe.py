@@ -7,6 +7,7 @@ initialized there, never in the server) and a positive answer is remembered for 
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ INSTALL = {
     "cuda": "pip install cuda-python (and an NVIDIA driver; `hyperloom detect` checks it)",
     "hip": "pip install hip-python matching your ROCm (and ROCm's runtime; `hyperloom detect` checks it)",
     "c": "apt-get install gcc (the system C compiler builds host twins)",
+    "triton_interpreter": "pip install 'hyperloom[triton]' torch (Triton's interpreter runs a kernel's math on the CPU with torch tensors)",
 }
 
 
@@ -35,6 +37,9 @@ _lock = threading.Lock()
 
 def backend_readiness(backend: str, device: int = 0) -> Readiness:
     """Whether `backend` can run on device `device` here, and why not."""
+    if backend == "triton_interpreter":
+        missing = [name for name in ("triton", "torch") if importlib.util.find_spec(name) is None]
+        return Readiness(not missing, f"{' and '.join(missing)} not installed: {INSTALL[backend]}" if missing else "Triton's interpreter (CPU; the gate only, no kernel timings)")
     if backend == "c":
         cc = find_tool("cc", version_timeout_s=None)
         return Readiness(True, f"host C compiler at {cc.path}") if cc.path else Readiness(False, f"no C compiler: {INSTALL['c']}")

@@ -109,6 +109,8 @@ def preload(payload: dict[str, Any]) -> dict[str, Any]:
     if backend == "c":
         import hyperloom.tools.runtime.host  # noqa: F401
         return {"backend": backend}
+    if backend == "triton_interpreter":  # no device to open: the interpreter imports Triton on its first trial
+        return {"backend": backend}
     driver = _REUSE.driver(TrialRequest(backend=backend, device_index=0, code_object="", entry="", args=[], mode="correctness"))
     return {"backend": backend, "device": driver.name()}
 

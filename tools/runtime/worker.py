@@ -20,6 +20,10 @@ def run_payload(payload: dict[str, Any], reuse: Any = None) -> dict[str, Any]:
             from hyperloom.tools.runtime.host import run_host
 
             result = run_host(request)
+        elif request.backend == "triton_interpreter":
+            from hyperloom.tools.triton.interpret import run_interpreted
+
+            result = run_interpreted(request)
         else:
             from hyperloom.tools.runtime.gpu import run_gpu
 

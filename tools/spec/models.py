@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from hyperloom.tools.gate.models import Tolerance
 
 Expr = str | int | float
-Language = Literal["hip", "cuda", "asm", "c", "cpp"]
+Language = Literal["hip", "cuda", "asm", "c", "cpp", "triton"]
 BufferDtype = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 ScalarDtype = Literal["int32", "uint32", "int64", "uint64", "float32", "float64"]
 
@@ -45,8 +45,9 @@ Arg = Annotated[BufferArg | ScalarArg, Field(discriminator="kind")]
 
 class Launch(_Strict):
     grid: list[Expr] = Field(min_length=1, max_length=3)
-    block: list[Expr] = Field(min_length=1, max_length=3)
-    shared_bytes: Expr = 0
+    block: list[Expr] | None = Field(None, min_length=1, max_length=3, description=(
+        "Threads per block as expressions of the shape; required except for Triton, whose block is num_warps × the warp size."))
+    shared_bytes: Expr = Field(0, description="Dynamic shared memory per block; Triton kernels take theirs from the compiled kernel.")
 
 
 class DefineExpr(_Strict):
@@ -86,7 +87,9 @@ class KernelSpec(_Strict):
     name: str
     description: str = ""
     source: str = Field(description="Kernel source, relative to the spec file.")
-    language: Language = Field(description="hip, cuda, asm (AMDGPU assembly), c or cpp (a twin for the host CPU, target host).")
+    language: Language = Field(description=(
+        "hip, cuda, asm (AMDGPU assembly), c or cpp (a twin for the host CPU, target host), or triton (a .py file; entry the"
+        " @triton.jit function: compiled ahead of time for gfx and sm_XX targets, run by Triton's interpreter on target host)."))
     variants: dict[str, Variant] = Field(min_length=1)
     args: list[Arg] = Field(min_length=1)
     launch: Launch

@@ -69,10 +69,11 @@ def _variant(spec: KernelSpec, name: str, variant: Variant, report: Report) -> N
         report(f"{where}.launch_args", "error", f"launch_args is for host twins (c, cpp), and this variant is {language}", "drop launch_args; GPU kernels read their grid from the launch")
     for target in variant.targets or []:
         fits = {"c": target == HOST_TARGET, "cpp": target == HOST_TARGET, "cuda": bool(NVIDIA_TARGET.fullmatch(target)),
-                "asm": bool(AMD_TARGET.fullmatch(target)), "hip": bool(AMD_TARGET.fullmatch(target) or NVIDIA_TARGET.fullmatch(target))}[language]
+                "asm": bool(AMD_TARGET.fullmatch(target)), "hip": bool(AMD_TARGET.fullmatch(target) or NVIDIA_TARGET.fullmatch(target)),
+                "triton": bool(AMD_TARGET.fullmatch(target) or NVIDIA_TARGET.fullmatch(target)) or target == HOST_TARGET}[language]
         if not fits:
             report(f"{where}.targets", "error", f"a {language} variant cannot build for {target}",
-                   "host twins (c, cpp) build for host; cuda for sm_XX; asm for gfx; hip for both gfx and sm_XX")
+                   "host twins (c, cpp) build for host; cuda for sm_XX; asm for gfx; hip for both gfx and sm_XX; triton for gfx, sm_XX and host (its interpreter)")
     if language in HOST_LANGUAGES and variant.targets != [HOST_TARGET]:
         report(f"{where}.targets", "warning", f"a {language} twin runs only on the host", "write targets: [host]")
     for define, value in variant.defines.items():
@@ -119,9 +120,15 @@ def _metric_at(spec: KernelSpec, index: int, shape: dict[str, int], report: Repo
 def _launch_at(spec: KernelSpec, name: str, variant: Variant, index: int, shape: dict[str, int], report: Report) -> None:
     launch: Launch = spec.launch_of(variant)
     where = f"variants.{name}.launch" if variant.launch is not None else "launch"
-    gpu = (variant.language or spec.language) not in HOST_LANGUAGES
+    language = variant.language or spec.language
+    gpu = language not in HOST_LANGUAGES
     grid = [_integer(f"{where}.grid[{axis}]", text, shape, index, report, minimum=1, what="grid", maximum=GRID_LIMITS[axis]) for axis, text in enumerate(launch.grid)]
-    block = [_integer(f"{where}.block[{axis}]", text, shape, index, report, minimum=1, what="block") for axis, text in enumerate(launch.block)]
+    if launch.block is None and language != "triton":
+        report(f"{where}.block", "error", f"variant {name} ({language}) has no launch block", "give the threads per block, e.g. block: [256]")
+    elif launch.block is not None and language == "triton":
+        report(f"{where}.block", "warning", f"variant {name} is a Triton kernel, whose block is num_warps × the warp size; this block is not used",
+               "drop block (set num_warps in defines or tuning instead)")
+    block = [_integer(f"{where}.block[{axis}]", text, shape, index, report, minimum=1, what="block") for axis, text in enumerate(launch.block or [1])]
     _integer(f"{where}.shared_bytes", launch.shared_bytes, shape, index, report, minimum=0, what="shared_bytes")
     if gpu and None not in block and math.prod(block) > GPU_BLOCK_LIMIT:  # type: ignore[arg-type]
         report(f"{where}.block", "error", f"variant {name}'s block has {math.prod(block)} threads (more than {GPU_BLOCK_LIMIT}) at shape {index}",  # type: ignore[arg-type]
