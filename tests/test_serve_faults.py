@@ -23,7 +23,7 @@ from hyperloom.tools.serve.models import ServeSweepRequest
 from hyperloom.tools.serve.run import run_serve_sweep
 
 FIXTURES = Path(__file__).parent / "fixtures" / "serve"
-Mode = Callable[[int], str]  # the n-th POST (0-based) -> "ok" | "garbage" | "early_close" | "http500" | "hang" | "slow"
+Mode = Callable[[int], str]  # the n-th POST -> "ok" | "garbage" | "early_close" | "http500" | "hang" | "slow" | "empty" | "empty_no_usage"
 
 
 class Stub:
@@ -92,12 +92,14 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
             for _ in range(count):
                 if mode == "slow":
                     time.sleep(0.05)
-                self.wfile.write(b'data: {"choices":[{"index":0,"text":"a"}]}\n\n')
+                text = "" if mode.startswith("empty") else "a"
+                self.wfile.write(f'data: {{"choices":[{{"index":0,"text":"{text}"}}]}}\n\n'.encode())
                 self.wfile.flush()
             if mode == "early_close":
                 return
             usage = {"prompt_tokens": stub.tokens_per_word * len(prompt.split()) + 1, "completion_tokens": count}
-            self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
+            if mode != "empty_no_usage":
+                self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
@@ -174,6 +176,16 @@ def test_a_partial_result_is_measured_again_rather_than_served_from_the_cache(wo
         second = sweep(workspace, stub, max_concurrency=2)
     assert not first.complete and not second.cached and stub.posts > 0
     assert first.cache_key == second.cache_key and first.evidence.at < second.evidence.at
+
+
+def test_tokens_that_render_as_no_text_count_when_the_server_reports_them_and_fail_when_it_does_not(workspace):
+    with stub_server(after(6, "empty")) as stub:
+        counted = sweep(workspace, stub, max_concurrency=2)
+    assert counted.complete and [level.requests_ok for level in counted.levels] == [4, 4]
+    assert counted.levels[1].output_tokens_mean == 4 and counted.levels[1].ttft_s.count == 0 and counted.levels[1].e2e_s.count == 4
+    with stub_server(after(6, "empty_no_usage")) as stub:
+        unseen = sweep(workspace, stub, max_concurrency=2, seed=1)
+    assert unseen.stop_reason == "errors" and "ended without any text" in unseen.levels[1].failures[0]
 
 
 def test_a_hanging_server_times_out_and_the_sweep_stops_with_the_timeouts_counted(workspace):

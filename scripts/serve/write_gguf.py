@@ -92,7 +92,11 @@ def write(out: Path, shape: Shape, dtype: str, seed: int) -> None:
     ones = np.ones(shape.n_embd, dtype=np.float32)
     writer.add_tensor("token_embd.weight", weights(n_vocab, shape.n_embd))
     writer.add_tensor("output_norm.weight", ones)
-    writer.add_tensor("output.weight", weights(n_vocab, shape.n_embd))
+    # Logits spread wide enough that sampling's top-k keeps real pieces, and control tokens (which render as no
+    # text) at zero, below them: a stream shows text for nearly every token.
+    output = weights(n_vocab, shape.n_embd).astype(np.float32) * 25
+    output[:3] = 0
+    writer.add_tensor("output.weight", output.astype(matrix))
     kv = shape.n_head_kv * head_dim
     for i in range(shape.n_layer):
         writer.add_tensor(f"blk.{i}.attn_norm.weight", ones)

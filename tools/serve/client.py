@@ -145,9 +145,11 @@ async def _read_stream(client: httpx2.AsyncClient, path: str, body: dict[str, An
     if not done:
         record.error = f"the stream closed early, without [DONE], after {len(record.chunk_times_s)} chunks of text"
         return
-    if record.ttft_s is None:
+    if record.ttft_s is None and not usage_tokens:
         record.error = f"the stream ended without any text ({events} chunks)"
         return
+    # Tokens that render as nothing (a control token) still count when the server's usage says so; the request then has
+    # no time to first text, and its latency is only end to end.
     record.output_tokens = usage_tokens if usage_tokens is not None else len(record.chunk_times_s)
     record.ok = True
 
