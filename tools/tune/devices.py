@@ -13,11 +13,17 @@ SMI_TIMEOUT_S = 10.0
 
 
 def worker_slots(backend: str, workers: int, devices: list[int] | None) -> list[int | None]:
-    """One slot per worker: None (a CPU worker) on the c backend; one GPU index per worker elsewhere."""
+    """One slot per worker: `workers` CPU workers (None) on the c backend; elsewhere one per GPU, the ones asked
+    for or else every idle one (device 0 when none answers), each running one candidate at a time."""
     if backend == "c":
         return [None] * workers
     chosen = devices if devices else (idle_gpus(backend) or [0])
-    return list(chosen[:workers])
+    return list(dict.fromkeys(chosen))
+
+
+def slot_label(device: int | None) -> str:
+    """How the ledger and the report name a slot's device."""
+    return "cpu" if device is None else f"gpu {device}"
 
 
 def idle_gpus(backend: str) -> list[int]:

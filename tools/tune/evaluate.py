@@ -1,7 +1,10 @@
 """One candidate through the pipeline: compile (cached) → disasm rules → every input set gated → timed.
 
-Every way a candidate can fail ends as an Outcome with a status and a reason; only bugs raise.
-Each worker launch asks the budget first and is capped by what is left of it.
+Two steps, so that the loop can compile ahead on the CPU while the devices run other candidates:
+compile_candidate (compile and rules) and run_compiled (every input set gated, then timed, through a
+device's runner: a fresh worker process per launch, or its warm worker). Every way a candidate can
+fail ends as an Outcome with a status and a reason; only bugs raise. Each worker launch asks the
+budget first and is capped by what is left of it. Each step's seconds go to the candidate's phases.
 """
 
 from __future__ import annotations
@@ -13,9 +16,12 @@ from dataclasses import dataclass, field
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import build_with, check_input_set, time_kernel
+from hyperloom.tools.bench.run import Launchable, build_with, check_input_set, time_kernel
 from hyperloom.tools.bench.stats import SampleStats, summarize
+from hyperloom.tools.compile.models import TargetBuild
 from hyperloom.tools.runtime.models import Timing
+from hyperloom.tools.runtime.pool import FreshRunner, Runner
+from hyperloom.tools.tune.phases import PhaseClock
 from hyperloom.tools.tune.session import Session, scratch
 from hyperloom.tools.tune.space import Params
 from hyperloom.tools.verify.models import VerifyRequest
@@ -79,18 +85,54 @@ class Outcome:
     compile_s: float = 0.0
     finished: bool = True  # False: stopped by the budget before its end, not a trial to record
     samples_s: list[float] = field(default_factory=list)
+    phases_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Compiled:
+    """A candidate that built and met the disasm rules: its launch geometry and code object, and the seconds it took."""
+
+    launchable: Launchable
+    build: TargetBuild
+    clock: PhaseClock
 
 
 class BudgetExhausted(Exception):
     pass
 
 
-def evaluate(
-    session: Session, params: Params, workspace: Workspace, budget: Budget, *, device: int | None, timing: Timing, timeout_s: float,
-    expect: list[str], forbid: list[str], digest: str,
+def compile_candidate(session: Session, params: Params, workspace: Workspace, *, expect: list[str], forbid: list[str]) -> Compiled | Outcome:
+    """Compile (cached) and check the disasm rules: a Compiled to run, or the Outcome that rejects it."""
+    clock = PhaseClock()
+    started = time.perf_counter()
+    try:
+        variant, rest = session.launchable_for(params)
+        launchable, build = build_with(variant, workspace, rest)
+    except HyperloomError as exc:  # e.g. a define the compiler's allow-list refuses, a geometry that changes the problem
+        clock.add("compile", time.perf_counter() - started)
+        return Outcome(status="COMPILE_ERROR", reason=str(exc), input_set="compile", phases_s=clock.rounded())
+    clock.add("compile", time.perf_counter() - started)
+    if not build.ok:
+        return Outcome(status="COMPILE_ERROR", reason=build.summary + (f": {build.log.strip()[-400:]}" if build.log.strip() else ""), input_set="compile",
+                       compile_s=build.compile_s, phases_s=clock.rounded())
+    if expect or forbid:
+        started = time.perf_counter()
+        checked = verify(VerifyRequest(code_object=build.code_object, expect=expect, forbid=forbid), workspace)
+        clock.add("rules", time.perf_counter() - started)
+        if not checked.passed:
+            return Outcome(status="RULE_FAILED", reason=checked.summary, input_set="disasm", compile_s=build.compile_s, phases_s=clock.rounded())
+    return Compiled(launchable, build, clock)
+
+
+def run_compiled(
+    session: Session, compiled: Compiled, workspace: Workspace, budget: Budget, *, runner: Runner, timing: Timing, timeout_s: float, digest: str,
 ) -> Outcome:
-    """Run one candidate to its verdict; the outcome says why it was rejected, or how fast it was."""
-    outcome = Outcome(status="ERROR")
+    """Gate a compiled candidate on every input set through `runner` (its device's), then time it if it passed."""
+    launchable, build, clock = compiled.launchable, compiled.build, compiled.clock
+    outcome = Outcome(status="ERROR", compile_s=build.compile_s)
+    recorded = clock.recording(runner)
+    device = runner.device
+    started_run = time.perf_counter()
 
     def launch(run):  # type: ignore[no-untyped-def]
         granted = budget.reserve(timeout_s, wait=True)
@@ -103,26 +145,15 @@ def evaluate(
             used = time.perf_counter() - started
             budget.settle(granted, used)
             outcome.device_s += used
+            clock.settle(used)
         return result, granted
 
-    try:
-        variant, rest = session.launchable_for(params)
-        launchable, build = build_with(variant, workspace, rest)
-    except HyperloomError as exc:  # e.g. a define the compiler's allow-list refuses, a geometry that changes the problem
-        return Outcome(status="COMPILE_ERROR", reason=str(exc), input_set="compile")
-    outcome.compile_s = build.compile_s
-    if not build.ok:
-        return Outcome(status="COMPILE_ERROR", reason=build.summary + (f": {build.log.strip()[-400:]}" if build.log.strip() else ""), input_set="compile", compile_s=build.compile_s)
-    if expect or forbid:
-        checked = verify(VerifyRequest(code_object=build.code_object, expect=expect, forbid=forbid), workspace)
-        if not checked.passed:
-            return Outcome(status="RULE_FAILED", reason=checked.summary, input_set="disasm", compile_s=build.compile_s)
     out = scratch(session, digest)
     try:
         for input_set in launchable.input_sets:
             verdict, granted = launch(lambda cap, s=input_set: check_input_set(
                 launchable, build.code_object, s, session.inputs(s), out / s, workspace,
-                timeout_s=cap, device=device, reference_set=session.references(s)))
+                timeout_s=cap, device=device, reference_set=session.references(s), runner=recorded))
             if not verdict.passed:
                 outcome.input_set = input_set
                 if verdict.status == "TIMEOUT" and granted < timeout_s:
@@ -132,8 +163,10 @@ def evaluate(
                 else:
                     outcome.status = "NAN" if verdict.nan else "WRONG"
                     outcome.reason = f"tolerance miss on input set {input_set}: {verdict.summary}"
+                    runner.discard("verdict")  # its code misbehaved: a warm process it ran in is not trusted with the next
                 return outcome
-        trial, granted = launch(lambda cap: time_kernel(launchable, build.code_object, session.inputs("seeded"), timing, workspace, timeout_s=cap, device=device))
+        trial, granted = launch(lambda cap: time_kernel(launchable, build.code_object, session.inputs("seeded"), timing, workspace,
+                                                        timeout_s=cap, device=device, runner=recorded))
         if trial.status != "OK":
             if trial.status == "TIMEOUT" and granted < timeout_s:
                 raise BudgetExhausted
@@ -146,3 +179,16 @@ def evaluate(
         return outcome
     finally:
         shutil.rmtree(out, ignore_errors=True)
+        clock.add("other", time.perf_counter() - started_run - outcome.device_s)
+        outcome.phases_s = clock.rounded()
+
+
+def evaluate(
+    session: Session, params: Params, workspace: Workspace, budget: Budget, *, device: int | None, timing: Timing, timeout_s: float,
+    expect: list[str], forbid: list[str], digest: str, runner: Runner | None = None,
+) -> Outcome:
+    """Run one candidate to its verdict (both steps in turn); the outcome says why it was rejected, or how fast it was."""
+    compiled = compile_candidate(session, params, workspace, expect=expect, forbid=forbid)
+    if isinstance(compiled, Outcome):
+        return compiled
+    return run_compiled(session, compiled, workspace, budget, runner=runner or FreshRunner(device), timing=timing, timeout_s=timeout_s, digest=digest)

@@ -1,19 +1,30 @@
-"""The tune loop: ours, not the proposer's. Baseline first; then propose → novelty check → evaluate
-on a free worker → record → tell, until a stop rule fires; then re-validate the winner and close."""
+"""The tune loop: ours, not the proposer's. Baseline first; then propose → novelty check → compile →
+run on a free device → record → tell, until a stop rule fires; then re-validate the winner and close.
+
+The loop is a pipeline: while every device runs a candidate, up to `compile_ahead` more are proposed,
+compiled and disasm-checked on the CPU cores, and each device takes the next compiled one (in the
+order they were proposed) the moment it is free. With compile_ahead 0 a candidate is only proposed
+when a device is free for it: the loop before issue 21.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import json
+import os
 import shutil
 import threading
 import time
+from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import Any
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.tune.devices import worker_slots
-from hyperloom.tools.tune.evaluate import MIN_LAUNCH_S, Budget, Outcome, evaluate
+from hyperloom.tools.runtime.pool import RunnerPool
+from hyperloom.tools.tune.devices import slot_label, worker_slots
+from hyperloom.tools.tune.evaluate import MIN_LAUNCH_S, Budget, Compiled, Outcome, compile_candidate, run_compiled
 from hyperloom.tools.tune.models import TrialRecord, TuneReport, TuneRequest
 from hyperloom.tools.tune.proposers import make_proposer
 from hyperloom.tools.tune.report import close_session, figures
@@ -23,6 +34,8 @@ from hyperloom.tools.tune.space import Params, Space, check_params
 from hyperloom.tools.tune.storage import storage_url
 
 POLL_S = 0.2
+MAX_AUTO_AHEAD = 8
+COMPILER = "compiler"  # the device of a candidate rejected before any device ran it
 
 
 @dataclass
@@ -52,9 +65,11 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
         ledger.clear("stop_requested")
         ledger.set("state", "running")
         ledger.set("request", request.model_dump_json())
-        reason = loop.run()
-        ledger.set("stop_reason", reason)
-        revalidate(session, request, workspace)
+        with RunnerPool(request.worker_mode, session.launchable.backend, loop.slots, request.recycle_after) as pool:
+            reason = loop.run(pool)
+            ledger.set("stop_reason", reason)
+            revalidate(session, request, workspace, pool)
+            loop.record_run(pool)
         shutil.rmtree(session.folder / "scratch", ignore_errors=True)
         return close_session(session.folder, session.manifest, ledger, workspace)
     finally:
@@ -78,6 +93,12 @@ class Loop:
         self.recorded = {t.hash for t in self.trials}
         self.in_flight: dict[str, Params] = {}
         self.started = time.monotonic()
+        self.slots = worker_slots(session.launchable.backend, request.workers, request.devices)
+        cores = os.cpu_count() or 2
+        self.ahead = request.compile_ahead if request.compile_ahead is not None else max(1, min(MAX_AUTO_AHEAD, cores - len(self.slots)))
+        self.runs: list[dict[str, Any]] = json.loads(self.ledger.get("runs") or "[]")
+        self.run_entry: dict[str, Any] = {"worker_mode": request.worker_mode, "compile_ahead": self.ahead, "slots": [slot_label(s) for s in self.slots],
+                                          "started_at": dt.datetime.now(dt.timezone.utc).isoformat(), "loop_wall_s": 0.0, "candidates": 0, "workers": {}}
         for trial in self.trials:  # a resumed proposer learns everything the ledger knows
             self.proposer.tell(trial.params, trial.median_s if trial.status == "PASSED" else None)
 
@@ -126,39 +147,68 @@ class Loop:
         params = self.proposer.ask(self.seen)
         return (params, self.proposer.name) if params is not None else None
 
-    def run(self) -> str:
-        slots = worker_slots(self.session.launchable.backend, self.request.workers, self.request.devices)
-        free = list(range(len(slots)))
-        running: dict[Future[Outcome], tuple[Params, str, int, float]] = {}
+    def run(self, pool: RunnerPool) -> str:
+        """Propose, compile ahead and run on every free device until a stop rule fires; the reason."""
+        started = time.perf_counter()
+        free = deque(range(len(self.slots)))
+        queue: deque[_Candidate] = deque()  # proposed, not yet on a device, in the order proposed
+        running: dict[Future[Outcome], tuple[_Candidate, int]] = {}
         reason: str | None = None
-        with ThreadPoolExecutor(max_workers=len(slots), thread_name_prefix="tune-worker") as pool:
-            while True:
-                reason = reason or self.stop_reason()
-                while reason is None and free and (candidate := self.next_candidate()) is not None:
-                    params, proposer = candidate
-                    digest = self.digest(params)
-                    worker = free.pop(0)
-                    self.in_flight[digest] = params
-                    future = pool.submit(
-                        evaluate, self.session, params, self.workspace, self.budget, device=slots[worker], timing=self.timing,
-                        timeout_s=self.request.timeout_s, expect=self.request.expect, forbid=self.request.forbid, digest=digest,
-                    )
-                    running[future] = (params, proposer, worker, time.monotonic())
-                    reason = self.stop_reason()
-                if not running:
-                    if reason is not None:
-                        return reason
-                    if self.request.strategy != "external" and self.ledger.pending_proposals() == 0 and self.digest({}) in self.recorded:
-                        return "the proposer has nothing more to propose (space exhausted)"
-                    time.sleep(POLL_S)  # waiting for tune_propose, tune_stop or the deadline
-                    continue
-                done, _ = wait(running, timeout=POLL_S, return_when=FIRST_COMPLETED)
-                for future in done:
-                    params, proposer, worker, _started = running.pop(future)
-                    free.append(worker)
-                    self.finish(params, proposer, worker, slots[worker], future.result())
+        with ThreadPoolExecutor(max_workers=max(self.ahead, len(self.slots)), thread_name_prefix="tune-compile") as compiler, \
+                ThreadPoolExecutor(max_workers=len(self.slots), thread_name_prefix="tune-device") as devices:
+            try:
+                while True:
+                    reason = reason or self.stop_reason()
+                    while reason is None and len(queue) < len(free) + self.ahead and (candidate := self.next_candidate()) is not None:
+                        queue.append(self.compile(compiler, *candidate))
+                        reason = self.stop_reason()
+                    for waiting in [c for c in queue if c.compiling is not None and c.compiling.done()]:
+                        result, waiting.compiling = waiting.compiling.result(), None  # type: ignore[union-attr]
+                        if isinstance(result, Outcome):  # rejected before any device ran it
+                            queue.remove(waiting)
+                            self.finish(waiting.params, waiting.proposer, -1, None, result)
+                        else:
+                            waiting.compiled = result
+                    if reason is not None and not reason.startswith("reached max_candidates"):
+                        for dropped in [c for c in queue if c.compiled is not None]:  # compiled, never started: not a trial
+                            queue.remove(dropped)
+                            del self.in_flight[dropped.digest]
+                    while free and queue and queue[0].compiled is not None:
+                        head, worker = queue.popleft(), free.popleft()
+                        future = devices.submit(run_compiled, self.session, head.compiled, self.workspace, self.budget, runner=pool.runners[worker],
+                                                timing=self.timing, timeout_s=self.request.timeout_s, digest=head.digest)
+                        running[future] = (head, worker)
+                    if not running and not queue:
+                        if reason is not None:
+                            return reason
+                        if self.request.strategy != "external" and self.ledger.pending_proposals() == 0 and self.digest({}) in self.recorded:
+                            return "the proposer has nothing more to propose (space exhausted)"
+                        time.sleep(POLL_S)  # waiting for tune_propose, tune_stop or the deadline
+                        continue
+                    pending = [*running, *(c.compiling for c in queue if c.compiling is not None)]
+                    done, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        if future in running:
+                            finished, worker = running.pop(future)
+                            free.append(worker)
+                            self.finish(finished.params, finished.proposer, worker, self.slots[worker], future.result())
+            finally:
+                self.run_entry["loop_wall_s"] = time.perf_counter() - started
+                self.record_run(pool)
+
+    def compile(self, compiler: ThreadPoolExecutor, params: Params, proposer: str) -> _Candidate:
+        digest = self.digest(params)
+        self.in_flight[digest] = params
+        future = compiler.submit(compile_candidate, self.session, params, self.workspace, expect=self.request.expect, forbid=self.request.forbid)
+        return _Candidate(params, proposer, digest, future)
+
+    def record_run(self, pool: RunnerPool) -> None:
+        """This run's entry in the ledger's `runs` (breakdown.json's run figures): wall time, candidates, worker processes."""
+        self.run_entry["workers"] = pool.stats()
+        self.ledger.set("runs", json.dumps([*self.runs, self.run_entry]))
 
     def finish(self, params: Params, proposer: str, worker: int, device: int | None, outcome: Outcome) -> None:
+        """Record a finished candidate (worker -1: rejected at compile, no device ran it) and tell the proposer."""
         digest = self.digest(params)
         del self.in_flight[digest]
         if not outcome.finished:  # cut short by the budget: its time counts, but it is no trial
@@ -172,11 +222,23 @@ class Loop:
             median_s=median, ci_halfwidth_s=outcome.kernel.median_ci95_rel * median if outcome.kernel and median else None,
             bandwidth_gbps=bandwidth, tflops=tflops, roof_pct=roof,
             speedup=(1.0 if median else None) if proposer == "baseline" else (baseline.median_s / median if baseline and baseline.median_s and median else None),
-            device=outcome.device_name or ("cpu" if device is None else f"gpu {device}"), worker=worker, device_s=outcome.device_s,
-            compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(),
+            device=COMPILER if worker < 0 else outcome.device_name or slot_label(device), device_index=device, worker=worker, device_s=outcome.device_s,
+            compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), phases_s=outcome.phases_s,
         ))
         self.trials.append(record)
         self.recorded.add(digest)
+        self.run_entry["candidates"] += 1
         self.proposer.tell(params, median)
         if self.progress is not None:
             self.progress(len(self.recorded), self.request.max_candidates)
+
+
+@dataclass
+class _Candidate:
+    """A proposed candidate on its way to a device: compiling, then compiled (or recorded as rejected)."""
+
+    params: Params
+    proposer: str
+    digest: str
+    compiling: Future[Compiled | Outcome] | None
+    compiled: Compiled | None = None

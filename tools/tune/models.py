@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 from hyperloom.core.requests import Request
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode, Timing
+from hyperloom.tools.runtime.pool import WorkerMode
 from hyperloom.tools.tune.space import check_params
 
 Strategy = Literal["grid", "random", "tpe", "cmaes", "external"]
@@ -40,8 +41,17 @@ class TuneRequest(Request):
     roof_gbps: float | None = Field(None, gt=0, description="Measured bandwidth roof (GB/s, from roofline) for percent of roofline; with the spec's metric bytes.")
     roof_tflops: float | None = Field(None, gt=0, description="Measured compute roof (TFLOP/s, from roofline) for percent of roofline; with the spec's metric flops.")
     target_roof_pct: float | None = Field(None, gt=0, le=100, description="Stop once the best candidate reaches this percent of the roof.")
-    workers: int = Field(1, ge=1, le=64, description="Parallel workers: CPU workers on the c backend; on GPUs at most one per device.")
-    devices: list[int] | None = Field(None, max_length=64, description="GPU indices to use; default the idle ones (nvidia-smi/amd-smi utilization and memory), else device 0.")
+    workers: int = Field(1, ge=1, le=64, description="Parallel CPU workers on the c backend. GPUs run one candidate per device (see devices).")
+    devices: list[int] | None = Field(None, max_length=64, description=(
+        "GPU indices to use, one candidate on each at once; default every idle one (nvidia-smi/amd-smi utilization and memory), else device 0."))
+    worker_mode: WorkerMode = Field("warm", description=(
+        "warm: one long-lived worker process per device runs trial after trial (replaced after any CRASH, TIMEOUT or ERROR, after a"
+        " candidate with wrong outputs, and every recycle_after launches); fresh: a new process for every launch (the old loop; the most"
+        " isolation, a process start per launch)."))
+    compile_ahead: int | None = Field(None, ge=0, le=64, description=(
+        "Candidates compiled (and disasm-checked) ahead on the CPU while the devices run others; default the CPU cores the workers leave"
+        " free, at most 8. 0 compiles each candidate when a device is free for it (the old loop)."))
+    recycle_after: int = Field(256, ge=1, le=1_000_000, description="warm: launches after which a worker process is replaced even when nothing went wrong.")
     expect: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify expect rules every candidate must meet (GPU code objects).")
     forbid: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify forbid rules every candidate must meet.")
     timeout_s: float = Field(60.0, gt=0, le=3600, description="Wall-clock cap of each worker launch: a hang is killed and recorded as TIMEOUT.")
@@ -52,8 +62,12 @@ class TuneRequest(Request):
     warmup_s: float = Field(0.05, ge=0, le=60, description="Warm-up per timed candidate.")
     flush_cache: bool = Field(True, description="Flush the last-level cache before every repetition.")
     flush_mode: FlushMode = Field("write", description=FLUSH_MODE_DESCRIPTION)
-    revalidate_pairs: int = Field(5, ge=0, le=100, description="Winner and baseline re-timed interleaved (A B A B ...) this many times at the end; 0 skips it.")
-    sweep_shapes: bool = Field(True, description="At the end, gate and time winner and baseline on every shape of the spec and report regressions.")
+    revalidate_pairs: int = Field(5, ge=0, le=100, description=(
+        "Winner and baseline re-timed in interleaved pairs (A B, B A, ...) this many times at the end, on every device the session used; 0 skips it."))
+    sweep_shapes: bool = Field(True, description=(
+        "At the end, gate winner and baseline on every shape of the spec, on every device the session used, and time them in interleaved pairs;"
+        " a regression is flagged only when the sign test puts it beyond noise."))
+    sweep_pairs: int = Field(5, ge=1, le=100, description="Interleaved pairs per shape and device in the shape sweep (5 is the fewest a one-sided sign test at p < 0.05 can call).")
     storage: str | None = Field(None, max_length=500, description="tpe or cmaes: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
     study: str | None = Field(None, max_length=200, description="Optuna study name in storage; default the session name.")
     background: bool = Field(True, description="tune_start: return at once and run in the server process; the CLI always runs in the foreground.")
@@ -93,10 +107,15 @@ class TrialRecord(BaseModel):
     roof_pct: float | None
     speedup: float | None = Field(description="Baseline median / this median.")
     device: str
+    device_index: int | None = Field(None, description="The GPU index that ran it (None: a CPU worker, or a session older than device indices).")
     worker: int
     device_s: float = Field(description="Seconds the worker processes ran for this candidate.")
     compile_s: float
     finished_at: str
+    phases_s: dict[str, float] = Field(default_factory=dict, description=(
+        "Where this candidate's time went, in seconds (they add up to its own wall time): compile, rules (disasm), process_start (worker"
+        " start-up and hand-over), stage (driver, code object, inputs in), gate (the kernel on each input set), compare (outputs against"
+        " the references), time (the timing loop), other. process_start + stage + gate + compare + time = device_s."))
 
 
 class TuneStatus(BaseModel):
@@ -139,14 +158,20 @@ class ProposeResult(BaseModel):
 
 class ShapeSweep(BaseModel):
     shape: dict[str, int]
-    baseline_s: float | None
-    winner_s: float | None
+    device: str = Field("", description="Where it ran: 'gpu N (name)' or 'cpu'.")
+    baseline_s: float | None = Field(description="Median of the baseline's runs at this shape.")
+    winner_s: float | None = Field(description="Median of the winner's runs at this shape.")
     speedup: float | None
-    regression: bool
+    pairs: int = Field(0, description="Interleaved (baseline, winner) pairs timed.")
+    winner_slower: int = Field(0, description="Pairs in which the winner was slower.")
+    slower_p: float | None = Field(None, description="One-sided sign-test p-value that the winner is not slower.")
+    regression: bool = Field(description=(
+        "The winner fails the gate where the baseline passes, or is slower beyond noise: slower in enough pairs for p < 0.05 and by more than 2 % at the median."))
     note: str = ""
 
 
 class Revalidation(BaseModel):
+    device: str = Field("", description="Where it ran: 'gpu N (name)' or 'cpu'.")
     pairs: int
     baseline_s: list[float]
     winner_s: list[float]
@@ -160,7 +185,8 @@ class TuneReport(BaseModel):
     status: TuneStatus
     leaderboard: list[TrialRecord]
     rejected: list[TrialRecord]
-    revalidation: Revalidation | None
+    revalidation: Revalidation | None = Field(description="The first device's re-validation (revalidations has every device's).")
+    revalidations: list[Revalidation] = Field(default_factory=list, description="Winner and baseline re-timed on each device the session used.")
     sweep: list[ShapeSweep]
     report_md: str = Field(description="Path of report.md in the workspace.")
     breakdown_json: str = Field(description="Path of breakdown.json in the workspace.")

@@ -14,6 +14,7 @@ from hyperloom.tools.bench.run import Launchable
 from hyperloom.tools.spec.expr import evaluate_int
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.models import Revalidation, SessionState, ShapeSweep, TuneReport, TuneRequest, TuneStatus
+from hyperloom.tools.tune.phases import PHASES, run_summary
 from hyperloom.tools.tune.session import BREAKDOWN, REPORT
 
 BREAKDOWN_VERSION = 1
@@ -61,6 +62,7 @@ def build_report(manifest: dict[str, Any], ledger: Ledger, folder: Path, workspa
         leaderboard=sorted((t for t in trials if t.status == "PASSED" and t.median_s), key=lambda t: t.median_s),
         rejected=[t for t in trials if t.status != "PASSED"],
         revalidation=Revalidation.model_validate(revalidation) if revalidation else None,
+        revalidations=[Revalidation.model_validate(r) for r in json.loads(ledger.get("revalidations") or "[]")],
         sweep=[ShapeSweep.model_validate(s) for s in json.loads(ledger.get("sweep") or "[]")],
         report_md=workspace.relative(folder / REPORT), breakdown_json=workspace.relative(folder / BREAKDOWN),
     )
@@ -72,12 +74,13 @@ def close_session(folder: Path, manifest: dict[str, Any], ledger: Ledger, worksp
         ledger.set("closed_at", max((t.finished_at for t in ledger.trials()), default=manifest["created_at"]))
     ledger.set("state", "closed")
     report = build_report(manifest, ledger, folder, workspace, "closed")
-    write_bytes_atomic(folder / BREAKDOWN, json.dumps(breakdown(manifest, report), indent=2, sort_keys=True).encode() + b"\n")
-    write_bytes_atomic(folder / REPORT, render_markdown(manifest, report).encode())
+    run = run_summary(sorted(report.leaderboard + report.rejected, key=lambda t: t.seq), json.loads(ledger.get("runs") or "[]"))
+    write_bytes_atomic(folder / BREAKDOWN, json.dumps(breakdown(manifest, report, run), indent=2, sort_keys=True).encode() + b"\n")
+    write_bytes_atomic(folder / REPORT, render_markdown(manifest, report, run).encode())
     return report
 
 
-def breakdown(manifest: dict[str, Any], report: TuneReport) -> dict[str, Any]:
+def breakdown(manifest: dict[str, Any], report: TuneReport, run: dict[str, Any] | None = None) -> dict[str, Any]:
     status = report.status
     body = {
         "kind": "hyperloom.tune.breakdown", "format_version": BREAKDOWN_VERSION, "session": status.session,
@@ -89,7 +92,9 @@ def breakdown(manifest: dict[str, Any], report: TuneReport) -> dict[str, Any]:
         "best": status.best.model_dump() if status.best else None,
         "trials": [t.model_dump() for t in sorted(report.leaderboard + report.rejected, key=lambda t: t.seq)],
         "revalidation": report.revalidation.model_dump() if report.revalidation else None,
+        "revalidations": [r.model_dump() for r in report.revalidations],
         "sweep": [s.model_dump() for s in report.sweep],
+        "run": run if run is not None else run_summary([], []),
     }
     body["content_sha256"] = sha256_json(body)
     return body
@@ -103,7 +108,7 @@ def _num(value: float | None, form: str) -> str:
     return "–" if value is None else form.format(value)
 
 
-def render_markdown(manifest: dict[str, Any], report: TuneReport) -> str:
+def render_markdown(manifest: dict[str, Any], report: TuneReport, run: dict[str, Any] | None = None) -> str:
     status = report.status
     lines = [
         f"# tune {status.session}", "",
@@ -122,16 +127,45 @@ def render_markdown(manifest: dict[str, Any], report: TuneReport) -> str:
     lines += ["", "## Rejected", ""]
     lines += [f"- #{t.seq} `{t.params or 'baseline'}`: **{t.status}** at {t.input_set}: {t.reason}" for t in report.rejected] or ["None."]
     lines += ["", "## Winner re-validation", ""]
-    r = report.revalidation
-    if r is None:
+    if not report.revalidations and report.revalidation is None:
         lines.append("Not run (no passing candidate beat the baseline, or no baseline passed).")
     else:
-        lines.append(
-            f"{r.pairs} interleaved pairs (baseline, winner): speedup {r.speedup:.3f}x, winner faster in {r.winner_faster}/{r.pairs}, "
-            f"sign-test p = {r.sign_test_p:.3f}: {'beyond noise' if r.beyond_noise else 'NOT beyond noise'}."
-        )
+        lines += ["Interleaved pairs (baseline, winner; the order alternates) on each device the session used.", "",
+                  "| device | pairs | speedup | winner faster | sign-test p | verdict |", "|---|---|---|---|---|---|"]
+        for r in report.revalidations or [report.revalidation]:  # type: ignore[list-item]
+            lines.append(f"| {r.device or '–'} | {r.pairs} | {_num(r.speedup, '{:.3f}x')} | {r.winner_faster}/{r.pairs} | {_num(r.sign_test_p, '{:.3f}')} | "
+                         f"{'beyond noise' if r.beyond_noise else 'NOT beyond noise'} |")
     if report.sweep:
-        lines += ["", "## Shape sweep", "", "| shape | baseline (us) | winner (us) | speedup | regression |", "|---|---|---|---|---|"]
+        lines += ["", "## Shape sweep", "",
+                  "Winner and baseline gated, then timed in interleaved pairs, at every shape on every device; a regression only when the winner is "
+                  "slower in enough pairs for sign-test p < 0.05 and by more than 2 % at the median.", "",
+                  "| shape | device | baseline (us) | winner (us) | speedup | winner slower | p | regression |", "|---|---|---|---|---|---|---|---|"]
         for s in report.sweep:
-            lines.append(f"| {s.shape} | {_us(s.baseline_s)} | {_us(s.winner_s)} | {'–' if s.speedup is None else f'{s.speedup:.3f}x'} | {'YES ' + s.note if s.regression else 'no'} |")
+            slower = f"{s.winner_slower}/{s.pairs}" if s.pairs else "–"
+            lines.append(f"| {s.shape} | {s.device or '–'} | {_us(s.baseline_s)} | {_us(s.winner_s)} | {'–' if s.speedup is None else f'{s.speedup:.3f}x'} | "
+                         f"{slower} | {_num(s.slower_p, '{:.3f}')} | {'YES' if s.regression else 'no'}{' ' + s.note if s.note else ''} |")
+    if run is not None and run.get("candidates"):
+        lines += ["", *_where_the_time_went(run)]
     return "\n".join(lines) + "\n"
+
+
+def _where_the_time_went(run: dict[str, Any]) -> list[str]:
+    """The phase breakdown: what the candidates' time was spent on, per device, and what the worker processes cost."""
+    total = sum(run["phases_s"].values()) or 1.0
+    lines = ["## Where the time went", "",
+             f"{run['candidates']} candidates in {run['loop_wall_s']:.1f} s of search ({_num(run['candidates_per_hour'], '{:.0f}')} candidates per hour); "
+             f"worker mode {run['worker_mode']}, compile ahead {run['compile_ahead']}, devices {', '.join(run['slots']) or '–'}. "
+             "Candidates overlap (compiles run ahead; devices run at once), so phase sums can exceed the wall time.", "",
+             "| phase | total (s) | per candidate (ms) | share |", "|---|---|---|---|"]
+    for phase in PHASES:
+        seconds = run["phases_s"].get(phase, 0.0)
+        lines.append(f"| {phase} | {seconds:.2f} | {run['phases_per_candidate_s'].get(phase, 0.0) * 1e3:.1f} | {seconds / total:.1%} |")
+    lines += ["", "| device | candidates | passed | busy (s) | busy share of the wall time |", "|---|---|---|---|---|"]
+    for d in run["devices"]:
+        lines.append(f"| {d['device']} | {d['candidates']} | {d['passed']} | {d['busy_s']:.2f} | {_num(d['busy_share'], '{:.0%}')} |")
+    for index, workers in enumerate(run["workers"]):
+        if workers:
+            replaced = ", ".join(f"{n} after {why}" for why, n in workers.get("replaced", {}).items()) or "none"
+            lines.append(f"\nRun {index + 1}: {workers.get('launches', 0)} launches in {workers.get('processes_started', 0)} worker processes "
+                         f"({workers.get('worker_mode')}; {workers.get('start_s', 0.0):.2f} s starting warm ones); replaced: {replaced}.")
+    return lines
