@@ -68,6 +68,10 @@ def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: Pr
     if spec is not None:
         loaded = _files(path, workspace, problems)
         check_spec(spec, problems)
+        if loaded is not None and any((v.language or spec.language) == "triton" for v in spec.variants.values()):
+            from hyperloom.tools.triton.check import check_triton  # reads the kernel file in a worker
+
+            check_triton(loaded, workspace, problems)
     if progress is not None:
         progress(1, 3)
     if loaded is not None and request.run_reference and not problems.count("error", "todo"):
@@ -200,5 +204,6 @@ def _runnable(spec: KernelSpec, targets: list[str]) -> list[Runnable]:
 
     declared = [t for v in spec.variants.values() for t in (v.targets or [])]
     chosen = list(dict.fromkeys(targets or declared))
-    ready = {backend: backend_readiness(backend) for backend in dict.fromkeys(backend_for(t) for t in chosen)}  # one probe per backend
-    return [Runnable(target=t, backend=backend_for(t), can_run=ready[backend_for(t)].can_run, reason=ready[backend_for(t)].reason) for t in chosen]  # type: ignore[arg-type]
+    backend = {t: backend_for(t, spec.language) for t in chosen}
+    ready = {b: backend_readiness(b) for b in dict.fromkeys(backend.values())}  # one probe per backend
+    return [Runnable(target=t, backend=backend[t], can_run=ready[backend[t]].can_run, reason=ready[backend[t]].reason) for t in chosen]  # type: ignore[arg-type]

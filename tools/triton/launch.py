@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile.models import TargetBuild
 from hyperloom.tools.runtime.models import ArgSpec
@@ -68,6 +69,9 @@ def triton_build_with(launchable: Launchable, workspace: Workspace, params: dict
     info = describe_kernel(source, launchable.variant.entry, workspace)
     expanded = expand_autotune(params, launchable.variant.defines, info)
     specialized, defines = specialize(launchable, expanded)
+    if any(size < 1 for size in specialized.grid):
+        raise HyperloomError(f"the launch grid {specialized.grid} of {launchable.loaded.spec.name}/{launchable.variant_name} is not positive at shape {specialized.shape}",
+                             "fix launch.grid: every axis must be at least 1 (ceil_div(n, BLOCK) rather than n // BLOCK)")
     merged = {**resolved_defines(specialized.variant, specialized.shape), **defines}
     merged.pop(AUTOTUNE_CONFIG, None)  # expanded above into its values
     binding = bind(info, specialized.loaded.spec.args, merged, specialized.shape)

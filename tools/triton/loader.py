@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.cache import cache_dir
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.hashing import sha256_file, sha256_json
 from hyperloom.core.worker import run_worker
@@ -86,16 +87,8 @@ def raise_for_error(result: Any, source: Path, entry: str) -> Any:
 
 def worker_env() -> dict[str, str]:
     """The environment of Triton workers: Triton's own cache in Hyperloom's cache folder, fp fusion as Triton's default."""
-    import os
-
-    from hyperloom.core.cache import cache_dir
-
     env = dict(os.environ)
     env.setdefault("TRITON_CACHE_DIR", str(cache_dir("triton")))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     env.pop("TRITON_INTERPRET", None)  # the interpreter is asked for explicitly, never inherited
     return env
-
-
-def dump(info: KernelInfo) -> str:
-    return json.dumps(info.model_dump(), indent=2)

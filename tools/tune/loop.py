@@ -23,6 +23,7 @@ from typing import Any
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.runtime.pool import RunnerPool
+from hyperloom.tools.triton.autotune import prepare_session
 from hyperloom.tools.tune.devices import slot_label, worker_slots
 from hyperloom.tools.tune.evaluate import MIN_LAUNCH_S, Budget, Compiled, Outcome, compile_candidate, run_compiled
 from hyperloom.tools.tune.models import TrialRecord, TuneReport, TuneRequest
@@ -60,6 +61,7 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
         control.session_id = session.id
         control.opened.set()
         ledger.release_proposals()
+        prepare_session(session, request, workspace)  # Triton: no interpreter; the kernel's own @triton.autotune choice queued first
         for params in request.warm_start:  # after the baseline, before the proposer's own (the loop takes proposals first)
             queue_candidate(session.manifest, ledger, params, WARM_START)
         ledger.clear("stop_requested")

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field, field_validator, model_validator
 
 from hyperloom.core.requests import Request
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.triton.models import AutotuneChoice
 from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode, Timing
 from hyperloom.tools.runtime.pool import WorkerMode
 from hyperloom.tools.tune.space import check_params
@@ -188,5 +189,6 @@ class TuneReport(BaseModel):
     revalidation: Revalidation | None = Field(description="The first device's re-validation (revalidations has every device's).")
     revalidations: list[Revalidation] = Field(default_factory=list, description="Winner and baseline re-timed on each device the session used.")
     sweep: list[ShapeSweep]
+    autotune: AutotuneChoice | None = Field(None, description="Triton kernels: the config the kernel's own @triton.autotune picked on this device, gated and timed as a candidate, beside the winner.")
     report_md: str = Field(description="Path of report.md in the workspace.")
     breakdown_json: str = Field(description="Path of breakdown.json in the workspace.")

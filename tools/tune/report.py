@@ -12,6 +12,8 @@ from hyperloom.core.hashing import sha256_json
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import Launchable
 from hyperloom.tools.spec.expr import evaluate_int
+from hyperloom.tools.triton.autotune import choice_in
+from hyperloom.tools.triton.autotune import render as render_autotune
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.models import Revalidation, SessionState, ShapeSweep, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.tune.phases import PHASES, run_summary
@@ -64,6 +66,7 @@ def build_report(manifest: dict[str, Any], ledger: Ledger, folder: Path, workspa
         revalidation=Revalidation.model_validate(revalidation) if revalidation else None,
         revalidations=[Revalidation.model_validate(r) for r in json.loads(ledger.get("revalidations") or "[]")],
         sweep=[ShapeSweep.model_validate(s) for s in json.loads(ledger.get("sweep") or "[]")],
+        autotune=choice_in(ledger, trials),
         report_md=workspace.relative(folder / REPORT), breakdown_json=workspace.relative(folder / BREAKDOWN),
     )
 
@@ -126,6 +129,7 @@ def render_markdown(manifest: dict[str, Any], report: TuneReport, run: dict[str,
         lines.append("| " + " | ".join(cells) + " |")
     lines += ["", "## Rejected", ""]
     lines += [f"- #{t.seq} `{t.params or 'baseline'}`: **{t.status}** at {t.input_set}: {t.reason}" for t in report.rejected] or ["None."]
+    lines += render_autotune(report.autotune)
     lines += ["", "## Winner re-validation", ""]
     if not report.revalidations and report.revalidation is None:
         lines.append("Not run (no passing candidate beat the baseline, or no baseline passed).")
