@@ -106,7 +106,7 @@ def preload(payload: dict[str, Any]) -> dict[str, Any]:
     """The worker's first call: import the trial's modules and, for a GPU backend, open the context on device 0
     (the worker is pinned), so the first trial does not pay for them."""
     backend = payload.get("backend", "c")
-    if backend == "c":
+    if backend not in ("cuda", "hip"):
         import hyperloom.tools.runtime.host  # noqa: F401
         return {"backend": backend}
     if backend == "triton_interpreter":  # no device to open: the interpreter imports Triton on its first trial

@@ -19,14 +19,17 @@ def run_payload(payload: dict[str, Any], reuse: Any = None) -> dict[str, Any]:
         if request.backend == "c":
             from hyperloom.tools.runtime.host import run_host
 
+            started = time.perf_counter()  # the trial's own time: the imports above belong to the process's start
             result = run_host(request)
         elif request.backend == "triton_interpreter":
             from hyperloom.tools.triton.interpret import run_interpreted
 
+            started = time.perf_counter()
             result = run_interpreted(request)
         else:
             from hyperloom.tools.runtime.gpu import run_gpu
 
+            started = time.perf_counter()
             result = run_gpu(request, reuse)
     except Exception as exc:  # every failure becomes a result the caller reads, with its traceback
         status = "CRASH" if type(exc).__name__ == "DeviceFault" else "ERROR"

@@ -10,12 +10,13 @@ from hyperloom.core.toolchain import find_tool
 IDLE_UTILIZATION_PCT = 10.0
 IDLE_MEMORY_MIB = 2048.0
 SMI_TIMEOUT_S = 10.0
+HOST_BACKENDS = ("c", "triton_interpreter")  # run on CPU workers, not on a GPU
 
 
 def worker_slots(backend: str, workers: int, devices: list[int] | None) -> list[int | None]:
     """One slot per worker: `workers` CPU workers (None) on the c backend; elsewhere one per GPU, the ones asked
     for or else every idle one (device 0 when none answers), each running one candidate at a time."""
-    if backend == "c":
+    if backend in HOST_BACKENDS:
         return [None] * workers
     chosen = devices if devices else (idle_gpus(backend) or [0])
     return list(dict.fromkeys(chosen))

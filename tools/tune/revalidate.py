@@ -23,7 +23,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import Launchable, build_with, check_input_set, prepare, stage_input_set, time_kernel
 from hyperloom.tools.runtime.pool import Runner, RunnerPool
-from hyperloom.tools.tune.devices import slot_label, worker_slots
+from hyperloom.tools.tune.devices import HOST_BACKENDS, slot_label, worker_slots
 from hyperloom.tools.tune.evaluate import Budget
 from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
 from hyperloom.tools.tune.session import Session
@@ -90,10 +90,22 @@ def revalidate(session: Session, request: TuneRequest, workspace: Workspace, poo
         return
     if ledger.get("revalidated_winner") == winner.hash:
         return
+    revalidations, sweep = revalidate_pair(session, request, workspace, baseline, winner, pool)
+    ledger.set("revalidation", json.dumps(revalidations[0].model_dump() if revalidations else None))
+    ledger.set("revalidations", json.dumps([r.model_dump() for r in revalidations]))
+    ledger.set("sweep", json.dumps([s.model_dump() for s in sweep]))
+    ledger.set("revalidated_winner", winner.hash)
+
+
+def revalidate_pair(session: Session, request: TuneRequest, workspace: Workspace, baseline: TrialRecord, winner: TrialRecord,
+                    pool: RunnerPool | None = None) -> tuple[list[Revalidation], list[ShapeSweep]]:
+    """`winner` against `baseline` on every device the session's trials ran on (each device's share at once): the re-timing
+    at the session's shape, and (with request.sweep_shapes) the sweep of every shape, by shape then device."""
     backend = session.launchable.backend
-    devices = sorted({t.device_index for t in trials if t.worker >= 0 and t.device_index is not None}) if backend != "c" else []
+    trials = session.ledger.trials()
+    devices = sorted({t.device_index for t in trials if t.worker >= 0 and t.device_index is not None}) if backend not in HOST_BACKENDS else []
     devices = devices or worker_slots(backend, 1, request.devices)[:1]
-    job = _Job(session, request, workspace, Budget(request.budget_device_s, ledger.spent_s()), baseline, winner)
+    job = _Job(session, request, workspace, Budget(request.budget_device_s, session.ledger.spent_s()), baseline, winner)
     own = pool is None
     pool = pool or RunnerPool(request.worker_mode, backend, devices, request.recycle_after)
     try:
@@ -105,10 +117,7 @@ def revalidate(session: Session, request: TuneRequest, workspace: Workspace, poo
         job.cleanup()
     revalidations = [r for r, _ in results if r is not None]
     sweep = sorted((s for _, rows in results for s in rows), key=lambda s: (job.shape_order(s.shape), s.device))
-    ledger.set("revalidation", json.dumps(revalidations[0].model_dump() if revalidations else None))
-    ledger.set("revalidations", json.dumps([r.model_dump() for r in revalidations]))
-    ledger.set("sweep", json.dumps([s.model_dump() for s in sweep]))
-    ledger.set("revalidated_winner", winner.hash)
+    return revalidations, sweep
 
 
 @dataclass

@@ -1,0 +1,145 @@
+"""Warm workers (core.warm) and trial runners (tools/runtime/pool.py) on the host: every way a call ends, and the
+process replaced whenever it could carry something into the next trial."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import FIXTURES
+from hyperloom.core.warm import WarmWorker
+from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest
+from hyperloom.tools.runtime.pool import FreshRunner, RunnerPool, WarmRunner
+
+TESTS = Path(__file__).parent
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
+
+
+@pytest.fixture
+def worker():
+    started = WarmWorker(env={**os.environ, "PYTHONPATH": str(TESTS)})
+    started.start()
+    yield started
+    started.close()
+
+
+def _gone(pid: int, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        status = Path(f"/proc/{pid}/stat")
+        if status.is_file() and status.read_text().split(") ", 1)[-1].startswith("Z"):  # a zombie no one has reaped yet: dead
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_warm_worker_runs_call_after_call_in_one_process_and_a_raise_or_sys_exit_leaves_it_running(worker):
+    first = worker.call("warm_calls:echo", {"value": 1}, timeout_s=10)
+    assert first.ok and first.result["value"] == 1
+    raised = worker.call("warm_calls:raises", {}, timeout_s=10)
+    assert raised.status == "RAISED" and "refused on purpose" in raised.describe() and "warm_calls.py" in raised.where
+    assert worker.call("warm_calls:exits", {}, timeout_s=10).status == "EXITED"
+    again = worker.call("warm_calls:echo", {"value": 2}, timeout_s=10)
+    assert again.ok and again.result == {"pid": first.result["pid"], "value": 2} and worker.alive
+
+
+@pytest.mark.parametrize(("entry", "status", "message"), [
+    ("warm_calls:hang", "TIMEOUT", "did not finish within 1 s and was killed"),
+    ("warm_calls:segfault", "CRASH", "died with signal SIGSEGV"),
+    ("warm_calls:dies", "EXITED", "exited with code 4"),
+])
+def test_a_hang_a_crash_or_an_exit_is_an_outcome_and_the_process_is_gone_after_it(worker, entry, status, message):
+    pid = worker.pid
+    started = time.perf_counter()
+    outcome = worker.call(entry, {}, timeout_s=1.0)
+    assert outcome.status == status and message in outcome.message
+    assert time.perf_counter() - started < 15
+    assert not worker.alive and _gone(pid)
+    assert worker.call("warm_calls:echo", {}, timeout_s=5).status in ("CRASH", "EXITED")  # nothing answers any more
+    if entry == "warm_calls:dies":
+        assert "going away" in outcome.stderr  # what it printed comes back with the outcome
+
+
+def test_a_warm_worker_dies_with_its_parent_even_while_a_call_hangs(tmp_path):
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys\nfrom hyperloom.core.warm import WarmWorker\n"
+        "w = WarmWorker()\nw.start()\nprint(w.pid, flush=True)\nw.call('warm_calls:hang', {}, timeout_s=600)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(TESTS)})
+    child = int(parent.stdout.readline())
+    time.sleep(0.3)
+    os.kill(child, 0)  # running its hung call
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    parent.stdout.close()
+    assert _gone(child), "the worker outlived its parent"
+
+
+# trial runners -------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def library(tmp_path):
+    """scale.c built as shared libraries: y = 2x, and with FAULT 2 (hangs) and 3 (segfaults)."""
+    built = {}
+    for fault in (0, 2, 3):
+        out = tmp_path / f"scale{fault}.so"
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", f"-DFAULT={fault}", "-o", str(out), str(FIXTURES / "specs" / "tune" / "scale.c")], check=True)
+        built[fault] = str(out)
+    np.save(tmp_path / "x.npy", np.arange(64, dtype=np.float32))
+    return built, tmp_path
+
+
+def _request(code_object: str, folder: Path, mode: str = "correctness") -> TrialRequest:
+    return TrialRequest(backend="c", code_object=code_object, entry="scale", mode=mode, timing=Timing(warmup_s=0, min_reps=6, max_reps=6, flush_cache=False), args=[
+        ArgSpec(name="x", kind="buffer", dtype="float32", nbytes=256, role="input", shape=[64], input_path=str(folder / "x.npy")),
+        ArgSpec(name="y", kind="buffer", dtype="float32", nbytes=256, role="output", shape=[64], output_path=str(folder / "y.npy") if mode == "correctness" else None),
+        ArgSpec(name="n", kind="scalar", dtype="int64", value=64),
+    ])
+
+
+@needs_cc
+def test_a_warm_runner_replaces_its_process_after_a_crash_a_hang_a_discard_and_on_its_schedule_and_the_next_trial_is_right(library):
+    built, folder = library
+    runner = WarmRunner("c", None, recycle_after=3)
+    try:
+        good = _request(built[0], folder)
+        assert runner(good, timeout_s=30).status == "OK" and np.array_equal(np.load(folder / "y.npy"), 2 * np.arange(64, dtype=np.float32))
+        crashed = runner(_request(built[3], folder), timeout_s=30)
+        assert crashed.status == "CRASH" and "SIGSEGV" in crashed.message
+        hung = runner(_request(built[2], folder), timeout_s=1.0)
+        assert hung.status == "TIMEOUT" and hung.message == "the trial did not finish within 1 s and was killed"
+        (folder / "y.npy").unlink()
+        after = runner(good, timeout_s=30)
+        assert after.status == "OK" and np.array_equal(np.load(folder / "y.npy"), 2 * np.arange(64, dtype=np.float32))
+        runner.discard("verdict")
+        timed = runner(_request(built[0], folder, "timing"), timeout_s=30)
+        assert timed.status == "OK" and len(timed.kernel_s) == 6
+        for _ in range(3):
+            assert runner(good, timeout_s=30).status == "OK"
+        assert runner.stats.replaced == {"CRASH": 1, "TIMEOUT": 1, "verdict": 1, "schedule": 1}
+        assert runner.stats.launches == 8
+    finally:
+        runner.close()
+
+
+@needs_cc
+def test_fresh_and_warm_runners_give_the_same_results_for_the_same_trials(library):
+    built, folder = library
+    with RunnerPool("warm", "c", [None]) as warm:
+        results = {}
+        for name, runner in (("fresh", FreshRunner(None)), ("warm", warm.runners[0])):
+            results[name] = [runner(_request(built[fault], folder), timeout_s=1.0 if fault == 2 else 30).status for fault in (0, 3, 2, 0)]
+    assert results["fresh"] == results["warm"] == ["OK", "CRASH", "TIMEOUT", "OK"]
