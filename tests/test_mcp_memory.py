@@ -33,7 +33,9 @@ async def test_hints_follow_what_each_tool_does():
         hints = {t.name: t.annotations for t in (await client.list_tools()).tools}
     assert hints["correctness_gate"].read_only_hint and hints["correctness_gate"].idempotent_hint
     assert not hints["gate_freeze"].read_only_hint and hints["gate_freeze"].destructive_hint
-    assert all(h.open_world_hint is False for h in hints.values())
+    open_world = {name for name, h in hints.items() if h.open_world_hint}
+    assert open_world == {"bench_command", "profile", "serve_sweep"}  # any program, any workload, a network server: the tools reaching beyond the workspace
+    assert hints["bench_command"].destructive_hint and not hints["bench"].destructive_hint
 
 
 async def test_an_inline_call_needs_no_files(workspace):
