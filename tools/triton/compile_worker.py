@@ -71,7 +71,7 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
     kwargs = {**constexprs, **payload["options"], "debug": bool(getattr(jit, "debug", False))}
     binder = create_function_from_signature(jit.signature, jit.params, backend)
     bound, specialization, options = binder(**values, **kwargs)
-    options, signature, constants, attrs = jit._pack_args(backend, kwargs, bound, specialization, options)
+    options, signature, constants, attrs = _pack(jit, backend, kwargs, bound, specialization)
     if any("tensordesc" in str(kind) for kind in signature.values()):
         raise EntryError("unsupported", "the kernel takes tensor descriptors, which Hyperloom's runtime does not build")
     log = io.StringIO()
@@ -96,6 +96,21 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
         "kept": kept, "constexprs": {k: v for k, v in constexprs.items() if isinstance(v, int | float | str | bool)},
         "log": log.getvalue()[-8000:], "triton_version": triton.__version__,
     }
+
+
+def _pack(jit: Any, backend: Any, kwargs: dict[str, Any], bound: dict[str, Any], specialization: list[Any]) -> tuple[Any, ...]:
+    """(options, signature, constexprs, attributes) as JITFunction.run computes them before compiling."""
+    if hasattr(jit, "_pack_args"):  # Triton >= 3.5
+        return jit._pack_args(backend, kwargs, bound, specialization, None)
+    from triton._utils import find_paths_if, get_iterable_path  # Triton 3.4: the same steps, inline in run()
+
+    options = backend.parse_options(kwargs)
+    sigvals = [x[0] for x in specialization]
+    signature = dict(zip((p.name for p in jit.params), sigvals, strict=True))
+    constexprs = {path: get_iterable_path(list(bound.values()), path) for path in find_paths_if(sigvals, lambda _, v: v == "constexpr")}
+    attrvals = [x[1] for x in specialization]
+    attrs = {k: backend.parse_attr(get_iterable_path(attrvals, k)) for k in find_paths_if(attrvals, lambda _, x: isinstance(x, str))}
+    return options, signature, constexprs, attrs
 
 
 def _llvm_params(llir: str, name: str) -> int:

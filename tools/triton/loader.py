@@ -17,12 +17,13 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.hashing import sha256_file, sha256_json
+from hyperloom.core.toolchain import find_tool
 from hyperloom.core.worker import run_worker
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.triton.models import KernelInfo
 
 DESCRIBE_TIMEOUT_S = 120.0
-INSTALL = "pip install 'hyperloom[triton]' (it brings triton>=3.4); the CPU interpreter also needs torch (a CPU build is enough)"
+INSTALL = "pip install 'hyperloom[triton]' (it brings triton>=3.5); the CPU interpreter also needs torch (a CPU build is enough)"
 _memo: dict[str, KernelInfo] = {}
 _lock = threading.Lock()
 
@@ -91,4 +92,6 @@ def worker_env() -> dict[str, str]:
     env.setdefault("TRITON_CACHE_DIR", str(cache_dir("triton")))
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
     env.pop("TRITON_INTERPRET", None)  # the interpreter is asked for explicitly, never inherited
+    if "TRITON_HIP_LLD_PATH" not in env and (lld := find_tool("ld.lld").path):
+        env["TRITON_HIP_LLD_PATH"] = lld  # Triton before 3.5 links AMD code objects with an ld.lld it looks for under /opt/rocm
     return env
