@@ -143,3 +143,85 @@ def test_fresh_and_warm_runners_give_the_same_results_for_the_same_trials(librar
         for name, runner in (("fresh", FreshRunner(None)), ("warm", warm.runners[0])):
             results[name] = [runner(_request(built[fault], folder), timeout_s=1.0 if fault == 2 else 30).status for fault in (0, 3, 2, 0)]
     assert results["fresh"] == results["warm"] == ["OK", "CRASH", "TIMEOUT", "OK"]
+
+
+class FakeHip:
+    """hip-python's calls, over host memory, enough to run gpu.py's correctness path (the kernel does nothing)."""
+
+    hipDeviceAttribute_t = type("Attributes", (), {"hipDeviceAttributeL2CacheSize": 1})
+
+    def __init__(self) -> None:
+        self.memory: dict[int, bytearray] = {}
+        self.modules: set[int] = set()
+        self.events: set[int] = set()
+        self._next = 1 << 20
+
+    def _handle(self) -> int:
+        self._next += 1 << 16
+        return self._next
+
+    def hipInit(self, flags): return (0,)
+    def hipDeviceGet(self, index): return (0, index)
+    def hipSetDevice(self, index): return (0,)
+    def hipDeviceGetName(self, size, device): return (0, b"fake gpu\0")
+    def hipModuleLoadData(self, image):
+        handle = self._handle()
+        self.modules.add(handle)
+        return (0, handle)
+    def hipModuleUnload(self, module):
+        self.modules.remove(module)
+        return (0,)
+    def hipModuleGetFunction(self, module, name): return (0, (module, name))
+    def hipMalloc(self, nbytes):
+        pointer = self._handle()
+        self.memory[pointer] = bytearray(nbytes)
+        return (0, pointer)
+    def hipFree(self, pointer):
+        del self.memory[pointer]
+        return (0,)
+    def hipMemcpyHtoD(self, pointer, address, nbytes):
+        import ctypes
+        self.memory[pointer][:nbytes] = ctypes.string_at(address, nbytes)
+        return (0,)
+    def hipMemcpyDtoH(self, address, pointer, nbytes):
+        import ctypes
+        ctypes.memmove(address, bytes(self.memory[pointer][:nbytes]), nbytes)
+        return (0,)
+    def hipMemsetD8(self, pointer, byte, nbytes):
+        self.memory[pointer][:nbytes] = bytes([byte]) * nbytes
+        return (0,)
+    def hipModuleLaunchKernel(self, *args): return (0,)
+    def hipDeviceSynchronize(self): return (0,)
+    def hipEventCreate(self, flags):
+        handle = self._handle()
+        self.events.add(handle)
+        return (0, handle)
+    def hipEventDestroy(self, event):
+        self.events.remove(event)
+        return (0,)
+
+
+def test_a_warm_gpu_trial_frees_every_allocation_and_code_object_it_made_and_reads_each_input_file_once(tmp_path, monkeypatch):
+    from hyperloom.tools.runtime import drivers, warm_trial
+
+    fake = FakeHip()
+    monkeypatch.setattr(drivers, "_bindings", lambda backend: (fake, fake.hipDeviceAttribute_t, drivers.HIP))
+    monkeypatch.setattr(warm_trial, "_REUSE", warm_trial.Reuse())
+    reads = []
+    monkeypatch.setattr(warm_trial, "load_input", lambda path: reads.append(path) or np.load(path, allow_pickle=False))
+    (tmp_path / "kernel.hsaco").write_bytes(b"\x7fELF fake")
+    np.save(tmp_path / "x.npy", np.arange(64, dtype=np.float32))
+    request = TrialRequest(backend="hip", code_object=str(tmp_path / "kernel.hsaco"), entry="scale", mode="correctness", args=[
+        ArgSpec(name="x", kind="buffer", dtype="float32", nbytes=256, role="input", shape=[64], input_path=str(tmp_path / "x.npy")),
+        ArgSpec(name="y", kind="buffer", dtype="float32", nbytes=256, role="output", shape=[64], output_path=str(tmp_path / "y.npy")),
+        ArgSpec(name="n", kind="scalar", dtype="int64", value=64),
+    ]).model_dump(mode="json")
+    for _ in range(3):
+        result = warm_trial.run_payload(request)
+        assert result["status"] == "OK" and result["device"] == "fake gpu" and result["stage_s"] > 0
+        assert fake.memory == {} and fake.modules == set() and fake.events == set()  # nothing left on the device between trials
+        assert np.isnan(np.load(tmp_path / "y.npy")).all()  # the output was poisoned afresh (this kernel writes nothing)
+    assert reads == [str(tmp_path / "x.npy")]  # read from disk once, copied in every time
+    time.sleep(0.01)
+    np.save(tmp_path / "x.npy", np.ones(64, dtype=np.float32))  # a changed file is read again
+    assert warm_trial.run_payload(request)["status"] == "OK" and len(reads) == 2
