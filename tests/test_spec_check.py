@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import time
@@ -29,6 +30,8 @@ def test_the_committed_schema_is_the_one_the_models_generate():
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(REPO / "kernels").parent))
 def test_every_shipped_spec_follows_the_schema_and_checks_clean(path):
     assert schema_errors("kernel_spec", yaml.safe_load(path.read_text())) == []
+    if yaml.safe_load(path.read_text())["language"] == "triton" and importlib.util.find_spec("triton") is None:
+        pytest.skip("a Triton spec is checked by reading its kernel file, which needs triton (pip install 'hyperloom[triton]')")
     started = time.perf_counter()
     result = run_spec_check(SpecCheckRequest(spec=str(path.relative_to(REPO))), Workspace.at(REPO))
     assert result.ok, [p for p in result.problems if p.severity != "warning"]

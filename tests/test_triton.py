@@ -269,3 +269,37 @@ def test_an_argument_equal_to_one_is_compiled_away_as_triton_does_and_not_passed
     launchable, build = build_with(prepare(load_spec(softmax, workspace), None, "gfx942", 1), workspace, {})
     assert build.ok, build.summary
     assert [name for name, _ in launchable.triton.kept] == ["x", "y", "n_cols"]
+
+
+# --- the kernel's own autotune choice beside the winner ------------------------------------------------------------
+
+@needs_triton
+def test_the_autotune_choice_is_not_guessed_where_no_gpu_can_time_it(workspace, softmax):
+    from hyperloom.tools.triton.autotune import autotune_choice
+
+    launchable = prepare(load_spec(softmax, workspace), None, "host", 0)
+    choice = autotune_choice(launchable, workspace.root, workspace, None)
+    assert not choice.determined and "on a GPU" in choice.reason and choice.params == {}
+
+
+def test_the_report_puts_the_autotune_choice_beside_the_winner_with_its_ratio():
+    from hyperloom.tools.triton.autotune import LEDGER_KEY, choice_in, render
+    from hyperloom.tools.triton.models import AutotuneChoice
+    from hyperloom.tools.tune.models import TrialRecord
+
+    def trial(seq: int, digest: str, median_s: float) -> TrialRecord:
+        return TrialRecord(seq=seq, hash=digest, params={"autotune_config": seq}, proposer="grid", status="PASSED", reason="", input_set=None,
+                           median_s=median_s, bandwidth_gbps=None, tflops=None, roof_pct=None, speedup=None, device="gpu 0", worker=0,
+                           device_s=1.0, compile_s=0.1, finished_at="2026-11-30T00:00:00+00:00")
+
+    class Ledger:
+        def get(self, key: str) -> str | None:
+            chosen = AutotuneChoice(determined=True, reason="Triton's autotuner on H200", config_index=2, config="BLOCK=1024, num_warps=4",
+                                    params={"autotune_config": 2}, hash="b")
+            return chosen.model_dump_json() if key == LEDGER_KEY else None
+
+    choice = choice_in(Ledger(), [trial(1, "a", 10e-6), trial(2, "b", 12e-6)])  # type: ignore[arg-type]
+    assert choice is not None and choice.median_s == 12e-6 and choice.winner_speedup == pytest.approx(1.2)
+    text = "\n".join(render(choice))
+    assert "Config 2 (`BLOCK=1024, num_warps=4`)" in text and "12.00 us as Hyperloom timed it" in text and "1.200x faster" in text
+    assert "Not determined: no GPU." in "\n".join(render(AutotuneChoice(determined=False, reason="no GPU")))
