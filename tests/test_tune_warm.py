@@ -130,3 +130,14 @@ def test_every_gpu_asked_for_gets_one_candidate_at_a_time_and_cpu_workers_stay_a
     assert worker_slots("cuda", 1, [0, 1]) == [0, 1]
     assert worker_slots("hip", 1, [3, 3, 1]) == [3, 1]
     assert worker_slots("c", 2, [0, 1]) == [None, None]
+
+
+def test_the_breakdown_schema_describes_trials_revalidations_and_sweep_rows_as_the_models_write_them():
+    from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord
+    from hyperloom.validators.schemas import load_schema
+
+    defs = load_schema("tune_breakdown")["$defs"]
+    for name, model in (("trial", TrialRecord), ("revalidation", Revalidation), ("sweep", ShapeSweep)):
+        generated = model.model_json_schema()
+        assert set(defs[name]["properties"]) == set(generated["properties"]), name
+        assert set(defs[name]["required"]) == set(generated.get("required", [])), name

@@ -3,8 +3,9 @@
 A candidate's phases add up to its own wall time (compile start to verdict, less any wait for a free
 device): compile and rules on a CPU core, then its worker launches split into process_start (a
 process started and handed the trial, or a warm one handed it), stage (driver, code object, inputs
-copied in), gate (the kernel on each input set, outputs read back) or time (the timing loop), then
-compare (outputs against the frozen references, in the loop's process) and other (scratch folders).
+copied in), gate (the kernel on each input set, outputs read back) or time (the timing loop, and
+finding its device helpers), then compare (outputs against the frozen references, in the loop's
+process) and other (scratch folders).
 process_start + stage + gate + compare + time is the candidate's device_s, the budget's measure.
 """
 
@@ -64,7 +65,8 @@ class PhaseClock:
             self.add("stage", stage)
             self.add("gate" if launch.mode == "correctness" else "time", child - stage)
             walls += launch.wall_s
-        self.add("compare" if launches else "other", used_s - walls)
+        timed = any(launch.mode == "timing" for launch in launches)
+        self.add("time" if timed else "compare" if launches else "other", used_s - walls)  # around a timing launch: finding its helpers
 
     def rounded(self) -> dict[str, float]:
         return {phase: round(seconds, DIGITS) for phase, seconds in self.seconds.items()}
