@@ -303,3 +303,23 @@ def test_the_report_puts_the_autotune_choice_beside_the_winner_with_its_ratio():
     text = "\n".join(render(choice))
     assert "Config 2 (`BLOCK=1024, num_warps=4`)" in text and "12.00 us as Hyperloom timed it" in text and "1.200x faster" in text
     assert "Not determined: no GPU." in "\n".join(render(AutotuneChoice(determined=False, reason="no GPU")))
+
+
+@needs_triton
+def test_the_trial_a_triton_kernel_sends_to_the_cuda_runtime_is_the_compiled_kernels_launch(workspace, softmax):
+    from hyperloom.tools.bench.run import check_input_set
+    from hyperloom.tools.runtime.models import TrialRequest, TrialResult
+
+    sent: list[TrialRequest] = []
+
+    def runner(request: TrialRequest, timeout_s: float, device: int | None = None) -> TrialResult:
+        sent.append(request)
+        return TrialResult(status="CRASH", message="no GPU here")
+
+    launchable, build = build_with(prepare(load_spec(softmax, workspace), None, "sm_90", 1), workspace, {"autotune_config": 5})
+    check_input_set(launchable, build.code_object, "seeded", workspace.root, workspace.root / "out", workspace, timeout_s=1, device=None, runner=runner)
+    request = sent[0]
+    assert request.backend == "cuda" and request.entry == "softmax_kernel" and request.code_object.endswith(".cubin")
+    assert request.grid == [4096] and request.block == [8 * 32] and request.shared_bytes == launchable.shared_bytes > 0
+    assert [(a.name, a.kind, a.role) for a in request.args][:3] == [("x", "buffer", "input"), ("y", "buffer", "output"), ("n_cols", "scalar", "scalar")]
+    assert [a.role for a in request.args[3:]] == ["scratch"] * len(launchable.triton.scratch_bytes_per_program)
