@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Run ON THE DEVICE (no network), after scripts/device/triton_prepare.sh here, carrying .triton-device. Issue 19's figures:
+#   bash scripts/device/triton_h200.sh launch    bench/triton_launch.py: Hyperloom's launch of kernels/triton/softmax against
+#                                                Triton's own kernel[grid](...) (medians within 3 %, same binary, host time
+#                                                per launch) at shapes 1 and 2, autotune configs 1, 3, 5 (~3 min)
+#   bash scripts/device/triton_h200.sh outside   bench/triton_outside.py: Liger-Kernel's DyT forward and int8 x int2 matmul:
+#                                                spec_check, bench gated on every input set at every shape, torch.compile of
+#                                                the torch reference, tune over each kernel's autotune configs at shape 0
+#                                                with the kernel's own autotune choice beside the winner (~10 min)
+#   bash scripts/device/triton_h200.sh tests     tests/test_triton.py on the device (its CPU tests, with the device's Triton)
+# Extra arguments go to the script of the phase. What comes back in $OUT: env.txt, and triton_launch.{log,json} |
+# outside.log with outside/{summary.json,README.md,dyt.json,int2mm.json} | tests.log.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+phase="${1:?usage: triton_h200.sh launch|outside|tests [script arguments]}"
+shift
+out="${OUT:-/tmp/triton-out}"; mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .triton-device/*.whl || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 HYPERLOOM_CACHE_DIR=/tmp/hyperloom-cache
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; python3 --version
+  python3 -c 'import cuda.bindings, numpy, torch, triton; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__, "torch", torch.__version__, "triton", triton.__version__)'; } > "$out/env.txt" 2>&1
+case "$phase" in
+  launch)
+    python3 bench/triton_launch.py --workspace /tmp/triton-launch --out "$out/triton_launch.json" "$@" 2>&1 | tee "$out/triton_launch.log" ;;
+  outside)
+    python3 bench/triton_outside.py --workspace /tmp/triton-outside --out "$out/outside" "$@" 2>&1 | tee "$out/outside.log" ;;
+  tests)
+    python3 -m pytest -q -o filterwarnings=default -p no:cacheprovider tests/test_triton.py "$@" 2>&1 | tee "$out/tests.log" ;;
+  *) echo "unknown phase $phase" >&2; exit 2 ;;
+esac
