@@ -381,9 +381,10 @@ CATALOG += (
             "adversarial, references frozen in the session) and gated; only a passing one is timed. Failures are recorded "
             "with their reason (COMPILE_ERROR, RULE_FAILED, TIMEOUT, CRASH, NAN, WRONG with the input set) and the loop goes "
             "on. Proposers: grid, random, tpe (Optuna TPE), cmaes (Optuna CMA-ES), external (tune_propose). Stops on max_candidates, device-second "
-            "budget, patience, deadline or % of roofline. Then re-times winner and baseline interleaved and sweeps every "
-            "shape. Returns a session id at once (background=true); follow with tune_status, steer with tune_propose and "
-            "tune_stop, read tune_report. Naming an existing session resumes it without repeating a finished trial."
+            "budget, patience, deadline or % of roofline. Runs one candidate per GPU at once (devices, or the idle ones) in warm "
+            "worker processes while the next candidates compile (worker_mode fresh: a process per launch). Then re-times winner "
+            "and baseline interleaved on every device used and sweeps every shape, a regression flagged only beyond noise. "
+            "Returns a session id at once (background=true); follow with tune_status, steer with tune_propose and tune_stop, read tune_report. Naming an existing session resumes it without repeating a finished trial."
         ),
         request="hyperloom.tools.tune.models:TuneRequest",
         result="hyperloom.tools.tune.models:TuneStatus",

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Run ON THE DEVICE (no network), after scripts/device/tune_prepare.sh here, carrying .tune-device. Issue 21's figures:
+#   bash scripts/device/tune_h200.sh throughput   one H200: bench/tune_throughput.py, the old loop against the new one on
+#                                                 kernels/decode/w4a16_tiled (mma, mma_async, mma_async4) at shape 3,
+#                                                 16 random candidates a leg, each leg with an empty cache (~5 min)
+#   bash scripts/device/tune_h200.sh faults       one H200: tests/test_tune_gpu.py (an illegal address and a hang among
+#                                                 good candidates; device memory freed after every warm trial) (~2 min)
+#   bash scripts/device/tune_h200.sh two          two H200s: one GPU against two, the new loop, 32 candidates a leg, the
+#                                                 whole space compiled first so both legs read the same cache; then the
+#                                                 two-GPU test of tests/test_tune_gpu.py (~6 min)
+# Extra arguments go to bench/tune_throughput.py (e.g. --strategy tpe --candidates 24).
+# What comes back in $OUT: env.txt, and tune_throughput.{log,json} | tests_gpu.log | tune_throughput_2gpu.{log,json}
+# and tests_2gpu.log.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+phase="${1:?usage: tune_h200.sh throughput|faults|two [bench arguments]}"
+shift
+out="${OUT:-/tmp/tune-out}"; mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .tune-device/*.whl || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2; nproc;
+  python3 --version; python3 -c 'import cuda.bindings, numpy; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__)'; } > "$out/env.txt" 2>&1
+pytest_gpu=(python3 -m pytest -q -o filterwarnings=default -p no:cacheprovider tests/test_tune_gpu.py)
+case "$phase" in
+  throughput)
+    python3 bench/tune_throughput.py --backend cuda --out "$out/tune_throughput.json" "$@" 2>&1 | tee "$out/tune_throughput.log" ;;
+  faults)
+    "${pytest_gpu[@]}" -k "not two_gpus" 2>&1 | tee "$out/tests_gpu.log" ;;
+  two)
+    python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 32 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
+      | tee "$out/tune_throughput_2gpu.log"
+    "${pytest_gpu[@]}" -k two_gpus 2>&1 | tee "$out/tests_2gpu.log" ;;
+  *) echo "unknown phase $phase" >&2; exit 2 ;;
+esac
