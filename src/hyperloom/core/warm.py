@@ -12,6 +12,7 @@ a killed loop leaves no worker behind, even one stuck in a hung kernel.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import select
@@ -60,7 +61,7 @@ class WarmWorker:
         started = time.perf_counter()
         requests_read, self._requests = os.pipe()
         self._responses, responses_write = os.pipe()
-        self._log = tempfile.TemporaryFile(prefix="hyperloom-warm-")
+        self._log = _append_only_log()
         try:
             self._proc = subprocess.Popen(
                 [sys.executable, "-m", "hyperloom.core.warm_main", str(requests_read), str(responses_write), str(os.getpid())],
@@ -150,8 +151,9 @@ class WarmWorker:
             left = deadline - time.perf_counter()
             if left <= 0:
                 return None
-            ready, _, _ = select.select([self._responses], [], [], left)
-            if not ready:
+            poller = select.poll()  # not select(): a long-lived server may hold descriptors past FD_SETSIZE
+            poller.register(self._responses, select.POLLIN | select.POLLHUP | select.POLLERR)
+            if not poller.poll(max(1, int(left * 1000))):
                 continue
             chunk = os.read(self._responses, 1 << 16)
             if not chunk:
@@ -170,6 +172,15 @@ class WarmWorker:
         text = self._log.read().decode(errors="replace")
         self._log_offset = end
         return text[-STDERR_CHARS:]
+
+
+def _append_only_log() -> Any:
+    """An anonymous file the process prints into: every write lands at its end (O_APPEND), whatever offset the
+    parent's reads leave in the description they share."""
+    fd, path = tempfile.mkstemp(prefix="hyperloom-warm-")
+    os.unlink(path)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_APPEND)
+    return os.fdopen(fd, "r+b")
 
 
 def _write_all(fd: int, data: bytes) -> None:
