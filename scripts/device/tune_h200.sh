@@ -5,7 +5,7 @@
 #                                                 16 random candidates a leg, each leg with an empty cache (~5 min)
 #   bash scripts/device/tune_h200.sh faults       one H200: tests/test_tune_gpu.py (an illegal address and a hang among
 #                                                 good candidates; device memory freed after every warm trial) (~2 min)
-#   bash scripts/device/tune_h200.sh two          two H200s: one GPU against two, the new loop, 32 candidates a leg, the
+#   bash scripts/device/tune_h200.sh two          two H200s: one GPU against two, the new loop, 48 candidates a leg, the
 #                                                 whole space compiled first so both legs read the same cache; then the
 #                                                 two-GPU test of tests/test_tune_gpu.py (~6 min)
 # Extra arguments go to bench/tune_throughput.py (e.g. --strategy tpe --candidates 24).
@@ -28,7 +28,7 @@ case "$phase" in
   faults)
     "${pytest_gpu[@]}" -k "not two_gpus" 2>&1 | tee "$out/tests_gpu.log" ;;
   two)
-    python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 32 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
+    python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 48 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
       | tee "$out/tune_throughput_2gpu.log"
     "${pytest_gpu[@]}" -k two_gpus 2>&1 | tee "$out/tests_2gpu.log" ;;
   *) echo "unknown phase $phase" >&2; exit 2 ;;
