@@ -79,8 +79,9 @@ def request_for(base: dict[str, Any], args: argparse.Namespace, session: str, **
                           "timeout_s": args.timeout_s, **leg})
 
 
-def precompile(workspace: Workspace, base: dict[str, Any], threads: int) -> int:
-    """Compile every candidate of the space (each searched variant's tuning grid, and the baseline) into the current cache."""
+def precompile(workspace: Workspace, base: dict[str, Any], threads: int) -> tuple[int, int]:
+    """Compile every candidate of the space (each searched variant's tuning grid, and the baseline) into the current cache;
+    (builds that succeeded, builds tried)."""
     loaded = load_spec(workspace.resolve(base["spec"]), workspace)
     variants = [base.get("variant"), *base.get("search_variants", [])]
     jobs = []
@@ -96,7 +97,7 @@ def precompile(workspace: Workspace, base: dict[str, Any], threads: int) -> int:
             return False
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
-        return sum(pool.map(build, jobs))
+        return sum(pool.map(build, jobs)), len(jobs)
 
 
 def leg(workspace: Workspace, cache: Path, request: TuneRequest) -> dict[str, Any]:
@@ -186,8 +187,8 @@ def main() -> int:
         if cache_mode == "warm":
             os.environ["HYPERLOOM_CACHE_DIR"] = str(warm_cache)
             started = time.perf_counter()
-            built = precompile(workspace, base, max(1, min(32, os.cpu_count() or 1)))
-            print(f"cache warm: {built} candidate builds compiled (the rest fail to build) in {time.perf_counter() - started:.1f} s before either leg", flush=True)
+            built, tried = precompile(workspace, base, max(1, min(32, os.cpu_count() or 1)))
+            print(f"cache warm: {tried} candidate builds ({built} succeeded) in {time.perf_counter() - started:.1f} s before either leg", flush=True)
         print(f"{args.backend}: spec {base['spec']}, shape {base['shape']}, strategy {args.strategy} seed {args.seed}, {args.candidates} candidates a leg, "
               f"cache {cache_mode}", flush=True)
         results = []
