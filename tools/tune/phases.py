@@ -98,4 +98,7 @@ def run_summary(trials: list[Any], runs: list[dict[str, Any]]) -> dict[str, Any]
 
 
 def _label(trial: Any) -> str:
+    """A trial's device: its GPU, a CPU worker, or the compiler for a candidate rejected before any device ran it."""
+    if trial.worker < 0:
+        return "compiler"
     return "cpu" if trial.device_index is None else f"gpu {trial.device_index}"
