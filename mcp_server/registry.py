@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import inspect
+import json
 import logging
 from typing import Annotated, Any
 
@@ -21,12 +22,13 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
-from mcp.types import ToolAnnotations
-from pydantic import ConfigDict, Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
 
 from hyperloom.core.arguments import validate_arguments
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
+from hyperloom.mcp_server.schemas import lean_input, lean_output
 from hyperloom.tools.catalog import ToolDef
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,12 @@ def refusal(entry: ToolDef, exc: BaseException) -> str:
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
 
+def answer(result: BaseModel) -> CallToolResult:
+    """The result as structured content and as compact JSON text (clients that read only text get every field)."""
+    structured = result.model_dump(mode="json")
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(structured, separators=(",", ":")))], structured_content=structured)
+
+
 def tool_function(entry: ToolDef) -> Any:
     """An async MCP tool body that validates, runs the tool in a worker thread and maps errors."""
 
@@ -76,7 +84,7 @@ def tool_function(entry: ToolDef) -> Any:
         try:
             request = validate_arguments(entry.request, arguments)
             workspace = Workspace.from_env()
-            return await anyio.to_thread.run_sync(entry.run, request, workspace, progress)
+            return answer(await anyio.to_thread.run_sync(entry.run, request, workspace, progress))
         except HyperloomError as exc:
             log.info("%s refused: %s", entry.name, exc)
             raise ToolError(refusal(entry, exc)) from exc
@@ -107,4 +115,6 @@ def build_tool(entry: ToolDef) -> Tool:
         ),
     )
     tool.fn_metadata.arg_model = RawArguments  # validation is ours (validate_arguments), with the request model's messages
+    tool.parameters = lean_input(tool.parameters)
+    tool.fn_metadata.output_schema = lean_output(tool.fn_metadata.output_schema)
     return tool

@@ -108,7 +108,7 @@ class CensusRequest(Request):
     detail: bool = Field(False, description="List instructions (name, kind, families, example, encoding), paged by offset and limit.")
     match: str | None = Field(None, min_length=1, max_length=64, description="Only instructions whose name contains this text, e.g. 'dot8' or 'wmma' (implies listing).")
     offset: int = Field(0, ge=0, le=100_000, description="First list entry to return.")
-    limit: int = Field(100, ge=1, le=2000, description="Most list entries to return.")
+    limit: int = Field(15, ge=1, le=2000, description="Most list entries to return (a default page stays under 16 KB of answer).")
     refresh: bool = Field(False, description="Measure again instead of using the cache.")
 
 
