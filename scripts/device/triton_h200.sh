@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run ON THE DEVICE (no network), after scripts/device/triton_prepare.sh here, carrying .triton-device. Issue 19's figures:
+# Run ON THE DEVICE (no network), after scripts/device/prepare.sh here, carrying .whl. Issue 19's figures:
 #   bash scripts/device/triton_h200.sh launch    bench/triton_launch.py: Hyperloom's launch of kernels/triton/softmax against
 #                                                Triton's own kernel[grid](...) (medians within 3 %, same binary, host time
 #                                                per launch) at shapes 1 and 2, autotune configs 1, 3, 5 (~3 min)
@@ -15,7 +15,7 @@ cd "$(dirname "$0")/../.."
 phase="${1:?usage: triton_h200.sh launch|outside|tests [script arguments]}"
 shift
 out="${OUT:-/tmp/triton-out}"; mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .triton-device/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 HYPERLOOM_CACHE_DIR=/tmp/hyperloom-cache
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; python3 --version
   python3 -c 'import cuda.bindings, numpy, torch, triton; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__, "torch", torch.__version__, "triton", triton.__version__)'; } > "$out/env.txt" 2>&1

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run ON THE DEVICE (no network), after scripts/device/tune_prepare.sh here, carrying .tune-device. Issue 21's figures:
+# Run ON THE DEVICE (no network), after scripts/device/prepare.sh here, carrying .whl. Issue 21's figures:
 #   bash scripts/device/tune_h200.sh throughput   one H200: bench/tune_throughput.py, the old loop against the new one on
 #                                                 kernels/decode/w4a16_tiled (mma, mma_async, mma_async4) at shape 3,
 #                                                 16 random candidates a leg, each leg with an empty cache (~5 min)
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 phase="${1:?usage: tune_h200.sh throughput|faults|two [bench arguments]}"
 shift
 out="${OUT:-/tmp/tune-out}"; mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .tune-device/*.whl || exit 1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2; nproc;
