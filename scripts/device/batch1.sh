@@ -3,9 +3,7 @@
 # outside Hyperloom, drafted by spec_init on the preparing machine) and issue 20's profile of a Llama-style decoder.
 # Carry .whl and .device (scripts/device/prepare.sh); outputs under $OUT (tarred: at most 8 files come back).
 set -uo pipefail
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
-{ nvidia-smi -L; nvcc --version | tail -2; python3 -c "import torch, triton, sys; print(sys.version.split()[0], torch.__version__, triton.__version__)"; } > "$OUT/env.txt" 2>&1
+source scripts/device/env.sh
 timeout 330 python3 bench/onboarding.py --target sm_90 --shape 1 --tune 8 --drafted .device/onboarding --out "$OUT/onboarding.json" > "$OUT/onboarding.log" 2>&1
 echo "onboarding exit $?" >> "$OUT/env.txt"
 timeout 240 python3 scripts/device/profile_llama.py /tmp/profile_llama --steps 2 --warmup 1 > "$OUT/profile.log" 2>&1

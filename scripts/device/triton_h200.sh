@@ -14,11 +14,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 phase="${1:?usage: triton_h200.sh launch|outside|tests [script arguments]}"
 shift
-out="${OUT:-/tmp/triton-out}"; mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 HYPERLOOM_CACHE_DIR=/tmp/hyperloom-cache
-{ date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nproc; python3 --version
-  python3 -c 'import cuda.bindings, numpy, torch, triton; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__, "torch", torch.__version__, "triton", triton.__version__)'; } > "$out/env.txt" 2>&1
+source scripts/device/env.sh
+export HYPERLOOM_CACHE_DIR=/tmp/hyperloom-cache
 case "$phase" in
   launch)
     python3 bench/triton_launch.py --workspace /tmp/triton-launch --out "$out/triton_launch.json" "$@" 2>&1 | tee "$out/triton_launch.log" ;;

@@ -15,12 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 phase="${1:?usage: tune_h200.sh throughput|faults|two [bench arguments]}"
 shift
-out="${OUT:-/tmp/tune-out}"; mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-{ date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2; nproc;
-  python3 --version; python3 -c 'import cuda.bindings, numpy; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__)'; } > "$out/env.txt" 2>&1
+source scripts/device/env.sh
 pytest_gpu=(python3 -m pytest -q -o filterwarnings=default -p no:cacheprovider tests/test_tune_gpu.py)
 case "$phase" in
   throughput)

@@ -1,0 +1,8 @@
+# Sourced by every device script (on the GPU machine, no network): installs the wheels scripts/device/prepare.sh put in
+# .whl (carried), sets the environment and writes $OUT/env.txt (GPU, driver, nvcc, Python and package versions).
+# NVLink multicast stays off, as the device's notes require.
+out="${OUT:-/tmp/device-out}"; mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+{ date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2; nproc; python3 --version
+  python3 -c 'import cuda.bindings, numpy, torch, triton; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__, "torch", torch.__version__, "triton", triton.__version__)'; } > "$out/env.txt" 2>&1
