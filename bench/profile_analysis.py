@@ -9,7 +9,7 @@
 2. Overhead: a workload (default: a small MLP, on the GPU when torch sees one) runs its steps in the
    profile worker with and without torch.profiler; the median step wall time of each, and the ratio.
 
-Run: .venv/bin/python bench/profile.py [--mb 100] [--repeats 3] [--workload script.py] [--steps 20]
+Run: .venv/bin/python bench/profile_analysis.py [--mb 100] [--repeats 3] [--workload script.py] [--steps 20]
 """
 
 from __future__ import annotations

@@ -8,13 +8,15 @@ are covered by the compiler version.
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from hyperloom.core.atomic import staged_directory
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.hashing import sha256_file, sha256_json
 
@@ -68,8 +70,20 @@ def lookup(key: str) -> Entry | None:
 
 
 def store(key: str, code_object: Path, record: dict) -> Entry:
+    """Write an entry once: staged beside it, then renamed into place. When processes build the same key at once
+    the first rename wins and the others discard their copy (the content is the same, by its key)."""
     folder = cache_dir("compile") / key
-    with staged_directory(folder) as staging:
+    if (folder / CODE_OBJECT).is_file() and (folder / RECORD).is_file():
+        return Entry(folder, record)
+    staging = Path(tempfile.mkdtemp(prefix=f".{key[:16]}.", suffix=".staging", dir=folder.parent))
+    try:
         shutil.copyfile(code_object, staging / CODE_OBJECT)
         (staging / RECORD).write_text(json.dumps(record, indent=1))
+        try:
+            os.rename(staging, folder)  # fails when another writer's entry is already there
+        except OSError as exc:
+            if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not (folder / CODE_OBJECT).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return Entry(folder, record)
