@@ -36,21 +36,21 @@ def _choose(payload: dict[str, Any]) -> dict[str, Any]:
     if tuner is None:
         raise EntryError("entry", f"{payload['entry']} has no @triton.autotune")
     device = torch.device("cuda", 0)  # ROCm's torch names HIP devices cuda too
-    values: list[Any] = []
+    values: dict[str, Any] = {}  # by name: a constexpr may stand between two arguments in the function's order
     for arg in payload["args"]:
         if arg["kind"] == "scalar":
-            values.append(arg["value"])
+            values[arg["name"]] = arg["value"]
         elif arg.get("input_path"):
-            values.append(torch.from_numpy(np.load(arg["input_path"], allow_pickle=False)).to(device))
+            values[arg["name"]] = torch.from_numpy(np.load(arg["input_path"], allow_pickle=False)).to(device)
         else:
-            values.append(torch.zeros(arg["shape"], dtype=getattr(torch, arg["dtype"]), device=device))
+            values[arg["name"]] = torch.zeros(arg["shape"], dtype=getattr(torch, arg["dtype"]), device=device)
     shape = payload["shape"]
 
     def grid(meta: dict[str, Any]) -> tuple[int, ...]:
         names = {**shape, **{k: v for k, v in meta.items() if k in shape and isinstance(v, int)}}
         return tuple(evaluate_int(g, names, "launch grid") for g in payload["grid"])
 
-    launch[grid](*values, **payload["constexprs"])
+    launch[grid](**values, **payload["constexprs"])
     torch.cuda.synchronize()
     best = tuner.best_config
     index = next((i for i, c in enumerate(payload["configs"]) if _same(best, c)), None)
