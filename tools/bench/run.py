@@ -32,7 +32,7 @@ from hyperloom.tools.runtime.probe import require_backend
 from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest, TrialResult
 from hyperloom.tools.spec.entry import exported_functions, instance_source, is_template, resolve_symbol
 from hyperloom.tools.spec.expr import evaluate_int
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, draw_inputs, load_spec, output_buffers, resolved_defines, scalar_value
+from hyperloom.tools.spec.load import LoadedSpec, argument_value, buffer_shape, draw_inputs, load_spec, output_buffers, resolved_defines, scalar_value
 from hyperloom.tools.spec.reference import REFERENCE_TIMEOUT_S
 from hyperloom.tools.spec.models import BufferArg, Variant
 from hyperloom.tools.triton.launch import TritonLaunch, triton_build_with
@@ -122,8 +122,7 @@ def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple
             raise HyperloomError(f"the shape variable {name} takes an integer, got {value!r}", f"give {name} an integer (in --params, or as a tuning candidate)")
         shape[name] = int(value)
     for arg in launchable.loaded.spec.args:
-        value_of = buffer_shape if isinstance(arg, BufferArg) else scalar_value
-        before, after = value_of(arg, launchable.shape), value_of(arg, shape)  # type: ignore[arg-type]
+        before, after = argument_value(arg, launchable.shape), argument_value(arg, shape)
         if before != after:
             raise HyperloomError(
                 f"tuning {', '.join(geometry)} changes argument {arg.name} ({before} → {after}), not only the launch",

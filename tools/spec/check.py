@@ -23,7 +23,7 @@ from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.spec.api import ReferenceRunReport, Runnable, SpecCheckRequest, SpecCheckResult, SpecProblem, VariantBuild
-from hyperloom.tools.spec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, field_path, load_spec, output_buffers, read_spec
+from hyperloom.tools.spec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, field_path, locate, output_buffers, read_spec
 from hyperloom.tools.spec.models import BufferArg, KernelSpec
 from hyperloom.tools.spec.reference import run_reference
 from hyperloom.tools.spec.sanity import check_spec
@@ -66,7 +66,7 @@ def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: Pr
             problems(where, "todo", f"still a placeholder: {text}", "fill it in (see the skill's spec.md), then run spec_check again")
         spec = _schema(raw, {w for w, _ in todos}, problems)
     if spec is not None:
-        loaded = _files(path, workspace, problems)
+        loaded = _files(spec, path, workspace, problems)
         check_spec(spec, problems)
         if loaded is not None and any((v.language or spec.language) == "triton" for v in spec.variants.values()):
             from hyperloom.tools.triton.check import check_triton  # reads the kernel file in a worker
@@ -129,9 +129,9 @@ def _schema(raw: Any, todo_paths: set[str], problems: Problems) -> KernelSpec | 
         return None
 
 
-def _files(path: Path, workspace: Workspace, problems: Problems) -> LoadedSpec | None:
+def _files(spec: KernelSpec, path: Path, workspace: Workspace, problems: Problems) -> LoadedSpec | None:
     try:
-        return load_spec(path, workspace)
+        return locate(spec, path, workspace)  # the spec already read and validated above, its files now
     except HyperloomError as exc:
         where = "reference" if "reference" in exc.cause else "source" if "source" in exc.cause else "(file)"
         problems(where, "error", exc.cause, exc.next_step)

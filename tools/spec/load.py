@@ -73,6 +73,11 @@ def load_spec(path: Path, workspace: Workspace) -> LoadedSpec:
         spec = KernelSpec.model_validate(raw)
     except ValidationError as exc:
         raise HyperloomError(f"{path.name} does not follow the kernel spec: {describe_spec_error(exc)}", SPEC_HELP) from exc
+    return locate(spec, path, workspace)
+
+
+def locate(spec: KernelSpec, path: Path, workspace: Workspace) -> LoadedSpec:
+    """A validated spec read from `path` with the files it names resolved; any outside `workspace`, or missing, is refused."""
     for name, variant in spec.variants.items():
         source = workspace.check(path.parent / (variant.source or spec.source), raw=variant.source or spec.source, must_exist=False,
                                  kind="file", what=f"variant {name!r}'s source")
@@ -126,6 +131,11 @@ def buffer_shape(arg: BufferArg, shape: Mapping[str, int]) -> tuple[int, ...]:
     if any(d < 0 for d in dims):
         raise HyperloomError(f"buffer {arg.name} gets a negative dimension {dims} at shape {dict(shape)}", "check the shape expressions")
     return dims
+
+
+def argument_value(arg: BufferArg | ScalarArg, shape: Mapping[str, int]) -> tuple[int, ...] | int | float:
+    """A buffer's dimensions or a scalar's value at a shape: what tuning a shape variable must leave unchanged."""
+    return buffer_shape(arg, shape) if isinstance(arg, BufferArg) else scalar_value(arg, shape)
 
 
 def scalar_value(arg: ScalarArg, shape: Mapping[str, int]) -> int | float:

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.worker import run_worker
@@ -51,8 +50,3 @@ def run_reference(loaded: LoadedSpec, shape: Mapping[str, int], inputs_dir: Path
     if outcome.status == "CRASH":
         raise HyperloomError(f"{field} crashed the worker: {outcome.describe()}", "run the reference alone in Python to find the crash")
     raise HyperloomError(f"{field} raised {outcome.describe()}", f"fix the reference ({CONTRACT})")
-
-
-def load_references(out_dir: Path, loaded: LoadedSpec) -> dict[str, np.ndarray]:
-    """The reference outputs a run wrote, by name."""
-    return {a.name: np.load(out_dir / f"ref_{a.name}.npy", allow_pickle=False) for a in output_buffers(loaded.spec)}

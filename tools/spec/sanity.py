@@ -14,7 +14,6 @@ import numpy as np
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.compile.drivers import AMD_TARGET, HOST_TARGET, NVIDIA_TARGET
 from hyperloom.tools.compile.flags import check_defines
-from hyperloom.tools.spec.api import SpecProblem
 from hyperloom.tools.spec.entry import check_entry
 from hyperloom.tools.spec.expr import evaluate, evaluate_int
 from hyperloom.tools.spec.models import BufferArg, DefineExpr, KernelSpec, Launch, Variant
@@ -122,7 +121,8 @@ def _launch_at(spec: KernelSpec, name: str, variant: Variant, index: int, shape:
     where = f"variants.{name}.launch" if variant.launch is not None else "launch"
     language = variant.language or spec.language
     gpu = language not in HOST_LANGUAGES
-    grid = [_integer(f"{where}.grid[{axis}]", text, shape, index, report, minimum=1, what="grid", maximum=GRID_LIMITS[axis]) for axis, text in enumerate(launch.grid)]
+    for axis, text in enumerate(launch.grid):
+        _integer(f"{where}.grid[{axis}]", text, shape, index, report, minimum=1, what="grid", maximum=GRID_LIMITS[axis])
     if launch.block is None and language != "triton":
         report(f"{where}.block", "error", f"variant {name} ({language}) has no launch block", "give the threads per block, e.g. block: [256]")
     elif launch.block is not None and language == "triton":
@@ -133,7 +133,6 @@ def _launch_at(spec: KernelSpec, name: str, variant: Variant, index: int, shape:
     if gpu and None not in block and math.prod(block) > GPU_BLOCK_LIMIT:  # type: ignore[arg-type]
         report(f"{where}.block", "error", f"variant {name}'s block has {math.prod(block)} threads (more than {GPU_BLOCK_LIMIT}) at shape {index}",  # type: ignore[arg-type]
                "use at most 1024 threads per block", shape=index)
-    del grid
 
 
 def _define_exprs_at(name: str, variant: Variant, index: int, shape: dict[str, int], report: Report) -> None:
@@ -158,7 +157,7 @@ def _integer(where: str, text: object, shape: dict[str, int], index: int, report
 
 
 def _tuning(spec: KernelSpec, name: str, variant: Variant, report: Report) -> None:
-    from hyperloom.tools.spec.load import buffer_shape, scalar_value  # the evaluators bench uses, so the check agrees with the run
+    from hyperloom.tools.spec.load import argument_value  # the evaluator bench uses, so the check agrees with the run
 
     where = f"variants.{name}.tuning" if variant.tuning is not None else "tuning"
     for tuned, values in spec.tuning_of(variant).items():
@@ -176,9 +175,8 @@ def _tuning(spec: KernelSpec, name: str, variant: Variant, report: Report) -> No
                     break
                 changed = dict(shape, **{tuned: int(value)})
                 for arg in spec.args:
-                    value_of = buffer_shape if isinstance(arg, BufferArg) else scalar_value
                     try:
-                        moved = value_of(arg, shape) != value_of(arg, changed)  # type: ignore[arg-type]
+                        moved = argument_value(arg, shape) != argument_value(arg, changed)
                     except HyperloomError:
                         continue  # reported by the argument checks
                     if moved:
