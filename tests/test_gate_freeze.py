@@ -60,6 +60,32 @@ def test_a_tampered_reference_is_refused(frozen):
         run_gate(GateRequest(candidates=["ref.npy"], reference_set="sets/a"), workspace)
 
 
+def test_a_reference_tampered_after_the_gate_verified_its_set_is_still_refused(frozen, monkeypatch):
+    """The gate remembers a verified set by its files' stamps; an edit in place that keeps the size and sets the
+    modification time back still changes the change time, so the set is hashed again and refused."""
+    import os
+    import time
+
+    from hyperloom.tools.gate import freeze as frozen_sets
+
+    workspace, _ = frozen
+    time.sleep(frozen_sets.RACY_NS / 1e9 + 0.01)  # files changed in the last clock ticks are never remembered
+    assert run_gate(GateRequest(candidates=["ref.npy"], reference_set="sets/a"), workspace).passed
+    hashed = []
+    monkeypatch.setattr(frozen_sets, "sha256_file", lambda path: hashed.append(path) or sha256_file(path))
+    assert run_gate(GateRequest(candidates=["ref.npy"], reference_set="sets/a"), workspace).passed
+    assert hashed == []  # the remembered verification: nothing hashed again
+    path = workspace.root / "sets/a/ref_000.npy"
+    before = os.stat(path)
+    with open(path, "r+b") as handle:  # same inode, same size
+        handle.seek(before.st_size - 4)
+        handle.write(np.float32(42).tobytes())
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert os.stat(path).st_size == before.st_size and os.stat(path).st_mtime_ns == before.st_mtime_ns
+    with pytest.raises(HyperloomError, match="changed after freezing"):
+        run_gate(GateRequest(candidates=["ref.npy"], reference_set="sets/a"), workspace)
+
+
 def test_an_edited_manifest_is_refused(frozen):
     workspace, _ = frozen
     path = workspace.root / "sets/a/manifest.json"

@@ -154,6 +154,7 @@ class FakeHip:
         self.memory: dict[int, bytearray] = {}
         self.modules: set[int] = set()
         self.events: set[int] = set()
+        self.pinned: dict[int, int] = {}  # host address -> bytes page-locked
         self._next = 1 << 20
 
     def _handle(self) -> int:
@@ -186,6 +187,13 @@ class FakeHip:
     def hipMemcpyDtoH(self, address, pointer, nbytes):
         import ctypes
         ctypes.memmove(address, bytes(self.memory[pointer][:nbytes]), nbytes)
+        return (0,)
+    def hipHostRegister(self, address, nbytes, flags):
+        assert address % 4096 == 0 and address not in self.pinned
+        self.pinned[address] = nbytes
+        return (0,)
+    def hipHostUnregister(self, address):
+        del self.pinned[address]
         return (0,)
     def hipMemsetD8(self, pointer, byte, nbytes):
         self.memory[pointer][:nbytes] = bytes([byte]) * nbytes
@@ -222,6 +230,29 @@ def test_a_warm_gpu_trial_frees_every_allocation_and_code_object_it_made_and_rea
         assert fake.memory == {} and fake.modules == set() and fake.events == set()  # nothing left on the device between trials
         assert np.isnan(np.load(tmp_path / "y.npy")).all()  # the output was poisoned afresh (this kernel writes nothing)
     assert reads == [str(tmp_path / "x.npy")]  # read from disk once, copied in every time
+    assert list(fake.pinned.values()) == [256]  # page-locked once, on a page boundary
     time.sleep(0.01)
     np.save(tmp_path / "x.npy", np.ones(64, dtype=np.float32))  # a changed file is read again
     assert warm_trial.run_payload(request)["status"] == "OK" and len(reads) == 2
+    assert len(fake.pinned) == 2
+
+
+def test_inputs_dropped_from_a_warm_workers_cache_are_unpinned_first(tmp_path, monkeypatch):
+    from hyperloom.tools.runtime import drivers, warm_trial
+
+    fake = FakeHip()
+    monkeypatch.setattr(drivers, "_bindings", lambda backend: (fake, fake.hipDeviceAttribute_t, drivers.HIP))
+    reuse = warm_trial.Reuse(cache_bytes=300)
+    driver = reuse.driver(TrialRequest(backend="hip", device_index=0, code_object="", entry="", args=[], mode="correctness"))
+    for name, value in (("a", 1.0), ("b", 2.0)):
+        np.save(tmp_path / f"{name}.npy", np.full(64, value, dtype=np.float32))
+    first = reuse.load(str(tmp_path / "a.npy"), driver)
+    assert first.ctypes.data in fake.pinned and not first.flags.writeable and (first == 1.0).all()
+    second = reuse.load(str(tmp_path / "b.npy"), driver)
+    assert list(fake.pinned) == [second.ctypes.data]  # 512 bytes do not fit in 300: a was dropped and unpinned
+    refused = FakeHip()
+    refused.hipHostRegister = lambda address, nbytes, flags: (1,)  # e.g. past the locked-memory limit
+    monkeypatch.setattr(drivers, "_bindings", lambda backend: (refused, refused.hipDeviceAttribute_t, drivers.HIP))
+    other = warm_trial.Reuse()
+    loaded = other.load(str(tmp_path / "a.npy"), other.driver(TrialRequest(backend="hip", device_index=0, code_object="", entry="", args=[], mode="correctness")))
+    assert (loaded == 1.0).all() and not refused.pinned  # still served, from pageable memory

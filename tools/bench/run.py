@@ -217,9 +217,21 @@ def time_kernel(
     )
 
 
+_TIMING_BUILDS: dict[tuple[str, Path], str] = {}
+
+
 def timing_kernels(target: str, workspace: Workspace) -> str:
     """The timing loop's device helpers (kernels/runtime/timing.hip: the read flush, the spin) built for `target`
-    (cached); their workspace-relative code object."""
+    (cached); their workspace-relative code object. Remembered per process while the code object is there: a
+    tune session times thousands of candidates with the same helpers."""
+    known = _TIMING_BUILDS.get((target, workspace.root))
+    if known is not None and (workspace.root / known).is_file():
+        return known
+    _TIMING_BUILDS[(target, workspace.root)] = built = _build_timing_kernels(target, workspace)
+    return built
+
+
+def _build_timing_kernels(target: str, workspace: Workspace) -> str:
     staged = stage_shipped_file(workspace.state_dir("runtime"), "runtime", TIMING_SOURCE)
     build = compile_kernel(CompileRequest(source=workspace.relative(staged), targets=[target]), workspace).builds[0]
     if not build.ok:

@@ -6,13 +6,13 @@ import os
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import measured
+from hyperloom.core.executors import pool_or_inline
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
@@ -43,7 +43,7 @@ def compile_kernel(request: CompileRequest, workspace: Workspace, progress: Prog
     plans = [plan_target(request, source, target, includes) for target in dict.fromkeys(request.targets)]
 
     builds: list[TargetBuild] = []
-    with ThreadPoolExecutor(max_workers=max(1, min(len(plans), os.cpu_count() or 1))) as pool:
+    with pool_or_inline(len(plans) > 1, min(len(plans), os.cpu_count() or 1), "compile") as pool:  # one target (a tune candidate): no thread
         for build in pool.map(lambda plan: _build(plan, request, source, workspace, out_dir), plans):
             builds.append(build)
             if progress is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +11,7 @@ import numpy as np
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import measured
+from hyperloom.core.executors import pool_or_inline
 from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
@@ -20,6 +21,7 @@ from hyperloom.tools.gate.models import ArrayRef, CaseVerdict, GateRequest, Gate
 from hyperloom.tools.gate.sources import ArraySource, NpyFile, in_memory_copy, inline_array
 
 CHUNK_ELEMENTS = 1 << 16  # 256 KiB of float32 per side: the temporaries stay in cache
+INLINE_ELEMENTS = 4 * CHUNK_ELEMENTS  # cases this small in all are compared in the caller's thread
 
 
 @dataclass(frozen=True)
@@ -35,7 +37,7 @@ def run_gate(request: GateRequest, workspace: Workspace, progress: ProgressFn | 
     total = sum(max(case.candidate.size, 1) for case in cases)
     done = 0
     verdicts: list[CaseVerdict] = []
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 1), thread_name_prefix="gate") as pool:
+    with pool_or_inline(total > INLINE_ELEMENTS, max(2, os.cpu_count() or 1), "gate") as pool:
         for case in cases:
             verdicts.append(_check_case(case, tolerance, request.max_reported_mismatches, pool))
             done += max(case.candidate.size, 1)

@@ -33,19 +33,21 @@ class Names:
     event_sync: str
     event_elapsed: str
     synchronize: str
+    host_register: str
+    host_unregister: str
 
 
 CUDA = Names(
     "cuInit", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute", "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE",
     "cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc", "cuMemFree", "cuMemcpyHtoD", "cuMemcpyDtoH",
     "cuMemsetD8", "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
-    "cuCtxSynchronize",
+    "cuCtxSynchronize", "cuMemHostRegister", "cuMemHostUnregister",
 )
 HIP = Names(
     "hipInit", "hipDeviceGet", "hipDeviceGetName", "hipDeviceGetAttribute", "hipDeviceAttributeL2CacheSize",
     "hipModuleLoadData", "hipModuleGetFunction", "hipMalloc", "hipFree", "hipMemcpyHtoD", "hipMemcpyDtoH",
     "hipMemsetD8", "hipModuleLaunchKernel", "hipEventCreate", "hipEventRecord", "hipEventSynchronize",
-    "hipEventElapsedTime", "hipDeviceSynchronize",
+    "hipEventElapsedTime", "hipDeviceSynchronize", "hipHostRegister", "hipHostUnregister",
 )
 
 
@@ -138,6 +140,18 @@ class Driver:
 
     def dtoh(self, host_address: int, pointer: Any, nbytes: int) -> None:
         self._call("dtoh", host_address, pointer, nbytes)
+
+    def pin(self, host_address: int, nbytes: int) -> bool:
+        """Page-lock host memory so copies from it run at the bus's speed (DMA, no staging through a driver
+        buffer); False when the driver refuses (e.g. the locked-memory limit): copies from it still work."""
+        try:
+            self._call("host_register", host_address, nbytes, 0)
+        except RuntimeError:
+            return False
+        return True
+
+    def unpin(self, host_address: int) -> None:
+        self._call("host_unregister", host_address)
 
     def memset(self, pointer: Any, byte: int, nbytes: int) -> None:
         self._call("memset", pointer, byte, nbytes)

@@ -71,7 +71,7 @@ class Reuse(Protocol):
 
     def driver(self, request: TrialRequest) -> Driver: ...
 
-    def load(self, path: str) -> np.ndarray: ...
+    def load(self, path: str, driver: Driver | None = None) -> np.ndarray: ...
 
 
 def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
@@ -80,7 +80,7 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
     module = driver.load(Path(request.code_object).read_bytes())
     function = driver.function(module, request.entry)
     driver.allow_shared(function, request.shared_bytes)
-    buffers, params = upload(driver, request.args, reuse.load if reuse is not None else load_input)
+    buffers, params = upload(driver, request.args, (lambda path: reuse.load(path, driver)) if reuse is not None else load_input)
     launch = lambda: driver.launch(function, dims(request.grid), dims(request.block), request.shared_bytes, params)  # noqa: E731
     result = TrialResult(status="OK", device=driver.name(), stage_s=time.perf_counter() - started)
 

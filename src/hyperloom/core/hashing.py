@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ def sha256_file(path: Path) -> str:
     """Stream a file through sha256 without holding it in memory."""
     digest = hashlib.sha256()
     with path.open("rb") as handle:
-        buffer = bytearray(_READ_BYTES)
+        buffer = bytearray(max(1, min(_READ_BYTES, os.fstat(handle.fileno()).st_size)))  # a small file: no 4 MiB buffer to zero
         view = memoryview(buffer)
         while read := handle.readinto(buffer):
             digest.update(view[:read])
