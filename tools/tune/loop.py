@@ -156,6 +156,15 @@ class Loop:
         queue: deque[_Candidate] = deque()  # proposed, not yet on a device, in the order proposed
         running: dict[Future[Outcome], tuple[_Candidate, int]] = {}
         reason: str | None = None
+
+        def dispatch() -> None:
+            """Each free device takes the next compiled candidate, in the order proposed."""
+            while free and queue and queue[0].compiled is not None:
+                head, worker = queue.popleft(), free.popleft()
+                future = devices.submit(run_compiled, self.session, head.compiled, self.workspace, self.budget, runner=pool.runners[worker],
+                                        timing=self.timing, timeout_s=self.request.timeout_s, digest=head.digest)
+                running[future] = (head, worker)
+
         with ThreadPoolExecutor(max_workers=max(self.ahead, len(self.slots)), thread_name_prefix="tune-compile") as compiler, \
                 ThreadPoolExecutor(max_workers=len(self.slots), thread_name_prefix="tune-device") as devices:
             try:
@@ -175,11 +184,7 @@ class Loop:
                         for dropped in [c for c in queue if c.compiled is not None]:  # compiled, never started: not a trial
                             queue.remove(dropped)
                             del self.in_flight[dropped.digest]
-                    while free and queue and queue[0].compiled is not None:
-                        head, worker = queue.popleft(), free.popleft()
-                        future = devices.submit(run_compiled, self.session, head.compiled, self.workspace, self.budget, runner=pool.runners[worker],
-                                                timing=self.timing, timeout_s=self.request.timeout_s, digest=head.digest)
-                        running[future] = (head, worker)
+                    dispatch()
                     if not running and not queue:
                         if reason is not None:
                             return reason
@@ -189,11 +194,12 @@ class Loop:
                         continue
                     pending = [*running, *(c.compiling for c in queue if c.compiling is not None)]
                     done, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-                    for future in done:
-                        if future in running:
-                            finished, worker = running.pop(future)
-                            free.append(worker)
-                            self.finish(finished.params, finished.proposer, worker, self.slots[worker], future.result())
+                    ended = [(*running.pop(future), future.result()) for future in done if future in running]
+                    free.extend(worker for _, worker, _ in ended)
+                    if reason is None and not self.control.stop.is_set():
+                        dispatch()  # a freed device takes the next compiled candidate before the loop records and proposes
+                    for finished, worker, outcome in ended:
+                        self.finish(finished.params, finished.proposer, worker, self.slots[worker], outcome)
             finally:
                 self.run_entry["loop_wall_s"] = time.perf_counter() - started
                 self.record_run(pool)
