@@ -97,7 +97,9 @@ def test_two_gpus_run_candidates_at_once_their_verdicts_match_each_gpu_alone_and
     assert {t.device_index for t in both.leaderboard + both.rejected if t.worker >= 0} == {0, 1}
     assert [r.device.split(" (")[0] for r in both.revalidations] == ["gpu 0", "gpu 1"] and all(r.pairs == 5 for r in both.revalidations)
     assert sorted((s.device.split(" (")[0], s.shape["n"]) for s in both.sweep) == [("gpu 0", 65536), ("gpu 0", 16777216), ("gpu 1", 65536), ("gpu 1", 16777216)]
-    assert both.status.best.params == GOOD[0] and not any(s.regression for s in both.sweep)  # one store against four, at every shape
+    # one or two stores against four, at every shape: REPEAT 1 and 2 are within noise of each other on the H200 (its L2 keeps the
+    # second store of a line from reaching memory), so either may win; REPEAT 8 and the baseline may not
+    assert both.status.best.params in (GOOD[0], GOOD[1]) and not any(s.regression for s in both.sweep)
     for device in (0, 1):
         alone = tune(specs, f"gpu{device}", devices=[device], strategy="external", warm_start=space, max_candidates=5, timeout_s=10.0)
         assert {k: t.status for k, t in by_params(alone).items()} == {k: t.status for k, t in by_params(both).items()}

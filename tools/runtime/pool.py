@@ -5,8 +5,8 @@ warm: one long-lived process per device that runs launch after launch (tools/run
 replaced after any launch that did not end OK (CRASH, TIMEOUT, ERROR), when the caller discards it
 (a candidate whose outputs were wrong: its code misbehaved, so its process is not trusted), and every
 `recycle_after` launches (a schedule that bounds anything a trial leaves behind, such as a host
-kernel's shared library still mapped). A replacement starts at once in the background, so the next
-launch rarely waits for it; when it does, the wait is inside that launch's time and timeout.
+kernel's shared library still mapped). The successor starts (a spare) as soon as a process enters
+service, so a replacement rarely waits; when it does, the wait is inside that launch's time and timeout.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class RunnerStats:
     """What a runner's processes cost and why they were replaced."""
 
     launches: int = 0
-    started: int = 0
+    started: int = 0  # processes that entered service (a spare never used is not counted)
     start_s: float = 0.0  # seconds spent starting warm processes (in the background or inside a launch)
     replaced: Counter[str] = field(default_factory=Counter)  # why: CRASH, TIMEOUT, ERROR, verdict, schedule
 
@@ -75,32 +75,36 @@ class FreshRunner:
 
 
 class WarmRunner:
-    """One warm worker process pinned to `device`, replaced after anything that could leave it tainted."""
+    """One warm worker process pinned to `device`, replaced after anything that could leave it tainted.
 
-    def __init__(self, backend: str, device: int | None, recycle_after: int = 256) -> None:
-        self.backend, self.device, self.recycle_after = backend, device, recycle_after
+    With `spare`, the next process starts as soon as one enters service, so a replacement (a fault, a
+    wrong verdict, the schedule) usually finds its successor up instead of waiting a process start."""
+
+    def __init__(self, backend: str, device: int | None, recycle_after: int = 256, *, spare: bool = True) -> None:
+        self.backend, self.device, self.recycle_after, self.spare = backend, device, recycle_after, spare
         self.stats = RunnerStats()
         self._env = pinned_env(backend, device)
         self._lock = threading.Lock()
         self._worker: WarmWorker | None = None
-        self._starting: Future[WarmWorker] | None = None
+        self._next: Future[WarmWorker] | None = None  # the next process: starting, or up and waiting to serve
+        self._closed = False
         self._since_start = 0
 
     def prestart(self) -> None:
-        """Start the process in the background (if none is running or starting)."""
-        if self._worker is not None or self._starting is not None:
+        """Start the next process in the background (unless one is starting or waiting already)."""
+        if self._next is not None or self._closed:
             return
         future: Future[WarmWorker] = Future()
-        self._starting = future
+        self._next = future
 
         def body() -> None:
             worker = WarmWorker(self._env)
             try:
                 self.stats.start_s += worker.start(PRELOAD_ENTRY, {"backend": self.backend}, timeout_s=START_TIMEOUT_S)
-                self.stats.started += 1
-                future.set_result(worker)
             except BaseException as exc:  # noqa: BLE001 - handed to the launch that waits for it
                 future.set_exception(exc)
+                return
+            future.set_result(worker)
 
         threading.Thread(target=body, name=f"warm-start-{self.device}", daemon=True).start()
 
@@ -135,34 +139,34 @@ class WarmRunner:
 
     def close(self) -> None:
         with self._lock:
-            if self._starting is not None:
-                try:
-                    self._starting.result(timeout=START_TIMEOUT_S).close()
-                except BaseException:  # noqa: BLE001 - a start that failed leaves nothing to close
-                    pass
-                self._starting = None
+            self._closed = True
+            if self._next is not None:  # a process still starting is closed the moment it is up; none is waited for
+                self._next.add_done_callback(lambda started: started.exception() is None and started.result().close())
+                self._next = None
             if self._worker is not None:
                 self._worker.close()
                 self._worker = None
 
     def _ready(self, timeout_s: float) -> WarmWorker | None:
-        """The running process, or the one starting (waited for, up to the launch's timeout)."""
+        """The process in service, or the next one (waited for, up to the launch's timeout)."""
         if self._worker is not None and self._worker.alive:
             return self._worker
         if self._worker is not None:  # died between launches
             self._replace("CRASH")
         self.prestart()
-        assert self._starting is not None
+        assert self._next is not None
         try:
-            self._worker = self._starting.result(timeout=timeout_s)
+            worker = self._next.result(timeout=timeout_s)
         except StillStarting:
-            return None  # still starting: it stays in _starting for the next launch
+            return None  # still starting: it stays next, for the next launch
         except HyperloomError:
-            self._starting = None
+            self._next = None
             raise
-        self._starting = None
-        self._since_start = 0
-        return self._worker
+        self._worker, self._next, self._since_start = worker, None, 0
+        self.stats.started += 1
+        if self.spare:
+            self.prestart()  # its successor starts while it serves
+        return worker
 
     def _replace(self, why: str) -> None:
         self.stats.replaced[why] += 1

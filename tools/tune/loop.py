@@ -17,11 +17,13 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.bench.run import Launchable
 from hyperloom.tools.runtime.pool import RunnerPool
 from hyperloom.tools.triton.autotune import prepare_session
 from hyperloom.tools.tune.devices import slot_label, worker_slots
@@ -54,32 +56,40 @@ LEASE_COMPILE_S = 600.0
 def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | None = None, control: Control | None = None) -> TuneReport:
     """Run (or resume) a session to a stop rule, re-validate the winner, write the report."""
     control = control or Control()
-    session, _ = open_session(request, workspace)
-    ledger = session.ledger
-    try:
-        loop = Loop(session, request, workspace, progress, control)  # connects the proposer (and its storage) before "running" is answered
-        control.session_id = session.id
-        control.opened.set()
-        ledger.release_proposals()
-        prepare_session(session, request, workspace)  # Triton: no interpreter; the kernel's own @triton.autotune choice queued first
-        for params in request.warm_start:  # after the baseline, before the proposer's own (the loop takes proposals first)
-            queue_candidate(session.manifest, ledger, params, WARM_START)
-        ledger.clear("stop_requested")
-        ledger.set("state", "running")
-        ledger.set("request", request.model_dump_json())
-        with RunnerPool(request.worker_mode, session.launchable.backend, loop.slots, request.recycle_after) as pool:
+    with ExitStack() as workers:
+        pools: list[RunnerPool] = []
+
+        def start_workers(launchable: Launchable) -> None:  # they start while the session stages inputs and freezes references
+            slots = worker_slots(launchable.backend, request.workers, request.devices)
+            pools.append(workers.enter_context(RunnerPool(request.worker_mode, launchable.backend, slots, request.recycle_after)))
+
+        session, _ = open_session(request, workspace, prepared=start_workers)
+        pool, ledger = pools[0], session.ledger
+        try:
+            loop = Loop(session, request, workspace, progress, control, [runner.device for runner in pool.runners])  # connects the proposer (and its storage) before "running" is answered
+            control.session_id = session.id
+            control.opened.set()
+            ledger.release_proposals()
+            prepare_session(session, request, workspace)  # Triton: no interpreter; the kernel's own @triton.autotune choice queued first
+            for params in request.warm_start:  # after the baseline, before the proposer's own (the loop takes proposals first)
+                queue_candidate(session.manifest, ledger, params, WARM_START)
+            ledger.clear("stop_requested")
+            ledger.set("state", "running")
+            ledger.set("request", request.model_dump_json())
             reason = loop.run(pool)
             ledger.set("stop_reason", reason)
             revalidate(session, request, workspace, pool)
             loop.record_run(pool)
-        shutil.rmtree(session.folder / "scratch", ignore_errors=True)
-        return close_session(session.folder, session.manifest, ledger, workspace)
-    finally:
-        ledger.close()
+            pool.close()
+            shutil.rmtree(session.folder / "scratch", ignore_errors=True)
+            return close_session(session.folder, session.manifest, ledger, workspace)
+        finally:
+            ledger.close()
 
 
 class Loop:
-    def __init__(self, session: Session, request: TuneRequest, workspace: Workspace, progress: ProgressFn | None, control: Control) -> None:
+    def __init__(self, session: Session, request: TuneRequest, workspace: Workspace, progress: ProgressFn | None, control: Control,
+                 slots: list[int | None]) -> None:
         self.session, self.request, self.workspace, self.progress, self.control = session, request, workspace, progress, control
         self.ledger = session.ledger
         spec = session.launchable.loaded.spec
@@ -95,7 +105,7 @@ class Loop:
         self.recorded = {t.hash for t in self.trials}
         self.in_flight: dict[str, Params] = {}
         self.started = time.monotonic()
-        self.slots = worker_slots(session.launchable.backend, request.workers, request.devices)
+        self.slots = slots  # one per worker: its GPU, or None for a CPU worker
         cores = os.cpu_count() or 2
         self.ahead = request.compile_ahead if request.compile_ahead is not None else max(1, min(MAX_AUTO_AHEAD, cores - len(self.slots)))
         self.runs: list[dict[str, Any]] = json.loads(self.ledger.get("runs") or "[]")

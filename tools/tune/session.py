@@ -11,6 +11,7 @@ import json
 import platform
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,11 +132,15 @@ def _others(loaded: LoadedSpec, request: TuneRequest, launchable: Launchable) ->
     return others
 
 
-def open_session(request: TuneRequest, workspace: Workspace) -> tuple[Session, bool]:
-    """Create the session folder, or reopen it after checking it; returns (session, resumed)."""
+def open_session(request: TuneRequest, workspace: Workspace, prepared: Callable[[Launchable], None] | None = None) -> tuple[Session, bool]:
+    """Create the session folder, or reopen it after checking it; returns (session, resumed). `prepared` is called
+    with the session's launchable as soon as it is known, before inputs are staged and references frozen (the loop
+    starts its warm workers there, so they are up when the first candidate is)."""
     loaded = load_spec(workspace.resolve(request.spec, what="spec"), workspace)
     launchable = prepare(loaded, request.variant, request.target, request.shape)
     others = _others(loaded, request, launchable)
+    if prepared is not None:
+        prepared(launchable)
     name = request.session or f"{loaded.spec.name}-{launchable.variant_name}-{request.target}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
     session_id, folder = session_folder(name, workspace)
     if folder.exists() and any(folder.iterdir()):
