@@ -35,19 +35,20 @@ class Names:
     synchronize: str
     host_register: str
     host_unregister: str
+    pci_bus_id: str
 
 
 CUDA = Names(
     "cuInit", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute", "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE",
     "cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc", "cuMemFree", "cuMemcpyHtoD", "cuMemcpyDtoH",
     "cuMemsetD8", "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
-    "cuCtxSynchronize", "cuMemHostRegister", "cuMemHostUnregister",
+    "cuCtxSynchronize", "cuMemHostRegister", "cuMemHostUnregister", "cuDeviceGetPCIBusId",
 )
 HIP = Names(
     "hipInit", "hipDeviceGet", "hipDeviceGetName", "hipDeviceGetAttribute", "hipDeviceAttributeL2CacheSize",
     "hipModuleLoadData", "hipModuleGetFunction", "hipMalloc", "hipFree", "hipMemcpyHtoD", "hipMemcpyDtoH",
     "hipMemsetD8", "hipModuleLaunchKernel", "hipEventCreate", "hipEventRecord", "hipEventSynchronize",
-    "hipEventElapsedTime", "hipDeviceSynchronize", "hipHostRegister", "hipHostUnregister",
+    "hipEventElapsedTime", "hipDeviceSynchronize", "hipHostRegister", "hipHostUnregister", "hipDeviceGetPCIBusId",
 )
 
 
@@ -109,6 +110,15 @@ class Driver:
         if isinstance(raw, bytes | bytearray):
             return raw.split(b"\0", 1)[0].decode(errors="replace")
         return str(raw)
+
+    def pci_bus_id(self) -> str | None:
+        """The device's PCI address ('0000:1b:00.0'), or None when the bindings do not say."""
+        try:
+            raw = self._call("pci_bus_id", 32, self.device)
+        except (RuntimeError, TypeError, AttributeError):
+            return None
+        text = raw.split(b"\0", 1)[0].decode(errors="replace") if isinstance(raw, bytes | bytearray) else str(raw)
+        return text.strip() or None
 
     def l2_bytes(self) -> int:
         return int(self._call("attribute", getattr(self.attributes, self.names.l2_attribute), self.device))

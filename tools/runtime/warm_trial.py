@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from hyperloom.tools.runtime.affinity import bind_near
 from hyperloom.tools.runtime.drivers import Driver
 from hyperloom.tools.runtime.gpu import load_input
 from hyperloom.tools.runtime.models import TrialRequest
@@ -141,7 +142,8 @@ def preload(payload: dict[str, Any]) -> dict[str, Any]:
     if backend == "triton_interpreter":  # no device to open: the interpreter imports Triton on its first trial
         return {"backend": backend}
     driver = _REUSE.driver(TrialRequest(backend=backend, device_index=0, code_object="", entry="", args=[], mode="correctness"))
-    return {"backend": backend, "device": driver.name()}
+    cpus = bind_near(driver.pci_bus_id())  # before any input is read: its page-locked copy lands on the GPU's node
+    return {"backend": backend, "device": driver.name(), "cpus": cpus}
 
 
 def run_payload(payload: dict[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import ast
 import math
 import operator
 from collections.abc import Mapping
+from functools import lru_cache
 
 from hyperloom.core.errors import HyperloomError
 
@@ -38,10 +39,16 @@ def evaluate(text: str | int | float, names: Mapping[str, Number], where: str = 
     if isinstance(text, int | float):
         return text
     try:
-        tree = ast.parse(str(text), mode="eval")
+        tree = _parsed(str(text))
     except SyntaxError as exc:
         raise HyperloomError(f"{where} {text!r} is not an arithmetic expression ({exc.msg})", "write e.g. ceil_div(n, 256) or 2 * n * k") from exc
     return _eval(tree.body, names, text, where)
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> ast.Expression:
+    """The expression's tree, parsed once: a tune session evaluates the same few expressions for every launch."""
+    return ast.parse(text, mode="eval")
 
 
 def _eval(node: ast.AST, names: Mapping[str, Number], text: object, where: str) -> Number:

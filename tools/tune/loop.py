@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import sys
 import threading
 import time
 from collections import deque
@@ -37,6 +38,10 @@ from hyperloom.tools.tune.space import Params, Space, check_params
 from hyperloom.tools.tune.storage import storage_url
 
 POLL_S = 0.2
+SWITCH_INTERVAL_S = 0.0005
+"""How long a thread may hold the GIL while another waits (Python's default is 5 ms). A device's thread wakes when
+its worker answers and needs the GIL for a moment to hand the next launch over; with compiles running ahead in
+other threads, the default makes it wait up to 5 ms per launch while the GPU idles."""
 MAX_AUTO_AHEAD = 8
 COMPILER = "compiler"  # the device of a candidate rejected before any device ran it
 
@@ -161,6 +166,7 @@ class Loop:
 
     def run(self, pool: RunnerPool) -> str:
         """Propose, compile ahead and run on every free device until a stop rule fires; the reason."""
+        sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
         started = time.perf_counter()
         free = deque(range(len(self.slots)))
         queue: deque[_Candidate] = deque()  # proposed, not yet on a device, in the order proposed
