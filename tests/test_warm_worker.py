@@ -155,6 +155,7 @@ class FakeHip:
         self.modules: set[int] = set()
         self.events: set[int] = set()
         self.pinned: dict[int, int] = {}  # host address -> bytes page-locked
+        self.on_launch = None  # what the kernel under test does (it does nothing by default)
         self._next = 1 << 20
 
     def _handle(self) -> int:
@@ -198,7 +199,20 @@ class FakeHip:
     def hipMemsetD8(self, pointer, byte, nbytes):
         self.memory[pointer][:nbytes] = bytes([byte]) * nbytes
         return (0,)
-    def hipModuleLaunchKernel(self, *args): return (0,)
+    def hipModuleLaunchKernel(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        import ctypes
+        if function[1] == b"hyperloom_checksum":  # timing.hip's sum, in Python: words times odd weights, mod 2^64
+            words_at, count, sum_at = (ctypes.c_uint64.from_address(a).value for a in (ctypes.c_void_p * 3).from_address(params))
+            words = np.frombuffer(bytes(self.memory[words_at][: 4 * count]), dtype=np.uint32).astype(np.uint64)
+            total = int((words * (2 * np.arange(count, dtype=np.uint64) + 1)).sum(dtype=np.uint64))
+            self.memory[sum_at][:8] = total.to_bytes(8, "little")
+        elif self.on_launch is not None:
+            self.on_launch(function)
+        return (0,)
+    def hipMemcpyDtoD(self, destination, source, nbytes):
+        self.memory[destination][:nbytes] = self.memory[source][:nbytes]
+        return (0,)
+    def hipDeviceTotalMem(self, device): return (0, 1 << 30)
     def hipDeviceSynchronize(self): return (0,)
     def hipEventCreate(self, flags):
         handle = self._handle()
@@ -256,3 +270,48 @@ def test_inputs_dropped_from_a_warm_workers_cache_are_unpinned_first(tmp_path, m
     other = warm_trial.Reuse()
     loaded = other.load(str(tmp_path / "a.npy"), other.driver(TrialRequest(backend="hip", device_index=0, code_object="", entry="", args=[], mode="correctness")))
     assert (loaded == 1.0).all() and not refused.pinned  # still served, from pageable memory
+
+
+def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kernel_wrote_into_a_kept_copy(tmp_path, monkeypatch):
+    from hyperloom.tools.runtime import drivers, warm_trial
+
+    fake = FakeHip()
+    monkeypatch.setattr(drivers, "_bindings", lambda backend: (fake, fake.hipDeviceAttribute_t, drivers.HIP))
+    monkeypatch.setattr(warm_trial, "_REUSE", warm_trial.Reuse())
+    (tmp_path / "kernel.hsaco").write_bytes(b"\x7fELF fake")
+    (tmp_path / "timing.hsaco").write_bytes(b"\x7fELF helpers")
+    np.save(tmp_path / "in_x.npy", np.arange(63, dtype=np.float32))  # 252 bytes: not a multiple of the checksum's padding
+    copied = []
+    real_htod = fake.hipMemcpyHtoD
+    fake.hipMemcpyHtoD = lambda pointer, address, nbytes: copied.append(nbytes) or real_htod(pointer, address, nbytes)
+    request = TrialRequest(backend="hip", code_object=str(tmp_path / "kernel.hsaco"), entry="scale", mode="correctness",
+                           timing_code_object=str(tmp_path / "timing.hsaco"), args=[
+        ArgSpec(name="x", kind="buffer", dtype="float32", nbytes=252, role="input", shape=[63], input_path=str(tmp_path / "in_x.npy")),
+        ArgSpec(name="y", kind="buffer", dtype="float32", nbytes=252, role="output", shape=[63], output_path=str(tmp_path / "y.npy")),
+    ]).model_dump(mode="json")
+    seen = []
+
+    def look(function):  # the kernel reads its x: the trial's own buffer holds the file's values
+        x = next(p for p, m in fake.memory.items() if len(m) == 252 and p not in kept_pointers())
+        seen.append(np.frombuffer(bytes(fake.memory[x]), dtype=np.float32).copy())
+
+    def kept_pointers():
+        return {k.pointer for inputs in warm_trial._REUSE._device.values() for k in inputs._copies.values()}
+
+    fake.on_launch = look
+    for _ in range(3):
+        assert warm_trial.run_payload(request)["status"] == "OK"
+    assert copied == [252] and all(np.array_equal(x, np.arange(63, dtype=np.float32)) for x in seen)  # over the bus once, on the device after
+    assert len(fake.memory) == 2  # between trials: the kept copy (padded to 256 bytes) and the checksum's 8 bytes
+    (kept,) = kept_pointers()
+
+    def stray_write(function):  # out of bounds, into the kept copy
+        fake.memory[kept][0] ^= 0xFF
+
+    fake.on_launch = stray_write
+    damaged = warm_trial.run_payload(request)
+    assert damaged["status"] == "ERROR" and "wrote outside its buffers" in damaged["message"] and "input(s) x " in damaged["message"]
+    assert kept_pointers() == set() and kept not in fake.memory  # the damaged copy is gone
+    fake.on_launch = look
+    assert warm_trial.run_payload(request)["status"] == "OK" and copied == [252, 252]  # made again from the host
+    assert np.array_equal(seen[-1], np.arange(63, dtype=np.float32))

@@ -11,6 +11,12 @@
 // 20 bits on gfx11 and wraps). Launched after the flush, it keeps the device busy while the host enqueues
 // the start event, the kernel and the end event, so the events bracket the kernel alone and never the
 // host's launch latency.
+//
+// hyperloom_checksum: the sum of a buffer's 32-bit words, each times an odd weight (2i + 1), mod 2^64
+// (grid-stride, one atomic add a thread). A warm worker keeps its inputs on the device between trials and
+// copies them into each trial's fresh buffers; this sum, taken when a copy is made and again after every
+// trial that used it, shows a kernel that wrote outside its own buffers into a kept copy (any one changed
+// word changes the sum: its weight is odd).
 #include <hip/hip_runtime.h>
 
 extern "C" __global__ void hyperloom_flush_read(const uint4* __restrict__ buffer, long long vectors, unsigned* __restrict__ sink) {
@@ -37,4 +43,11 @@ extern "C" __global__ void hyperloom_spin(long long ns, unsigned* __restrict__ s
   unsigned long long now = start;
   while (now - start < (unsigned long long)ns) now = hl_steady_ns();
   if (now == ~0ull) *sink = 1;  // never true: keeps the loop from being removed
+}
+
+extern "C" __global__ void hyperloom_checksum(const unsigned* __restrict__ words, long long count, unsigned long long* __restrict__ sum) {
+  unsigned long long local = 0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (long long)gridDim.x * blockDim.x)
+    local += (unsigned long long)words[i] * (unsigned long long)(2 * i + 1);
+  atomicAdd(sum, local);
 }

@@ -182,7 +182,8 @@ def check_input_set(
     trial = runner(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, outputs), grid=launchable.grid, block=launchable.block,
-                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="correctness"),
+                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="correctness",
+                     timing_code_object=_helpers_if_built(launchable, workspace)),
         timeout_s=timeout_s, device=device,
     )
     if trial.status != "OK":
@@ -201,6 +202,17 @@ def check_input_set(
         input_set=input_set, passed=gate.passed, summary=gate.summary, elapsed_s=trial.elapsed_s,
         nan=any(not c.passed and c.nan_count.candidate > c.nan_count.reference for c in gate.cases),
     )
+
+
+def _helpers_if_built(launchable: Launchable, workspace: Workspace) -> str | None:
+    """The device helpers' code object for a warm worker's kept inputs; None on the CPU or when they do not build
+    (a correctness trial does not need them)."""
+    if launchable.backend in ("c", "triton_interpreter"):
+        return None
+    try:
+        return str(workspace.root / timing_kernels(launchable.target, workspace))
+    except HyperloomError:
+        return None
 
 
 def time_kernel(

@@ -36,19 +36,23 @@ class Names:
     host_register: str
     host_unregister: str
     pci_bus_id: str
+    dtod: str
+    total_memory: str
 
 
 CUDA = Names(
     "cuInit", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute", "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE",
     "cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc", "cuMemFree", "cuMemcpyHtoD", "cuMemcpyDtoH",
     "cuMemsetD8", "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
-    "cuCtxSynchronize", "cuMemHostRegister", "cuMemHostUnregister", "cuDeviceGetPCIBusId",
+    "cuCtxSynchronize", "cuMemHostRegister", "cuMemHostUnregister", "cuDeviceGetPCIBusId", "cuMemcpyDtoD",
+    "cuDeviceTotalMem",
 )
 HIP = Names(
     "hipInit", "hipDeviceGet", "hipDeviceGetName", "hipDeviceGetAttribute", "hipDeviceAttributeL2CacheSize",
     "hipModuleLoadData", "hipModuleGetFunction", "hipMalloc", "hipFree", "hipMemcpyHtoD", "hipMemcpyDtoH",
     "hipMemsetD8", "hipModuleLaunchKernel", "hipEventCreate", "hipEventRecord", "hipEventSynchronize",
-    "hipEventElapsedTime", "hipDeviceSynchronize", "hipHostRegister", "hipHostUnregister", "hipDeviceGetPCIBusId",
+    "hipEventElapsedTime", "hipDeviceSynchronize", "hipHostRegister", "hipHostUnregister", "hipDeviceGetPCIBusId", "hipMemcpyDtoD",
+    "hipDeviceTotalMem",
 )
 
 
@@ -147,6 +151,12 @@ class Driver:
 
     def htod(self, pointer: Any, host_address: int, nbytes: int) -> None:
         self._call("htod", pointer, host_address, nbytes)
+
+    def dtod(self, destination: Any, source: Any, nbytes: int) -> None:
+        self._call("dtod", destination, source, nbytes)
+
+    def total_bytes(self) -> int:
+        return int(self._call("total_memory", self.device))
 
     def dtoh(self, host_address: int, pointer: Any, nbytes: int) -> None:
         self._call("dtoh", host_address, pointer, nbytes)

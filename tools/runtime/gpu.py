@@ -11,6 +11,7 @@ from typing import Protocol
 import numpy as np
 
 from hyperloom.tools.runtime.drivers import Driver, KernelParams
+from hyperloom.tools.runtime.kept import Kept
 from hyperloom.tools.runtime.models import ArgSpec, TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
 
@@ -42,8 +43,10 @@ def load_input(path: str) -> np.ndarray:
     return np.load(path, allow_pickle=False)
 
 
-def upload(driver: Driver, args: list[ArgSpec], load: Callable[[str], np.ndarray] = load_input) -> tuple[dict[str, object], KernelParams]:
-    """A launch's device buffers by name (inputs copied in, outputs poisoned, scratch zeroed) and its parameters."""
+def upload(driver: Driver, args: list[ArgSpec], load: Callable[[str], np.ndarray] = load_input,
+           kept: Callable[[str], Kept | None] | None = None) -> tuple[dict[str, object], KernelParams]:
+    """A launch's device buffers by name (inputs copied in, outputs poisoned, scratch zeroed) and its parameters.
+    `kept`: a warm worker's device copy of an input file, copied from on the device (None: from the host)."""
     buffers: dict[str, object] = {}
     values: list[ctypes._SimpleCData] = []
     for arg in args:
@@ -53,7 +56,9 @@ def upload(driver: Driver, args: list[ArgSpec], load: Callable[[str], np.ndarray
         pointer = driver.malloc(arg.nbytes)
         buffers[arg.name] = pointer
         values.append(ctypes.c_uint64(int(pointer)))
-        if arg.input_path:
+        if arg.input_path and kept is not None and (copy := kept(arg.input_path)) is not None:
+            driver.dtod(pointer, copy.pointer, copy.nbytes)
+        elif arg.input_path:
             host = np.ascontiguousarray(load(arg.input_path))
             driver.htod(pointer, host.ctypes.data, host.nbytes)
         else:
@@ -73,6 +78,8 @@ class Reuse(Protocol):
 
     def load(self, path: str, driver: Driver | None = None) -> np.ndarray: ...
 
+    def kept(self, path: str, driver: Driver, helpers: str | None) -> Kept | None: ...
+
 
 def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
     started = time.perf_counter()
@@ -80,7 +87,10 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
     module = driver.load(Path(request.code_object).read_bytes())
     function = driver.function(module, request.entry)
     driver.allow_shared(function, request.shared_bytes)
-    buffers, params = upload(driver, request.args, (lambda path: reuse.load(path, driver)) if reuse is not None else load_input)
+    if reuse is not None:
+        buffers, params = upload(driver, request.args, lambda path: reuse.load(path, driver), lambda path: reuse.kept(path, driver, request.timing_code_object))
+    else:
+        buffers, params = upload(driver, request.args)
     launch = lambda: driver.launch(function, dims(request.grid), dims(request.block), request.shared_bytes, params)  # noqa: E731
     result = TrialResult(status="OK", device=driver.name(), stage_s=time.perf_counter() - started)
 

@@ -50,7 +50,8 @@ class TrialRequest(BaseModel):
     launch_args: bool = Field(False, description="c backend: also pass grid (x, y, z) and block (x, y, z) as six trailing int32 arguments.")
     mode: Literal["correctness", "timing"]
     timing: Timing = Field(default_factory=Timing)
-    timing_code_object: str | None = Field(None, description="GPU timing: the code object of kernels/runtime/timing.hip (read flush, spin).")
+    timing_code_object: str | None = Field(None, description="GPU: the code object of kernels/runtime/timing.hip (read flush, spin, checksum): timing needs it; "
+                                           "with it a warm worker keeps inputs on the device, checked after each trial.")
 
 
 class TrialResult(BaseModel):

@@ -2,8 +2,9 @@
 (tools/runtime/worker.run_payload, the same gpu.py and host.py), on what is worth keeping between them.
 
 Kept: the interpreter and its imports, the GPU context, and input arrays read from disk (host copies,
-keyed by path, size and modification time, page-locked so copies from them run at the bus's speed; a
-kernel cannot write host memory, so every trial still gets its inputs copied into fresh device buffers). Not kept: every device allocation, code object and
+keyed by path, size and modification time, page-locked so copies from them run at the bus's speed) and,
+when the trial brings the helpers code object, device copies checked after every trial that used them
+(tools/runtime/kept.py). Every trial still gets its inputs copied into fresh device buffers. Not kept: every device allocation, code object and
 event a trial makes is freed after it, so the next trial starts from the same device state a fresh
 process would, less the context's start-up. A trial whose freeing fails is reported as an ERROR, and
 the pool (tools/runtime/pool.py) replaces the process.
@@ -13,12 +14,14 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hyperloom.tools.runtime.affinity import bind_near
 from hyperloom.tools.runtime.drivers import Driver
+from hyperloom.tools.runtime.kept import DeviceInputs, Kept
 from hyperloom.tools.runtime.gpu import load_input
 from hyperloom.tools.runtime.models import TrialRequest
 from hyperloom.tools.runtime.worker import run_payload as run_fresh
@@ -86,6 +89,7 @@ class Reuse:
         self._drivers: dict[tuple[str, int], TrackedDriver] = {}
         self._inputs: OrderedDict[tuple[str, int, int, int], _Held] = OrderedDict()
         self._cache_bytes, self._held_bytes = cache_bytes, 0
+        self._device: dict[int, DeviceInputs | None] = {}  # per driver: its kept device copies (None: not available)
 
     def driver(self, request: TrialRequest) -> Driver:
         key = (request.backend, request.device_index)
@@ -94,8 +98,7 @@ class Reuse:
         return self._drivers[key]
 
     def load(self, path: str, driver: Driver | None = None) -> np.ndarray:
-        stat = os.stat(path)
-        key = (os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+        key = _file_key(path)
         held = self._inputs.get(key)
         if held is not None:
             self._inputs.move_to_end(key)
@@ -112,9 +115,35 @@ class Reuse:
             held.pinned_by = driver
         return held.array
 
+    def kept(self, path: str, driver: Driver, helpers: str | None) -> Kept | None:
+        """The device copy of the input file kept on `driver`'s GPU (tools/runtime/kept.py); None: copy it from the host."""
+        host = self.load(path, driver)
+        inputs = self._device_inputs(driver, helpers)
+        return inputs.copy_of(_file_key(path), Path(path).stem.removeprefix("in_"), host) if inputs is not None else None
+
+    def changed_inputs(self) -> list[str]:
+        """Kept device copies the last trial used that no longer match their checksum (dropped)."""
+        return [name for inputs in self._device.values() if inputs is not None for name in inputs.changed()]
+
     def release(self) -> None:
         for driver in self._drivers.values():
             driver.release()
+
+    def _device_inputs(self, driver: Driver, helpers: str | None) -> DeviceInputs | None:
+        if helpers is None:
+            return None
+        if id(driver) not in self._device:
+            try:
+                self._device[id(driver)] = DeviceInputs(driver, helpers)
+            except Exception:  # noqa: BLE001 - e.g. helpers built before the checksum existed: inputs come from the host
+                self._device[id(driver)] = None
+        return self._device[id(driver)]
+
+
+def _file_key(path: str) -> tuple[str, int, int, int]:
+    """An input file as it is now: a rewritten file is another key."""
+    stat = os.stat(path)
+    return (os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
 class _Held:
@@ -150,8 +179,13 @@ def run_payload(payload: dict[str, Any]) -> dict[str, Any]:
     """One trial, as tools/runtime/worker.run_payload runs it in a fresh process, then everything it made on the device freed."""
     result = run_fresh(payload, _REUSE)
     try:
+        changed = _REUSE.changed_inputs()
         _REUSE.release()
     except Exception as exc:  # noqa: BLE001 - a context that cannot free is not one to run the next trial in
         if result.get("status") == "OK":
             result = {**result, "status": "ERROR", "message": f"the worker could not free the trial's device resources: {type(exc).__name__}: {exc}"}
+        return result
+    if changed and result.get("status") == "OK":
+        result = {**result, "status": "ERROR", "message": f"the kernel wrote outside its buffers: the worker's kept device copy of input(s) "
+                  f"{', '.join(changed)} changed during this trial (its own inputs were intact; fix the out-of-bounds write)"}
     return result

@@ -72,6 +72,17 @@ static __device__ __forceinline__ void __syncthreads() {
 static __device__ __forceinline__ void __threadfence_block() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "workgroup"); }
 static __device__ __forceinline__ void __threadfence() { __builtin_amdgcn_fence(__ATOMIC_SEQ_CST, "agent"); }
 
+// atomicAdd as HIP declares it (device scope, relaxed order), for the common types.
+#define HL_ATOMIC_ADD(T)                                                                      \
+  static __device__ __forceinline__ T atomicAdd(T* address, T value) {                        \
+    return __hip_atomic_fetch_add(address, value, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT); \
+  }
+HL_ATOMIC_ADD(int)
+HL_ATOMIC_ADD(unsigned)
+HL_ATOMIC_ADD(unsigned long long)
+HL_ATOMIC_ADD(float)
+#undef HL_ATOMIC_ADD
+
 static __device__ __forceinline__ int warpSize_() { return __builtin_amdgcn_wavefrontsize(); }
 #define warpSize (warpSize_())
 static __device__ __forceinline__ unsigned __lane_id() {
