@@ -78,10 +78,11 @@ def test_a_warm_worker_frees_every_device_allocation_a_trial_makes(specs):
     stage_input_set(launchable, "seeded", folder)
     common = {"backend": "cuda", "device_index": 0, "code_object": str(specs.root / build.code_object), "entry": "scale",
               "grid": launchable.grid, "block": launchable.block}
-    gate = TrialRequest(**common, args=arg_specs(launchable, folder, folder), mode="correctness").model_dump(mode="json")
+    helpers = str(specs.root / timing_kernels(TARGET, specs))
+    gate = TrialRequest(**common, args=arg_specs(launchable, folder, folder), mode="correctness", timing_code_object=helpers).model_dump(mode="json")
     timed = TrialRequest(**common, args=arg_specs(launchable, folder, None), mode="timing", timing=Timing(max_time_s=0.2),
-                         timing_code_object=str(specs.root / timing_kernels(TARGET, specs))).model_dump(mode="json")
-    assert warm_trial.run_payload(gate)["status"] == "OK"  # the context and the cached inputs exist from here on
+                         timing_code_object=helpers).model_dump(mode="json")
+    assert warm_trial.run_payload(gate)["status"] == "OK"  # the context, the cached inputs and their kept device copies exist from here on
     free = []
     for payload in (gate, timed, gate, timed):
         assert warm_trial.run_payload(payload)["status"] == "OK"
