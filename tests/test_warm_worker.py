@@ -206,8 +206,8 @@ class FakeHip:
             words = np.frombuffer(bytes(self.memory[words_at][: 4 * count]), dtype=np.uint32).astype(np.uint64)
             total = int((words * (2 * np.arange(count, dtype=np.uint64) + 1)).sum(dtype=np.uint64))
             self.memory[sum_at][:8] = total.to_bytes(8, "little")
-        elif self.on_launch is not None:
-            self.on_launch(function)
+        elif self.on_launch is not None:  # given the kernel's buffer arguments (its first two parameters)
+            self.on_launch([ctypes.c_uint64.from_address(a).value for a in (ctypes.c_void_p * 2).from_address(params)])
         return (0,)
     def hipMemcpyDtoD(self, destination, source, nbytes):
         self.memory[destination][:nbytes] = self.memory[source][:nbytes]
@@ -223,7 +223,7 @@ class FakeHip:
         return (0,)
 
 
-def test_a_warm_gpu_trial_frees_every_allocation_and_code_object_it_made_and_reads_each_input_file_once(tmp_path, monkeypatch):
+def test_a_warm_gpu_trial_unloads_its_code_objects_refills_the_buffers_it_keeps_and_reads_each_input_file_once(tmp_path, monkeypatch):
     from hyperloom.tools.runtime import drivers, warm_trial
 
     fake = FakeHip()
@@ -238,11 +238,17 @@ def test_a_warm_gpu_trial_frees_every_allocation_and_code_object_it_made_and_rea
         ArgSpec(name="y", kind="buffer", dtype="float32", nbytes=256, role="output", shape=[64], output_path=str(tmp_path / "y.npy")),
         ArgSpec(name="n", kind="scalar", dtype="int64", value=64),
     ]).model_dump(mode="json")
-    for _ in range(3):
+    fake.on_launch = lambda buffers: fake.memory[buffers[1]].__setitem__(slice(0, 256), bytes(256))  # the first trial's kernel writes y
+    held = None
+    for trial in range(3):
         result = warm_trial.run_payload(request)
         assert result["status"] == "OK" and result["device"] == "fake gpu" and result["stage_s"] > 0
-        assert fake.memory == {} and fake.modules == set() and fake.events == set()  # nothing left on the device between trials
-        assert np.isnan(np.load(tmp_path / "y.npy")).all()  # the output was poisoned afresh (this kernel writes nothing)
+        assert fake.modules == set()  # every code object unloaded
+        assert held is None or set(fake.memory) == held  # buffers kept for the next trial, none made anew
+        held = set(fake.memory)
+        y = np.load(tmp_path / "y.npy")
+        assert (y == 0).all() if trial == 0 else np.isnan(y).all()  # a kept buffer is poisoned afresh: the next kernel, writing nothing, shows NaN
+        fake.on_launch = None
     assert reads == [str(tmp_path / "x.npy")]  # read from disk once, copied in every time
     assert list(fake.pinned.values()) == [256]  # page-locked once, on a page boundary
     time.sleep(0.01)
@@ -280,7 +286,7 @@ def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kern
     monkeypatch.setattr(warm_trial, "_REUSE", warm_trial.Reuse())
     (tmp_path / "kernel.hsaco").write_bytes(b"\x7fELF fake")
     (tmp_path / "timing.hsaco").write_bytes(b"\x7fELF helpers")
-    np.save(tmp_path / "in_x.npy", np.arange(63, dtype=np.float32))  # 252 bytes: not a multiple of the checksum's padding
+    np.save(tmp_path / "in_x.npy", np.arange(63, dtype=np.float32))
     copied = []
     real_htod = fake.hipMemcpyHtoD
     fake.hipMemcpyHtoD = lambda pointer, address, nbytes: copied.append(nbytes) or real_htod(pointer, address, nbytes)
@@ -291,9 +297,9 @@ def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kern
     ]).model_dump(mode="json")
     seen = []
 
-    def look(function):  # the kernel reads its x: the trial's own buffer holds the file's values
-        x = next(p for p, m in fake.memory.items() if len(m) == 252 and p not in kept_pointers())
-        seen.append(np.frombuffer(bytes(fake.memory[x]), dtype=np.float32).copy())
+    def look(buffers):  # the kernel reads its x: the trial's own buffer holds the file's values
+        assert buffers[0] not in kept_pointers()
+        seen.append(np.frombuffer(bytes(fake.memory[buffers[0]]), dtype=np.float32).copy())
 
     def kept_pointers():
         return {k.pointer for inputs in warm_trial._REUSE._device.values() for k in inputs._copies.values()}
@@ -302,10 +308,10 @@ def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kern
     for _ in range(3):
         assert warm_trial.run_payload(request)["status"] == "OK"
     assert copied == [252] and all(np.array_equal(x, np.arange(63, dtype=np.float32)) for x in seen)  # over the bus once, on the device after
-    assert len(fake.memory) == 2  # between trials: the kept copy (padded to 256 bytes) and the checksum's 8 bytes
+    assert sorted(len(m) for m in fake.memory.values()) == [8, 252, 252, 252]  # between trials: x and y kept for the next trial, the kept copy, the sum
     (kept,) = kept_pointers()
 
-    def stray_write(function):  # out of bounds, into the kept copy
+    def stray_write(buffers):  # out of bounds, into the kept copy
         fake.memory[kept][0] ^= 0xFF
 
     fake.on_launch = stray_write
