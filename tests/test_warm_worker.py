@@ -154,7 +154,6 @@ class FakeHip:
         self.memory: dict[int, bytearray] = {}
         self.modules: set[int] = set()
         self.events: set[int] = set()
-        self.pinned: dict[int, int] = {}  # host address -> bytes page-locked
         self.on_launch = None  # what the kernel under test does (it does nothing by default)
         self._next = 1 << 20
 
@@ -188,13 +187,6 @@ class FakeHip:
     def hipMemcpyDtoH(self, address, pointer, nbytes):
         import ctypes
         ctypes.memmove(address, bytes(self.memory[pointer][:nbytes]), nbytes)
-        return (0,)
-    def hipHostRegister(self, address, nbytes, flags):
-        assert address % 4096 == 0 and address not in self.pinned
-        self.pinned[address] = nbytes
-        return (0,)
-    def hipHostUnregister(self, address):
-        del self.pinned[address]
         return (0,)
     def hipMemsetD8(self, pointer, byte, nbytes):
         self.memory[pointer][:nbytes] = bytes([byte]) * nbytes
@@ -250,32 +242,9 @@ def test_a_warm_gpu_trial_unloads_its_code_objects_refills_the_buffers_it_keeps_
         assert (y == 0).all() if trial == 0 else np.isnan(y).all()  # a kept buffer is poisoned afresh: the next kernel, writing nothing, shows NaN
         fake.on_launch = None
     assert reads == [str(tmp_path / "x.npy")]  # read from disk once, copied in every time
-    assert list(fake.pinned.values()) == [256]  # page-locked once, on a page boundary
     time.sleep(0.01)
     np.save(tmp_path / "x.npy", np.ones(64, dtype=np.float32))  # a changed file is read again
     assert warm_trial.run_payload(request)["status"] == "OK" and len(reads) == 2
-    assert len(fake.pinned) == 2
-
-
-def test_inputs_dropped_from_a_warm_workers_cache_are_unpinned_first(tmp_path, monkeypatch):
-    from hyperloom.tools.runtime import drivers, warm_trial
-
-    fake = FakeHip()
-    monkeypatch.setattr(drivers, "_bindings", lambda backend: (fake, fake.hipDeviceAttribute_t, drivers.HIP))
-    reuse = warm_trial.Reuse(cache_bytes=300)
-    driver = reuse.driver(TrialRequest(backend="hip", device_index=0, code_object="", entry="", args=[], mode="correctness"))
-    for name, value in (("a", 1.0), ("b", 2.0)):
-        np.save(tmp_path / f"{name}.npy", np.full(64, value, dtype=np.float32))
-    first = reuse.load(str(tmp_path / "a.npy"), driver)
-    assert first.ctypes.data in fake.pinned and not first.flags.writeable and (first == 1.0).all()
-    second = reuse.load(str(tmp_path / "b.npy"), driver)
-    assert list(fake.pinned) == [second.ctypes.data]  # 512 bytes do not fit in 300: a was dropped and unpinned
-    refused = FakeHip()
-    refused.hipHostRegister = lambda address, nbytes, flags: (1,)  # e.g. past the locked-memory limit
-    monkeypatch.setattr(drivers, "_bindings", lambda backend: (refused, refused.hipDeviceAttribute_t, drivers.HIP))
-    other = warm_trial.Reuse()
-    loaded = other.load(str(tmp_path / "a.npy"), other.driver(TrialRequest(backend="hip", device_index=0, code_object="", entry="", args=[], mode="correctness")))
-    assert (loaded == 1.0).all() and not refused.pinned  # still served, from pageable memory
 
 
 def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kernel_wrote_into_a_kept_copy(tmp_path, monkeypatch):

@@ -1,8 +1,8 @@
 """A GPU worker on the CPU cores next to its GPU: the cores of the NUMA node its PCI slot hangs off.
 
 Host memory a process touches first is placed on the node it runs on, so a warm worker bound here keeps
-its page-locked input copies on its GPU's side of the machine: copies to the device do not cross the
-link between sockets, and two GPUs' workers do not share one node's memory bandwidth. Best effort: a
+its input arrays on its GPU's side of the machine: copies to the device do not cross the link between
+sockets, and two GPUs' workers do not share one node's cores and memory bandwidth. Best effort: a
 driver without the call, a machine without the sysfs file, or a container that allows none of those
 cores leaves the process where it was.
 """

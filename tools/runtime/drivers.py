@@ -33,8 +33,6 @@ class Names:
     event_sync: str
     event_elapsed: str
     synchronize: str
-    host_register: str
-    host_unregister: str
     pci_bus_id: str
     dtod: str
     total_memory: str
@@ -44,14 +42,14 @@ CUDA = Names(
     "cuInit", "cuDeviceGet", "cuDeviceGetName", "cuDeviceGetAttribute", "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE",
     "cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc", "cuMemFree", "cuMemcpyHtoD", "cuMemcpyDtoH",
     "cuMemsetD8", "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
-    "cuCtxSynchronize", "cuMemHostRegister", "cuMemHostUnregister", "cuDeviceGetPCIBusId", "cuMemcpyDtoD",
+    "cuCtxSynchronize", "cuDeviceGetPCIBusId", "cuMemcpyDtoD",
     "cuDeviceTotalMem",
 )
 HIP = Names(
     "hipInit", "hipDeviceGet", "hipDeviceGetName", "hipDeviceGetAttribute", "hipDeviceAttributeL2CacheSize",
     "hipModuleLoadData", "hipModuleGetFunction", "hipMalloc", "hipFree", "hipMemcpyHtoD", "hipMemcpyDtoH",
     "hipMemsetD8", "hipModuleLaunchKernel", "hipEventCreate", "hipEventRecord", "hipEventSynchronize",
-    "hipEventElapsedTime", "hipDeviceSynchronize", "hipHostRegister", "hipHostUnregister", "hipDeviceGetPCIBusId", "hipMemcpyDtoD",
+    "hipEventElapsedTime", "hipDeviceSynchronize", "hipDeviceGetPCIBusId", "hipMemcpyDtoD",
     "hipDeviceTotalMem",
 )
 
@@ -160,18 +158,6 @@ class Driver:
 
     def dtoh(self, host_address: int, pointer: Any, nbytes: int) -> None:
         self._call("dtoh", host_address, pointer, nbytes)
-
-    def pin(self, host_address: int, nbytes: int) -> bool:
-        """Page-lock host memory so copies from it run at the bus's speed (DMA, no staging through a driver
-        buffer); False when the driver refuses (e.g. the locked-memory limit): copies from it still work."""
-        try:
-            self._call("host_register", host_address, nbytes, 0)
-        except RuntimeError:
-            return False
-        return True
-
-    def unpin(self, host_address: int) -> None:
-        self._call("host_unregister", host_address)
 
     def memset(self, pointer: Any, byte: int, nbytes: int) -> None:
         self._call("memset", pointer, byte, nbytes)

@@ -76,7 +76,7 @@ class Reuse(Protocol):
 
     def driver(self, request: TrialRequest) -> Driver: ...
 
-    def load(self, path: str, driver: Driver | None = None) -> np.ndarray: ...
+    def load(self, path: str) -> np.ndarray: ...
 
     def kept(self, path: str, driver: Driver, helpers: str | None) -> Kept | None: ...
 
@@ -88,7 +88,7 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
     function = driver.function(module, request.entry)
     driver.allow_shared(function, request.shared_bytes)
     if reuse is not None:
-        buffers, params = upload(driver, request.args, lambda path: reuse.load(path, driver), lambda path: reuse.kept(path, driver, request.timing_code_object))
+        buffers, params = upload(driver, request.args, reuse.load, lambda path: reuse.kept(path, driver, request.timing_code_object))
     else:
         buffers, params = upload(driver, request.args)
     launch = lambda: driver.launch(function, dims(request.grid), dims(request.block), request.shared_bytes, params)  # noqa: E731

@@ -1,10 +1,10 @@
 """Inside a warm worker process: trials one after another, each run as a fresh process runs it
 (tools/runtime/worker.run_payload, the same gpu.py and host.py), on what is worth keeping between them.
 
-Kept: the interpreter and its imports, the GPU context, and input arrays read from disk (host copies,
-keyed by path, size and modification time, page-locked so copies from them run at the bus's speed) and,
-when the trial brings the helpers code object, device copies checked after every trial that used them
-(tools/runtime/kept.py). Every trial still gets its inputs copied into fresh device buffers. Not kept: every device allocation, code object and
+Kept: the interpreter and its imports, the GPU context, input arrays read from disk (host copies, keyed
+by path, size and modification time) and, when the trial brings the helpers code object, device copies
+checked after every trial that used them (tools/runtime/kept.py). Every trial still gets its inputs
+copied into fresh device buffers. Not kept: every device allocation, code object and
 event a trial makes is freed after it, so the next trial starts from the same device state a fresh
 process would, less the context's start-up. A trial whose freeing fails is reported as an ERROR, and
 the pool (tools/runtime/pool.py) replaces the process.
@@ -102,26 +102,14 @@ class TrackedDriver(Driver):
         self._spare, self._spare_bytes = {}, 0
 
 
-PAGE_BYTES = 4096
-
-
-def page_aligned(array: np.ndarray) -> np.ndarray:
-    """A C-ordered copy of `array` that starts on a page: memory every driver can page-lock."""
-    raw = np.empty(array.nbytes + PAGE_BYTES, dtype=np.uint8)
-    start = -raw.ctypes.data % PAGE_BYTES
-    copy = raw[start:start + array.nbytes].view(array.dtype).reshape(array.shape)
-    copy[...] = array
-    return copy
-
-
 class Reuse:
-    """What this process keeps between trials (gpu.Reuse): one driver per backend and device, and input arrays,
-    page-aligned and page-locked (pinned) by the driver that first copies them in, so each trial's copy into its
-    fresh device buffers runs at the bus's speed instead of through the driver's pageable staging."""
+    """What this process keeps between trials (gpu.Reuse): one driver per backend and device, input arrays read
+    from disk (pageable memory: page-locked memory is mapped into the GPU's address space, where a stray write of
+    a kernel could reach it), and the device copies made from them (tools/runtime/kept.py)."""
 
     def __init__(self, cache_bytes: int = INPUT_CACHE_BYTES) -> None:
         self._drivers: dict[tuple[str, int], TrackedDriver] = {}
-        self._inputs: OrderedDict[tuple[str, int, int, int], _Held] = OrderedDict()
+        self._inputs: OrderedDict[tuple[str, int, int, int], np.ndarray] = OrderedDict()
         self._cache_bytes, self._held_bytes = cache_bytes, 0
         self._device: dict[int, DeviceInputs | None] = {}  # per driver: its kept device copies (None: not available)
 
@@ -131,27 +119,24 @@ class Reuse:
             self._drivers[key] = TrackedDriver(*key)
         return self._drivers[key]
 
-    def load(self, path: str, driver: Driver | None = None) -> np.ndarray:
+    def load(self, path: str) -> np.ndarray:
         key = _file_key(path)
-        held = self._inputs.get(key)
-        if held is not None:
+        array = self._inputs.get(key)
+        if array is not None:
             self._inputs.move_to_end(key)
-        else:
-            array = page_aligned(load_input(path))
-            array.flags.writeable = False  # shared by the trials that read this file: nobody writes it
-            held = self._inputs[key] = _Held(array)
-            self._held_bytes += array.nbytes
-            while self._held_bytes > self._cache_bytes and len(self._inputs) > 1:
-                _, dropped = self._inputs.popitem(last=False)
-                self._held_bytes -= dropped.array.nbytes
-                dropped.unpin()
-        if driver is not None and held.pinned_by is None and held.array.nbytes and driver.pin(held.array.ctypes.data, held.array.nbytes):
-            held.pinned_by = driver
-        return held.array
+            return array
+        array = load_input(path)
+        array.flags.writeable = False  # shared by the trials that read this file: nobody writes it
+        self._inputs[key] = array
+        self._held_bytes += array.nbytes
+        while self._held_bytes > self._cache_bytes and len(self._inputs) > 1:
+            _, dropped = self._inputs.popitem(last=False)
+            self._held_bytes -= dropped.nbytes
+        return array
 
     def kept(self, path: str, driver: Driver, helpers: str | None) -> Kept | None:
         """The device copy of the input file kept on `driver`'s GPU (tools/runtime/kept.py); None: copy it from the host."""
-        host = self.load(path, driver)
+        host = self.load(path)
         inputs = self._device_inputs(driver, helpers)
         return inputs.copy_of(_file_key(path), Path(path).stem.removeprefix("in_"), host) if inputs is not None else None
 
@@ -180,18 +165,6 @@ def _file_key(path: str) -> tuple[str, int, int, int]:
     return (os.path.realpath(path), stat.st_size, stat.st_mtime_ns, stat.st_ino)
 
 
-class _Held:
-    """An input array kept between trials, and the driver that page-locked it (None: pageable)."""
-
-    def __init__(self, array: np.ndarray) -> None:
-        self.array, self.pinned_by = array, None
-
-    def unpin(self) -> None:
-        if self.pinned_by is not None:
-            self.pinned_by.unpin(self.array.ctypes.data)
-            self.pinned_by = None
-
-
 _REUSE = Reuse()
 
 
@@ -205,7 +178,7 @@ def preload(payload: dict[str, Any]) -> dict[str, Any]:
     if backend == "triton_interpreter":  # no device to open: the interpreter imports Triton on its first trial
         return {"backend": backend}
     driver = _REUSE.driver(TrialRequest(backend=backend, device_index=0, code_object="", entry="", args=[], mode="correctness"))
-    cpus = bind_near(driver.pci_bus_id())  # before any input is read: its page-locked copy lands on the GPU's node
+    cpus = bind_near(driver.pci_bus_id())  # before any input is read: its host copy lands on the GPU's node
     return {"backend": backend, "device": driver.name(), "cpus": cpus}
 
 
