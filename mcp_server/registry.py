@@ -106,10 +106,9 @@ def build_tool(entry: ToolDef) -> Tool:
         name=entry.name,
         title=entry.title,
         description=entry.description,
-        annotations=ToolAnnotations(
-            title=entry.title,
+        annotations=ToolAnnotations(  # no title here: the tool's own title says it once
             read_only_hint=entry.read_only,
-            destructive_hint=entry.destructive,
+            destructive_hint=None if entry.read_only else entry.destructive,  # meaningful only for a tool that writes
             idempotent_hint=entry.idempotent,
             open_world_hint=entry.open_world,
         ),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import jsonschema
 import numpy as np
 import pytest
 from mcp import Client
@@ -22,10 +25,23 @@ async def test_every_tool_has_flat_described_parameters_and_an_output_schema():
         listed = (await client.list_tools()).tools
     assert [t.name for t in listed] == [entry.name for entry in CATALOG]
     for t in listed:
-        assert t.description and t.output_schema and t.annotations.title
+        assert t.description and t.output_schema and t.title
         for name, prop in t.input_schema["properties"].items():
             assert prop.get("description"), f"{t.name}.{name} has no description"
             assert "$ref" not in str(prop), f"{t.name}.{name} is nested; parameters must stay flat"
+
+
+async def test_the_tool_list_fits_in_40_kb_with_valid_schemas_both_ways():
+    """Hosts put tools/list in the model's context every session (issue 23): lean, yet typed both ways."""
+    async with Client(build_server(), mode="legacy") as client:
+        listed = (await client.list_tools()).tools
+    dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
+    assert len(json.dumps(dumped, separators=(",", ":"))) <= 40 * 1024
+    for t in listed:
+        for schema in (t.input_schema, t.output_schema):
+            jsonschema.Draft202012Validator.check_schema(schema)
+            assert schema["type"] == "object" and schema["properties"], t.name
+        assert all("type" in p or "anyOf" in p or "enum" in p for p in t.output_schema["properties"].values()), t.name
 
 
 async def test_hints_follow_what_each_tool_does():

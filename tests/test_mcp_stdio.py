@@ -49,7 +49,7 @@ async def test_the_server_lists_schemas_judges_refuses_and_keeps_serving(served_
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert {"correctness_gate", "gate_freeze"} <= set(tools)
         gate = tools["correctness_gate"]
-        assert gate.input_schema["required"] == ["candidates"] and gate.output_schema["required"]
+        assert gate.input_schema["required"] == ["candidates"] and gate.output_schema["properties"]["passed"] == {"type": "boolean"}
         assert gate.annotations.read_only_hint and gate.annotations.open_world_hint is False
         assert tools["gate_freeze"].annotations.read_only_hint is False
 

@@ -15,11 +15,7 @@ from hyperloom.tools.allreduce.quantize import PartialSums, Rounding
 Distribution = Literal["normal", "uniform", "outliers", "wide_range", "denormal", "zeros"]
 Backend = Literal["numpy", "gloo", "nccl"]
 MAX_FILE_RANKS = 64
-CODEC_DESCRIPTION = (
-    "GPU ranks: 'auto' packs and unpacks the codes with the INT6 device kernels (kernels/allreduce, built for the GPU on first"
-    " use) and falls back to torch ops, saying why, where they cannot build; 'kernels' demands them; 'torch' uses torch ops."
-    " CPU ranks always use torch ops."
-)
+CODEC_DESCRIPTION = "GPU ranks: the INT6 kernels or torch ops; 'auto' falls back to torch."
 MAX_GENERATED_ELEMENTS = 1 << 26  # per rank: 256 MiB of float32
 MAX_TOTAL_ELEMENTS = 1 << 27  # over all ranks: 512 MiB of float32 inputs, a few times that while reducing
 
@@ -28,21 +24,21 @@ class AllreduceRequest(Request):
     """One all-reduce: the ranks' inputs (files, or generated), the scheme and where the result goes."""
 
 
-    inputs: list[str] | None = Field(None, min_length=1, max_length=MAX_FILE_RANKS, description="One .npy per rank inside the workspace, all of one shape and dtype (float32, float16, or bfloat16 bits with bfloat16_bits). Omit to generate inputs from ranks/shape/seed/distribution.")
-    ranks: int | None = Field(None, ge=1, le=MAX_FILE_RANKS, description="Ranks to generate inputs for (with shape); omit when inputs are given.")
-    shape: list[int] | None = Field(None, min_length=1, max_length=8, description="Shape of each generated rank's tensor, e.g. [4096, 1024].")
-    distribution: Distribution = Field("normal", description="Generated values: normal, uniform [-1, 1), outliers (normal with rare 1000x spikes), wide_range (magnitudes 2^-60..2^60 inside each block), denormal (float32 subnormals), zeros.")
-    dtype: FloatName = Field("float32", description="dtype of generated inputs.")
-    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of generated inputs (rank r uses [seed, r]) and of stochastic rounding.")
-    bfloat16_bits: bool = Field(False, description="Read 2-byte inputs (uint16, or the <V2 that numpy.save writes for ml_dtypes.bfloat16) as bfloat16 bit patterns.")
-    block: int = Field(128, ge=1, le=1 << 20, description="Elements per shared scale (one float32 each); smaller blocks lose less precision and send more scale bytes.")
-    rounding: Rounding = Field("nearest", description="nearest (ties to even) or stochastic (seeded; unbiased, twice the worst-case error).")
-    partial_sums: PartialSums = Field("fit_int6", description="fit_int6: each rank's codes are limited to ±floor(31/N) so every partial and final sum travels as int6 (most compression); widen: codes use ±31 and partial sums travel as int8/int16 (more precision, more bytes).")
+    inputs: list[str] | None = Field(None, min_length=1, max_length=MAX_FILE_RANKS, description="One .npy per rank; omit to generate.")
+    ranks: int | None = Field(None, ge=1, le=MAX_FILE_RANKS, description="Ranks to generate.")
+    shape: list[int] | None = Field(None, min_length=1, max_length=8, description="Generated tensor shape, e.g. [4096, 1024].")
+    distribution: Distribution = Field("normal", description="Generated values' distribution.")
+    dtype: FloatName = Field("float32", description="Generated dtype.")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of inputs and rounding.")
+    bfloat16_bits: bool = Field(False, description="Read 2-byte inputs as bfloat16 bits.")
+    block: int = Field(128, ge=1, le=1 << 20, description="Elements per float32 scale.")
+    rounding: Rounding = Field("nearest", description="stochastic is seeded and unbiased.")
+    partial_sums: PartialSums = Field("fit_int6", description="fit_int6: codes within ±floor(31/N), sums stay int6; widen: ±31, wider sums.")
     codec: Codec = Field("auto", description=CODEC_DESCRIPTION)
-    backend: Backend = Field("numpy", description="numpy: the reference ring simulated in this process; gloo: one process per rank over torch.distributed on CPU; nccl: one GPU per rank (RCCL on AMD). torch backends are also checked bit-for-bit against numpy.")
-    out: str = Field("allreduce_int6.npy", description="Where the result (every rank's, bit-identical) is written inside the workspace, as .npy of the input dtype (bfloat16 as uint16 bits).")
-    timeout_s: float = Field(300, gt=0, le=3600, description="Wall-clock limit of a torch run.")
-    target: str | None = Field(None, max_length=64, description="Target the run stands for (e.g. gfx1201, sm_90), recorded in the evidence.")
+    backend: Backend = Field("numpy", description="numpy simulates the ring; gloo and nccl run a process per rank.")
+    out: str = Field("allreduce_int6.npy", description="Result .npy (bfloat16 as uint16 bits).")
+    timeout_s: float = Field(300, gt=0, le=3600, description="Limit of a torch run.")
+    target: str | None = Field(None, max_length=64, description="Target the run stands for.")
 
 
 class WireStats(BaseModel):

@@ -15,32 +15,31 @@ from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode
 
 class BenchRequest(Request):
 
-    spec: str = Field(min_length=1, description="A kernel.yaml (or its folder) inside the workspace.")
-    variant: str | None = Field(None, description="Variant of the spec to run; default the first.")
-    shape: int = Field(0, ge=0, le=1000, description="Index of the shape in the spec's shapes list.")
-    target: str = Field("sm_90", description="Where to run: a gfx target (hip backend), an NVIDIA sm_XX (cuda backend), or host (c backend).")
-    device: int = Field(0, ge=0, le=63, description="GPU index; the worker is pinned to it.")
+    spec: str = Field(min_length=1, description="kernel.yaml or its folder.")
+    variant: str | None = Field(None, description="Spec variant; default the first.")
+    shape: int = Field(0, ge=0, le=1000, description="Index into the spec's shapes.")
+    target: str = Field("sm_90", description="gfx (hip), sm_XX (cuda) or host (c).")
+    device: int = Field(0, ge=0, le=63, description="GPU index.")
     params: dict[str, str | int] = Field(
         default_factory=dict, max_length=64,
-        description='Tuning parameters, e.g. a tune winner\'s {"warps": 4, "HL_UNROLL": 2}: shape variables re-evaluate the launch, the rest are defines.',
+        description="Tuning values, e.g. {\"BLOCK\": 128}.",
     )
-    adversarial: bool = Field(True, description="Also gate the spec's adversarial input sets before timing.")
-    warmup_s: float = Field(0.1, ge=0, le=60, description="Warm-up time budget.")
-    min_reps: int = Field(20, ge=6, le=100000, description="Fewest timed repetitions kept.")
-    max_reps: int = Field(2000, ge=6, le=1000000, description="Most timed repetitions kept.")
-    max_time_s: float = Field(10.0, gt=0, le=600, description="Stop sampling after this long.")
-    target_ci: float = Field(0.01, gt=0, le=1, description="Stop when the median's 95 % CI is within this fraction.")
+    adversarial: bool = Field(True, description="Also gate the adversarial input sets.")
+    warmup_s: float = Field(0.1, ge=0, le=60, description="Warm-up time.")
+    min_reps: int = Field(20, ge=6, le=100000, description="Fewest timed repetitions.")
+    max_reps: int = Field(2000, ge=6, le=1000000, description="Most timed repetitions.")
+    max_time_s: float = Field(10.0, gt=0, le=600, description="Sampling time limit.")
+    target_ci: float = Field(0.01, gt=0, le=1, description="Stop at this relative 95 % CI of the median.")
     flush_mode: FlushMode = Field("write", description=FLUSH_MODE_DESCRIPTION)
-    flush_cache: bool = Field(True, description="Overwrite the last-level cache (2x its size) before every repetition.")
-    timeout_s: float = Field(120.0, gt=0, le=3600, description="Wall-clock limit for each worker process.")
+    flush_cache: bool = Field(True, description="Flush the last-level cache per repetition.")
+    timeout_s: float = Field(120.0, gt=0, le=3600, description="Limit per worker process.")
 
 
 class BenchCommandRequest(Request):
     command: list[Annotated[str, Field(min_length=1, max_length=4096)]] = Field(min_length=1, max_length=64, description=(
-        "A program and its arguments (an argument list, no shell), run in the workspace root; its last JSON line holds"
-        " samples_s (seconds per repetition), and optionally bytes, flops and device."))
-    target: str = Field("host", max_length=64, description="What the command ran on, recorded in the evidence (a gfx/sm target or host).")
-    timeout_s: float = Field(120.0, gt=0, le=600, description="Wall-clock limit; the command's whole process group is killed at it.")
+        "Program and arguments (no shell)."))
+    target: str = Field("host", max_length=64, description="What it ran on, for the evidence.")
+    timeout_s: float = Field(120.0, gt=0, le=600, description="Limit; its process group is killed.")
 
 
 class InputSetVerdict(BaseModel):

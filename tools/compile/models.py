@@ -16,22 +16,22 @@ Compiler = Literal["auto", "clang", "hipcc", "nvcc"]
 
 class CompileRequest(Request):
 
-    source: str = Field(min_length=1, description="Kernel source inside the workspace: .hip/.cpp (HIP), .s/.asm (AMDGPU assembly), .cu (CUDA), .c (C for the host CPU, target host), C++ for the host with language cpp, .py (a Triton kernel; needs the triton extra).")
-    targets: list[str] = Field(min_length=1, max_length=16, description="Targets to build for: gfx names (gfx1201, gfx942, …) or NVIDIA sm_XX (sm_90).")
-    language: Language = Field("auto", description="Source language; 'auto' decides by the file suffix.")
-    compiler: Compiler = Field("auto", description="'auto': hipcc when ROCm is installed, else clang offline for gfx targets; nvcc for sm_XX.")
-    kernels: list[str] | None = Field(None, max_length=64, description="Kernel names that must be in the code object (a build without them fails).")
-    defines: list[str] = Field(default_factory=list, max_length=64, description="Preprocessor defines, NAME or NAME=VALUE.")
+    source: str = Field(min_length=1, description="Source: .hip/.cpp, .s, .cu, .c or .py (Triton).")
+    targets: list[str] = Field(min_length=1, max_length=16, description="gfx names, sm_XX or host.")
+    language: Language = Field("auto", description="'auto': by file suffix; cpp: host C++.")
+    compiler: Compiler = Field("auto", description="'auto': hipcc with ROCm, else clang; nvcc for sm_XX.")
+    kernels: list[str] | None = Field(None, max_length=64, description="Kernel names the build must contain.")
+    defines: list[str] = Field(default_factory=list, max_length=64, description="NAME or NAME=VALUE.")
     opt_level: Literal["O0", "O1", "O2", "O3", "Os"] = Field("O3", description="Optimization level.")
-    wavefront_size: Literal[32, 64] | None = Field(None, description="Wave size on gfx10+ (default 32); gfx9 is always 64.")
-    include_dirs: list[str] = Field(default_factory=list, max_length=16, description="Extra include folders inside the workspace.")
+    wavefront_size: Literal[32, 64] | None = Field(None, description="gfx10+ wave size (default 32).")
+    include_dirs: list[str] = Field(default_factory=list, max_length=16, description="Include folders in the workspace.")
     triton_signature: list[str] = Field(
         default_factory=list, max_length=64,
-        description="Triton only: every argument of the jit function as NAME:TYPE (x_ptr:*fp32, n:i32, BLOCK:constexpr); constexpr values come from defines (BLOCK=1024).",
+        description="Triton: arguments as NAME:TYPE (x_ptr:*fp32, BLOCK:constexpr).",
     )
-    extra_flags: list[str] = Field(default_factory=list, max_length=32, description="Further compiler flags from the allow-list (e.g. -ffast-math, -Wall, -munsafe-fp-atomics).")
-    output_dir: str = Field(".hyperloom/build", description="Folder inside the workspace for the code objects.")
-    use_cache: bool = Field(True, description="Reuse a cached build when source, includes, flags and compiler are unchanged.")
+    extra_flags: list[str] = Field(default_factory=list, max_length=32, description="Allowed compiler flags (e.g. -ffast-math).")
+    output_dir: str = Field(".hyperloom/build", description="Folder for the code objects.")
+    use_cache: bool = Field(True, description="Reuse an unchanged build.")
 
 
 class Diagnostic(BaseModel):

@@ -23,12 +23,9 @@ class DetectRequest(Request):
     root: str | None = Field(
         None,
         max_length=4096,
-        description=(
-            "A folder inside the workspace standing in for the machine: sys/, dev/, proc/ as captured and "
-            "commands/<tool> <args>.txt recorded outputs. Omit to look at this machine (or HYPERLOOM_DETECT_ROOT)."
-        ),
+        description="A recorded machine's folder to replay.",
     )
-    timeout_s: float = Field(10.0, gt=0, le=120, description="Seconds each vendor tool may take before its layer is reported unknown.")
+    timeout_s: float = Field(10.0, gt=0, le=120, description="Seconds each vendor tool may take.")
 
 
 Value = str | int | float | bool | None

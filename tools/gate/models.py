@@ -33,17 +33,18 @@ class GateRequest(Request):
     """One call of the gate: candidates, references (or a frozen reference set) and the tolerance."""
 
 
-    candidates: list[ArrayRef] = Field(min_length=1, max_length=256, description=("Candidate outputs, one per case: a path to a .npy file inside the workspace, or a small inline (nested) list of numbers; write non-finite values as \"nan\", \"inf\", \"-inf\"."))
-    references: list[ArrayRef] | None = Field(None, max_length=256, description="Reference outputs, one per candidate, in the same forms. Omit when reference_set is given.")
-    reference_set: str | None = Field(None, description="A frozen reference set folder (made by `hyperloom gate freeze`); its references and declared tolerance are used, after their sha256 is checked.")
-    atol: float | None = Field(None, ge=0, allow_inf_nan=False, description="Absolute tolerance (required unless reference_set is given).")
-    rtol: float | None = Field(None, ge=0, allow_inf_nan=False, description="Relative tolerance (required unless reference_set is given).")
-    max_ulp: int | None = Field(None, ge=0, le=2**62, description="Also accept float elements within this many ULPs of the reference.")
-    nan_policy: NanPolicy | None = Field(None, description="'forbid' (default) or 'match'.")
-    case_names: list[str] | None = Field(None, max_length=256, description="A name per case, for the report.")
-    inline_dtype: InlineDtype | None = Field(None, description="dtype of inline lists; default: the dtype of the .npy on the other side, else float64.")
-    target: str | None = Field(None, max_length=64, description="Target that produced the candidates (e.g. gfx1201, sm_90), recorded in the evidence.")
-    max_reported_mismatches: int = Field(10, ge=0, le=1000, description="How many mismatching elements to list per case.")
+    candidates: list[ArrayRef] = Field(min_length=1, max_length=256, description=(
+        "Per case: a .npy path or an inline list (\"nan\", \"inf\" as strings)."))
+    references: list[ArrayRef] | None = Field(None, max_length=256, description="Per case, same forms.")
+    reference_set: str | None = Field(None, description="A gate_freeze folder (gives the tolerance).")
+    atol: float | None = Field(None, ge=0, allow_inf_nan=False, description="Absolute tolerance (unless reference_set).")
+    rtol: float | None = Field(None, ge=0, allow_inf_nan=False, description="Relative tolerance (unless reference_set).")
+    max_ulp: int | None = Field(None, ge=0, le=2**62, description="Also accept floats within this many ULPs.")
+    nan_policy: NanPolicy | None = Field(None, description="Default forbid.")
+    case_names: list[str] | None = Field(None, max_length=256, description="A name per case.")
+    inline_dtype: InlineDtype | None = Field(None, description="dtype of inline lists; default the .npy side's, else float64.")
+    target: str | None = Field(None, max_length=64, description="Target that produced the candidates.")
+    max_reported_mismatches: int = Field(10, ge=0, le=1000, description="Mismatches listed per case.")
 
 
 class Mismatch(BaseModel):
@@ -93,15 +94,15 @@ class FreezeRequest(Request):
     """Freeze reference outputs together with the tolerance declared for them."""
 
 
-    out: str = Field(description="Folder to write the reference set into, inside the workspace.")
-    references: list[str] = Field(min_length=1, max_length=256, description="Reference output .npy files, one per case.")
-    inputs: list[str] = Field(default_factory=list, max_length=1024, description="Input .npy files (or any files) that produced the references; their sha256 goes into the manifest.")
-    atol: float = Field(ge=0, allow_inf_nan=False, description="Absolute tolerance declared for this set.")
-    rtol: float = Field(ge=0, allow_inf_nan=False, description="Relative tolerance declared for this set.")
-    max_ulp: int | None = Field(None, ge=0, le=2**62, description="Optional ULP allowance for float elements.")
-    nan_policy: NanPolicy = Field("forbid", description="'forbid' or 'match'.")
+    out: str = Field(description="New workspace folder for the set.")
+    references: list[str] = Field(min_length=1, max_length=256, description="Reference .npy files, one per case.")
+    inputs: list[str] = Field(default_factory=list, max_length=1024, description="Files that produced them, hashed into the manifest.")
+    atol: float = Field(ge=0, allow_inf_nan=False, description="Absolute tolerance declared.")
+    rtol: float = Field(ge=0, allow_inf_nan=False, description="Relative tolerance declared.")
+    max_ulp: int | None = Field(None, ge=0, le=2**62, description="ULP allowance for floats.")
+    nan_policy: NanPolicy = Field("forbid", description="NaN handling.")
     case_names: list[str] | None = Field(None, max_length=256, description="A name per case.")
-    overwrite: bool = Field(False, description="Replace an existing reference set at `out`.")
+    overwrite: bool = Field(False, description="Replace an existing set at out.")
 
 
 class FreezeResult(BaseModel):

@@ -24,7 +24,7 @@ ErrorClass = Literal[
     "other",
 ]
 Target = Annotated[str, Field(min_length=3, max_length=40, pattern=r"^[a-z0-9][a-z0-9_-]*$")]
-TARGET_HELP = "AMDGPU target, e.g. gfx1201, gfx1100, gfx942 or gfx90a."
+TARGET_HELP = "AMDGPU target, e.g. gfx1201."
 
 # ---------------------------------------------------------------- the stored census
 
@@ -104,12 +104,12 @@ class CensusRequest(Request):
 
 
     target: Target = Field(description=TARGET_HELP)
-    compare_to: Target | None = Field(None, description="A second target: list what each has that the other lacks (instructions and capabilities).")
-    detail: bool = Field(False, description="List instructions (name, kind, families, example, encoding), paged by offset and limit.")
-    match: str | None = Field(None, min_length=1, max_length=64, description="Only instructions whose name contains this text, e.g. 'dot8' or 'wmma' (implies listing).")
-    offset: int = Field(0, ge=0, le=100_000, description="First list entry to return.")
-    limit: int = Field(15, ge=1, le=2000, description="Most list entries to return (a default page stays under 16 KB of answer).")
-    refresh: bool = Field(False, description="Measure again instead of using the cache.")
+    compare_to: Target | None = Field(None, description="A second target to diff against.")
+    detail: bool = Field(False, description="List instructions with example encodings (paged).")
+    match: str | None = Field(None, min_length=1, max_length=64, description="List instructions whose name contains this.")
+    offset: int = Field(0, ge=0, le=100_000, description="First list entry.")
+    limit: int = Field(15, ge=1, le=2000, description="List entries per page.")
+    refresh: bool = Field(False, description="Measure again, not from the cache.")
 
 
 class CapabilitySummary(BaseModel):
@@ -163,9 +163,9 @@ class ProbeRequest(Request):
 
     target: Target = Field(description=TARGET_HELP)
     lines: list[Annotated[str, Field(max_length=300)]] = Field(
-        min_length=1, max_length=500, description="Instruction lines, one instruction each, e.g. 'v_dot8_i32_iu4 v1, v2, v3, v4'."
+        min_length=1, max_length=500, description="Instructions, one per line."
     )
-    wave64: bool = Field(False, description="Assemble in wave64 mode (gfx10+ default to wave32; operand widths differ).")
+    wave64: bool = Field(False, description="Assemble in wave64 mode (gfx10+ default: wave32).")
 
 
 class ProbeLine(BaseModel):
@@ -194,9 +194,9 @@ class AuditRequest(Request):
     """Which of the target's capabilities a set of code objects never uses."""
 
 
-    target: Target = Field(description=TARGET_HELP + " Only code objects built for it are audited.")
+    target: Target = Field(description="AMDGPU target, e.g. gfx1201.")
     paths: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
-        min_length=1, max_length=64, description="Code object files (.hsaco, .co, offload bundles) or folders holding them, inside the workspace."
+        min_length=1, max_length=64, description="Code objects or folders of them."
     )
 
 

@@ -17,26 +17,17 @@ TraceTool = Literal["torch.profiler", "rocprofv3"]
 class ProfileRequest(Request):
 
     workload: str | None = Field(None, description=(
-        "What to run under torch.profiler: a Python script in the workspace ('train.py'; one run of it is one step) or"
-        " 'module:function' importable from the workspace root (called once to set up, outside the profiler; if it returns"
-        " a callable, that callable is one step, else the function itself is). Runs in a worker process with a timeout."
-        " Give workload, or trace."))
+        "A script (one run is a step) or 'module:function' (called once; a callable it returns is the step)."))
     args: list[str] = Field(default_factory=list, max_length=256, description="sys.argv[1:] for the workload.")
-    trace: str | None = Field(None, description=(
-        "A trace someone already has, in the workspace: a torch.profiler Chrome trace (.json or .json.gz) or rocprofv3's"
-        " kernel trace (<prefix>_kernel_trace.csv; its memory_copy_trace.csv and agent_info.csv beside it are read too)."))
-    steps: int = Field(3, ge=1, le=1000, description="Steps recorded (the profiler's active steps).")
-    warmup_steps: int = Field(1, ge=0, le=1000, description="Steps run first and not recorded (the profiler's warm-up).")
-    timeout_s: float = Field(600.0, gt=0, le=86400, description="Wall-clock limit of the workload's worker process; it is killed (its whole process group) at the limit.")
-    roofline: str | None = Field(None, description=(
-        "A roofline.json (written by `hyperloom roofline`) measured on the same device: the roof each hotspot is placed"
-        " under. Refused when it names another device than the trace."))
-    roof_target: str | None = Field(None, description=(
-        "Measure the roof now with roofline on this target (sm_90, gfx942, host, ...) instead of reading a file. Without"
-        " roofline or roof_target, the part's datasheet peaks are used, tagged ASSUMED."))
-    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="Folder name under .hyperloom/profile/ for this run's files; default the UTC time.")
-    top: int = Field(15, ge=1, le=500, description="Rows in each ranked table (kernels, hotspots, fusion candidates).")
-    plot: bool = Field(True, description="Write top_kernels and hotspots_roofline as PNG and SVG (needs matplotlib; skipped with a finding without it).")
+    trace: str | None = Field(None, description="A torch.profiler trace (.json, .json.gz) or rocprofv3 *_kernel_trace.csv.")
+    steps: int = Field(3, ge=1, le=1000, description="Steps recorded.")
+    warmup_steps: int = Field(1, ge=0, le=1000, description="Unrecorded steps first.")
+    timeout_s: float = Field(600.0, gt=0, le=86400, description="Limit of the workload's worker.")
+    roofline: str | None = Field(None, description="A roofline.json from this device.")
+    roof_target: str | None = Field(None, description="Measure the roof now on this target.")
+    name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="Output folder name.")
+    top: int = Field(15, ge=1, le=500, description="Rows per ranked table.")
+    plot: bool = Field(True, description="Write PNG and SVG plots.")
 
     @model_validator(mode="after")
     def _one_source(self) -> ProfileRequest:

@@ -14,18 +14,15 @@ Microbench = Literal["copy", "read", "write", "fma", "mma_f16", "mma_i8", "lds",
 
 class RooflineRequest(Request):
 
-    target: str = Field("sm_90", description="Where to measure: a gfx target (hip), an NVIDIA sm_XX (cuda), or host (c).")
+    target: str = Field("sm_90", description="gfx (hip), sm_XX (cuda) or host (c).")
     device: int = Field(0, ge=0, le=63, description="GPU index.")
-    ceilings: list[Microbench] | None = Field(None, description="Microbenchmarks to run; default every one that builds for the target.")
-    shape: Literal["small", "full"] = Field("full", description="'full' sizes (GiB buffers, long loops) for real ceilings; 'small' for a quick check.")
-    place: list[str] = Field(default_factory=list, max_length=64, description="bench results (JSON files written by `hyperloom bench --json`) to place on the roof.")
-    same_size_read: bool = Field(True, description=(
-        "For each placed kernel that moves bytes, also time the read microbenchmark over as many bytes, flushed as that"
-        " kernel was: the roof at its size (launch, first DRAM round trip and tail included). A small kernel cannot reach"
-        " the ceiling a GiB read measures; this says how far it is from what a read of its own size reaches."))
-    out_dir: str = Field(".hyperloom/roofline", description="Folder in the workspace for roofline.json and the plots.")
-    plot: bool = Field(True, description="Write roofline.png and roofline.svg (needs matplotlib).")
-    max_time_s: float = Field(5.0, gt=0, le=600, description="Sampling time limit per microbenchmark.")
+    ceilings: list[Microbench] | None = Field(None, description="Microbenchmarks; default all that build.")
+    shape: Literal["small", "full"] = Field("full", description="'small' for a quick check.")
+    place: list[str] = Field(default_factory=list, max_length=64, description="bench --json files to place.")
+    same_size_read: bool = Field(True, description="Also time a read of each placed kernel's size.")
+    out_dir: str = Field(".hyperloom/roofline", description="Folder for roofline.json and plots.")
+    plot: bool = Field(True, description="Write PNG and SVG plots.")
+    max_time_s: float = Field(5.0, gt=0, le=600, description="Sampling time per microbenchmark.")
 
 
 class Ceiling(BaseModel):

@@ -9,11 +9,7 @@ from pydantic import BaseModel, Field
 Backend = Literal["cuda", "hip", "c", "triton_interpreter"]
 Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
 FlushMode = Literal["write", "read"]
-FLUSH_MODE_DESCRIPTION = (
-    "How the cache is flushed before each repetition: write (fill a buffer twice its size, as torch and Triton benchmarks do;"
-    " the timed kernel then also pays for writing back the dirty lines) or read (read that buffer; the cache holds clean lines,"
-    " as after a kernel that only read). On an H200 the write-back costs a 117 MB GEMV about 10 us."
-)
+FLUSH_MODE_DESCRIPTION = "write: dirty lines (the kernel pays the write-back); read: clean lines."
 
 
 class ArgSpec(BaseModel):

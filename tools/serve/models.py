@@ -23,51 +23,34 @@ MAX_OUTPUT_TOKENS = 1 << 17
 class ServeSweepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096)
 
-    base_url: str = Field(min_length=8, max_length=500, description=(
-        "The OpenAI-compatible API base, e.g. http://127.0.0.1:8080/v1 (llama.cpp's llama-server, vLLM, SGLang) or "
-        "http://localhost:13305/api/v1 (Lemonade). Only this server is contacted (its /models, /completions or "
-        "/chat/completions, and capacity pages on the same host and port: llama.cpp /props, vLLM /metrics)."))
-    model: str | None = Field(None, max_length=500, description="Model id to request; default the first one the endpoint's /models lists.")
-    api_key_env: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description=(
-        "Name of an environment variable holding an API key, sent as a Bearer token (the key itself is never written anywhere)."))
+    base_url: str = Field(min_length=8, max_length=500, description="OpenAI-compatible API base, e.g. http://127.0.0.1:8080/v1.")
+    model: str | None = Field(None, max_length=500, description="Model id; default the first listed.")
+    api_key_env: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Variable holding an API key.")
     server_command: list[str] | str | None = Field(None, description=(
-        "Start this server for the sweep and stop it afterwards (its whole process group, also when the sweep is "
-        "interrupted or this process dies), e.g. [\"llama-server\", \"-m\", \"model.gguf\", \"--port\", \"8080\", \"-np\", \"8\"]. "
-        "An argument list, or one string split like a POSIX shell would (never run through a shell). It runs in the "
-        "workspace; it must serve base_url. Refused when something already answers at base_url."))
-    ready_timeout_s: float = Field(300.0, gt=0, le=3600, description="How long a started server may take to answer its health or /models page.")
-    api: Api = Field("completions", description="Which endpoint is timed: 'completions' (/completions, raw text) or 'chat' (/chat/completions, the model's chat template).")
-    input_tokens: int = Field(128, ge=1, le=MAX_INPUT_TOKENS, description=(
-        "Prompt length of the synthetic workload in tokens: seeded random words, calibrated against the token counts the server reports. Ignored with prompts_file."))
-    output_tokens: int = Field(128, ge=1, le=MAX_OUTPUT_TOKENS, description="Tokens to generate per request (max_tokens).")
-    force_output_length: bool = Field(True, description=(
-        "Ask the server to ignore end-of-sequence so every request generates output_tokens (ignore_eos and min_tokens, "
-        "understood by llama.cpp, vLLM and SGLang). The lengths actually produced are reported either way."))
-    prompts_file: str | None = Field(None, max_length=1024, description=(
-        "A JSONL file in the workspace, one {\"prompt\": \"...\"} object per line, used in turn instead of synthetic prompts."))
-    max_concurrency: int = Field(64, ge=1, le=MAX_CONCURRENCY, description=(
-        "Highest number of streams: the sweep runs 1, 2, 4, ... up to this (this value itself included), unless a stop rule ends it first."))
-    requests_per_level: int | None = Field(None, ge=1, le=100000, description="Measured requests per level; default 4 per stream, at least 8.")
-    warmup_requests: int | None = Field(None, ge=0, le=100000, description="Requests sent at each level before measuring, not counted; default one per stream.")
-    level_duration_s: float | None = Field(None, gt=0, le=3600, description=(
-        "Stop sending a level's measured requests after this many seconds (requests in flight finish and count); default no limit."))
-    request_timeout_s: float = Field(300.0, gt=0, le=3600, description="A request that has not finished streaming after this long is a timeout.")
-    max_error_rate: float = Field(0.0, ge=0, le=1, description=(
-        "Stop the sweep after a level whose failed fraction (errors, timeouts, streams closed early) is above this; 0 stops at the first failure."))
-    max_ttft_s: float | None = Field(None, gt=0, description="Stop after a level whose time to first token at latency_percentile is above this.")
-    max_itl_s: float | None = Field(None, gt=0, description="Stop after a level whose inter-token latency at latency_percentile is above this.")
-    max_e2e_s: float | None = Field(None, gt=0, description="Stop after a level whose end-to-end latency at latency_percentile is above this.")
-    latency_percentile: Literal["p50", "p90", "p99"] = Field("p90", description="The percentile the latency limits apply to.")
-    knee_fraction: float = Field(0.9, ge=0.5, le=1.0, description="Knee: the lowest concurrency whose aggregate output tokens/s reaches this fraction of the best level's.")
-    rise_threshold: float = Field(0.1, gt=0, le=1.0, description=(
-        "Saturation verdict: throughput is still rising when the last level beat the one before by at least this fraction per doubling of concurrency."))
-    max_duration_s: float = Field(3600.0, gt=0, le=86400, description="Wall-clock limit of the whole sweep; the level running then finishes and the sweep stops (reason 'deadline').")
-    device: str | None = Field(None, max_length=200, description=(
-        "What the server runs on, as evidence names it (e.g. 'NVIDIA H200'); default: for a server this tool starts, this host's "
-        "CPU and the GPUs nvidia-smi lists; for a running endpoint, 'unknown (<base_url>)'. Part of the cache key."))
-    seed: int = Field(0, ge=0, le=2**31, description="Seed of the synthetic prompts.")
-    refresh: bool = Field(False, description="Measure again even when a cached result for the same model, server, device, arguments and lengths exists.")
-    plot: bool = Field(True, description="Write serve_sweep.png and serve_sweep.svg (needs matplotlib).")
+        "Start this server (argument list, no shell) and stop it after; it must serve base_url."))
+    ready_timeout_s: float = Field(300.0, gt=0, le=3600, description="Start-up limit of a started server.")
+    api: Api = Field("completions", description="chat applies the chat template.")
+    input_tokens: int = Field(128, ge=1, le=MAX_INPUT_TOKENS, description="Synthetic prompt length.")
+    output_tokens: int = Field(128, ge=1, le=MAX_OUTPUT_TOKENS, description="Tokens per request.")
+    force_output_length: bool = Field(True, description="Ignore end-of-sequence.")
+    prompts_file: str | None = Field(None, max_length=1024, description="JSONL of {\"prompt\": ...} lines to use instead.")
+    max_concurrency: int = Field(64, ge=1, le=MAX_CONCURRENCY, description="Most streams (levels 1, 2, 4, ...).")
+    requests_per_level: int | None = Field(None, ge=1, le=100000, description="Measured requests per level; default 4 per stream.")
+    warmup_requests: int | None = Field(None, ge=0, le=100000, description="Uncounted requests per level; default one per stream.")
+    level_duration_s: float | None = Field(None, gt=0, le=3600, description="Time limit per level.")
+    request_timeout_s: float = Field(300.0, gt=0, le=3600, description="Limit of one request.")
+    max_error_rate: float = Field(0.0, ge=0, le=1, description="Stop above this failed fraction.")
+    max_ttft_s: float | None = Field(None, gt=0, description="Stop above this time to first token.")
+    max_itl_s: float | None = Field(None, gt=0, description="Stop above this inter-token latency.")
+    max_e2e_s: float | None = Field(None, gt=0, description="Stop above this end-to-end latency.")
+    latency_percentile: Literal["p50", "p90", "p99"] = Field("p90", description="Percentile of the latency limits.")
+    knee_fraction: float = Field(0.9, ge=0.5, le=1.0, description="Knee: least concurrency with this fraction of the best throughput.")
+    rise_threshold: float = Field(0.1, gt=0, le=1.0, description="Gain per doubling that counts as rising.")
+    max_duration_s: float = Field(3600.0, gt=0, le=86400, description="Limit of the whole sweep.")
+    device: str | None = Field(None, max_length=200, description="What the server runs on, for the evidence.")
+    seed: int = Field(0, ge=0, le=2**31, description="Prompt seed.")
+    refresh: bool = Field(False, description="Measure again, not from the cache.")
+    plot: bool = Field(True, description="Write PNG and SVG plots.")
 
     @field_validator("base_url")
     @classmethod

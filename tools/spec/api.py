@@ -12,12 +12,10 @@ from hyperloom.tools.compile.models import KernelReport
 
 
 class SpecCheckRequest(Request):
-    spec: str = Field(min_length=1, description="A kernel.yaml (or its folder) inside the workspace.")
-    targets: list[str] = Field(default_factory=list, max_length=16, description=(
-        "Targets to compile every variant for (gfx1201, gfx942, sm_90, host): offline for AMD, CUDA when nvcc is present;"
-        " each build's resource usage is reported. Default: none (no compiles)."))
-    run_reference: bool = Field(True, description="Run the reference at the smallest shape (in a worker process) and check what it returns.")
-    timeout_s: float = Field(60.0, gt=0, le=600, description="Wall-clock limit of the reference run.")
+    spec: str = Field(min_length=1, description="kernel.yaml or its folder.")
+    targets: list[str] = Field(default_factory=list, max_length=16, description="Targets to compile for; default none.")
+    run_reference: bool = Field(True, description="Run the reference at the smallest shape.")
+    timeout_s: float = Field(60.0, gt=0, le=600, description="Limit of the reference run.")
 
 
 class SpecProblem(BaseModel):
@@ -64,11 +62,11 @@ class SpecCheckResult(BaseModel):
 
 
 class SpecInitRequest(Request):
-    source: str = Field(min_length=1, description="The kernel's source inside the workspace: .cu (CUDA), .hip/.cpp (HIP) or .c (a host function).")
-    entry: str = Field(min_length=1, max_length=200, description="The kernel (or function) name, as the source spells it; a template's name without arguments.")
-    out: str | None = Field(None, description="Folder for kernel.yaml and reference.py; default a folder named after the entry beside the source.")
-    name: str | None = Field(None, max_length=100, description="The spec's name; default the entry's.")
-    overwrite: bool = Field(False, description="Replace kernel.yaml and reference.py if they exist (never done otherwise).")
+    source: str = Field(min_length=1, description="Source: .cu, .hip/.cpp or .c.")
+    entry: str = Field(min_length=1, max_length=200, description="Kernel name (a template without arguments).")
+    out: str | None = Field(None, description="Folder for the files; default beside the source.")
+    name: str | None = Field(None, max_length=100, description="Spec name; default the entry.")
+    overwrite: bool = Field(False, description="Replace existing files.")
 
 
 class KernelParameter(BaseModel):
@@ -90,8 +88,8 @@ class SpecInitResult(BaseModel):
 
 
 class SpecExampleRequest(Request):
-    name: str | None = Field(None, max_length=100, description="A shipped example's name; omit to list them.")
-    out: str | None = Field(None, description="Copy the example's folder (spec, source, reference) to this folder in the workspace.")
+    name: str | None = Field(None, max_length=100, description="Example name; omit to list.")
+    out: str | None = Field(None, description="Copy the example to this new folder.")
 
 
 class SpecExampleResult(BaseModel):

@@ -20,58 +20,44 @@ SessionState = Literal["running", "stopped", "closed", "not running"]
 
 class TuneRequest(Request):
 
-    spec: str = Field(description="A kernel.yaml (or its folder) inside the workspace; its `tuning` block is the search space.")
-    variant: str | None = Field(None, description="Variant whose defines the candidates override; default the first. Its own defines are the baseline.")
-    search_variants: list[str] = Field(default_factory=list, max_length=32, description=(
-        "Further variants of the spec searched in the same session, each with its own entry, launch and tuning block; their"
-        " candidates carry {\"variant\": name} in params (so may tune_propose's). The baseline stays `variant`'s own defines."))
-    warm_start: list[dict[str, str | int]] = Field(default_factory=list, max_length=64, description=(
-        "Candidates run right after the baseline and before the proposer's own, e.g. a winner at another shape or a launch"
-        " known to be good, as params ({\"variant\": name} picks a searched variant). Queued as tune_propose queues; the"
-        " proposer learns their results like any other. A resumed session skips those already recorded or queued."))
-    target: str = Field("host", description="gfx target (hip), sm_XX (cuda) or host (c backend, CPU workers).")
-    shape: int = Field(0, ge=0, le=1000, description="Index of the shape tuned on; the winner is then swept across every shape.")
-    session: str | None = Field(None, max_length=120, description="Session name under .hyperloom/tune/ (or a folder in the workspace); an existing session is resumed.")
-    strategy: Strategy = Field("grid", description="Proposer: grid (every combination in order), random, tpe (Optuna TPE), cmaes (Optuna CMA-ES over numeric values, each define an ordinal axis), or external (only candidates sent with tune_propose).")
-    seed: int = Field(0, ge=0, description="Seed of the random, tpe and cmaes proposers.")
-    max_candidates: int = Field(64, ge=1, le=100000, description="Stop after this many candidates (baseline included) are recorded.")
-    budget_device_s: float = Field(3600.0, gt=0, le=30 * 86400, description="Device-seconds the worker processes may use; a launch that would pass it is not started.")
-    patience: int | None = Field(None, ge=1, le=100000, description="Stop after this many passing candidates in a row without an improvement of at least epsilon.")
-    epsilon: float = Field(0.01, ge=0, le=1, description="Smallest relative improvement of the median time that counts, for patience.")
-    deadline_s: float | None = Field(None, gt=0, le=30 * 86400, description="Wall-clock seconds this run may take before it stops proposing.")
-    roof_gbps: float | None = Field(None, gt=0, description="Measured bandwidth roof (GB/s, from roofline) for percent of roofline; with the spec's metric bytes.")
-    roof_tflops: float | None = Field(None, gt=0, description="Measured compute roof (TFLOP/s, from roofline) for percent of roofline; with the spec's metric flops.")
-    target_roof_pct: float | None = Field(None, gt=0, le=100, description="Stop once the best candidate reaches this percent of the roof.")
-    workers: int = Field(1, ge=1, le=64, description="Parallel CPU workers on the c backend. GPUs run one candidate per device (see devices).")
-    devices: list[int] | None = Field(None, max_length=64, description=(
-        "GPU indices to use, one candidate on each at once; default every idle one (nvidia-smi/amd-smi utilization and memory), else device 0."))
-    worker_mode: WorkerMode = Field("warm", description=(
-        "warm: one long-lived worker process per device runs trial after trial (replaced after any CRASH, TIMEOUT or ERROR, after a"
-        " candidate with wrong outputs, and every recycle_after launches); fresh: a new process for every launch (the old loop; the most"
-        " isolation, a process start per launch)."))
-    compile_ahead: int | None = Field(None, ge=0, le=64, description=(
-        "Candidates compiled (and disasm-checked) ahead on the CPU while the devices run others; default the CPU cores the workers leave"
-        " free, at most 8. 0 compiles each candidate when a device is free for it (the old loop)."))
-    recycle_after: int = Field(256, ge=1, le=1_000_000, description="warm: launches after which a worker process is replaced even when nothing went wrong.")
-    expect: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify expect rules every candidate must meet (GPU code objects).")
-    forbid: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify forbid rules every candidate must meet.")
-    timeout_s: float = Field(60.0, gt=0, le=3600, description="Wall-clock cap of each worker launch: a hang is killed and recorded as TIMEOUT.")
-    min_reps: int = Field(10, ge=6, le=100000, description="Fewest timed repetitions per candidate.")
-    max_reps: int = Field(200, ge=6, le=1000000, description="Most timed repetitions per candidate.")
+    spec: str = Field(description="kernel.yaml or its folder.")
+    variant: str | None = Field(None, description="Baseline variant; default the first.")
+    search_variants: list[str] = Field(default_factory=list, max_length=32, description="More variants to search.")
+    warm_start: list[dict[str, str | int]] = Field(default_factory=list, max_length=64, description="Candidates run right after the baseline.")
+    target: str = Field("host", description="gfx (hip), sm_XX (cuda) or host (c).")
+    shape: int = Field(0, ge=0, le=1000, description="Shape index tuned on.")
+    session: str | None = Field(None, max_length=120, description="Name or folder; an existing session resumes.")
+    strategy: Strategy = Field("grid", description="Proposer; external: only tune_propose's.")
+    seed: int = Field(0, ge=0, description="Proposer seed.")
+    max_candidates: int = Field(64, ge=1, le=100000, description="Most candidates, baseline included.")
+    budget_device_s: float = Field(3600.0, gt=0, le=30 * 86400, description="Device-seconds budget.")
+    patience: int | None = Field(None, ge=1, le=100000, description="Stop after this many passing candidates without an epsilon gain.")
+    epsilon: float = Field(0.01, ge=0, le=1, description="Smallest relative gain that counts.")
+    deadline_s: float | None = Field(None, gt=0, le=30 * 86400, description="Wall-clock limit.")
+    roof_gbps: float | None = Field(None, gt=0, description="Measured bandwidth roof, for % of roof.")
+    roof_tflops: float | None = Field(None, gt=0, description="Measured compute roof, for % of roof.")
+    target_roof_pct: float | None = Field(None, gt=0, le=100, description="Stop at this % of the roof.")
+    workers: int = Field(1, ge=1, le=64, description="CPU workers (c backend).")
+    devices: list[int] | None = Field(None, max_length=64, description="GPU indices; default the idle ones.")
+    worker_mode: WorkerMode = Field("warm", description="warm: a reused worker per device; fresh: a process per launch.")
+    compile_ahead: int | None = Field(None, ge=0, le=64, description="Candidates compiled ahead; default the free cores, at most 8.")
+    recycle_after: int = Field(256, ge=1, le=1_000_000, description="warm: launches per worker.")
+    expect: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify expect rules.")
+    forbid: list[str] = Field(default_factory=list, max_length=64, description="disasm_verify forbid rules.")
+    timeout_s: float = Field(60.0, gt=0, le=3600, description="Limit per worker launch (then TIMEOUT).")
+    min_reps: int = Field(10, ge=6, le=100000, description="Fewest timed repetitions.")
+    max_reps: int = Field(200, ge=6, le=1000000, description="Most timed repetitions.")
     max_time_s: float = Field(2.0, gt=0, le=600, description="Timing budget per candidate.")
-    target_ci: float = Field(0.02, gt=0, le=1, description="Stop timing a candidate when its median's 95 percent CI is within this fraction.")
-    warmup_s: float = Field(0.05, ge=0, le=60, description="Warm-up per timed candidate.")
-    flush_cache: bool = Field(True, description="Flush the last-level cache before every repetition.")
+    target_ci: float = Field(0.02, gt=0, le=1, description="Stop at this relative 95 % CI of the median.")
+    warmup_s: float = Field(0.05, ge=0, le=60, description="Warm-up per candidate.")
+    flush_cache: bool = Field(True, description="Flush the last-level cache per repetition.")
     flush_mode: FlushMode = Field("write", description=FLUSH_MODE_DESCRIPTION)
-    revalidate_pairs: int = Field(5, ge=0, le=100, description=(
-        "Winner and baseline re-timed in interleaved pairs (A B, B A, ...) this many times at the end, on every device the session used; 0 skips it."))
-    sweep_shapes: bool = Field(True, description=(
-        "At the end, gate winner and baseline on every shape of the spec, on every device the session used, and time them in interleaved pairs;"
-        " a regression is flagged only when the sign test puts it beyond noise."))
-    sweep_pairs: int = Field(5, ge=1, le=100, description="Interleaved pairs per shape and device in the shape sweep (5 is the fewest a one-sided sign test at p < 0.05 can call).")
-    storage: str | None = Field(None, max_length=500, description="tpe or cmaes: an Optuna RDB URL (postgresql://... or sqlite:///...) shared by workers on several machines.")
-    study: str | None = Field(None, max_length=200, description="Optuna study name in storage; default the session name.")
-    background: bool = Field(True, description="tune_start: return at once and run in the server process; the CLI always runs in the foreground.")
+    revalidate_pairs: int = Field(5, ge=0, le=100, description="Winner/baseline pairs re-timed; 0 skips.")
+    sweep_shapes: bool = Field(True, description="Then time winner and baseline on every shape.")
+    sweep_pairs: int = Field(5, ge=1, le=100, description="Pairs per shape in the sweep.")
+    storage: str | None = Field(None, max_length=500, description="tpe/cmaes: a shared Optuna RDB URL.")
+    study: str | None = Field(None, max_length=200, description="Optuna study; default the session's.")
+    background: bool = Field(True, description="Return at once.")
 
     @field_validator("warm_start")
     @classmethod
@@ -140,16 +126,14 @@ class TuneStatus(BaseModel):
 
 class SessionRef(Request):
 
-    session: str = Field(max_length=300, description="A session id from tune_start (or its folder in the workspace).")
+    session: str = Field(max_length=300, description="Session id or folder.")
 
 
 class ProposeRequest(Request):
 
-    session: str = Field(max_length=300, description="A session id from tune_start.")
-    params: dict[str, str | int] = Field(min_length=1, max_length=64, description=(
-        "Defines to try, e.g. {\"BLOCK\": 128}; merged over the variant's defines. In a session searching several variants,"
-        " {\"variant\": name} picks one of them (default the session's own)."))
-    note: str = Field("", max_length=500, description="Why this candidate: kept in the ledger for the next decision.")
+    session: str = Field(max_length=300, description="Session id.")
+    params: dict[str, str | int] = Field(min_length=1, max_length=64, description="Defines, e.g. {\"BLOCK\": 128}; {\"variant\": name} picks one.")
+    note: str = Field("", max_length=500, description="Why, kept in the ledger.")
 
 
 class ProposeResult(BaseModel):

@@ -12,16 +12,18 @@ from hyperloom.core.evidence import Evidence
 
 class VerifyRequest(Request):
 
-    code_object: str = Field(min_length=1, description="Code object inside the workspace: .hsaco/.co (clang, hipcc, Triton), an offload bundle, or an NVIDIA .cubin.")
-    kernels: list[str] | None = Field(None, max_length=64, description="Kernels to check; default every kernel in the code object.")
+    code_object: str = Field(min_length=1, description="Code object or .cubin in the workspace.")
+    kernels: list[str] | None = Field(None, max_length=64, description="Kernels to check; default all.")
     expect: list[str] = Field(
         default_factory=list, max_length=64,
-        description="Instructions that must appear in each checked kernel: a name (v_dot8_i32_iu4), a glob (v_wmma_*), or a generation-aware set (@dot4_i8, @dot8_i4, @dot2_f16, @fp8_dot, @wmma, @swmmac, @mfma, @smfmac, @tensor_core, @pk_fma_f32, @lds, @scratch, @barrier), optionally with a bound such as >=4 or ==2.",
+        description=(
+        "Must match in each kernel: a name, a glob (v_wmma_*) or a set (@dot4_i8 @dot8_i4 @dot2_f16 @fp8_dot @wmma "
+        "@swmmac @mfma @smfmac @tensor_core @pk_fma_f32 @lds @scratch @barrier); optionally >=N."),
     )
-    forbid: list[str] = Field(default_factory=list, max_length=64, description="Instructions that must not appear (names, globs or @sets, no bound).")
-    check_spills: bool = Field(True, description="Also fail kernels that spill registers, or touch scratch while declaring none.")
-    histogram_top: int = Field(20, ge=0, le=2000, description="How many of the most frequent instructions to list per kernel.")
-    lines_per_rule: int = Field(5, ge=0, le=200, description="How many matching instruction lines to show per rule.")
+    forbid: list[str] = Field(default_factory=list, max_length=64, description="Must match in no kernel.")
+    check_spills: bool = Field(True, description="Fail kernels that spill.")
+    histogram_top: int = Field(20, ge=0, le=2000, description="Instructions in each histogram.")
+    lines_per_rule: int = Field(5, ge=0, le=200, description="Matching lines shown per rule.")
 
 
 class Count(BaseModel):
