@@ -125,8 +125,12 @@ def test_the_capability_summary_proves_each_feature_with_instructions(censuses):
 def test_the_default_answer_is_a_summary_and_lists_come_on_request(llvm19, workspace):
     summary = run_census(CensusRequest(target="gfx1201"), workspace)
     assert summary.instructions == [] and summary.listed_total == 0 and summary.next_offset is None
-    assert "swmmac" in summary.summary and summary.evidence.tag.value == "MEASURED" and not summary.from_cache
-    assert len(summary.model_dump_json()) < 20_000  # sized for an agent's context
+    assert "swmmac" in {c.name for c in summary.capabilities_present} and "30 of 45 known capabilities" in summary.summary
+    assert summary.evidence.tag.value == "MEASURED" and not summary.from_cache
+    first_page = run_census(CensusRequest(target="gfx1201", detail=True), workspace)
+    assert len(first_page.instructions) == 15 and first_page.capabilities_present == []  # a page carries the page, not the summary again
+    for answer in (summary, first_page):  # an MCP answer sends this JSON twice (text and structured): under 16 KB in all
+        assert len(json.dumps(answer.model_dump(mode="json"), separators=(",", ":"))) < 8_000
     page = run_census(CensusRequest(target="gfx1201", detail=True, offset=100, limit=50), workspace)
     assert len(page.instructions) == 50 and page.next_offset == 150 and page.from_cache
     assert page.listed_total == summary.canonical_count + summary.alias_count

@@ -142,8 +142,8 @@ class CensusResult(BaseModel):
     canonical_count: int
     alias_count: int
     families: dict[str, int]
-    capabilities_present: list[CapabilitySummary]
-    capabilities_absent: list[str]
+    capabilities_present: list[CapabilitySummary] = Field(description="Empty in a listing or comparison (detail, match, compare_to): the plain summary has them.")
+    capabilities_absent: list[str] = Field(description="Empty in a listing or comparison, as capabilities_present.")
     checks: CensusChecks = Field(description="Self-checks; long name lists are cut to 10 entries.")
     instructions: list[InstructionEntry] = Field(description="The requested page of instructions (empty unless detail or match).")
     listed_total: int = Field(description="Instructions matching the listing filter.")

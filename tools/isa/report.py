@@ -35,20 +35,22 @@ def run_census(request: CensusRequest, workspace: Workspace, progress: ProgressF
         comparison.only_in_other_count if comparison else 0,
         comparison.renamed_count if comparison else 0,
     )
+    paged = listed or comparison is not None
     return CensusResult(
         target=measured.target,
         generation=measured.generation,
         llvm_version=measured.llvm.version,
-        summary=summarise(measured, comparison, listed),
+        summary=summarise(measured, comparison, listed, paged),
         canonical_count=measured.canonical_count,
         alias_count=measured.alias_count,
         families=measured.families,
-        capabilities_present=[
+        # a page of a listing or a comparison carries that; the capabilities come once, in the plain summary
+        capabilities_present=[] if paged else [
             CapabilitySummary(name=c.name, description=c.description, proof=c.instructions[:PROOF_SHOWN], proof_count=len(c.instructions))
             for c in measured.capabilities
             if c.present
         ],
-        capabilities_absent=[c.name for c in measured.capabilities if not c.present],
+        capabilities_absent=[] if paged else [c.name for c in measured.capabilities if not c.present],
         checks=shortened(measured.checks),
         instructions=listing[request.offset : end] if listed else [],
         listed_total=len(listing) if listed else 0,
@@ -72,7 +74,7 @@ def shortened(checks: CensusChecks) -> CensusChecks:
     )
 
 
-def summarise(measured: Census, comparison: Comparison | None, listed: bool) -> str:
+def summarise(measured: Census, comparison: Comparison | None, listed: bool, paged: bool) -> str:
     present = [c.name for c in measured.capabilities if c.present]
     absent = [c.name for c in measured.capabilities if not c.present]
     checks = measured.checks
@@ -80,13 +82,13 @@ def summarise(measured: Census, comparison: Comparison | None, listed: bool) -> 
         f"{measured.target} ({measured.generation}), measured with llvm-mc {measured.llvm.version}: "
         f"{measured.canonical_count} canonical instructions in {len(measured.families)} encoding families, "
         f"plus {measured.alias_count} assembler aliases.",
-        f"Has {len(present)} of {len(measured.capabilities)} capabilities: {', '.join(present) or 'none'}.",
-        f"Lacks: {', '.join(absent) or 'none'}.",
+        f"{len(present)} of {len(measured.capabilities)} known capabilities present, {len(absent)} absent"
+        + (" (named in the plain census, without a listing or comparison)." if paged else ", each present one with the instructions that prove it."),
         "Self-checks: "
         + ("every disassembled name is accepted by the assembler" if checks.sweep_subset_of_probe else f"{len(checks.sweep_not_in_probe)} disassembled names refused by the assembler")
         + f"; {checks.examples_reassembled} of {measured.canonical_count} examples re-assemble"
         + (f" (the other {len(checks.examples_not_reassembled)} print operands llvm-mc does not accept back as printed: the "
-           "instructions are real and stay in the census, only their examples are marked as not re-assembling)"
+           "instructions are real and stay in the census)"
            if checks.examples_not_reassembled else "")
         + (f"; {len(checks.dropped_groups)} encodings that crash llvm-mc were dropped" if checks.dropped_groups else "; llvm-mc did not crash")
         + ("" if checks.layouts_verified else "; this target's layouts are unverified")

@@ -244,8 +244,9 @@ def census_report(result: CensusResult) -> str:
 
     summary = result.summary.removesuffix(LISTING_HINT) + CENSUS_LISTING_HINT if result.summary.endswith(LISTING_HINT) else result.summary
     parts = [summary, ""]
-    rows = [(c.name, f"{', '.join(c.proof)}{' …' if c.proof_count > len(c.proof) else ''}") for c in result.capabilities_present]
-    parts += [table(["capability", "proved by"], rows), "", f"absent: {', '.join(result.capabilities_absent) or 'none'}", ""]
+    if result.capabilities_present or result.capabilities_absent:  # a page of a listing leaves them to the summary answer
+        rows = [(c.name, f"{', '.join(c.proof)}{' …' if c.proof_count > len(c.proof) else ''}") for c in result.capabilities_present]
+        parts += [table(["capability", "proved by"], rows), "", f"absent: {', '.join(result.capabilities_absent) or 'none'}", ""]
     if result.instructions:
         rows = [(i.name, i.kind, ",".join(i.families), i.example or "", i.encoding or "", _flag(i.reassembles)) for i in result.instructions]
         parts += [table(["instruction", "kind", "families", "example", "encoding", "re-assembles"], rows), ""]
