@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -55,3 +56,9 @@ def reference_of(loaded) -> Any:
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     return getattr(module, loaded.reference_name)
+
+
+def interruptible() -> None:
+    """preexec_fn for a child a test sends SIGINT: Ctrl-C's default action, even when the suite itself was started
+    with SIGINT ignored (a non-interactive shell's `cmd &` ignores it in everything it starts)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -16,6 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from helpers import interruptible
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.serve.knee import find_knee
 from hyperloom.tools.serve.models import ServeSweepRequest
@@ -128,7 +129,7 @@ def test_killing_the_tool_mid_sweep_leaves_no_server_process(workspace, tiny_mod
         [sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", f"http://127.0.0.1:{port}/v1", "--max-concurrency", "4",
          "--input-tokens", "16", "--output-tokens", "64", "--requests-per-level", "100000", "--no-plot", "--",
          *server_command(tiny_model, port, slots=4)],
-        cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=handle, start_new_session=True)
+        cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=handle, start_new_session=True, preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not processes_serving(tiny_model)[1:]:  # the watchdog and the server

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from helpers import interruptible
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.serve.models import ServeSweepRequest
 from hyperloom.tools.serve.run import run_serve_sweep
@@ -342,7 +343,7 @@ def test_an_interrupted_sweep_keeps_its_finished_levels_labelled_interrupted(wor
     with stub_server(after(6, "hang")) as stub:
         cli = subprocess.Popen([sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", stub.base_url, "--input-tokens", "16",
                                 "--output-tokens", "4", "--requests-per-level", "4", "--max-concurrency", "8", "--no-plot"],
-                               cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                               cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible)
         try:
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and stub.posts < 8:  # level 1 done, level 2 hanging
