@@ -210,9 +210,6 @@ class FakeHip:
         handle = self._handle()
         self.events.add(handle)
         return (0, handle)
-    def hipEventDestroy(self, event):
-        self.events.remove(event)
-        return (0,)
 
 
 def test_a_warm_gpu_trial_unloads_its_code_objects_refills_the_buffers_it_keeps_and_reads_each_input_file_once(tmp_path, monkeypatch):

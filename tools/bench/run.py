@@ -29,7 +29,7 @@ from hyperloom.tools.gate.check import run_gate
 from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.runtime.launcher import run_trial
 from hyperloom.tools.runtime.probe import require_backend
-from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest, TrialResult
+from hyperloom.tools.runtime.models import HOST_BACKENDS, ArgSpec, Timing, TrialRequest, TrialResult
 from hyperloom.tools.spec.entry import exported_functions, instance_source, is_template, resolve_symbol
 from hyperloom.tools.spec.expr import evaluate_int
 from hyperloom.tools.spec.load import LoadedSpec, argument_value, buffer_shape, draw_inputs, load_spec, output_buffers, resolved_defines, scalar_value
@@ -204,13 +204,15 @@ def check_input_set(
     )
 
 
+def _helpers(launchable: Launchable, workspace: Workspace) -> str | None:
+    """The device helpers' code object (timing.hip) for the launch's target; None on a CPU backend."""
+    return None if launchable.backend in HOST_BACKENDS else str(workspace.root / timing_kernels(launchable.target, workspace))
+
+
 def _helpers_if_built(launchable: Launchable, workspace: Workspace) -> str | None:
-    """The device helpers' code object for a warm worker's kept inputs; None on the CPU or when they do not build
-    (a correctness trial does not need them)."""
-    if launchable.backend in ("c", "triton_interpreter"):
-        return None
+    """The helpers for a warm worker's kept inputs; None also when they do not build (a correctness trial does not need them)."""
     try:
-        return str(workspace.root / timing_kernels(launchable.target, workspace))
+        return _helpers(launchable, workspace)
     except HyperloomError:
         return None
 
@@ -220,7 +222,7 @@ def time_kernel(
     runner: TrialRunner = run_trial,
 ) -> TrialResult:
     """Time the kernel on the inputs staged in `inputs`, in a worker process (`runner`'s)."""
-    helpers = None if launchable.backend in ("c", "triton_interpreter") else str(workspace.root / timing_kernels(launchable.target, workspace))
+    helpers = _helpers(launchable, workspace)
     return runner(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,

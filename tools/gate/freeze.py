@@ -98,7 +98,7 @@ def freeze(request: FreezeRequest, workspace: Workspace) -> FreezeResult:
 
 
 FileStamp = tuple[int, int, int, int]
-_VERIFIED: OrderedDict[Path, tuple[tuple[FileStamp, ...], FrozenSet]] = OrderedDict()
+_VERIFIED: OrderedDict[Path, tuple[dict[Path, FileStamp], FrozenSet]] = OrderedDict()
 _VERIFIED_LOCK = threading.Lock()
 VERIFIED_SETS = 64
 RACY_NS = 50_000_000
@@ -115,15 +115,14 @@ def load_reference_set(folder: Path, workspace: Workspace) -> FrozenSet:
     key = folder.resolve()
     with _VERIFIED_LOCK:
         known = _VERIFIED.get(key)
-    if known is not None and _stamps([key / MANIFEST, *known[1].reference_paths]) == known[0]:
+    if known is not None and _stamps(list(known[0])) == known[0]:
         return known[1]
     started_ns = time.time_ns()
-    before = _stamps([key / MANIFEST, *sorted(key.glob("*.npy"))], keyed=True)
+    before = _stamps([key / MANIFEST, *sorted(key.glob("*.npy"))])
     frozen = _verify(folder, workspace)
-    files = [key / MANIFEST, *(key / p.name for p in frozen.reference_paths)]
-    stamps = _stamps(files)
-    if (stamps is not None and isinstance(before, dict) and all(before.get(f) == stamp for f, stamp in zip(files, stamps))  # unchanged while read
-            and all(stamp[3] < started_ns - RACY_NS for stamp in stamps)):  # and changed well before: a write in the same clock tick shows
+    stamps = _stamps([key / MANIFEST, *(key / p.name for p in frozen.reference_paths)])
+    if (stamps is not None and before is not None and all(before.get(f) == stamp for f, stamp in stamps.items())  # unchanged while read
+            and all(stamp[3] < started_ns - RACY_NS for stamp in stamps.values())):  # and changed well before: a write in the same clock tick shows
         with _VERIFIED_LOCK:
             _VERIFIED[key] = (stamps, frozen)
             while len(_VERIFIED) > VERIFIED_SETS:
@@ -131,13 +130,12 @@ def load_reference_set(folder: Path, workspace: Workspace) -> FrozenSet:
     return frozen
 
 
-def _stamps(paths: list[Path], *, keyed: bool = False) -> tuple[FileStamp, ...] | dict[Path, FileStamp] | None:
+def _stamps(paths: list[Path]) -> dict[Path, FileStamp] | None:
     """Each file's (inode, size, mtime_ns, ctime_ns); None when one cannot be read."""
     try:
-        stamps = [(s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for s in (os.stat(p) for p in paths)]
+        return {p: (s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for p, s in ((p, os.stat(p)) for p in paths)}
     except OSError:
         return None
-    return dict(zip(paths, stamps)) if keyed else tuple(stamps)
 
 
 def _verify(folder: Path, workspace: Workspace) -> FrozenSet:

@@ -36,6 +36,7 @@ class Names:
     pci_bus_id: str
     dtod: str
     total_memory: str
+    module_unload: str
 
 
 CUDA = Names(
@@ -43,14 +44,14 @@ CUDA = Names(
     "cuModuleLoadData", "cuModuleGetFunction", "cuMemAlloc", "cuMemFree", "cuMemcpyHtoD", "cuMemcpyDtoH",
     "cuMemsetD8", "cuLaunchKernel", "cuEventCreate", "cuEventRecord", "cuEventSynchronize", "cuEventElapsedTime",
     "cuCtxSynchronize", "cuDeviceGetPCIBusId", "cuMemcpyDtoD",
-    "cuDeviceTotalMem",
+    "cuDeviceTotalMem", "cuModuleUnload",
 )
 HIP = Names(
     "hipInit", "hipDeviceGet", "hipDeviceGetName", "hipDeviceGetAttribute", "hipDeviceAttributeL2CacheSize",
     "hipModuleLoadData", "hipModuleGetFunction", "hipMalloc", "hipFree", "hipMemcpyHtoD", "hipMemcpyDtoH",
     "hipMemsetD8", "hipModuleLaunchKernel", "hipEventCreate", "hipEventRecord", "hipEventSynchronize",
     "hipEventElapsedTime", "hipDeviceSynchronize", "hipDeviceGetPCIBusId", "hipMemcpyDtoD",
-    "hipDeviceTotalMem",
+    "hipDeviceTotalMem", "hipModuleUnload",
 )
 
 
@@ -128,6 +129,9 @@ class Driver:
     # -- code
     def load(self, image: bytes) -> Any:
         return self._call("module_load", image)
+
+    def unload(self, module: Any) -> None:
+        self._call("module_unload", module)
 
     def function(self, module: Any, name: str) -> Any:
         return self._call("module_function", module, name.encode())

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 Backend = Literal["cuda", "hip", "c", "triton_interpreter"]
+HOST_BACKENDS: tuple[Backend, ...] = ("c", "triton_interpreter")  # run on CPU workers, not on a GPU
 Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
 FlushMode = Literal["write", "read"]
 FLUSH_MODE_DESCRIPTION = "write: dirty lines (the kernel pays the write-back); read: clean lines."

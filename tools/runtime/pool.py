@@ -141,7 +141,7 @@ class WarmRunner:
         with self._lock:
             self._closed = True
             if self._next is not None:  # a process still starting is closed the moment it is up; none is waited for
-                self._next.add_done_callback(lambda started: started.exception() is None and started.result().close())
+                self._next.add_done_callback(_close_started)
                 self._next = None
             if self._worker is not None:
                 self._worker.close()
@@ -174,6 +174,12 @@ class WarmRunner:
             self._worker.close()
             self._worker = None
         self.prestart()
+
+
+def _close_started(started: Future[WarmWorker]) -> None:
+    """Close a worker whose start finished after its runner closed (a start that failed left nothing)."""
+    if started.exception() is None:
+        started.result().close()
 
 
 class RunnerPool:

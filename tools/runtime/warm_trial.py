@@ -27,9 +27,6 @@ from hyperloom.tools.runtime.models import TrialRequest
 from hyperloom.tools.runtime.worker import run_payload as run_fresh
 
 INPUT_CACHE_BYTES = 8 << 30
-_RELEASE = {"cuda": ("cuEventDestroy", "cuModuleUnload"), "hip": ("hipEventDestroy", "hipModuleUnload")}
-
-
 SPARE_SHARE = 0.25
 """Device memory a warm worker may hold between trials in buffers freed by one trial for the next (of the device's)."""
 
@@ -79,7 +76,6 @@ class TrackedDriver(Driver):
 
     def release(self) -> None:
         """Wait for the device, then keep or free every allocation and event of the trial and unload its code objects."""
-        _, unload = _RELEASE[self.backend]
         allocations, events, modules = self._allocations, self._events, self._modules
         self._allocations, self._events, self._modules = [], [], []
         self.synchronize()
@@ -93,7 +89,7 @@ class TrackedDriver(Driver):
                 self.free(pointer)
         self._spare_events.extend(events)
         for module in modules:
-            self._check(getattr(self.module, unload)(module), unload)
+            self.unload(module)
 
     def _free_spares(self) -> None:
         for pointers in self._spare.values():

@@ -6,11 +6,11 @@ import json
 import subprocess
 
 from hyperloom.core.toolchain import find_tool
+from hyperloom.tools.runtime.models import HOST_BACKENDS
 
 IDLE_UTILIZATION_PCT = 10.0
 IDLE_MEMORY_MIB = 2048.0
 SMI_TIMEOUT_S = 10.0
-HOST_BACKENDS = ("c", "triton_interpreter")  # run on CPU workers, not on a GPU
 
 
 def worker_slots(backend: str, workers: int, devices: list[int] | None) -> list[int | None]:

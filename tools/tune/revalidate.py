@@ -22,8 +22,9 @@ from pathlib import Path
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import Launchable, build_with, check_input_set, prepare, stage_input_set, time_kernel
+from hyperloom.tools.runtime.models import HOST_BACKENDS
 from hyperloom.tools.runtime.pool import Runner, RunnerPool
-from hyperloom.tools.tune.devices import HOST_BACKENDS, slot_label, worker_slots
+from hyperloom.tools.tune.devices import slot_label, worker_slots
 from hyperloom.tools.tune.evaluate import Budget
 from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
 from hyperloom.tools.tune.session import Session
