@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,10 +51,12 @@ class DeviceInputs:
         self._held_bytes = 0
         self._used: set[object] = set()
 
-    def copy_of(self, key: object, name: str, host: np.ndarray) -> Kept | None:
-        """The kept copy of `host` (made now if there is room), marked used by this trial; None: copy from the host."""
+    def copy_of(self, key: object, name: str, read: Callable[[], np.ndarray]) -> Kept | None:
+        """The kept copy of the input `key` names (made from `read()` now if there is room), marked used by this
+        trial; None: copy it from the host."""
         kept = self._copies.get(key)
         if kept is None:
+            host = read()
             padded = -(-host.nbytes // WORD_BYTES) * WORD_BYTES
             if padded == 0 or not self._room(padded):
                 return None

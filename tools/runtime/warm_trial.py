@@ -132,9 +132,10 @@ class Reuse:
 
     def kept(self, path: str, driver: Driver, helpers: str | None) -> Kept | None:
         """The device copy of the input file kept on `driver`'s GPU (tools/runtime/kept.py); None: copy it from the host."""
-        host = self.load(path)
         inputs = self._device_inputs(driver, helpers)
-        return inputs.copy_of(_file_key(path), Path(path).stem.removeprefix("in_"), host) if inputs is not None else None
+        if inputs is None:
+            return None
+        return inputs.copy_of(_file_key(path), Path(path).stem.removeprefix("in_"), lambda: self.load(path))
 
     def changed_inputs(self) -> list[str]:
         """Kept device copies the last trial used that no longer match their checksum (dropped)."""
