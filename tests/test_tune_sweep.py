@@ -11,7 +11,7 @@ import yaml
 from helpers import FIXTURES
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest
-from hyperloom.tools.tune.revalidate import interleaved, revalidate_pair, shape_verdict
+from hyperloom.tools.tune.revalidate import confirmed, interleaved, revalidate_pair, shape_verdict
 from hyperloom.tools.tune.session import open_session
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
@@ -40,6 +40,17 @@ def test_a_regression_is_flagged_only_when_the_sign_test_and_the_median_both_say
     assert row.winner_slower == sum(w > b for b, w in zip(baseline_s, winner_s))
 
 
+def test_a_suspected_regression_is_flagged_only_when_a_second_round_of_fresh_pairs_says_so_too():
+    suspected = shape_verdict({"n": 1}, "cpu", [10.0] * 7, [10.5] * 7)  # 7 of 7 slower by 5 %: what one round of noise did to identical code in CI
+    assert suspected.regression and suspected.slower_p == 1 / 128
+    noise = confirmed(suspected, [10.0, 10.2, 9.9, 10.0, 10.1, 10.0, 10.3], [10.1, 10.0, 10.0, 9.9, 10.2, 10.0, 10.2])
+    assert not noise.regression and noise.winner_slower == 7 and noise.slower_p > 0.05 and "did not confirm it (3/7 slower" in noise.note
+    real = confirmed(suspected, [10.0] * 7, [20.0] * 7)
+    assert real.regression and real.slower_p == 1 / 128 and "confirmed by a second round (7/7 slower, 0.500x)" in real.note
+    untimed = confirmed(suspected, [], [])
+    assert untimed.regression and "could not be re-timed" in untimed.note
+
+
 def test_a_shape_that_was_not_timed_is_no_regression():
     row = shape_verdict({"n": 1}, "cpu", [], [], "not run at this shape")
     assert not row.regression and row.speedup is None and row.note == "not run at this shape"
@@ -65,15 +76,17 @@ def test_the_sweep_never_flags_a_winner_identical_to_the_baseline_and_flags_a_sl
     session, request = session_with_twins
     trials = {json.dumps(t.params, sort_keys=True): t for t in session.ledger.trials()}
     baseline, twin, slower = trials["{}"], trials['{"HL_UNUSED": 1, "REPEAT": 16}'], trials['{"HL_UNUSED": 0, "REPEAT": 64}']
-    # 7 pairs: a one-sided sign test calls a slowdown only at 7 of 7 (p = 0.008), so identical code is flagged by chance
-    # less than once in 128 shapes even before the 2 % the median must also show
+    # 7 pairs: a one-sided sign test calls a slowdown only at 7 of 7 (p = 0.008), and a second round of 7 fresh pairs must say so
+    # again, so identical code is flagged by chance less than once in 16,000 shapes (one round alone flagged it once in CI)
     checking = request.model_copy(update={"revalidate_pairs": 5, "sweep_shapes": True, "sweep_pairs": 7})
     revalidations, sweep = revalidate_pair(session, checking, workspace, baseline, twin)
     assert [s.shape for s in sweep] == [{"n": 65536}, {"n": 4096}] and all(s.pairs == 7 and s.device == "cpu" for s in sweep)
     assert not any(s.regression for s in sweep), [(s.shape, s.speedup, s.winner_slower) for s in sweep]
     assert len(revalidations) == 1 and revalidations[0].device == "cpu" and revalidations[0].pairs == 5
     _, sweep = revalidate_pair(session, checking, workspace, baseline, slower)
-    assert all(s.regression and s.winner_slower == 7 and s.speedup < 0.5 for s in sweep), [(s.shape, s.speedup) for s in sweep]
+    # 4x the work: fixed per-launch costs and a shared machine's noise keep the ratio above 0.25 at the small shape (0.55 seen in CI)
+    assert all(s.regression and s.winner_slower == 7 and s.speedup < 0.75 and "confirmed by a second round (7/7" in s.note for s in sweep), \
+        [(s.shape, s.speedup, s.note) for s in sweep]
 
 
 @needs_cc

@@ -150,9 +150,10 @@ class ShapeSweep(BaseModel):
     speedup: float | None
     pairs: int = Field(0, description="Interleaved (baseline, winner) pairs timed.")
     winner_slower: int = Field(0, description="Pairs in which the winner was slower.")
-    slower_p: float | None = Field(None, description="One-sided sign-test p-value that the winner is not slower.")
+    slower_p: float | None = Field(None, description="One-sided sign-test p-value that the winner is not slower (the weaker round's, when re-timed).")
     regression: bool = Field(description=(
-        "The winner fails the gate where the baseline passes, or is slower beyond noise: slower in enough pairs for p < 0.05 and by more than 2 % at the median."))
+        "The winner fails the gate where the baseline passes, or is slower beyond noise: slower in enough pairs for p < 0.05 and by more than 2 % at the "
+        "median, in the first round of pairs and again in a second round of fresh pairs."))
     note: str = ""
 
 

@@ -142,7 +142,8 @@ def render_markdown(manifest: dict[str, Any], report: TuneReport, run: dict[str,
     if report.sweep:
         lines += ["", "## Shape sweep", "",
                   "Winner and baseline gated, then timed in interleaved pairs, at every shape on every device; a regression only when the winner is "
-                  "slower in enough pairs for sign-test p < 0.05 and by more than 2 % at the median.", "",
+                  "slower in enough pairs for sign-test p < 0.05 and by more than 2 % at the median, in a first round of pairs and again in a second "
+                  "round of fresh pairs (the counts are the first round's).", "",
                   "| shape | device | baseline (us) | winner (us) | speedup | winner slower | p | regression |", "|---|---|---|---|---|---|---|---|"]
         for s in report.sweep:
             slower = f"{s.winner_slower}/{s.pairs}" if s.pairs else "–"

@@ -3,8 +3,11 @@ to show the speedup beyond noise, then both gated and timed in interleaved pairs
 spec, a regression flagged only when the same sign test puts the slowdown beyond noise.
 
 A pair runs A B or B A in turn (A B, B A, A B, ...), so a drift of the machine (clocks, a neighbour's
-load) that favours whichever runs second cannot make identical code look faster or slower. Devices run
-their share at once, each through its own runner (its warm worker, or fresh processes).
+load) that favours whichever runs second cannot make identical code look faster or slower. A shape that
+looks like a regression is re-timed in as many fresh pairs and flagged only when that second round says
+so too: one round alone flags identical code at a rate of its alpha (1 in 128 shapes at 7 of 7), which a
+spec with many shapes, or a noisy shared machine, turns into false alarms; two rounds square it. Devices
+run their share at once, each through its own runner (its warm worker, or fresh processes).
 """
 
 from __future__ import annotations
@@ -70,7 +73,7 @@ def interleaved(time_a: Callable[[], float | None], time_b: Callable[[], float |
 
 
 def shape_verdict(shape: dict[str, int], device: str, baseline_s: list[float], winner_s: list[float], note: str = "") -> ShapeSweep:
-    """A shape's sweep row from its interleaved pairs: a regression only when the winner is slower beyond noise."""
+    """A shape's sweep row from one round of interleaved pairs: a regression only when the winner is slower beyond noise."""
     if not baseline_s:
         return ShapeSweep(shape=shape, device=device, baseline_s=None, winner_s=None, speedup=None, regression=False, note=note)
     base, win = statistics.median(baseline_s), statistics.median(winner_s)
@@ -79,6 +82,23 @@ def shape_verdict(shape: dict[str, int], device: str, baseline_s: list[float], w
     speedup = base / win
     return ShapeSweep(shape=shape, device=device, baseline_s=base, winner_s=win, speedup=speedup, pairs=len(baseline_s), winner_slower=slower,
                       slower_p=p, regression=p < ALPHA and speedup < 1 - REGRESSION, note=note)
+
+
+def confirmed(first: ShapeSweep, recheck_baseline_s: list[float], recheck_winner_s: list[float]) -> ShapeSweep:
+    """A suspected regression (`first`) after its second round of fresh pairs: flagged only when both rounds say so.
+
+    The row keeps the first round's medians and counts; its p-value is the weaker round's, and the note gives the second."""
+    if not recheck_baseline_s:
+        return first.model_copy(update={"note": _join(first.note, "could not be re-timed to confirm (the budget ran out, or a run failed): one round's verdict")})
+    second = shape_verdict(first.shape, first.device, recheck_baseline_s, recheck_winner_s)
+    said = f"{second.winner_slower}/{second.pairs} slower, {second.speedup:.3f}x"
+    note = f"confirmed by a second round ({said})" if second.regression else f"a second round did not confirm it ({said}): noise"
+    return first.model_copy(update={"regression": second.regression, "slower_p": max(first.slower_p or 0.0, second.slower_p or 0.0),
+                                    "note": _join(first.note, note)})
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
 
 
 def revalidate(session: Session, request: TuneRequest, workspace: Workspace, pool: RunnerPool | None = None) -> None:
@@ -202,9 +222,13 @@ class _Job:
         if not all(passes.values()):
             row = shape_verdict(staged.shape, label, [], [], "; ".join(notes))
             return row.model_copy(update={"regression": passes["baseline"] and not passes["winner"]})
-        base_s, win_s = interleaved(lambda: timed(*staged.builds["baseline"], staged.inputs), lambda: timed(*staged.builds["winner"], staged.inputs),  # type: ignore[arg-type]
-                                    self.request.sweep_pairs)
-        return shape_verdict(staged.shape, label, base_s, win_s, "" if base_s else "not timed (the budget ran out, or a run failed)")
+        def round_of_pairs() -> tuple[list[float], list[float]]:
+            return interleaved(lambda: timed(*staged.builds["baseline"], staged.inputs), lambda: timed(*staged.builds["winner"], staged.inputs),  # type: ignore[arg-type]
+                               self.request.sweep_pairs)
+
+        base_s, win_s = round_of_pairs()
+        row = shape_verdict(staged.shape, label, base_s, win_s, "" if base_s else "not timed (the budget ran out, or a run failed)")
+        return confirmed(row, *round_of_pairs()) if row.regression else row
 
     def cleanup(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
