@@ -27,7 +27,8 @@ def test_the_h200_capture_reports_gpu_driver_cuda_and_compute_capability():
     assert one(result, "gpu_0").details["sm_clock_max_mhz"] == 1980.0
     assert result.layers["nvidia"] == "ok" and all(result.layers[layer] in ("ok", "unknown") for layer in result.layers)
     assert all(f.fix for f in result.findings if f.status == "unknown"), "every unknown says why and what to do"
-    assert gpu.peaks is not None and gpu.peaks.evidence.tag is Tag.ASSUMED and "datasheet" in gpu.peaks.evidence.source
+    peaks = result.parts[gpu.part or ""]
+    assert peaks.evidence.tag is Tag.ASSUMED and "datasheet" in peaks.evidence.source and list(result.parts) == ["NVIDIA H200"]
 
 
 @pytest.mark.parametrize(
@@ -39,21 +40,35 @@ def test_the_h200_capture_reports_gpu_driver_cuda_and_compute_capability():
     ],
 )
 def test_each_amd_capture_names_its_gpu_and_target(root, target, name, compute_units):
-    (gpu,) = replay(root).gpus
+    result = replay(root)
+    (gpu,) = result.gpus
     assert (gpu.vendor, gpu.target, gpu.name, gpu.compute_units) == ("amd", target, name, compute_units)
-    assert gpu.peaks is not None and gpu.peaks.part.endswith(name.removeprefix("AMD ")), gpu.peaks
+    assert gpu.part is not None and result.parts[gpu.part].part.endswith(name.removeprefix("AMD ")), result.parts
 
 
 def test_a_partition_of_a_larger_part_is_said_so():
     (gpu,) = replay("gfx942-mi300x").gpus
     assert gpu.max_waves_per_cu == 32 and gpu.lds_kib == 64 and gpu.wave_size == 64
-    assert gpu.partition_note and "38 of the AMD Instinct MI300X's 304 CUs" in gpu.partition_note
+    assert (gpu.compute_units, gpu.part, gpu.part_compute_units) == (38, "AMD Instinct MI300X", 304)
 
 
 def test_a_replayed_root_is_assumed_evidence_and_a_live_look_is_measured(workspace):
     assert all(f.evidence.tag is Tag.ASSUMED and "recorded in" in f.evidence.source for f in replay("h200").findings)
-    live = run_detect(DetectRequest(), workspace)
-    assert live.evidence.tag is Tag.MEASURED and all(f.evidence.tag is Tag.MEASURED for f in live.findings)
+    live = run_detect(DetectRequest(detail=True), workspace)
+    assert live.evidence.tag is Tag.MEASURED and all(f.evidence is not None and f.evidence.tag is Tag.MEASURED for f in live.findings)
+
+
+@pytest.mark.parametrize("root", ["gfx942-mi300x", "h200"])
+def test_the_default_answer_gives_passed_checks_one_line_each_and_leaves_per_check_evidence_to_detail(workspace, root):
+    shutil.copytree(ROOTS / root, workspace.root / root, symlinks=True)
+    full = run_detect(DetectRequest(root=root, detail=True), workspace)
+    default = run_detect(DetectRequest(root=root), workspace)
+    assert full.passed == [] and all(f.evidence is not None for f in full.findings) and all(g.evidence is not None for g in full.gpus)
+    assert [(f.check, f.status) for f in default.findings] == [(f.check, f.status) for f in full.findings if f.status != "ok"]
+    assert [(p.layer, p.check, p.summary) for p in default.passed] == [(f.layer, f.check, f.summary) for f in full.findings if f.status == "ok"]
+    assert all(f.evidence is None for f in default.findings) and all(g.evidence is None for g in default.gpus)
+    assert (default.summary, default.layers, default.evidence.inputs_sha256) == (full.summary, full.layers, full.evidence.inputs_sha256)
+    assert [p.model_dump(exclude={"evidence"}) for p in default.parts.values()] == [p.model_dump(exclude={"evidence"}) for p in full.parts.values()]
 
 
 # ------------------------------------------------------------------ traps, one each

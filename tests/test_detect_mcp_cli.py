@@ -32,7 +32,7 @@ async def test_the_stdio_server_runs_detect_live_and_on_a_recorded_root(tmp_path
         await session.initialize()
         tool = {t.name: t for t in (await session.list_tools()).tools}["detect"]
         assert tool.annotations.read_only_hint and tool.annotations.idempotent_hint and tool.annotations.open_world_hint is False
-        assert set(tool.input_schema["properties"]) == {"root", "timeout_s"} and not tool.input_schema.get("required")
+        assert set(tool.input_schema["properties"]) == {"root", "timeout_s", "detail"} and not tool.input_schema.get("required")
 
         live = await session.call_tool("detect", {}, read_timeout_seconds=60)
         assert not live.is_error and live.structured_content["gpus"] == []

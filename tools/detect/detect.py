@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from hyperloom.core.evidence import assumed, measured
 from hyperloom.core.hashing import combine_digests
 from hyperloom.core.progress import ProgressFn
@@ -10,7 +12,7 @@ from hyperloom.tools.detect import parts, traps
 from hyperloom.tools.detect.compiler import detect_compiler
 from hyperloom.tools.detect.driver import detect_driver
 from hyperloom.tools.detect.finding import evidence_for
-from hyperloom.tools.detect.models import LAYERS, SEVERITY, DetectRequest, DetectResult, Finding, Gpu, Status
+from hyperloom.tools.detect.models import LAYERS, SEVERITY, DetectRequest, DetectResult, Finding, Gpu, Passed, Peaks, Status
 from hyperloom.tools.detect.nvidia import Nvidia, detect_nvidia
 from hyperloom.tools.detect.root import ROOT_ENV, SystemView, system_from
 from hyperloom.tools.detect.runtime import Runtime, detect_runtime
@@ -22,7 +24,17 @@ STEPS = 6
 def run_detect(request: DetectRequest, workspace: Workspace, progress: ProgressFn | None = None) -> DetectResult:
     """The MCP and CLI entry: a request's root resolves inside the workspace; HYPERLOOM_DETECT_ROOT is the operator's."""
     root = str(workspace.resolve(request.root, kind="dir", what="root")) if request.root else None
-    return detect(system_from(root, request.timeout_s), progress)
+    result = detect(system_from(root, request.timeout_s), progress)
+    return result if request.detail else brief(result)
+
+
+def brief(result: DetectResult) -> DetectResult:
+    """The default answer: passed checks one line each, findings and GPUs without their own evidence (the result's covers them)."""
+    return result.model_copy(update={
+        "findings": [f.model_copy(update={"evidence": None}) for f in result.findings if f.status != "ok"],
+        "passed": [Passed(layer=f.layer, check=f.check, summary=f.summary) for f in result.findings if f.status == "ok"],
+        "gpus": [g.model_copy(update={"evidence": None}) for g in result.gpus],
+    })
 
 
 def detect(system: SystemView, progress: ProgressFn | None = None) -> DetectResult:
@@ -43,10 +55,10 @@ def detect(system: SystemView, progress: ProgressFn | None = None) -> DetectResu
     trap_findings = _traps(system, silicon, runtime, nvidia, len(silicon.kfd) or len(runtime.gpu_agents))
     findings = [*silicon.findings, *driver.findings, *runtime.findings, *compiler.findings, *nvidia.findings, *trap_findings]
     findings.sort(key=lambda f: LAYERS.index(f.layer))
-    gpus = _gpus(system, silicon, runtime, nvidia)
+    gpus, found = _gpus(system, silicon, runtime, nvidia)
     step()
     layers = {layer: _worst([f.status for f in findings if f.layer == layer]) for layer in LAYERS}
-    digest = combine_digests([f.evidence.inputs_sha256 for f in findings])
+    digest = combine_digests([f.evidence.inputs_sha256 for f in findings if f.evidence is not None])
     evidence = (
         assumed(f"replay of the recorded root {system.root} by hyperloom.detect", inputs_sha256=digest)
         if system.replayed
@@ -55,6 +67,7 @@ def detect(system: SystemView, progress: ProgressFn | None = None) -> DetectResu
     return DetectResult(
         summary=_summary(gpus, findings),
         gpus=gpus,
+        parts=found,
         layers=layers,
         findings=findings,
         root=str(system.root) if system.root is not None else None,
@@ -89,7 +102,8 @@ def _worst(statuses: list[Status]) -> Status:
 
 
 def _summary(gpus: list[Gpu], findings: list[Finding]) -> str:
-    found = ", ".join(f"{g.name} ({g.target or '?'})" for g in gpus) or "no GPU found"
+    kinds = Counter(f"{g.name} ({g.target or '?'})" for g in gpus)
+    found = ", ".join(kind if count == 1 else f"{count}x {kind}" for kind, count in kinds.items()) or "no GPU found"
     for status in ("fail", "warn"):
         first = next((f for f in findings if f.status == status), None)
         if first is not None:
@@ -97,7 +111,17 @@ def _summary(gpus: list[Gpu], findings: list[Finding]) -> str:
     return f"{found}. No layer failed; unknown layers say what to install."
 
 
-def _gpus(system: SystemView, silicon: Silicon, runtime: Runtime, nvidia: Nvidia) -> list[Gpu]:
+def _named(part: parts.Part | None, found: dict[str, Peaks]) -> str | None:
+    """The part's name, its datasheet peaks noted once in `found`."""
+    if part is None:
+        return None
+    found.setdefault(part.name, part.peaks())
+    return part.name
+
+
+def _gpus(system: SystemView, silicon: Silicon, runtime: Runtime, nvidia: Nvidia) -> tuple[list[Gpu], dict[str, Peaks]]:
+    """Every GPU the lowest layer that saw it reports, and the datasheet peaks of the parts among them."""
+    found: dict[str, Peaks] = {}
     agents = runtime.gpu_agents
     gpus: list[Gpu] = []
     for index, node in enumerate(silicon.kfd):
@@ -106,16 +130,14 @@ def _gpus(system: SystemView, silicon: Silicon, runtime: Runtime, nvidia: Nvidia
         device_id = node.properties.get("device_id")
         part = parts.lookup(AMD_VENDOR, device_id, node.compute_units, name)
         per_cu, waves = node.simd_per_cu, node.properties.get("max_waves_per_simd")
-        note = None
-        if part and node.compute_units and node.compute_units < part.compute_units:
-            note = f"this node holds {node.compute_units} of the {part.name}'s {part.compute_units} CUs (a partition); peaks are the whole part's"
+        partitioned = bool(part and node.compute_units and node.compute_units < part.compute_units)
         gpus.append(Gpu(
             index=index, vendor="amd", name=name or (part.name if part else f"AMD GPU {device_id or '?'}"), target=node.target,
             pci_device_id=f"0x{device_id:04x}" if device_id else None, bus_id=node.bus_id,
             compute_units=node.compute_units, simd_per_cu=per_cu, wave_size=node.properties.get("wave_front_size") or (agent.wavefront_size if agent else None),
             max_waves_per_cu=(waves * per_cu) if waves and per_cu else None, lds_kib=node.properties.get("lds_size_in_kb"),
-            memory_banks=node.properties.get("mem_banks_count"), vram_bytes=node.vram_bytes, partition_note=note,
-            peaks=part.peaks() if part else None, evidence=evidence_for(system, node.sources[:1], target=node.target),
+            memory_banks=node.properties.get("mem_banks_count"), vram_bytes=node.vram_bytes, part_compute_units=part.compute_units if part and partitioned else None,
+            part=_named(part, found), evidence=evidence_for(system, node.sources[:1], target=node.target),
         ))
     if not silicon.kfd:
         for index, agent in enumerate(agents):
@@ -124,7 +146,7 @@ def _gpus(system: SystemView, silicon: Silicon, runtime: Runtime, nvidia: Nvidia
                 index=index, vendor="amd", name=agent.marketing_name or agent.name, target=agent.name,
                 pci_device_id=f"0x{agent.chip_id:04x}" if agent.chip_id else None, compute_units=agent.compute_units,
                 simd_per_cu=agent.simds_per_cu, wave_size=agent.wavefront_size, max_waves_per_cu=agent.max_waves_per_cu,
-                peaks=part.peaks() if part else None,
+                part=_named(part, found),
                 evidence=evidence_for(system, [runtime.rocminfo_output] if runtime.rocminfo_output else [], target=agent.name),
             ))
     pci_by_bus = {p.address.lower(): p for p in silicon.pci if p.vendor == NVIDIA_VENDOR}
@@ -137,10 +159,10 @@ def _gpus(system: SystemView, silicon: Silicon, runtime: Runtime, nvidia: Nvidia
             index=gpu.index, vendor="nvidia", name=gpu.get("name") or "NVIDIA GPU", target=gpu.sm,
             pci_device_id=f"0x{pci.device:04x}" if pci else None, bus_id=gpu.get("pci.bus_id"),
             vram_bytes=int(total * 2**20) if total else None, compute_capability=gpu.get("compute_cap"),
-            peaks=part.peaks() if part else None,
+            part=_named(part, found),
             evidence=evidence_for(system, [nvidia.query] if nvidia.query else [], target=gpu.sm or "unspecified"),
         ))
-    return gpus
+    return gpus, found
 
 
 __all__ = ["ROOT_ENV", "SystemView", "detect", "run_detect"]

@@ -26,6 +26,7 @@ class DetectRequest(Request):
         description="A recorded machine's folder to replay.",
     )
     timeout_s: float = Field(10.0, gt=0, le=120, description="Seconds each vendor tool may take.")
+    detail: bool = Field(False, description="Every check in full with its own evidence; by default a passed check is one line.")
 
 
 Value = str | int | float | bool | None
@@ -42,7 +43,15 @@ class Finding(BaseModel):
     source: str = Field(description="The command run or the file read that produced this finding.")
     ground_truth: str = Field(description="The tool (or file) that is ground truth for this layer.")
     fix: str | None = Field(None, description="What to do when status is not ok; for unknown, what to install or check.")
-    evidence: Evidence
+    evidence: Evidence | None = Field(description="Null without detail: the result's evidence covers every check.")
+
+
+class Passed(BaseModel):
+    """A check that found nothing wrong, in one line (the default answer; detail=true gives it as a finding)."""
+
+    layer: Layer
+    check: str
+    summary: str
 
 
 class Peaks(BaseModel):
@@ -74,15 +83,17 @@ class Gpu(BaseModel):
     memory_banks: int | None = None
     vram_bytes: int | None = None
     compute_capability: str | None = None
-    partition_note: str | None = Field(None, description="Set when this node is a partition of a larger part (e.g. MI300X in CPX mode).")
-    peaks: Peaks | None = Field(None, description="Datasheet peaks (ASSUMED) of the matching part, when the part table knows it.")
-    evidence: Evidence
+    part_compute_units: int | None = Field(None, description="The whole part's CUs when this node is a partition of it (MI300X in CPX mode); peaks are the part's.")
+    part: str | None = Field(None, description="Its key in `parts`, when the part is known.")
+    evidence: Evidence | None = Field(description="Null without detail: the result's evidence covers it.")
 
 
 class DetectResult(BaseModel):
     summary: str = Field(description="One line for a human or an agent: GPUs found and the lowest layer with a fault.")
     gpus: list[Gpu]
     layers: dict[str, Status] = Field(description="Worst status of each layer, bottom-up.")
-    findings: list[Finding] = Field(description="Every check, bottom-up: silicon, driver, runtime, compiler, nvidia.")
+    parts: dict[str, Peaks] = Field(default_factory=dict, description="Datasheet peaks (ASSUMED) by part name.")
+    findings: list[Finding] = Field(description="Checks bottom-up (silicon to nvidia); without detail only those not ok.")
+    passed: list[Passed] = Field(default_factory=list, description="Checks that are ok, one line each (without detail).")
     root: str | None = Field(description="The recorded root replayed, or null for this machine.")
     evidence: Evidence

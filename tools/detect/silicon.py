@@ -119,7 +119,7 @@ def read_kfd(system: SystemView) -> tuple[list[KfdGpu], list[Finding]]:
         vram, bank_reads = _vram(system, node)
         gpus.append(KfdGpu(int(node), target, values, vram, [read, *bank_reads]))
     if gpus:
-        described = ", ".join(f"node {g.node}: {g.target} ({g.compute_units} CUs)" for g in gpus)
+        described = "; ".join(f"{kind}: node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}" for kind, nodes in _by_kind(gpus).items())
         findings.insert(0, finding.make(
             system, "silicon", "kfd_topology", "ok", f"{len(gpus)} AMD GPU node(s) in the KFD topology: {described}",
             sources=[s for g in gpus for s in g.sources[:1]], ground_truth=GROUND_TRUTH,
@@ -181,3 +181,11 @@ def detect_silicon(system: SystemView) -> Silicon:
             fix="mount the host's /sys read-only into the container, or run detect on the host",
         ))
     return Silicon(kfd, pci, findings)
+
+
+def _by_kind(gpus: list[KfdGpu]) -> dict[str, list[str]]:
+    """Node numbers by 'target (N CUs)', in topology order: a machine of 64 partitions is one line per kind."""
+    kinds: dict[str, list[str]] = {}
+    for gpu in gpus:
+        kinds.setdefault(f"{gpu.target} ({gpu.compute_units} CUs)", []).append(str(gpu.node))
+    return kinds
