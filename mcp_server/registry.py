@@ -69,9 +69,20 @@ def refusal(entry: ToolDef, exc: BaseException) -> str:
 
 
 def answer(result: BaseModel) -> CallToolResult:
-    """The result as structured content and as compact JSON text (clients that read only text get every field)."""
+    """The result as structured content and as compact JSON text (clients that read only text get every field that
+    has a value: the text leaves out null fields, which a model reads the same as absent ones, and saves the context)."""
     structured = result.model_dump(mode="json")
-    return CallToolResult(content=[TextContent(type="text", text=json.dumps(structured, separators=(",", ":")))], structured_content=structured)
+    text = json.dumps(without_nulls(structured), separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+def without_nulls(value: Any) -> Any:
+    """`value` with every object field whose value is null left out, at any depth (list items are kept as they are)."""
+    if isinstance(value, dict):
+        return {key: without_nulls(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [without_nulls(item) for item in value]
+    return value
 
 
 def tool_function(entry: ToolDef) -> Any:

@@ -70,3 +70,34 @@ async def test_a_refusal_reaches_the_model_with_its_next_step(workspace):
             "correctness_gate", {"candidates": ["a.npy"], "references": ["a.npy"], "reference_set": "a.npy", "atol": 0}
         )
     assert result.is_error and "Next step:" in result.content[0].text
+
+
+def test_the_text_block_is_the_structured_content_without_its_null_fields():
+    from hyperloom.mcp_server.registry import answer, without_nulls
+    from hyperloom.tools.detect.models import Passed
+
+    assert without_nulls({"a": None, "b": [None, {"c": None, "d": 1}], "e": {"f": None}}) == {"b": [None, {"d": 1}], "e": {}}
+    result = answer(Passed(layer="driver", check="amdgpu", summary="loaded"))
+    assert json.loads(result.content[0].text) == without_nulls(result.structured_content) == result.structured_content
+
+
+@pytest.mark.parametrize("nodes", [1, 8])
+@pytest.mark.parametrize("root", ["gfx942-mi300x", "gfx1100-rx7900xtx", "gfx1201-rx9070xt", "h200", "vega10-perf-manual"])
+def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpu_nodes(workspace, root, nodes):
+    """Issue 23: a default answer < 16 KB of text and structured content; a detect answer grows with the GPU nodes it lists."""
+    import shutil
+
+    from detect_helpers import ROOTS
+    from hyperloom.mcp_server.registry import answer
+    from hyperloom.tools.detect.detect import run_detect
+    from hyperloom.tools.detect.models import DetectRequest
+
+    shutil.copytree(ROOTS / root, workspace.root / "m", symlinks=True)
+    topology = workspace.root / "m" / "sys" / "class" / "kfd" / "kfd" / "topology" / "nodes"
+    gpu_nodes = [n for n in sorted(topology.iterdir()) if "simd_count 0" not in (n / "properties").read_text()] if topology.is_dir() else []
+    for copy in range(nodes - 1 if gpu_nodes else 0):  # the captured GPU node, copied under new node numbers
+        shutil.copytree(gpu_nodes[0], topology / str(100 + copy))
+    result = answer(run_detect(DetectRequest(root="m"), workspace))
+    assert not gpu_nodes or len(result.structured_content["gpus"]) == nodes
+    size = len(result.content[0].text) + len(json.dumps(result.structured_content, separators=(",", ":")))
+    assert size < 16 * 1024, size
