@@ -56,6 +56,22 @@ def test_the_grid_finds_the_known_best_candidate_after_the_baseline_and_writes_t
 
 
 @needs_cc
+def test_with_two_workers_a_candidate_runs_beside_the_baseline_and_gets_its_speedup_when_the_baseline_lands(specs):
+    import yaml
+
+    spec = yaml.safe_load((specs.root / "tune" / "kernel.yaml").read_text())
+    spec["variants"]["host"]["defines"] = {"REPEAT": 4096}  # a baseline of about 0.1 s a launch: the other worker finishes first
+    spec["tuning"] = {"REPEAT": [1, 4096]}
+    (specs.root / "tune" / "slow.yaml").write_text(yaml.safe_dump(spec))
+    report = tune(specs, spec="tune/slow.yaml", strategy="grid", workers=2, revalidate_pairs=0, sweep_shapes=False)
+    first, second = sorted(report.leaderboard, key=lambda t: t.seq)
+    assert (first.params, second.proposer) == ({"REPEAT": 1}, "baseline"), "the candidate waited for the baseline"
+    assert first.speedup == pytest.approx(second.median_s / first.median_s) and first.speedup > 10 and second.speedup == 1.0
+    stored = {t.hash: t for t in tune_report(SessionRef(session="s"), specs).leaderboard}
+    assert stored[first.hash].speedup == first.speedup  # filled in the ledger, not only in this run's memory
+
+
+@needs_cc
 def test_every_kind_of_failing_candidate_is_recorded_with_its_reason_and_the_loop_goes_on(specs):
     report = tune(specs, spec="tune/faults.yaml", timeout_s=1.0, workers=2)
     by_fault = {t.params.get("FAULT", 0): t for t in report.leaderboard + report.rejected}

@@ -79,6 +79,13 @@ class Ledger:
             self._db.execute("INSERT INTO trials (seq, hash, record, spent_s) VALUES (?, ?, ?, ?)", (seq, record.hash, record.model_dump_json(), record.device_s))
         return record
 
+    def replace(self, record: TrialRecord) -> TrialRecord:
+        """Store a recorded trial's figures again (its speedup, once the baseline it is measured against lands)."""
+        with self._lock, self._db:
+            if self._db.execute("UPDATE trials SET record = ? WHERE hash = ? AND seq = ?", (record.model_dump_json(), record.hash, record.seq)).rowcount != 1:
+                raise HyperloomError(f"trial {record.hash[:16]} (seq {record.seq}) is not in {self.path}", "the session changed under the loop; resume it")
+        return record
+
     def trials(self) -> list[TrialRecord]:
         return [TrialRecord.model_validate_json(row[0]) for row in self._query("SELECT record FROM trials ORDER BY seq")]
 

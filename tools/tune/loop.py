@@ -1,4 +1,5 @@
-"""The tune loop: ours, not the proposer's. Baseline first; then propose → novelty check → compile →
+"""The tune loop: ours, not the proposer's. Baseline first (other devices run candidates beside it; their
+speedups are filled in when it lands); then propose → novelty check → compile →
 run on a free device → record → tell, until a stop rule fires; then re-validate the winner and close.
 
 The loop is a pipeline: while every device runs a candidate, up to `compile_ahead` more are proposed,
@@ -153,10 +154,8 @@ class Loop:
 
     # proposals ----------------------------------------------------------------------------------
     def next_candidate(self) -> tuple[Params, str] | None:
-        if not self.recorded and not self.in_flight:
-            return {}, "baseline"
-        if self.digest({}) not in self.recorded:
-            return None  # the baseline runs alone and first
+        if not self.seen({}):
+            return {}, "baseline"  # first; the others run beside it, their speedups filled in when it lands
         while (proposal := self.ledger.take_proposal()) is not None:
             params, note = check_params(proposal[0]), proposal[1]
             if not self.seen(params):
@@ -251,10 +250,19 @@ class Loop:
         ))
         self.trials.append(record)
         self.recorded.add(digest)
+        if proposer == "baseline" and median:
+            self.trials = [self._against(trial, median) for trial in self.trials]
         self.run_entry["candidates"] += 1
         self.proposer.tell(params, median)
         if self.progress is not None:
             self.progress(len(self.recorded), self.request.max_candidates)
+
+
+    def _against(self, trial: TrialRecord, baseline_s: float) -> TrialRecord:
+        """`trial` with its speedup over the baseline, stored, when it finished before the baseline did."""
+        if trial.speedup is not None or not trial.median_s or trial.proposer == "baseline":
+            return trial
+        return self.ledger.replace(trial.model_copy(update={"speedup": baseline_s / trial.median_s}))
 
 
 @dataclass
