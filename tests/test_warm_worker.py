@@ -136,6 +136,22 @@ def test_a_warm_runner_replaces_its_process_after_a_crash_a_hang_a_discard_and_o
 
 
 @needs_cc
+def test_a_host_kernels_warm_runner_starts_no_spare_beside_the_kernel_it_times(library):
+    """A spare's start (Python, numpy) would share the CPU with a host kernel being timed: on 2 cores the candidate timed
+    right after a replacement ran up to 2.3x slower than in a clean session. GPU runners keep theirs."""
+    built, folder = library
+    with RunnerPool("warm", "c", [None]) as pool:
+        runner = pool.runners[0]
+        assert isinstance(runner, WarmRunner) and not runner.spare
+        assert runner(_request(built[0], folder, "timing"), timeout_s=30).status == "OK"
+        assert runner._next is None  # nothing starting while the next launch is timed
+        assert runner(_request(built[3], folder), timeout_s=30).status == "CRASH"
+        assert runner._next is not None  # the replacement starts at once, and is up before the next launch's timed runs
+        assert runner(_request(built[0], folder, "timing"), timeout_s=30).status == "OK" and runner._next is None
+        assert runner.stats.started == 2
+
+
+@needs_cc
 def test_fresh_and_warm_runners_give_the_same_results_for_the_same_trials(library):
     built, folder = library
     with RunnerPool("warm", "c", [None]) as warm:

@@ -5,8 +5,12 @@ warm: one long-lived process per device that runs launch after launch (tools/run
 replaced after any launch that did not end OK (CRASH, TIMEOUT, ERROR), when the caller discards it
 (a candidate whose outputs were wrong: its code misbehaved, so its process is not trusted), and every
 `recycle_after` launches (a schedule that bounds anything a trial leaves behind, such as a host
-kernel's shared library still mapped). The successor starts (a spare) as soon as a process enters
-service, so a replacement rarely waits; when it does, the wait is inside that launch's time and timeout.
+kernel's shared library still mapped). For a GPU the successor starts (a spare) as soon as a process
+enters service, so a replacement rarely waits; when it does, the wait is inside that launch's time and
+timeout. A host kernel's worker has no spare: the spare's start (Python, numpy) would share the CPU
+with the host kernel being timed (measured on 2 cores: the candidate timed after a replacement ran up
+to 2.3x slower than in a clean session), so its replacement starts when it is needed, before the
+launch's timed runs.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Literal, Protocol
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.warm import WarmWorker
 from hyperloom.tools.runtime.launcher import pinned, pinned_env, run_trial, trial_result
-from hyperloom.tools.runtime.models import TrialRequest, TrialResult
+from hyperloom.tools.runtime.models import HOST_BACKENDS, TrialRequest, TrialResult
 
 WorkerMode = Literal["fresh", "warm"]
 TRIAL_ENTRY = "hyperloom.tools.runtime.warm_trial:run_payload"
@@ -192,7 +196,7 @@ class RunnerPool:
     def _make(self, device: int | None) -> Runner:
         if self.mode == "fresh":
             return FreshRunner(device)
-        runner = WarmRunner(self.backend, device, self.recycle_after)
+        runner = WarmRunner(self.backend, device, self.recycle_after, spare=self.backend not in HOST_BACKENDS)
         runner.prestart()
         return runner
 
