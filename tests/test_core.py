@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,32 @@ def test_llvm_dir_wins_over_versioned_names_which_win_over_plain_names(tmp_path,
     monkeypatch.setenv(toolchain.LLVM_DIR_ENV, str(tmp_path / "mine"))
     chosen = toolchain.find_tool("llvm-mc")
     assert (chosen.found_by, chosen.version) == (toolchain.LLVM_DIR_ENV, "22.1.8")
+
+
+def test_a_search_is_reused_until_a_folder_it_looked_in_or_the_file_it_found_changes(clean_path, monkeypatch):
+    llvm19 = (FIXTURES / "versions/llvm-mc-19.txt").read_text()
+    tool = _fake_tool(clean_path, "llvm-mc", llvm19)
+    searches = []
+    search = toolchain._search
+    monkeypatch.setattr(toolchain, "_search", lambda *a: searches.append(a[0].name) or search(*a))
+    an_hour_ago_ns = time.time_ns() - 3600 * 10**9
+
+    def settle() -> None:  # changes older than the racy window, as a machine's folders are between a session's candidates
+        os.utime(tool, ns=(an_hour_ago_ns, an_hour_ago_ns))
+        os.utime(clean_path, ns=(an_hour_ago_ns, an_hour_ago_ns))
+
+    settle()
+    assert [toolchain.find_tool("llvm-mc").version for _ in range(3)] == ["19.1.7"] * 3 and len(searches) == 1
+    _fake_tool(clean_path, "llvm-mc-20", llvm19.replace("19.1.7", "20.1.2"))  # a folder it looked in changed
+    assert toolchain.find_tool("llvm-mc").version == "20.1.2" and len(searches) == 2
+    (clean_path / "llvm-mc-20").unlink()
+    settle()
+    assert toolchain.find_tool("llvm-mc").version == "19.1.7" and len(searches) == 3
+    assert toolchain.find_tool("llvm-mc").version == "19.1.7" and len(searches) == 3
+    tool.write_text(tool.read_text().replace("19.1.7", "19.1.8"))  # rewritten in place: the folder is as it was
+    os.utime(clean_path, ns=(an_hour_ago_ns, an_hour_ago_ns))
+    assert toolchain.find_tool("llvm-mc").version == "19.1.8" and len(searches) == 4
+    assert toolchain.find_tool("llvm-mc", version_timeout_s=None).version is None and len(searches) == 5  # another question
 
 
 def test_a_missing_tool_says_how_to_get_it(clean_path):

@@ -84,7 +84,9 @@ def _build(plan: Plan, request: CompileRequest, source: Path, workspace: Workspa
     key = _key(plan, source)
     output = _output_path(out_dir, source, plan, key)
     if request.use_cache and (entry := cache.lookup(key)):
-        write_bytes_atomic(output, entry.code_object.read_bytes())
+        data = entry.code_object.read_bytes()
+        if not _holds(output, data):  # a hit copied before (a tune session's candidate again) is not written and synced again
+            write_bytes_atomic(output, data)
         record = entry.record
         return _result(plan, record, workspace.relative(output), True, 0.0, time.perf_counter() - started, request)
 
@@ -125,6 +127,14 @@ def _build(plan: Plan, request: CompileRequest, source: Path, workspace: Workspa
         if request.use_cache:
             cache.store(key, built, record)
     return _result(plan, record, workspace.relative(output), False, compile_s, time.perf_counter() - started - compile_s, request)
+
+
+def _holds(path: Path, data: bytes) -> bool:
+    """Whether the file at `path` has exactly these bytes (its size is checked first)."""
+    try:
+        return path.stat().st_size == len(data) and path.read_bytes() == data
+    except OSError:
+        return False
 
 
 def _result(
