@@ -83,7 +83,7 @@ def test_the_text_block_is_the_structured_content_without_its_null_fields():
 
 @pytest.mark.parametrize("nodes", [1, 8])
 @pytest.mark.parametrize("root", ["gfx942-mi300x", "gfx1100-rx7900xtx", "gfx1201-rx9070xt", "h200", "vega10-perf-manual"])
-def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpu_nodes(workspace, root, nodes):
+def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpus(workspace, root, nodes):
     """Issue 23: a default answer < 16 KB of text and structured content; a detect answer grows with the GPU nodes it lists."""
     import shutil
 
@@ -97,7 +97,11 @@ def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpu_nod
     gpu_nodes = [n for n in sorted(topology.iterdir()) if "simd_count 0" not in (n / "properties").read_text()] if topology.is_dir() else []
     for copy in range(nodes - 1 if gpu_nodes else 0):  # the captured GPU node, copied under new node numbers
         shutil.copytree(gpu_nodes[0], topology / str(100 + copy))
+    queries = list((workspace.root / "m" / "commands").glob("nvidia-smi --query-gpu=*"))
+    for query in queries:  # the captured GPU's row, copied under new indices and bus ids (an 8-GPU HGX board)
+        row = query.read_text().splitlines()[0].split(", ")
+        query.write_text("".join(", ".join([str(i), row[1], f"00000000:{0x10 + i:02x}:00.0", *row[3:]]) + "\n" for i in range(nodes)))
     result = answer(run_detect(DetectRequest(root="m"), workspace))
-    assert not gpu_nodes or len(result.structured_content["gpus"]) == nodes
+    assert not (gpu_nodes or queries) or len(result.structured_content["gpus"]) == nodes
     size = len(result.content[0].text) + len(json.dumps(result.structured_content, separators=(",", ":")))
     assert size < 16 * 1024, size
