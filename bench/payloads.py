@@ -6,7 +6,7 @@ tools/list is sent to the model in every session (descriptions, input and output
 default answer (text plus structured content) lands in the context each call. Targets (issue 23):
 tools/list <= 40 KB with every tool typed both ways; every default answer < 16 KB (detect also replays a
 captured MI300X machine, where it finds more than on a machine without GPUs, and that machine's GPU node
-copied to 8 nodes, since its answer grows with the GPUs it lists).
+copied to 8 and 64 nodes, since its answer grows with the GPUs it lists).
 """
 
 from __future__ import annotations
@@ -45,7 +45,8 @@ async def measure() -> int:
         answers = {"isa_census": {"target": "gfx1201"}, "isa_census detail": {"target": "gfx1201", "detail": True},
                    "correctness_gate": {"candidates": ["a.npy"], "references": ["a.npy"], "atol": 0, "rtol": 0},
                    "spec_example": {}, "detect": {}, "detect recorded MI300X": {"root": "mi300x"},
-                   "detect recorded MI300X, its node copied to 8 nodes": {"root": "mi300x-8"}}
+                   "detect recorded MI300X, its node copied to 8 nodes": {"root": "mi300x-8"},
+                   "detect recorded MI300X, its node copied to 64 nodes": {"root": "mi300x-64"}}
         worst = 0.0
         for label, arguments in answers.items():
             result = await client.call_tool(label.split()[0], arguments)
@@ -63,11 +64,13 @@ def main() -> int:
         np.save(Path(tmp) / "a.npy", np.zeros(1000, np.float32))
         # detect answers more on a GPU machine than here: a captured MI300X machine (8 GPUs) replayed
         shutil.copytree(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "detect" / "gfx942-mi300x", Path(tmp) / "mi300x", symlinks=True)
-        # a GPU's answer grows with its nodes: the captured CPX node copied to 8 (a CPX MI300X has 8 per GPU)
-        shutil.copytree(Path(tmp) / "mi300x", Path(tmp) / "mi300x-8", symlinks=True)
-        nodes = Path(tmp) / "mi300x-8" / "sys" / "class" / "kfd" / "kfd" / "topology" / "nodes"
-        for index in range(3, 10):
-            shutil.copytree(nodes / "2", nodes / str(index))
+        # detect's answer grows with the GPU nodes it lists: the captured node copied to 8 (an 8-GPU server, or one MI300X in
+        # CPX mode) and to 64 (eight MI300X in CPX mode; without detail 8 are listed and the rest counted)
+        for count in (8, 64):
+            shutil.copytree(Path(tmp) / "mi300x", Path(tmp) / f"mi300x-{count}", symlinks=True)
+            nodes = Path(tmp) / f"mi300x-{count}" / "sys" / "class" / "kfd" / "kfd" / "topology" / "nodes"
+            for index in range(3, count + 2):
+                shutil.copytree(nodes / "2", nodes / str(index))
         os.chdir(tmp)
         os.environ["HYPERLOOM_WORKSPACE"] = tmp
         return anyio.run(measure)

@@ -19,6 +19,8 @@ from hyperloom.tools.detect.runtime import Runtime, detect_runtime
 from hyperloom.tools.detect.silicon import AMD_VENDOR, NVIDIA_VENDOR, Silicon, detect_silicon
 
 STEPS = 6
+BRIEF_GPUS = 8
+"""GPUs the default answer lists (detail lists all)."""
 
 
 def run_detect(request: DetectRequest, workspace: Workspace, progress: ProgressFn | None = None) -> DetectResult:
@@ -29,11 +31,13 @@ def run_detect(request: DetectRequest, workspace: Workspace, progress: ProgressF
 
 
 def brief(result: DetectResult) -> DetectResult:
-    """The default answer: passed checks one line each, findings and GPUs without their own evidence (the result's covers them)."""
+    """The default answer: passed checks one line each, findings and GPUs without their own evidence (the result's covers
+    them), at most BRIEF_GPUS GPUs listed (a machine of 64 partitions would otherwise answer 40 KB)."""
     return result.model_copy(update={
         "findings": [f.model_copy(update={"evidence": None}) for f in result.findings if f.status != "ok"],
         "passed": [Passed(layer=f.layer, check=f.check, summary=f.summary) for f in result.findings if f.status == "ok"],
-        "gpus": [g.model_copy(update={"evidence": None}) for g in result.gpus],
+        "gpus": [g.model_copy(update={"evidence": None}) for g in result.gpus[:BRIEF_GPUS]],
+        "more_gpus": max(0, len(result.gpus) - BRIEF_GPUS),
     })
 
 

@@ -26,7 +26,7 @@ class DetectRequest(Request):
         description="A recorded machine's folder to replay.",
     )
     timeout_s: float = Field(10.0, gt=0, le=120, description="Seconds each vendor tool may take.")
-    detail: bool = Field(False, description="Every check in full with its own evidence; by default a passed check is one line.")
+    detail: bool = Field(False, description="Every check in full, each with its evidence.")
 
 
 Value = str | int | float | bool | None
@@ -90,7 +90,8 @@ class Gpu(BaseModel):
 
 class DetectResult(BaseModel):
     summary: str = Field(description="One line for a human or an agent: GPUs found and the lowest layer with a fault.")
-    gpus: list[Gpu]
+    gpus: list[Gpu] = Field(description="The GPUs; without detail at most 8 (the summary counts all).")
+    more_gpus: int = Field(0, description="GPUs left out of `gpus` without detail.")
     layers: dict[str, Status] = Field(description="Worst status of each layer, bottom-up.")
     parts: dict[str, Peaks] = Field(default_factory=dict, description="Datasheet peaks (ASSUMED) by part name.")
     findings: list[Finding] = Field(description="Checks bottom-up (silicon to nvidia); without detail only those not ok.")

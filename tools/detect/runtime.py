@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from hyperloom.tools.detect import finding
@@ -9,6 +10,7 @@ from hyperloom.tools.detect.models import Finding
 from hyperloom.tools.detect.rocminfo import Agent, parse_rocminfo
 from hyperloom.tools.detect.root import Output, SystemView, install_hint
 from hyperloom.tools.detect.smi import SmiReport, parse_amd_smi, parse_rocm_smi
+from hyperloom.tools.detect.spans import by_value
 
 GROUND_TRUTH = "rocminfo (ROCr agents), hipconfig --version, amd-smi / rocm-smi -a"
 
@@ -78,7 +80,8 @@ def _agents(system: SystemView, result: Runtime, rocminfo: Output) -> Finding:
             details={"agents": len(result.agents)},
             fix="check the driver layer (groups, /dev/kfd) and unset ROCR_VISIBLE_DEVICES / HSA_OVERRIDE_GFX_VERSION",
         )
-    names = ", ".join(f"{a.name} ({a.marketing_name or 'unnamed'})" for a in gpus)
+    kinds = Counter(f"{a.name} ({a.marketing_name or 'unnamed'})" for a in gpus)
+    names = ", ".join(kind if count == 1 else f"{count}x {kind}" for kind, count in kinds.items())
     return finding.make(
         system, "runtime", "rocminfo", "ok", f"ROCr lists {len(gpus)} GPU agent(s): {names}",
         sources=[rocminfo], ground_truth=GROUND_TRUTH,
@@ -97,14 +100,13 @@ def _smi(system: SystemView, result: Runtime) -> Finding:
         elif report is None:
             return _missing(system, "smi", rocm, "clocks, power and memory (amd-smi and rocm-smi)")
     result.smi, result.smi_output = report, output
-    rows = [
-        f"GPU {g.index}: perf {g.perf_level or '-'}, power cap {g.power_cap_w or '-'} W"
-        + (f", VRAM {g.vram_used_mb}/{g.vram_total_mb} MB" if g.vram_total_mb else "")
-        for g in sorted(report.gpus.values(), key=lambda g: g.index)
-    ]
+    rows = {
+        g.index: f"perf {g.perf_level or '-'}, power cap {g.power_cap_w or '-'} W" + (f", VRAM {g.vram_used_mb}/{g.vram_total_mb} MB" if g.vram_total_mb else "")
+        for g in report.gpus.values()
+    }
     return finding.make(
         system, "runtime", "smi", "ok" if report.gpus else "unknown",
-        f"{report.tool}: " + ("; ".join(rows) if rows else "no per-GPU values"),
+        f"{report.tool}: " + (by_value(rows, "GPU") if rows else "no per-GPU values"),
         sources=[output], ground_truth=GROUND_TRUTH,
         details={"tool": report.tool, "driver_version": report.driver_version, "rocm_version": report.rocm_version},
         fix=None if report.gpus else f"run `{output.command}` by hand and compare with rocminfo",

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from hyperloom.tools.detect import finding
 from hyperloom.tools.detect.models import Finding
 from hyperloom.tools.detect.root import FileRead, SystemView
+from hyperloom.tools.detect.spans import by_value
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 PCI_DEVICES = "/sys/bus/pci/devices"
@@ -119,7 +120,7 @@ def read_kfd(system: SystemView) -> tuple[list[KfdGpu], list[Finding]]:
         vram, bank_reads = _vram(system, node)
         gpus.append(KfdGpu(int(node), target, values, vram, [read, *bank_reads]))
     if gpus:
-        described = "; ".join(f"{kind}: node{'s' if len(nodes) > 1 else ''} {', '.join(nodes)}" for kind, nodes in _by_kind(gpus).items())
+        described = by_value({g.node: f"{g.target} ({g.compute_units} CUs)" for g in gpus}, "node", "nodes")
         findings.insert(0, finding.make(
             system, "silicon", "kfd_topology", "ok", f"{len(gpus)} AMD GPU node(s) in the KFD topology: {described}",
             sources=[s for g in gpus for s in g.sources[:1]], ground_truth=GROUND_TRUTH,
@@ -182,10 +183,3 @@ def detect_silicon(system: SystemView) -> Silicon:
         ))
     return Silicon(kfd, pci, findings)
 
-
-def _by_kind(gpus: list[KfdGpu]) -> dict[str, list[str]]:
-    """Node numbers by 'target (N CUs)', in topology order: a machine of 64 partitions is one line per kind."""
-    kinds: dict[str, list[str]] = {}
-    for gpu in gpus:
-        kinds.setdefault(f"{gpu.target} ({gpu.compute_units} CUs)", []).append(str(gpu.node))
-    return kinds

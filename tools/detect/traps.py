@@ -10,6 +10,7 @@ from hyperloom.tools.detect.nvidia import Nvidia
 from hyperloom.tools.detect.root import FileRead, Output, SystemView
 from hyperloom.tools.detect.runtime import Runtime
 from hyperloom.tools.detect.silicon import KfdGpu
+from hyperloom.tools.detect.spans import by_value
 
 ENV_TRUTH = "the process environment (/proc/self/environ)"
 DRM = "/sys/class/drm"
@@ -134,7 +135,7 @@ def perf_level(system: SystemView, runtime: Runtime) -> Finding | None:
             fix="read /sys/class/drm/card*/device/power_dpm_force_performance_level",
         )
     gated = {i: lvl for i, lvl in levels.items() if lvl.lower() in GATING_LEVELS}
-    shown = ", ".join(f"GPU {i}: {lvl}" for i, lvl in sorted(levels.items()))
+    shown = by_value(levels, "GPU")
     return finding.make(
         system, "runtime", check, "warn" if gated else "ok",
         f"performance level {shown}" + (": clocks are held by hand or low, so timings and counters will not show the part's peak" if gated else ""),

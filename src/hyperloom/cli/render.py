@@ -194,6 +194,8 @@ def detect_report(result: DetectResult, width: int | None = None) -> str:
                 f"  peaks (ASSUMED, {p.source}): FP32 {p.fp32_tflops:g} TFLOP/s, FP16 {p.fp16_tflops:g} TFLOP/s, "
                 f"{p.memory_gb:g} GB at {p.memory_bandwidth_gbps:g} GB/s"
             )
+    if result.more_gpus:
+        parts.append(f"... and {result.more_gpus} more GPU(s) like these (--detail lists every one)")
     parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
     return "\n".join(parts)
 
