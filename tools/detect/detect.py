@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 from hyperloom.core.evidence import assumed, measured
 from hyperloom.core.hashing import combine_digests
 from hyperloom.core.progress import ProgressFn
@@ -17,6 +15,7 @@ from hyperloom.tools.detect.nvidia import Nvidia, detect_nvidia
 from hyperloom.tools.detect.root import ROOT_ENV, SystemView, system_from
 from hyperloom.tools.detect.runtime import Runtime, detect_runtime
 from hyperloom.tools.detect.silicon import AMD_VENDOR, NVIDIA_VENDOR, Silicon, detect_silicon
+from hyperloom.tools.detect.spans import counted
 
 STEPS = 6
 BRIEF_GPUS = 8
@@ -106,8 +105,7 @@ def _worst(statuses: list[Status]) -> Status:
 
 
 def _summary(gpus: list[Gpu], findings: list[Finding]) -> str:
-    kinds = Counter(f"{g.name} ({g.target or '?'})" for g in gpus)
-    found = ", ".join(kind if count == 1 else f"{count}x {kind}" for kind, count in kinds.items()) or "no GPU found"
+    found = counted(f"{g.name} ({g.target or '?'})" for g in gpus) or "no GPU found"
     for status in ("fail", "warn"):
         first = next((f for f in findings if f.status == status), None)
         if first is not None:

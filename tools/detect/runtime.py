@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from hyperloom.tools.detect import finding
@@ -10,7 +9,7 @@ from hyperloom.tools.detect.models import Finding
 from hyperloom.tools.detect.rocminfo import Agent, parse_rocminfo
 from hyperloom.tools.detect.root import Output, SystemView, install_hint
 from hyperloom.tools.detect.smi import SmiReport, parse_amd_smi, parse_rocm_smi
-from hyperloom.tools.detect.spans import by_value
+from hyperloom.tools.detect.spans import by_value, counted
 
 GROUND_TRUTH = "rocminfo (ROCr agents), hipconfig --version, amd-smi / rocm-smi -a"
 
@@ -80,8 +79,7 @@ def _agents(system: SystemView, result: Runtime, rocminfo: Output) -> Finding:
             details={"agents": len(result.agents)},
             fix="check the driver layer (groups, /dev/kfd) and unset ROCR_VISIBLE_DEVICES / HSA_OVERRIDE_GFX_VERSION",
         )
-    kinds = Counter(f"{a.name} ({a.marketing_name or 'unnamed'})" for a in gpus)
-    names = ", ".join(kind if count == 1 else f"{count}x {kind}" for kind, count in kinds.items())
+    names = counted(f"{a.name} ({a.marketing_name or 'unnamed'})" for a in gpus)
     return finding.make(
         system, "runtime", "rocminfo", "ok", f"ROCr lists {len(gpus)} GPU agent(s): {names}",
         sources=[rocminfo], ground_truth=GROUND_TRUTH,

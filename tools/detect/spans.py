@@ -5,6 +5,7 @@ a model's context on every call)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 
 
@@ -27,3 +28,8 @@ def by_value(values: Mapping[int, str], noun: str, plural: str | None = None) ->
     for number in sorted(values):
         shared.setdefault(values[number], []).append(number)
     return "; ".join(f"{plural if plural and len(numbers) > 1 else noun} {spans(numbers)}: {value}" for value, numbers in shared.items())
+
+
+def counted(kinds: Iterable[str]) -> str:
+    """'8x AMD Instinct MI300X (gfx942), NVIDIA H200 (sm_90)': each kind once, with its count when more than one."""
+    return ", ".join(kind if count == 1 else f"{count}x {kind}" for kind, count in Counter(kinds).items())

@@ -257,7 +257,6 @@ class Loop:
         if self.progress is not None:
             self.progress(len(self.recorded), self.request.max_candidates)
 
-
     def _against(self, trial: TrialRecord, baseline_s: float) -> TrialRecord:
         """`trial` with its speedup over the baseline, stored, when it finished before the baseline did."""
         if trial.speedup is not None or not trial.median_s or trial.proposer == "baseline":
