@@ -8,6 +8,8 @@
 #   bash scripts/device/tune_h200.sh two          two H200s: one GPU against two, the new loop, 48 candidates a leg, the
 #                                                 whole space compiled first so both legs read the same cache; then the
 #                                                 two-GPU test of tests/test_tune_gpu.py (~6 min)
+#   bash scripts/device/tune_h200.sh all          two H200s: every test of tests/test_tune_gpu.py (faults, two GPUs), then
+#                                                 the `two` bench with 144 candidates a leg, in one call (~7 min)
 #   bash scripts/device/tune_h200.sh profile      two H200s: the two-device bench under py-spy (--gil --threads), raw
 #                                                 samples in spy_2gpu.txt, to see what holds the loop's GIL
 # Extra arguments go to bench/tune_throughput.py (e.g. --strategy tpe --candidates 24).
@@ -15,7 +17,7 @@
 # and tests_2gpu.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-phase="${1:?usage: tune_h200.sh throughput|faults|two [bench arguments]}"
+phase="${1:?usage: tune_h200.sh throughput|faults|two|all|profile [bench arguments]}"
 shift
 source scripts/device/env.sh
 pytest_gpu=(python3 -m pytest -q -o filterwarnings=default -p no:cacheprovider tests/test_tune_gpu.py)
@@ -28,6 +30,10 @@ case "$phase" in
     python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 48 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
       | tee "$out/tune_throughput_2gpu.log"
     "${pytest_gpu[@]}" -k two_gpus 2>&1 | tee "$out/tests_2gpu.log" ;;
+  all)  # one machine start for what a session changing the loop must check first
+    "${pytest_gpu[@]}" 2>&1 | tee "$out/tests_gpu_all.log"
+    python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 144 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
+      | tee "$out/tune_throughput_2gpu.log" ;;
   profile)  # the two-GPU leg under py-spy (GIL-holding samples, per thread): where the loop's process spends its time
     /tmp/site/bin/py-spy record --gil --threads --nonblocking -r 200 -f raw -o "$out/spy_2gpu.txt" -- \
       python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 96 "$@" 2>&1 | tee "$out/tune_profile_2gpu.log" ;;
