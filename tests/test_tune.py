@@ -60,8 +60,8 @@ def test_with_two_workers_a_candidate_runs_beside_the_baseline_and_gets_its_spee
     import yaml
 
     spec = yaml.safe_load((specs.root / "tune" / "kernel.yaml").read_text())
-    spec["variants"]["host"]["defines"] = {"REPEAT": 4096}  # a baseline of about 0.1 s a launch: the other worker finishes first
-    spec["tuning"] = {"REPEAT": [1, 4096]}
+    spec["variants"]["host"]["defines"] = {"REPEAT": 16384}  # about 0.4 s a launch, 3 s in all: the other worker (started, compiled) finishes first
+    spec["tuning"] = {"REPEAT": [1, 16384]}
     (specs.root / "tune" / "slow.yaml").write_text(yaml.safe_dump(spec))
     report = tune(specs, spec="tune/slow.yaml", strategy="grid", workers=2, revalidate_pairs=0, sweep_shapes=False)
     first, second = sorted(report.leaderboard, key=lambda t: t.seq)
