@@ -222,6 +222,7 @@ class _Job:
         if not all(passes.values()):
             row = shape_verdict(staged.shape, label, [], [], "; ".join(notes))
             return row.model_copy(update={"regression": passes["baseline"] and not passes["winner"]})
+
         def round_of_pairs() -> tuple[list[float], list[float]]:
             return interleaved(lambda: timed(*staged.builds["baseline"], staged.inputs), lambda: timed(*staged.builds["winner"], staged.inputs),  # type: ignore[arg-type]
                                self.request.sweep_pairs)

@@ -177,7 +177,8 @@ def find_tool(name: str, *, version_timeout_s: float | None = VERSION_TIMEOUT_S)
     candidates = _candidates(spec)
     path_folders = os.environ.get("PATH", os.defpath).split(os.pathsep)
     folders = [str(location.parent) for _, location in candidates if isinstance(location, Path)] + path_folders
-    key = (name, version_timeout_s, tuple(str(location) for _, location in candidates), tuple(path_folders))
+    here = os.getcwd() if "" in path_folders else None  # an empty PATH entry is the working folder
+    key = (name, version_timeout_s, tuple(str(location) for _, location in candidates), tuple(path_folders), here)
     stamps = _stamps(folders)
     if (done := _searches.get(key)) is not None and done.stamps == stamps and max(stamps, default=-1) < done.looked_at_ns - RACY_NS \
             and _mtime_ns(done.info.path) == done.file_mtime_ns:
