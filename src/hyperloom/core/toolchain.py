@@ -137,6 +137,13 @@ def _stamps(folders: list[str]) -> tuple[int, ...]:
     return tuple(stamps)
 
 
+def _working_folder() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # removed under the process
+        return ""
+
+
 def _mtime_ns(path: str | None) -> int | None:
     try:
         return os.stat(path).st_mtime_ns if path else None
@@ -177,7 +184,7 @@ def find_tool(name: str, *, version_timeout_s: float | None = VERSION_TIMEOUT_S)
     candidates = _candidates(spec)
     path_folders = os.environ.get("PATH", os.defpath).split(os.pathsep)
     folders = [str(location.parent) for _, location in candidates if isinstance(location, Path)] + path_folders
-    here = os.getcwd() if "" in path_folders else None  # an empty PATH entry is the working folder
+    here = _working_folder() if "" in path_folders else None  # an empty PATH entry is the working folder
     key = (name, version_timeout_s, tuple(str(location) for _, location in candidates), tuple(path_folders), here)
     stamps = _stamps(folders)
     if (done := _searches.get(key)) is not None and done.stamps == stamps and max(stamps, default=-1) < done.looked_at_ns - RACY_NS \
