@@ -91,3 +91,18 @@ def test_local_memory_traffic_shows_in_the_spilling_kernel_sass():
     assert local
     usage = parse_resource_usage((CODEOBJ / "spill.sm_90.res-usage.txt").read_text())
     assert usage["privarr"]["STACK"] == 1024 and usage["spill"]["STACK"] == 0
+
+
+def test_a_disassembler_that_hangs_is_killed_at_the_deadline_and_named(monkeypatch):
+    import time
+
+    from hyperloom.tools.codeobj import disasm
+
+    monkeypatch.setattr(disasm, "TIMEOUT_S", 0.3)
+    started = time.monotonic()
+    with pytest.raises(HyperloomError, match="disassembling big.hsaco did not finish within 0.3 s"):
+        disasm._objdump_all([["sleep", "30"], ["true"]], "big.hsaco")
+    assert time.monotonic() - started < 5
+    assert disasm._objdump_all([["echo", "listing"], ["true"]], "small.hsaco") == ["listing\n", ""]  # no deadline left behind
+    with pytest.raises(HyperloomError, match=r"llvm-objdump failed on bad.hsaco \(exit code 1\)"):
+        disasm._objdump_all([["false"]], "bad.hsaco")

@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 import tempfile
-import time
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -193,14 +193,23 @@ def _objdump_all(commands: list[list[str]], label: str) -> list[str]:
         outputs = [stack.enter_context(tempfile.TemporaryFile()) for _ in commands]
         errors = [stack.enter_context(tempfile.TemporaryFile()) for _ in commands]
         procs = [subprocess.Popen(cmd, stdout=out, stderr=err) for cmd, out, err in zip(commands, outputs, errors)]
-        deadline = time.monotonic() + TIMEOUT_S
-        for proc in procs:
-            try:
-                proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                for other in procs:
-                    other.kill()
-                raise HyperloomError(f"disassembling {label} did not finish within {TIMEOUT_S:g} s", "check the code object") from None
+        expired = threading.Event()
+
+        def stop() -> None:
+            expired.set()
+            for proc in procs:
+                proc.kill()
+
+        # a watchdog, not wait(timeout): that polls with sleeps of up to 50 ms, which a 0.3 s disassembly waited out
+        watchdog = threading.Timer(TIMEOUT_S, stop)
+        watchdog.start()
+        try:
+            for proc in procs:
+                proc.wait()
+        finally:
+            watchdog.cancel()
+        if expired.is_set():
+            raise HyperloomError(f"disassembling {label} did not finish within {TIMEOUT_S:g} s", "check the code object")
         texts = []
         for proc, out, err in zip(procs, outputs, errors):
             err.seek(0)
