@@ -34,12 +34,19 @@ class Case:
 def run_gate(request: GateRequest, workspace: Workspace, progress: ProgressFn | None = None) -> GateResult:
     """Check every case; the overall verdict passes only if every case passes."""
     tolerance, cases, set_label = _prepare(request, workspace)
+    return judge(cases, tolerance, keep=request.max_reported_mismatches, reference_set=set_label, target=request.target, progress=progress)
+
+
+def judge(
+    cases: list[Case], tolerance: Tolerance, *, keep: int, reference_set: str | None, target: str | None, progress: ProgressFn | None = None,
+) -> GateResult:
+    """The verdict on cases whose arrays are open already (files, or arrays in memory: a GPU worker's outputs, tools/gate/outputs.py)."""
     total = sum(max(case.candidate.size, 1) for case in cases)
     done = 0
     verdicts: list[CaseVerdict] = []
     with pool_or_inline(total > INLINE_ELEMENTS, max(2, os.cpu_count() or 1), "gate") as pool:
         for case in cases:
-            verdicts.append(_check_case(case, tolerance, request.max_reported_mismatches, pool))
+            verdicts.append(_check_case(case, tolerance, keep, pool))
             done += max(case.candidate.size, 1)
             if progress is not None:
                 progress(done, total)
@@ -47,7 +54,7 @@ def run_gate(request: GateRequest, workspace: Workspace, progress: ProgressFn | 
     evidence = measured(
         "correctness_gate",
         inputs_sha256=combine_digests([*digests, sha256_json(tolerance.model_dump())]),
-        target=request.target or "unspecified",
+        target=target or "unspecified",
         toolchain={"numpy": np.__version__},
     )
     failed = [v.name for v in verdicts if not v.passed]
@@ -58,7 +65,7 @@ def run_gate(request: GateRequest, workspace: Workspace, progress: ProgressFn | 
         else f"FAIL: {len(failed)}/{len(verdicts)} cases out of tolerance ({', '.join(failed[:5])}{'…' if len(failed) > 5 else ''})"
     )
     return GateResult(
-        passed=not failed, summary=summary, tolerance=tolerance, reference_set=set_label, cases=verdicts, evidence=evidence
+        passed=not failed, summary=summary, tolerance=tolerance, reference_set=reference_set, cases=verdicts, evidence=evidence
     )
 
 

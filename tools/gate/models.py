@@ -90,6 +90,24 @@ class GateResult(BaseModel):
     evidence: Evidence
 
 
+class OutputCheck(BaseModel):
+    """One output of a launch against its frozen reference."""
+
+    output: str = Field(description="The output buffer's argument name.")
+    case: str = Field(description="The case's name in the verdict.")
+    reference: str = Field(description="Absolute path of the frozen reference .npy.")
+    reference_sha256: str = Field(description="Its hash, verified against the set's manifest by the caller.")
+
+
+class OutputGate(BaseModel):
+    """The gate a GPU worker applies to its own outputs while they are in its memory (tools/gate/outputs.py)."""
+
+    checks: list[OutputCheck] = Field(min_length=1, max_length=256)
+    tolerance: Tolerance
+    reference_set: str = Field(description="The frozen set, relative to the workspace, as the verdict names it.")
+    max_reported_mismatches: int = Field(10, ge=0, le=1000)
+
+
 class FreezeRequest(Request):
     """Freeze reference outputs together with the tolerance declared for them."""
 

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from hyperloom.tools.gate.models import GateResult, OutputGate
+
 Backend = Literal["cuda", "hip", "c", "triton_interpreter"]
 HOST_BACKENDS: tuple[Backend, ...] = ("c", "triton_interpreter")  # run on CPU workers, not on a GPU
 Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
@@ -49,6 +51,8 @@ class TrialRequest(BaseModel):
     timing: Timing = Field(default_factory=Timing)
     timing_code_object: str | None = Field(None, description="GPU: the code object of kernels/runtime/timing.hip (read flush, spin, checksum): timing needs it; "
                                            "with it a warm worker keeps inputs on the device, checked after each trial.")
+    gate: OutputGate | None = Field(None, description="GPU correctness: compare the outputs in the worker against these frozen references (the "
+                                    "result's gate) instead of writing them to their output_path.")
 
 
 class TrialResult(BaseModel):
@@ -63,4 +67,5 @@ class TrialResult(BaseModel):
     cache_bytes: int = 0
     stderr: str = ""
     elapsed_s: float = 0.0
+    gate: GateResult | None = Field(None, description="The verdict on the outputs, when the request asked the worker for it.")
     stage_s: float = Field(0.0, description="Seconds in the worker before the first launch: driver and context, code object, inputs read and copied in.")

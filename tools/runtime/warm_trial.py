@@ -12,6 +12,7 @@ the pool (tools/runtime/pool.py) replaces the process.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -170,10 +171,9 @@ def preload(payload: dict[str, Any]) -> dict[str, Any]:
     (the worker is pinned), so the first trial does not pay for them."""
     backend = payload.get("backend", "c")
     if backend not in ("cuda", "hip"):
-        import hyperloom.tools.runtime.host  # noqa: F401
+        importlib.import_module("hyperloom.tools.runtime.host")
         return {"backend": backend}
-    if backend == "triton_interpreter":  # no device to open: the interpreter imports Triton on its first trial
-        return {"backend": backend}
+    importlib.import_module("hyperloom.tools.gate.outputs")  # a GPU worker gates its own outputs
     driver = _REUSE.driver(TrialRequest(backend=backend, device_index=0, code_object="", entry="", args=[], mode="correctness"))
     cpus = bind_near(driver.pci_bus_id())  # before any input is read: its host copy lands on the GPU's node
     return {"backend": backend, "device": driver.name(), "cpus": cpus}

@@ -3,9 +3,10 @@
 A candidate's phases add up to its own wall time (compile start to verdict, less any wait for a free
 device): compile and rules on a CPU core, then its worker launches split into process_start (a
 process started and handed the trial, or a warm one handed it), stage (driver, code object, inputs
-copied in), gate (the kernel on each input set, outputs read back) or time (the timing loop, and
-finding its device helpers), then compare (outputs against the frozen references, in the loop's
-process) and other (scratch folders).
+copied in), gate (the kernel on each input set, outputs read back; a GPU worker also compares them
+with the frozen references there: tools/gate/outputs.py) or time (the timing loop, and finding its
+device helpers), then compare (the loop's process: a host kernel's outputs against the references,
+and building each launch's request) and other (scratch folders).
 process_start + stage + gate + compare + time is the candidate's device_s, the budget's measure.
 """
 
