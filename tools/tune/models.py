@@ -101,8 +101,8 @@ class TrialRecord(BaseModel):
     finished_at: str
     phases_s: dict[str, float] = Field(default_factory=dict, description=(
         "Where this candidate's time went, in seconds (they add up to its own wall time): compile, rules (disasm), process_start (worker"
-        " start-up and hand-over), stage (driver, code object, inputs in), gate (the kernel on each input set), compare (outputs against"
-        " the references), time (the timing loop, its helpers found), other (scratch folders). process_start + stage + gate + compare + time"
+        " start-up and hand-over), stage (driver, code object, inputs in), gate (the kernel on each input set; a GPU's outputs checked there), compare"
+        " (host outputs against references), time (the timing loop, its helpers found), other (scratch folders). process_start + stage + gate + compare + time"
         " = device_s."))
 
 
