@@ -84,6 +84,7 @@ def test_the_text_block_is_the_structured_content_without_its_null_fields():
 @pytest.mark.parametrize(("root", "nodes"), [
     *((root, nodes) for root in ("gfx942-mi300x", "gfx1100-rx7900xtx", "gfx1201-rx9070xt", "h200", "vega10-perf-manual") for nodes in (1, 8)),
     ("gfx942-mi300x", 64),  # eight MI300X in CPX mode: each XCD its own node
+    ("h200", 64),  # GPU checks past the eighth folded into one passed line
 ])
 def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpus(workspace, root, nodes):
     """Issue 23: a default answer < 16 KB of text and structured content. Without detail detect lists 8 GPUs and counts the rest,
@@ -109,3 +110,5 @@ def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpus(wo
     assert not (gpu_nodes or queries) or (len(listed), result.structured_content["more_gpus"]) == (min(nodes, 8), max(0, nodes - 8))
     size = len(result.content[0].text) + len(json.dumps(result.structured_content, separators=(",", ":")))
     assert size < 16 * 1024, size
+    gpu_lines = [line for line in result.structured_content["passed"] if line["layer"] == "nvidia" and line["check"].startswith("gpu_")]
+    assert not queries or nodes <= 8 or [line["check"] for line in gpu_lines][-2:] == ["gpu_7", f"gpu_8-{nodes - 1}"]

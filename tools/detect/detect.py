@@ -15,7 +15,7 @@ from hyperloom.tools.detect.nvidia import Nvidia, detect_nvidia
 from hyperloom.tools.detect.root import ROOT_ENV, SystemView, system_from
 from hyperloom.tools.detect.runtime import Runtime, detect_runtime
 from hyperloom.tools.detect.silicon import AMD_VENDOR, NVIDIA_VENDOR, Silicon, detect_silicon
-from hyperloom.tools.detect.spans import counted
+from hyperloom.tools.detect.spans import counted, spans
 
 STEPS = 6
 BRIEF_GPUS = 8
@@ -34,10 +34,32 @@ def brief(result: DetectResult) -> DetectResult:
     them), at most BRIEF_GPUS GPUs listed (a machine of 64 partitions would otherwise answer 40 KB)."""
     return result.model_copy(update={
         "findings": [f.model_copy(update={"evidence": None}) for f in result.findings if f.status != "ok"],
-        "passed": [Passed(layer=f.layer, check=f.check, summary=f.summary) for f in result.findings if f.status == "ok"],
+        "passed": _passed([f for f in result.findings if f.status == "ok"]),
         "gpus": [g.model_copy(update={"evidence": None}) for g in result.gpus[:BRIEF_GPUS]],
         "more_gpus": max(0, len(result.gpus) - BRIEF_GPUS),
     })
+
+
+def _passed(ok: list[Finding]) -> list[Passed]:
+    """One line per passed check; a GPU's own check (nvidia's gpu_N) past the first BRIEF_GPUS folded into one line."""
+    lines: list[Passed] = []
+    folded: list[int] = []
+    for finding in ok:
+        index = _gpu_check(finding)
+        if index is not None and sum(_gpu_check(line) is not None for line in lines) >= BRIEF_GPUS:
+            folded.append(index)
+            continue
+        lines.append(Passed(layer=finding.layer, check=finding.check, summary=finding.summary))
+    if folded:
+        lines.append(Passed(layer="nvidia", check=f"gpu_{spans(folded)}",
+                            summary=f"GPU {spans(folded)}: {len(folded)} more, each ok (detail=true gives each one's clocks and memory)"))
+    return lines
+
+
+def _gpu_check(line: Finding | Passed) -> int | None:
+    """The GPU index of a per-GPU check (nvidia's gpu_N), else None."""
+    number = line.check.removeprefix("gpu_")
+    return int(number) if line.layer == "nvidia" and line.check.startswith("gpu_") and number.isdigit() else None
 
 
 def detect(system: SystemView, progress: ProgressFn | None = None) -> DetectResult:
