@@ -6,7 +6,7 @@ tools/list is sent to the model in every session (descriptions, input and output
 default answer (text plus structured content) lands in the context each call. Targets (issue 23):
 tools/list <= 40 KB with every tool typed both ways; every default answer < 16 KB (detect also replays a
 captured MI300X machine, where it finds more than on a machine without GPUs, and that machine's GPU node
-copied to 8 and 64 nodes, since its answer grows with the GPUs it lists).
+copied to 8 and 64 nodes, since its answer grows with the GPUs it lists; a captured H200 host's GPU copied to 64).
 """
 
 from __future__ import annotations
@@ -46,7 +46,8 @@ async def measure() -> int:
                    "correctness_gate": {"candidates": ["a.npy"], "references": ["a.npy"], "atol": 0, "rtol": 0},
                    "spec_example": {}, "detect": {}, "detect recorded MI300X": {"root": "mi300x"},
                    "detect recorded MI300X, its node copied to 8 nodes": {"root": "mi300x-8"},
-                   "detect recorded MI300X, its node copied to 64 nodes": {"root": "mi300x-64"}}
+                   "detect recorded MI300X, its node copied to 64 nodes": {"root": "mi300x-64"},
+                   "detect recorded H200, its row copied to 64 GPUs": {"root": "h200-64"}}
         worst = 0.0
         for label, arguments in answers.items():
             result = await client.call_tool(label.split()[0], arguments)
@@ -71,6 +72,11 @@ def main() -> int:
             nodes = Path(tmp) / f"mi300x-{count}" / "sys" / "class" / "kfd" / "kfd" / "topology" / "nodes"
             for index in range(3, count + 2):
                 shutil.copytree(nodes / "2", nodes / str(index))
+        # and an NVIDIA host's with the GPUs nvidia-smi lists: the captured H200's row copied to 64 GPUs
+        shutil.copytree(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "detect" / "h200", Path(tmp) / "h200-64", symlinks=True)
+        for query in (Path(tmp) / "h200-64" / "commands").glob("nvidia-smi --query-gpu=*"):
+            row = query.read_text().splitlines()[0].split(", ")
+            query.write_text("".join(", ".join([str(i), row[1], f"00000000:{0x10 + i:02x}:00.0", *row[3:]]) + "\n" for i in range(64)))
         os.chdir(tmp)
         os.environ["HYPERLOOM_WORKSPACE"] = tmp
         return anyio.run(measure)
