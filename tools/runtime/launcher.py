@@ -10,8 +10,8 @@ import os
 
 from hyperloom.core.worker import WorkerOutcome, run_worker
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
+from hyperloom.tools.runtime.visible import VISIBLE_DEVICES, pinned_environ
 
-VISIBLE_DEVICES = {"cuda": "CUDA_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}
 
 
 def run_trial(request: TrialRequest, timeout_s: float, device: int | None = None) -> TrialResult:
@@ -22,11 +22,8 @@ def run_trial(request: TrialRequest, timeout_s: float, device: int | None = None
 
 
 def pinned_env(backend: str, device: int | None) -> dict[str, str]:
-    """The environment of a worker pinned to `device` (this process's, with the backend's visible-devices variable)."""
-    env = dict(os.environ)
-    if device is not None and backend in VISIBLE_DEVICES:
-        env[VISIBLE_DEVICES[backend]] = str(device)  # never ROCR_VISIBLE_DEVICES: it can force a CPU fallback
-    return env
+    """The environment of a worker pinned to `device` (this process's; tools/runtime/visible.py says which GPU that is)."""
+    return pinned_environ(os.environ, backend, device)
 
 
 def pinned(request: TrialRequest, device: int | None) -> TrialRequest:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.worker import run_worker
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.runtime.launcher import VISIBLE_DEVICES
+from hyperloom.tools.runtime.visible import VISIBLE_DEVICES, pinned_environ
 from hyperloom.tools.spec.load import resolved_defines
 from hyperloom.tools.triton.constexprs import bind
 from hyperloom.tools.triton.loader import describe_kernel, raise_for_error, worker_env
@@ -51,9 +51,7 @@ def autotune_choice(launchable: Launchable, inputs_folder: object, workspace: Wo
         "configs": [{"kwargs": c.kwargs, "num_warps": c.num_warps, "num_stages": c.num_stages, "num_ctas": c.num_ctas, "maxnreg": c.maxnreg}
                     for c in info.autotune],
     }
-    env = worker_env()
-    if device is not None:
-        env[VISIBLE_DEVICES[launchable.backend]] = str(device)
+    env = pinned_environ(worker_env(), launchable.backend, device)
     outcome = run_worker("hyperloom.tools.triton.autotune_worker:choice_payload", payload, timeout_s=CHOICE_TIMEOUT_S, env=env)
     if not outcome.ok:
         return AutotuneChoice(determined=False, reason=f"the kernel's own autotuner did not finish: {outcome.describe()}")

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+from collections.abc import Mapping
 
 from hyperloom.core.toolchain import find_tool
 from hyperloom.tools.runtime.models import HOST_BACKENDS
+from hyperloom.tools.runtime.visible import SmiGpu, ordinals, pinned_value
 
 IDLE_UTILIZATION_PCT = 10.0
 IDLE_MEMORY_MIB = 2048.0
 SMI_TIMEOUT_S = 10.0
+NVIDIA_FIELDS = "index,uuid,utilization.gpu,memory.used"
 
 
 def worker_slots(backend: str, workers: int, devices: list[int] | None) -> list[int | None]:
     """One slot per worker: `workers` CPU workers (None) on the c backend; elsewhere one per GPU, the ones asked
-    for or else every idle one (device 0 when none answers), each running one candidate at a time."""
+    for or else every idle one this process may use (its first when none answers), each running one candidate at
+    a time. Devices are numbered as this process sees them (tools/runtime/visible.py); one it may not use is refused."""
     if backend in HOST_BACKENDS:
         return [None] * workers
-    chosen = devices if devices else (idle_gpus(backend) or [0])
-    return list(dict.fromkeys(chosen))
+    chosen = list(dict.fromkeys(devices if devices else (idle_gpus(backend) or [0])))
+    for device in chosen:
+        pinned_value(backend, device, os.environ)  # raises, naming the variable, for a GPU this process may not use
+    return chosen
 
 
 def slot_label(device: int | None) -> str:
@@ -27,29 +34,37 @@ def slot_label(device: int | None) -> str:
     return "cpu" if device is None else f"gpu {device}"
 
 
-def idle_gpus(backend: str) -> list[int]:
-    """GPUs with low utilization and little memory in use, from nvidia-smi or amd-smi; [] when neither answers."""
+def idle_gpus(backend: str, environ: Mapping[str, str] | None = None) -> list[int]:
+    """GPUs with low utilization and little memory in use, from nvidia-smi or amd-smi, as this process numbers them
+    (tools/runtime/visible.py); [] when neither answers, or when ROCR_VISIBLE_DEVICES renumbers AMD GPUs in a way
+    amd-smi's numbers cannot be mapped to."""
+    environ = os.environ if environ is None else environ
     try:
-        return _nvidia_idle() if backend == "cuda" else _amd_idle()
+        if backend == "cuda":
+            return ordinals(backend, _nvidia_idle(), environ)
+        if "ROCR_VISIBLE_DEVICES" in environ:
+            return []
+        return ordinals(backend, [SmiGpu(index) for index in _amd_idle()], environ)
     except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError, json.JSONDecodeError):
         return []
 
 
-def _nvidia_idle() -> list[int]:
+def _nvidia_idle() -> list[SmiGpu]:
     smi = find_tool("nvidia-smi")
     if smi.path is None:
         return []
-    proc = subprocess.run([smi.path, "--query-gpu=index,utilization.gpu,memory.used", "--format=csv,noheader,nounits"],
+    proc = subprocess.run([smi.path, f"--query-gpu={NVIDIA_FIELDS}", "--format=csv,noheader,nounits"],
                           capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
     return parse_nvidia(proc.stdout)
 
 
-def parse_nvidia(text: str) -> list[int]:
+def parse_nvidia(text: str) -> list[SmiGpu]:
+    """The idle GPUs of `nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits`."""
     idle = []
     for line in text.strip().splitlines():
-        index, util, memory = (part.strip() for part in line.split(","))
+        index, uuid, util, memory = (part.strip() for part in line.split(","))
         if float(util) <= IDLE_UTILIZATION_PCT and float(memory) <= IDLE_MEMORY_MIB:
-            idle.append(int(index))
+            idle.append(SmiGpu(int(index), uuid))
     return idle
 
 
