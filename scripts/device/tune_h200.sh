@@ -10,6 +10,8 @@
 #                                                 two-GPU test of tests/test_tune_gpu.py (~6 min)
 #   bash scripts/device/tune_h200.sh all          two H200s: every test of tests/test_tune_gpu.py (faults, two GPUs), then
 #                                                 the `two` bench with 144 candidates a leg, in one call (~7 min)
+#   bash scripts/device/tune_h200.sh visible      any H200s: nvidia-smi's idle query (tests' fixture) and the GPU a pinned
+#                                                 worker reaches under a reversed CUDA_VISIBLE_DEVICES (visible_check.py)
 #   bash scripts/device/tune_h200.sh profile      two H200s: the two-device bench under py-spy (--gil --threads), raw
 #                                                 samples in spy_2gpu.txt, to see what holds the loop's GIL
 # Extra arguments go to bench/tune_throughput.py (e.g. --strategy tpe --candidates 24).
@@ -17,7 +19,7 @@
 # and tests_2gpu.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-phase="${1:?usage: tune_h200.sh throughput|faults|two|all|profile [bench arguments]}"
+phase="${1:?usage: tune_h200.sh throughput|faults|two|all|visible|profile [bench arguments]}"
 shift
 source scripts/device/env.sh
 pytest_gpu=(python3 -m pytest -q -o filterwarnings=default -p no:cacheprovider tests/test_tune_gpu.py)
@@ -34,6 +36,9 @@ case "$phase" in
     "${pytest_gpu[@]}" 2>&1 | tee "$out/tests_gpu_all.log"
     python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 144 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
       | tee "$out/tune_throughput_2gpu.log" ;;
+  visible)
+    nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits > "$out/nvidia-smi-idle-query.txt"
+    python3 scripts/device/visible_check.py 2>&1 | tee "$out/visible.log" ;;
   profile)  # the two-GPU leg under py-spy (GIL-holding samples, per thread): where the loop's process spends its time
     /tmp/site/bin/py-spy record --gil --threads --nonblocking -r 200 -f raw -o "$out/spy_2gpu.txt" -- \
       python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 96 "$@" 2>&1 | tee "$out/tune_profile_2gpu.log" ;;
