@@ -9,7 +9,8 @@
 #                                                 whole space compiled first so both legs read the same cache; then the
 #                                                 two-GPU test of tests/test_tune_gpu.py (~6 min)
 #   bash scripts/device/tune_h200.sh all          two H200s: every test of tests/test_tune_gpu.py (faults, two GPUs), then
-#                                                 the `two` bench with 144 candidates a leg, in one call (~7 min)
+#                                                 the `two` bench with 144 candidates a leg, four rounds (legs alternating),
+#                                                 in one call (~5 min)
 #   bash scripts/device/tune_h200.sh visible      any H200s: nvidia-smi's idle query (tests' fixture) and the GPU a pinned
 #                                                 worker reaches under a reversed CUDA_VISIBLE_DEVICES (visible_check.py)
 #   bash scripts/device/tune_h200.sh profile      two H200s: the two-device bench under py-spy (--gil --threads), raw
@@ -34,7 +35,7 @@ case "$phase" in
     "${pytest_gpu[@]}" -k two_gpus 2>&1 | tee "$out/tests_2gpu.log" ;;
   all)  # one machine start for what a session changing the loop must check first
     "${pytest_gpu[@]}" 2>&1 | tee "$out/tests_gpu_all.log"
-    python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 144 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
+    python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 144 --repeat 4 --out "$out/tune_throughput_2gpu.json" "$@" 2>&1 \
       | tee "$out/tune_throughput_2gpu.log" ;;
   visible)
     nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits > "$out/nvidia-smi-idle-query.txt"
