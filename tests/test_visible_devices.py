@@ -4,14 +4,19 @@ nvidia-smi (which ignores the variable) are mapped to those numbers."""
 
 from __future__ import annotations
 
+import os
+import stat
+
 import pytest
 
+from helpers import FIXTURES
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.runtime import launcher
 from hyperloom.tools.runtime.models import TrialRequest
 from hyperloom.tools.runtime.visible import SmiGpu, ordinals, pinned_environ, visible_entries
-from hyperloom.tools.tune.devices import worker_slots
+from hyperloom.tools.tune.devices import idle_gpus, parse_nvidia, worker_slots
 
+IDLE_QUERY = FIXTURES / "detect-parsers" / "nvidia-smi-idle-query-h200.txt"
 
 
 @pytest.mark.parametrize(("value", "entries"), [
@@ -61,6 +66,25 @@ def test_idle_gpus_as_nvidia_smi_numbers_them_are_mapped_to_the_numbers_this_pro
     assert ordinals("cuda", idle, {"CUDA_VISIBLE_DEVICES": "3,1,GPU-2222bbbb"}) == [0, 2]  # 1 is busy; a UUID prefix names GPU 2
     assert ordinals("cuda", idle, {"CUDA_VISIBLE_DEVICES": "1"}) == []
     assert ordinals("hip", [SmiGpu(1)], {"HIP_VISIBLE_DEVICES": "1"}) == [0]
+
+
+def test_nvidia_smis_idle_query_is_read_from_its_real_output(tmp_path, monkeypatch):
+    """The fixture is nvidia-smi's answer on a lent H200 (idle). A stand-in nvidia-smi prints it, and the
+    last GPU, seen from a process limited to it by its UUID's prefix in CUDA_VISIBLE_DEVICES, is that process's device 0."""
+    text = IDLE_QUERY.read_text()
+    gpus = parse_nvidia(text)
+    assert [g.index for g in gpus] == list(range(len(text.strip().splitlines()))) and all(g.uuid.startswith("GPU-") for g in gpus)
+    busy = text.replace(", 0, 0", ", 100, 80000", 1)  # the first GPU at full use, 80 GB in use
+    assert busy != text and 0 not in [g.index for g in parse_nvidia(busy)]
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(f"#!/bin/sh\ncat '{IDLE_QUERY}'\n")
+    smi.chmod(smi.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{smi.parent}{os.pathsep}{os.environ['PATH']}")
+    assert idle_gpus("cuda", {}) == [g.index for g in gpus]
+    last = gpus[-1]
+    assert idle_gpus("cuda", {"CUDA_VISIBLE_DEVICES": last.uuid[:12]}) == [0]
+    assert idle_gpus("hip", {"ROCR_VISIBLE_DEVICES": "0"}) == []  # amd-smi's numbers cannot be mapped through ROCr's
 
 
 def _ok():
