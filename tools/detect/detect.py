@@ -44,11 +44,13 @@ def _passed(ok: list[Finding]) -> list[Passed]:
     """One line per passed check; a GPU's own check (nvidia's gpu_N) past the first BRIEF_GPUS folded into one line."""
     lines: list[Passed] = []
     folded: list[int] = []
+    listed_gpus = 0
     for finding in ok:
         index = _gpu_check(finding)
-        if index is not None and sum(_gpu_check(line) is not None for line in lines) >= BRIEF_GPUS:
+        if index is not None and listed_gpus >= BRIEF_GPUS:
             folded.append(index)
             continue
+        listed_gpus += index is not None
         lines.append(Passed(layer=finding.layer, check=finding.check, summary=finding.summary))
     if folded:
         lines.append(Passed(layer="nvidia", check=f"gpu_{spans(folded)}",
@@ -56,7 +58,7 @@ def _passed(ok: list[Finding]) -> list[Passed]:
     return lines
 
 
-def _gpu_check(line: Finding | Passed) -> int | None:
+def _gpu_check(line: Finding) -> int | None:
     """The GPU index of a per-GPU check (nvidia's gpu_N), else None."""
     number = line.check.removeprefix("gpu_")
     return int(number) if line.layer == "nvidia" and line.check.startswith("gpu_") and number.isdigit() else None

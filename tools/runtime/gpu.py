@@ -97,20 +97,21 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
     if request.mode == "correctness":
         launch()
         driver.synchronize()
-        gated = {check.output for check in request.gate.checks} if request.gate is not None else set()
+        wanted = ({check.output for check in request.gate.checks} if request.gate is not None
+                  else {arg.name for arg in request.args if arg.output_path})
         outputs: dict[str, np.ndarray] = {}
         for arg in request.args:
-            if arg.kind == "buffer" and (arg.name in gated or (arg.output_path and request.gate is None)):
+            if arg.kind == "buffer" and arg.name in wanted:
                 outputs[arg.name] = host = np.empty(arg.shape, dtype=arg.dtype)
                 driver.dtoh(host.ctypes.data, buffers[arg.name], host.nbytes)
         if request.gate is not None:  # compared here, in memory (tools/gate/outputs.py), instead of written out
             from hyperloom.tools.gate.outputs import judge_outputs
 
             result.gate = judge_outputs(outputs, request.gate)
-        else:
-            for arg in request.args:
-                if arg.name in outputs and arg.output_path:
-                    np.save(arg.output_path, outputs[arg.name])
+            return result
+        for arg in request.args:
+            if arg.name in outputs:
+                np.save(arg.output_path, outputs[arg.name])
         return result
 
     result.cache_bytes = driver.l2_bytes()

@@ -13,7 +13,6 @@ from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 from hyperloom.tools.runtime.visible import VISIBLE_DEVICES, pinned_environ
 
 
-
 def run_trial(request: TrialRequest, timeout_s: float, device: int | None = None) -> TrialResult:
     """Run `request` in a fresh worker; `device` pins it (the worker then sees that one GPU as 0)."""
     env = pinned_env(request.backend, device)

@@ -49,14 +49,13 @@ def pinned_value(backend: str, device: int, environ: Mapping[str, str]) -> str:
             raise HyperloomError(f"device {device} is not a GPU number", "pass 0 or more (nvidia-smi / amd-smi number the GPUs)")
         return str(device)
     variable = VISIBLE_DEVICES[backend]
+    refused = f"device {device} is not a GPU this process may use: {variable}={environ[variable]!r}"
+    if not entries:
+        raise HyperloomError(f"{refused} lets it use none", f"unset {variable}, or set it to the GPUs this process may use")
     if not 0 <= device < len(entries):
-        shown = ", ".join(entries) or "none"
         raise HyperloomError(
-            f"device {device} is not a GPU this process may use: {variable}={environ[variable]!r} lets it use {len(entries)} ({shown}), "
-            f"numbered 0 to {len(entries) - 1} in that order" if entries else
-            f"device {device} is not a GPU this process may use: {variable}={environ[variable]!r} lets it use none",
-            f"pass a device from 0 to {len(entries) - 1} (the N-th GPU {variable} lists), or run where {variable} lists the GPU you mean"
-            if entries else f"unset {variable}, or set it to the GPUs this process may use",
+            f"{refused} lets it use {len(entries)} ({', '.join(entries)}), numbered 0 to {len(entries) - 1} in that order",
+            f"pass a device from 0 to {len(entries) - 1} (the N-th GPU {variable} lists), or run where {variable} lists the GPU you mean",
         )
     return entries[device]
 
