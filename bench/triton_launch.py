@@ -34,7 +34,7 @@ from hyperloom.tools.bench.run import arg_specs, build_with, prepare, run_bench
 from hyperloom.tools.runtime.drivers import Driver
 from hyperloom.tools.runtime.gpu import dims, upload
 from hyperloom.tools.runtime.models import Timing
-from hyperloom.tools.spec.load import load_spec
+from hyperloom.tools.kernelspec.load import load_spec
 from hyperloom.tools.triton.loader import describe_kernel
 from triton_torch_timing import host_seconds_per_launch, timed  # bench/ is on sys.path when this script runs
 

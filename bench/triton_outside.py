@@ -35,9 +35,9 @@ import torch
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.spec.api import SpecCheckRequest
+from hyperloom.tools.spec.models import SpecCheckRequest
 from hyperloom.tools.spec.check import run_spec_check
-from hyperloom.tools.spec.load import load_spec, output_buffers
+from hyperloom.tools.kernelspec.load import load_spec, output_buffers
 from hyperloom.tools.triton.loader import describe_kernel
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest

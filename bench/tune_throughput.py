@@ -43,7 +43,7 @@ import yaml
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import build_with, prepare, timing_kernels
-from hyperloom.tools.spec.load import load_spec
+from hyperloom.tools.kernelspec.load import load_spec
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TrialRecord, TuneRequest
 from hyperloom.tools.tune.phases import PHASES

@@ -42,7 +42,7 @@ def copy_kernel(workspace: Workspace, name: str) -> str:
 
 def loaded_spec(path: Path, root: Path | None = None):
     """A kernel spec loaded with `root` (default the repository) as its workspace."""
-    from hyperloom.tools.spec.load import load_spec
+    from hyperloom.tools.kernelspec.load import load_spec
 
     return load_spec(path, Workspace.at(root or REPO))
 

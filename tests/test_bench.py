@@ -15,7 +15,7 @@ from hyperloom.tools.bench.models import BenchCommandRequest, BenchRequest
 from hyperloom.tools.bench.run import run_bench
 from hyperloom.tools.bench.stats import summarize
 from hyperloom.tools.runtime.sampling import median_ci_halfwidth
-from hyperloom.tools.spec.expr import evaluate
+from hyperloom.tools.kernelspec.expr import evaluate
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
 QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 30, "max_time_s": 1.0, "target_ci": 0.5}
@@ -169,7 +169,7 @@ def test_the_timing_helpers_build_for_nvidia_and_amd(workspace, target):
 
 @needs_cc
 def test_a_scratch_buffer_is_zeroed_never_drawn_and_never_gated(workspace):
-    from hyperloom.tools.spec.load import draw_inputs, load_spec, output_buffers
+    from hyperloom.tools.kernelspec.load import draw_inputs, load_spec, output_buffers
 
     shutil.copytree(FIXTURES / "specs" / "scratch", workspace.root / "scratch")
     spec = load_spec(workspace.root / "scratch", workspace).spec
@@ -181,7 +181,7 @@ def test_a_scratch_buffer_is_zeroed_never_drawn_and_never_gated(workspace):
 @needs_cc
 def test_every_trial_starts_from_zeroed_scratch_even_after_a_kernel_left_it_dirty(workspace):
     from hyperloom.tools.bench.run import build_with, check_input_set, prepare, stage_input_set
-    from hyperloom.tools.spec.load import load_spec
+    from hyperloom.tools.kernelspec.load import load_spec
 
     shutil.copytree(FIXTURES / "specs" / "scratch", workspace.root / "scratch")
     launchable, build = build_with(prepare(load_spec(workspace.root / "scratch", workspace), None, "host", 0), workspace, {"LEAK": 1})

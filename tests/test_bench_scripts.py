@@ -63,7 +63,7 @@ def test_a_shape_without_a_gated_kernel_misses_both_targets():
 
 
 def test_each_shape_is_compared_with_a_read_of_the_bytes_its_kernels_count():
-    from hyperloom.tools.spec.expr import evaluate_int
+    from hyperloom.tools.kernelspec.expr import evaluate_int
     from helpers import loaded_spec
 
     spec = loaded_spec(REPO / "kernels" / "decode" / "w4a16_tiled" / "kernel.yaml").spec

@@ -12,7 +12,7 @@ from kernel_modules import kernel_module
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.spec.load import draw_inputs
+from hyperloom.tools.kernelspec.load import draw_inputs
 from helpers import loaded_spec
 
 packing = kernel_module("decode", "packing")

@@ -98,7 +98,7 @@ def test_a_layout_that_does_not_fit_the_shape_is_named(change, message):
 @pytest.mark.parametrize(("spec", "w_shape", "scales_shape"), [("w4a16_tiled", (7, 4, 128), (7, 8, 16)), ("w4a16_grouped", (2, 4, 4, 128), (8, 8, 16))])
 def test_the_tiled_specs_draw_inputs_their_references_take(spec, w_shape, scales_shape):
     from helpers import REPO
-    from hyperloom.tools.spec.load import draw_inputs
+    from hyperloom.tools.kernelspec.load import draw_inputs
     from helpers import loaded_spec, reference_of
 
     loaded = loaded_spec(REPO / "kernels" / "decode" / spec / "kernel.yaml")

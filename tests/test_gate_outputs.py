@@ -68,7 +68,7 @@ def test_a_gpu_kernels_outputs_are_gated_in_its_worker_and_never_written_out(wor
     from hyperloom.tools.bench import run as bench_run
     from hyperloom.tools.bench.run import check_input_set, prepare, stage_input_set
     from hyperloom.tools.runtime import drivers, warm_trial
-    from hyperloom.tools.spec.load import load_spec
+    from hyperloom.tools.kernelspec.load import load_spec
 
     fake = FakeHip()
     monkeypatch.setattr(drivers, "_bindings", lambda backend: (fake, fake.hipDeviceAttribute_t, drivers.HIP))

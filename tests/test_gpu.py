@@ -128,7 +128,7 @@ def test_a_split_decode_leaves_its_counters_zero_and_gives_the_same_bits_every_l
     from hyperloom.tools.bench.run import arg_specs, build_with, prepare, stage_input_set
     from hyperloom.tools.runtime.drivers import Driver
     from hyperloom.tools.runtime.gpu import dims, upload
-    from hyperloom.tools.spec.load import load_spec
+    from hyperloom.tools.kernelspec.load import load_spec
 
     shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
     launchable, build = build_with(prepare(load_spec(workspace.root / SPLIT, workspace), "mma_async4", "sm_90", 6), workspace, {})

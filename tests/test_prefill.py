@@ -8,7 +8,7 @@ import pytest
 from helpers import REPO
 from kernel_modules import kernel_module
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.spec.load import draw_inputs
+from hyperloom.tools.kernelspec.load import draw_inputs
 from helpers import loaded_spec, reference_of
 
 packing = kernel_module("prefill", "packing")

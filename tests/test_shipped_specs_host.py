@@ -19,8 +19,8 @@ from helpers import REPO
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.spec.expr import evaluate
-from hyperloom.tools.spec.load import load_spec
+from hyperloom.tools.kernelspec.expr import evaluate
+from hyperloom.tools.kernelspec.load import load_spec
 
 SMALL_BYTES = 4 << 20
 SMALL_FLOPS = 100_000_000

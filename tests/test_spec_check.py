@@ -13,9 +13,9 @@ import yaml
 
 from helpers import REPO
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.spec.api import SpecCheckRequest
+from hyperloom.tools.spec.models import SpecCheckRequest
 from hyperloom.tools.spec.check import run_spec_check
-from hyperloom.tools.spec.schema import kernel_spec_schema
+from hyperloom.tools.kernelspec.schema import kernel_spec_schema
 from hyperloom.validators.schemas import schema_errors
 
 SHIPPED = sorted((REPO / "kernels").rglob("kernel.yaml"))

@@ -13,9 +13,9 @@ from helpers import REPO
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.spec.api import SpecCheckRequest, SpecInitRequest
+from hyperloom.tools.spec.models import SpecCheckRequest, SpecInitRequest
 from hyperloom.tools.spec.check import run_spec_check
-from hyperloom.tools.spec.entry import expected_name, function_name
+from hyperloom.tools.kernelspec.entry import expected_name, function_name
 from hyperloom.tools.spec.init import run_spec_init
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest

@@ -17,10 +17,10 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import build_with, prepare, run_bench
 from hyperloom.tools.runtime.models import ArgSpec
-from hyperloom.tools.spec.api import SpecCheckRequest
+from hyperloom.tools.spec.models import SpecCheckRequest
 from hyperloom.tools.spec.check import run_spec_check
-from hyperloom.tools.spec.load import load_spec
-from hyperloom.tools.spec.models import BufferArg, ScalarArg
+from hyperloom.tools.kernelspec.load import load_spec
+from hyperloom.tools.kernelspec.models import BufferArg, ScalarArg
 from hyperloom.tools.triton import loader
 from hyperloom.tools.triton.constexprs import bind, expand_autotune
 from hyperloom.tools.triton.launch import TritonLaunch

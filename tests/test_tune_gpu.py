@@ -71,7 +71,7 @@ def test_a_warm_worker_frees_or_reuses_every_device_allocation_a_trial_makes(spe
     from hyperloom.tools.bench.run import arg_specs, build_with, prepare, stage_input_set, timing_kernels
     from hyperloom.tools.runtime import warm_trial
     from hyperloom.tools.runtime.models import Timing, TrialRequest
-    from hyperloom.tools.spec.load import load_spec
+    from hyperloom.tools.kernelspec.load import load_spec
 
     launchable, build = build_with(prepare(load_spec(specs.root / "tune_gpu" / "kernel.yaml", specs), "gpu", TARGET, 0), specs, {"REPEAT": 2})
     folder = specs.root / "run"

@@ -228,8 +228,8 @@ CATALOG += (
             "leaving what the source cannot say (sizes, launch, shapes, tolerance, the math) as TODOs, which it returns. "
             "Next: fill them, spec_check."
         ),
-        request="hyperloom.tools.spec.api:SpecInitRequest",
-        result="hyperloom.tools.spec.api:SpecInitResult",
+        request="hyperloom.tools.spec.models:SpecInitRequest",
+        result="hyperloom.tools.spec.models:SpecInitResult",
         run="hyperloom.tools.spec.init:run_spec_init",
         read_only=False,
         destructive=True,
@@ -243,8 +243,8 @@ CATALOG += (
             "paths, expressions at every shape, tolerance, a reference run, compiles for targets. ok=true means bench and"
             " tune can take it."
         ),
-        request="hyperloom.tools.spec.api:SpecCheckRequest",
-        result="hyperloom.tools.spec.api:SpecCheckResult",
+        request="hyperloom.tools.spec.models:SpecCheckRequest",
+        result="hyperloom.tools.spec.models:SpecCheckResult",
         run="hyperloom.tools.spec.check:run_spec_check",
         read_only=False,
         destructive=False,
@@ -257,8 +257,8 @@ CATALOG += (
             "List the shipped example specs, print one's kernel.yaml, or copy one (spec, source, reference) into a "
             "workspace folder (out)."
         ),
-        request="hyperloom.tools.spec.api:SpecExampleRequest",
-        result="hyperloom.tools.spec.api:SpecExampleResult",
+        request="hyperloom.tools.spec.models:SpecExampleRequest",
+        result="hyperloom.tools.spec.models:SpecExampleResult",
         run="hyperloom.tools.spec.examples:run_spec_example",
         read_only=False,
         destructive=False,

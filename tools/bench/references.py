@@ -6,7 +6,7 @@ variant, every run and every tune re-validation, with a GPU held and idle. The o
 function of the inputs, the shape, the reference function and the Python files beside it (a
 reference may import its siblings), the package and numpy: the key hashes all of them, so any change
 to one computes afresh. Only references whose outputs are small (OUTPUT_LIMIT_BYTES) are kept.
-The reference itself runs in a worker process (tools/spec/reference.py).
+The reference itself runs in a worker process (tools/kernelspec/reference.py).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import hyperloom
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.hashing import sha256_bytes, sha256_file, sha256_json
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, output_buffers
-from hyperloom.tools.spec.reference import REFERENCE_TIMEOUT_S, run_reference
+from hyperloom.tools.kernelspec.load import LoadedSpec, buffer_shape, output_buffers
+from hyperloom.tools.kernelspec.reference import REFERENCE_TIMEOUT_S, run_reference
 
 OUTPUT_LIMIT_BYTES = 64 << 20  # larger outputs (a 1 GiB copy) are recomputed, not stored
 

@@ -31,11 +31,11 @@ from hyperloom.tools.gate.outputs import output_gate
 from hyperloom.tools.runtime.launcher import run_trial
 from hyperloom.tools.runtime.probe import require_backend
 from hyperloom.tools.runtime.models import HOST_BACKENDS, ArgSpec, Timing, TrialRequest, TrialResult
-from hyperloom.tools.spec.entry import exported_functions, instance_source, is_template, resolve_symbol
-from hyperloom.tools.spec.expr import evaluate_int
-from hyperloom.tools.spec.load import LoadedSpec, argument_value, buffer_shape, draw_inputs, load_spec, output_buffers, resolved_defines, scalar_value
-from hyperloom.tools.spec.reference import REFERENCE_TIMEOUT_S
-from hyperloom.tools.spec.models import BufferArg, Variant
+from hyperloom.tools.kernelspec.entry import exported_functions, instance_source, is_template, resolve_symbol
+from hyperloom.tools.kernelspec.expr import evaluate_int
+from hyperloom.tools.kernelspec.load import LoadedSpec, argument_value, buffer_shape, draw_inputs, load_spec, output_buffers, resolved_defines, scalar_value
+from hyperloom.tools.kernelspec.reference import REFERENCE_TIMEOUT_S
+from hyperloom.tools.kernelspec.models import BufferArg, Variant
 from hyperloom.tools.triton.launch import TritonLaunch, triton_build_with
 
 TIMING_SOURCE = "timing.hip"

@@ -14,7 +14,7 @@ from hyperloom.tools.bench.models import BenchRequest, BenchResult
 from hyperloom.tools.bench.run import backend_for, run_bench
 from hyperloom.tools.roofline.models import Ceiling
 from hyperloom.tools.runtime.models import FlushMode
-from hyperloom.tools.spec.load import load_spec
+from hyperloom.tools.kernelspec.load import load_spec
 
 # microbenchmark → (kind, variant per backend)
 MICROBENCHES: dict[str, tuple[str, dict[str, str]]] = {

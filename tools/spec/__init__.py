@@ -1,1 +1,1 @@
-"""Kernel specs: the short kernel.yaml the whole loop runs on."""
+"""spec_init, spec_check and spec_example: drafting, checking and copying kernel specs."""

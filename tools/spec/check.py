@@ -22,10 +22,10 @@ from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.spec.api import ReferenceRunReport, Runnable, SpecCheckRequest, SpecCheckResult, SpecProblem, VariantBuild
-from hyperloom.tools.spec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, field_path, locate, output_buffers, read_spec
-from hyperloom.tools.spec.models import BufferArg, KernelSpec
-from hyperloom.tools.spec.reference import run_reference
+from hyperloom.tools.spec.models import ReferenceRunReport, Runnable, SpecCheckRequest, SpecCheckResult, SpecProblem, VariantBuild
+from hyperloom.tools.kernelspec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, field_path, locate, output_buffers, read_spec
+from hyperloom.tools.kernelspec.models import BufferArg, KernelSpec
+from hyperloom.tools.kernelspec.reference import run_reference
 from hyperloom.tools.spec.sanity import check_spec
 
 TODO = "TODO"

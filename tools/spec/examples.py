@@ -11,7 +11,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.spec.api import SpecExampleRequest, SpecExampleResult
+from hyperloom.tools.spec.models import SpecExampleRequest, SpecExampleResult
 
 # name -> (folder copied, the spec inside it, what it shows)
 EXAMPLES: dict[str, tuple[tuple[str, ...], str, str]] = {

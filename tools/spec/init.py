@@ -1,6 +1,6 @@
 """spec_init: a draft kernel.yaml and a reference stub from a kernel source and its entry's name.
 
-The parameters come from the compiler (tools/spec/signature.py): a pointer becomes a buffer (const
+The parameters come from the compiler (tools/kernelspec/signature.py): a pointer becomes a buffer (const
 pointee: input; writable: output, or inout when the kernel reads it first), a value a scalar, with
 the dtype its C type maps to; a template parameter becomes a define. What the source cannot say
 (buffer dimensions, the launch, shapes, the tolerance, the reference's math) is written as a TODO
@@ -18,9 +18,9 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.spec.api import KernelParameter, SpecCheckRequest, SpecInitRequest, SpecInitResult
+from hyperloom.tools.spec.models import KernelParameter, SpecCheckRequest, SpecInitRequest, SpecInitResult
 from hyperloom.tools.spec.check import run_spec_check
-from hyperloom.tools.spec.signature import Parameter, Signature, dtype_of, read_signature
+from hyperloom.tools.kernelspec.signature import Parameter, Signature, dtype_of, read_signature
 
 _LANGUAGE = {".cu": "cuda", ".hip": "hip", ".cpp": "hip", ".cc": "hip", ".cxx": "hip", ".c": "c"}
 _SCALAR_DTYPES = ("int32", "uint32", "int64", "uint64", "float32", "float64")

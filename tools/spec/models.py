@@ -1,111 +1,100 @@
-"""kernel.yaml: sources and variants, arguments, launch geometry, shapes, inputs, reference,
-the tolerance declared up front, the metric and the tuning space."""
+"""Request and result models of spec_check, spec_init and spec_example."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from hyperloom.tools.gate.models import Tolerance
-
-Expr = str | int | float
-Language = Literal["hip", "cuda", "asm", "c", "cpp", "triton"]
-BufferDtype = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
-ScalarDtype = Literal["int32", "uint32", "int64", "uint64", "float32", "float64"]
+from hyperloom.core.evidence import Evidence
+from hyperloom.core.requests import Request
+from hyperloom.tools.compile.models import KernelReport
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SpecCheckRequest(Request):
+    spec: str = Field(min_length=1, description="kernel.yaml or its folder.")
+    targets: list[str] = Field(default_factory=list, max_length=16, description="Targets to compile for; default none.")
+    run_reference: bool = Field(True, description="Run the reference at the smallest shape.")
+    timeout_s: float = Field(60.0, gt=0, le=600, description="Limit of the reference run.")
 
 
-class BufferArg(_Strict):
-    kind: Literal["buffer"]
+class SpecProblem(BaseModel):
+    path: str = Field(description="Where in the spec, e.g. args[2].shape[0], variants.gpu.launch.block[0], reference.")
+    severity: Literal["error", "warning", "todo"] = Field(description="error: the loop cannot run it; warning: it runs but looks wrong; todo: a placeholder spec_init left to fill.")
+    cause: str
+    next_step: str
+    shape: int | None = Field(None, description="Index of the shape the problem shows at, when it depends on one.")
+
+
+class VariantBuild(BaseModel):
+    variant: str
+    target: str
+    ok: bool
+    summary: str = Field(description="What was built, or the compiler's first errors with file:line.")
+    symbol: str | None = Field(None, description="The entry's symbol in the code object (mangled C++ names resolved).")
+    code_object: str | None = None
+    kernels: list[KernelReport] = Field(default_factory=list)
+
+
+class Runnable(BaseModel):
+    target: str
+    backend: Literal["cuda", "hip", "c", "triton_interpreter"]
+    can_run: bool = Field(description="Whether this machine can run the target: the backend's module imports and a device of that kind answers.")
+    reason: str = Field(description="What was found, or what is missing and how to install it.")
+
+
+class ReferenceRunReport(BaseModel):
+    shape: int = Field(description="Index of the shape the reference ran at (the smallest).")
+    elapsed_s: float = Field(description="The reference function's own time, worker start-up excluded.")
+    outputs: dict[str, str] = Field(description="Per output: declared dtype and shape, and any NaN.")
+
+
+class SpecCheckResult(BaseModel):
+    ok: bool = Field(description="True when no problem is an error or a todo: the spec can go to bench and tune.")
+    summary: str
+    spec: str
+    problems: list[SpecProblem]
+    builds: list[VariantBuild]
+    runnable: list[Runnable]
+    reference: ReferenceRunReport | None
+    elapsed_s: float = Field(description="Seconds the check took, compiles included.")
+    evidence: Evidence
+
+
+class SpecInitRequest(Request):
+    source: str = Field(min_length=1, description="Source: .cu, .hip/.cpp or .c.")
+    entry: str = Field(min_length=1, max_length=200, description="Kernel name (a template without arguments).")
+    out: str | None = Field(None, description="Folder for the files; default beside the source.")
+    name: str | None = Field(None, max_length=100, description="Spec name; default the entry.")
+    overwrite: bool = Field(False, description="Replace existing files.")
+
+
+class KernelParameter(BaseModel):
     name: str
-    dtype: BufferDtype
-    shape: list[Expr] = Field(min_length=1, description="Dimensions as expressions of the shape variables.")
-    role: Literal["input", "output", "inout", "scratch"] = Field(description=(
-        "input: drawn and uploaded; output: poisoned, written by the kernel, gated; inout: both; scratch: device workspace"
-        " (split-k partial sums, arrival counters) zero-filled once when it is allocated, never drawn, uploaded or gated, so a"
-        " kernel that needs it zero at its start leaves it zero at its end"))
-    init: Literal["normal", "uniform", "randint", "zeros", "ones"] = Field("normal", description="How seeded inputs are drawn.")
-    low: float = -1.0
-    high: float = 1.0
+    type: str = Field(description="The parameter's type as the compiler reads it, e.g. 'const float *__restrict'.")
+    kind: Literal["buffer", "scalar", "unsupported"]
+    dtype: str | None = Field(description="The buffer's element dtype or the scalar's, when the type maps to one.")
+    role: str | None = Field(description="Draft role of a buffer: input (pointer to const) or output (writable; may be inout).")
 
 
-class ScalarArg(_Strict):
-    kind: Literal["scalar"]
-    name: str
-    dtype: ScalarDtype
-    value: Expr = Field(description="An expression of the shape variables, or a number.")
+class SpecInitResult(BaseModel):
+    summary: str
+    spec: str = Field(description="The kernel.yaml written (workspace-relative).")
+    reference: str = Field(description="The reference stub written.")
+    entry: str = Field(description="The entry as written into the spec (a template as name<DEFINES>).")
+    parameters: list[KernelParameter] = Field(description="The entry's parameters, read from the compiler's AST.")
+    template_parameters: list[str] = Field(default_factory=list, description="Template parameters, each now a define to fill.")
+    check: SpecCheckResult = Field(description="spec_check on the draft: its todo problems are what remains to fill.")
 
 
-Arg = Annotated[BufferArg | ScalarArg, Field(discriminator="kind")]
+class SpecExampleRequest(Request):
+    name: str | None = Field(None, max_length=100, description="Example name; omit to list.")
+    out: str | None = Field(None, description="Copy the example to this new folder.")
 
 
-class Launch(_Strict):
-    grid: list[Expr] = Field(min_length=1, max_length=3)
-    block: list[Expr] | None = Field(None, min_length=1, max_length=3, description=(
-        "Threads per block as expressions of the shape; required except for Triton, whose block is num_warps × the warp size."))
-    shared_bytes: Expr = Field(0, description="Dynamic shared memory per block; Triton kernels take theirs from the compiled kernel.")
-
-
-class DefineExpr(_Strict):
-    """A define whose value is computed from the shape (and tuning values that are shape variables)."""
-
-    expr: Expr = Field(description="An expression of the shape variables, e.g. block or 2 * warps; its integer value is the define.")
-
-
-DefineValue = str | int | DefineExpr
-ENTRY_DESCRIPTION = (
-    "The kernel's name as written in the source: a plain name (C++ names are found through their mangled symbol), or a"
-    " template instance whose arguments are defines or numbers, e.g. rms_norm_f32<BLOCK>: Hyperloom instantiates it."
-    " For a C twin, the host function's name.")
-
-
-class Variant(_Strict):
-    entry: str = Field(min_length=1, max_length=512, description=ENTRY_DESCRIPTION)
-    source: str | None = Field(None, description="Overrides the spec's source for this variant.")
-    language: Language | None = None
-    defines: dict[str, DefineValue] = Field(default_factory=dict, description=(
-        "Preprocessor defines: text or a number, or {expr: <expression of the shape>} computed per shape and tuning candidate."))
-    launch_args: bool = Field(False, description=(
-        "C twins only: also pass the evaluated launch geometry as six trailing int32 arguments (grid x, y, z, block x, y, z),"
-        " so a twin can loop over the blocks a GPU would run."))
-    targets: list[str] | None = Field(None, description="Targets this variant builds for; default every target.")
-    launch: Launch | None = Field(None, description="Overrides the spec's launch geometry for this variant.")
-    tuning: dict[str, list[str | int]] | None = Field(None, description="Overrides the spec's tuning space for this variant.")
-    note: str = ""
-
-
-class Metric(_Strict):
-    bytes: Expr | None = Field(None, description="Bytes moved per launch (reads + writes).")
-    flops: Expr | None = Field(None, description="Floating-point (or integer) operations per launch.")
-
-
-class KernelSpec(_Strict):
-    name: str
-    description: str = ""
-    source: str = Field(description="Kernel source, relative to the spec file.")
-    language: Language = Field(description=(
-        "hip, cuda, asm (AMDGPU assembly), c or cpp (a twin for the host CPU, target host), or triton (a .py file; entry the"
-        " @triton.jit function: compiled ahead of time for gfx and sm_XX targets, run by Triton's interpreter on target host)."))
-    variants: dict[str, Variant] = Field(min_length=1)
-    args: list[Arg] = Field(min_length=1)
-    launch: Launch
-    shapes: list[dict[str, int]] = Field(min_length=1)
-    seed: int = 0
-    adversarial: list[Literal["zeros", "ones", "extremes", "denormals"]] = Field(default_factory=list)
-    reference: str = Field(description="'file.py:function' relative to the spec; (inputs, shape) -> {output name: array}.")
-    tolerance: Tolerance
-    metric: Metric = Field(default_factory=Metric)
-    tuning: dict[str, list[str | int]] = Field(
-        default_factory=dict,
-        description="Candidate values for tune: preprocessor defines, or shape variables that only steer the launch geometry.",
-    )
-
-    def launch_of(self, variant: Variant) -> Launch:
-        return variant.launch or self.launch
-
-    def tuning_of(self, variant: Variant) -> dict[str, list[str | int]]:
-        return self.tuning if variant.tuning is None else variant.tuning
+class SpecExampleResult(BaseModel):
+    examples: dict[str, str] = Field(description="Shipped example names and what each shows.")
+    name: str | None = None
+    kernel_yaml: str | None = Field(None, description="The example's kernel.yaml text, comments included.")
+    files: list[str] = Field(default_factory=list, description="The files the example consists of.")
+    copied_to: str | None = Field(None, description="Where the example was copied in the workspace.")

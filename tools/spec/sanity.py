@@ -14,9 +14,9 @@ import numpy as np
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.compile.drivers import AMD_TARGET, HOST_TARGET, NVIDIA_TARGET
 from hyperloom.tools.compile.flags import check_defines
-from hyperloom.tools.spec.entry import check_entry
-from hyperloom.tools.spec.expr import evaluate, evaluate_int
-from hyperloom.tools.spec.models import BufferArg, DefineExpr, KernelSpec, Launch, Variant
+from hyperloom.tools.kernelspec.entry import check_entry
+from hyperloom.tools.kernelspec.expr import evaluate, evaluate_int
+from hyperloom.tools.kernelspec.models import BufferArg, DefineExpr, KernelSpec, Launch, Variant
 
 GPU_BLOCK_LIMIT = 1024  # threads per block on every NVIDIA and AMD GPU the loop targets
 GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
@@ -157,7 +157,7 @@ def _integer(where: str, text: object, shape: dict[str, int], index: int, report
 
 
 def _tuning(spec: KernelSpec, name: str, variant: Variant, report: Report) -> None:
-    from hyperloom.tools.spec.load import argument_value  # the evaluator bench uses, so the check agrees with the run
+    from hyperloom.tools.kernelspec.load import argument_value  # the evaluator bench uses, so the check agrees with the run
 
     where = f"variants.{name}.tuning" if variant.tuning is not None else "tuning"
     for tuned, values in spec.tuning_of(variant).items():

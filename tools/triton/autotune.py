@@ -12,7 +12,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.worker import run_worker
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.runtime.visible import VISIBLE_DEVICES, pinned_environ
-from hyperloom.tools.spec.load import resolved_defines
+from hyperloom.tools.kernelspec.load import resolved_defines
 from hyperloom.tools.triton.constexprs import bind
 from hyperloom.tools.triton.loader import describe_kernel, raise_for_error, worker_env
 from hyperloom.tools.triton.models import AUTOTUNE_CONFIG, OPTIONS, AutotuneChoice

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from hyperloom.tools.spec.expr import evaluate_int
+from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.triton.entry import EntryError, autotuner, load_module, unwrap
 
 

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.spec.load import LoadedSpec, resolved_defines
-from hyperloom.tools.spec.models import Variant
+from hyperloom.tools.kernelspec.load import LoadedSpec, resolved_defines
+from hyperloom.tools.kernelspec.models import Variant
 from hyperloom.tools.triton.constexprs import bind, check_args, expand_autotune
 from hyperloom.tools.triton.loader import describe_kernel
 from hyperloom.tools.triton.models import AUTOTUNE_CONFIG, OPTIONS, KernelInfo

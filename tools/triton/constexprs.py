@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.spec.models import BufferArg, ScalarArg
+from hyperloom.tools.kernelspec.models import BufferArg, ScalarArg
 from hyperloom.tools.triton.models import AUTOTUNE_CONFIG, OPTIONS, KernelInfo
 
 Value = int | float | str | bool

@@ -15,7 +15,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile.models import TargetBuild
 from hyperloom.tools.runtime.models import ArgSpec
-from hyperloom.tools.spec.load import resolved_defines
+from hyperloom.tools.kernelspec.load import resolved_defines
 from hyperloom.tools.triton.build import build_triton
 from hyperloom.tools.triton.constexprs import bind, expand_autotune
 from hyperloom.tools.triton.loader import describe_kernel

@@ -11,7 +11,7 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.hashing import sha256_json
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.run import Launchable
-from hyperloom.tools.spec.expr import evaluate_int
+from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.triton.autotune import choice_in
 from hyperloom.tools.triton.autotune import render as render_autotune
 from hyperloom.tools.tune.ledger import Ledger

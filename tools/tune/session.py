@@ -25,7 +25,7 @@ from hyperloom.core.workspace import STATE_DIR, Workspace
 from hyperloom.tools.bench.run import Launchable, prepare, specialize, stage_input_set
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest
-from hyperloom.tools.spec.load import LoadedSpec, load_spec
+from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.models import ProposeResult, TuneRequest
 from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash, split_variant

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hyperloom.tools.spec.api import SpecCheckResult, SpecExampleResult, SpecInitResult
+from hyperloom.tools.spec.models import SpecCheckResult, SpecExampleResult, SpecInitResult
 
 _MARK = {"error": "ERROR", "warning": "warn ", "todo": "TODO "}
 

@@ -142,9 +142,9 @@ def check_out_dir(out: Path) -> None:
 def _datasheet_bound(report: DemoReport, target: str, out: Path) -> None:
     """The fastest w4a8 could run at shape 0 if it read at the datasheet bandwidth: an ASSUMED bound."""
     from hyperloom.tools.detect.parts import PARTS
-    from hyperloom.tools.spec.expr import evaluate_int
+    from hyperloom.tools.kernelspec.expr import evaluate_int
     from hyperloom.core.workspace import Workspace
-    from hyperloom.tools.spec.load import load_spec
+    from hyperloom.tools.kernelspec.load import load_spec
 
     parts = [p for p in PARTS if p.target == target]
     if not parts:

@@ -20,7 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _schema(args: argparse.Namespace) -> int:
-    from hyperloom.tools.spec.schema import kernel_spec_schema
+    from hyperloom.tools.kernelspec.schema import kernel_spec_schema
 
     print(json.dumps(kernel_spec_schema(), indent=2))
     return EXIT_OK

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.spec.expr import evaluate, evaluate_int
-from hyperloom.tools.spec.models import BufferArg, DefineExpr, KernelSpec, ScalarArg, Variant
+from hyperloom.tools.kernelspec.expr import evaluate, evaluate_int
+from hyperloom.tools.kernelspec.models import BufferArg, DefineExpr, KernelSpec, ScalarArg, Variant
 
 SPEC_HELP = ("compare it with a shipped example (`hyperloom spec example` lists them, `hyperloom spec example NAME` copies one into"
              " the workspace); every field is documented in the skill's spec.md, and spec_check reports every problem at once")

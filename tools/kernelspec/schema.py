@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperloom.tools.spec.models import KernelSpec
+from hyperloom.tools.kernelspec.models import KernelSpec
 
 SCHEMA_ID = "https://github.com/hyperloom/hyperloom/validators/kernel_spec.schema.json"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.worker import run_worker
-from hyperloom.tools.spec.load import LoadedSpec, buffer_shape, output_buffers
+from hyperloom.tools.kernelspec.load import LoadedSpec, buffer_shape, output_buffers
 
 REFERENCE_TIMEOUT_S = 600.0
 CONTRACT = "the reference takes (inputs: dict of name -> numpy array, shape: dict of name -> int) and returns a dict of output name -> array"
@@ -31,7 +31,7 @@ def run_reference(loaded: LoadedSpec, shape: Mapping[str, int], inputs_dir: Path
     """Compute ref_<output>.npy in `out_dir` from in_<arg>.npy in `inputs_dir`, in a worker process."""
     outputs = [{"name": a.name, "dtype": a.dtype, "dims": list(buffer_shape(a, shape))} for a in output_buffers(loaded.spec)]
     outcome = run_worker(
-        "hyperloom.tools.spec.reference_worker:compute",
+        "hyperloom.tools.kernelspec.reference_worker:compute",
         {"file": str(loaded.reference_file), "function": loaded.reference_name, "spec_name": loaded.spec.name, "shape": dict(shape),
          "inputs_dir": str(inputs_dir), "out_dir": str(out_dir), "outputs": outputs},
         timeout_s=timeout_s, cwd=loaded.folder,
