@@ -31,7 +31,7 @@ import torch
 from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.roofline.ceilings import read_of_size, stage
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest

@@ -30,7 +30,9 @@ import torch
 from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import arg_specs, build_with, prepare, run_bench
+from hyperloom.tools.pipeline.launch import arg_specs, prepare
+from hyperloom.tools.pipeline.build import build_with
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.runtime.drivers import Driver
 from hyperloom.tools.runtime.gpu import dims, upload
 from hyperloom.tools.runtime.models import Timing

@@ -34,7 +34,7 @@ import torch
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.spec.models import SpecCheckRequest
 from hyperloom.tools.spec.check import run_spec_check
 from hyperloom.tools.kernelspec.load import load_spec, output_buffers

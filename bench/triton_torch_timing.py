@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from hyperloom.tools.bench.stats import SampleStats, summarize
+from hyperloom.tools.pipeline.stats import SampleStats, summarize
 from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.runtime.sampling import sample
 

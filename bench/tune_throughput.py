@@ -42,11 +42,12 @@ import yaml
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import build_with, prepare, timing_kernels
+from hyperloom.tools.pipeline.build import build_with, timing_kernels
+from hyperloom.tools.pipeline.launch import prepare
 from hyperloom.tools.kernelspec.load import load_spec
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TrialRecord, TuneRequest
-from hyperloom.tools.tune.phases import PHASES
+from hyperloom.tools.pipeline.phases import PHASES
 from hyperloom.tools.tune.space import Space
 
 REPO = Path(__file__).resolve().parent.parent

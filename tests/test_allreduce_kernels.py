@@ -12,7 +12,7 @@ from helpers import REPO
 from kernel_modules import kernel_module
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.compile.build import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest
 

@@ -10,10 +10,10 @@ import pytest
 
 from helpers import FIXTURES, REPO
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.bench.command import run_bench_command
+from hyperloom.tools.bench.api import run_bench_command
 from hyperloom.tools.bench.models import BenchCommandRequest, BenchRequest
-from hyperloom.tools.bench.run import run_bench
-from hyperloom.tools.bench.stats import summarize
+from hyperloom.tools.bench.api import run_bench
+from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.runtime.sampling import median_ci_halfwidth
 from hyperloom.tools.kernelspec.expr import evaluate
 
@@ -157,7 +157,7 @@ def test_a_read_flush_is_chosen_recorded_and_timed_on_the_host(specs):
 
 @pytest.mark.parametrize("target", ["sm_90", "gfx1201", "gfx942"])
 def test_the_timing_helpers_build_for_nvidia_and_amd(workspace, target):
-    from hyperloom.tools.bench.run import timing_kernels
+    from hyperloom.tools.pipeline.build import timing_kernels
 
     needed = "nvcc" if target.startswith("sm_") else "clang-19"
     if shutil.which(needed) is None:
@@ -180,7 +180,9 @@ def test_a_scratch_buffer_is_zeroed_never_drawn_and_never_gated(workspace):
 
 @needs_cc
 def test_every_trial_starts_from_zeroed_scratch_even_after_a_kernel_left_it_dirty(workspace):
-    from hyperloom.tools.bench.run import build_with, check_input_set, prepare, stage_input_set
+    from hyperloom.tools.pipeline.build import build_with
+    from hyperloom.tools.pipeline.trial import check_input_set, stage_input_set
+    from hyperloom.tools.pipeline.launch import prepare
     from hyperloom.tools.kernelspec.load import load_spec
 
     shutil.copytree(FIXTURES / "specs" / "scratch", workspace.root / "scratch")

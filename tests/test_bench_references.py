@@ -9,7 +9,7 @@ import pytest
 
 from helpers import REPO, loaded_spec
 from hyperloom.core.cache import cache_dir
-from hyperloom.tools.bench import references
+from hyperloom.tools.pipeline import references
 from hyperloom.tools.kernelspec.load import draw_inputs
 
 

@@ -65,15 +65,16 @@ def test_a_gpu_kernels_outputs_are_gated_in_its_worker_and_never_written_out(wor
     FakeHip (tests/test_warm_worker.py): the kernel under test writes y as the fake kernel is told."""
     from test_warm_worker import FakeHip
 
-    from hyperloom.tools.bench import run as bench_run
-    from hyperloom.tools.bench.run import check_input_set, prepare, stage_input_set
+    from hyperloom.tools.pipeline import trial
+    from hyperloom.tools.pipeline.trial import check_input_set, stage_input_set
+    from hyperloom.tools.pipeline.launch import prepare
     from hyperloom.tools.runtime import drivers, warm_trial
     from hyperloom.tools.kernelspec.load import load_spec
 
     fake = FakeHip()
     monkeypatch.setattr(drivers, "_bindings", lambda backend: (fake, fake.hipDeviceAttribute_t, drivers.HIP))
     monkeypatch.setattr(warm_trial, "_REUSE", warm_trial.Reuse())
-    monkeypatch.setattr(bench_run, "_helpers_if_built", lambda launchable, workspace: None)  # no device helpers: inputs copied from the host
+    monkeypatch.setattr(trial, "_helpers_if_built", lambda launchable, workspace: None)  # no device helpers: inputs copied from the host
     shutil.copytree(REPO / "kernels" / "examples" / "rmsnorm", workspace.root / "rmsnorm")
     launchable = prepare(load_spec(workspace.root / "rmsnorm", workspace), "gpu", "gfx942", 0)
     assert launchable.backend == "hip"
@@ -82,7 +83,7 @@ def test_a_gpu_kernels_outputs_are_gated_in_its_worker_and_never_written_out(wor
     reference = np.load(staged / "ref_y.npy")
     freeze(FreezeRequest(out="sets/seeded", references=["staged/ref_y.npy"], **launchable.loaded.spec.tolerance.model_dump()), workspace)
     (workspace.root / "kernel.hsaco").write_bytes(b"\x7fELF fake")
-    monkeypatch.setattr(bench_run, "run_gate", lambda *a, **k: pytest.fail("a GPU kernel's outputs were gated in the caller's process"))
+    monkeypatch.setattr(trial, "run_gate", lambda *a, **k: pytest.fail("a GPU kernel's outputs were gated in the caller's process"))
     requests = []
 
     def runner(request, timeout_s, device=None):

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import FIXTURES, REPO
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 
 HAS_CUDA = importlib.util.find_spec("cuda") is not None and shutil.which("nvidia-smi") is not None and (
     shutil.which("nvcc") is not None or __import__("pathlib").Path("/usr/local/cuda/bin/nvcc").exists()
@@ -125,7 +125,9 @@ def test_a_split_decode_leaves_its_counters_zero_and_gives_the_same_bits_every_l
     reference within the tolerance, and every counter zero after each."""
     import numpy as np
 
-    from hyperloom.tools.bench.run import arg_specs, build_with, prepare, stage_input_set
+    from hyperloom.tools.pipeline.launch import arg_specs, prepare
+    from hyperloom.tools.pipeline.build import build_with
+    from hyperloom.tools.pipeline.trial import stage_input_set
     from hyperloom.tools.runtime.drivers import Driver
     from hyperloom.tools.runtime.gpu import dims, upload
     from hyperloom.tools.kernelspec.load import load_spec

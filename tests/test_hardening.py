@@ -18,7 +18,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.allreduce.api import run_allreduce
 from hyperloom.tools.allreduce.models import AllreduceRequest
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.catalog import tool
 from hyperloom.tools.detect.detect import run_detect
 from hyperloom.tools.detect.models import DetectRequest

@@ -10,7 +10,7 @@ import yaml
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.roofline.ceilings import available, shipped_microbench_dir
 from hyperloom.tools.roofline.models import RooflineRequest
 from hyperloom.tools.roofline.run import datasheet_ceilings, run_roofline

@@ -18,7 +18,7 @@ import yaml
 from helpers import REPO
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.kernelspec.expr import evaluate
 from hyperloom.tools.kernelspec.load import load_spec
 

@@ -12,7 +12,7 @@ import yaml
 from helpers import REPO
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.spec.models import SpecCheckRequest, SpecInitRequest
 from hyperloom.tools.spec.check import run_spec_check
 from hyperloom.tools.kernelspec.entry import expected_name, function_name

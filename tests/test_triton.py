@@ -15,7 +15,9 @@ from helpers import REPO
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.bench.run import build_with, prepare, run_bench
+from hyperloom.tools.pipeline.build import build_with
+from hyperloom.tools.pipeline.launch import prepare
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.runtime.models import ArgSpec
 from hyperloom.tools.spec.models import SpecCheckRequest
 from hyperloom.tools.spec.check import run_spec_check
@@ -283,7 +285,7 @@ def test_the_autotune_choice_is_not_guessed_where_no_gpu_can_time_it(workspace, 
 
 
 def test_the_report_puts_the_autotune_choice_beside_the_winner_with_its_ratio():
-    from hyperloom.tools.triton.autotune import LEDGER_KEY, choice_in, render
+    from hyperloom.tools.tune.seeds import LEDGER_KEY, choice_in, render
     from hyperloom.tools.triton.models import AutotuneChoice
     from hyperloom.tools.tune.models import TrialRecord
 
@@ -307,7 +309,7 @@ def test_the_report_puts_the_autotune_choice_beside_the_winner_with_its_ratio():
 
 @needs_triton
 def test_the_trial_a_triton_kernel_sends_to_the_cuda_runtime_is_the_compiled_kernels_launch(workspace, softmax):
-    from hyperloom.tools.bench.run import check_input_set
+    from hyperloom.tools.pipeline.trial import check_input_set
     from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 
     sent: list[TrialRequest] = []

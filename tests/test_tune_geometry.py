@@ -9,7 +9,7 @@ import yaml
 
 from helpers import REPO
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.bench.run import prepare, specialize
+from hyperloom.tools.pipeline.launch import prepare, specialize
 from helpers import loaded_spec
 from hyperloom.tools.tune.models import TuneRequest
 from hyperloom.tools.tune.session import open_session

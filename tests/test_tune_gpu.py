@@ -68,7 +68,9 @@ def test_a_warm_worker_frees_or_reuses_every_device_allocation_a_trial_makes(spe
     """Trials run in this process as a warm worker runs them: the device's free memory is the same after each."""
     from cuda.bindings import driver as cuda
 
-    from hyperloom.tools.bench.run import arg_specs, build_with, prepare, stage_input_set, timing_kernels
+    from hyperloom.tools.pipeline.launch import arg_specs, prepare
+    from hyperloom.tools.pipeline.build import build_with, timing_kernels
+    from hyperloom.tools.pipeline.trial import stage_input_set
     from hyperloom.tools.runtime import warm_trial
     from hyperloom.tools.runtime.models import Timing, TrialRequest
     from hyperloom.tools.kernelspec.load import load_spec

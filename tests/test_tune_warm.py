@@ -15,7 +15,7 @@ from hyperloom.tools.tune import loop as tune_loop
 from hyperloom.tools.tune.devices import worker_slots
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest
-from hyperloom.tools.tune.phases import PHASES
+from hyperloom.tools.pipeline.phases import PHASES
 from hyperloom.validators.schemas import schema_errors
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")

@@ -9,7 +9,8 @@ from pydantic import BaseModel, Field
 from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
 from hyperloom.tools.bench.clocks import DeviceState
-from hyperloom.tools.bench.stats import SampleStats
+from hyperloom.tools.pipeline.models import InputSetVerdict
+from hyperloom.tools.pipeline.stats import SampleStats
 from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode
 
 
@@ -40,15 +41,6 @@ class BenchCommandRequest(Request):
         "Program and arguments (no shell)."))
     target: str = Field("host", max_length=64, description="What it ran on, for the evidence.")
     timeout_s: float = Field(120.0, gt=0, le=600, description="Limit; its process group is killed.")
-
-
-class InputSetVerdict(BaseModel):
-    input_set: str
-    passed: bool
-    summary: str
-    status: Literal["OK", "TIMEOUT", "CRASH", "ERROR"] = "OK"
-    nan: bool = Field(False, description="A failing case had NaN where the reference had none.")
-    elapsed_s: float = Field(0.0, description="Seconds the worker process ran (device time spent on this set).")
 
 
 class BenchResult(BaseModel):

@@ -7,7 +7,7 @@ instead, with the same judge() over the same frozen references, which the caller
 (output_gate), and returns the verdict. The verdict can be trusted there: a GPU kernel reaches device memory only,
 never the host arrays its outputs are copied into or the reference files, and a trial that does not end OK has no
 verdict. A host (c) kernel runs inside its worker's process, so its outputs are still written out and compared by
-the caller (tools/bench/run.py check_input_set).
+the caller (tools/pipeline/trial.py check_input_set).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchRequest, BenchResult
-from hyperloom.tools.bench.run import backend_for, run_bench
+from hyperloom.tools.pipeline.launch import backend_for
+from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.roofline.models import Ceiling
 from hyperloom.tools.runtime.models import FlushMode
 from hyperloom.tools.kernelspec.load import load_spec

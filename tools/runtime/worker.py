@@ -4,6 +4,7 @@ a crash or a hang of the process is reported by the launcher as CRASH or TIMEOUT
 
 from __future__ import annotations
 
+import importlib
 import time
 import traceback
 from typing import Any
@@ -11,26 +12,26 @@ from typing import Any
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 
 
+BACKENDS = {
+    "c": "hyperloom.tools.runtime.host:run_host",
+    "triton_interpreter": "hyperloom.tools.triton.interpret:run_interpreted",
+    "cuda": "hyperloom.tools.runtime.gpu:run_gpu",
+    "hip": "hyperloom.tools.runtime.gpu:run_gpu",
+}
+"""Each backend's trial function, by 'module:function', imported in the worker when its first trial comes (a backend
+above the runtime, Triton's interpreter, plugs in by name). The GPU backends also take what a warm worker keeps."""
+KEEPS_STATE = ("cuda", "hip")
+
+
 def run_payload(payload: dict[str, Any], reuse: Any = None) -> dict[str, Any]:
     """`reuse`: what a warm worker keeps between GPU trials (tools/runtime/warm_trial.py); None in a fresh process."""
     request = TrialRequest.model_validate(payload)
     started = time.perf_counter()
     try:
-        if request.backend == "c":
-            from hyperloom.tools.runtime.host import run_host
-
-            started = time.perf_counter()  # the trial's own time: the imports above belong to the process's start
-            result = run_host(request)
-        elif request.backend == "triton_interpreter":
-            from hyperloom.tools.triton.interpret import run_interpreted
-
-            started = time.perf_counter()
-            result = run_interpreted(request)
-        else:
-            from hyperloom.tools.runtime.gpu import run_gpu
-
-            started = time.perf_counter()
-            result = run_gpu(request, reuse)
+        module, _, name = BACKENDS[request.backend].partition(":")
+        function = getattr(importlib.import_module(module), name)
+        started = time.perf_counter()  # the trial's own time: the imports above belong to the process's start
+        result = function(request, reuse) if request.backend in KEEPS_STATE else function(request)
     except Exception as exc:  # every failure becomes a result the caller reads, with its traceback
         status = "CRASH" if type(exc).__name__ == "DeviceFault" else "ERROR"
         result = TrialResult(status=status, message=f"{type(exc).__name__}: {exc}", stderr=traceback.format_exc()[-4000:])

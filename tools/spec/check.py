@@ -22,6 +22,10 @@ from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.pipeline.build import build_with
+from hyperloom.tools.pipeline.languages import language
+from hyperloom.tools.pipeline.launch import at_shape, backend_for, builds_for
+from hyperloom.tools.runtime.probe import backend_readiness
 from hyperloom.tools.spec.models import ReferenceRunReport, Runnable, SpecCheckRequest, SpecCheckResult, SpecProblem, VariantBuild
 from hyperloom.tools.kernelspec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, field_path, locate, output_buffers, read_spec
 from hyperloom.tools.kernelspec.models import BufferArg, KernelSpec
@@ -68,10 +72,9 @@ def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: Pr
     if spec is not None:
         loaded = _files(spec, path, workspace, problems)
         check_spec(spec, problems)
-        if loaded is not None and any((v.language or spec.language) == "triton" for v in spec.variants.values()):
-            from hyperloom.tools.triton.check import check_triton  # reads the kernel file in a worker
-
-            check_triton(loaded, workspace, problems)
+        if loaded is not None:
+            for name in dict.fromkeys(v.language or spec.language for v in spec.variants.values()):
+                language(name).check_spec(loaded, workspace, problems)  # Triton's reads the kernel file in a worker
     if progress is not None:
         progress(1, 3)
     if loaded is not None and request.run_reference and not problems.count("error", "todo"):
@@ -177,8 +180,6 @@ def _reference(loaded: LoadedSpec, workspace: Workspace, timeout_s: float, probl
 
 
 def _builds(loaded: LoadedSpec, targets: list[str], workspace: Workspace, problems: Problems) -> list[VariantBuild]:
-    from hyperloom.tools.bench.run import at_shape, build_with, builds_for
-
     builds = []
     index = smallest_shape(loaded.spec)
     for target in dict.fromkeys(targets):
@@ -199,9 +200,6 @@ def _builds(loaded: LoadedSpec, targets: list[str], workspace: Workspace, proble
 
 
 def _runnable(spec: KernelSpec, targets: list[str]) -> list[Runnable]:
-    from hyperloom.tools.bench.run import backend_for
-    from hyperloom.tools.runtime.probe import backend_readiness
-
     declared = [t for v in spec.variants.values() for t in (v.targets or [])]
     chosen = list(dict.fromkeys(targets or declared))
     backend = {t: backend_for(t, spec.language) for t in chosen}

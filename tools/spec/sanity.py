@@ -12,18 +12,24 @@ from collections.abc import Callable
 import numpy as np
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.compile.drivers import AMD_TARGET, HOST_TARGET, NVIDIA_TARGET
+from hyperloom.tools.compile.drivers import HOST_TARGET
 from hyperloom.tools.compile.flags import check_defines
 from hyperloom.tools.kernelspec.entry import check_entry
 from hyperloom.tools.kernelspec.expr import evaluate, evaluate_int
 from hyperloom.tools.kernelspec.models import BufferArg, DefineExpr, KernelSpec, Launch, Variant
+from hyperloom.tools.pipeline.languages import language as language_of
+from hyperloom.tools.pipeline.languages import target_kind
 
 GPU_BLOCK_LIMIT = 1024  # threads per block on every NVIDIA and AMD GPU the loop targets
 GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
-HOST_LANGUAGES = ("c", "cpp")
 _INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1), "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1)}
 
 Report = Callable[..., None]
+
+
+def _host_twin(language: str) -> bool:
+    """A language that builds for the host only (c, cpp)."""
+    return language_of(language).kinds == {"host"}
 
 
 def check_spec(spec: KernelSpec, report: Report) -> None:
@@ -64,16 +70,13 @@ def _variant(spec: KernelSpec, name: str, variant: Variant, report: Report) -> N
         check_entry(variant.entry, language)
     except HyperloomError as exc:
         report(f"{where}.entry", "error", exc.cause, exc.next_step)
-    if variant.launch_args and language not in HOST_LANGUAGES:
+    if variant.launch_args and not _host_twin(language):
         report(f"{where}.launch_args", "error", f"launch_args is for host twins (c, cpp), and this variant is {language}", "drop launch_args; GPU kernels read their grid from the launch")
     for target in variant.targets or []:
-        fits = {"c": target == HOST_TARGET, "cpp": target == HOST_TARGET, "cuda": bool(NVIDIA_TARGET.fullmatch(target)),
-                "asm": bool(AMD_TARGET.fullmatch(target)), "hip": bool(AMD_TARGET.fullmatch(target) or NVIDIA_TARGET.fullmatch(target)),
-                "triton": bool(AMD_TARGET.fullmatch(target) or NVIDIA_TARGET.fullmatch(target)) or target == HOST_TARGET}[language]
-        if not fits:
+        if target_kind(target) not in language_of(language).kinds:
             report(f"{where}.targets", "error", f"a {language} variant cannot build for {target}",
                    "host twins (c, cpp) build for host; cuda for sm_XX; asm for gfx; hip for both gfx and sm_XX; triton for gfx, sm_XX and host (its interpreter)")
-    if language in HOST_LANGUAGES and variant.targets != [HOST_TARGET]:
+    if _host_twin(language) and variant.targets != [HOST_TARGET]:
         report(f"{where}.targets", "warning", f"a {language} twin runs only on the host", "write targets: [host]")
     for define, value in variant.defines.items():
         if not isinstance(value, DefineExpr):
@@ -120,12 +123,12 @@ def _launch_at(spec: KernelSpec, name: str, variant: Variant, index: int, shape:
     launch: Launch = spec.launch_of(variant)
     where = f"variants.{name}.launch" if variant.launch is not None else "launch"
     language = variant.language or spec.language
-    gpu = language not in HOST_LANGUAGES
+    gpu = not _host_twin(language)
     for axis, text in enumerate(launch.grid):
         _integer(f"{where}.grid[{axis}]", text, shape, index, report, minimum=1, what="grid", maximum=GRID_LIMITS[axis])
-    if launch.block is None and language != "triton":
+    if launch.block is None and not language_of(language).block_from_build:
         report(f"{where}.block", "error", f"variant {name} ({language}) has no launch block", "give the threads per block, e.g. block: [256]")
-    elif launch.block is not None and language == "triton":
+    elif launch.block is not None and language_of(language).block_from_build:
         report(f"{where}.block", "warning", f"variant {name} is a Triton kernel, whose block is num_warps × the warp size; this block is not used",
                "drop block (set num_warps in defines or tuning instead)")
     block = [_integer(f"{where}.block[{axis}]", text, shape, index, report, minimum=1, what="block") for axis, text in enumerate(launch.block or [1])]

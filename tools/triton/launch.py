@@ -1,5 +1,5 @@
-"""A Triton variant through bench's pipeline: autotune_config expanded, tuning values split into geometry and
-constexprs (bench's own rule), the kernel bound and built, and its launch as the compiled kernel wants it.
+"""A Triton variant through the pipeline: autotune_config expanded, tuning values split into geometry and
+constexprs (the pipeline's own rule), the kernel bound and built, and its launch as the compiled kernel wants it.
 
 The runtime launches the cubin or hsaco like any other code object: block = num_warps × warp size, dynamic
 shared memory from the compiled kernel, the spec's arguments less those Triton specialized into constants
@@ -9,20 +9,18 @@ shared memory from the compiled kernel, the spec's arguments less those Triton s
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile.models import TargetBuild
 from hyperloom.tools.runtime.models import ArgSpec
 from hyperloom.tools.kernelspec.load import resolved_defines
+from hyperloom.tools.pipeline.launch import Launchable, arg_specs, specialize
 from hyperloom.tools.triton.build import build_triton
 from hyperloom.tools.triton.constexprs import bind, expand_autotune
 from hyperloom.tools.triton.loader import describe_kernel
 from hyperloom.tools.triton.models import AUTOTUNE_CONFIG
-
-if TYPE_CHECKING:
-    from hyperloom.tools.bench.run import Launchable
 
 _SCALAR_DTYPES = {"i32": "int32", "i64": "int64", "u32": "uint32", "u64": "uint64", "fp32": "float32", "fp64": "float64"}
 SCRATCH_NAMES = ("triton_global_scratch", "triton_profile_scratch")
@@ -62,9 +60,7 @@ def launch_of(record: dict[str, Any]) -> TritonLaunch:
 
 
 def triton_build_with(launchable: Launchable, workspace: Workspace, params: dict[str, str | int]) -> tuple[Launchable, TargetBuild]:
-    """bench's build_with for a Triton variant: the launchable as the compiled kernel launches, and its build."""
-    from hyperloom.tools.bench.run import arg_specs, specialize
-
+    """A Triton variant's build: the launchable as the compiled kernel launches, and its build."""
     source, _ = launchable.loaded.source_of(launchable.variant)
     info = describe_kernel(source, launchable.variant.entry, workspace)
     expanded = expand_autotune(params, launchable.variant.defines, info)
@@ -80,4 +76,4 @@ def triton_build_with(launchable: Launchable, workspace: Workspace, params: dict
     if record is None:  # a failed build, or the interpreter's plan (it takes the spec's arguments as they are)
         return replace(specialized, symbol=launchable.variant.entry), build
     return replace(specialized, symbol=record["name"], block=[record["num_warps"] * record["warp_size"]], shared_bytes=record["shared"],
-                   triton=launch_of(record)), build
+                   parameters=launch_of(record)), build

@@ -1,10 +1,8 @@
-"""One candidate through the pipeline: compile (cached) → disasm rules → every input set gated → timed.
+"""One tune candidate through the pipeline, in two steps so that the loop compiles ahead on the CPU while the
+devices run others: compile_candidate (build and disasm rules) and run_compiled (the pipeline's evaluate() through
+a device's runner, each worker launch capped by what is left of the device-second budget).
 
-Two steps, so that the loop can compile ahead on the CPU while the devices run other candidates:
-compile_candidate (compile and rules) and run_compiled (every input set gated, then timed, through a
-device's runner: a fresh worker process per launch, or its warm worker). Every way a candidate can
-fail ends as an Outcome with a status and a reason; only bugs raise. Each worker launch asks the
-budget first and is capped by what is left of it. Each step's seconds go to the candidate's phases.
+Every way a candidate can fail ends as an Outcome with a status and a reason; only bugs raise.
 """
 
 from __future__ import annotations
@@ -14,18 +12,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import Launchable, build_with, check_input_set, time_kernel
-from hyperloom.tools.bench.stats import SampleStats, summarize
-from hyperloom.tools.compile.models import TargetBuild
+from hyperloom.tools.pipeline.candidate import Built, Unbuilt, build_candidate
+from hyperloom.tools.pipeline.evaluate import InputSet, evaluate as evaluate_candidate
+from hyperloom.tools.pipeline.stats import SampleStats, summarize
 from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.runtime.pool import FreshRunner, Runner
-from hyperloom.tools.tune.phases import PhaseClock
 from hyperloom.tools.tune.session import Session, scratch
 from hyperloom.tools.tune.space import Params
-from hyperloom.tools.verify.models import VerifyRequest
-from hyperloom.tools.verify.verify import verify
 
 MIN_LAUNCH_S = 0.5
 """A launch is not started with less budget than this left: it could not finish anything useful."""
@@ -88,50 +82,26 @@ class Outcome:
     phases_s: dict[str, float] = field(default_factory=dict)
 
 
-@dataclass
-class Compiled:
-    """A candidate that built and met the disasm rules: its launch geometry and code object, and the seconds it took."""
-
-    launchable: Launchable
-    build: TargetBuild
-    clock: PhaseClock
-
-
 class BudgetExhausted(Exception):
     pass
 
 
-def compile_candidate(session: Session, params: Params, workspace: Workspace, *, expect: list[str], forbid: list[str]) -> Compiled | Outcome:
-    """Compile (cached) and check the disasm rules: a Compiled to run, or the Outcome that rejects it."""
-    clock = PhaseClock()
-    started = time.perf_counter()
-    try:
-        variant, rest = session.launchable_for(params)
-        launchable, build = build_with(variant, workspace, rest)
-    except HyperloomError as exc:  # e.g. a define the compiler's allow-list refuses, a geometry that changes the problem
-        clock.add("compile", time.perf_counter() - started)
-        return Outcome(status="COMPILE_ERROR", reason=str(exc), input_set="compile", phases_s=clock.rounded())
-    clock.add("compile", time.perf_counter() - started)
-    if not build.ok:
-        return Outcome(status="COMPILE_ERROR", reason=build.summary + (f": {build.log.strip()[-400:]}" if build.log.strip() else ""), input_set="compile",
-                       compile_s=build.compile_s, phases_s=clock.rounded())
-    if expect or forbid:
-        started = time.perf_counter()
-        checked = verify(VerifyRequest(code_object=build.code_object, expect=expect, forbid=forbid), workspace)
-        clock.add("rules", time.perf_counter() - started)
-        if not checked.passed:
-            return Outcome(status="RULE_FAILED", reason=checked.summary, input_set="disasm", compile_s=build.compile_s, phases_s=clock.rounded())
-    return Compiled(launchable, build, clock)
+def compile_candidate(session: Session, params: Params, workspace: Workspace, *, expect: list[str], forbid: list[str]) -> Built | Outcome:
+    """Compile (cached) and check the disasm rules: a Built to run, or the Outcome that rejects it."""
+    variant, rest = session.launchable_for(params)
+    built = build_candidate(variant, rest, workspace, expect=expect, forbid=forbid)
+    if isinstance(built, Unbuilt):
+        return Outcome(status=built.status, reason=built.reason, input_set=built.input_set, compile_s=built.compile_s, phases_s=built.clock.rounded())
+    return built
 
 
 def run_compiled(
-    session: Session, compiled: Compiled, workspace: Workspace, budget: Budget, *, runner: Runner, timing: Timing, timeout_s: float, digest: str,
+    session: Session, compiled: Built, workspace: Workspace, budget: Budget, *, runner: Runner, timing: Timing, timeout_s: float, digest: str,
 ) -> Outcome:
     """Gate a compiled candidate on every input set through `runner` (its device's), then time it if it passed."""
     launchable, build, clock = compiled.launchable, compiled.build, compiled.clock
     outcome = Outcome(status="ERROR", compile_s=build.compile_s)
     recorded = clock.recording(runner)
-    device = runner.device
     started_run = time.perf_counter()
 
     def launch(run):  # type: ignore[no-untyped-def]
@@ -146,33 +116,20 @@ def run_compiled(
             budget.settle(granted, used)
             outcome.device_s += used
             clock.settle(used)
-        return result, granted
+        if result.status == "TIMEOUT" and granted < timeout_s:
+            raise BudgetExhausted  # killed by the budget's cap, not by its own hang
+        return result
 
     out = scratch(session, digest)
+    sets = [InputSet(s, session.inputs(s), out / s, session.references(s)) for s in launchable.input_sets]
     try:
-        for input_set in launchable.input_sets:
-            verdict, granted = launch(lambda cap, s=input_set: check_input_set(
-                launchable, build.code_object, s, session.inputs(s), out / s, workspace,
-                timeout_s=cap, device=device, reference_set=session.references(s), runner=recorded))
-            if not verdict.passed:
-                outcome.input_set = input_set
-                if verdict.status == "TIMEOUT" and granted < timeout_s:
-                    raise BudgetExhausted  # killed by the budget's cap, not by its own hang
-                if verdict.status in ("TIMEOUT", "CRASH", "ERROR"):
-                    outcome.status, outcome.reason = verdict.status, f"{input_set}: {verdict.summary}"
-                else:
-                    outcome.status = "NAN" if verdict.nan else "WRONG"
-                    outcome.reason = f"tolerance miss on input set {input_set}: {verdict.summary}"
-                    runner.discard("verdict")  # its code misbehaved: a warm process it ran in is not trusted with the next
-                return outcome
-        trial, granted = launch(lambda cap: time_kernel(launchable, build.code_object, session.inputs("seeded"), timing, workspace,
-                                                        timeout_s=cap, device=device, runner=recorded))
-        if trial.status != "OK":
-            if trial.status == "TIMEOUT" and granted < timeout_s:
-                raise BudgetExhausted
-            outcome.status, outcome.reason, outcome.input_set = trial.status, f"timing: {trial.message}", "timing"
-            return outcome
-        outcome.status, outcome.kernel, outcome.device_name, outcome.samples_s = "PASSED", summarize(trial.kernel_s), trial.device, trial.kernel_s
+        evaluation = evaluate_candidate(launchable, build.code_object, sets, workspace, timing=timing, timeout_s=timeout_s, device=runner.device,
+                                        runner=recorded, launch=launch)
+        outcome.status, outcome.reason, outcome.input_set = evaluation.status, evaluation.reason, evaluation.input_set
+        if evaluation.status in ("WRONG", "NAN"):
+            runner.discard("verdict")  # its code misbehaved: a warm process it ran in is not trusted with the next
+        if evaluation.timing is not None:
+            outcome.kernel, outcome.device_name, outcome.samples_s = summarize(evaluation.timing.kernel_s), evaluation.timing.device, evaluation.timing.kernel_s
         return outcome
     except BudgetExhausted:
         outcome.finished, outcome.reason = False, "the device-second budget ran out before this candidate finished"

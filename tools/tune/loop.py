@@ -25,11 +25,11 @@ from typing import Any
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import Launchable
+from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.runtime.pool import RunnerPool
-from hyperloom.tools.triton.autotune import prepare_session
+from hyperloom.tools.tune.seeds import prepare_session
 from hyperloom.tools.tune.devices import slot_label, worker_slots
-from hyperloom.tools.tune.evaluate import MIN_LAUNCH_S, Budget, Compiled, Outcome, compile_candidate, run_compiled
+from hyperloom.tools.tune.evaluate import MIN_LAUNCH_S, Budget, Built, Outcome, compile_candidate, run_compiled
 from hyperloom.tools.tune.models import TrialRecord, TuneReport, TuneRequest
 from hyperloom.tools.tune.proposers import make_proposer
 from hyperloom.tools.tune.report import close_session, figures
@@ -271,5 +271,5 @@ class _Candidate:
     params: Params
     proposer: str
     digest: str
-    compiling: Future[Compiled | Outcome] | None
-    compiled: Compiled | None = None
+    compiling: Future[Built | Outcome] | None
+    compiled: Built | None = None

@@ -10,13 +10,14 @@ from typing import Any
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.hashing import sha256_json
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import Launchable
+from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.kernelspec.expr import evaluate_int
-from hyperloom.tools.triton.autotune import choice_in
-from hyperloom.tools.triton.autotune import render as render_autotune
+from hyperloom.tools.tune.seeds import choice_in
+from hyperloom.tools.tune.seeds import render as render_autotune
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.models import Revalidation, SessionState, ShapeSweep, TuneReport, TuneRequest, TuneStatus
-from hyperloom.tools.tune.phases import PHASES, run_summary
+from hyperloom.tools.pipeline.phases import PHASES
+from hyperloom.tools.tune.phases import run_summary
 from hyperloom.tools.tune.session import BREAKDOWN, REPORT
 
 BREAKDOWN_VERSION = 1

@@ -24,7 +24,10 @@ from pathlib import Path
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.bench.run import Launchable, build_with, check_input_set, prepare, stage_input_set, time_kernel
+from hyperloom.tools.pipeline.build import build_with
+from hyperloom.tools.pipeline.evaluate import InputSet, evaluate
+from hyperloom.tools.pipeline.launch import Launchable, prepare
+from hyperloom.tools.pipeline.trial import stage_input_set, time_kernel
 from hyperloom.tools.runtime.models import HOST_BACKENDS
 from hyperloom.tools.runtime.pool import Runner, RunnerPool
 from hyperloom.tools.tune.devices import slot_label, worker_slots
@@ -213,11 +216,12 @@ class _Job:
         passes, notes = {}, []
         for role, (launchable, code_object) in staged.builds.items():
             outputs = self.folder / str(staged.index) / f"{role}-{slot_label(device).replace(' ', '')}"
-            verdict = check_input_set(launchable, code_object, "seeded", staged.inputs, outputs, self.workspace, timeout_s=self.request.timeout_s,
-                                      device=device, runner=runner)
+            gated = evaluate(launchable, code_object, [InputSet("seeded", staged.inputs, outputs)], self.workspace, timing=None,
+                             timeout_s=self.request.timeout_s, device=device, runner=runner)
+            verdict = gated.verdicts[0]
             self.session.ledger.add_spent("sweep", verdict.elapsed_s)
-            passes[role] = verdict.passed
-            if not verdict.passed:
+            passes[role] = gated.passed
+            if not gated.passed:
                 notes.append(f"{role} fails the gate: {verdict.summary}")
         if not all(passes.values()):
             row = shape_verdict(staged.shape, label, [], [], "; ".join(notes))

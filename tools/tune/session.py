@@ -22,7 +22,8 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.workspace import STATE_DIR, Workspace
-from hyperloom.tools.bench.run import Launchable, prepare, specialize, stage_input_set
+from hyperloom.tools.pipeline.launch import Launchable, prepare, specialize
+from hyperloom.tools.pipeline.trial import stage_input_set
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest
 from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec

@@ -1,0 +1,123 @@
+"""A spec's variant on one target and shape, with its launch geometry evaluated: what the pipeline builds and runs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.kernelspec.expr import evaluate_int
+from hyperloom.tools.kernelspec.load import LoadedSpec, argument_value, buffer_shape, scalar_value
+from hyperloom.tools.kernelspec.models import BufferArg, Variant
+from hyperloom.tools.pipeline.languages import language
+from hyperloom.tools.runtime.models import ArgSpec
+
+
+class CompiledParameters(Protocol):
+    """How a built kernel's parameters differ from the spec's arguments (Triton drops constants and adds scratch)."""
+
+    def arg_specs(self, specs: list[ArgSpec], grid: list[int]) -> list[ArgSpec]: ...
+
+
+@dataclass(frozen=True)
+class Launchable:
+    """A spec's variant on one target and shape, with its launch geometry evaluated."""
+
+    loaded: LoadedSpec
+    variant_name: str
+    variant: Variant
+    target: str
+    shape: dict[str, int]
+    backend: str
+    grid: list[int]
+    block: list[int]
+    shared_bytes: int
+    symbol: str | None = None  # the entry's symbol in the built code object, once its language's build has resolved it
+    parameters: CompiledParameters | None = None  # set by a build whose kernel takes other parameters than the spec's arguments
+
+    @property
+    def input_sets(self) -> list[str]:
+        return ["seeded", *self.loaded.spec.adversarial]
+
+    @property
+    def language_name(self) -> str:
+        return self.loaded.source_of(self.variant)[1]
+
+
+def backend_for(target: str, language_name: str) -> str:
+    """The runtime backend that runs `language_name`'s code objects for `target`."""
+    return language(language_name).backend(target)
+
+
+def builds_for(loaded: LoadedSpec, variant: Variant, target: str) -> bool:
+    """Whether `variant` is meant to build for `target`: its targets list, and its language's kinds of target."""
+    if variant.targets is not None and target not in variant.targets:
+        return False
+    return language(loaded.source_of(variant)[1]).builds_for(target)
+
+
+def prepare(loaded: LoadedSpec, variant: str | None, target: str, shape_index: int) -> Launchable:
+    """Check the variant builds for `target` and evaluate the launch geometry at the shape."""
+    variant_name, chosen = loaded.variant(variant)
+    if chosen.targets is not None and target not in chosen.targets:
+        raise HyperloomError(f"variant {variant_name!r} does not build for {target}", f"use one of {chosen.targets}")
+    return at_shape(loaded, variant_name, chosen, target, loaded.shape(shape_index))
+
+
+def at_shape(loaded: LoadedSpec, variant_name: str, variant: Variant, target: str, shape: dict[str, int]) -> Launchable:
+    launch = loaded.spec.launch_of(variant)
+    return Launchable(
+        loaded=loaded, variant_name=variant_name, variant=variant, target=target, shape=shape, backend=backend_for(target, loaded.source_of(variant)[1]),
+        grid=[evaluate_int(g, shape, "launch grid") for g in launch.grid],
+        block=[evaluate_int(b, shape, "launch block") for b in launch.block or [1]],  # no block: the build's (Triton's)
+        shared_bytes=evaluate_int(launch.shared_bytes, shape, "shared_bytes"),
+    )
+
+
+def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple[Launchable, dict[str, str | int]]:
+    """Split tuning parameters: a shape variable re-evaluates the launch geometry; anything else is a define.
+
+    A shape variable that would change an argument (a buffer's shape, a scalar's value) is refused:
+    a session's inputs and references hold for one problem, and tuning searches how to run it, not what it is.
+    """
+    geometry = {name: value for name, value in params.items() if name in launchable.shape}
+    defines = {name: value for name, value in params.items() if name not in launchable.shape}
+    if not geometry:
+        return launchable, defines
+    shape = dict(launchable.shape)
+    for name, value in geometry.items():
+        if isinstance(value, bool) or not str(value).lstrip("-").isdigit():
+            raise HyperloomError(f"the shape variable {name} takes an integer, got {value!r}", f"give {name} an integer (in --params, or as a tuning candidate)")
+        shape[name] = int(value)
+    for arg in launchable.loaded.spec.args:
+        before, after = argument_value(arg, launchable.shape), argument_value(arg, shape)
+        if before != after:
+            raise HyperloomError(
+                f"tuning {', '.join(geometry)} changes argument {arg.name} ({before} → {after}), not only the launch",
+                "tune only shape variables that steer the launch geometry (threads, rows, …); pick the problem with the shape index",
+            )
+    return at_shape(launchable.loaded, launchable.variant_name, launchable.variant, launchable.target, shape), defines
+
+
+def arg_specs(launchable: Launchable, inputs: Path, outputs: Path | None) -> list[ArgSpec]:
+    """Arguments of one launch: inputs read from `inputs`, outputs written to `outputs` (None: not written back)."""
+    shape = launchable.shape
+    specs = []
+    for arg in launchable.loaded.spec.args:
+        if not isinstance(arg, BufferArg):
+            specs.append(ArgSpec(name=arg.name, kind="scalar", dtype=arg.dtype, value=scalar_value(arg, shape)))
+            continue
+        dims = buffer_shape(arg, shape)
+        nbytes = int(np.prod(dims, dtype=np.int64)) * np.dtype(arg.dtype).itemsize
+        specs.append(
+            ArgSpec(
+                name=arg.name, kind="buffer", dtype=arg.dtype, nbytes=nbytes, role=arg.role, shape=list(dims),
+                input_path=str(inputs / f"in_{arg.name}.npy") if arg.role in ("input", "inout") else None,
+                output_path=str(outputs / f"out_{arg.name}.npy") if outputs is not None and arg.role in ("output", "inout") else None,
+            )
+        )
+    return specs if launchable.parameters is None else launchable.parameters.arg_specs(specs, launchable.grid)
