@@ -238,7 +238,7 @@ def test_the_example_builds_offline_for_amd_with_resource_usage_and_passes_a_dis
     kernel = build.kernels[0]
     assert kernel.name == "softmax_kernel" and kernel.wavefront_size == wave and kernel.vgprs and kernel.vgpr_spills == 0
     assert launchable.block == [8 * wave] and launchable.symbol == "softmax_kernel"  # autotune config 3: BLOCK 1024, 8 warps
-    assert [name for name, _ in launchable.triton.kept] == ["x", "y", "n_cols"]
+    assert [name for name, _ in launchable.parameters.kept] == ["x", "y", "n_cols"]
     checked = verify(VerifyRequest(code_object=build.code_object, expect=["v_exp_f32*"], forbid=["@scratch"]), workspace)
     assert checked.passed, checked.summary
     again = build_with(prepare(loaded, None, target, 1), workspace, {"autotune_config": 3})[1]
@@ -270,7 +270,7 @@ def test_an_argument_equal_to_one_is_compiled_away_as_triton_does_and_not_passed
     _edit_spec(softmax, lambda s: s["args"].append({"kind": "scalar", "name": "unit", "dtype": "int64", "value": 1}))
     launchable, build = build_with(prepare(load_spec(softmax, workspace), None, "gfx942", 1), workspace, {})
     assert build.ok, build.summary
-    assert [name for name, _ in launchable.triton.kept] == ["x", "y", "n_cols"]
+    assert [name for name, _ in launchable.parameters.kept] == ["x", "y", "n_cols"]
 
 
 # --- the kernel's own autotune choice beside the winner ------------------------------------------------------------
@@ -285,7 +285,7 @@ def test_the_autotune_choice_is_not_guessed_where_no_gpu_can_time_it(workspace, 
 
 
 def test_the_report_puts_the_autotune_choice_beside_the_winner_with_its_ratio():
-    from hyperloom.tools.tune.seeds import LEDGER_KEY, choice_in, render
+    from hyperloom.tools.tune.seeds import choice_in, render
     from hyperloom.tools.triton.models import AutotuneChoice
     from hyperloom.tools.tune.models import TrialRecord
 
@@ -295,10 +295,9 @@ def test_the_report_puts_the_autotune_choice_beside_the_winner_with_its_ratio():
                            device_s=1.0, compile_s=0.1, finished_at="2026-11-30T00:00:00+00:00")
 
     class Ledger:
-        def get(self, key: str) -> str | None:
-            chosen = AutotuneChoice(determined=True, reason="Triton's autotuner on H200", config_index=2, config="BLOCK=1024, num_warps=4",
-                                    params={"autotune_config": 2}, hash="b")
-            return chosen.model_dump_json() if key == LEDGER_KEY else None
+        def own_tuner_choice(self) -> AutotuneChoice | None:
+            return AutotuneChoice(determined=True, reason="Triton's autotuner on H200", config_index=2, config="BLOCK=1024, num_warps=4",
+                                  params={"autotune_config": 2}, hash="b")
 
     choice = choice_in(Ledger(), [trial(1, "a", 10e-6), trial(2, "b", 12e-6)])  # type: ignore[arg-type]
     assert choice is not None and choice.median_s == 12e-6 and choice.winner_speedup == pytest.approx(1.2)
@@ -324,4 +323,4 @@ def test_the_trial_a_triton_kernel_sends_to_the_cuda_runtime_is_the_compiled_ker
     assert request.backend == "cuda" and request.entry == "softmax_kernel" and request.code_object.endswith(".cubin")
     assert request.grid == [4096] and request.block == [8 * 32] and request.shared_bytes == launchable.shared_bytes > 0
     assert [(a.name, a.kind, a.role) for a in request.args][:3] == [("x", "buffer", "input"), ("y", "buffer", "output"), ("n_cols", "scalar", "scalar")]
-    assert [a.role for a in request.args[3:]] == ["scratch"] * len(launchable.triton.scratch_bytes_per_program)
+    assert [a.role for a in request.args[3:]] == ["scratch"] * len(launchable.parameters.scratch_bytes_per_program)

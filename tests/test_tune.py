@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from helpers import FIXTURES
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.tune.api import tune_propose, tune_report, tune_stop
-from hyperloom.tools.tune.evaluate import Budget
+from hyperloom.tools.tune.budget import Budget
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import ProposeRequest, SessionRef, TuneRequest
 from hyperloom.tools.tune.revalidate import sign_test_p

@@ -89,57 +89,45 @@ def tune_start(request: TuneRequest, workspace: Workspace, progress: ProgressFn 
 
 def tune_status(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:
     del progress
-    manifest, ledger, folder = open_existing(request.session, workspace)
-    try:
-        run = RUNS.get(manifest["session"])
-        state = "running" if RUNS.running(manifest["session"]) else None
-        return status_of(manifest, ledger, folder, workspace, state, run.error if run else None)
-    finally:
-        ledger.close()
+    with open_existing(request.session, workspace) as stored:
+        run = RUNS.get(stored.id)
+        state = "running" if RUNS.running(stored.id) else None
+        return status_of(stored.manifest, stored.ledger, stored.folder, workspace, state, run.error if run else None)
 
 
 def tune_propose(request: ProposeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> ProposeResult:
     """Queue a candidate for the session; the loop runs queued candidates before its own proposer's."""
     del progress
     params = check_params(request.params)
-    manifest, ledger, _ = open_existing(request.session, workspace)
-    try:
-        result = queue_candidate(manifest, ledger, params, request.note)
+    with open_existing(request.session, workspace) as stored:
+        result = queue_candidate(stored.manifest, stored.ledger, params, request.note)
         if not result.accepted:
             return result
-        running = RUNS.running(manifest["session"])
+        running = RUNS.running(stored.id)
         return result.model_copy(update={"summary": "queued; " + ("the running loop takes it next" if running else "it runs when the session is started or resumed with tune_start")})
-    finally:
-        ledger.close()
 
 
 def tune_stop(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:
     """Ask the loop to stop: no new candidate starts, the ones in flight finish and are recorded, the report is written."""
     del progress
-    manifest, ledger, folder = open_existing(request.session, workspace)
-    try:
-        ledger.set("stop_requested", "1")
-        run = RUNS.get(manifest["session"])
+    with open_existing(request.session, workspace) as stored:
+        stored.ledger.request_stop()
+        run = RUNS.get(stored.id)
         if run is not None:
             run.control.stop.set()
             run.thread.join(timeout=5.0)
-        if not RUNS.running(manifest["session"]):
-            if not ledger.get("stop_reason"):
-                ledger.set("stop_reason", "stopped on request (tune_stop)")
-            close_session(folder, manifest, ledger, workspace)
-            return status_of(manifest, ledger, folder, workspace, "closed", run.error if run else None)
-        return status_of(manifest, ledger, folder, workspace, "stopped")
-    finally:
-        ledger.close()
+        if not RUNS.running(stored.id):
+            if not stored.ledger.stop_reason():
+                stored.ledger.set_stop_reason("stopped on request (tune_stop)")
+            close_session(stored.folder, stored.manifest, stored.ledger, workspace)
+            return status_of(stored.manifest, stored.ledger, stored.folder, workspace, "closed", run.error if run else None)
+        return status_of(stored.manifest, stored.ledger, stored.folder, workspace, "stopped")
 
 
 def tune_report(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneReport:
     """The leaderboard, rejections with reasons, re-validation and budget; writes report.md once the session is not running."""
     del progress
-    manifest, ledger, folder = open_existing(request.session, workspace)
-    try:
-        if RUNS.running(manifest["session"]):
-            return build_report(manifest, ledger, folder, workspace, "running")
-        return close_session(folder, manifest, ledger, workspace)
-    finally:
-        ledger.close()
+    with open_existing(request.session, workspace) as stored:
+        if RUNS.running(stored.id):
+            return build_report(stored.manifest, stored.ledger, stored.folder, workspace, "running")
+        return close_session(stored.folder, stored.manifest, stored.ledger, workspace)

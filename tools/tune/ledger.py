@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.tune.models import TrialRecord
+from hyperloom.tools.triton.models import AutotuneChoice
+from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
 
 LEDGER_KIND = "hyperloom.tune.ledger"
 LEDGER_VERSION = "1"
+OWN_TUNER_CHOICE = "triton_autotune"  # the meta key of the kernel's own autotuner choice (named when Triton's was the only one)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -131,13 +133,83 @@ class Ledger:
     def proposal_notes(self) -> dict[str, str]:
         return {row[0]: row[1] for row in self._query("SELECT hash, note FROM proposals")}
 
-    # state ------------------------------------------------------------------------------------
-    def get(self, key: str) -> str | None:
+    # session state: every meta key is read and written here, typed ----------------------------
+    def set_state(self, state: str) -> None:
+        self._set("state", state)
+
+    def request(self) -> TuneRequest | None:
+        """The request the loop last ran with (a resume may change stop rules and workers)."""
+        raw = self._get("request")
+        return TuneRequest.model_validate_json(raw) if raw else None
+
+    def set_request(self, request: TuneRequest) -> None:
+        self._set("request", request.model_dump_json())
+
+    def stop_reason(self) -> str | None:
+        return self._get("stop_reason")
+
+    def set_stop_reason(self, reason: str) -> None:
+        self._set("stop_reason", reason)
+
+    def stop_requested(self) -> bool:
+        return bool(self._get("stop_requested"))
+
+    def request_stop(self) -> None:
+        self._set("stop_requested", "1")
+
+    def clear_stop_request(self) -> None:
+        self._clear("stop_requested")
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Each loop run's entry (wall time, candidates, workers): breakdown.json's run figures."""
+        return json.loads(self._get("runs") or "[]")
+
+    def set_runs(self, runs: list[dict[str, Any]]) -> None:
+        self._set("runs", json.dumps(runs))
+
+    def revalidations(self) -> list[Revalidation]:
+        return [Revalidation.model_validate(r) for r in json.loads(self._get("revalidations") or "[]")]
+
+    def revalidation(self) -> Revalidation | None:
+        """The first device's re-validation (the one older reports show)."""
+        raw = json.loads(self._get("revalidation") or "null")
+        return Revalidation.model_validate(raw) if raw else None
+
+    def sweep(self) -> list[ShapeSweep]:
+        return [ShapeSweep.model_validate(s) for s in json.loads(self._get("sweep") or "[]")]
+
+    def revalidated_winner(self) -> str | None:
+        return self._get("revalidated_winner")
+
+    def set_revalidation(self, winner: str | None, revalidations: list[Revalidation], sweep: list[ShapeSweep]) -> None:
+        """Store the winner's re-validation on every device and its shape sweep; winner None: nothing to re-validate."""
+        self._set("revalidation", json.dumps(revalidations[0].model_dump() if revalidations else None))
+        if winner is None:
+            return
+        self._set("revalidations", json.dumps([r.model_dump() for r in revalidations]))
+        self._set("sweep", json.dumps([s.model_dump() for s in sweep]))
+        self._set("revalidated_winner", winner)
+
+    def closed_at(self) -> str | None:
+        return self._get("closed_at")
+
+    def set_closed_at(self, at: str) -> None:
+        self._set("closed_at", at)
+
+    def own_tuner_choice(self) -> AutotuneChoice | None:
+        """The kernel's own autotuner's choice, once learned (tools/tune/seeds.py)."""
+        raw = self._get(OWN_TUNER_CHOICE)
+        return AutotuneChoice.model_validate_json(raw) if raw else None
+
+    def set_own_tuner_choice(self, choice: AutotuneChoice) -> None:
+        self._set(OWN_TUNER_CHOICE, choice.model_dump_json())
+
+    def _get(self, key: str) -> str | None:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return rows[0][0] if rows else None
 
-    def set(self, key: str, value: str) -> None:
+    def _set(self, key: str, value: str) -> None:
         self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
-    def clear(self, key: str) -> None:
+    def _clear(self, key: str) -> None:
         self._write("DELETE FROM meta WHERE key = ?", (key,))

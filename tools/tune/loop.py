@@ -11,7 +11,6 @@ when a device is free for it: the loop before issue 21.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import shutil
 import sys
@@ -29,7 +28,8 @@ from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.runtime.pool import RunnerPool
 from hyperloom.tools.tune.seeds import prepare_session
 from hyperloom.tools.tune.devices import slot_label, worker_slots
-from hyperloom.tools.tune.evaluate import MIN_LAUNCH_S, Budget, Built, Outcome, compile_candidate, run_compiled
+from hyperloom.tools.tune.budget import MIN_LAUNCH_S, Budget
+from hyperloom.tools.tune.evaluate import Built, Outcome, compile_candidate, run_compiled
 from hyperloom.tools.tune.models import TrialRecord, TuneReport, TuneRequest
 from hyperloom.tools.tune.proposers import make_proposer
 from hyperloom.tools.tune.report import close_session, figures
@@ -71,26 +71,24 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
 
         session, _ = open_session(request, workspace, prepared=start_workers)
         pool, ledger = pools[0], session.ledger
-        try:
+        with session:
             loop = Loop(session, request, workspace, progress, control, [runner.device for runner in pool.runners])  # connects the proposer (and its storage) before "running" is answered
             control.session_id = session.id
             control.opened.set()
             ledger.release_proposals()
-            prepare_session(session, request, workspace)  # Triton: no interpreter; the kernel's own @triton.autotune choice queued first
+            prepare_session(session, request, workspace)  # refuses a backend that times no kernels; queues the kernel's own autotuner choice first
             for params in request.warm_start:  # after the baseline, before the proposer's own (the loop takes proposals first)
                 queue_candidate(session.manifest, ledger, params, WARM_START)
-            ledger.clear("stop_requested")
-            ledger.set("state", "running")
-            ledger.set("request", request.model_dump_json())
+            ledger.clear_stop_request()
+            ledger.set_state("running")
+            ledger.set_request(request)
             reason = loop.run(pool)
-            ledger.set("stop_reason", reason)
+            ledger.set_stop_reason(reason)
             revalidate(session, request, workspace, pool)
             loop.record_run(pool)
             pool.close()
             shutil.rmtree(session.folder / "scratch", ignore_errors=True)
             return close_session(session.folder, session.manifest, ledger, workspace)
-        finally:
-            ledger.close()
 
 
 class Loop:
@@ -114,7 +112,7 @@ class Loop:
         self.slots = slots  # one per worker: its GPU, or None for a CPU worker
         cores = os.cpu_count() or 2
         self.ahead = request.compile_ahead if request.compile_ahead is not None else max(1, min(MAX_AUTO_AHEAD, cores - len(self.slots)))
-        self.runs: list[dict[str, Any]] = json.loads(self.ledger.get("runs") or "[]")
+        self.runs: list[dict[str, Any]] = self.ledger.runs()
         self.run_entry: dict[str, Any] = {"worker_mode": request.worker_mode, "compile_ahead": self.ahead, "slots": [slot_label(s) for s in self.slots],
                                           "started_at": dt.datetime.now(dt.timezone.utc).isoformat(), "loop_wall_s": 0.0, "candidates": 0, "workers": {}}
         for trial in self.trials:  # a resumed proposer learns everything the ledger knows
@@ -130,7 +128,7 @@ class Loop:
     # stop rules ---------------------------------------------------------------------------------
     def stop_reason(self) -> str | None:
         request = self.request
-        if self.control.stop.is_set() or self.ledger.get("stop_requested"):
+        if self.control.stop.is_set() or self.ledger.stop_requested():
             return "stopped on request (tune_stop)"
         if len(self.recorded) + len(self.in_flight) >= request.max_candidates:
             return f"reached max_candidates ({request.max_candidates})"
@@ -167,57 +165,69 @@ class Loop:
         """Propose, compile ahead and run on every free device until a stop rule fires; the reason."""
         sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))
         started = time.perf_counter()
-        free = deque(range(len(self.slots)))
-        queue: deque[_Candidate] = deque()  # proposed, not yet on a device, in the order proposed
-        running: dict[Future[Outcome], tuple[_Candidate, int]] = {}
-        reason: str | None = None
-
-        def dispatch() -> None:
-            """Each free device takes the next compiled candidate, in the order proposed."""
-            while free and queue and queue[0].compiled is not None:
-                head, worker = queue.popleft(), free.popleft()
-                future = devices.submit(run_compiled, self.session, head.compiled, self.workspace, self.budget, runner=pool.runners[worker],
-                                        timing=self.timing, timeout_s=self.request.timeout_s, digest=head.digest)
-                running[future] = (head, worker)
-
+        flow = _Flow(free=deque(range(len(self.slots))))
         with ThreadPoolExecutor(max_workers=max(self.ahead, len(self.slots)), thread_name_prefix="tune-compile") as compiler, \
                 ThreadPoolExecutor(max_workers=len(self.slots), thread_name_prefix="tune-device") as devices:
             try:
                 while True:
-                    reason = reason or self.stop_reason()
-                    while reason is None and len(queue) < len(free) + self.ahead and (candidate := self.next_candidate()) is not None:
-                        queue.append(self.compile(compiler, *candidate))
-                        reason = self.stop_reason()
-                    for waiting in [c for c in queue if c.compiling is not None and c.compiling.done()]:
-                        result, waiting.compiling = waiting.compiling.result(), None  # type: ignore[union-attr]
-                        if isinstance(result, Outcome):  # rejected before any device ran it
-                            queue.remove(waiting)
-                            self.finish(waiting.params, waiting.proposer, -1, None, result)
-                        else:
-                            waiting.compiled = result
-                    if reason is not None and not reason.startswith("reached max_candidates"):
-                        for dropped in [c for c in queue if c.compiled is not None]:  # compiled, never started: not a trial
-                            queue.remove(dropped)
-                            del self.in_flight[dropped.digest]
-                    dispatch()
-                    if not running and not queue:
-                        if reason is not None:
-                            return reason
+                    flow.reason = flow.reason or self.stop_reason()
+                    self.propose(flow, compiler)
+                    self.take_compiled(flow)
+                    if flow.reason is not None and not flow.reason.startswith("reached max_candidates"):
+                        self.drop_unstarted(flow)
+                    self.dispatch(flow, devices, pool)
+                    if not flow.running and not flow.queue:
+                        if flow.reason is not None:
+                            return flow.reason
                         if self.request.strategy != "external" and self.ledger.pending_proposals() == 0 and self.digest({}) in self.recorded:
                             return "the proposer has nothing more to propose (space exhausted)"
                         time.sleep(POLL_S)  # waiting for tune_propose, tune_stop or the deadline
                         continue
-                    pending = [*running, *(c.compiling for c in queue if c.compiling is not None)]
-                    done, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
-                    ended = [(*running.pop(future), future.result()) for future in done if future in running]
-                    free.extend(worker for _, worker, _ in ended)
-                    if reason is None and not self.control.stop.is_set():
-                        dispatch()  # a freed device takes the next compiled candidate before the loop records and proposes
-                    for finished, worker, outcome in ended:
-                        self.finish(finished.params, finished.proposer, worker, self.slots[worker], outcome)
+                    self.record_ended(flow, devices, pool)
             finally:
                 self.run_entry["loop_wall_s"] = time.perf_counter() - started
                 self.record_run(pool)
+
+    def propose(self, flow: _Flow, compiler: ThreadPoolExecutor) -> None:
+        """Propose (each new to the session) and start compiling, until every free device and `ahead` more have one."""
+        while flow.reason is None and len(flow.queue) < len(flow.free) + self.ahead and (candidate := self.next_candidate()) is not None:
+            flow.queue.append(self.compile(compiler, *candidate))
+            flow.reason = self.stop_reason()
+
+    def take_compiled(self, flow: _Flow) -> None:
+        """Compiles that ended: rejected ones recorded (no device ran them), built ones ready for a device."""
+        for waiting in [c for c in flow.queue if c.compiling is not None and c.compiling.done()]:
+            result, waiting.compiling = waiting.compiling.result(), None  # type: ignore[union-attr]
+            if isinstance(result, Outcome):
+                flow.queue.remove(waiting)
+                self.finish(waiting.params, waiting.proposer, -1, None, result)
+            else:
+                waiting.compiled = result
+
+    def drop_unstarted(self, flow: _Flow) -> None:
+        """After a stop rule: compiled candidates no device started are no trials."""
+        for dropped in [c for c in flow.queue if c.compiled is not None]:
+            flow.queue.remove(dropped)
+            del self.in_flight[dropped.digest]
+
+    def dispatch(self, flow: _Flow, devices: ThreadPoolExecutor, pool: RunnerPool) -> None:
+        """Each free device takes the next compiled candidate, in the order proposed."""
+        while flow.free and flow.queue and flow.queue[0].compiled is not None:
+            head, worker = flow.queue.popleft(), flow.free.popleft()
+            future = devices.submit(run_compiled, self.session, head.compiled, self.workspace, self.budget, runner=pool.runners[worker],
+                                    timing=self.timing, timeout_s=self.request.timeout_s, digest=head.digest)
+            flow.running[future] = (head, worker)
+
+    def record_ended(self, flow: _Flow, devices: ThreadPoolExecutor, pool: RunnerPool) -> None:
+        """Wait for a run or a compile to end; a freed device takes the next candidate before the ended ones are recorded."""
+        pending = [*flow.running, *(c.compiling for c in flow.queue if c.compiling is not None)]
+        done, _ = wait(pending, timeout=POLL_S, return_when=FIRST_COMPLETED)
+        ended = [(*flow.running.pop(future), future.result()) for future in done if future in flow.running]
+        flow.free.extend(worker for _, worker, _ in ended)
+        if flow.reason is None and not self.control.stop.is_set():
+            self.dispatch(flow, devices, pool)
+        for finished, worker, outcome in ended:
+            self.finish(finished.params, finished.proposer, worker, self.slots[worker], outcome)
 
     def compile(self, compiler: ThreadPoolExecutor, params: Params, proposer: str) -> _Candidate:
         digest = self.digest(params)
@@ -228,7 +238,7 @@ class Loop:
     def record_run(self, pool: RunnerPool) -> None:
         """This run's entry in the ledger's `runs` (breakdown.json's run figures): wall time, candidates, worker processes."""
         self.run_entry["workers"] = pool.stats()
-        self.ledger.set("runs", json.dumps([*self.runs, self.run_entry]))
+        self.ledger.set_runs([*self.runs, self.run_entry])
 
     def finish(self, params: Params, proposer: str, worker: int, device: int | None, outcome: Outcome) -> None:
         """Record a finished candidate (worker -1: rejected at compile, no device ran it) and tell the proposer."""
@@ -273,3 +283,13 @@ class _Candidate:
     digest: str
     compiling: Future[Built | Outcome] | None
     compiled: Built | None = None
+
+
+@dataclass
+class _Flow:
+    """The loop's candidates in motion: free devices, proposed candidates in order, those on a device, and the stop reason."""
+
+    free: deque[int]
+    queue: deque[_Candidate] = field(default_factory=deque)
+    running: dict[Future[Outcome], tuple[_Candidate, int]] = field(default_factory=dict)
+    reason: str | None = None

@@ -15,7 +15,8 @@ from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.tune.seeds import choice_in
 from hyperloom.tools.tune.seeds import render as render_autotune
 from hyperloom.tools.tune.ledger import Ledger
-from hyperloom.tools.tune.models import Revalidation, SessionState, ShapeSweep, TuneReport, TuneRequest, TuneStatus
+from hyperloom.tools.tune.manifest import Manifest
+from hyperloom.tools.tune.models import SessionState, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.pipeline.phases import PHASES
 from hyperloom.tools.tune.phases import run_summary
 from hyperloom.tools.tune.session import BREAKDOWN, REPORT
@@ -35,61 +36,60 @@ def figures(launchable: Launchable, median_s: float | None, roof_gbps: float | N
     return gbps, tflops, max(shares) if shares else None
 
 
-def status_of(manifest: dict[str, Any], ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None, error: str | None = None) -> TuneStatus:
+def status_of(manifest: Manifest, ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None, error: str | None = None) -> TuneStatus:
     trials = ledger.trials()
-    request = TuneRequest.model_validate_json(ledger.get("request") or json.dumps(manifest["request"]))
+    request = ledger.request() or TuneRequest.model_validate(manifest.request)
     passed = [t for t in trials if t.status == "PASSED" and t.median_s]
     best = min(passed, key=lambda t: t.median_s, default=None)
     baseline = next((t for t in trials if t.proposer == "baseline"), None)
     spent = ledger.spent_s()
-    state = state or ("closed" if ledger.get("closed_at") else "not running")
-    stop = ledger.get("stop_reason")
+    state = state or ("closed" if ledger.closed_at() else "not running")
+    stop = ledger.stop_reason()
     summary = (
-        f"{manifest['session']}: {state}; {len(trials)} recorded ({len(passed)} passed), "
+        f"{manifest.session}: {state}; {len(trials)} recorded ({len(passed)} passed), "
         + (f"best {best.median_s * 1e6:.2f} us ({f'{best.speedup:.2f}x baseline' if best.speedup else 'the baseline is still running'}) {best.params}" if best else "no passing candidate yet")
         + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f"; stopped: {stop}" if stop and state != "running" else "")
     )
     return TuneStatus(
-        session=manifest["session"], folder=workspace.relative(folder), state=state, summary=summary, recorded=len(trials), passed=len(passed),
+        session=manifest.session, folder=workspace.relative(folder), state=state, summary=summary, recorded=len(trials), passed=len(passed),
         rejected=len(trials) - len(passed), pending_proposals=ledger.pending_proposals(), best=best, baseline=baseline,
         budget_device_s=request.budget_device_s, spent_device_s=spent, budget_left_s=max(request.budget_device_s - spent, 0.0),
         stop_reason=stop, error=error,
     )
 
 
-def build_report(manifest: dict[str, Any], ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None) -> TuneReport:
+def build_report(manifest: Manifest, ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None) -> TuneReport:
     trials = ledger.trials()
-    revalidation = json.loads(ledger.get("revalidation") or "null")
     return TuneReport(
         status=status_of(manifest, ledger, folder, workspace, state),
         leaderboard=sorted((t for t in trials if t.status == "PASSED" and t.median_s), key=lambda t: t.median_s),
         rejected=[t for t in trials if t.status != "PASSED"],
-        revalidation=Revalidation.model_validate(revalidation) if revalidation else None,
-        revalidations=[Revalidation.model_validate(r) for r in json.loads(ledger.get("revalidations") or "[]")],
-        sweep=[ShapeSweep.model_validate(s) for s in json.loads(ledger.get("sweep") or "[]")],
+        revalidation=ledger.revalidation(),
+        revalidations=ledger.revalidations(),
+        sweep=ledger.sweep(),
         autotune=choice_in(ledger, trials),
         report_md=workspace.relative(folder / REPORT), breakdown_json=workspace.relative(folder / BREAKDOWN),
     )
 
 
-def close_session(folder: Path, manifest: dict[str, Any], ledger: Ledger, workspace: Workspace) -> TuneReport:
+def close_session(folder: Path, manifest: Manifest, ledger: Ledger, workspace: Workspace) -> TuneReport:
     """Write report.md and breakdown.json and mark the session closed; closing again rewrites the same files."""
-    if not ledger.get("closed_at"):
-        ledger.set("closed_at", max((t.finished_at for t in ledger.trials()), default=manifest["created_at"]))
-    ledger.set("state", "closed")
+    if not ledger.closed_at():
+        ledger.set_closed_at(max((t.finished_at for t in ledger.trials()), default=manifest.created_at))
+    ledger.set_state("closed")
     report = build_report(manifest, ledger, folder, workspace, "closed")
-    run = run_summary(sorted(report.leaderboard + report.rejected, key=lambda t: t.seq), json.loads(ledger.get("runs") or "[]"))
+    run = run_summary(sorted(report.leaderboard + report.rejected, key=lambda t: t.seq), ledger.runs())
     write_bytes_atomic(folder / BREAKDOWN, json.dumps(breakdown(manifest, report, run), indent=2, sort_keys=True).encode() + b"\n")
     write_bytes_atomic(folder / REPORT, render_markdown(manifest, report, run).encode())
     return report
 
 
-def breakdown(manifest: dict[str, Any], report: TuneReport, run: dict[str, Any] | None = None) -> dict[str, Any]:
+def breakdown(manifest: Manifest, report: TuneReport, run: dict[str, Any] | None = None) -> dict[str, Any]:
     status = report.status
     body = {
         "kind": "hyperloom.tune.breakdown", "format_version": BREAKDOWN_VERSION, "session": status.session,
-        "spec": manifest["spec"], "variant": manifest["variant"], "target": manifest["target"], "shape": manifest["shape"],
-        "input_set_sha256": manifest["input_set_sha256"], "stop_reason": status.stop_reason,
+        "spec": manifest.spec, "variant": manifest.variant, "target": manifest.target, "shape": manifest.shape,
+        "input_set_sha256": manifest.input_set_sha256, "stop_reason": status.stop_reason,
         "budget": {"device_s": status.budget_device_s, "spent_device_s": status.spent_device_s},
         "counts": dict(Counter(t.status for t in report.leaderboard + report.rejected)),
         "baseline": status.baseline.model_dump() if status.baseline else None,
@@ -112,15 +112,15 @@ def _num(value: float | None, form: str) -> str:
     return "–" if value is None else form.format(value)
 
 
-def render_markdown(manifest: dict[str, Any], report: TuneReport, run: dict[str, Any] | None = None) -> str:
+def render_markdown(manifest: Manifest, report: TuneReport, run: dict[str, Any] | None = None) -> str:
     status = report.status
     lines = [
         f"# tune {status.session}", "",
-        f"Spec `{manifest['spec']}`, variant `{manifest['variant']}`"
-        + (f" (the baseline; also searched: {', '.join(f'`{v}`' for v in manifest['variant_defines'])})" if manifest.get("variant_defines") else "")
-        + f", target `{manifest['target']}`, shape {manifest['shape']}; "
-        f"tolerance {manifest['tolerance']} declared before the first trial; input sets {', '.join(manifest['input_sets'])} "
-        f"(sha256 {manifest['input_set_sha256'][:16]}…). All times MEASURED on {manifest['environment']['device'] if manifest['target'] == 'host' else manifest['target']}.",
+        f"Spec `{manifest.spec}`, variant `{manifest.variant}`"
+        + (f" (the baseline; also searched: {', '.join(f'`{v}`' for v in manifest.variant_defines)})" if manifest.variant_defines else "")
+        + f", target `{manifest.target}`, shape {manifest.shape}; "
+        f"tolerance {manifest.tolerance} declared before the first trial; input sets {', '.join(manifest.input_sets)} "
+        f"(sha256 {manifest.input_set_sha256[:16]}…). All times MEASURED on {manifest.environment['device'] if manifest.target == 'host' else manifest.target}.",
         "", f"Stopped: {status.stop_reason or 'not stopped'}. Budget: {status.spent_device_s:.1f} of {status.budget_device_s:g} device-seconds spent.",
         "", "## Leaderboard", "", "| # | params | median (us) | speedup vs baseline | GB/s | TFLOP/s | % of roof | proposer |", "|---|---|---|---|---|---|---|---|",
     ]

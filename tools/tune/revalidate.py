@@ -12,7 +12,6 @@ run their share at once, each through its own runner (its warm worker, or fresh 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -31,7 +30,7 @@ from hyperloom.tools.pipeline.trial import stage_input_set, time_kernel
 from hyperloom.tools.runtime.models import HOST_BACKENDS
 from hyperloom.tools.runtime.pool import Runner, RunnerPool
 from hyperloom.tools.tune.devices import slot_label, worker_slots
-from hyperloom.tools.tune.evaluate import Budget
+from hyperloom.tools.tune.budget import Budget
 from hyperloom.tools.tune.models import Revalidation, ShapeSweep, TrialRecord, TuneRequest
 from hyperloom.tools.tune.session import Session
 from hyperloom.tools.tune.space import Params
@@ -110,15 +109,12 @@ def revalidate(session: Session, request: TuneRequest, workspace: Workspace, poo
     trials = ledger.trials()
     baseline, winner = pick(trials)
     if baseline is None or winner is None or baseline.status != "PASSED" or winner.hash == baseline.hash:
-        ledger.set("revalidation", json.dumps(None))
+        ledger.set_revalidation(None, [], [])
         return
-    if ledger.get("revalidated_winner") == winner.hash:
+    if ledger.revalidated_winner() == winner.hash:
         return
     revalidations, sweep = revalidate_pair(session, request, workspace, baseline, winner, pool)
-    ledger.set("revalidation", json.dumps(revalidations[0].model_dump() if revalidations else None))
-    ledger.set("revalidations", json.dumps([r.model_dump() for r in revalidations]))
-    ledger.set("sweep", json.dumps([s.model_dump() for s in sweep]))
-    ledger.set("revalidated_winner", winner.hash)
+    ledger.set_revalidation(winner.hash, revalidations, sweep)
 
 
 def revalidate_pair(session: Session, request: TuneRequest, workspace: Workspace, baseline: TrialRecord, winner: TrialRecord,

@@ -3,7 +3,6 @@ once, queued, and gated and timed exactly as every other candidate; the report p
 
 from __future__ import annotations
 
-import json
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.languages import language
@@ -13,7 +12,6 @@ from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.models import TrialRecord, TuneRequest
 from hyperloom.tools.tune.session import Session, queue_candidate
 
-LEDGER_KEY = "triton_autotune"
 NOTE = "the kernel's own @triton.autotune choice"
 
 
@@ -24,7 +22,7 @@ def prepare_session(session: Session, request: TuneRequest, workspace: Workspace
         if refusal is not None:
             raise refusal
     own = session.launchable
-    if session.ledger.get(LEDGER_KEY):
+    if session.ledger.own_tuner_choice() is not None:
         return
     device = worker_slots(own.backend, 1, request.devices)[0]
     choice = language(own.language_name).own_tuner_choice(own, session.inputs("seeded"), workspace, device)
@@ -32,14 +30,13 @@ def prepare_session(session: Session, request: TuneRequest, workspace: Workspace
         return
     if choice.determined:
         choice.hash = queue_candidate(session.manifest, session.ledger, dict(choice.params), NOTE).hash
-    session.ledger.set(LEDGER_KEY, choice.model_dump_json())
+    session.ledger.set_own_tuner_choice(choice)
 
 def choice_in(ledger: Ledger, trials: list[TrialRecord]) -> AutotuneChoice | None:
     """The recorded choice with its trial's result and its ratio to the winner, for the report."""
-    raw = ledger.get(LEDGER_KEY)
-    if not raw:
+    choice = ledger.own_tuner_choice()
+    if choice is None:
         return None
-    choice = AutotuneChoice.model_validate(json.loads(raw))
     trial = next((t for t in trials if choice.hash and t.hash == choice.hash), None)
     passed = [t for t in trials if t.status == "PASSED" and t.median_s]
     winner = min(passed, key=lambda t: t.median_s, default=None)  # type: ignore[arg-type, return-value]

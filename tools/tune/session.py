@@ -1,7 +1,8 @@
 """The session folder: manifest.json (written once, atomically), ledger.sqlite, frozen inputs and references.
 
-Opening an existing folder checks that it is a tune session, that it is this spec's, and that its
-frozen references are intact; anything else is a clear error, never a silent restart.
+Opening an existing folder checks that it is a tune session, that it is this spec's, and that its frozen
+references are intact; anything else is a clear error, never a silent restart. A session owns its ledger:
+it opens it, and closing the session (or leaving its `with` block) closes it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from hyperloom import __version__
-from hyperloom.core.atomic import staged_directory, write_bytes_atomic
+from hyperloom.core.atomic import staged_directory
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device
-from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.hashing import combine_digests, sha256_file
 from hyperloom.core.workspace import STATE_DIR, Workspace
 from hyperloom.tools.pipeline.launch import Launchable, prepare, specialize
 from hyperloom.tools.pipeline.trial import stage_input_set
@@ -28,12 +30,11 @@ from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest
 from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec
 from hyperloom.tools.tune.ledger import Ledger
+from hyperloom.tools.tune.manifest import Manifest, read_manifest
 from hyperloom.tools.tune.models import ProposeResult, TuneRequest
 from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash, split_variant
 
-SESSION_KIND = "hyperloom.tune.session"
-SESSION_VERSION = 1
-MANIFEST, LEDGER, REPORT, BREAKDOWN = "manifest.json", "ledger.sqlite", "report.md", "breakdown.json"
+LEDGER, REPORT, BREAKDOWN = "ledger.sqlite", "report.md", "breakdown.json"
 SESSIONS_DIR = Path(STATE_DIR) / "tune"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
 # Fields that make a session what it is; the rest (stop rules, workers) may change on resume.
@@ -41,17 +42,34 @@ IDENTITY = ("spec", "variant", "search_variants", "target", "shape", "strategy",
 
 
 @dataclass
-class Session:
+class StoredSession:
+    """A session folder opened: its manifest and its ledger, which closing the session closes."""
+
     id: str
     folder: Path
-    manifest: dict[str, Any]
+    manifest: Manifest
     ledger: Ledger
-    launchable: Launchable  # the session's own variant: the baseline's
-    others: dict[str, Launchable] = field(default_factory=dict)  # further variants searched, by name
+
+    def close(self) -> None:
+        self.ledger.close()
+
+    def __enter__(self) -> StoredSession:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None) -> None:
+        self.close()
+
+
+@dataclass
+class Session(StoredSession):
+    """A session opened to run: also its launchables, the own variant's and those of the further variants searched."""
+
+    launchable: Launchable = field(kw_only=True)  # the session's own variant: the baseline's
+    others: dict[str, Launchable] = field(default_factory=dict, kw_only=True)  # further variants searched, by name
 
     @property
     def identity(self) -> str:
-        return self.manifest["identity_sha256"]
+        return self.manifest.identity_sha256
 
     def launchable_for(self, params: Params) -> tuple[Launchable, Params]:
         """The candidate's variant (VARIANT in params, else the session's own) and the rest of its params."""
@@ -94,20 +112,20 @@ def _source_sha256(launchable: Launchable) -> str:
     return sha256_file(source)
 
 
-def candidate_digest(manifest: dict[str, Any], params: Params) -> str:
+def candidate_digest(manifest: Manifest, params: Params) -> str:
     """A candidate's content hash: the session's identity, its variant and its merged defines. The loop and
     tune_propose both use it, so a proposal is recognised as the trial it repeats."""
-    searched = manifest.get("variant_defines", {})
-    variant, defines = split_variant(params, manifest["variant"], searched)
-    if variant == manifest["variant"]:
-        return candidate_hash(manifest["identity_sha256"], {**manifest["baseline_defines"], **defines})
-    return candidate_hash(manifest["identity_sha256"], {**searched[variant], **defines, VARIANT: variant})
+    searched = manifest.variant_defines or {}
+    variant, defines = split_variant(params, manifest.variant, searched)
+    if variant == manifest.variant:
+        return candidate_hash(manifest.identity_sha256, {**manifest.baseline_defines, **defines})
+    return candidate_hash(manifest.identity_sha256, {**searched[variant], **defines, VARIANT: variant})
 
 
 WARM_START = "warm_start"  # the note (and the trials' proposer) of candidates queued from TuneRequest.warm_start
 
 
-def queue_candidate(manifest: dict[str, Any], ledger: Ledger, params: Params, note: str) -> ProposeResult:
+def queue_candidate(manifest: Manifest, ledger: Ledger, params: Params, note: str) -> ProposeResult:
     """Queue a candidate for the loop (tune_propose, warm_start) unless it is recorded or queued already."""
     digest = candidate_digest(manifest, params)
     earlier = next((t for t in ledger.trials() if t.hash == digest), None)
@@ -165,75 +183,48 @@ def open_session(request: TuneRequest, workspace: Workspace, prepared: Callable[
             for ref in refs:
                 ref.unlink()  # the frozen copy is the one the gate reads
             input_sets[input_set] = frozen.manifest_sha256
-        manifest = {
-            "kind": SESSION_KIND,
-            "format_version": SESSION_VERSION,
-            "session": session_id,
-            "created_at": dt.datetime.now(dt.timezone.utc).isoformat(),
-            "spec": workspace.relative(loaded.path),
-            "spec_name": loaded.spec.name,
-            **{key: value for key, value in identity.items()},
-            "shape_index": request.shape,
-            "tolerance": loaded.spec.tolerance.model_dump(),
-            "tuning": loaded.spec.tuning_of(launchable.variant),
-            "baseline_defines": launchable.variant.model_dump(mode="json")["defines"],
-            **({"variant_tuning": {n: loaded.spec.tuning_of(o.variant) for n, o in others.items()},
-                "variant_defines": {n: o.variant.model_dump(mode="json")["defines"] for n, o in others.items()}} if others else {}),
-            "request": request.model_dump(),
-            "input_sets": input_sets,
-            "input_set_sha256": combine_digests(input_sets[s] for s in sorted(input_sets)),
-            "environment": {"hyperloom": __version__, "python": platform.python_version(), "device": host_device(), "platform": platform.platform()},
-        }
-        keys = ("spec_sha256", "source_sha256", "variant", "target", "shape", "input_set_sha256") + (("variant_sources_sha256",) if others else ())
-        manifest["identity_sha256"] = sha256_json({k: manifest[k] for k in keys})
+        manifest = Manifest(
+            session=session_id, created_at=dt.datetime.now(dt.timezone.utc).isoformat(), spec=workspace.relative(loaded.path), spec_name=loaded.spec.name,
+            **identity, shape_index=request.shape, tolerance=loaded.spec.tolerance.model_dump(), tuning=loaded.spec.tuning_of(launchable.variant),
+            baseline_defines=launchable.variant.model_dump(mode="json")["defines"],
+            variant_tuning={n: loaded.spec.tuning_of(o.variant) for n, o in others.items()} if others else None,
+            variant_defines={n: o.variant.model_dump(mode="json")["defines"] for n, o in others.items()} if others else None,
+            request=request.model_dump(), input_sets=input_sets, input_set_sha256=combine_digests(input_sets[s] for s in sorted(input_sets)),
+            environment={"hyperloom": __version__, "python": platform.python_version(), "device": host_device(), "platform": platform.platform()},
+        )
+        manifest.identity_sha256 = manifest.identity()
         Ledger(staging / LEDGER, session_id, create=True).close()
-        write_bytes_atomic(staging / MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n")
-    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable, others), False
-
-
-def read_manifest(folder: Path) -> dict[str, Any]:
-    """The manifest of a session folder, or a clear error for anything that is not one."""
-    path = folder / MANIFEST
-    if not path.is_file():
-        raise HyperloomError(f"{folder} is not empty and holds no {MANIFEST}: it is not a tune session", "choose another session name; Hyperloom does not reuse or clear foreign folders")
-    try:
-        manifest = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise HyperloomError(f"{path} is corrupt ({exc})", "move the session folder aside and start a new session") from exc
-    if not isinstance(manifest, dict) or manifest.get("kind") != SESSION_KIND:
-        raise HyperloomError(f"{path} is not a tune session manifest (kind {manifest.get('kind') if isinstance(manifest, dict) else None!r})", "choose another session name")
-    if manifest.get("format_version") != SESSION_VERSION:
-        raise HyperloomError(f"{folder} was written by session format {manifest.get('format_version')}, this is {SESSION_VERSION}", "finish it with the Hyperloom that started it, or start a new session")
-    return manifest
+        manifest.write(staging)
+    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable=launchable, others=others), False
 
 
 def _reopen(session_id: str, folder: Path, request: TuneRequest, launchable: Launchable, others: dict[str, Launchable]) -> Session:
     manifest = read_manifest(folder)
-    if manifest.get("session") != session_id:
-        raise HyperloomError(f"{folder} holds session {manifest.get('session')!r}, not {session_id!r}", "it was copied or renamed; open it under its own name")
+    if manifest.session != session_id:
+        raise HyperloomError(f"{folder} holds session {manifest.session!r}, not {session_id!r}", "it was copied or renamed; open it under its own name")
     identity = _spec_identity(request, launchable, others)
-    changed = [key for key, value in identity.items() if manifest.get(key) != value]
-    recorded = {key: manifest["request"].get(key, TuneRequest.model_fields[key].get_default(call_default_factory=True)) for key in IDENTITY}  # older sessions lack newer fields
+    changed = [key for key, value in identity.items() if getattr(manifest, key) != value]
+    recorded = {key: manifest.request.get(key, TuneRequest.model_fields[key].get_default(call_default_factory=True)) for key in IDENTITY}  # older sessions lack newer fields
     changed += [key for key in IDENTITY if key not in ("spec",) and recorded[key] != getattr(request, key)]
     if changed:
         raise HyperloomError(
             f"session {session_id!r} was started with a different {', '.join(changed)} (the spec, its source or the request changed)",
             "resume it with the same spec and request, or start a new session",
         )
-    for input_set in manifest["input_sets"]:
+    for input_set, digest in manifest.input_sets.items():
         frozen = folder / "references" / input_set / "manifest.json"
-        if not frozen.is_file() or json.loads(frozen.read_text()).get("content_sha256") != manifest["input_sets"][input_set]:
+        if not frozen.is_file() or json.loads(frozen.read_text()).get("content_sha256") != digest:
             raise HyperloomError(f"the frozen references of {input_set!r} in {folder} changed or are missing", "the session is corrupt; start a new session")
-    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable, others)
+    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable=launchable, others=others)
 
 
-def open_existing(name: str, workspace: Workspace) -> tuple[dict[str, Any], Ledger, Path]:
-    """For status, propose, stop and report: a session that must already exist."""
-    session_id, folder = session_folder(name, workspace)
+def open_existing(name: str, workspace: Workspace) -> StoredSession:
+    """For status, propose, stop and report: a session that must already exist (close it, or open it in a `with`)."""
+    _, folder = session_folder(name, workspace)
     if not folder.is_dir():
         raise HyperloomError(f"no tune session {name!r} (looked in {folder})", "start one with tune_start; tune_status lists nothing else")
     manifest = read_manifest(folder)
-    return manifest, Ledger(folder / LEDGER, manifest["session"], create=False), folder
+    return StoredSession(manifest.session, folder, manifest, Ledger(folder / LEDGER, manifest.session, create=False))
 
 
 def scratch(session: Session, digest: str) -> Path:
