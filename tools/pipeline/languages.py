@@ -40,6 +40,11 @@ def target_kind(target: str) -> str | None:
     return next((kind for kind, pattern in TARGET_KINDS.items() if pattern.fullmatch(target)), None)
 
 
+def native_backend(target: str) -> str:
+    """The backend that runs a compiled code object for `target`: c on the host, cuda for sm_XX, hip for gfx."""
+    return "c" if target == HOST_TARGET else "cuda" if NVIDIA_TARGET.fullmatch(target) else "hip"
+
+
 class Language:
     """One kernel language: the kinds of target it builds for, the backend that runs each, and its build."""
 
@@ -55,7 +60,7 @@ class Language:
 
     def backend(self, target: str) -> str:
         """The runtime backend that runs this language's code objects for `target`."""
-        return "c" if target == HOST_TARGET else "cuda" if NVIDIA_TARGET.fullmatch(target) else "hip"
+        return native_backend(target)
 
     def build(self, launchable: Launchable, workspace: Workspace, params: Mapping[str, str | int]) -> tuple[Launchable, TargetBuild]:
         """Tuning values applied and the variant compiled: the launch as the built code object takes it, and the build."""

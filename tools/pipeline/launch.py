@@ -13,7 +13,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.kernelspec.load import LoadedSpec, argument_value, buffer_shape, scalar_value
 from hyperloom.tools.kernelspec.models import BufferArg, Variant
-from hyperloom.tools.pipeline.languages import language
+from hyperloom.tools.pipeline.languages import language, native_backend
 from hyperloom.tools.runtime.models import ArgSpec
 
 
@@ -48,9 +48,9 @@ class Launchable:
         return self.loaded.source_of(self.variant)[1]
 
 
-def backend_for(target: str, language_name: str) -> str:
-    """The runtime backend that runs `language_name`'s code objects for `target`."""
-    return language(language_name).backend(target)
+def backend_for(target: str, language_name: str | None = None) -> str:
+    """The runtime backend that runs `language_name`'s code objects for `target` (None: a compiled language's: c, cuda or hip)."""
+    return language(language_name).backend(target) if language_name is not None else native_backend(target)
 
 
 def builds_for(loaded: LoadedSpec, variant: Variant, target: str) -> bool:
