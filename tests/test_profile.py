@@ -17,7 +17,7 @@ from hyperloom.tools.profile.analyse import analyse
 from hyperloom.tools.profile.classify import kernel_class, op_class
 from hyperloom.tools.profile.load import read_trace
 from hyperloom.tools.profile.models import ProfileRequest, ProfileResult
-from hyperloom.tools.profile.roof import Roofs, from_datasheet, from_file, place
+from hyperloom.tools.profile.roof import Roofs, from_datasheet, from_file, place_work
 from hyperloom.tools.profile.run import run_profile
 from hyperloom.tools.profile.trace import Kernel, Op, Trace
 from hyperloom.tools.profile.work import WorkCache, op_work
@@ -214,10 +214,10 @@ def test_a_bf16_gemm_is_placed_under_the_measured_tensor_core_roof_of_the_same_d
 def test_an_elementwise_op_is_placed_under_the_best_memory_ceiling_and_scores_by_headroom():
     roofs = from_file(H200_ROOFLINE, "roofline.json", "NVIDIA H200")[0]
     best = max(c.value for c in roofs.ceilings if c.kind == "memory")
-    placed = place("elementwise", BF16, 3 * 2**30, 3 * 2**29, 1e-3, roofs)
+    placed = place_work("elementwise", BF16, 3 * 2**30, 3 * 2**29, 1e-3, roofs)
     assert placed.roof == max((c for c in roofs.ceilings if c.kind == "memory"), key=lambda c: c.value).name
     assert placed.unit == "GB/s" and placed.percent == pytest.approx(100 * 3 * 2**30 / 1e-3 / 1e9 / best)
-    assert place("gemm", "c10::Float8_e4m3fn", 100, 1000, 1e-3, roofs).percent is None  # no fp8 ceiling: no roof, not the memory roof
+    assert place_work("gemm", "c10::Float8_e4m3fn", 100, 1000, 1e-3, roofs).percent is None  # no fp8 ceiling: no roof, not the memory roof
 
 
 def test_a_roofline_file_of_another_device_is_refused_and_a_datasheet_roof_is_assumed():
