@@ -29,6 +29,7 @@ from hyperloom.tools.serve.models import Capacity, Level, ServeSweepRequest, Ser
 from hyperloom.tools.serve.plot import draw
 from hyperloom.tools.serve.sweep import LevelRunner, plan_levels, requests_for, stop_after
 from hyperloom.tools.serve.workload import calibrate_words, load_prompts, synthetic_prompt
+from hyperloom.tools.smi.nvidia import NAME_ARGS, parse_names
 
 
 @dataclass
@@ -209,8 +210,8 @@ def local_device() -> str:
     smi = find_tool("nvidia-smi")
     if smi.path:
         try:
-            out = run_checked([smi.path, "--query-gpu=name", "--format=csv,noheader"], timeout_s=20, what="listing GPUs with nvidia-smi")
-            gpus = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+            out = run_checked([smi.path, *NAME_ARGS], timeout_s=20, what="listing GPUs with nvidia-smi")
+            gpus = parse_names(out.stdout)
         except HyperloomError:
             gpus = []
     names = ", ".join(f"{n}x {name}" if n > 1 else name for name, n in _counted(gpus))

@@ -9,12 +9,14 @@ from collections.abc import Mapping
 
 from hyperloom.core.toolchain import find_tool
 from hyperloom.tools.runtime.models import HOST_BACKENDS
-from hyperloom.tools.runtime.visible import SmiGpu, ordinals, pinned_value
+from hyperloom.tools.runtime.visible import ordinals, pinned_value
+from hyperloom.tools.smi.amd import IDLE_METRIC_ARGS, parse_idle_metric
+from hyperloom.tools.smi.nvidia import IDLE_QUERY_ARGS, parse_idle_query
+from hyperloom.tools.smi.readings import SmiGpu
 
 IDLE_UTILIZATION_PCT = 10.0
 IDLE_MEMORY_MIB = 2048.0
 SMI_TIMEOUT_S = 10.0
-NVIDIA_FIELDS = "index,uuid,utilization.gpu,memory.used"
 
 
 def worker_slots(backend: str, workers: int, devices: list[int] | None) -> list[int | None]:
@@ -53,38 +55,13 @@ def _nvidia_idle() -> list[SmiGpu]:
     smi = find_tool("nvidia-smi")
     if smi.path is None:
         return []
-    proc = subprocess.run([smi.path, f"--query-gpu={NVIDIA_FIELDS}", "--format=csv,noheader,nounits"],
-                          capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
-    return parse_nvidia(proc.stdout)
-
-
-def parse_nvidia(text: str) -> list[SmiGpu]:
-    """The idle GPUs of `nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits`."""
-    idle = []
-    for line in text.strip().splitlines():
-        index, uuid, util, memory = (part.strip() for part in line.split(","))
-        if float(util) <= IDLE_UTILIZATION_PCT and float(memory) <= IDLE_MEMORY_MIB:
-            idle.append(SmiGpu(int(index), uuid))
-    return idle
+    proc = subprocess.run([smi.path, *IDLE_QUERY_ARGS], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
+    return parse_idle_query(proc.stdout, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)
 
 
 def _amd_idle() -> list[int]:
     smi = find_tool("amd-smi")
     if smi.path is None:
         return []
-    proc = subprocess.run([smi.path, "metric", "--usage", "--mem-usage", "--json"], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
-    return parse_amd(proc.stdout)
-
-
-def parse_amd(text: str) -> list[int]:
-    data = json.loads(text)
-    gpus = data["gpu_data"] if isinstance(data, dict) and "gpu_data" in data else data
-    idle = []
-    for gpu in gpus:
-        usage = gpu["usage"]["gfx_activity"]
-        memory = gpu["mem_usage"]["used_vram"]
-        util = usage["value"] if isinstance(usage, dict) else usage
-        used = memory["value"] if isinstance(memory, dict) else memory
-        if float(util) <= IDLE_UTILIZATION_PCT and float(used) <= IDLE_MEMORY_MIB:
-            idle.append(int(gpu["gpu"]))
-    return idle
+    proc = subprocess.run([smi.path, *IDLE_METRIC_ARGS], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
+    return parse_idle_metric(proc.stdout, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)
