@@ -25,7 +25,7 @@ from hyperloom.tools.bench.stats import summarize
 from hyperloom.tools.compile.build import compile_kernel
 from hyperloom.tools.compile.drivers import HOST_TARGET, NVIDIA_TARGET
 from hyperloom.tools.compile.models import CompileRequest, TargetBuild
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.gate.outputs import output_gate
 from hyperloom.tools.runtime.launcher import run_trial
