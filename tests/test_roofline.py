@@ -86,10 +86,10 @@ def test_a_microbenchmark_the_target_cannot_run_is_refused(workspace):
     ],
 )
 def test_the_amd_matrix_microbenchmarks_use_each_generations_matrix_instruction(workspace, bench, target, instruction):
-    from hyperloom.tools.compile.build import compile_kernel
+    from hyperloom.tools.compile.api import compile_kernel
     from hyperloom.tools.compile.models import CompileRequest
     from hyperloom.tools.verify.models import VerifyRequest
-    from hyperloom.tools.verify.verify import verify
+    from hyperloom.tools.verify.api import verify
 
     shutil.copytree(shipped_microbench_dir() / bench, workspace.root / "m")
     build = compile_kernel(CompileRequest(source="m/matrix.hip", targets=[target], defines=["CHAINS=4"]), workspace).builds[0]

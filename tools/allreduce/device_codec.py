@@ -46,7 +46,7 @@ class DeviceCodec:
     """int6_pack and int6_unpack_add, built for one device and launched on torch tensors."""
 
     def __init__(self, torch: Any, device: Any) -> None:
-        from hyperloom.tools.compile.build import compile_kernel
+        from hyperloom.tools.compile.api import compile_kernel
         from hyperloom.tools.compile.models import CompileRequest
         from hyperloom.tools.runtime.drivers import Driver
 

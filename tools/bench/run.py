@@ -22,7 +22,7 @@ from hyperloom.tools.bench.clocks import device_state
 from hyperloom.tools.bench.models import BenchRequest, BenchResult, InputSetVerdict
 from hyperloom.tools.bench.references import stage_references
 from hyperloom.tools.bench.stats import summarize
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.drivers import HOST_TARGET, NVIDIA_TARGET
 from hyperloom.tools.compile.models import CompileRequest, TargetBuild
 from hyperloom.tools.gate.api import run_gate

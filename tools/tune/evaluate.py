@@ -24,8 +24,8 @@ from hyperloom.tools.runtime.pool import FreshRunner, Runner
 from hyperloom.tools.tune.phases import PhaseClock
 from hyperloom.tools.tune.session import Session, scratch
 from hyperloom.tools.tune.space import Params
+from hyperloom.tools.verify.api import verify
 from hyperloom.tools.verify.models import VerifyRequest
-from hyperloom.tools.verify.verify import verify
 
 MIN_LAUNCH_S = 0.5
 """A launch is not started with less budget than this left: it could not finish anything useful."""
