@@ -11,9 +11,10 @@ import yaml
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.run import run_bench
+from hyperloom.tools.roofline.api import run_roofline
 from hyperloom.tools.roofline.ceilings import available, shipped_microbench_dir
 from hyperloom.tools.roofline.models import RooflineRequest
-from hyperloom.tools.roofline.run import datasheet_ceilings, run_roofline
+from hyperloom.tools.roofline.datasheet import datasheet_ceilings
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import Tag
+from hyperloom.tools.roofline.datasheet import datasheet_ceilings
 from hyperloom.tools.roofline.models import Ceiling, RooflineResult
 from hyperloom.tools.roofline.place import roof_at
 
@@ -73,8 +74,6 @@ def from_result(result: RooflineResult) -> Roofs:
 
 
 def from_datasheet(device_name: str | None, target: str = "unspecified") -> Roofs:
-    from hyperloom.tools.roofline.run import datasheet_ceilings  # imports bench; only needed on this path
-
     ceilings = datasheet_ceilings(device_name or "", target) if device_name else []
     if not ceilings:
         return Roofs([], "none: no roofline given and no datasheet for this device")

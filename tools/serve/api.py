@@ -1,9 +1,6 @@
-"""serve_sweep: start the server when asked, read what it says about itself, calibrate the prompts, sweep, keep the result.
+"""serve_sweep: start the server when asked (ended in a finally block, or by its watchdog), calibrate, sweep, keep the result.
 
-Every started server is ended in a finally block and, should this process die, by its watchdog. After every level
-the result so far is written to the cache folder labelled 'interrupted' (not complete), so a killed sweep leaves its
-partial figures; the last write replaces it with the real stop reason.
-"""
+After every level the result so far is cached labelled 'interrupted', so a killed sweep leaves its partial figures."""
 
 from __future__ import annotations
 
