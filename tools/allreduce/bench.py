@@ -1,9 +1,7 @@
 """allreduce_int6 against the backend's native bf16 all-reduce, size by size, on real ranks.
 
-What is timed: one all-reduce call on rank 0, from after a barrier (and a device sync) to the
-result being ready (another sync), median over `repeats`. Not timed: making the input, the
-native copy it reduces in place, the fp32 all-reduce used as the error reference.
-"""
+Timed: one all-reduce on rank 0, from a barrier and device sync to the result's sync, median over `repeats`; not timed:
+making the input, the native copy it reduces in place, the fp32 all-reduce used as the error reference."""
 
 from __future__ import annotations
 

@@ -1,10 +1,7 @@
 """The assembler side: bare-mnemonic probes and full instruction lines, with LLVM's error classes.
 
-llvm-mc keeps going after an error and reports each as `<stdin>:LINE:COL: error: MESSAGE`, so
-one process checks many lines (toolchain.md 5). Assembled output is attributed to input lines
-with `.long` sentinels: a probe line can never start with a directive, so a `.long` on stdout
-is always ours.
-"""
+One llvm-mc run checks many lines, as it reports each error (`<stdin>:LINE:COL: error: MESSAGE`) and goes on (toolchain.md 5);
+its output is tied to input lines by `.long` sentinels, a directive no probe line may start with."""
 
 from __future__ import annotations
 
