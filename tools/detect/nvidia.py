@@ -15,9 +15,11 @@ GROUND_TRUTH = "nvidia-smi (driver, CUDA version, per-GPU queries)"
 
 @dataclass
 class Nvidia:
-    gpus: list[NvidiaGpu] = field(default_factory=list)
+    """The NVIDIA layer as nvidia-smi reports it: versions, GPUs, processes, the outputs read and the findings."""
+
     driver_version: str | None = None
     cuda_version: str | None = None
+    gpus: list[NvidiaGpu] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)
     query: Output | None = None
     apps: Output | None = None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from hyperloom.core.toolchain import find_tool
 from hyperloom.tools.runtime.models import HOST_BACKENDS
@@ -17,6 +18,7 @@ from hyperloom.tools.smi.readings import SmiGpu
 IDLE_UTILIZATION_PCT = 10.0
 IDLE_MEMORY_MIB = 2048.0
 SMI_TIMEOUT_S = 10.0
+T = TypeVar("T")
 
 
 def worker_slots(backend: str, workers: int, devices: list[int] | None) -> list[int | None]:
@@ -43,25 +45,18 @@ def idle_gpus(backend: str, environ: Mapping[str, str] | None = None) -> list[in
     environ = os.environ if environ is None else environ
     try:
         if backend == "cuda":
-            return ordinals(backend, _nvidia_idle(), environ)
+            return ordinals(backend, _idle("nvidia-smi", IDLE_QUERY_ARGS, parse_idle_query), environ)
         if "ROCR_VISIBLE_DEVICES" in environ:
             return []
-        return ordinals(backend, [SmiGpu(index) for index in _amd_idle()], environ)
+        return ordinals(backend, [SmiGpu(index) for index in _idle("amd-smi", IDLE_METRIC_ARGS, parse_idle_metric)], environ)
     except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError, json.JSONDecodeError):
         return []
 
 
-def _nvidia_idle() -> list[SmiGpu]:
-    smi = find_tool("nvidia-smi")
+def _idle(tool: str, args: tuple[str, ...], parse: Callable[[str, float, float], list[T]]) -> list[T]:
+    """The idle GPUs in what `tool args` prints; [] when the tool is not installed (a failure raises, for idle_gpus)."""
+    smi = find_tool(tool)
     if smi.path is None:
         return []
-    proc = subprocess.run([smi.path, *IDLE_QUERY_ARGS], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
-    return parse_idle_query(proc.stdout, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)
-
-
-def _amd_idle() -> list[int]:
-    smi = find_tool("amd-smi")
-    if smi.path is None:
-        return []
-    proc = subprocess.run([smi.path, *IDLE_METRIC_ARGS], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
-    return parse_idle_metric(proc.stdout, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)
+    proc = subprocess.run([smi.path, *args], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
+    return parse(proc.stdout, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)
