@@ -1,4 +1,4 @@
-"""nvidia-smi read: its banner, the per-GPU and per-process queries, one GPU's clocks and power, idle GPUs, GPU names.
+"""nvidia-smi read: its banner, the per-GPU and per-process queries, one GPU's clocks and power, idle GPUs, names, bus ids.
 
 Each query's arguments stand beside the parser that reads its answer, which depends on their field order."""
 
@@ -18,6 +18,7 @@ APPS_ARGS = ("--query-compute-apps=pid,process_name,gpu_bus_id,used_memory", "--
 STATE_ARGS = ("--query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu", "--format=csv,noheader,nounits")
 IDLE_QUERY_ARGS = ("--query-gpu=index,uuid,utilization.gpu,memory.used", "--format=csv,noheader,nounits")
 NAME_ARGS = ("--query-gpu=name", "--format=csv,noheader")
+BUS_ARGS = ("--query-gpu=index,pci.bus_id", "--format=csv,noheader")
 _HEADER = re.compile(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
 
 
@@ -96,3 +97,8 @@ def parse_idle_query(text: str, max_busy_pct: float, max_memory_mib: float) -> l
 def parse_names(text: str) -> list[str]:
     """The GPU names of `nvidia-smi NAME_ARGS`, one a line."""
     return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def parse_bus_ids(text: str) -> dict[int, str]:
+    """Each GPU's PCI bus id (lower case) by its index, from `nvidia-smi BUS_ARGS`."""
+    return {int(index): bus.strip().lower() for index, bus in (line.split(",") for line in text.strip().splitlines())}
