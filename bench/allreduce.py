@@ -18,8 +18,8 @@ import time
 
 import numpy as np
 
-from hyperloom.tools.allreduce.bench import run_bench
-from hyperloom.tools.allreduce.models import BenchRequest
+from hyperloom.tools.allreduce.bench import run_allreduce_bench
+from hyperloom.tools.allreduce.models import AllreduceBenchRequest
 from hyperloom.tools.allreduce.packing import pack_int6, unpack_int6
 from hyperloom.tools.allreduce.quantize import block_amax, dequantize, quantize, shared_scales
 
@@ -58,7 +58,7 @@ def codec(elements: int, repeats: int) -> None:
 
 
 def ranks(args: argparse.Namespace) -> None:
-    result = run_bench(BenchRequest(ranks=args.ranks, backend=args.backend, min_mib=args.min_mib, max_mib=args.max_mib, repeats=args.repeats))
+    result = run_allreduce_bench(AllreduceBenchRequest(ranks=args.ranks, backend=args.backend, min_mib=args.min_mib, max_mib=args.max_mib, repeats=args.repeats))
     print(f"{result.summary} (MEASURED, torch {result.evidence.toolchain['torch']}); median of {args.repeats}, rank 0:")
     print(f"  {'size (bf16)':>11}  {'method':<11}  {'time ms':>9}  {'algbw GB/s':>10}  {'max rel err':>11}  {'wire B/rank':>11}")
     for row in result.rows:

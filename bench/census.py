@@ -28,7 +28,7 @@ COLD_ONE_S, COLD_ALL_S, CACHED_S = 1.5, 6.0, 0.050
 CHILD = r"""
 import json, sys, time
 from hyperloom.tools.isa.models import CensusRequest
-from hyperloom.tools.isa.report import run_census
+from hyperloom.tools.isa.api import run_census
 target, repeats = sys.argv[1], int(sys.argv[2])
 start = time.perf_counter()
 first = run_census(CensusRequest(target=target), None)

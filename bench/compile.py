@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest
+from hyperloom.tools.verify.api import verify
 from hyperloom.tools.verify.models import VerifyRequest
-from hyperloom.tools.verify.verify import verify
 
 SMALL = """#include <hip/hip_runtime.h>
 extern "C" __global__ void axpy(float a, const float* x, float* y, int n) {

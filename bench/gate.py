@@ -35,7 +35,7 @@ def vm(field):
 mode, folder, cand, ref = sys.argv[1:5]
 import numpy as np
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest
 before = vm("VmRSS")
 start = time.perf_counter()

@@ -32,8 +32,8 @@ CHILD = r"""
 import json, sys, time
 from pathlib import Path
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.profile.api import run_profile
 from hyperloom.tools.profile.models import ProfileRequest
-from hyperloom.tools.profile.run import run_profile
 folder, plot = Path(sys.argv[1]), sys.argv[2] == "plot"
 times = []
 for _ in range(2):  # the first call imports what it needs on the way (as a fresh server's first call); the second does not

@@ -15,10 +15,10 @@ from pathlib import Path
 import yaml
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest
+from hyperloom.tools.verify.api import verify
 from hyperloom.tools.verify.models import VerifyRequest
-from hyperloom.tools.verify.verify import verify
 
 REPO = Path(__file__).resolve().parent.parent
 PROOFS = REPO / "kernels" / "proofs.yaml"

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest, GateResult
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -13,7 +13,7 @@ from kernel_modules import kernel_module
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.api import run_bench
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest
 
 reference = kernel_module("allreduce", "reference")

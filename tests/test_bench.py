@@ -141,7 +141,7 @@ def test_summaries_count_outliers_and_spread():
 
 
 def test_rocm_smi_clocks_temperature_and_power_are_read_from_its_real_output():
-    from hyperloom.tools.bench.clocks import rocm_smi_state
+    from hyperloom.tools.smi.amd import rocm_smi_state
 
     state = rocm_smi_state((FIXTURES / "bench" / "rocm-smi-a.navi10.txt").read_text(), 0)
     assert (state.tool, state.sm_clock_mhz, state.memory_clock_mhz, state.temperature_c) == ("rocm-smi", 2100.0, 100.0, 67.0)

@@ -27,7 +27,8 @@ def llvm19(monkeypatch):
 @needs_llvm
 def test_the_census_summary_names_cli_flags_and_says_what_the_unreassembled_examples_are(workspace, llvm19, capsys):
     from hyperloom.tools.isa.models import CensusRequest
-    from hyperloom.tools.isa.report import LISTING_HINT, run_census
+    from hyperloom.tools.isa.api import run_census
+    from hyperloom.tools.isa.summary import LISTING_HINT
 
     assert main(["census", "gfx1201"]) == EXIT_OK
     out = capsys.readouterr().out

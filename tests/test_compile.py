@@ -9,7 +9,7 @@ import pytest
 
 from helpers import FIXTURES, copy_kernel
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.cache import parse_depfile
 from hyperloom.tools.compile.diagnostics import parse_diagnostics, parse_remarks
 from hyperloom.tools.compile.models import CompileRequest
@@ -184,7 +184,7 @@ needs_triton = pytest.mark.skipif(__import__("importlib").util.find_spec("triton
 @needs_clang
 def test_a_triton_kernel_builds_for_rdna_and_cdna_and_is_verified(workspace):
     from hyperloom.tools.verify.models import VerifyRequest
-    from hyperloom.tools.verify.verify import verify
+    from hyperloom.tools.verify.api import verify
 
     source = copy_kernel(workspace, "add_triton.py")
     signature = ["x_ptr:*fp32", "y_ptr:*fp32", "out_ptr:*fp32", "n:i32", "BLOCK:constexpr"]

@@ -12,7 +12,8 @@ import pytest
 from detect_helpers import ROOTS, one, replay
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import Tag
-from hyperloom.tools.detect.detect import detect, run_detect
+from hyperloom.tools.detect.api import run_detect
+from hyperloom.tools.detect.detect import detect
 from hyperloom.tools.detect.models import DetectRequest
 from hyperloom.tools.detect.record import record
 from hyperloom.tools.detect.root import SystemView

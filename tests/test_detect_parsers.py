@@ -7,12 +7,12 @@ import pytest
 from detect_helpers import PARSERS, ROOTS, command_file
 from hyperloom.tools.detect.compiler import rejects_target
 from hyperloom.tools.detect.driver import parse_id, parse_ls
-from hyperloom.tools.detect.nvidia import QUERY_ARGS, parse_header, parse_query
 from hyperloom.tools.detect.rocminfo import parse_rocminfo
 from hyperloom.tools.detect.root import recorded_name
 from hyperloom.tools.detect.silicon import bus_id, gfx_name, parse_properties
-from hyperloom.tools.detect.smi import parse_amd_smi, parse_rocm_smi
 from hyperloom.tools.detect.traps import override_target
+from hyperloom.tools.smi.amd import parse_amd_smi, parse_rocm_smi
+from hyperloom.tools.smi.nvidia import QUERY_ARGS, parse_header, parse_query
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import pytest
 
 from helpers import save
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest
 
 

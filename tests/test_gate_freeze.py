@@ -10,7 +10,7 @@ import pytest
 from helpers import save
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.hashing import sha256_file
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, GateRequest
 

@@ -10,7 +10,7 @@ import pytest
 
 from helpers import REPO, save
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, GateRequest
 from hyperloom.tools.gate.outputs import judge_outputs, output_gate

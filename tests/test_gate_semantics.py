@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from helpers import gate, save
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest
 
 F32 = np.float32

@@ -20,7 +20,7 @@ from hyperloom.tools.allreduce.models import AllreduceRequest
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.catalog import tool
-from hyperloom.tools.detect.detect import run_detect
+from hyperloom.tools.detect.api import run_detect
 from hyperloom.tools.detect.models import DetectRequest
 from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.tune.api import tune_report, tune_start, tune_status

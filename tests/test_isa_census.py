@@ -14,11 +14,9 @@ from pydantic import ValidationError
 
 from helpers import FIXTURES, REPO
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.isa.audit import run_audit
+from hyperloom.tools.isa.api import run_audit, run_census, run_probe
 from hyperloom.tools.isa.census import census, census_many
 from hyperloom.tools.isa.models import AuditRequest, Census, CensusRequest, ProbeRequest
-from hyperloom.tools.isa.probe import run_probe
-from hyperloom.tools.isa.report import run_census
 from hyperloom.tools.isa.results import drift, read_committed
 from hyperloom.tools.isa.targets import DEFAULT_TARGETS, find_llvm_mc
 from hyperloom.validators.schemas import schema_errors

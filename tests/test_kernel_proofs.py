@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from helpers import REPO
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="clang is not installed; .ci/run installs clang-19")

@@ -93,7 +93,7 @@ def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpus(wo
 
     from detect_helpers import ROOTS
     from hyperloom.mcp_server.registry import answer
-    from hyperloom.tools.detect.detect import run_detect
+    from hyperloom.tools.detect.api import run_detect
     from hyperloom.tools.detect.models import DetectRequest
 
     shutil.copytree(ROOTS / root, workspace.root / "m", symlinks=True)

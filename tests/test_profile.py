@@ -14,11 +14,11 @@ import pytest
 from helpers import FIXTURES, REPO
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.profile.analyse import analyse
+from hyperloom.tools.profile.api import run_profile
 from hyperloom.tools.profile.classify import kernel_class, op_class
 from hyperloom.tools.profile.load import read_trace
 from hyperloom.tools.profile.models import ProfileRequest, ProfileResult
-from hyperloom.tools.profile.roof import Roofs, from_datasheet, from_file, place
-from hyperloom.tools.profile.run import run_profile
+from hyperloom.tools.profile.roof import Roofs, from_datasheet, from_file, place_work
 from hyperloom.tools.profile.trace import Kernel, Op, Trace
 from hyperloom.tools.profile.work import WorkCache, op_work
 
@@ -214,10 +214,10 @@ def test_a_bf16_gemm_is_placed_under_the_measured_tensor_core_roof_of_the_same_d
 def test_an_elementwise_op_is_placed_under_the_best_memory_ceiling_and_scores_by_headroom():
     roofs = from_file(H200_ROOFLINE, "roofline.json", "NVIDIA H200")[0]
     best = max(c.value for c in roofs.ceilings if c.kind == "memory")
-    placed = place("elementwise", BF16, 3 * 2**30, 3 * 2**29, 1e-3, roofs)
+    placed = place_work("elementwise", BF16, 3 * 2**30, 3 * 2**29, 1e-3, roofs)
     assert placed.roof == max((c for c in roofs.ceilings if c.kind == "memory"), key=lambda c: c.value).name
     assert placed.unit == "GB/s" and placed.percent == pytest.approx(100 * 3 * 2**30 / 1e-3 / 1e9 / best)
-    assert place("gemm", "c10::Float8_e4m3fn", 100, 1000, 1e-3, roofs).percent is None  # no fp8 ceiling: no roof, not the memory roof
+    assert place_work("gemm", "c10::Float8_e4m3fn", 100, 1000, 1e-3, roofs).percent is None  # no fp8 ceiling: no roof, not the memory roof
 
 
 def test_a_roofline_file_of_another_device_is_refused_and_a_datasheet_roof_is_assumed():
@@ -433,7 +433,7 @@ def test_a_hotspot_above_its_roof_is_named_as_a_low_ceiling_not_a_gap():
 
 
 def test_a_roof_measured_on_demand_goes_through_roofline_and_a_device_mismatch_is_said(workspace, monkeypatch):
-    from hyperloom.tools.roofline import run as roofline_run
+    from hyperloom.tools.roofline import api as roofline_api
     from hyperloom.tools.roofline.models import RooflineResult
 
     asked = []
@@ -442,7 +442,7 @@ def test_a_roof_measured_on_demand_goes_through_roofline_and_a_device_mismatch_i
         asked.append(request)
         return RooflineResult.model_validate_json(H200_ROOFLINE.read_text())
 
-    monkeypatch.setattr(roofline_run, "run_roofline", fake_roofline)
+    monkeypatch.setattr(roofline_api, "run_roofline", fake_roofline)
     shutil.copy(CPU, workspace.root / "cpu.json")
     result = run_profile(ProfileRequest(trace="cpu.json", roof_target="sm_90", name="ondemand", plot=False), workspace)
     assert asked[0].target == "sm_90" and asked[0].out_dir == ".hyperloom/profile/ondemand/roofline"

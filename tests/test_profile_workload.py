@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.profile.api import run_profile
 from hyperloom.tools.profile.models import ProfileRequest
-from hyperloom.tools.profile.run import run_profile
 
 pytest.importorskip("torch", reason="profiling a workload needs torch (pip install torch)")
 

@@ -11,9 +11,10 @@ import yaml
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.bench.models import BenchRequest
 from hyperloom.tools.bench.api import run_bench
+from hyperloom.tools.roofline.api import run_roofline
 from hyperloom.tools.roofline.ceilings import available, shipped_microbench_dir
 from hyperloom.tools.roofline.models import RooflineRequest
-from hyperloom.tools.roofline.run import datasheet_ceilings, run_roofline
+from hyperloom.tools.roofline.datasheet import datasheet_ceilings
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
 
@@ -86,10 +87,10 @@ def test_a_microbenchmark_the_target_cannot_run_is_refused(workspace):
     ],
 )
 def test_the_amd_matrix_microbenchmarks_use_each_generations_matrix_instruction(workspace, bench, target, instruction):
-    from hyperloom.tools.compile.build import compile_kernel
+    from hyperloom.tools.compile.api import compile_kernel
     from hyperloom.tools.compile.models import CompileRequest
     from hyperloom.tools.verify.models import VerifyRequest
-    from hyperloom.tools.verify.verify import verify
+    from hyperloom.tools.verify.api import verify
 
     shutil.copytree(shipped_microbench_dir() / bench, workspace.root / "m")
     build = compile_kernel(CompileRequest(source="m/matrix.hip", targets=[target], defines=["CHAINS=4"]), workspace).builds[0]

@@ -18,9 +18,9 @@ import pytest
 
 from helpers import interruptible
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.serve.api import run_serve_sweep
 from hyperloom.tools.serve.knee import find_knee
 from hyperloom.tools.serve.models import ServeSweepRequest
-from hyperloom.tools.serve.run import run_serve_sweep
 
 REPO = Path(__file__).parent.parent
 LLAMA_SERVER = os.environ.get("HYPERLOOM_TEST_LLAMA_SERVER", "")

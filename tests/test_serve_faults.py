@@ -20,8 +20,8 @@ import pytest
 
 from helpers import interruptible
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.serve.api import run_serve_sweep
 from hyperloom.tools.serve.models import ServeSweepRequest
-from hyperloom.tools.serve.run import run_serve_sweep
 
 FIXTURES = Path(__file__).parent / "fixtures" / "serve"
 Mode = Callable[[int], str]  # the n-th POST -> "ok" | "garbage" | "early_close" | "http500" | "hang" | "slow" | "empty" | "empty_no_usage"

@@ -27,8 +27,8 @@ from hyperloom.tools.triton import loader
 from hyperloom.tools.triton.constexprs import bind, expand_autotune
 from hyperloom.tools.triton.launch import TritonLaunch
 from hyperloom.tools.triton.models import AutotuneConfig, KernelInfo, KernelParam
+from hyperloom.tools.verify.api import verify
 from hyperloom.tools.verify.models import VerifyRequest
-from hyperloom.tools.verify.verify import verify
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 HAS_TORCH = importlib.util.find_spec("torch") is not None

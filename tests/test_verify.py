@@ -10,12 +10,12 @@ import yaml
 from helpers import FIXTURES, copy_kernel
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.codeobj.metadata import kernel_resources, read_metadata
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest
+from hyperloom.tools.verify.api import verify
 from hyperloom.tools.verify.models import VerifyRequest
 from hyperloom.tools.verify.rules import parse_rule
 from hyperloom.tools.verify.spellings import generation, spelling
-from hyperloom.tools.verify.verify import verify
 
 needs_llvm = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="LLVM is not installed; .ci/run installs llvm-19 and clang-19")
 

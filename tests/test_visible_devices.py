@@ -13,8 +13,10 @@ from helpers import FIXTURES
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.runtime import launcher
 from hyperloom.tools.runtime.models import TrialRequest
-from hyperloom.tools.runtime.visible import SmiGpu, ordinals, pinned_environ, visible_entries
-from hyperloom.tools.tune.devices import idle_gpus, parse_nvidia, worker_slots
+from hyperloom.tools.runtime.visible import ordinals, pinned_environ, visible_entries
+from hyperloom.tools.smi.nvidia import parse_idle_query
+from hyperloom.tools.smi.readings import SmiGpu
+from hyperloom.tools.tune.devices import IDLE_MEMORY_MIB, IDLE_UTILIZATION_PCT, idle_gpus, worker_slots
 
 IDLE_QUERY = FIXTURES / "detect-parsers" / "nvidia-smi-idle-query-h200.txt"
 
@@ -72,10 +74,10 @@ def test_nvidia_smis_idle_query_is_read_from_its_real_output(tmp_path, monkeypat
     """The fixture is nvidia-smi's answer on a lent H200 (idle). A stand-in nvidia-smi prints it, and the
     last GPU, seen from a process limited to it by its UUID's prefix in CUDA_VISIBLE_DEVICES, is that process's device 0."""
     text = IDLE_QUERY.read_text()
-    gpus = parse_nvidia(text)
+    gpus = parse_idle_query(text, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)
     assert [g.index for g in gpus] == list(range(len(text.strip().splitlines()))) and all(g.uuid.startswith("GPU-") for g in gpus)
     busy = text.replace(", 0, 0", ", 100, 80000", 1)  # the first GPU at full use, 80 GB in use
-    assert busy != text and 0 not in [g.index for g in parse_nvidia(busy)]
+    assert busy != text and 0 not in [g.index for g in parse_idle_query(busy, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)]
     smi = tmp_path / "bin" / "nvidia-smi"
     smi.parent.mkdir()
     smi.write_text(f"#!/bin/sh\ncat '{IDLE_QUERY}'\n")

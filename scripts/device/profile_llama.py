@@ -58,9 +58,9 @@ def log(out: Path, text: str) -> None:
 
 
 def measure_roof(workspace, target: str, out: Path, max_time_s: float, shape: str) -> tuple[str | None, str]:
+    from hyperloom.tools.roofline.api import run_roofline
     from hyperloom.tools.roofline.ceilings import available
     from hyperloom.tools.roofline.models import RooflineRequest
-    from hyperloom.tools.roofline.run import run_roofline
 
     try:
         ceilings = [c for c in CEILINGS if c in available(target)]
@@ -133,8 +133,8 @@ def main() -> int:
     import torch
 
     from hyperloom.core.workspace import Workspace
+    from hyperloom.tools.profile.api import run_profile
     from hyperloom.tools.profile.models import ProfileRequest
-    from hyperloom.tools.profile.run import run_profile
     from hyperloom.tools.profile.workload import capture_workload
 
     if not torch.cuda.is_available() and not args.allow_cpu:

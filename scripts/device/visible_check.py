@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from hyperloom.tools.runtime.launcher import pinned_env
+from hyperloom.tools.smi.nvidia import BUS_ARGS, parse_bus_ids
 from hyperloom.tools.tune.devices import idle_gpus
 
 PROBE = ("import torch; p = torch.cuda.get_device_properties(0); "
@@ -16,8 +17,8 @@ PROBE = ("import torch; p = torch.cuda.get_device_properties(0); "
 
 
 def main() -> int:
-    rows = subprocess.run(["nvidia-smi", "--query-gpu=index,pci.bus_id", "--format=csv,noheader"], capture_output=True, text=True, check=True).stdout
-    bus_of = {int(index): bus.strip().lower() for index, bus in (line.split(",") for line in rows.strip().splitlines())}
+    rows = subprocess.run(["nvidia-smi", *BUS_ARGS], capture_output=True, text=True, check=True).stdout
+    bus_of = parse_bus_ids(rows)
     listed = sorted(bus_of, reverse=True)
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, listed))
     failures = 0

@@ -20,7 +20,7 @@ from hyperloom.tools.allreduce.launch import check_backend, run_ranks
 from hyperloom.tools.allreduce.models import AllreduceRequest, AllreduceResult
 from hyperloom.tools.allreduce.quantize import block_count, padded_length
 from hyperloom.tools.allreduce.reference import Scheme, reference_allreduce
-from hyperloom.tools.allreduce.report import error_stats, precision_note, stored_results, wire_stats
+from hyperloom.tools.allreduce.stats import error_stats, precision_note, stored_results, wire_stats
 
 
 def run_allreduce(request: AllreduceRequest, workspace: Workspace, progress: ProgressFn | None = None) -> AllreduceResult:

@@ -1,9 +1,7 @@
 """allreduce_int6 against the backend's native bf16 all-reduce, size by size, on real ranks.
 
-What is timed: one all-reduce call on rank 0, from after a barrier (and a device sync) to the
-result being ready (another sync), median over `repeats`. Not timed: making the input, the
-native copy it reduces in place, the fp32 all-reduce used as the error reference.
-"""
+Timed: one all-reduce on rank 0, from a barrier and device sync to the result's sync, median over `repeats`; not timed:
+making the input, the native copy it reduces in place, the fp32 all-reduce used as the error reference."""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from typing import Any
 from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import sha256_json
 from hyperloom.tools.allreduce.launch import check_backend, run_ranks
-from hyperloom.tools.allreduce.models import BenchRequest, BenchResult, BenchRow
+from hyperloom.tools.allreduce.models import AllreduceBenchRequest, AllreduceBenchResult, AllreduceBenchRow
 
 MIB = 1 << 20
 
@@ -30,7 +28,7 @@ def sizes_bytes(min_mib: int, max_mib: int) -> list[int]:
     return sizes
 
 
-def run_bench(request: BenchRequest) -> BenchResult:
+def run_allreduce_bench(request: AllreduceBenchRequest) -> AllreduceBenchResult:
     """Time allreduce_int6 against the backend's native bf16 all-reduce at each size (MEASURED, rank 0's median)."""
     device_kind = check_backend(request.backend, request.ranks)
     job = {"mode": "bench", "backend": request.backend, "timeout_s": request.timeout_s,
@@ -39,12 +37,12 @@ def run_bench(request: BenchRequest) -> BenchResult:
     with tempfile.TemporaryDirectory(prefix="hyperloom-allreduce-bench-") as tmp:
         report = run_ranks(job, request.ranks, Path(tmp), request.timeout_s)[0]
     device = report["device"] if device_kind == "cuda" else host_device()
-    rows = [BenchRow(**row) for row in report["rows"]]
+    rows = [AllreduceBenchRow(**row) for row in report["rows"]]
     evidence = measured(
         "allreduce_int6", inputs_sha256=sha256_json(request.model_dump()), device=f"{request.ranks} {request.backend} ranks on {device}",
         toolchain={"torch": report["torch"]},
     )
-    return BenchResult(
+    return AllreduceBenchResult(
         summary=f"{len(rows) // 2} sizes, {request.ranks} {request.backend} ranks on {device}: int6 ({report['codec']}) against native bf16",
         ranks=request.ranks, backend=request.backend, device=device, codec=report["codec"], rows=rows, evidence=evidence,
     )

@@ -1,16 +1,7 @@
-"""The INT6 wire codec on a GPU, through the shipped device kernels (kernels/allreduce/int6.hip).
+"""The INT6 wire codec on a GPU: the shipped kernels (kernels/allreduce/int6.hip), built by compile_kernel for the tensor's
+device and launched on torch's current stream; `codec_for` picks them or torch ops (torch_codec.py) per call and says why.
 
-The kernels are built for the tensor's device by compile_kernel (nvcc for sm_XX, through the
-HIP-on-CUDA header; clang or hipcc for gfx targets) in a workspace under the user's cache, loaded
-through the runtime's Driver (the device's primary context: the one torch's runtime uses, so torch's
-device pointers are valid in it) and launched by address on torch's current stream, so they are
-ordered with torch's own work and with the NCCL/RCCL transfers torch queues on that stream.
-
-`codec_for` decides per call: "torch" always uses torch ops (tools/allreduce/torch_codec.py);
-"kernels" demands the device kernels and fails with the reason when they cannot run; "auto" uses
-them on a GPU when they build and says why not otherwise. Import only after checking torch is
-installed (distributed.require_torch).
-"""
+Import only after checking torch is installed (distributed.require_torch)."""
 
 from __future__ import annotations
 
@@ -46,7 +37,7 @@ class DeviceCodec:
     """int6_pack and int6_unpack_add, built for one device and launched on torch tensors."""
 
     def __init__(self, torch: Any, device: Any) -> None:
-        from hyperloom.tools.compile.build import compile_kernel
+        from hyperloom.tools.compile.api import compile_kernel
         from hyperloom.tools.compile.models import CompileRequest
         from hyperloom.tools.runtime.drivers import Driver
 
@@ -57,6 +48,7 @@ class DeviceCodec:
         build = compile_kernel(CompileRequest(source=SOURCE, targets=[self.target]), Workspace(root)).builds[0]
         if not build.ok:
             raise HyperloomError(f"the INT6 kernels do not build for {self.target}: {build.summary}", "install the toolchain (nvcc for NVIDIA, ROCm or LLVM for AMD), or use codec='torch'")
+        # the device's primary context, the one torch's runtime uses: torch's device pointers are valid in it
         self.driver = Driver("hip" if torch.version.hip is not None else "cuda", device.index if device.index is not None else torch.cuda.current_device())
         module = self.driver.load((root / build.code_object).read_bytes())
         self._pack = self.driver.function(module, "int6_pack")
@@ -79,6 +71,7 @@ class DeviceCodec:
         from hyperloom.tools.runtime.drivers import KernelParams
 
         if groups:
+            # torch's current stream: ordered with torch's own work and the NCCL/RCCL transfers torch queues on it
             stream = self.torch.cuda.current_stream(self.device).cuda_stream
             self.driver.launch(function, [-(-groups // THREADS), 1, 1], [THREADS, 1, 1], 0, KernelParams(values), stream=stream)
 

@@ -82,7 +82,7 @@ class AllreduceResult(BaseModel):
     evidence: Evidence
 
 
-class BenchRequest(Request):
+class AllreduceBenchRequest(Request):
     """A sweep of tensor sizes: allreduce_int6 against the backend's native bf16 all-reduce."""
 
 
@@ -98,7 +98,7 @@ class BenchRequest(Request):
     timeout_s: float = Field(1800, gt=0, le=86400, description="Wall-clock limit of the whole sweep.")
 
 
-class BenchRow(BaseModel):
+class AllreduceBenchRow(BaseModel):
     size_bytes: int = Field(description="Bytes of the bf16 tensor.")
     method: Literal["int6", "native_bf16"]
     time_s: float = Field(description="Median wall time of one all-reduce on rank 0, after a barrier.")
@@ -107,11 +107,11 @@ class BenchRow(BaseModel):
     wire_bytes_per_rank: int | None = Field(description="int6: bytes this rank sent; native: null (the backend's algorithm decides).")
 
 
-class BenchResult(BaseModel):
+class AllreduceBenchResult(BaseModel):
     summary: str
     ranks: int
     backend: str
     device: str
     codec: str = Field(description="What packed and unpacked the int6 codes (device kernels or torch ops) and why.")
-    rows: list[BenchRow]
+    rows: list[AllreduceBenchRow]
     evidence: Evidence

@@ -8,10 +8,10 @@ from pydantic import BaseModel, Field
 
 from hyperloom.core.requests import Request
 from hyperloom.core.evidence import Evidence
-from hyperloom.tools.bench.clocks import DeviceState
 from hyperloom.tools.pipeline.models import InputSetVerdict
 from hyperloom.tools.pipeline.stats import SampleStats
 from hyperloom.tools.runtime.models import FLUSH_MODE_DESCRIPTION, FlushMode
+from hyperloom.tools.smi.readings import DeviceState
 
 
 class BenchRequest(Request):

@@ -1,8 +1,7 @@
-"""compile_kernel: build a source for each target, cached, with diagnostics and resource usage."""
+"""One target's build of a source: cached by its content and steps, with diagnostics and resource usage."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 import time
@@ -10,16 +9,12 @@ from functools import lru_cache
 from pathlib import Path
 
 from hyperloom.core.atomic import write_bytes_atomic
-from hyperloom.core.errors import HyperloomError
-from hyperloom.core.evidence import measured
-from hyperloom.core.executors import pool_or_inline
-from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
-from hyperloom.core.progress import ProgressFn
+from hyperloom.core.hashing import combine_digests, sha256_file
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile import cache
 from hyperloom.tools.compile.diagnostics import failure_summary, parse_diagnostics
-from hyperloom.tools.compile.drivers import Plan, plan_target, prelude_dir
-from hyperloom.tools.compile.models import CompileRequest, CompileResult, Diagnostic, KernelReport, TargetBuild
+from hyperloom.tools.compile.drivers import Plan, prelude_dir
+from hyperloom.tools.compile.models import CompileRequest, Diagnostic, KernelReport, TargetBuild
 from hyperloom.tools.compile.resources import amd_kernels, nvidia_kernels
 
 COMPILE_TIMEOUT_S = 300.0
@@ -30,37 +25,6 @@ LOG_CHARS = 4000
 def _prelude_digest() -> str:
     files = sorted(p for p in prelude_dir("").rglob("*") if p.is_file())
     return combine_digests(f"{p.relative_to(prelude_dir(''))}:{sha256_file(p)}" for p in files)
-
-
-def compile_kernel(request: CompileRequest, workspace: Workspace, progress: ProgressFn | None = None) -> CompileResult:
-    source = workspace.resolve(request.source, kind="file", what="source")
-    if not source.is_file():
-        raise HyperloomError(f"{request.source!r} is not a file", "pass the kernel source file")
-    includes = [workspace.resolve(d, kind="dir", what="include_dirs") for d in request.include_dirs]
-    if bad := [d for d, p in zip(request.include_dirs, includes) if not p.is_dir()]:
-        raise HyperloomError(f"include_dirs {bad} are not folders", "pass folders inside the workspace")
-    out_dir = workspace.resolve(request.output_dir, must_exist=False, kind="dir", what="output_dir")
-    plans = [plan_target(request, source, target, includes) for target in dict.fromkeys(request.targets)]
-
-    builds: list[TargetBuild] = []
-    with pool_or_inline(len(plans) > 1, min(len(plans), os.cpu_count() or 1), "compile") as pool:  # one target (a tune candidate): no thread
-        for build in pool.map(lambda plan: _build(plan, request, source, workspace, out_dir), plans):
-            builds.append(build)
-            if progress is not None:
-                progress(len(builds), len(plans))
-    failed = [b.target for b in builds if not b.ok]
-    summary = (
-        f"built {source.name} for {', '.join(b.target for b in builds)}"
-        if not failed
-        else "; ".join(f"{b.target}: {b.summary}" for b in builds if not b.ok)
-    )
-    evidence = measured(
-        "compile_kernel",
-        inputs_sha256=combine_digests([sha256_file(source), sha256_json(request.model_dump())]),
-        target=",".join(b.target for b in builds),
-        toolchain={b.compiler.name: b.compiler.version or "unknown" for b in builds},
-    )
-    return CompileResult(ok=not failed, summary=summary, builds=builds, evidence=evidence)
 
 
 def _key(plan: Plan, source: Path) -> str:
@@ -79,7 +43,8 @@ def _output_path(out_dir: Path, source: Path, plan: Plan, key: str) -> Path:
     return out_dir / f"{source.stem}.{plan.target.replace(':', '_')}.{key[:12]}{plan.suffix}"
 
 
-def _build(plan: Plan, request: CompileRequest, source: Path, workspace: Workspace, out_dir: Path) -> TargetBuild:
+def build_target(plan: Plan, request: CompileRequest, source: Path, workspace: Workspace, out_dir: Path) -> TargetBuild:
+    """One target's build: the cached code object copied out, or the plan's steps run, their log parsed and the result cached."""
     started = time.perf_counter()
     key = _key(plan, source)
     output = _output_path(out_dir, source, plan, key)

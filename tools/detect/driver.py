@@ -1,4 +1,4 @@
-"""Driver: the amdgpu module, the device nodes ROCm opens, and whether this user may open them."""
+"""The driver layer: the amdgpu module, the device nodes ROCm opens, and whether this user may open them."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def module_version(system: SystemView) -> tuple[str | None, FileRead]:
 
 
 @dataclass
-class Driver:
+class AmdDriver:
     amd_expected: bool
     nodes: list[DeviceNode] = field(default_factory=list)
     user: str | None = None
@@ -65,9 +65,9 @@ class Driver:
     findings: list[Finding] = field(default_factory=list)
 
 
-def detect_driver(system: SystemView, amd_expected: bool, pci_amd: bool = False) -> Driver:
+def detect_driver(system: SystemView, amd_expected: bool, pci_amd: bool = False) -> AmdDriver:
     """amd_expected: a lower layer saw an AMD GPU; pci_amd: the PCI bus lists one."""
-    result = Driver(amd_expected)
+    result = AmdDriver(amd_expected)
     add = result.findings.append
     if not amd_expected:
         add(finding.make(
@@ -86,7 +86,7 @@ def detect_driver(system: SystemView, amd_expected: bool, pci_amd: bool = False)
     return result
 
 
-def _device_nodes(system: SystemView, result: Driver, listing: Output) -> Finding:
+def _device_nodes(system: SystemView, result: AmdDriver, listing: Output) -> Finding:
     kfd = [n for n in result.nodes if n.path == "/dev/kfd"]
     renders = [n for n in result.nodes if "/renderD" in n.path]
     details = {"kfd": bool(kfd), "render_nodes": ",".join(n.path for n in renders)}
@@ -108,7 +108,7 @@ def _device_nodes(system: SystemView, result: Driver, listing: Output) -> Findin
     )
 
 
-def _access(system: SystemView, result: Driver, listing: Output, ident: Output) -> Finding:
+def _access(system: SystemView, result: AmdDriver, listing: Output, ident: Output) -> Finding:
     """Trap: the user is not in the group (render or video) that owns /dev/kfd and /dev/dri/renderD*."""
     check = "trap.render_video_groups"
     if not listing.ok or not ident.ok or result.user is None:
@@ -135,7 +135,7 @@ def _access(system: SystemView, result: Driver, listing: Output, ident: Output) 
     )
 
 
-def _module(system: SystemView, result: Driver, pci_amd: bool) -> Finding:
+def _module(system: SystemView, result: AmdDriver, pci_amd: bool) -> Finding:
     """amdgpu is loaded when sysfs shows the module or KFD, or /dev/kfd exists; missing while the PCI bus lists an AMD GPU fails."""
     version, read = module_version(system)
     loaded = system.exists("/sys/module/amdgpu") or system.exists("/sys/class/kfd/kfd") or any(n.path == "/dev/kfd" for n in result.nodes)

@@ -2,84 +2,28 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from hyperloom.tools.detect import finding
 from hyperloom.tools.detect.models import Finding
 from hyperloom.tools.detect.root import Output, SystemView, install_hint
-from hyperloom.tools.detect.smi import GpuProcess
+from hyperloom.tools.smi.nvidia import APPS_ARGS, QUERY_ARGS, NvidiaGpu, parse_apps, parse_header, parse_query
+from hyperloom.tools.smi.readings import GpuProcess
 
 GROUND_TRUTH = "nvidia-smi (driver, CUDA version, per-GPU queries)"
-QUERY_FIELDS = (
-    "index", "name", "pci.bus_id", "driver_version", "compute_cap", "clocks.sm", "clocks.mem",
-    "clocks.max.sm", "clocks.max.mem", "memory.used", "memory.total", "power.limit", "display_active", "persistence_mode",
-)
-QUERY_ARGS = (f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv,noheader,nounits")
-APPS_ARGS = ("--query-compute-apps=pid,process_name,gpu_bus_id,used_memory", "--format=csv,noheader,nounits")
-_HEADER = re.compile(r"Driver Version:\s*(\S+)\s+CUDA Version:\s*(\S+)")
-
-
-@dataclass
-class NvidiaGpu:
-    fields: dict[str, str]
-
-    def get(self, key: str) -> str | None:
-        value = self.fields.get(key, "").strip()
-        return None if value in ("", "[N/A]", "N/A", "[Not Supported]") else value
-
-    def number(self, key: str) -> float | None:
-        try:
-            return float(self.get(key) or "")
-        except ValueError:
-            return None
-
-    @property
-    def index(self) -> int:
-        return int(self.number("index") or 0)
-
-    @property
-    def sm(self) -> str | None:
-        cap = self.get("compute_cap")
-        return f"sm_{cap.replace('.', '')}" if cap else None
 
 
 @dataclass
 class Nvidia:
-    gpus: list[NvidiaGpu] = field(default_factory=list)
+    """The NVIDIA layer as nvidia-smi reports it: versions, GPUs, processes, the outputs read and the findings."""
+
     driver_version: str | None = None
     cuda_version: str | None = None
+    gpus: list[NvidiaGpu] = field(default_factory=list)
     processes: list[GpuProcess] = field(default_factory=list)
     query: Output | None = None
     apps: Output | None = None
     findings: list[Finding] = field(default_factory=list)
-
-
-def parse_header(text: str) -> tuple[str | None, str | None]:
-    """Driver and CUDA versions from plain `nvidia-smi`'s banner."""
-    match = _HEADER.search(text)
-    return (match.group(1), match.group(2)) if match else (None, None)
-
-
-def parse_query(text: str) -> list[NvidiaGpu]:
-    gpus = []
-    for line in text.splitlines():
-        values = [v.strip() for v in line.split(",")]
-        if len(values) == len(QUERY_FIELDS) and values[0].isdigit():
-            gpus.append(NvidiaGpu(dict(zip(QUERY_FIELDS, values))))
-    return gpus
-
-
-def parse_apps(text: str, gpus: list[NvidiaGpu]) -> list[GpuProcess]:
-    by_bus = {(g.get("pci.bus_id") or "").lower(): g.index for g in gpus}
-    processes = []
-    for line in text.splitlines():
-        parts = [p.strip() for p in line.split(",")]
-        if len(parts) == 4 and parts[0].isdigit():
-            mib = float(parts[3]) if parts[3].replace(".", "", 1).isdigit() else None
-            gpu = by_bus.get(parts[2].lower())
-            processes.append(GpuProcess(int(parts[0]), parts[1], (gpu,) if gpu is not None else (), int(mib * 2**20) if mib is not None else None))
-    return processes
 
 
 def detect_nvidia(system: SystemView, nvidia_on_pci: bool) -> Nvidia:

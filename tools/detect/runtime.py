@@ -8,8 +8,9 @@ from hyperloom.tools.detect import finding
 from hyperloom.tools.detect.models import Finding
 from hyperloom.tools.detect.rocminfo import Agent, parse_rocminfo
 from hyperloom.tools.detect.root import Output, SystemView, install_hint
-from hyperloom.tools.detect.smi import SmiReport, parse_amd_smi, parse_rocm_smi
 from hyperloom.tools.detect.spans import by_value, counted
+from hyperloom.tools.smi.amd import parse_amd_smi, parse_rocm_smi
+from hyperloom.tools.smi.readings import SmiReport
 
 GROUND_TRUTH = "rocminfo (ROCr agents), hipconfig --version, amd-smi / rocm-smi -a"
 

@@ -1,10 +1,7 @@
 """The assembler side: bare-mnemonic probes and full instruction lines, with LLVM's error classes.
 
-llvm-mc keeps going after an error and reports each as `<stdin>:LINE:COL: error: MESSAGE`, so
-one process checks many lines (toolchain.md 5). Assembled output is attributed to input lines
-with `.long` sentinels: a probe line can never start with a directive, so a `.long` on stdout
-is always ours.
-"""
+One llvm-mc run checks many lines, as it reports each error (`<stdin>:LINE:COL: error: MESSAGE`) and goes on (toolchain.md 5);
+its output is tied to input lines by `.long` sentinels, a directive no probe line may start with."""
 
 from __future__ import annotations
 
@@ -13,14 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.core.evidence import measured
-from hyperloom.core.hashing import sha256_json
 from hyperloom.core.process import run_checked
-from hyperloom.core.progress import ProgressFn
-from hyperloom.core.workspace import Workspace
-from hyperloom.tools.isa.models import ErrorClass, ProbeLine, ProbeRequest, ProbeResult
+from hyperloom.tools.isa.models import ErrorClass
 from hyperloom.tools.isa.sweep import split_encoding
-from hyperloom.tools.isa.targets import TRIPLE, find_llvm_mc, require_known
+from hyperloom.tools.isa.targets import TRIPLE
 
 TIMEOUT_S = 60.0
 MAX_LINE_CHARS = 300
@@ -158,45 +151,3 @@ def assemble_lines(llvm_mc: str, target: str, lines: Sequence[str], mattr: str |
         ok_codes=(0, 1),
     )
     return parse_assembled(lines, proc.stdout, proc.stderr)
-
-
-def run_probe(request: ProbeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> ProbeResult:
-    """isa_probe: each line accepted (with its canonical spelling and bytes) or rejected with LLVM's error class."""
-    del workspace, progress  # one short llvm-mc run on the caller's own text
-    llvm = find_llvm_mc()
-    require_known(request.target, llvm)
-    lines = [check_line(line) for line in request.lines]
-    outcomes = assemble_lines(llvm.path, request.target, lines, "+wavefrontsize64" if request.wave64 else None)
-    rows = []
-    for outcome in outcomes:
-        error = outcome.error if outcome.error is not None or outcome.printed else "no instruction was emitted for this line"
-        rows.append(
-            ProbeLine(
-                line=outcome.line,
-                accepted=error is None,
-                error_class=classify(error) if error is not None else None,
-                message=error,
-                printed=outcome.printed,
-                encoding=outcome.encoding,
-            )
-        )
-    accepted = sum(row.accepted for row in rows)
-    mode = "wave64" if request.wave64 else "default wave size"
-    summary = f"{accepted} of {len(rows)} line(s) assemble for {request.target} ({mode}) with llvm-mc {llvm.version}"
-    if rejected := [row for row in rows if not row.accepted]:
-        summary += "; rejected: " + "; ".join(f"{row.line!r}: {row.error_class}" for row in rejected[:5])
-        summary += "…" if len(rejected) > 5 else ""
-    return ProbeResult(
-        target=request.target,
-        wave64=request.wave64,
-        accepted=accepted,
-        rejected=len(rows) - accepted,
-        lines=rows,
-        summary=summary,
-        evidence=measured(
-            "isa_probe",
-            inputs_sha256=sha256_json([llvm.sha256, request.target, request.wave64, lines]),
-            target=request.target,
-            toolchain=llvm.toolchain,
-        ),
-    )

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.shipped import stage_shipped_file
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.compile.build import compile_kernel
+from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.models import CompileRequest, TargetBuild
 from hyperloom.tools.kernelspec.entry import instance_source, is_template
 from hyperloom.tools.kernelspec.load import resolved_defines

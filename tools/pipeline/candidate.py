@@ -13,7 +13,7 @@ from hyperloom.tools.pipeline.build import build_with
 from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.pipeline.phases import PhaseClock
 from hyperloom.tools.verify.models import VerifyRequest
-from hyperloom.tools.verify.verify import verify
+from hyperloom.tools.verify.api import verify
 
 
 @dataclass

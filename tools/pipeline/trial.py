@@ -9,7 +9,7 @@ import numpy as np
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.gate.check import run_gate
+from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.gate.outputs import output_gate
 from hyperloom.tools.kernelspec.load import draw_inputs, output_buffers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hyperloom.tools.profile.group import WorkItem, is_device_copy
 from hyperloom.tools.profile.models import Hotspot
-from hyperloom.tools.profile.roof import HOST_LINK, Roofs, place
+from hyperloom.tools.profile.roof import HOST_LINK, Roofs, place_work
 from hyperloom.tools.profile.tensors import arguments
 
 
@@ -20,7 +20,7 @@ def hotspot(item: WorkItem, roofs: Roofs, device_us: float) -> Hotspot:
     total_bytes = work.bytes_moved * calls if work else None
     total_flops = work.flops * calls if work else None
     host_link = item.op is None and item.kernel_class == "memory copy" and not is_device_copy(item.label)
-    placed = place(item.kernel_class, _dtype(item), total_bytes, total_flops, seconds, roofs, host_link=host_link)
+    placed = place_work(item.kernel_class, _dtype(item), total_bytes, total_flops, seconds, roofs, host_link=host_link)
     headroom = seconds * max(0.0, 1 - placed.percent / 100) if placed.percent is not None else None
     model = work.model if work else item.model_note or "no byte/flop model for this class"
     if placed.percent is None and work and not host_link and roofs.ceilings:

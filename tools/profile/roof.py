@@ -7,7 +7,9 @@ from pathlib import Path
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import Tag
+from hyperloom.tools.roofline.datasheet import datasheet_ceilings
 from hyperloom.tools.roofline.models import Ceiling, RooflineResult
+from hyperloom.tools.roofline.place import roof_at
 
 # The compute ceilings that bound a GEMM or attention, by the dtype of its operands (first match in each family wins
 # when present; bf16 and fp16 run at the same tensor-core rate on the parts Hyperloom knows, so they share one).
@@ -72,8 +74,6 @@ def from_result(result: RooflineResult) -> Roofs:
 
 
 def from_datasheet(device_name: str | None, target: str = "unspecified") -> Roofs:
-    from hyperloom.tools.roofline.run import datasheet_ceilings  # imports bench; only needed on this path
-
     ceilings = datasheet_ceilings(device_name or "", target) if device_name else []
     if not ceilings:
         return Roofs([], "none: no roofline given and no datasheet for this device")
@@ -81,7 +81,7 @@ def from_datasheet(device_name: str | None, target: str = "unspecified") -> Roof
 
 
 @dataclass(frozen=True)
-class Placement:
+class WorkPlacement:
     roof: str | None
     attainable: float | None
     unit: str | None
@@ -90,13 +90,13 @@ class Placement:
     tag: Tag | None
 
 
-NO_PLACEMENT = Placement(None, None, None, None, None, None)
+NO_PLACEMENT = WorkPlacement(None, None, None, None, None, None)
 
 
-def place(kernel_class: str, dtype: str | None, bytes_moved: int | None, flops: int | None, seconds: float, roofs: Roofs,
-          host_link: bool = False) -> Placement:
-    """Percent of the roof at the work's intensity: GEMM and attention under min(compute, intensity x memory),
-    everything else under the memory ceiling (their flops are conventions, their bytes are the work)."""
+def place_work(kernel_class: str, dtype: str | None, bytes_moved: int | None, flops: int | None, seconds: float, roofs: Roofs,
+               host_link: bool = False) -> WorkPlacement:
+    """Percent of the roof at the work's intensity (roofline's roof_at): GEMM and attention under their dtype's compute
+    ceiling, everything else under the memory ceiling (their flops are conventions, their bytes are the work)."""
     if seconds <= 0 or host_link:
         return NO_PLACEMENT
     memory = roofs.memory()
@@ -104,13 +104,10 @@ def place(kernel_class: str, dtype: str | None, bytes_moved: int | None, flops: 
         compute = roofs.compute(dtype) if dtype is not None else None
         if not flops or compute is None:
             return NO_PLACEMENT  # a GEMM under the memory roof alone would look far better than it is
-        achieved = flops / seconds / 1e12
-        if bytes_moved and memory is not None and flops / bytes_moved * memory.value / 1e3 < compute.value:
-            attainable, roof, bound = flops / bytes_moved * memory.value / 1e3, memory, "memory"
-        else:
-            attainable, roof, bound = compute.value, compute, "compute"
-        return Placement(roof.name, attainable, "TFLOP/s", 100 * achieved / attainable, bound, roof.evidence.tag)
-    if bytes_moved and memory is not None:
-        achieved = bytes_moved / seconds / 1e9
-        return Placement(memory.name, memory.value, "GB/s", 100 * achieved / memory.value, "memory", memory.evidence.tag)
-    return NO_PLACEMENT
+        roof = roof_at(flops, bytes_moved, memory, compute)
+    else:
+        roof = roof_at(None, bytes_moved, memory, None)
+    if roof is None:
+        return NO_PLACEMENT
+    achieved = (flops or 0) / seconds / 1e12 if roof.unit == "TFLOP/s" else (bytes_moved or 0) / seconds / 1e9
+    return WorkPlacement(roof.ceiling.name, roof.attainable, roof.unit, 100 * achieved / roof.attainable, roof.bound, roof.ceiling.evidence.tag)

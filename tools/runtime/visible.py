@@ -11,20 +11,12 @@ they find idle are mapped back to the numbers this process uses (ordinals).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.smi.readings import SmiGpu
 
 VISIBLE_DEVICES = {"cuda": "CUDA_VISIBLE_DEVICES", "hip": "HIP_VISIBLE_DEVICES"}
 DEVICE_ORDER = ("CUDA_DEVICE_ORDER", "PCI_BUS_ID")  # CUDA's default, FASTEST_FIRST, can number GPUs unlike nvidia-smi
-
-
-@dataclass(frozen=True)
-class SmiGpu:
-    """A GPU as an smi tool numbers it (physically), with its UUID where the tool gives one."""
-
-    index: int
-    uuid: str | None = None
 
 
 def visible_entries(backend: str, environ: Mapping[str, str]) -> list[str] | None:

@@ -5,16 +5,20 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from hyperloom.core.toolchain import find_tool
 from hyperloom.tools.runtime.models import HOST_BACKENDS
-from hyperloom.tools.runtime.visible import SmiGpu, ordinals, pinned_value
+from hyperloom.tools.runtime.visible import ordinals, pinned_value
+from hyperloom.tools.smi.amd import IDLE_METRIC_ARGS, parse_idle_metric
+from hyperloom.tools.smi.nvidia import IDLE_QUERY_ARGS, parse_idle_query
+from hyperloom.tools.smi.readings import SmiGpu
 
 IDLE_UTILIZATION_PCT = 10.0
 IDLE_MEMORY_MIB = 2048.0
 SMI_TIMEOUT_S = 10.0
-NVIDIA_FIELDS = "index,uuid,utilization.gpu,memory.used"
+T = TypeVar("T")
 
 
 def worker_slots(backend: str, workers: int, devices: list[int] | None) -> list[int | None]:
@@ -41,50 +45,18 @@ def idle_gpus(backend: str, environ: Mapping[str, str] | None = None) -> list[in
     environ = os.environ if environ is None else environ
     try:
         if backend == "cuda":
-            return ordinals(backend, _nvidia_idle(), environ)
+            return ordinals(backend, _idle("nvidia-smi", IDLE_QUERY_ARGS, parse_idle_query), environ)
         if "ROCR_VISIBLE_DEVICES" in environ:
             return []
-        return ordinals(backend, [SmiGpu(index) for index in _amd_idle()], environ)
+        return ordinals(backend, [SmiGpu(index) for index in _idle("amd-smi", IDLE_METRIC_ARGS, parse_idle_metric)], environ)
     except (OSError, subprocess.SubprocessError, ValueError, KeyError, TypeError, json.JSONDecodeError):
         return []
 
 
-def _nvidia_idle() -> list[SmiGpu]:
-    smi = find_tool("nvidia-smi")
+def _idle(tool: str, args: tuple[str, ...], parse: Callable[[str, float, float], list[T]]) -> list[T]:
+    """The idle GPUs in what `tool args` prints; [] when the tool is not installed (a failure raises, for idle_gpus)."""
+    smi = find_tool(tool)
     if smi.path is None:
         return []
-    proc = subprocess.run([smi.path, f"--query-gpu={NVIDIA_FIELDS}", "--format=csv,noheader,nounits"],
-                          capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
-    return parse_nvidia(proc.stdout)
-
-
-def parse_nvidia(text: str) -> list[SmiGpu]:
-    """The idle GPUs of `nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits`."""
-    idle = []
-    for line in text.strip().splitlines():
-        index, uuid, util, memory = (part.strip() for part in line.split(","))
-        if float(util) <= IDLE_UTILIZATION_PCT and float(memory) <= IDLE_MEMORY_MIB:
-            idle.append(SmiGpu(int(index), uuid))
-    return idle
-
-
-def _amd_idle() -> list[int]:
-    smi = find_tool("amd-smi")
-    if smi.path is None:
-        return []
-    proc = subprocess.run([smi.path, "metric", "--usage", "--mem-usage", "--json"], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
-    return parse_amd(proc.stdout)
-
-
-def parse_amd(text: str) -> list[int]:
-    data = json.loads(text)
-    gpus = data["gpu_data"] if isinstance(data, dict) and "gpu_data" in data else data
-    idle = []
-    for gpu in gpus:
-        usage = gpu["usage"]["gfx_activity"]
-        memory = gpu["mem_usage"]["used_vram"]
-        util = usage["value"] if isinstance(usage, dict) else usage
-        used = memory["value"] if isinstance(memory, dict) else memory
-        if float(util) <= IDLE_UTILIZATION_PCT and float(used) <= IDLE_MEMORY_MIB:
-            idle.append(int(gpu["gpu"]))
-    return idle
+    proc = subprocess.run([smi.path, *args], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=True)
+    return parse(proc.stdout, IDLE_UTILIZATION_PCT, IDLE_MEMORY_MIB)

@@ -245,7 +245,7 @@ CENSUS_LISTING_HINT = "List instructions with --detail, or --match dot8 (any par
 
 
 def census_report(result: CensusResult) -> str:
-    from hyperloom.tools.isa.report import LISTING_HINT
+    from hyperloom.tools.isa.summary import LISTING_HINT
 
     summary = result.summary.removesuffix(LISTING_HINT) + CENSUS_LISTING_HINT if result.summary.endswith(LISTING_HINT) else result.summary
     parts = [summary, ""]

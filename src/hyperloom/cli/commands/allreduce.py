@@ -7,8 +7,8 @@ import argparse
 from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK, add_tool_command, emit, run_tool
 from hyperloom.cli.model_args import add_model_arguments, model_from_args
 from hyperloom.cli.render import evidence_line, table
-from hyperloom.tools.allreduce.bench import run_bench
-from hyperloom.tools.allreduce.models import AllreduceResult, BenchRequest, BenchResult
+from hyperloom.tools.allreduce.bench import run_allreduce_bench
+from hyperloom.tools.allreduce.models import AllreduceBenchRequest, AllreduceBenchResult, AllreduceResult
 
 
 def run_report(result: AllreduceResult) -> str:
@@ -30,7 +30,7 @@ def run_report(result: AllreduceResult) -> str:
     return "\n".join([table(["what", "value"], rows), f"evidence: {evidence_line(result.evidence)}", result.summary])
 
 
-def bench_report(result: BenchResult) -> str:
+def bench_report(result: AllreduceBenchResult) -> str:
     rows = [
         (f"{row.size_bytes / 2**20:g} MiB", row.method, f"{row.time_s * 1e3:.3f}", f"{row.algbw_gbps:.3f}",
          f"{row.max_rel_error:.3g}", "-" if row.wire_bytes_per_rank is None else str(row.wire_bytes_per_rank))
@@ -47,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def bench(args: argparse.Namespace) -> int:
-    emit(run_bench(model_from_args(BenchRequest, args)), args, bench_report)
+    emit(run_allreduce_bench(model_from_args(AllreduceBenchRequest, args)), args, bench_report)
     return EXIT_OK
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="allreduce_command", required=True)
     add_tool_command(commands, "run", "allreduce_int6", run)
-    timing = commands.add_parser("bench", help="time allreduce_int6 against the backend's native bf16 all-reduce, 1 MiB to 1 GiB", description=run_bench.__doc__)
-    add_model_arguments(timing, BenchRequest)
+    timing = commands.add_parser("bench", help="time allreduce_int6 against the backend's native bf16 all-reduce, 1 MiB to 1 GiB", description=run_allreduce_bench.__doc__)
+    add_model_arguments(timing, AllreduceBenchRequest)
     timing.add_argument("--json", action="store_true", help="print the result model as JSON")
     timing.set_defaults(handler=bench)

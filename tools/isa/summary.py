@@ -1,65 +1,12 @@
-"""isa_census as an agent sees it: a summary sized for a context window, pages on request."""
+"""isa_census's summary, sized for a context window: the checks cut short, the census told in a few sentences."""
 
 from __future__ import annotations
 
-from hyperloom.core.progress import ProgressFn
-from hyperloom.core.workspace import Workspace
-from hyperloom.tools.isa.census import census
-from hyperloom.tools.isa.compare import compare
-from hyperloom.tools.isa.models import Census, CensusChecks, CensusRequest, CensusResult, CapabilitySummary, Comparison
-from hyperloom.tools.isa.targets import find_llvm_mc
+from hyperloom.tools.isa.models import Census, CensusChecks, Comparison
 
 SHOWN_NAMES = 10
-PROOF_SHOWN = 4
 # The summary's last sentence, in the request's own terms; the CLI says it with its flags instead.
 LISTING_HINT = "List instructions with detail=true, or match='dot8' (any part of a name); page with offset and limit."
-
-
-def run_census(request: CensusRequest, workspace: Workspace, progress: ProgressFn | None = None) -> CensusResult:
-    """The census of request.target (cached unless refresh), summarised, optionally listed or compared."""
-    del workspace  # the census reads no caller files
-    llvm = find_llvm_mc()
-    measured, from_cache = census(request.target, refresh=request.refresh, llvm=llvm, progress=progress)
-    listing = [i for i in measured.instructions if request.match in i.name] if request.match else measured.instructions
-    listed = request.detail or request.match is not None
-    end = request.offset + request.limit
-    comparison = None
-    if request.compare_to is not None:
-        from hyperloom.tools.isa.renames import renames  # the assembler's modules: only a comparison needs them
-
-        other, _ = census(request.compare_to, refresh=request.refresh, llvm=llvm)
-        comparison = compare(measured, other, request.offset, request.limit, renames(measured, other, llvm.path))
-    longest = max(
-        len(listing) if listed else 0,
-        comparison.only_in_target_count if comparison else 0,
-        comparison.only_in_other_count if comparison else 0,
-        comparison.renamed_count if comparison else 0,
-    )
-    paged = listed or comparison is not None
-    return CensusResult(
-        target=measured.target,
-        generation=measured.generation,
-        llvm_version=measured.llvm.version,
-        summary=summarise(measured, comparison, listed, paged),
-        canonical_count=measured.canonical_count,
-        alias_count=measured.alias_count,
-        families=measured.families,
-        # a page of a listing or a comparison carries that; the capabilities come once, in the plain summary
-        capabilities_present=[] if paged else [
-            CapabilitySummary(name=c.name, description=c.description, proof=c.instructions[:PROOF_SHOWN], proof_count=len(c.instructions))
-            for c in measured.capabilities
-            if c.present
-        ],
-        capabilities_absent=[] if paged else [c.name for c in measured.capabilities if not c.present],
-        checks=shortened(measured.checks),
-        instructions=listing[request.offset : end] if listed else [],
-        listed_total=len(listing) if listed else 0,
-        next_offset=end if end < longest else None,
-        compare=comparison,
-        from_cache=from_cache,
-        version_note=measured.version_note,
-        evidence=measured.evidence,
-    )
 
 
 def shortened(checks: CensusChecks) -> CensusChecks:

@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
-from hyperloom.core.evidence import assumed, measured
+from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchResult
-from hyperloom.tools.detect.parts import PARTS
 from hyperloom.tools.roofline.ceilings import available, measure, read_of_size, stage
+from hyperloom.tools.roofline.datasheet import datasheet_ceilings
 from hyperloom.tools.roofline.models import Ceiling, RooflineRequest, RooflineResult
 from hyperloom.tools.roofline.place import place
 from hyperloom.tools.roofline.plot import draw
-
-
-def datasheet_ceilings(device_name: str, target: str) -> list[Ceiling]:
-    """The vendor peaks of the part this device is, when Hyperloom knows it: ASSUMED."""
-    parts = [p for p in PARTS if p.name.lower().replace("nvidia ", "").replace("amd ", "") in device_name.lower()]
-    if not parts:
-        return []
-    part = max(parts, key=lambda p: len(p.name))
-    evidence = assumed(f"datasheet: {part.source}", inputs_sha256=sha256_json({"part": part.name}), target=target)
-    return [
-        Ceiling(name="datasheet memory", kind="memory", value=part.memory_bandwidth_gbps, unit="GB/s", source=part.source, evidence=evidence),
-        Ceiling(name="datasheet FP32", kind="compute", value=part.fp32_tflops, unit="TFLOP/s", source=part.source, evidence=evidence),
-        Ceiling(name="datasheet FP16 dense", kind="compute", value=part.fp16_tflops, unit="TFLOP/s", source=part.source, evidence=evidence),
-    ]
 
 
 def run_roofline(request: RooflineRequest, workspace: Workspace, progress: ProgressFn | None = None) -> RooflineResult:

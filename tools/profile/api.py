@@ -35,7 +35,7 @@ def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Worksp
         return roofs
     if request.roof_target is not None:
         from hyperloom.tools.roofline.models import RooflineRequest
-        from hyperloom.tools.roofline.run import run_roofline
+        from hyperloom.tools.roofline.api import run_roofline
 
         result = run_roofline(RooflineRequest(target=request.roof_target, plot=False, out_dir=workspace.relative(folder / "roofline")), workspace)
         if roof.same_device(result.device, device) is False:

@@ -1,9 +1,6 @@
-"""serve_sweep: start the server when asked, read what it says about itself, calibrate the prompts, sweep, keep the result.
+"""serve_sweep: start the server when asked (ended in a finally block, or by its watchdog), calibrate, sweep, keep the result.
 
-Every started server is ended in a finally block and, should this process die, by its watchdog. After every level
-the result so far is written to the cache folder labelled 'interrupted' (not complete), so a killed sweep leaves its
-partial figures; the last write replaces it with the real stop reason.
-"""
+After every level the result so far is cached labelled 'interrupted', so a killed sweep leaves its partial figures."""
 
 from __future__ import annotations
 
@@ -29,6 +26,7 @@ from hyperloom.tools.serve.models import Capacity, Level, ServeSweepRequest, Ser
 from hyperloom.tools.serve.plot import draw
 from hyperloom.tools.serve.sweep import LevelRunner, plan_levels, requests_for, stop_after
 from hyperloom.tools.serve.workload import calibrate_words, load_prompts, synthetic_prompt
+from hyperloom.tools.smi.nvidia import NAME_ARGS, parse_names
 
 
 @dataclass
@@ -209,8 +207,8 @@ def local_device() -> str:
     smi = find_tool("nvidia-smi")
     if smi.path:
         try:
-            out = run_checked([smi.path, "--query-gpu=name", "--format=csv,noheader"], timeout_s=20, what="listing GPUs with nvidia-smi")
-            gpus = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+            out = run_checked([smi.path, *NAME_ARGS], timeout_s=20, what="listing GPUs with nvidia-smi")
+            gpus = parse_names(out.stdout)
         except HyperloomError:
             gpus = []
     names = ", ".join(f"{n}x {name}" if n > 1 else name for name, n in _counted(gpus))

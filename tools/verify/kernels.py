@@ -1,4 +1,4 @@
-"""disasm_verify: per-kernel instruction histograms and expect / forbid / spill verdicts."""
+"""The kernels of a code object with their instructions, each judged by an expect or forbid rule or for spills."""
 
 from __future__ import annotations
 
@@ -7,21 +7,17 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.core.evidence import measured
-from hyperloom.core.hashing import combine_digests, sha256_bytes, sha256_json
-from hyperloom.core.progress import ProgressFn
-from hyperloom.core.workspace import Workspace
 from hyperloom.tools.codeobj.disasm import Listing, base_mnemonic, disassemble_member
 from hyperloom.tools.codeobj.formats import Kind, read_members
 from hyperloom.tools.codeobj.metadata import kernel_resources
 from hyperloom.tools.codeobj.sass import disassemble_cubin, sass_base
-from hyperloom.tools.verify.models import Count, KernelSummary, RuleVerdict, VerifyRequest, VerifyResult
-from hyperloom.tools.verify.rules import Rule, matches, parse_rule, patterns_for
+from hyperloom.tools.verify.models import Count, KernelSummary, RuleVerdict
+from hyperloom.tools.verify.rules import Rule, matches, patterns_for
 from hyperloom.tools.verify.spellings import spelling
 
 
 @dataclass
-class Kernel:
+class KernelCode:
     """One kernel's instructions and declared spill / scratch figures, on one target."""
 
     name: str
@@ -47,62 +43,20 @@ class Kernel:
         return [f"{ins.address:#x}: {ins.text}" for ins in self.listing.find(self.name, mnemonics, keep)] if mnemonics and keep else []
 
 
-def verify(request: VerifyRequest, workspace: Workspace, progress: ProgressFn | None = None) -> VerifyResult:
-    path = workspace.resolve(request.code_object, kind="file", what="code_object")
-    label = request.code_object
-    expect = [parse_rule(text, "expect") for text in request.expect]
-    forbid = [parse_rule(text, "forbid") for text in request.forbid]
-    kernels, tools = _load(path, label)
-    if request.kernels:
-        known = {k.name for k in kernels}
-        if missing := [name for name in request.kernels if name not in known]:
-            raise HyperloomError(f"{label} has no kernel named {missing}", f"choose from {sorted(known)}")
-        kernels = [k for k in kernels if k.name in request.kernels]
-    verdicts: list[RuleVerdict] = []
-    for index, kernel in enumerate(kernels):
-        verdicts += [_judge(kernel, rule, "expect", request.lines_per_rule) for rule in expect]
-        verdicts += [_judge(kernel, rule, "forbid", request.lines_per_rule) for rule in forbid]
-        if request.check_spills:
-            verdicts.append(_spill_verdict(kernel, request.lines_per_rule))
-        if progress is not None:
-            progress(index + 1, len(kernels))
-    failed = [v for v in verdicts if not v.passed]
-    targets = sorted({k.target for k in kernels})
-    summary = (
-        f"PASS: {len(verdicts)} check(s) on {len(kernels)} kernel(s) for {', '.join(targets)}"
-        if not failed
-        else "FAIL: " + "; ".join(f"{v.kernel}: {v.kind} {v.rule} found {v.found} ({v.requirement})" for v in failed[:5])
-    )
-    evidence = measured(
-        "disasm_verify",
-        inputs_sha256=combine_digests([sha256_bytes(path.read_bytes()), sha256_json(request.model_dump())]),
-        target=",".join(targets),
-        toolchain=tools,
-    )
-    return VerifyResult(
-        passed=not failed,
-        summary=summary,
-        code_object=workspace.relative(path),
-        targets=targets,
-        kernels=[_summary(k, request.histogram_top) for k in kernels],
-        verdicts=verdicts,
-        evidence=evidence,
-    )
-
-
-def _load(path, label: str) -> tuple[list[Kernel], dict[str, str]]:
-    kernels: list[Kernel] = []
+def load_kernels(path, label: str) -> tuple[list[KernelCode], dict[str, str]]:
+    """Every kernel in the code object at `path` (AMDGPU members or a cubin), and the disassemblers' versions."""
+    kernels: list[KernelCode] = []
     tools: dict[str, str] = {}
     for member in read_members(path, label):
         if member.kind is Kind.CUBIN:
             listing, usage = disassemble_cubin(path, label)
             for name in listing.texts:
                 res = usage.get(name, {})  # per-thread stack frame plus local memory: NVIDIA's scratch
-                kernels.append(Kernel(name, listing, None, None, res.get("STACK", 0) + res.get("LOCAL", 0) if res else None))
+                kernels.append(KernelCode(name, listing, None, None, res.get("STACK", 0) + res.get("LOCAL", 0) if res else None))
         else:
             listing = disassemble_member(member, label, path)
             for k in kernel_resources(member.data):
-                kernels.append(Kernel(k.name, listing, k.vgpr_spills, k.sgpr_spills, k.scratch_bytes))
+                kernels.append(KernelCode(k.name, listing, k.vgpr_spills, k.sgpr_spills, k.scratch_bytes))
         if listing.tool is not None:
             tools[listing.tool.name] = listing.tool.version or "unknown"
     if not kernels:
@@ -110,7 +64,7 @@ def _load(path, label: str) -> tuple[list[Kernel], dict[str, str]]:
     return kernels, tools
 
 
-def _judge(kernel: Kernel, rule: Rule, kind: str, keep: int) -> RuleVerdict:
+def judge_rule(kernel: KernelCode, rule: Rule, kind: str, keep: int) -> RuleVerdict:
     patterns = patterns_for(rule, kernel.target)
     matched = kernel.matching(patterns)
     found = sum(kernel.counts[m] for m in matched)
@@ -130,7 +84,7 @@ def _judge(kernel: Kernel, rule: Rule, kind: str, keep: int) -> RuleVerdict:
     )
 
 
-def _spill_verdict(kernel: Kernel, keep: int) -> RuleVerdict:
+def spill_verdict(kernel: KernelCode, keep: int) -> RuleVerdict:
     matched = kernel.matching(spelling("scratch", kernel.target))
     found = sum(kernel.counts[m] for m in matched)
     spills = (kernel.vgpr_spills or 0) + (kernel.sgpr_spills or 0)
@@ -157,7 +111,7 @@ def _spill_verdict(kernel: Kernel, keep: int) -> RuleVerdict:
     )
 
 
-def _summary(kernel: Kernel, top: int) -> KernelSummary:
+def kernel_summary(kernel: KernelCode, top: int) -> KernelSummary:
     return KernelSummary(
         name=kernel.name,
         target=kernel.target,

@@ -1,54 +1,21 @@
-"""Parse the AMD management tools: `rocm-smi -a` and the `amd-smi` default view."""
+"""AMD's management tools read: `rocm-smi -a` (and its clock, power and temperature lines), the `amd-smi` default
+view, and `amd-smi metric`'s JSON of each GPU's use."""
 
 from __future__ import annotations
 
+import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import replace
 
+from hyperloom.tools.smi.readings import DeviceState, GpuProcess, SmiGpu, SmiReport, number
+
+IDLE_METRIC_ARGS = ("metric", "--usage", "--mem-usage", "--json")
 _GPU_LINE = re.compile(r"^GPU\[(\d+)\]\s*:\s*(.+?):\s*(.*)$")
 _USING = re.compile(r"^PID (\d+) is using (\d+) DRM device\(s\)")
 _AMDSMI_HEADER = re.compile(r"amdgpu version:\s*(\S+).*?ROCm version:\s*(\S+)")
 _AMDSMI_ROW1 = re.compile(r"^\|\s*([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d)\s+(.*?)\s*\|.*?(\d+)/(\d+) W\s*\|")
 _AMDSMI_ROW2 = re.compile(r"^\|\s*(\d+)\s+(\S+)\s+.*\|.*?(\d+)/(\d+) MB\s*\|")
-
-
-@dataclass
-class SmiGpu:
-    index: int
-    values: dict[str, str] = field(default_factory=dict)
-    bus_id: str | None = None
-    name: str | None = None
-    vram_used_mb: int | None = None
-    vram_total_mb: int | None = None
-    power_cap_w: float | None = None
-
-    @property
-    def perf_level(self) -> str | None:
-        return self.values.get("Performance Level")
-
-
-@dataclass(frozen=True)
-class GpuProcess:
-    pid: int
-    name: str
-    gpus: tuple[int, ...]
-    vram_bytes: int | None = None
-
-    def describe(self) -> str:
-        vram = f"{self.vram_bytes / 2**30:.1f} GiB" if self.vram_bytes is not None else "unknown VRAM"
-        where = f"GPU {','.join(map(str, self.gpus))}" if self.gpus else "no GPU named"
-        return f"PID {self.pid} ({self.name}, {vram}, {where})"
-
-
-@dataclass
-class SmiReport:
-    tool: str
-    gpus: dict[int, SmiGpu] = field(default_factory=dict)
-    processes: list[GpuProcess] = field(default_factory=list)
-    driver_version: str | None = None
-    rocm_version: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    processes_listed: bool = False
+_MHZ = re.compile(r"\((\d+(?:\.\d+)?)\s*Mhz\)", re.I)
 
 
 def _float(text: str | None) -> float | None:
@@ -65,7 +32,7 @@ def parse_rocm_smi(text: str) -> SmiReport:
     using: dict[int, list[int]] = {}
     lines = [line.rstrip() for line in text.splitlines()]
     in_kfd = False
-    for number, line in enumerate(lines):
+    for at, line in enumerate(lines):
         if line.startswith("Driver version:"):
             report.driver_version = line.split(":", 1)[1].strip() or None
         elif match := _GPU_LINE.match(line):
@@ -79,14 +46,15 @@ def parse_rocm_smi(text: str) -> SmiReport:
             rows.append((int(parts[0]), parts[1], int(parts[3]) if parts[3].isdigit() else None))
         elif match := _USING.match(line):
             in_kfd = False
-            follow = lines[number + 1].split() if number + 1 < len(lines) else []
+            follow = lines[at + 1].split() if at + 1 < len(lines) else []
             count = int(match.group(2))
             using[int(match.group(1))] = [int(x) for x in follow[:count] if x.isdigit()] if count else []
         elif line.startswith("=") and in_kfd and "KFD" not in line:
             in_kfd = False
-    for gpu in report.gpus.values():
-        gpu.bus_id = gpu.values.get("PCI Bus")
-        gpu.power_cap_w = _float(gpu.values.get("Max Graphics Package Power (W)"))
+    report.gpus = {
+        index: replace(gpu, bus_id=gpu.values.get("PCI Bus"), power_cap_w=_float(gpu.values.get("Max Graphics Package Power (W)")))
+        for index, gpu in report.gpus.items()
+    }
     report.processes = [GpuProcess(pid, name, tuple(using.get(pid, [])), vram) for pid, name, vram in rows]
     return report
 
@@ -109,3 +77,40 @@ def parse_amd_smi(text: str) -> SmiReport:
             )
             pending = None
     return report
+
+
+def rocm_smi_state(text: str, device: int) -> DeviceState:
+    """Clocks, temperature and power of one GPU from `rocm-smi` 'GPU[i] : key: value' lines."""
+    gpu = parse_rocm_smi(text).gpus.get(device)
+    if gpu is None:
+        return DeviceState(tool="rocm-smi", note=f"no reading for GPU {device}")
+
+    def clock(key: str) -> float | None:
+        match = _MHZ.search(gpu.values.get(key, ""))
+        return float(match.group(1)) if match else None
+
+    def first(predicate) -> float | None:
+        return next((number(v.split()[0]) for k, v in gpu.values.items() if predicate(k) and v.split()), None)
+
+    return DeviceState(
+        tool="rocm-smi",
+        sm_clock_mhz=clock("sclk clock level"),
+        memory_clock_mhz=clock("mclk clock level"),
+        temperature_c=first(lambda k: k.startswith("Temperature (Sensor edge)") or k == "Temperature"),
+        power_w=first(lambda k: "Package Power" in k and not k.startswith("Max")),
+    )
+
+
+def parse_idle_metric(text: str, max_busy_pct: float, max_memory_mib: float) -> list[int]:
+    """The GPUs of `amd-smi metric --usage --mem-usage --json` at most `max_busy_pct` busy with at most `max_memory_mib` in use."""
+    data = json.loads(text)
+    gpus = data["gpu_data"] if isinstance(data, dict) and "gpu_data" in data else data
+    idle = []
+    for gpu in gpus:
+        usage = gpu["usage"]["gfx_activity"]
+        memory = gpu["mem_usage"]["used_vram"]
+        util = usage["value"] if isinstance(usage, dict) else usage
+        used = memory["value"] if isinstance(memory, dict) else memory
+        if float(util) <= max_busy_pct and float(used) <= max_memory_mib:
+            idle.append(int(gpu["gpu"]))
+    return idle
