@@ -17,7 +17,7 @@ def status_report(status: TuneStatus) -> str:
 
 
 def propose_report(result: ProposeResult) -> str:
-    return f"{'queued' if result.accepted else 'refused'} {result.hash[:16]}: {result.summary}"
+    return f"{'' if result.accepted else 'refused: '}{result.summary} (candidate {result.hash[:16]})"
 
 
 def tune_report(report: TuneReport) -> str:
