@@ -55,21 +55,18 @@ def _tool_leaf(entry: ToolDef, served: Sequence[ToolDef]) -> Leaf:
 def leaves() -> tuple[Leaf, ...]:
     """Every command: the catalog's tools in catalog order (a tool run through another's option adds its name to
     that command's), then the commands that are no tool."""
-    tools = [e for e in CATALOG if e.cli is not None and e.cli.via is None]
-    served = {e.cli.path: [s for s in CATALOG if s.cli is not None and s.cli.via and s.cli.path == e.cli.path] for e in tools}
-    found = [_tool_leaf(e, served[e.cli.path]) for e in tools]
+    def served(path: tuple[str, ...]) -> list[ToolDef]:
+        return [e for e in CATALOG if e.cli is not None and e.cli.via and e.cli.path == path]
+
+    found = [_tool_leaf(e, served(e.cli.path)) for e in CATALOG if e.cli is not None and e.cli.via is None]
     found += [Leaf(c.path, c.help, functools.partial(_configure_extra, c.configure), c.aliases) for c in EXTRAS]
     return tuple(found)
 
 
-@functools.cache
-def group_help() -> dict[tuple[str, ...], str]:
-    """Each group's help, as one of its catalog entries gives it, with the tools its commands run."""
-    helps = {e.cli.path[:-1]: e.cli.group_help for e in CATALOG if e.cli is not None and e.cli.group_help}
-    return {
-        group: f"{text} ({', '.join(name for leaf in leaves() if leaf.path[: len(group)] == group for name in leaf.tools)})"
-        for group, text in helps.items()
-    }
+def group_help(group: tuple[str, ...]) -> str:
+    """A group's help, as one of its catalog entries gives it, with the tools its commands run."""
+    text = next((e.cli.group_help for e in CATALOG if e.cli is not None and e.cli.group_help and e.cli.path[:-1] == group), "")
+    return f"{text} ({', '.join(name for leaf in leaves() if leaf.path[: len(group)] == group for name in leaf.tools)})"
 
 
 def choose(argv: Sequence[str]) -> tuple[Leaf | None, list[str]]:
@@ -114,7 +111,7 @@ def build_parser(only: Leaf | None = None, every: bool = True) -> argparse.Argum
         for depth in range(1, len(leaf.path)):
             group = leaf.path[:depth]
             if group not in groups:
-                text = _escaped(group_help().get(group, ""))
+                text = _escaped(group_help(group))
                 sub = groups[group[:-1]].add_parser(group[-1], help=text, description=text)
                 groups[group] = sub.add_subparsers(dest="_".join(group) + "_command", required=True)
         sub = groups[leaf.path[:-1]].add_parser(
