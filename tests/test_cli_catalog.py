@@ -124,3 +124,21 @@ def test_a_group_without_its_verb_lists_the_verbs(capsys):
         main(["tune"])
     assert done.value.code == 2 and "{start,status,propose,stop,report}" in capsys.readouterr().err
     assert main(["spec", "schema"]) == EXIT_OK and '"$schema"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["serve", "sweep", "--base-url", "http://h:1/v1", "--", "llama-server", "-m", "m.gguf"], {"server_command": ["llama-server", "-m", "m.gguf"]}),
+        (["serve", "sweep", "--base-url", "http://h:1/v1"], {"server_command": None}),
+        (["profile", "--steps", "1", "model.py", "48", "--fast"], {"workload": "model.py", "args": ["48", "--fast"]}),
+        (["profile", "--trace", "t.json"], {"workload": None, "args": None}),
+    ],
+)
+def test_the_words_after_the_options_fill_the_trailing_fields(argv, expected):
+    from hyperloom.cli.tool_command import take_trailing
+
+    leaf, words = choose(argv)
+    args = build_parser(leaf, every=False).parse_args(words)
+    take_trailing(tool({"serve": "serve_sweep", "profile": "profile"}[argv[0]]).cli.trailing, args)
+    assert {name: getattr(args, name, None) for name in expected} == expected

@@ -60,11 +60,11 @@ def run_tool(entry: ToolDef, args: argparse.Namespace) -> BaseModel:
     from hyperloom.core.workspace import Workspace
 
     if entry.cli is not None and entry.cli.trailing is not None:
-        _take_trailing(entry.cli.trailing, args)
+        take_trailing(entry.cli.trailing, args)
     return entry.run(model_from_args(entry.request, args), Workspace.from_env(), progress_printer())
 
 
-def _take_trailing(trailing: Trailing, args: argparse.Namespace) -> None:
+def take_trailing(trailing: Trailing, args: argparse.Namespace) -> None:
     """Hand the words after the options (a leading `--` dropped) to the trailing fields: one each, the rest to the last."""
     words = list(getattr(args, TRAILING_DEST, None) or [])
     if words[:1] == ["--"]:
