@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _C = "hyperloom.cli.commands."
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(NamedTuple):
     """A command that is no catalog tool: where it sits, its one-line help, and the 'module:function' that adds its
     options and handler (imported only when the command runs or help lists every option)."""
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from hyperloom.cli.extras import EXTRAS
 from hyperloom.tools.catalog import CATALOG, ToolDef, resolve
@@ -15,8 +15,7 @@ from hyperloom.tools.catalog import CATALOG, ToolDef, resolve
 HELP_WORDS = ("-h", "--help")
 
 
-@dataclass(frozen=True)
-class Leaf:
+class Leaf(NamedTuple):
     """One runnable command: its words, its help, and what adds its options and handler."""
 
     path: tuple[str, ...]
@@ -69,54 +68,54 @@ def group_help(group: tuple[str, ...]) -> str:
     return f"{text} ({', '.join(name for leaf in leaves() if leaf.path[: len(group)] == group for name in leaf.tools)})"
 
 
-def choose(argv: Sequence[str]) -> tuple[Leaf | None, list[str]]:
-    """The command `argv` names, and `argv` with its group's default verb put in where none is given
-    (`hyperloom tune --spec S` runs `hyperloom tune start --spec S`)."""
+def choose(argv: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The path of the command (or group) `argv` names, and `argv` with its group's default verb put in where none
+    is given (`hyperloom tune --spec S` runs `hyperloom tune start --spec S`)."""
     argv = list(argv)
     at = next((i for i, word in enumerate(argv) if not word.startswith("-")), len(argv))
-    prefix: tuple[str, ...] = ()
-    while True:
-        leaf = next((leaf for leaf in leaves() if leaf.path == prefix), None)
-        if leaf is not None:
-            return leaf, argv
+    path: tuple[str, ...] = ()
+    while not any(leaf.path == path for leaf in leaves()):
         word = argv[at] if at < len(argv) else None
-        name = _child(prefix, word)
+        name = next((name for name, leaf in _children(path) if word == name or (leaf is not None and word in leaf.aliases)), None)
         if name is None:
-            default = next((leaf for leaf in leaves() if leaf.default and leaf.path[:-1] == prefix), None) if prefix else None
+            default = next((leaf for leaf in leaves() if leaf.default and leaf.path[:-1] == path), None) if path else None
             if default is None or word is None or word in HELP_WORDS:
-                return None, argv
-            return default, [*argv[:at], default.path[-1], *argv[at:]]
-        prefix, at = (*prefix, name), at + 1
+                return path, argv
+            return default.path, [*argv[:at], default.path[-1], *argv[at:]]
+        path, at = (*path, name), at + 1
+    return path, argv
 
 
-def _child(prefix: tuple[str, ...], word: str | None) -> str | None:
-    """The name of the command or group under `prefix` that `word` names (an alias included), else None."""
-    depth = len(prefix)
+def _children(prefix: tuple[str, ...]) -> list[tuple[str, Leaf | None]]:
+    """The words that may follow `prefix`, in order, each with its command (None for a group)."""
+    depth, found = len(prefix), {}
     for leaf in leaves():
-        if leaf.path[:depth] == prefix and len(leaf.path) > depth:
-            if word == leaf.path[depth] or (len(leaf.path) == depth + 1 and word in leaf.aliases):
-                return leaf.path[depth]
-    return None
+        if len(leaf.path) > depth and leaf.path[:depth] == prefix:
+            found.setdefault(leaf.path[depth], leaf if len(leaf.path) == depth + 1 else None)
+    return list(found.items())
 
 
-def build_parser(only: Leaf | None = None, every: bool = True) -> argparse.ArgumentParser:
-    """The parser; every command is configured (its tool's models imported) unless `every` is false, when only `only` is."""
+def build_parser(chosen: tuple[str, ...] = (), every: bool = True) -> argparse.ArgumentParser:
+    """The parser. With `every`, every command is configured (its tool's models imported); without it, only the
+    command at `chosen`, and only the groups on its way list their commands."""
     from hyperloom import __version__
 
     parser = argparse.ArgumentParser(prog="hyperloom", description="AMD-GPU-first kernel optimizer tools.")
     parser.add_argument("--version", action="version", version=f"hyperloom {__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages to stderr")
-    groups = {(): parser.add_subparsers(dest="command", required=True, metavar="COMMAND")}
-    for leaf in leaves():
-        for depth in range(1, len(leaf.path)):
-            group = leaf.path[:depth]
-            if group not in groups:
-                text = _escaped(group_help(group))
-                sub = groups[group[:-1]].add_parser(group[-1], help=text, description=text)
-                groups[group] = sub.add_subparsers(dest="_".join(group) + "_command", required=True)
-        sub = groups[leaf.path[:-1]].add_parser(
-            leaf.path[-1], help=_escaped(leaf.help), aliases=list(leaf.aliases), description=_escaped(leaf.description or leaf.help),
-        )
-        if every or leaf is only:
-            leaf.configure(sub)
+    _fill(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"), (), chosen, every)
     return parser
+
+
+def _fill(subparsers: argparse._SubParsersAction, prefix: tuple[str, ...], chosen: tuple[str, ...], every: bool) -> None:
+    for name, leaf in _children(prefix):
+        path = (*prefix, name)
+        if leaf is None:
+            text = _escaped(group_help(path))
+            group = subparsers.add_parser(name, help=text, description=text)
+            if every or chosen[: len(path)] == path:
+                _fill(group.add_subparsers(dest="_".join(path) + "_command", required=True), path, chosen, every)
+            continue
+        sub = subparsers.add_parser(name, help=_escaped(leaf.help), aliases=list(leaf.aliases), description=_escaped(leaf.description or leaf.help))
+        if every or leaf.path == chosen:
+            leaf.configure(sub)
