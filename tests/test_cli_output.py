@@ -11,7 +11,7 @@ import pytest
 
 from helpers import REPO, copy_kernel, save
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
-from hyperloom.cli.render import bench_report
+from hyperloom.cli.render.bench import bench_report
 from hyperloom.core.evidence import measured
 from hyperloom.core.figures import significant
 from hyperloom.tools.bench.models import BenchResult

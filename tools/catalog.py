@@ -2,13 +2,14 @@
 
 Importing this module imports no tool: an entry names its request model, result model and function as
 'module:attribute' strings, imported the first time they are read, so a CLI command pays only for the
-tool it runs. An entry may also give the objects themselves.
+tool it runs. An entry may also give the objects themselves. Its `cli` says which `hyperloom` command offers
+it and how that command prints the result; the CLI's command tree is generated from these.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -27,8 +28,35 @@ def resolve(ref: Any) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
+# The CLI's records are NamedTuples, not dataclasses: building a dataclass costs every start-up about 1.5 ms.
+class Trailing(NamedTuple):
+    """Request fields a command takes as the words after its options (after `--`): each field but the last takes
+    one word, the last a list of the rest."""
+
+    fields: tuple[str, ...]
+    metavar: str
+    help: str
+
+
+class CliDef(NamedTuple):
+    """How the `hyperloom` command offers a tool. Functions are 'module:function' names, imported only when the
+    command runs; without `handler`, the command runs the tool with one option per request field, prints
+    `render(result)` (or --json) and exits 1 when a `verdict` field is false."""
+
+    path: tuple[str, ...]  # the words after `hyperloom`: ("census",), ("gate", "check")
+    render: str | None = None  # result -> text
+    verdict: tuple[str, ...] = ()  # result fields; exit 1 when one is False (None: not judged)
+    group_help: str | None = None  # the help of the group path[:-1], on one entry of the group
+    default: bool = False  # the group's verb when none is given (`hyperloom tune --spec S` is `tune start`)
+    aliases: tuple[str, ...] = ()  # other names of the last word
+    options: str | None = None  # (parser, entry) -> None: adds the options instead of one per request field
+    handler: str | None = None  # (entry, args) -> exit code: runs the command instead of run, render, verdict
+    trailing: Trailing | None = None
+    via: str | None = None  # no command of its own: the option of path's command that runs this tool
+
+
 class ToolDef:
-    """One tool: its models, its function, and truthful behaviour hints.
+    """One tool: its models, its function, truthful behaviour hints, and its `hyperloom` command.
 
     `request`, `result` and `run` are each the object or its 'module:attribute' name; reading the
     attribute imports a name once and returns the object.
@@ -47,8 +75,9 @@ class ToolDef:
         destructive: bool,
         idempotent: bool,
         open_world: bool = False,
+        cli: CliDef | None = None,
     ) -> None:
-        self.name, self.title, self.description = name, title, description
+        self.name, self.title, self.description, self.cli = name, title, description, cli
         self.read_only, self.destructive, self.idempotent, self.open_world = read_only, destructive, idempotent, open_world
         self._refs: dict[str, Any] = {"request": request, "result": result, "run": run}
 
@@ -93,6 +122,7 @@ CATALOG: tuple[ToolDef, ...] = (
         read_only=True,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("detect",), render="hyperloom.cli.render.detect:detect_report", aliases=("doctor",)),
     ),
     ToolDef(
         name="correctness_gate",
@@ -108,6 +138,10 @@ CATALOG: tuple[ToolDef, ...] = (
         read_only=True,
         destructive=False,
         idempotent=True,
+        cli=CliDef(
+            ("gate", "check"), render="hyperloom.cli.render.gate:gate_report", verdict=("passed",),
+            group_help="Correctness gate: compare outputs with references under a declared tolerance",
+        ),
     ),
     ToolDef(
         name="gate_freeze",
@@ -122,6 +156,7 @@ CATALOG: tuple[ToolDef, ...] = (
         read_only=False,
         destructive=True,
         idempotent=False,
+        cli=CliDef(("gate", "freeze"), render="hyperloom.cli.render.gate:freeze_report"),
     ),
     ToolDef(
         name="isa_census",
@@ -137,6 +172,7 @@ CATALOG: tuple[ToolDef, ...] = (
         read_only=True,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("census",), options="hyperloom.cli.commands.census:options", handler="hyperloom.cli.commands.census:run"),
     ),
     ToolDef(
         name="isa_probe",
@@ -151,6 +187,7 @@ CATALOG: tuple[ToolDef, ...] = (
         read_only=True,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("census",), via="--probe"),
     ),
     ToolDef(
         name="isa_audit",
@@ -165,6 +202,7 @@ CATALOG: tuple[ToolDef, ...] = (
         read_only=True,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("census",), via="--audit"),
     ),
 )
 
@@ -184,6 +222,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("compile",), render="hyperloom.cli.render.compile:compile_report", verdict=("ok",)),
     ),
     ToolDef(
         name="allreduce_int6",
@@ -200,6 +239,11 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+        cli=CliDef(
+            ("allreduce", "run"), render="hyperloom.cli.render.allreduce:allreduce_report",
+            verdict=("within_bound", "bit_identical_across_ranks", "matches_reference"),
+            group_help="INT6 compressed all-reduce: run it, or time it against native bf16",
+        ),
     ),
     ToolDef(
         name="disasm_verify",
@@ -215,6 +259,7 @@ CATALOG += (
         read_only=True,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("verify",), render="hyperloom.cli.render.verify:verify_report", verdict=("passed",), aliases=("disasm-verify",)),
     ),
 )
 
@@ -234,6 +279,10 @@ CATALOG += (
         read_only=False,
         destructive=True,
         idempotent=False,
+        cli=CliDef(
+            ("spec", "init"), render="hyperloom.cli.render.spec:spec_init_report",
+            group_help="Bring a kernel into the loop: draft a kernel.yaml from a source, check one, copy an example",
+        ),
     ),
     ToolDef(
         name="spec_check",
@@ -249,6 +298,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("spec", "check"), render="hyperloom.cli.render.spec:spec_check_report", verdict=("ok",)),
     ),
     ToolDef(
         name="spec_example",
@@ -263,6 +313,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("spec", "example"), render="hyperloom.cli.render.spec:spec_example_report"),
     ),
 )
 
@@ -282,6 +333,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=False,
+        cli=CliDef(("bench",), render="hyperloom.cli.render.bench:bench_report", verdict=("ok",)),
     ),
     ToolDef(
         name="bench_command",
@@ -297,6 +349,7 @@ CATALOG += (
         destructive=True,
         idempotent=False,
         open_world=True,
+        cli=CliDef(("bench-command",), render="hyperloom.cli.render.bench:bench_report", verdict=("ok",)),
     ),
 )
 
@@ -316,6 +369,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=False,
+        cli=CliDef(("roofline",), render="hyperloom.cli.render.roofline:roofline_report"),
     ),
 )
 
@@ -337,6 +391,10 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=False,
+        cli=CliDef(
+            ("tune", "start"), handler="hyperloom.cli.commands.tune:start", default=True,
+            group_help="Tuning sessions: start or resume one in the foreground (`tune --spec S` is `tune start`), watch, steer, stop, report",
+        ),
     ),
     ToolDef(
         name="tune_status",
@@ -351,6 +409,7 @@ CATALOG += (
         read_only=True,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("tune", "status"), render="hyperloom.cli.render.tune:status_report"),
     ),
     ToolDef(
         name="tune_propose",
@@ -365,6 +424,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("tune", "propose"), render="hyperloom.cli.render.tune:propose_report", verdict=("accepted",)),
     ),
     ToolDef(
         name="tune_stop",
@@ -378,6 +438,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("tune", "stop"), render="hyperloom.cli.render.tune:status_report"),
     ),
     ToolDef(
         name="tune_report",
@@ -392,6 +453,7 @@ CATALOG += (
         read_only=False,
         destructive=False,
         idempotent=True,
+        cli=CliDef(("tune", "report"), render="hyperloom.cli.render.tune:tune_report"),
     ),
 )
 
@@ -412,6 +474,14 @@ CATALOG += (
         destructive=True,
         idempotent=False,
         open_world=True,
+        cli=CliDef(
+            ("serve", "sweep"), render="hyperloom.cli.render.serve:sweep_report",
+            group_help="Sweep a model server's concurrency: throughput knee, latency, saturation, cached per model",
+            trailing=Trailing(
+                ("server_command",), "-- SERVER COMMAND",
+                "a server to start for the sweep and stop afterwards, after --, e.g. -- llama-server -m model.gguf --port 8080 -np 8",
+            ),
+        ),
     ),
 )
 
@@ -432,6 +502,13 @@ CATALOG += (
         destructive=False,
         idempotent=False,
         open_world=True,
+        cli=CliDef(
+            ("profile",), render="hyperloom.cli.render.profile:profile_report",
+            trailing=Trailing(
+                ("workload", "args"), "WORKLOAD [ARG ...]",
+                "script.py or module:function to run under the profiler, then its arguments (or give --trace)",
+            ),
+        ),
     ),
 )
 

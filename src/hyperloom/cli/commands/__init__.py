@@ -1,2 +1,2 @@
-"""One module per `hyperloom` subcommand; each exposes `configure(parser)`, which
-hyperloom.cli.main calls only for the command that runs."""
+"""The commands that need more than a plain tool run: the ones that are no tool (listed in hyperloom.cli.extras,
+each module with `configure(parser)`), and the handlers and options a catalog entry names for its tool."""

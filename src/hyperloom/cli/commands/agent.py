@@ -11,7 +11,7 @@ import anyio
 
 from hyperloom.agent.endpoint import DEFAULT_BASE_URL, ChatEndpoint
 from hyperloom.agent.run import AgentConfig, default_transcript_path, run_agent
-from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK
+from hyperloom.cli.exits import EXIT_FAILED_VERDICT, EXIT_OK
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import anyio
 
-from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK
+from hyperloom.cli.exits import EXIT_FAILED_VERDICT, EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:

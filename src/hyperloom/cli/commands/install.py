@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from hyperloom.cli.common import EXIT_OK
+from hyperloom.cli.exits import EXIT_OK
 from hyperloom.hosts.install import apply_install, describe, next_steps, plan_install, uninstall
 from hyperloom.hosts.locations import locate
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from hyperloom.cli.common import EXIT_OK
-from hyperloom.cli.render import table
+from hyperloom.cli.exits import EXIT_OK
+from hyperloom.cli.render.text import table
 from hyperloom.core.toolchain import discover_all
 
 

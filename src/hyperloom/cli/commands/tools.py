@@ -7,7 +7,7 @@ import json
 
 import anyio
 
-from hyperloom.cli.common import EXIT_OK
+from hyperloom.cli.exits import EXIT_OK
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,36 +1,29 @@
-"""`hyperloom tune`: run (or resume) a tuning session in the foreground with a progress bar."""
+"""`hyperloom tune start` (also `hyperloom tune` with no verb): run or resume a tuning session in the foreground,
+with a progress bar, and print its report; status, propose, stop and report are plain catalog tools."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TYPE_CHECKING
 
-from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK, emit, progress_printer, tool_options
+from hyperloom.cli.exits import EXIT_FAILED_VERDICT, EXIT_OK
 from hyperloom.cli.model_args import model_from_args
-from hyperloom.core.workspace import Workspace
-from hyperloom.tools.catalog import tool
+from hyperloom.cli.render.tune import tune_report
+from hyperloom.cli.tool_command import emit, progress_printer
 
 if TYPE_CHECKING:
-    from hyperloom.tools.tune.models import TuneReport
+    from hyperloom.tools.catalog import ToolDef
 
 
-def render(report: TuneReport) -> str:
-    lines = [report.status.summary, f"report: {report.report_md}"]
-    lines += [f"  #{t.seq} {t.params or 'baseline'}: {t.median_s * 1e6:.2f} us ({t.speedup or 1:.3f}x)" for t in report.leaderboard[:10]]
-    lines += [f"  #{t.seq} {t.params or 'baseline'}: {t.status} at {t.input_set}" for t in report.rejected]
-    return "\n".join(lines)
-
-
-def run(args: argparse.Namespace) -> int:
+def start(entry: ToolDef, args: argparse.Namespace) -> int:
+    """Exit 0 when a candidate passed the gate, 1 when none did."""
+    from hyperloom.core.workspace import Workspace
     from hyperloom.tools.tune.loop import run_tune
     from hyperloom.tools.tune.models import TuneRequest
 
-    request = model_from_args(tool("tune_start").request, args)
+    request = model_from_args(entry.request, args)
     assert isinstance(request, TuneRequest)
+    # The CLI process is the session's only home: a background thread would die with it.
     report = run_tune(request.model_copy(update={"background": False}), Workspace.from_env(), progress_printer())
-    emit(report, args, render)
+    emit(report, args, tune_report)
     return EXIT_OK if report.status.best is not None else EXIT_FAILED_VERDICT
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    tool_options(parser, "tune_start", run)

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from hyperloom.cli.common import EXIT_FAILED_VERDICT, EXIT_OK
+from hyperloom.cli.exits import EXIT_FAILED_VERDICT, EXIT_OK
 from hyperloom.core.errors import HyperloomError
 from hyperloom.validators.skill import validate_skill
 

@@ -1,17 +1,13 @@
-"""`hyperloom serve sweep`: a concurrency sweep of an OpenAI-compatible server (serve_sweep).
-
-    hyperloom serve sweep --base-url http://127.0.0.1:8080/v1 --max-concurrency 64
-    hyperloom serve sweep --base-url http://127.0.0.1:8080/v1 -- llama-server -m model.gguf --port 8080 -np 8
-"""
+"""Report of serve_sweep: one row per concurrency level, then the knee and the verdict."""
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
 
-from hyperloom.cli.common import EXIT_OK, emit, run_tool
-from hyperloom.cli.model_args import add_model_arguments
-from hyperloom.cli.render import evidence_line, table
-from hyperloom.tools.catalog import tool
+from hyperloom.cli.render.text import evidence_line, table
+
+if TYPE_CHECKING:
+    from hyperloom.tools.serve.models import ServeSweepResult
 
 
 def _ms(stats, pct: str) -> str:
@@ -23,7 +19,7 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
-def sweep_report(result) -> str:
+def sweep_report(result: ServeSweepResult) -> str:
     rows = [
         (str(level.concurrency), f"{level.output_tokens_per_s:.4g}", _num(level.per_request_output_tokens_per_s), f"{level.requests_per_s:.3g}",
          f"{_ms(level.ttft_s, 'p50')} / {_ms(level.ttft_s, 'p90')} / {_ms(level.ttft_s, 'p99')}",
@@ -50,24 +46,3 @@ def sweep_report(result) -> str:
         parts.append(f"CACHED: measured at {result.evidence.at.isoformat(timespec='seconds')}; pass --refresh to measure again")
     parts += [f"files: {', '.join(result.files)}", f"evidence: {evidence_line(result.evidence)}"]
     return "\n".join(parts)
-
-
-def sweep(args: argparse.Namespace) -> int:
-    command = list(args.server_command or [])
-    if command[:1] == ["--"]:
-        command = command[1:]
-    args.server_command = command or None
-    emit(run_tool("serve_sweep", args), args, sweep_report)
-    return EXIT_OK
-
-
-def configure(parser: argparse.ArgumentParser) -> None:
-    commands = parser.add_subparsers(dest="serve_command", required=True)
-    entry = tool("serve_sweep")
-    text = entry.description.replace("%", "%%")
-    sub = commands.add_parser("sweep", help=text.split(". ")[0] + ".", description=text)
-    add_model_arguments(sub, entry.request, skip=("server_command",))
-    sub.add_argument("--json", action="store_true", help="print the result model as JSON")
-    sub.add_argument("server_command", nargs=argparse.REMAINDER, metavar="-- SERVER COMMAND",
-                     help="a server to start for the sweep and stop afterwards, after --, e.g. -- llama-server -m model.gguf --port 8080 -np 8")
-    sub.set_defaults(handler=sweep)

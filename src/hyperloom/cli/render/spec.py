@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from hyperloom.tools.spec.models import SpecCheckResult, SpecExampleResult, SpecInitResult
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hyperloom.tools.spec.models import SpecCheckResult, SpecExampleResult, SpecInitResult
 
 _MARK = {"error": "ERROR", "warning": "warn ", "todo": "TODO "}
 
