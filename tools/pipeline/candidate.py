@@ -12,6 +12,7 @@ from hyperloom.tools.compile.models import TargetBuild
 from hyperloom.tools.pipeline.build import build_with
 from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.pipeline.phases import PhaseClock
+from hyperloom.tools.pipeline.resources import resource_refusal
 from hyperloom.tools.verify.models import VerifyRequest
 from hyperloom.tools.verify.verify import verify
 
@@ -27,7 +28,8 @@ class Built:
 
 @dataclass
 class Unbuilt:
-    """Why a candidate never reached a device: it did not build (COMPILE_ERROR) or broke a disasm rule (RULE_FAILED)."""
+    """Why a candidate never reached a device: it did not build (COMPILE_ERROR), asks more than its target allows
+    (RESOURCE_LIMIT), or broke a disasm rule (RULE_FAILED)."""
 
     status: str
     reason: str
@@ -48,6 +50,9 @@ def build_candidate(launchable: Launchable, params: Mapping[str, str | int], wor
     clock.add("compile", time.perf_counter() - started)
     if not build.ok:
         return Unbuilt("COMPILE_ERROR", build.summary + (f": {build.log.strip()[-400:]}" if build.log.strip() else ""), "compile", build.compile_s, clock)
+    refusal = resource_refusal(built, build)
+    if refusal is not None:
+        return Unbuilt("RESOURCE_LIMIT", f"resource limit: {refusal}", "compile", build.compile_s, clock)
     if expect or forbid:
         started = time.perf_counter()
         checked = verify(VerifyRequest(code_object=build.code_object, expect=expect, forbid=forbid), workspace)

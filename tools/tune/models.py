@@ -14,7 +14,7 @@ from hyperloom.tools.runtime.pool import WorkerMode
 from hyperloom.tools.tune.space import check_params
 
 Strategy = Literal["grid", "random", "tpe", "cmaes", "external"]
-TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "ERROR"]
+TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RESOURCE_LIMIT", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE", "DEGENERATE", "ERROR"]
 SessionState = Literal["running", "stopped", "closed", "not running"]
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
+
 from hyperloom import __version__
 from hyperloom.core.atomic import staged_directory
 from hyperloom.core.errors import HyperloomError
@@ -26,9 +28,10 @@ from hyperloom.core.hashing import combine_digests, sha256_file
 from hyperloom.core.workspace import STATE_DIR, Workspace
 from hyperloom.tools.pipeline.launch import Launchable, prepare, specialize
 from hyperloom.tools.pipeline.trial import stage_input_set
-from hyperloom.tools.gate.freeze import freeze
+from hyperloom.tools.gate.freeze import freeze, load_reference_set
 from hyperloom.tools.gate.models import FreezeRequest
-from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec
+from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec, output_buffers
+from hyperloom.tools.pipeline.audit import StagedSet
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.manifest import Manifest, read_manifest
 from hyperloom.tools.tune.models import ProposeResult, TuneRequest
@@ -78,6 +81,16 @@ class Session(StoredSession):
 
     def inputs(self, input_set: str) -> Path:
         return self.folder / "inputs" / input_set
+
+    def staged_sets(self, workspace: Workspace) -> list[StagedSet]:
+        """Each input set's inputs and frozen references, read back (for the reference audit)."""
+        staged = []
+        for name in self.launchable.input_sets:
+            inputs = {p.name.removeprefix("in_").removesuffix(".npy"): np.load(p, allow_pickle=False) for p in sorted(self.inputs(name).glob("in_*.npy"))}
+            paths = load_reference_set(self.references(name), workspace).reference_paths
+            outputs = [a.name for a in output_buffers(self.launchable.loaded.spec)]
+            staged.append(StagedSet(name, inputs, {o: np.load(p, allow_pickle=False) for o, p in zip(outputs, paths, strict=True)}))
+        return staged
 
     def references(self, input_set: str) -> Path:
         return self.folder / "references" / input_set
