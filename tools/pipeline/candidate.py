@@ -5,8 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.hashing import sha256_bytes, sha256_json
+from hyperloom.tools.codeobj.elf import loaded_contents
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile.models import TargetBuild
 from hyperloom.tools.pipeline.build import build_with
@@ -60,3 +63,15 @@ def build_candidate(launchable: Launchable, params: Mapping[str, str | int], wor
         if not checked.passed:
             return Unbuilt("RULE_FAILED", checked.summary, "disasm", build.compile_s, clock)
     return Built(built, build, clock)
+
+
+def built_digest(launchable: Launchable, code_object: Path) -> str:
+    """What a built candidate is, for novelty: what its code object loads (the sections mapped, not the file names and
+    build ids beside them) and the launch it runs with."""
+    image = code_object.read_bytes()
+    try:
+        contents = sha256_json([[name, sha256_bytes(data)] for name, data in loaded_contents(image)])
+    except HyperloomError:  # not ELF (the interpreter's plan): its bytes
+        contents = sha256_bytes(image)
+    return sha256_json({"code_object": contents, "symbol": launchable.symbol, "grid": launchable.grid, "block": launchable.block,
+                        "shared_bytes": launchable.shared_bytes})

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.pipeline.candidate import Built, Unbuilt, build_candidate
+from hyperloom.tools.pipeline.candidate import Built, Unbuilt, build_candidate, built_digest
 from hyperloom.tools.pipeline.evaluate import InputSet, evaluate as evaluate_candidate
 from hyperloom.tools.pipeline.judging import Judging
 from hyperloom.tools.pipeline.stats import SampleStats, summarize
@@ -34,6 +34,7 @@ class Outcome:
     finished: bool = True  # False: stopped by the budget before its end, not a trial to record
     samples_s: list[float] = field(default_factory=list)
     phases_s: dict[str, float] = field(default_factory=dict)
+    build_sha256: str | None = None
 
 
 def compile_candidate(session: Session, params: Params, workspace: Workspace, *, expect: list[str], forbid: list[str]) -> Built | Outcome:
@@ -52,7 +53,7 @@ def run_compiled(
     """Gate a compiled candidate on every input set through `runner` (its device's), then time it if it passed (on the
     run's secret sets, against its roof and reference audit, when `judging` gives them)."""
     launchable, build, clock = compiled.launchable, compiled.build, compiled.clock
-    outcome = Outcome(status="ERROR", compile_s=build.compile_s)
+    outcome = Outcome(status="ERROR", compile_s=build.compile_s, build_sha256=built_digest(launchable, workspace.root / build.code_object))
     recorded = clock.recording(runner)
     started_run = time.perf_counter()
 

@@ -262,7 +262,7 @@ class Loop:
             bandwidth_gbps=bandwidth, tflops=tflops, roof_pct=roof,
             speedup=(1.0 if median else None) if proposer == "baseline" else (baseline.median_s / median if baseline and baseline.median_s and median else None),
             device=COMPILER if worker < 0 else outcome.device_name or slot_label(device), device_index=device, worker=worker, device_s=outcome.device_s,
-            compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), phases_s=outcome.phases_s,
+            compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), phases_s=outcome.phases_s, build_sha256=outcome.build_sha256,
         ))
         self.trials.append(record)
         self.recorded.add(digest)
