@@ -134,9 +134,9 @@ class ProposeRequest(Request):
 
     session: str = Field(max_length=300, description="Session id.")
     params: dict[str, str | int] = Field(default_factory=dict, max_length=64, description="Defines, e.g. {\"BLOCK\": 128}; {\"variant\": name} picks one.")
-    source: str | None = Field(None, max_length=500, description="A new kernel source file (same entry and signature).")
-    diff: str | None = Field(None, max_length=200_000, description="Or a unified diff against the parent's source.")
-    parent: str | None = Field(None, max_length=64, description="The candidate (hash) a source or diff changes; default the baseline.")
+    source: str | None = Field(None, max_length=500, description="A kernel source file (same entry, signature).")
+    diff: str | None = Field(None, max_length=200_000, description="Or a unified diff of the parent's source.")
+    parent: str | None = Field(None, max_length=64, description="Candidate hash changed; default baseline.")
     note: str = Field("", max_length=500, description="Why, kept in the ledger.")
 
     @model_validator(mode="after")
