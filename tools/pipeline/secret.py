@@ -22,7 +22,7 @@ from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, GateResult, OutputGate, Tolerance
 from hyperloom.tools.gate.outputs import agreement, judge_arrays, output_gate
 from hyperloom.tools.kernelspec.load import draw_inputs, output_buffers
-from hyperloom.tools.kernelspec.reference import REFERENCE_TIMEOUT_S, run_reference
+from hyperloom.tools.kernelspec.reference import REFERENCE_TIMEOUT_S, run_references
 from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.pipeline.models import InputSetVerdict
 from hyperloom.tools.runtime.models import HOST_BACKENDS, TimedChecks, TrialResult
@@ -49,13 +49,13 @@ class SecretSets:
         sets = cls(folder, names, launchable.backend not in HOST_BACKENDS)
         try:
             for role in ROLES:
-                inputs = folder / role
-                inputs.mkdir()
+                (folder / role).mkdir()
                 for name, array in draw_inputs(launchable.loaded.spec, launchable.shape, "seeded", seed=secrets.randbits(62)).items():
-                    np.save(inputs / f"in_{name}.npy", array)
-                refs = folder / f"{role}-refs"
-                run_reference(launchable.loaded, launchable.shape, inputs, refs, timeout_s=timeout_s)  # never the reference cache: no copy outlives the set
-                sets._keep(role, refs, workspace, launchable.loaded.spec.tolerance)
+                    np.save(folder / role / f"in_{name}.npy", array)
+            # both in one worker, never through the reference cache: no copy of them outlives the sets
+            run_references(launchable.loaded, launchable.shape, [(folder / role, folder / f"{role}-refs") for role in ROLES], timeout_s=timeout_s)
+            for role in ROLES:
+                sets._keep(role, folder / f"{role}-refs", workspace, launchable.loaded.spec.tolerance)
         except BaseException:
             sets.close()
             raise
