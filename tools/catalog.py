@@ -228,10 +228,9 @@ CATALOG += (
         name="allreduce_int6",
         title="INT6 compressed all-reduce",
         description=(
-            "All-reduce N ranks' tensors with a 6-bit payload (a float32 scale per block, 4 codes in 3 bytes, exact "
-            "integer ring sums) from one .npy per rank or generated inputs, simulated (numpy) or a process per rank "
-            "(gloo, nccl). Writes the result .npy; returns its error against the float64 sum and the bound, cross-rank "
-            "drift and wire bytes."
+            "All-reduce N ranks' tensors with a 6-bit payload (a float32 scale per block, exact integer ring sums), "
+            "simulated (numpy) or a process per rank (gloo, nccl). Returns the error against the float64 sum and its "
+            "bound, cross-rank drift and wire bytes."
         ),
         request="hyperloom.tools.allreduce.models:AllreduceRequest",
         result="hyperloom.tools.allreduce.models:AllreduceResult",
@@ -379,11 +378,10 @@ CATALOG += (
         name="tune_start",
         title="Start or resume a tuning session",
         description=(
-            "Search a kernel.yaml's tuning space for the fastest candidate that passes the gate (baseline: the variant's "
-            "own defines). Each candidate is compiled, rule-checked and gated on every input set before it is timed; "
-            "failures are recorded with their reason. Proposers: grid, random, tpe, cmaes, external (tune_propose only). "
-            "Stops on a count, budget, patience, deadline or % of roof, then re-times the winner and sweeps every shape. "
-            "Returns a session id at once."
+            "Search a kernel.yaml's tuning space for the fastest candidate that passes the gate; every candidate is "
+            "built, rule-checked and gated before it is timed, failures recorded with their reason. Proposers: grid, "
+            "random, tpe, cmaes, external (tune_propose only). Stops on a count, budget, patience, deadline or % of roof, "
+            "then re-times the winner. Returns a session id at once."
         ),
         request="hyperloom.tools.tune.models:TuneRequest",
         result="hyperloom.tools.tune.models:TuneStatus",
@@ -463,9 +461,8 @@ CATALOG += (
         name="serve_sweep",
         title="Sweep a model server",
         description=(
-            "Measure a model server through its OpenAI-compatible API (llama.cpp, vLLM, SGLang, Lemonade) at 1, 2, 4, ..."
-            " concurrent streams: tokens/s, time to first token, inter-token and end-to-end latency, until a stop rule or"
-            " the server's capacity. Returns the knee concurrency and whether throughput still rose."
+            "Measure an OpenAI-compatible model server (llama.cpp, vLLM, SGLang, Lemonade) at 1, 2, 4, ... concurrent "
+            "streams: tokens/s, time to first token, inter-token and end-to-end latency. Returns the knee concurrency."
         ),
         request="hyperloom.tools.serve.models:ServeSweepRequest",
         result="hyperloom.tools.serve.models:ServeSweepResult",

@@ -30,14 +30,20 @@ from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.kernelspec.load import load_spec
 from hyperloom.tools.pipeline.build import build_with
 from hyperloom.tools.pipeline.evaluate import InputSet, evaluate
+from hyperloom.tools.pipeline.judging import audit_verdict
 from hyperloom.tools.pipeline.launch import prepare
+from hyperloom.tools.pipeline.resources import resource_refusal
+from hyperloom.tools.pipeline.roof import UNBOUNDED
+from hyperloom.tools.pipeline.secret import SecretSets
 from hyperloom.tools.pipeline.stats import summarize
-from hyperloom.tools.pipeline.trial import stage_input_set
+from hyperloom.tools.pipeline.trial import stage_input_set, staged_set
 from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.runtime.probe import require_backend
 
 
-def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn | None = None) -> BenchResult:
+def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn | None = None, *, measuring_roof: bool = False) -> BenchResult:
+    """Gate the spec's variant on every input set, then time it on secret inputs with its timed launches gated too.
+    `measuring_roof`: roofline measuring the roof itself, whose results are not held against the roof they replace."""
     timing = Timing(
         warmup_s=request.warmup_s, min_reps=request.min_reps, max_reps=max(request.max_reps, request.min_reps),
         max_time_s=request.max_time_s, target_ci=request.target_ci, flush_cache=request.flush_cache, flush_mode=request.flush_mode,
@@ -55,17 +61,27 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
 
     names = launchable.input_sets if request.adversarial else ["seeded"]
     sets = [InputSet(name, run_dir / name, run_dir / name) for name in names]
+    refused = resource_refusal(launchable, build)
+    if refused is not None:
+        raise HyperloomError(f"{spec.name}/{variant_name} for {request.target}: resource limit: {refused}", "ask for less shared memory or fewer threads per workgroup")
     for index, each in enumerate(sets):
         stage_input_set(launchable, each.name, each.inputs, timeout_s=request.timeout_s)
         if progress is not None:
-            progress(index + 1, len(sets) + 1)
-    evaluation = evaluate(launchable, build.code_object, sets, workspace, timing=timing, timeout_s=request.timeout_s, device=request.device,
-                          keep_going=True)
+            progress(index + 1, len(sets) + 2)
+    audit = audit_verdict([staged_set(launchable, s.name, s.inputs) for s in sets], launchable)
+    secret = SecretSets.draw(launchable, workspace, timeout_s=request.timeout_s)
+    if progress is not None:
+        progress(len(sets) + 1, len(sets) + 2)
+    try:
+        evaluation = evaluate(launchable, build.code_object, sets, workspace, timing=timing, timeout_s=request.timeout_s, device=request.device,
+                              keep_going=True, secret=secret, reference_audit=audit, roof=UNBOUNDED if measuring_roof else None)
+    finally:
+        secret.close()
     trial = evaluation.timing
     if trial is not None:
         write_bytes_atomic(run_dir / "samples.json", json.dumps({"kernel_s": trial.kernel_s, "wall_s": trial.wall_s}).encode())
     if progress is not None:
-        progress(len(sets) + 1, len(sets) + 1)
+        progress(len(sets) + 2, len(sets) + 2)
     kernel, wall = (summarize(trial.kernel_s), summarize(trial.wall_s)) if trial is not None else (None, None)
     device_name, late_reps = (trial.device, trial.late_reps) if trial is not None else ("", 0)
     bytes_moved = evaluate_int(spec.metric.bytes, shape, "metric bytes") if spec.metric.bytes is not None else None
@@ -82,7 +98,8 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
     )
     return BenchResult(
         ok=ok, summary=summary, name=spec.name, variant=variant_name, target=request.target, backend=backend,
-        device=device_name, shape=shape, params=dict(request.params), gate=evaluation.verdicts, kernel=kernel if ok else None, wall=wall if ok else None,
+        device=device_name, shape=shape, params=dict(request.params), gate=evaluation.verdicts, checks=evaluation.integrity,
+        kernel=kernel if ok else None, wall=wall if ok else None,
         kernel_to_wall=kernel.median_s / wall.median_s if ok and kernel and wall and wall.median_s > 0 else None,
         bytes_moved=bytes_moved, flops=flops,
         bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if ok and kernel and bytes_moved else None,

@@ -54,6 +54,8 @@ class BenchResult(BaseModel):
     shape: dict[str, int]
     params: dict[str, str | int] = Field(default_factory=dict, description="The tuning parameters this run used.")
     gate: list[InputSetVerdict]
+    checks: list[InputSetVerdict] = Field(default_factory=list, description=(
+        "What the timing ran, judged: guards, the last timed launch and a launch on fresh secret inputs, determinism, the roof."))
     kernel: SampleStats | None = Field(description=(
         "Kernel-only time per launch: on GPUs, device events enqueued with the launch behind the cache flush, so the host's"
         " launch latency is outside them; the host timer on the c backend."))

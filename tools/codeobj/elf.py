@@ -9,6 +9,8 @@ from hyperloom.core.errors import HyperloomError
 
 SHT_SYMTAB = 2
 SHT_NOTE = 7
+SHT_NOBITS = 8
+SHF_ALLOC = 0x2
 STT_FUNC = 2
 
 
@@ -21,6 +23,7 @@ class Section:
     size: int
     link: int
     entsize: int
+    flags: int = 0
 
 
 @dataclass(frozen=True)
@@ -45,8 +48,8 @@ def sections(elf: bytes) -> list[Section]:
         raw = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
         names_offset = raw[shstrndx][4] if shstrndx < len(raw) else 0
         return [
-            Section(_string(elf, names_offset + name), sh_type, address, offset, size, link, entsize)
-            for name, sh_type, _, address, offset, size, link, _, _, entsize in raw
+            Section(_string(elf, names_offset + name), sh_type, address, offset, size, link, entsize, flags)
+            for name, sh_type, flags, address, offset, size, link, _, _, entsize in raw
         ]
     except (struct.error, IndexError) as exc:
         raise HyperloomError(f"the ELF section headers are damaged ({exc})", "rebuild the code object") from exc
@@ -92,3 +95,9 @@ def symbol_bytes(elf: bytes, symbol: Symbol) -> bytes:
     section = sections(elf)[symbol.section_index]
     start = section.offset + (symbol.value - section.address)
     return elf[start : start + symbol.size]
+
+
+def loaded_contents(elf: bytes) -> list[tuple[str, bytes]]:
+    """(name, bytes) of each section the loader maps (code, data, dynamic symbols), notes left out: what a code object
+    does, without the file names, build ids and comments that differ between builds of the same code."""
+    return [(s.name, elf[s.offset:s.offset + s.size]) for s in sections(elf) if s.flags & SHF_ALLOC and s.type not in (SHT_NOTE, SHT_NOBITS)]

@@ -20,7 +20,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.check import Case, judge
 from hyperloom.tools.gate.freeze import load_reference_set
-from hyperloom.tools.gate.models import GateResult, OutputCheck, OutputGate
+from hyperloom.tools.gate.models import GateResult, OutputCheck, OutputGate, Tolerance
 from hyperloom.tools.gate.sources import InMemory, NpyFile
 
 
@@ -51,3 +51,18 @@ def judge_outputs(outputs: dict[str, np.ndarray], gate: OutputGate) -> GateResul
         cases.append(Case(check.case, InMemory(outputs[check.output], f"candidate {check.case}"),
                           NpyFile.open(Path(check.reference), f"reference {check.case} ({check.reference})", check.reference_sha256)))
     return judge(cases, gate.tolerance, keep=gate.max_reported_mismatches, reference_set=gate.reference_set, target=None)
+
+
+def agreement(first: dict[str, np.ndarray], second: dict[str, np.ndarray], tolerance: Tolerance, names: dict[str, str] | None = None) -> GateResult:
+    """Whether two launches' outputs on the same inputs agree within `tolerance` (the second judged against the first),
+    by argument name; `names` gives each output's case name (default the argument's)."""
+    cases = [Case((names or {}).get(name, name), InMemory(second[name], f"second launch {name}"), InMemory(array, f"first launch {name}"))
+             for name, array in first.items() if name in second]
+    return judge(cases, tolerance, keep=5, reference_set=None, target=None)
+
+
+def judge_arrays(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], tolerance: Tolerance, case_names: dict[str, str]) -> GateResult:
+    """The verdict on outputs against references both in memory (by argument name), each case named by `case_names`."""
+    cases = [Case(case_names[name], InMemory(outputs[name], f"candidate {case_names[name]}"), InMemory(references[name], f"reference {case_names[name]}"))
+             for name in references]
+    return judge(cases, tolerance, keep=10, reference_set=None, target=None)

@@ -98,6 +98,9 @@ class KernelSpec(_Strict):
     adversarial: list[Literal["zeros", "ones", "extremes", "denormals"]] = Field(default_factory=list)
     reference: str = Field(description="'file.py:function' relative to the spec; (inputs, shape) -> {output name: array}.")
     tolerance: Tolerance
+    nondeterministic: bool = Field(False, description=(
+        "True when two launches on the same inputs may differ (atomics, unordered reductions): the gate then does not ask the"
+        " first and last timed launches to agree within the tolerance (each is still gated against the reference)."))
     metric: Metric = Field(default_factory=Metric)
     tuning: dict[str, list[str | int]] = Field(
         default_factory=dict,

@@ -7,7 +7,7 @@ spec's `reference` field, what happened (with the file and line where it raised)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,18 +29,22 @@ class ReferenceRun:
 
 def run_reference(loaded: LoadedSpec, shape: Mapping[str, int], inputs_dir: Path, out_dir: Path, *, timeout_s: float = REFERENCE_TIMEOUT_S) -> ReferenceRun:
     """Compute ref_<output>.npy in `out_dir` from in_<arg>.npy in `inputs_dir`, in a worker process."""
+    return run_references(loaded, shape, [(inputs_dir, out_dir)], timeout_s=timeout_s)[0]
+
+
+def run_references(loaded: LoadedSpec, shape: Mapping[str, int], sets: Sequence[tuple[Path, Path]], *, timeout_s: float = REFERENCE_TIMEOUT_S) -> list[ReferenceRun]:
+    """run_reference for several staged sets (inputs folder, output folder) of one shape, in one worker process."""
     outputs = [{"name": a.name, "dtype": a.dtype, "dims": list(buffer_shape(a, shape))} for a in output_buffers(loaded.spec)]
     outcome = run_worker(
         "hyperloom.tools.kernelspec.reference_worker:compute",
         {"file": str(loaded.reference_file), "function": loaded.reference_name, "spec_name": loaded.spec.name, "shape": dict(shape),
-         "inputs_dir": str(inputs_dir), "out_dir": str(out_dir), "outputs": outputs},
+         "sets": [{"inputs_dir": str(i), "out_dir": str(o)} for i, o in sets], "outputs": outputs},
         timeout_s=timeout_s, cwd=loaded.folder,
     )
     field = f"reference {loaded.spec.reference!r} at shape {dict(shape)}"
     if outcome.ok:
-        report = outcome.result
-        return ReferenceRun(elapsed_s=float(report["elapsed_s"]), nan={k: int(v["nan"]) for k, v in report["outputs"].items()},
-                            shapes={k: list(v["returned_shape"]) for k, v in report["outputs"].items()})
+        return [ReferenceRun(elapsed_s=float(report["elapsed_s"]), nan={k: int(v["nan"]) for k, v in report["outputs"].items()},
+                             shapes={k: list(v["returned_shape"]) for k, v in report["outputs"].items()}) for report in outcome.result["sets"]]
     if outcome.error_type == "ReferenceContractError":
         raise HyperloomError(f"{field}: {outcome.message.split(': ', 1)[-1]}", f"fix the reference: {CONTRACT} for every output and inout buffer")
     if outcome.status == "TIMEOUT":

@@ -29,7 +29,13 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
     function = getattr(module, function_name, None)
     if not callable(function):
         raise ReferenceContractError(f"{path.name} defines no function {function_name!r}")
-    inputs_dir, out_dir = Path(payload["inputs_dir"]), Path(payload["out_dir"])
+    sets = payload.get("sets") or [{"inputs_dir": payload["inputs_dir"], "out_dir": payload["out_dir"]}]
+    runs = [_one(function, Path(each["inputs_dir"]), Path(each["out_dir"]), payload) for each in sets]
+    return {**runs[0], "sets": runs}
+
+
+def _one(function: Any, inputs_dir: Path, out_dir: Path, payload: dict[str, Any]) -> dict[str, Any]:
+    """The reference on one staged input set: its outputs saved in `out_dir`, what it returned reported."""
     inputs = {p.name[3:-4]: np.load(p, allow_pickle=False) for p in sorted(inputs_dir.glob("in_*.npy"))}
     started = time.perf_counter()
     returned = function(inputs, dict(payload["shape"]))

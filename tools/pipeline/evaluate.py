@@ -1,8 +1,12 @@
-"""The one evaluation every judging tool runs: a built candidate gated on every input set, then timed.
+"""The one evaluation every judging tool runs: a built candidate gated on every input set, then timed, and the timed
+launches gated too.
 
 bench, tune's trials and tune's re-validation all call evaluate(); what differs between them is passed in:
 the input sets (drawn afresh, or frozen with their references), the runner (a fresh worker per launch, or a
 warm one), and `launch`, which wraps each worker launch (tune reserves device-seconds from its budget there).
+With `secret` sets the timing runs on them and its last timed launch, a launch on fresh inputs and the
+determinism of the timed launches are judged; every launch's guards are checked; a time that beats the
+measured roof is refused as impossible.
 """
 
 from __future__ import annotations
@@ -12,12 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+import shutil
+import statistics
+import uuid
+
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.pipeline.models import Evaluation, InputSetVerdict
-from hyperloom.tools.pipeline.trial import TrialRunner, check_input_set, time_kernel
+from hyperloom.tools.pipeline.roof import HOST_MARGIN, MARGIN, Roof, impossible, measured_roof
+from hyperloom.tools.pipeline.secret import SecretSets
+from hyperloom.tools.pipeline.trial import TrialRunner, check_input_set, guard_verdict, time_kernel
 from hyperloom.tools.runtime.launcher import run_trial
-from hyperloom.tools.runtime.models import Timing
+from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing, TrialResult
 
 
 @dataclass(frozen=True)
@@ -43,9 +54,12 @@ Launch = Callable[[Callable[[float], R]], R]
 def evaluate(
     launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, *, timing: Timing | None, timeout_s: float,
     device: int | None, runner: TrialRunner = run_trial, launch: Launch | None = None, keep_going: bool = False,
+    secret: SecretSets | None = None, roof: Roof | None = None, reference_audit: InputSetVerdict | None = None,
 ) -> Evaluation:
-    """Gate the candidate on every input set in order, then time it on the first set's inputs (with `timing`; None:
-    gate only). The first failing set ends it, unless `keep_going` (every set is gated, none is timed after a failure)."""
+    """Gate the candidate on every input set in order, then time it (with `timing`; None: gate only) on the secret sets'
+    timed inputs (without `secret`: the first set's), and judge what the timing ran. The first failing set ends it,
+    unless `keep_going` (every set is gated, none is timed after a failure). A failed `reference_audit` refuses a
+    candidate that passed every set: against a degenerate reference, a pass says nothing."""
     run = launch or (lambda step: step(timeout_s))
     verdicts: list[InputSetVerdict] = []
     first: Evaluation | None = None
@@ -54,23 +68,68 @@ def evaluate(
                                                           reference_set=s.reference_set, runner=runner))
         verdicts.append(verdict)
         if not verdict.passed and first is None:
-            first = _rejected(verdict)
+            first = rejected(verdict)
             if not keep_going:
                 break
     if first is not None:
         return first.model_copy(update={"verdicts": verdicts})
+    if reference_audit is not None and not reference_audit.passed:
+        return rejected(reference_audit).model_copy(update={"verdicts": [*verdicts, reference_audit]})
     if timing is None:
         return Evaluation(status="PASSED", verdicts=verdicts)
-    trial = run(lambda cap: time_kernel(launchable, code_object, sets[0].inputs, timing, workspace, timeout_s=cap, device=device, runner=runner))
-    if trial.status != "OK":
-        return Evaluation(status=trial.status, reason=f"timing: {trial.message}", input_set="timing", verdicts=verdicts,  # type: ignore[arg-type]
-                          timing_failure=InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status))
-    return Evaluation(status="PASSED", verdicts=verdicts, timing=trial)
+    spec = launchable.loaded.spec
+    checks = None
+    if secret is not None:
+        checks = secret.checks(secret.folder / "outputs" / uuid.uuid4().hex, None if spec.nondeterministic else spec.tolerance)
+    try:
+        inputs = secret.timed_inputs if secret is not None else sets[0].inputs
+        trial = run(lambda cap: time_kernel(launchable, code_object, inputs, timing, workspace, timeout_s=cap, device=device, runner=runner, checks=checks))
+        if trial.status != "OK":
+            return Evaluation(status=trial.status, reason=f"timing: {trial.message}", input_set="timing", verdicts=verdicts,  # type: ignore[arg-type]
+                              timing_failure=InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status))
+        integrity = _integrity(launchable, trial, timing, secret, checks, roof)
+    finally:
+        if checks is not None:
+            shutil.rmtree(checks.outputs, ignore_errors=True)
+    failed = next((v for v in integrity if not v.passed), None)
+    if failed is not None:
+        return rejected(failed).model_copy(update={"verdicts": verdicts, "integrity": integrity, "timing_failure": failed})
+    return Evaluation(status="PASSED", verdicts=verdicts, integrity=integrity, timing=trial)
 
 
-def _rejected(verdict: InputSetVerdict) -> Evaluation:
-    """The evaluation that a failed input set ends with: the worker's own failure, or a tolerance miss (NaN or wrong)."""
+def _integrity(launchable: Launchable, trial: TrialResult, timing: Timing, secret: SecretSets | None, checks, roof: Roof | None) -> list[InputSetVerdict]:  # type: ignore[no-untyped-def]
+    """What the timing trial ran, judged: its guards, its timed launches (with secret sets), its time against the roof."""
+    spec = launchable.loaded.spec
+    found = [guard_verdict("timing", trial)] if trial.guard_violations else [InputSetVerdict(input_set="guard", check="guard", passed=True, summary="no write outside the buffers")]
+    if secret is not None and checks is not None:
+        found += secret.verdicts(trial, checks, spec.tolerance)
+    roof = roof or measured_roof(trial.device)
+    if not trial.kernel_s:
+        return found
+    median_s = statistics.median(trial.kernel_s)
+    if roof is None:
+        found.append(InputSetVerdict(input_set="roof", check="roof", passed=True,
+                                     summary=f"not checked: no measured roof for {trial.device or launchable.target} (roofline measures one)"))
+        return found
+    bytes_moved = evaluate_int(spec.metric.bytes, launchable.shape, "metric bytes") if spec.metric.bytes is not None else None
+    flops = evaluate_int(spec.metric.flops, launchable.shape, "metric flops") if spec.metric.flops is not None else None
+    beyond = impossible(roof, bytes_moved, flops, median_s, flushed=timing.flush_cache,
+                        margin=HOST_MARGIN if launchable.backend in HOST_BACKENDS else MARGIN)
+    found.append(InputSetVerdict(input_set="roof", check="roof", passed=beyond is None,
+                                 summary=f"impossible: {beyond}" if beyond else f"under the measured roof ({roof.source})"))
+    return found
+
+
+_STATUS_OF_CHECK = {"guard": "OUT_OF_BOUNDS", "determinism": "NONDETERMINISTIC", "roof": "IMPOSSIBLE", "reference_audit": "DEGENERATE"}
+
+
+def rejected(verdict: InputSetVerdict) -> Evaluation:
+    """The evaluation a failed verdict ends with: the worker's own failure, a check's refusal, or a tolerance miss (NaN or wrong)."""
     if verdict.status in ("TIMEOUT", "CRASH", "ERROR"):
-        return Evaluation(status=verdict.status, reason=f"{verdict.input_set}: {verdict.summary}", input_set=verdict.input_set)
-    return Evaluation(status="NAN" if verdict.nan else "WRONG", reason=f"tolerance miss on input set {verdict.input_set}: {verdict.summary}",
-                      input_set=verdict.input_set)
+        return Evaluation(status=verdict.status, reason=f"{verdict.input_set}: {verdict.summary}", input_set=verdict.input_set, check=verdict.check)
+    if verdict.check in _STATUS_OF_CHECK:
+        return Evaluation(status=_STATUS_OF_CHECK[verdict.check], reason=f"{verdict.check}: {verdict.summary}", input_set=verdict.input_set,  # type: ignore[arg-type]
+                          check=verdict.check)
+    where = f"input set {verdict.input_set}" if verdict.check == "gate" else verdict.check
+    return Evaluation(status="NAN" if verdict.nan else "WRONG", reason=f"tolerance miss on {where}: {verdict.summary}",
+                      input_set=verdict.input_set, check=verdict.check)

@@ -14,12 +14,13 @@ from hyperloom.tools.gate.models import GateRequest
 from hyperloom.tools.gate.outputs import output_gate
 from hyperloom.tools.kernelspec.load import draw_inputs, output_buffers
 from hyperloom.tools.kernelspec.reference import REFERENCE_TIMEOUT_S
+from hyperloom.tools.pipeline.audit import StagedSet
 from hyperloom.tools.pipeline.build import timing_kernels
 from hyperloom.tools.pipeline.launch import Launchable, arg_specs
 from hyperloom.tools.pipeline.models import InputSetVerdict
 from hyperloom.tools.pipeline.references import stage_references
 from hyperloom.tools.runtime.launcher import run_trial
-from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing, TrialRequest, TrialResult
+from hyperloom.tools.runtime.models import HOST_BACKENDS, TimedChecks, Timing, TrialRequest, TrialResult
 
 TrialRunner = Callable[..., TrialResult]
 """Runs a trial as launcher.run_trial(request, timeout_s=..., device=...) does."""
@@ -34,6 +35,13 @@ def stage_input_set(launchable: Launchable, input_set: str, folder: Path, *, tim
     for name, array in inputs.items():
         np.save(folder / f"in_{name}.npy", array)
     return stage_references(loaded, shape, inputs, folder, timeout_s=timeout_s)
+
+
+def staged_set(launchable: Launchable, name: str, folder: Path) -> StagedSet:
+    """An input set staged by stage_input_set (in_ and ref_ .npy files in `folder`), read back for the reference audit."""
+    inputs = {p.name.removeprefix("in_").removesuffix(".npy"): np.load(p, allow_pickle=False) for p in sorted(folder.glob("in_*.npy"))}
+    references = {a.name: np.load(folder / f"ref_{a.name}.npy", allow_pickle=False) for a in output_buffers(launchable.loaded.spec)}
+    return StagedSet(name, inputs, references)
 
 
 def check_input_set(
@@ -60,6 +68,8 @@ def check_input_set(
     )
     if trial.status != "OK":
         return InputSetVerdict(input_set=input_set, passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status, elapsed_s=trial.elapsed_s)
+    if trial.guard_violations:
+        return guard_verdict(input_set, trial)
     if in_worker is not None:
         if trial.gate is None:
             return InputSetVerdict(input_set=input_set, passed=False, status="ERROR", elapsed_s=trial.elapsed_s,
@@ -79,16 +89,24 @@ def check_input_set(
 
 def time_kernel(
     launchable: Launchable, code_object: str, inputs: Path, timing: Timing, workspace: Workspace, *, timeout_s: float, device: int | None,
-    runner: TrialRunner = run_trial,
+    runner: TrialRunner = run_trial, checks: TimedChecks | None = None,
 ) -> TrialResult:
-    """Time the kernel on the inputs staged in `inputs`, in a worker process (`runner`'s)."""
+    """Time the kernel on the inputs staged in `inputs`, in a worker process (`runner`'s); with `checks`, the timed
+    launches are gated too (tools/pipeline/secret.py)."""
     helpers = _helpers(launchable, workspace)
     return runner(
         TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
-                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="timing", timing=timing, timing_code_object=helpers),
+                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="timing", timing=timing, timing_code_object=helpers,
+                     checks=checks),
         timeout_s=timeout_s, device=device,
     )
+
+
+def guard_verdict(input_set: str, trial: TrialResult) -> InputSetVerdict:
+    """The verdict on a launch that wrote outside its buffers."""
+    return InputSetVerdict(input_set=input_set, check="guard", passed=False, elapsed_s=trial.elapsed_s,
+                           summary="wrote outside its buffers (guard regions changed): " + "; ".join(trial.guard_violations))
 
 
 def _helpers(launchable: Launchable, workspace: Workspace) -> str | None:

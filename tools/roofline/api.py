@@ -10,6 +10,7 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchResult
 from hyperloom.tools.roofline.ceilings import available, measure, read_of_size, stage
+from hyperloom.tools.pipeline.roof import record_roof
 from hyperloom.tools.roofline.datasheet import datasheet_ceilings
 from hyperloom.tools.roofline.models import Ceiling, RooflineRequest, RooflineResult
 from hyperloom.tools.roofline.place import place
@@ -66,6 +67,9 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
             target=request.target, device=device_name or None,
         ),
     )
+    memory = [c.value for c in ceilings if c.kind == "memory"]
+    compute = [c.value for c in ceilings if c.kind == "compute"]
+    record_roof(device_name, max(memory, default=None), max(compute, default=None), f"roofline on {device_name}, {result.evidence.at:%Y-%m-%d %H:%M} UTC")
     files = [out_dir / "roofline.json"]
     if request.plot:
         files += draw(result, out_dir)

@@ -76,7 +76,7 @@ def read_of_size(bytes_read: int, target: str, device: int, flush: tuple[bool, F
             params={} if variant == "host" else {"UNROLL": SAME_SIZE_PER_THREAD}, adversarial=False, max_time_s=max_time_s,
             flush_cache=flush[0], flush_mode=flush[1],
         ),
-        workspace,
+        workspace, measuring_roof=True,
     )
 
 
@@ -87,7 +87,7 @@ def measure(name: str, target: str, device: int, shape: int, max_time_s: float, 
             spec=workspace.relative(staged / name), variant=variants[backend_for(target)], shape=shape, target=target,
             device=device, adversarial=False, max_time_s=max_time_s,
         ),
-        workspace,
+        workspace, measuring_roof=True,
     )
     if not result.ok:
         return result, None

@@ -148,6 +148,14 @@ class Driver:
     def malloc(self, nbytes: int) -> Any:
         return self._call("malloc", max(nbytes, 1))
 
+    def offset(self, pointer: Any, nbytes: int) -> Any:
+        """The device address `nbytes` past `pointer`, of the bindings' pointer type where it takes an integer."""
+        address = int(pointer) + nbytes
+        try:
+            return type(pointer)(address)
+        except TypeError:
+            return address
+
     def free(self, pointer: Any) -> None:
         self._call("free", pointer)
 

@@ -11,8 +11,9 @@ from typing import Protocol
 import numpy as np
 
 from hyperloom.tools.runtime.drivers import Driver, KernelParams
+from hyperloom.tools.runtime.guards import damaged
 from hyperloom.tools.runtime.kept import Kept
-from hyperloom.tools.runtime.models import ArgSpec, TrialRequest, TrialResult
+from hyperloom.tools.runtime.models import GUARD_BYTE, ArgSpec, TimedChecks, TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
 
 MIN_FLUSH_BYTES = 64 << 20
@@ -44,16 +45,26 @@ def load_input(path: str) -> np.ndarray:
 
 
 def upload(driver: Driver, args: list[ArgSpec], load: Callable[[str], np.ndarray] = load_input,
-           kept: Callable[[str], Kept | None] | None = None) -> tuple[dict[str, object], KernelParams]:
+           kept: Callable[[str], Kept | None] | None = None, guard_bytes: int = 0,
+           guards: dict[str, tuple[object, int]] | None = None) -> tuple[dict[str, object], KernelParams]:
     """A launch's device buffers by name (inputs copied in, outputs poisoned, scratch zeroed) and its parameters.
-    `kept`: a warm worker's device copy of an input file, copied from on the device (None: from the host)."""
+    `kept`: a warm worker's device copy of an input file, copied from on the device (None: from the host).
+    With `guard_bytes`, each buffer lies between guards of that many bytes (tools/runtime/guards.py), each
+    allocation's start and size noted in `guards` by name."""
     buffers: dict[str, object] = {}
     values: list[ctypes._SimpleCData] = []
     for arg in args:
         if arg.kind == "scalar":
             values.append(scalar(arg))
             continue
-        pointer = driver.malloc(arg.nbytes)
+        if guard_bytes:
+            base = driver.malloc(arg.nbytes + 2 * guard_bytes)
+            driver.memset(base, GUARD_BYTE, arg.nbytes + 2 * guard_bytes)
+            pointer = driver.offset(base, guard_bytes)
+            if guards is not None:
+                guards[arg.name] = (base, arg.nbytes)
+        else:
+            pointer = driver.malloc(arg.nbytes)
         buffers[arg.name] = pointer
         values.append(ctypes.c_uint64(int(pointer)))
         if arg.input_path and kept is not None and (copy := kept(arg.input_path)) is not None:
@@ -64,6 +75,18 @@ def upload(driver: Driver, args: list[ArgSpec], load: Callable[[str], np.ndarray
         else:
             driver.memset(pointer, fill_byte(arg), arg.nbytes)
     return buffers, KernelParams(values)
+
+
+def guard_violations(driver: Driver, guards: dict[str, tuple[object, int]], guard_bytes: int) -> list[str]:
+    """What the trial's kernels wrote into the guards of the buffers `guards` notes (read back from the device)."""
+    found = []
+    for name, (base, nbytes) in guards.items():
+        before, after = np.empty(guard_bytes, dtype=np.uint8), np.empty(guard_bytes, dtype=np.uint8)
+        driver.dtoh(before.ctypes.data, base, guard_bytes)
+        driver.dtoh(after.ctypes.data, driver.offset(base, guard_bytes + nbytes), guard_bytes)
+        if (hit := damaged(name, before, after)) is not None:
+            found.append(hit)
+    return found
 
 
 def dims(sizes: list[int]) -> list[int]:
@@ -87,23 +110,20 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
     module = driver.load(Path(request.code_object).read_bytes())
     function = driver.function(module, request.entry)
     driver.allow_shared(function, request.shared_bytes)
-    if reuse is not None:
-        buffers, params = upload(driver, request.args, reuse.load, lambda path: reuse.kept(path, driver, request.timing_code_object))
-    else:
-        buffers, params = upload(driver, request.args)
+    guards: dict[str, tuple[object, int]] = {}
+    load = reuse.load if reuse is not None else load_input
+    kept = (lambda path: reuse.kept(path, driver, request.timing_code_object)) if reuse is not None else None
+    buffers, params = upload(driver, request.args, load, kept, request.guard_bytes, guards)
     launch = lambda: driver.launch(function, dims(request.grid), dims(request.block), request.shared_bytes, params)  # noqa: E731
     result = TrialResult(status="OK", device=driver.name(), stage_s=time.perf_counter() - started)
 
     if request.mode == "correctness":
         launch()
         driver.synchronize()
+        result.guard_violations = guard_violations(driver, guards, request.guard_bytes)
         wanted = ({check.output for check in request.gate.checks} if request.gate is not None
                   else {arg.name for arg in request.args if arg.output_path})
-        outputs: dict[str, np.ndarray] = {}
-        for arg in request.args:
-            if arg.kind == "buffer" and arg.name in wanted:
-                outputs[arg.name] = host = np.empty(arg.shape, dtype=arg.dtype)
-                driver.dtoh(host.ctypes.data, buffers[arg.name], host.nbytes)
+        outputs = read_back(driver, buffers, [arg for arg in request.args if arg.kind == "buffer" and arg.name in wanted])
         if request.gate is not None:  # compared here, in memory (tools/gate/outputs.py), instead of written out
             from hyperloom.tools.gate.outputs import judge_outputs
 
@@ -121,7 +141,7 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
     head_start_s = helpers.head_start_seconds(start, end)
     late: list[bool] = []  # per rep: enqueued after the flush and spin could have ended
 
-    def one_rep() -> tuple[float, float]:
+    def timed_launch() -> float:
         # Kernel time: the flush and a spin run on the device while the host enqueues the start event, the
         # kernel and the end event behind them, so the events bracket the kernel alone. Recording start on an
         # idle device and then launching would put the host's launch latency (microseconds) inside the span.
@@ -133,19 +153,81 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
         driver.record(end)
         late.append(time.perf_counter() - enqueue_began > LATE_FRACTION * head_start_s)  # the device may have reached `start` first
         driver.wait(end)
-        kernel_s = driver.elapsed_ms(start, end) / 1e3
+        return driver.elapsed_ms(start, end) / 1e3
+
+    def wall_launch() -> float:
         # Wall time: what a caller waiting on one launch sees, launch latency included (cache flushed again).
         helpers.flush()
         driver.synchronize()
         t0 = time.perf_counter()
         launch()
         driver.synchronize()
-        return kernel_s, time.perf_counter() - t0
+        return time.perf_counter() - t0
 
-    result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing)
+    outputs = [arg for arg in request.args if arg.kind == "buffer" and arg.role in ("output", "inout")]
+    checks = request.checks
+    first: dict[str, np.ndarray] = {}
+    keep_first = (lambda: first.update(read_back(driver, buffers, [a for a in outputs if a.role == "output"]))) if checks and checks.determinism else None
+    result.kernel_s, result.wall_s, result.warmup_reps = sample(lambda: (timed_launch(), wall_launch()), request.timing, keep_first)
     result.late_reps = sum(late[result.warmup_reps:])  # warm-up reps (first launches load code) do not count
+    if checks is not None:
+        last, fresh = _checked_launches(driver, checks, request.args, outputs, buffers, load, timed_launch, launch, result)
+        _judge_or_save(checks, last, fresh, first, result)
     result.flush_bytes = flush_bytes
+    result.guard_violations = guard_violations(driver, guards, request.guard_bytes)
     return result
+
+
+def read_back(driver: Driver, buffers: dict[str, object], args: list[ArgSpec]) -> dict[str, np.ndarray]:
+    """The device buffers of `args`, copied to host arrays of their declared shape."""
+    copies = {}
+    for arg in args:
+        copies[arg.name] = host = np.empty(arg.shape, dtype=arg.dtype)
+        driver.dtoh(host.ctypes.data, buffers[arg.name], host.nbytes)
+    return copies
+
+
+def _checked_launches(driver: Driver, checks: TimedChecks, args: list[ArgSpec], outputs: list[ArgSpec], buffers: dict[str, object],  # type: ignore[no-untyped-def]
+                      load: Callable[[str], np.ndarray], timed_launch, launch, result: TrialResult) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The last timed launch (outputs poisoned, inout buffers back at their inputs first), read back; then one launch
+    on the fresh inputs (outputs left as they are), read back."""
+    by_name = {arg.name: arg for arg in args}
+    for arg in outputs:
+        if arg.role == "inout" and arg.input_path:
+            _copy_in(driver, buffers[arg.name], load(arg.input_path))
+        else:
+            driver.memset(buffers[arg.name], POISON_BYTE, arg.nbytes)
+    result.checked_kernel_s = timed_launch()
+    last = read_back(driver, buffers, outputs)
+    for name, path in checks.fresh_inputs.items():
+        if name in by_name:
+            _copy_in(driver, buffers[name], load(path))
+    launch()
+    driver.synchronize()
+    return last, read_back(driver, buffers, outputs)
+
+
+def _copy_in(driver: Driver, pointer: object, array: np.ndarray) -> None:
+    host = np.ascontiguousarray(array)
+    driver.htod(pointer, host.ctypes.data, host.nbytes)
+
+
+def _judge_or_save(checks: TimedChecks, last: dict[str, np.ndarray], fresh: dict[str, np.ndarray], first: dict[str, np.ndarray], result: TrialResult) -> None:
+    """The checked launches judged here when the request gives their references (a GPU kernel cannot reach the host
+    arrays they are copied into), else saved for the caller as last_, fresh_ and first_<arg>.npy."""
+    if checks.last_gate is not None and checks.fresh_gate is not None:
+        from hyperloom.tools.gate.outputs import agreement, judge_outputs
+
+        result.timed_gates["last"] = judge_outputs(last, checks.last_gate)
+        result.timed_gates["fresh"] = judge_outputs(fresh, checks.fresh_gate)
+        if first and checks.determinism is not None:
+            result.timed_gates["determinism"] = agreement(first, last, checks.determinism)
+        return
+    folder = Path(checks.outputs)
+    folder.mkdir(parents=True, exist_ok=True)
+    for prefix, arrays in (("last", last), ("fresh", fresh), ("first", first)):
+        for name, array in arrays.items():
+            np.save(folder / f"{prefix}_{name}.npy", array)
 
 
 class _Helpers:

@@ -1,4 +1,9 @@
-"""The `c` backend: a shared library built by the system C compiler, called through ctypes on the host CPU."""
+"""The `c` backend: a shared library built by the system C compiler, called through ctypes on the host CPU.
+
+Every buffer lies between guard regions (tools/runtime/guards.py). A timing trial with checks also keeps the
+outputs of its last timed call, the outputs poisoned before it, and of one more call on a second input set, their
+outputs not poisoned first; the caller gates them (a host kernel shares this process, so nothing is judged here).
+"""
 
 from __future__ import annotations
 
@@ -9,11 +14,15 @@ from pathlib import Path
 import numpy as np
 
 from hyperloom.core.evidence import host_device
-from hyperloom.tools.runtime.gpu import dims, fill_byte, scalar
-from hyperloom.tools.runtime.models import TrialRequest, TrialResult
+from hyperloom.tools.runtime.gpu import POISON_BYTE, dims, fill_byte, scalar
+from hyperloom.tools.runtime.guards import guarded_host, host_violations
+from hyperloom.tools.runtime.models import ArgSpec, TimedChecks, TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
 
 MIN_FLUSH_BYTES = 64 << 20
+_RETAINED: list[_Buffers] = []
+"""The last trial's buffers, kept until the next trial starts: a kernel that left a thread writing into them (one that
+returns before its work is done) writes into memory that is still there, instead of crashing the worker mid-report."""
 
 
 def last_level_cache_bytes() -> int:
@@ -28,37 +37,55 @@ def last_level_cache_bytes() -> int:
     return max(sizes, default=0)
 
 
+class _Buffers:
+    """A launch's host buffers, each inside its guards: typed views by argument name, and the inputs they started from."""
+
+    def __init__(self, args: list[ArgSpec], guard_bytes: int) -> None:
+        self.guard_bytes = guard_bytes
+        self.whole: dict[str, np.ndarray] = {}
+        self.views: dict[str, np.ndarray] = {}
+        self.started: dict[str, np.ndarray] = {}  # inout buffers' inputs, to start the checked launches from
+        for arg in args:
+            if arg.kind != "buffer":
+                continue
+            whole, inner = guarded_host(arg.nbytes, guard_bytes)
+            view = inner.view(arg.dtype).reshape(arg.shape) if arg.nbytes else inner
+            if arg.input_path:
+                view[...] = np.load(arg.input_path, allow_pickle=False).reshape(view.shape)
+                if arg.role == "inout":
+                    self.started[arg.name] = view.copy()
+            else:
+                inner[...] = fill_byte(arg)
+            self.whole[arg.name], self.views[arg.name] = whole, view
+
+    def address(self, name: str) -> ctypes.c_void_p:
+        return ctypes.c_void_p(self.views[name].ctypes.data)
+
+    def violations(self) -> list[str]:
+        return host_violations(self.whole, self.guard_bytes)
+
+
 def run_host(request: TrialRequest) -> TrialResult:
     started = time.perf_counter()
     library = ctypes.CDLL(str(Path(request.code_object).resolve()))
     function = getattr(library, request.entry)
     function.restype = None
-    arrays: dict[str, np.ndarray] = {}
-    values: list[object] = []
-    for arg in request.args:
-        if arg.kind == "scalar":
-            values.append(scalar(arg))
-            continue
-        if arg.input_path:
-            array = np.ascontiguousarray(np.load(arg.input_path, allow_pickle=False)).copy()
-        else:
-            array = np.empty(arg.shape, dtype=arg.dtype)
-            array.view(np.uint8)[...] = fill_byte(arg)
-        arrays[arg.name] = array
-        values.append(ctypes.c_void_p(array.ctypes.data))
+    buffers = _Buffers(request.args, request.guard_bytes)
+    _RETAINED[:] = [buffers]
+    values: list[object] = [scalar(arg) if arg.kind == "scalar" else buffers.address(arg.name) for arg in request.args]
     if request.launch_args:  # a C twin that loops over the blocks a GPU would run
         values.extend(ctypes.c_int32(n) for n in (*dims(request.grid), *dims(request.block)))
     result = TrialResult(status="OK", device=host_device(), stage_s=time.perf_counter() - started)
     if request.mode == "correctness":
         function(*values)
+        result.guard_violations = buffers.violations()
         for arg in request.args:
             if arg.kind == "buffer" and arg.output_path:
-                np.save(arg.output_path, arrays[arg.name])
+                np.save(arg.output_path, buffers.views[arg.name])
         return result
 
     result.cache_bytes = last_level_cache_bytes()
     flush = np.zeros(max(2 * result.cache_bytes, MIN_FLUSH_BYTES) // 8, dtype=np.int64) if request.timing.flush_cache else None
-
     reading = request.timing.flush_mode == "read"
 
     def one_rep() -> tuple[float, float]:
@@ -71,7 +98,35 @@ def run_host(request: TrialRequest) -> TrialResult:
         elapsed = time.perf_counter() - t0
         return elapsed, elapsed
 
-    result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing)
+    outputs = [arg for arg in request.args if arg.kind == "buffer" and arg.role in ("output", "inout")]
+    checks = request.checks
+    first: dict[str, np.ndarray] = {}
+    keep_first = (lambda: first.update({a.name: buffers.views[a.name].copy() for a in outputs if a.role == "output"})) if checks and checks.determinism else None
+    result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing, keep_first)
     result.flush_bytes = 0 if flush is None else flush.nbytes
+    if checks is not None:
+        _checked_launches(checks, outputs, buffers, one_rep, lambda: function(*values), result, first)
+    result.guard_violations = buffers.violations()
     return result
 
+
+def _checked_launches(checks: TimedChecks, outputs: list[ArgSpec], buffers: _Buffers, one_rep, call, result: TrialResult,  # type: ignore[no-untyped-def]
+                      first: dict[str, np.ndarray]) -> None:
+    """The last timed call (outputs poisoned, inout buffers back at their inputs first), then one call on the fresh
+    inputs (outputs left as they are): both kept as last_<arg>.npy and fresh_<arg>.npy, with first_<arg>.npy."""
+    folder = Path(checks.outputs)
+    folder.mkdir(parents=True, exist_ok=True)
+    for arg in outputs:
+        if arg.role == "inout":
+            buffers.views[arg.name][...] = buffers.started[arg.name]
+        else:
+            buffers.views[arg.name].view(np.uint8)[...] = POISON_BYTE
+    result.checked_kernel_s, _ = one_rep()
+    last = {arg.name: buffers.views[arg.name].copy() for arg in outputs}  # at once: a kernel still writing after it returned is caught mid-way
+    for name, path in checks.fresh_inputs.items():
+        buffers.views[name][...] = np.load(path, allow_pickle=False).reshape(buffers.views[name].shape)
+    call()
+    fresh = {arg.name: buffers.views[arg.name].copy() for arg in outputs}
+    for prefix, arrays in (("last", last), ("fresh", fresh), ("first", first)):
+        for name, array in arrays.items():
+            np.save(folder / f"{prefix}_{name}.npy", array)

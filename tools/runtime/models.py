@@ -6,12 +6,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from hyperloom.tools.gate.models import GateResult, OutputGate
+from hyperloom.tools.gate.models import GateResult, OutputGate, Tolerance
 
 Backend = Literal["cuda", "hip", "c", "triton_interpreter"]
 HOST_BACKENDS: tuple[Backend, ...] = ("c", "triton_interpreter")  # run on CPU workers, not on a GPU
 Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
 FlushMode = Literal["write", "read"]
+GUARD_BYTES = 4096
+GUARD_BYTE = 0xA5
 FLUSH_MODE_DESCRIPTION = "write: dirty lines (the kernel pays the write-back); read: clean lines."
 
 
@@ -37,6 +39,18 @@ class Timing(BaseModel):
     flush_mode: FlushMode = Field("write", description="write: fill the flush buffer (dirty lines); read: read it (clean lines).")
 
 
+class TimedChecks(BaseModel):
+    """What a timing trial does besides timing, so that the launches it times are gated (tools/pipeline/integrity.py):
+    the outputs poisoned before the last timed launch and kept, then one more launch on a second input set, its
+    outputs not poisoned first, kept too; the first timed launch's outputs kept beside the last (determinism)."""
+
+    fresh_inputs: dict[str, str] = Field(description="Per input argument: the .npy of the second input set.")
+    outputs: str = Field(description="Folder for last_<arg>.npy, fresh_<arg>.npy and first_<arg>.npy (when gates is None).")
+    determinism: Tolerance | None = Field(None, description="The tolerance the first and last timed launches must agree within; None: not compared (a kernel declared nondeterministic).")
+    last_gate: OutputGate | None = Field(None, description="GPU: judge the last timed launch's outputs here, against these references.")
+    fresh_gate: OutputGate | None = Field(None, description="GPU: judge the launch on fresh inputs here.")
+
+
 class TrialRequest(BaseModel):
     backend: Backend
     device_index: int = 0
@@ -53,6 +67,8 @@ class TrialRequest(BaseModel):
                                            "with it a warm worker keeps inputs on the device, checked after each trial.")
     gate: OutputGate | None = Field(None, description="GPU correctness: compare the outputs in the worker against these frozen references (the "
                                     "result's gate) instead of writing them to their output_path.")
+    checks: TimedChecks | None = Field(None, description="Timing: also gate the timed launches (see TimedChecks).")
+    guard_bytes: int = Field(GUARD_BYTES, ge=0, description="Bytes of a known pattern before and after every buffer, checked after the trial.")
 
 
 class TrialResult(BaseModel):
@@ -68,4 +84,7 @@ class TrialResult(BaseModel):
     stderr: str = ""
     elapsed_s: float = 0.0
     gate: GateResult | None = Field(None, description="The verdict on the outputs, when the request asked the worker for it.")
+    timed_gates: dict[str, GateResult] = Field(default_factory=dict, description="GPU timing with checks: 'last', 'fresh' and 'determinism' judged in the worker.")
+    checked_kernel_s: float | None = Field(None, description="The checked timed launch's own time (with checks; not among kernel_s).")
+    guard_violations: list[str] = Field(default_factory=list, description="Buffers whose guard regions the kernel wrote: it wrote outside them.")
     stage_s: float = Field(0.0, description="Seconds in the worker before the first launch: driver and context, code object, inputs read and copied in.")

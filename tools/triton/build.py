@@ -22,6 +22,7 @@ from hyperloom.core.toolchain import ToolInfo
 from hyperloom.core.worker import run_worker
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile.drivers import AMD_TARGET, HOST_TARGET, NVIDIA_TARGET
+from hyperloom.tools.compile.limits import limits_of
 from hyperloom.tools.compile.models import Diagnostic, KernelReport, TargetBuild
 from hyperloom.tools.compile.resources import amd_kernels, nvidia_kernels
 from hyperloom.tools.runtime.models import ArgSpec
@@ -30,10 +31,6 @@ from hyperloom.tools.triton.loader import folder_digest, triton_version, worker_
 
 COMPILE_TIMEOUT_S = 300.0
 BUILD_FORMAT = 1
-# Shared memory a block may use, by target (bytes): Triton's own launcher refuses a kernel above the device's limit.
-SHARED_LIMIT_BYTES = {"sm_80": 166912, "sm_86": 101376, "sm_89": 101376, "sm_90": 232448, "sm_90a": 232448, "sm_100": 232448,
-                      "sm_100a": 232448, "sm_120": 101376, "gfx950": 163840}
-AMD_SHARED_LIMIT_BYTES = 65536
 
 
 def interpreter_tool() -> ToolInfo:
@@ -96,7 +93,8 @@ def build_triton(source: Path, entry: str, target: str, binding: Binding, args: 
 
 def _checked(record: dict[str, Any], target: str) -> dict[str, Any]:
     """Refuse what the runtime cannot launch as Triton would: too much shared memory, clusters, cooperative grids."""
-    limit = SHARED_LIMIT_BYTES.get(target, AMD_SHARED_LIMIT_BYTES if target.startswith("gfx") else None)
+    limits = limits_of(target)  # Triton's own launcher refuses a kernel above the device's limit
+    limit = limits.shared_bytes if limits is not None else None
     if limit is not None and record["shared"] > limit:
         return {"error": {"kind": "resources", "message": f"out of resources: the kernel needs {record['shared']} bytes of shared memory, {target} has {limit}"}}
     if record["num_ctas"] != 1 or record["cooperative"]:

@@ -14,6 +14,7 @@ from hyperloom.tools.tune.loop import Control, run_tune
 from hyperloom.tools.tune.models import ProposeRequest, ProposeResult, SessionRef, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.tune.report import build_report, close_session, status_of
 from hyperloom.tools.tune.session import open_existing, queue_candidate
+from hyperloom.tools.tune.sources import propose_source
 from hyperloom.tools.tune.space import check_params
 
 OPEN_TIMEOUT_S = 600.0
@@ -100,7 +101,10 @@ def tune_propose(request: ProposeRequest, workspace: Workspace, progress: Progre
     del progress
     params = check_params(request.params)
     with open_existing(request.session, workspace) as stored:
-        result = queue_candidate(stored.manifest, stored.ledger, params, request.note)
+        if request.source is not None or request.diff is not None:
+            result = propose_source(stored, request, params, workspace)
+        else:
+            result = queue_candidate(stored.manifest, stored.ledger, params, request.note)
         if not result.accepted:
             return result
         running = RUNS.running(stored.id)

@@ -12,8 +12,9 @@ import time
 from dataclasses import dataclass, field
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.pipeline.candidate import Built, Unbuilt, build_candidate
+from hyperloom.tools.pipeline.candidate import Built, Unbuilt, build_candidate, built_digest
 from hyperloom.tools.pipeline.evaluate import InputSet, evaluate as evaluate_candidate
+from hyperloom.tools.pipeline.judging import Judging
 from hyperloom.tools.pipeline.stats import SampleStats, summarize
 from hyperloom.tools.runtime.models import Timing
 from hyperloom.tools.runtime.pool import FreshRunner, Runner
@@ -33,6 +34,7 @@ class Outcome:
     finished: bool = True  # False: stopped by the budget before its end, not a trial to record
     samples_s: list[float] = field(default_factory=list)
     phases_s: dict[str, float] = field(default_factory=dict)
+    build_sha256: str | None = None
 
 
 def compile_candidate(session: Session, params: Params, workspace: Workspace, *, expect: list[str], forbid: list[str]) -> Built | Outcome:
@@ -46,10 +48,12 @@ def compile_candidate(session: Session, params: Params, workspace: Workspace, *,
 
 def run_compiled(
     session: Session, compiled: Built, workspace: Workspace, budget: Budget, *, runner: Runner, timing: Timing, timeout_s: float, digest: str,
+    judging: Judging | None = None,
 ) -> Outcome:
-    """Gate a compiled candidate on every input set through `runner` (its device's), then time it if it passed."""
+    """Gate a compiled candidate on every input set through `runner` (its device's), then time it if it passed (on the
+    run's secret sets, against its roof and reference audit, when `judging` gives them)."""
     launchable, build, clock = compiled.launchable, compiled.build, compiled.clock
-    outcome = Outcome(status="ERROR", compile_s=build.compile_s)
+    outcome = Outcome(status="ERROR", compile_s=build.compile_s, build_sha256=built_digest(launchable, workspace.root / build.code_object))
     recorded = clock.recording(runner)
     started_run = time.perf_counter()
 
@@ -73,9 +77,10 @@ def run_compiled(
     sets = [InputSet(s, session.inputs(s), out / s, session.references(s)) for s in launchable.input_sets]
     try:
         evaluation = evaluate_candidate(launchable, build.code_object, sets, workspace, timing=timing, timeout_s=timeout_s, device=runner.device,
-                                        runner=recorded, launch=launch)
+                                        runner=recorded, launch=launch, secret=judging.secret if judging else None,
+                                        roof=judging.roof if judging else None, reference_audit=judging.reference_audit if judging else None)
         outcome.status, outcome.reason, outcome.input_set = evaluation.status, evaluation.reason, evaluation.input_set
-        if evaluation.status in ("WRONG", "NAN"):
+        if evaluation.status in ("WRONG", "NAN", "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE"):
             runner.discard("verdict")  # its code misbehaved: a warm process it ran in is not trusted with the next
         if evaluation.timing is not None:
             outcome.kernel, outcome.device_name, outcome.samples_s = summarize(evaluation.timing.kernel_s), evaluation.timing.device, evaluation.timing.kernel_s

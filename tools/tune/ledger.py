@@ -10,7 +10,9 @@ import json
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.triton.models import AutotuneChoice
@@ -30,6 +32,19 @@ CREATE TABLE IF NOT EXISTS proposals (
 );
 CREATE TABLE IF NOT EXISTS spent (id INTEGER PRIMARY KEY AUTOINCREMENT, what TEXT NOT NULL, seconds REAL NOT NULL);
 """
+_LINEAGE = "CREATE TABLE IF NOT EXISTS lineage (hash TEXT PRIMARY KEY, record TEXT NOT NULL)"  # added to older ledgers when they open
+
+
+class Lineage(BaseModel):
+    """Where a source change came from: its parent candidate, its stored source, and what the proposer said of it."""
+
+    hash: str = Field(description="The candidate's hash (or not-new-<sha> for a change that built to a recorded code object).")
+    parent: str
+    source: str = Field(description="The stored source, relative to the workspace.")
+    kind: Literal["source", "diff"]
+    note: str = ""
+    build_sha256: str | None = Field(None, description="Its code object and launch (None: it did not build).")
+    same_as: str | None = Field(None, description="Not new: the candidate whose code object it builds to.")
 
 
 class Ledger:
@@ -51,6 +66,7 @@ class Ledger:
                         "INSERT OR IGNORE INTO meta VALUES (?, ?)",
                         [("kind", LEDGER_KIND), ("version", LEDGER_VERSION), ("session", session_id)],
                     )
+            self._db.execute(_LINEAGE)
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as exc:
             raise HyperloomError(f"{path} is not a readable tune ledger ({exc})", "the session is corrupt; move it aside and start a new session") from exc
@@ -96,6 +112,20 @@ class Ledger:
 
     def count(self) -> int:
         return self._query("SELECT COUNT(*) FROM trials")[0][0]
+
+    # lineage of source changes --------------------------------------------------------------
+    def add_lineage(self, entry: Lineage) -> None:
+        self._write("INSERT OR REPLACE INTO lineage (hash, record) VALUES (?, ?)", (entry.hash, entry.model_dump_json()))
+
+    def lineage(self) -> dict[str, Lineage]:
+        return {row[0]: Lineage.model_validate_json(row[1]) for row in self._query("SELECT hash, record FROM lineage")}
+
+    def same_build(self, build_sha256: str) -> str | None:
+        """The recorded or queued candidate that built to `build_sha256`, or None."""
+        for trial in self.trials():
+            if trial.build_sha256 == build_sha256:
+                return trial.hash
+        return next((e.hash for e in self.lineage().values() if e.build_sha256 == build_sha256 and e.same_as is None), None)
 
     # device-seconds ---------------------------------------------------------------------------
     def add_spent(self, what: str, seconds: float) -> None:

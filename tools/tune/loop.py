@@ -18,13 +18,15 @@ import threading
 import time
 from collections import deque
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from dataclasses import dataclass, field
 from typing import Any
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.pipeline.judging import Judging
 from hyperloom.tools.pipeline.launch import Launchable
+from hyperloom.tools.pipeline.roof import Roof
 from hyperloom.tools.runtime.pool import RunnerPool
 from hyperloom.tools.tune.seeds import prepare_session
 from hyperloom.tools.tune.devices import slot_label, worker_slots
@@ -72,7 +74,10 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
         session, _ = open_session(request, workspace, prepared=start_workers)
         pool, ledger = pools[0], session.ledger
         with session:
-            loop = Loop(session, request, workspace, progress, control, [runner.device for runner in pool.runners])  # connects the proposer (and its storage) before "running" is answered
+            roof = Roof(request.roof_gbps, request.roof_tflops, "the roof tune was given") if request.roof_gbps or request.roof_tflops else None
+            judging = workers.enter_context(closing(Judging.open(session.launchable, session.staged_sets(workspace), workspace, roof=roof,
+                                                                 timeout_s=request.timeout_s)))
+            loop = Loop(session, request, workspace, progress, control, [runner.device for runner in pool.runners], judging)  # connects the proposer (and its storage) before "running" is answered
             control.session_id = session.id
             control.opened.set()
             ledger.release_proposals()
@@ -93,8 +98,9 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
 
 class Loop:
     def __init__(self, session: Session, request: TuneRequest, workspace: Workspace, progress: ProgressFn | None, control: Control,
-                 slots: list[int | None]) -> None:
+                 slots: list[int | None], judging: Judging | None = None) -> None:
         self.session, self.request, self.workspace, self.progress, self.control = session, request, workspace, progress, control
+        self.judging = judging
         self.ledger = session.ledger
         spec = session.launchable.loaded.spec
         self.space = Space(spec.tuning_of(session.launchable.variant), {name: spec.tuning_of(o.variant) for name, o in session.others.items()},
@@ -215,7 +221,7 @@ class Loop:
         while flow.free and flow.queue and flow.queue[0].compiled is not None:
             head, worker = flow.queue.popleft(), flow.free.popleft()
             future = devices.submit(run_compiled, self.session, head.compiled, self.workspace, self.budget, runner=pool.runners[worker],
-                                    timing=self.timing, timeout_s=self.request.timeout_s, digest=head.digest)
+                                    timing=self.timing, timeout_s=self.request.timeout_s, digest=head.digest, judging=self.judging)
             flow.running[future] = (head, worker)
 
     def record_ended(self, flow: _Flow, devices: ThreadPoolExecutor, pool: RunnerPool) -> None:
@@ -256,7 +262,7 @@ class Loop:
             bandwidth_gbps=bandwidth, tflops=tflops, roof_pct=roof,
             speedup=(1.0 if median else None) if proposer == "baseline" else (baseline.median_s / median if baseline and baseline.median_s and median else None),
             device=COMPILER if worker < 0 else outcome.device_name or slot_label(device), device_index=device, worker=worker, device_s=outcome.device_s,
-            compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), phases_s=outcome.phases_s,
+            compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), phases_s=outcome.phases_s, build_sha256=outcome.build_sha256,
         ))
         self.trials.append(record)
         self.recorded.add(digest)

@@ -14,7 +14,7 @@ from hyperloom.tools.runtime.pool import WorkerMode
 from hyperloom.tools.tune.space import check_params
 
 Strategy = Literal["grid", "random", "tpe", "cmaes", "external"]
-TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "ERROR"]
+TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RESOURCE_LIMIT", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE", "DEGENERATE", "ERROR"]
 SessionState = Literal["running", "stopped", "closed", "not running"]
 
 
@@ -99,6 +99,7 @@ class TrialRecord(BaseModel):
     device_s: float = Field(description="Seconds the worker processes ran for this candidate.")
     compile_s: float
     finished_at: str
+    build_sha256: str | None = Field(None, description="Its code object and launch, hashed (what novelty is judged by).")
     phases_s: dict[str, float] = Field(default_factory=dict, description=(
         "Where this candidate's time went, in seconds (they add up to its own wall time): compile, rules (disasm), process_start (worker"
         " start-up and hand-over), stage (driver, code object, inputs in), gate (the kernel on each input set; a GPU's outputs checked there), compare"
@@ -132,8 +133,17 @@ class SessionRef(Request):
 class ProposeRequest(Request):
 
     session: str = Field(max_length=300, description="Session id.")
-    params: dict[str, str | int] = Field(min_length=1, max_length=64, description="Defines, e.g. {\"BLOCK\": 128}; {\"variant\": name} picks one.")
+    params: dict[str, str | int] = Field(default_factory=dict, max_length=64, description="Defines, e.g. {\"BLOCK\": 128}; {\"variant\": name} picks one.")
+    source: str | None = Field(None, max_length=500, description="A kernel source file (same entry, signature).")
+    diff: str | None = Field(None, max_length=200_000, description="Or a unified diff of the parent's source.")
+    parent: str | None = Field(None, max_length=64, description="Candidate hash changed; default baseline.")
     note: str = Field("", max_length=500, description="Why, kept in the ledger.")
+
+    @model_validator(mode="after")
+    def _something(self) -> ProposeRequest:
+        if not self.params and self.source is None and self.diff is None:
+            raise ValueError("propose params, a source file or a diff")
+        return self
 
 
 class ProposeResult(BaseModel):
@@ -168,6 +178,22 @@ class Revalidation(BaseModel):
     beyond_noise: bool
 
 
+class LineageNode(BaseModel):
+    """A source change in the session's lineage: its candidate's result and its measured gain over its parent and the baseline."""
+
+    hash: str
+    parent: str
+    kind: Literal["source", "diff"]
+    note: str
+    source: str
+    seq: int | None = Field(None, description="The trial it became (None: not run yet, or not new).")
+    status: str = Field(description="The trial's status, 'queued', or 'NOT_NEW'.")
+    median_s: float | None = None
+    gain_over_parent: float | None = Field(None, description="Parent median / this median, both measured in this session.")
+    gain_over_baseline: float | None = None
+    same_as: str | None = Field(None, description="NOT_NEW: the candidate whose code object it builds to.")
+
+
 class TuneReport(BaseModel):
     status: TuneStatus
     leaderboard: list[TrialRecord]
@@ -176,5 +202,6 @@ class TuneReport(BaseModel):
     revalidations: list[Revalidation] = Field(default_factory=list, description="Winner and baseline re-timed on each device the session used.")
     sweep: list[ShapeSweep]
     autotune: AutotuneChoice | None = Field(None, description="Triton kernels: the config the kernel's own @triton.autotune picked on this device, gated and timed as a candidate, beside the winner.")
+    lineage: list[LineageNode] = Field(default_factory=list, description="Source changes proposed, each under its parent (tune_propose source/diff).")
     report_md: str = Field(description="Path of report.md in the workspace.")
     breakdown_json: str = Field(description="Path of breakdown.json in the workspace.")

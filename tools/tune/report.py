@@ -16,7 +16,7 @@ from hyperloom.tools.tune.seeds import choice_in
 from hyperloom.tools.tune.seeds import render as render_autotune
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.manifest import Manifest
-from hyperloom.tools.tune.models import SessionState, TuneReport, TuneRequest, TuneStatus
+from hyperloom.tools.tune.models import LineageNode, SessionState, TrialRecord, TuneReport, TuneRequest, TuneStatus
 from hyperloom.tools.pipeline.phases import PHASES
 from hyperloom.tools.tune.phases import run_summary
 from hyperloom.tools.tune.session import BREAKDOWN, REPORT
@@ -68,8 +68,63 @@ def build_report(manifest: Manifest, ledger: Ledger, folder: Path, workspace: Wo
         revalidations=ledger.revalidations(),
         sweep=ledger.sweep(),
         autotune=choice_in(ledger, trials),
+        lineage=lineage_nodes(ledger, trials),
         report_md=workspace.relative(folder / REPORT), breakdown_json=workspace.relative(folder / BREAKDOWN),
     )
+
+
+def lineage_nodes(ledger: Ledger, trials: list[TrialRecord]) -> list[LineageNode]:
+    """Each source change with its trial's figures and its gains over its parent and the baseline."""
+    by_hash = {t.hash: t for t in trials}
+    baseline = next((t for t in trials if t.proposer == "baseline"), None)
+    nodes = []
+    for entry in ledger.lineage().values():
+        trial, parent = by_hash.get(entry.hash), by_hash.get(entry.parent)
+        median = trial.median_s if trial else None
+        nodes.append(LineageNode(
+            hash=entry.hash, parent=entry.parent, kind=entry.kind, note=entry.note, source=entry.source, same_as=entry.same_as,
+            seq=trial.seq if trial else None, status="NOT_NEW" if entry.same_as else trial.status if trial else "queued", median_s=median,
+            gain_over_parent=parent.median_s / median if median and parent and parent.median_s else None,
+            gain_over_baseline=baseline.median_s / median if median and baseline and baseline.median_s else None,
+        ))
+    return sorted(nodes, key=lambda n: (n.seq is None, n.seq or 0, n.hash))
+
+
+def render_lineage(report: TuneReport) -> list[str]:
+    """report.md's lineage tree: the baseline, and under each candidate the changes proposed against it."""
+    if not report.lineage:
+        return []
+    trials = {t.hash: t for t in report.leaderboard + report.rejected}
+    children: dict[str, list[LineageNode]] = {}
+    for node in report.lineage:
+        children.setdefault(node.parent, []).append(node)
+    baseline = next((t for t in trials.values() if t.proposer == "baseline"), None)
+    lines = ["", "## Lineage of source changes", "",
+             f"- baseline{f' #{baseline.seq}: {_us(baseline.median_s)} us' if baseline else ''}"]
+
+    def walk(parent: str, depth: int) -> None:
+        for node in children.get(parent, []):
+            label = f"#{node.seq} " if node.seq else ""
+            if node.status == "NOT_NEW":
+                said = f"not new: builds to the same code object as {_seq(trials, node.same_as)}"
+            elif node.median_s:
+                said = (f"{node.status} {_us(node.median_s)} us, {_num(node.gain_over_parent, '{:.3f}x')} over its parent, "
+                        f"{_num(node.gain_over_baseline, '{:.3f}x')} over the baseline")
+            else:
+                trial = trials.get(node.hash)
+                said = f"{node.status}" + (f" at {trial.input_set}: {trial.reason[:160]}" if trial and trial.reason else "")
+            lines.append(f"{'  ' * depth}- {label}{node.kind} `{node.source.rsplit('/', 1)[-1][:20]}` ({node.note or 'no note'}): {said}")
+            walk(node.hash, depth + 1)
+
+    roots = {node.parent for node in report.lineage} - {node.hash for node in report.lineage}
+    for root in sorted(roots, key=lambda h: (baseline is None or h != baseline.hash, h)):
+        walk(root, 1)
+    return lines
+
+
+def _seq(trials: dict[str, TrialRecord], digest: str | None) -> str:
+    trial = trials.get(digest or "")
+    return f"#{trial.seq}" if trial else (digest or "?")[:16]
 
 
 def close_session(folder: Path, manifest: Manifest, ledger: Ledger, workspace: Workspace) -> TuneReport:
@@ -131,6 +186,7 @@ def render_markdown(manifest: Manifest, report: TuneReport, run: dict[str, Any] 
     lines += ["", "## Rejected", ""]
     lines += [f"- #{t.seq} `{t.params or 'baseline'}`: **{t.status}** at {t.input_set}: {t.reason}" for t in report.rejected] or ["None."]
     lines += render_autotune(report.autotune)
+    lines += render_lineage(report)
     lines += ["", "## Winner re-validation", ""]
     if not report.revalidations and report.revalidation is None:
         lines.append("Not run (no passing candidate beat the baseline, or no baseline passed).")

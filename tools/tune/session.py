@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import re
 import shutil
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import numpy as np
 
 from hyperloom import __version__
 from hyperloom.core.atomic import staged_directory
@@ -26,13 +29,14 @@ from hyperloom.core.hashing import combine_digests, sha256_file
 from hyperloom.core.workspace import STATE_DIR, Workspace
 from hyperloom.tools.pipeline.launch import Launchable, prepare, specialize
 from hyperloom.tools.pipeline.trial import stage_input_set
-from hyperloom.tools.gate.freeze import freeze
+from hyperloom.tools.gate.freeze import freeze, load_reference_set
 from hyperloom.tools.gate.models import FreezeRequest
-from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec
+from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec, output_buffers
+from hyperloom.tools.pipeline.audit import StagedSet
 from hyperloom.tools.tune.ledger import Ledger
 from hyperloom.tools.tune.manifest import Manifest, read_manifest
 from hyperloom.tools.tune.models import ProposeResult, TuneRequest
-from hyperloom.tools.tune.space import VARIANT, Params, candidate_hash, split_variant
+from hyperloom.tools.tune.space import SOURCE, VARIANT, Params, candidate_hash, split_variant
 
 LEDGER, REPORT, BREAKDOWN = "ledger.sqlite", "report.md", "breakdown.json"
 SESSIONS_DIR = Path(STATE_DIR) / "tune"
@@ -72,15 +76,49 @@ class Session(StoredSession):
         return self.manifest.identity_sha256
 
     def launchable_for(self, params: Params) -> tuple[Launchable, Params]:
-        """The candidate's variant (VARIANT in params, else the session's own) and the rest of its params."""
+        """The candidate's variant (VARIANT in params, else the session's own), its own source when SOURCE names one,
+        and the rest of its params."""
         variant, rest = split_variant(params, self.launchable.variant_name, self.others)
-        return self.others.get(variant, self.launchable), rest
+        launchable = self.others.get(variant, self.launchable)
+        if SOURCE in rest:
+            launchable = with_source(launchable, stored_source(self.folder, str(rest.pop(SOURCE))))
+        return launchable, rest
 
     def inputs(self, input_set: str) -> Path:
         return self.folder / "inputs" / input_set
 
+    def staged_sets(self, workspace: Workspace) -> list[StagedSet]:
+        """Each input set's inputs and frozen references, read back (for the reference audit)."""
+        staged = []
+        for name in self.launchable.input_sets:
+            inputs = {p.name.removeprefix("in_").removesuffix(".npy"): np.load(p, allow_pickle=False) for p in sorted(self.inputs(name).glob("in_*.npy"))}
+            paths = load_reference_set(self.references(name), workspace).reference_paths
+            outputs = [a.name for a in output_buffers(self.launchable.loaded.spec)]
+            staged.append(StagedSet(name, inputs, {o: np.load(p, allow_pickle=False) for o, p in zip(outputs, paths, strict=True)}))
+        return staged
+
     def references(self, input_set: str) -> Path:
         return self.folder / "references" / input_set
+
+
+def with_source(launchable: Launchable, source: Path) -> Launchable:
+    """`launchable` with its variant's source replaced by `source` (same entry, same signature)."""
+    return replace(launchable, variant=launchable.variant.model_copy(update={"source": os.path.relpath(source, launchable.loaded.folder)}))
+
+
+def stored_source(folder: Path, digest: str) -> Path:
+    """The source a session stored under the sha256 (prefix) `digest` (tools/tune/sources.py)."""
+    found = sorted((folder / "sources").glob(f"{digest}*"))
+    if not found:
+        raise HyperloomError(f"the session has no stored source {digest[:16]}", "propose the source again with tune_propose")
+    return found[0]
+
+
+def session_launchable(stored: StoredSession, workspace: Workspace) -> Launchable:
+    """The session's own variant as a launchable, from its manifest (for a call that needs no inputs: building a proposal)."""
+    manifest = stored.manifest
+    loaded = load_spec(workspace.resolve(manifest.spec, what="spec"), workspace)
+    return prepare(loaded, manifest.variant, manifest.target, manifest.shape_index)
 
 
 def session_folder(name: str, workspace: Workspace) -> tuple[str, Path]:

@@ -16,6 +16,8 @@ _DEFINE_VALUE = re.compile(r"[A-Za-z0-9_.+\-]{1,64}")
 
 VARIANT = "variant"
 """The reserved parameter naming a candidate's variant; absent, the candidate is of the session's own variant."""
+SOURCE = "source"
+"""The reserved parameter naming a candidate's own source: the sha256 prefix of a file the session stored (tools/tune/sources.py)."""
 
 
 class Space:

@@ -1,0 +1,101 @@
+"""The exploit corpus: kernels that lie (tests/fixtures/cheats), each named after its trick, each refused by the check
+that names the trick, while the honest kernel passes. bench on the host CPU; the GPU twins run in tests/test_cheats_gpu.py."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+
+import pytest
+import yaml
+
+from helpers import FIXTURES
+from hyperloom.core.evidence import host_device
+from hyperloom.tools.bench.api import run_bench
+from hyperloom.tools.bench.models import BenchRequest
+from hyperloom.tools.kernelspec.load import draw_inputs, load_spec
+from hyperloom.tools.pipeline.roof import measured_roof, record_roof
+
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
+TIMING = {"warmup_s": 0.0, "min_reps": 7, "max_reps": 7, "max_time_s": 5.0, "target_ci": 0.5}
+"""Seven kept repetitions: an odd count, so a kernel that alternates between two answers shows both to the determinism check."""
+
+CHEATS = {  # variant: the checks any of which may refuse it (the first is the one its trick meets)
+    "cached_outputs": {"fresh_inputs"},
+    "poison_only": {"fresh_inputs"},
+    "skip_repeat": {"timed_launch"},
+    "fewer_when_timed": {"timed_launch"},
+    "detects_timing": {"timed_launch"},
+    "reads_reference_file": {"timed_launch"},
+    "special_cases_seed": {"timed_launch"},
+    "background_thread": {"roof", "timed_launch", "fresh_inputs"},  # its outputs are read as soon as a launch returns
+    "checks_previous_output": {"roof"},
+    "writes_past_end": {"guard"},
+    "writes_before_start": {"guard"},
+    "partial_output": {"gate"},
+    "alternating": {"determinism"},
+}
+
+
+@pytest.fixture(scope="module")
+def host_roof(tmp_path_factory: pytest.TempPathFactory):
+    """This CPU's read roof, measured once with roofline (as a user runs it before tuning)."""
+    from hyperloom.core.workspace import Workspace
+    from hyperloom.tools.roofline.models import RooflineRequest
+    from hyperloom.tools.roofline.api import run_roofline
+
+    root = tmp_path_factory.mktemp("roofws")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HYPERLOOM_CACHE_DIR", str(tmp_path_factory.mktemp("roofcache")))
+        run_roofline(RooflineRequest(target="host", ceilings=["read"], shape="small", plot=False, same_size_read=False, max_time_s=1.0), Workspace.at(root))
+        roof = measured_roof(host_device())
+    assert roof is not None and roof.memory_gbps
+    return roof
+
+
+@pytest.fixture
+def corpus(workspace, host_roof):
+    shutil.copytree(FIXTURES / "cheats", workspace.root / "cheats")
+    record_roof(host_device(), host_roof.memory_gbps, host_roof.compute_tflops, host_roof.source)
+    spec_path = workspace.root / "cheats" / "kernel.yaml"
+    spec = load_spec(spec_path, workspace).spec
+    bits = {case: struct.unpack("<I", draw_inputs(spec, spec.shapes[0], case)["x"][:1].tobytes())[0] for case in ("seeded", "zeros", "extremes")}
+    doc = yaml.safe_load(spec_path.read_text())
+    doc["variants"]["special_cases_seed"]["defines"] = {"SEEDED_BITS": bits["seeded"], "ZEROS_BITS": bits["zeros"], "EXTREMES_BITS": bits["extremes"]}
+    spec_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return workspace
+
+
+def refused_by(result) -> set[str]:
+    return {v.check for v in [*result.gate, *result.checks] if not v.passed}
+
+
+@needs_cc
+def test_the_honest_kernel_passes_every_check(corpus):
+    result = run_bench(BenchRequest(spec="cheats", variant="honest", target="host", **TIMING), corpus)
+    assert result.ok, result.summary
+    assert {v.check for v in result.checks} == {"guard", "timed_launch", "fresh_inputs", "determinism", "roof"} and all(v.passed for v in result.checks)
+    assert "under the measured roof" in next(v.summary for v in result.checks if v.check == "roof")
+
+
+@needs_cc
+@pytest.mark.parametrize("cheat", sorted(CHEATS))
+def test_a_cheating_kernel_is_refused_by_the_check_its_trick_meets(corpus, cheat):
+    result = run_bench(BenchRequest(spec="cheats", variant=cheat, target="host", **TIMING), corpus)
+    assert not result.ok and result.kernel is None, f"{cheat} passed: {result.summary}"
+    assert refused_by(result) & CHEATS[cheat], f"{cheat} refused by {refused_by(result)}, not {CHEATS[cheat]}: {result.summary}"
+
+
+@needs_cc
+def test_special_casing_the_first_shape_fails_the_gate_at_the_second(corpus):
+    assert run_bench(BenchRequest(spec="cheats", variant="special_cases_shape", shape=0, target="host", **TIMING), corpus).ok  # right where it was written for
+    result = run_bench(BenchRequest(spec="cheats", variant="special_cases_shape", shape=1, target="host", **TIMING), corpus)
+    assert not result.ok and "gate" in refused_by(result)
+
+
+@needs_cc
+def test_a_constant_that_matches_a_degenerate_reference_is_refused_by_the_reference_audit(corpus):
+    for variant in ("constant_output", "honest"):  # against a reference a constant passes, no pass means anything
+        result = run_bench(BenchRequest(spec="cheats/ones", variant=variant, target="host", **TIMING), corpus)
+        assert not result.ok and refused_by(result) == {"reference_audit"}, result.summary
+        assert "a constant passes as y on every input set" in result.summary
