@@ -10,12 +10,14 @@ alternating, `--repeat` rounds, on the host CPU's c backend (or a GPU target wit
 The unchecked legs exist only here, to price the checks: no request field turns them off.
 
 Run: .venv/bin/python bench/gate_checks.py [--repeat 3] [--candidates 16] [--target host]
+     python3 bench/gate_checks.py --target sm_90    (a GPU: tests/fixtures/cheats/gpu's honest kernel, 1 Mi floats)
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import shutil
 import statistics
 import tempfile
@@ -35,6 +37,7 @@ from hyperloom.tools.tune.models import TuneRequest
 REPO = Path(__file__).resolve().parent.parent
 BENCH_SPEC = REPO / "tests" / "fixtures" / "cheats"
 TUNE_SPEC = REPO / "tests" / "fixtures" / "specs" / "tune"
+GPU_SHAPE = 2  # 1 Mi floats in tests/fixtures/cheats/gpu
 TIMING = {"warmup_s": 0.0, "min_reps": 10, "max_reps": 50, "max_time_s": 0.3, "target_ci": 0.05}
 TARGET = 0.10
 
@@ -77,7 +80,8 @@ def unchecked_bench() -> Iterator[None]:
 
 
 def bench_once(workspace: Workspace, target: str, checked: bool) -> float:
-    request = BenchRequest(spec="cheats", variant="honest", target=target, **TIMING)
+    gpu = target != "host"
+    request = BenchRequest(spec="cheats/gpu" if gpu else "cheats", variant="honest", target=target, shape=GPU_SHAPE if gpu else 0, **TIMING)
     started = time.perf_counter()
     with contextlib.nullcontext() if checked else unchecked_bench():
         result = run_bench(request, workspace)
@@ -86,11 +90,13 @@ def bench_once(workspace: Workspace, target: str, checked: bool) -> float:
 
 
 def tune_once(workspace: Workspace, target: str, candidates: int, checked: bool, index: int) -> float:
-    request = TuneRequest(spec="tune", target=target, session=f"gate-{index}-{int(checked)}", strategy="random", max_candidates=candidates,
+    gpu = target != "host"
+    request = TuneRequest(spec="cheats/gpu" if gpu else "tune", variant="honest" if gpu else None, shape=GPU_SHAPE if gpu else 0, target=target,
+                          session=f"gate-{index}-{int(checked)}", strategy="random", max_candidates=candidates,
                           revalidate_pairs=0, sweep_shapes=False, background=False, warmup_s=0.0, min_reps=6, max_reps=30, max_time_s=0.2)
     with contextlib.nullcontext() if checked else mock.patch.object(tune_loop, "Judging", _NoJudging):
         report = run_tune(request, workspace)
-    run = __import__("json").loads((workspace.root / report.breakdown_json).read_text())["run"]
+    run = json.loads((workspace.root / report.breakdown_json).read_text())["run"]
     return run["loop_wall_s"] / max(run["candidates"], 1)
 
 

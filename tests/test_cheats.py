@@ -18,7 +18,6 @@ from hyperloom.tools.pipeline.roof import measured_roof, record_roof
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
 TIMING = {"warmup_s": 0.0, "min_reps": 7, "max_reps": 7, "max_time_s": 5.0, "target_ci": 0.5}
-"""Seven kept repetitions: an odd count, so a kernel that alternates between two answers shows both to the determinism check."""
 
 CHEATS = {  # variant: the checks any of which may refuse it (the first is the one its trick meets)
     "cached_outputs": {"fresh_inputs"},
@@ -99,3 +98,15 @@ def test_a_constant_that_matches_a_degenerate_reference_is_refused_by_the_refere
         result = run_bench(BenchRequest(spec="cheats/ones", variant=variant, target="host", **TIMING), corpus)
         assert not result.ok and refused_by(result) == {"reference_audit"}, result.summary
         assert "a constant passes as y on every input set" in result.summary
+
+
+def test_spec_check_reports_a_degenerate_reference_and_one_that_ignores_an_input(corpus):
+    from hyperloom.tools.spec.check import run_spec_check
+    from hyperloom.tools.spec.models import SpecCheckRequest
+
+    ones = run_spec_check(SpecCheckRequest(spec="cheats/ones"), corpus)
+    assert not ones.ok and any(p.path == "reference" and p.severity == "error" and "a constant passes as y" in p.cause for p in ones.problems)
+    (corpus.root / "cheats" / "reference.py").write_text(
+        "import numpy as np\n\ndef axpb(inputs, shape):\n    return {'y': (2 * np.arange(shape['n']) + 1).astype(np.float32)}\n")
+    ignores = run_spec_check(SpecCheckRequest(spec="cheats"), corpus)
+    assert any(p.severity == "warning" and "does not read x" in p.cause for p in ignores.problems), ignores.problems

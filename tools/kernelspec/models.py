@@ -99,8 +99,11 @@ class KernelSpec(_Strict):
     reference: str = Field(description="'file.py:function' relative to the spec; (inputs, shape) -> {output name: array}.")
     tolerance: Tolerance
     nondeterministic: bool = Field(False, description=(
-        "True when two launches on the same inputs may differ (atomics, unordered reductions): the gate then does not ask the"
-        " first and last timed launches to agree within the tolerance (each is still gated against the reference)."))
+        "True when two launches on the same inputs may differ (atomics, unordered reductions): the gate then does not ask two"
+        " launches on the same inputs to agree within the tolerance (each is still gated against the reference)."))
+    trivial_reference: str | None = Field(None, max_length=300, description=(
+        "Why a trivial answer (all zeros, one constant) is right here, e.g. a microbenchmark that measures a rate: the"
+        " reference audit then reports it instead of refusing every candidate."))
     metric: Metric = Field(default_factory=Metric)
     tuning: dict[str, list[str | int]] = Field(
         default_factory=dict,

@@ -30,9 +30,10 @@ class Judging:
 
 
 def audit_verdict(staged: Sequence[StagedSet], launchable: Launchable) -> InputSetVerdict | None:
-    """The reference audit as a refusing verdict, or None when no trivial kernel passes the gate."""
+    """The reference audit as a refusing verdict, or None when no trivial kernel passes the gate (or the spec says why
+    a trivial answer is right: trivial_reference)."""
     degenerate = [f for f in audit_references(staged, launchable.loaded.spec.tolerance) if f.refuses]
-    if not degenerate:
+    if not degenerate or launchable.loaded.spec.trivial_reference:
         return None
     return InputSetVerdict(input_set="reference_audit", check="reference_audit", passed=False, summary=(
         "; ".join(f.describe() for f in degenerate) + ": a kernel writing that passes this gate (draw other inputs, tighten the tolerance; spec_check shows it)"))

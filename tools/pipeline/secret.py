@@ -89,15 +89,15 @@ class SecretSets:
             folder = Path(checks.outputs)
             read = lambda prefix: {n: np.load(folder / f"{prefix}_{n}.npy", allow_pickle=False) for n in self.output_names  # noqa: E731
                                    if (folder / f"{prefix}_{n}.npy").is_file()}
-            last, fresh, first = read("last"), read("fresh"), read("first")
+            last, fresh, again = read("last"), read("fresh"), read("again")
             gates = {"last": judge_arrays(last, self.references["timed"], tolerance, {n: f"timed:{n}" for n in self.output_names}),
                      "fresh": judge_arrays(fresh, self.references["fresh"], tolerance, {n: f"fresh:{n}" for n in self.output_names})}
-            if first and checks.determinism is not None:
-                gates["determinism"] = agreement(first, last, checks.determinism)
+            if again and checks.determinism is not None:
+                gates["determinism"] = agreement(last, again, checks.determinism)
         verdicts = [_verdict("timed_launch", "the last timed launch, on secret inputs (its outputs poisoned first)", gates.get("last")),
                     _verdict("fresh_inputs", "a launch on a second secret input set after the timed ones", gates.get("fresh"))]
         if checks.determinism is not None:
-            verdicts.append(_verdict("determinism", "the first and last timed launches, on the same inputs, agree within the tolerance", gates.get("determinism")))
+            verdicts.append(_verdict("determinism", "two launches on the same inputs (the last timed one and one more) agree within the tolerance", gates.get("determinism")))
         return verdicts
 
     def close(self) -> None:

@@ -164,15 +164,12 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
         driver.synchronize()
         return time.perf_counter() - t0
 
-    outputs = [arg for arg in request.args if arg.kind == "buffer" and arg.role in ("output", "inout")]
-    checks = request.checks
-    first: dict[str, np.ndarray] = {}
-    keep_first = (lambda: first.update(read_back(driver, buffers, [a for a in outputs if a.role == "output"]))) if checks and checks.determinism else None
-    result.kernel_s, result.wall_s, result.warmup_reps = sample(lambda: (timed_launch(), wall_launch()), request.timing, keep_first)
+    result.kernel_s, result.wall_s, result.warmup_reps = sample(lambda: (timed_launch(), wall_launch()), request.timing)
     result.late_reps = sum(late[result.warmup_reps:])  # warm-up reps (first launches load code) do not count
-    if checks is not None:
-        last, fresh = _checked_launches(driver, checks, request.args, outputs, buffers, load, timed_launch, launch, result)
-        _judge_or_save(checks, last, fresh, first, result)
+    if request.checks is not None:
+        outputs = [arg for arg in request.args if arg.kind == "buffer" and arg.role in ("output", "inout")]
+        last, again, fresh = _checked_launches(driver, request.checks, request.args, outputs, buffers, load, timed_launch, launch, result)
+        _judge_or_save(request.checks, last, again, fresh, result)
     result.flush_bytes = flush_bytes
     result.guard_violations = guard_violations(driver, guards, request.guard_bytes)
     return result
@@ -188,23 +185,33 @@ def read_back(driver: Driver, buffers: dict[str, object], args: list[ArgSpec]) -
 
 
 def _checked_launches(driver: Driver, checks: TimedChecks, args: list[ArgSpec], outputs: list[ArgSpec], buffers: dict[str, object],  # type: ignore[no-untyped-def]
-                      load: Callable[[str], np.ndarray], timed_launch, launch, result: TrialResult) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The last timed launch (outputs poisoned, inout buffers back at their inputs first), read back; then one launch
-    on the fresh inputs (outputs left as they are), read back."""
+                      load: Callable[[str], np.ndarray], timed_launch, launch, result: TrialResult) -> tuple[dict[str, np.ndarray], ...]:
+    """The last timed launch, then (for determinism) one more on the same inputs, each with its outputs poisoned and
+    inout buffers back at their inputs first; then one launch on the fresh inputs (outputs left as they are). Each read back."""
     by_name = {arg.name: arg for arg in args}
-    for arg in outputs:
-        if arg.role == "inout" and arg.input_path:
-            _copy_in(driver, buffers[arg.name], load(arg.input_path))
-        else:
-            driver.memset(buffers[arg.name], POISON_BYTE, arg.nbytes)
+
+    def from_the_start() -> None:
+        for arg in outputs:
+            if arg.role == "inout" and arg.input_path:
+                _copy_in(driver, buffers[arg.name], load(arg.input_path))
+            else:
+                driver.memset(buffers[arg.name], POISON_BYTE, arg.nbytes)
+
+    from_the_start()
     result.checked_kernel_s = timed_launch()
     last = read_back(driver, buffers, outputs)
+    again: dict[str, np.ndarray] = {}
+    if checks.determinism is not None:
+        from_the_start()
+        launch()
+        driver.synchronize()
+        again = read_back(driver, buffers, outputs)
     for name, path in checks.fresh_inputs.items():
         if name in by_name:
             _copy_in(driver, buffers[name], load(path))
     launch()
     driver.synchronize()
-    return last, read_back(driver, buffers, outputs)
+    return last, again, read_back(driver, buffers, outputs)
 
 
 def _copy_in(driver: Driver, pointer: object, array: np.ndarray) -> None:
@@ -212,20 +219,20 @@ def _copy_in(driver: Driver, pointer: object, array: np.ndarray) -> None:
     driver.htod(pointer, host.ctypes.data, host.nbytes)
 
 
-def _judge_or_save(checks: TimedChecks, last: dict[str, np.ndarray], fresh: dict[str, np.ndarray], first: dict[str, np.ndarray], result: TrialResult) -> None:
+def _judge_or_save(checks: TimedChecks, last: dict[str, np.ndarray], again: dict[str, np.ndarray], fresh: dict[str, np.ndarray], result: TrialResult) -> None:
     """The checked launches judged here when the request gives their references (a GPU kernel cannot reach the host
-    arrays they are copied into), else saved for the caller as last_, fresh_ and first_<arg>.npy."""
+    arrays they are copied into), else saved for the caller as last_, again_ and fresh_<arg>.npy."""
     if checks.last_gate is not None and checks.fresh_gate is not None:
         from hyperloom.tools.gate.outputs import agreement, judge_outputs
 
         result.timed_gates["last"] = judge_outputs(last, checks.last_gate)
         result.timed_gates["fresh"] = judge_outputs(fresh, checks.fresh_gate)
-        if first and checks.determinism is not None:
-            result.timed_gates["determinism"] = agreement(first, last, checks.determinism)
+        if again and checks.determinism is not None:
+            result.timed_gates["determinism"] = agreement(last, again, checks.determinism)
         return
     folder = Path(checks.outputs)
     folder.mkdir(parents=True, exist_ok=True)
-    for prefix, arrays in (("last", last), ("fresh", fresh), ("first", first)):
+    for prefix, arrays in (("last", last), ("again", again), ("fresh", fresh)):
         for name, array in arrays.items():
             np.save(folder / f"{prefix}_{name}.npy", array)
 

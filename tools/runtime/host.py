@@ -1,8 +1,8 @@
 """The `c` backend: a shared library built by the system C compiler, called through ctypes on the host CPU.
 
 Every buffer lies between guard regions (tools/runtime/guards.py). A timing trial with checks also keeps the
-outputs of its last timed call, the outputs poisoned before it, and of one more call on a second input set, their
-outputs not poisoned first; the caller gates them (a host kernel shares this process, so nothing is judged here).
+outputs of its last timed call (the outputs poisoned before it), of one more call on the same inputs, and of a call
+on a second input set (outputs not poisoned first); the caller gates them (a host kernel shares this process).
 """
 
 from __future__ import annotations
@@ -99,34 +99,44 @@ def run_host(request: TrialRequest) -> TrialResult:
         return elapsed, elapsed
 
     outputs = [arg for arg in request.args if arg.kind == "buffer" and arg.role in ("output", "inout")]
-    checks = request.checks
-    first: dict[str, np.ndarray] = {}
-    keep_first = (lambda: first.update({a.name: buffers.views[a.name].copy() for a in outputs if a.role == "output"})) if checks and checks.determinism else None
-    result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing, keep_first)
+    result.kernel_s, result.wall_s, result.warmup_reps = sample(one_rep, request.timing)
     result.flush_bytes = 0 if flush is None else flush.nbytes
-    if checks is not None:
-        _checked_launches(checks, outputs, buffers, one_rep, lambda: function(*values), result, first)
+    if request.checks is not None:
+        _checked_launches(request.checks, outputs, buffers, one_rep, lambda: function(*values), result)
     result.guard_violations = buffers.violations()
     return result
 
 
-def _checked_launches(checks: TimedChecks, outputs: list[ArgSpec], buffers: _Buffers, one_rep, call, result: TrialResult,  # type: ignore[no-untyped-def]
-                      first: dict[str, np.ndarray]) -> None:
-    """The last timed call (outputs poisoned, inout buffers back at their inputs first), then one call on the fresh
-    inputs (outputs left as they are): both kept as last_<arg>.npy and fresh_<arg>.npy, with first_<arg>.npy."""
+def _checked_launches(checks: TimedChecks, outputs: list[ArgSpec], buffers: _Buffers, one_rep, call, result: TrialResult) -> None:  # type: ignore[no-untyped-def]
+    """The last timed call, then (for determinism) one more on the same inputs, each with its outputs poisoned and inout
+    buffers back at their inputs first; then one call on the fresh inputs (outputs left as they are). Kept as last_,
+    again_ and fresh_<arg>.npy."""
     folder = Path(checks.outputs)
     folder.mkdir(parents=True, exist_ok=True)
+    result.checked_kernel_s, _ = _from_the_start(outputs, buffers, one_rep)
+    last = _copies(outputs, buffers)  # at once: a kernel still writing after it returned is caught mid-way
+    again = {}
+    if checks.determinism is not None:
+        _from_the_start(outputs, buffers, call)
+        again = _copies(outputs, buffers)
+    for name, path in checks.fresh_inputs.items():
+        buffers.views[name][...] = np.load(path, allow_pickle=False).reshape(buffers.views[name].shape)
+    call()
+    fresh = _copies(outputs, buffers)
+    for prefix, arrays in (("last", last), ("again", again), ("fresh", fresh)):
+        for name, array in arrays.items():
+            np.save(folder / f"{prefix}_{name}.npy", array)
+
+
+def _from_the_start(outputs: list[ArgSpec], buffers: _Buffers, launch):  # type: ignore[no-untyped-def]
+    """`launch()` after the outputs are poisoned and inout buffers hold their inputs again."""
     for arg in outputs:
         if arg.role == "inout":
             buffers.views[arg.name][...] = buffers.started[arg.name]
         else:
             buffers.views[arg.name].view(np.uint8)[...] = POISON_BYTE
-    result.checked_kernel_s, _ = one_rep()
-    last = {arg.name: buffers.views[arg.name].copy() for arg in outputs}  # at once: a kernel still writing after it returned is caught mid-way
-    for name, path in checks.fresh_inputs.items():
-        buffers.views[name][...] = np.load(path, allow_pickle=False).reshape(buffers.views[name].shape)
-    call()
-    fresh = {arg.name: buffers.views[arg.name].copy() for arg in outputs}
-    for prefix, arrays in (("last", last), ("fresh", fresh), ("first", first)):
-        for name, array in arrays.items():
-            np.save(folder / f"{prefix}_{name}.npy", array)
+    return launch()
+
+
+def _copies(outputs: list[ArgSpec], buffers: _Buffers) -> dict[str, np.ndarray]:
+    return {arg.name: buffers.views[arg.name].copy() for arg in outputs}

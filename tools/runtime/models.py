@@ -40,13 +40,13 @@ class Timing(BaseModel):
 
 
 class TimedChecks(BaseModel):
-    """What a timing trial does besides timing, so that the launches it times are gated (tools/pipeline/integrity.py):
-    the outputs poisoned before the last timed launch and kept, then one more launch on a second input set, its
-    outputs not poisoned first, kept too; the first timed launch's outputs kept beside the last (determinism)."""
+    """What a timing trial does besides timing, so that the launches it times are gated (tools/pipeline/secret.py): the
+    last timed launch's outputs (poisoned before it) kept, then one more launch on the same inputs (determinism), then
+    one on a second input set, its outputs not poisoned first."""
 
     fresh_inputs: dict[str, str] = Field(description="Per input argument: the .npy of the second input set.")
-    outputs: str = Field(description="Folder for last_<arg>.npy, fresh_<arg>.npy and first_<arg>.npy (when gates is None).")
-    determinism: Tolerance | None = Field(None, description="The tolerance the first and last timed launches must agree within; None: not compared (a kernel declared nondeterministic).")
+    outputs: str = Field(description="Folder for last_, again_ and fresh_<arg>.npy (when the caller judges them).")
+    determinism: Tolerance | None = Field(None, description="The tolerance two launches on the same inputs must agree within; None: not compared (a kernel declared nondeterministic).")
     last_gate: OutputGate | None = Field(None, description="GPU: judge the last timed launch's outputs here, against these references.")
     fresh_gate: OutputGate | None = Field(None, description="GPU: judge the launch on fresh inputs here.")
 

@@ -24,10 +24,9 @@ def median_ci_halfwidth(samples: list[float]) -> float:
     return (ordered[high] - ordered[low]) / (2 * median) if median > 0 else math.inf
 
 
-def sample(one_rep: Callable[[], tuple[float, float]], timing: Timing, first_kept: Callable[[], None] | None = None) -> tuple[list[float], list[float], int]:
+def sample(one_rep: Callable[[], tuple[float, float]], timing: Timing) -> tuple[list[float], list[float], int]:
     """Run `one_rep` (returning kernel and wall seconds): warm-up reps are dropped, then reps are
-    kept until the median's CI is within `target_ci`, or `max_reps`, or `max_time_s`. `first_kept`
-    is called once, right after the first kept rep."""
+    kept until the median's CI is within `target_ci`, or `max_reps`, or `max_time_s`."""
     start = time.perf_counter()
     warmup = 0
     while warmup < 3 or time.perf_counter() - start < timing.warmup_s:
@@ -40,8 +39,6 @@ def sample(one_rep: Callable[[], tuple[float, float]], timing: Timing, first_kep
         k, w = one_rep()
         kernel.append(k)
         wall.append(w)
-        if first_kept is not None and len(kernel) == 1:
-            first_kept()
         n = len(kernel)
         if n >= timing.min_reps and (n % 10 == 0) and median_ci_halfwidth(kernel) <= timing.target_ci:
             break

@@ -29,7 +29,8 @@ from hyperloom.tools.runtime.probe import backend_readiness
 from hyperloom.tools.spec.models import ReferenceRunReport, Runnable, SpecCheckRequest, SpecCheckResult, SpecProblem, VariantBuild
 from hyperloom.tools.kernelspec.load import SPEC_HELP, LoadedSpec, buffer_shape, draw_inputs, field_path, locate, output_buffers, read_spec
 from hyperloom.tools.kernelspec.models import BufferArg, KernelSpec
-from hyperloom.tools.kernelspec.reference import run_reference
+from hyperloom.tools.kernelspec.reference import run_references
+from hyperloom.tools.pipeline.audit import StagedSet, audit_references
 from hyperloom.tools.spec.sanity import check_spec
 
 TODO = "TODO"
@@ -152,19 +153,29 @@ def smallest_shape(spec: KernelSpec) -> int:
 
 
 def _reference(loaded: LoadedSpec, workspace: Workspace, timeout_s: float, problems: Problems) -> ReferenceRunReport | None:
+    """The reference at the smallest shape on the seeded inputs, then on the adversarial sets and with each input redrawn
+    (one worker for all of them): its outputs reported, and audited (tools/pipeline/audit.py)."""
     import numpy as np
 
     index = smallest_shape(loaded.spec)
     shape = loaded.shape(index)
     with tempfile.TemporaryDirectory(prefix="spec-check-", dir=workspace.state_dir("spec_check")) as tmp:
         folder = Path(tmp)
-        for name, array in draw_inputs(loaded.spec, shape).items():
-            np.save(folder / f"in_{name}.npy", array)
+        drawn = {case: draw_inputs(loaded.spec, shape, case) for case in ["seeded", *loaded.spec.adversarial]}
+        redrawn = {f"redrawn:{name}": {**drawn["seeded"], name: draw_inputs(loaded.spec, shape, "seeded", seed=loaded.spec.seed + 1)[name]}
+                   for name in drawn["seeded"]}
+        cases = {**drawn, **redrawn}
+        for case, inputs in cases.items():
+            (folder / _slug(case)).mkdir()
+            for name, array in inputs.items():
+                np.save(folder / _slug(case) / f"in_{name}.npy", array)
         try:
-            run = run_reference(loaded, shape, folder, folder, timeout_s=timeout_s)
+            runs = run_references(loaded, shape, [(folder / _slug(c), folder / _slug(c)) for c in cases], timeout_s=timeout_s)
         except HyperloomError as exc:
             problems("reference", "error", exc.cause, exc.next_step, shape=index)
             return None
+        outputs_of = {case: {a.name: np.load(folder / _slug(case) / f"ref_{a.name}.npy") for a in output_buffers(loaded.spec)} for case in cases}
+    run = runs[0]
     outputs = {}
     for arg in output_buffers(loaded.spec):
         nan = run.nan.get(arg.name, 0)
@@ -176,7 +187,31 @@ def _reference(loaded: LoadedSpec, workspace: Workspace, timeout_s: float, probl
         if returned is not None and tuple(returned) != buffer_shape(arg, shape) and math.prod(returned) == math.prod(buffer_shape(arg, shape)):
             problems("reference", "warning", f"the reference's {arg.name} has shape {returned}, the spec declares {list(buffer_shape(arg, shape))} (same size, reshaped)",
                      "return the declared shape, or declare the shape the reference returns", shape=index)
+    _audit(loaded, drawn, outputs_of, index, problems)
     return ReferenceRunReport(shape=index, elapsed_s=run.elapsed_s, outputs=outputs)
+
+
+def _slug(case: str) -> str:
+    return case.replace(":", "-")
+
+
+def _audit(loaded: LoadedSpec, drawn: dict[str, dict[str, Any]], outputs_of: dict[str, dict[str, Any]], index: int, problems: Problems) -> None:
+    """Degenerate references: a trivial kernel that passes the gate on every set (error, or a warning for an input passed
+    through), and outputs that do not change when an input is redrawn (warning)."""
+    import numpy as np
+
+    staged = [StagedSet(case, inputs, outputs_of[case]) for case, inputs in drawn.items()]
+    for finding in audit_references(staged, loaded.spec.tolerance):
+        refuses = finding.refuses and not loaded.spec.trivial_reference
+        problems("reference", "error" if refuses else "warning", f"degenerate for these inputs: {finding.describe()}",
+                 "draw inputs that make the outputs vary (args[].init, low/high, the adversarial sets) or tighten the tolerance"
+                 if refuses else f"declared right: {loaded.spec.trivial_reference}" if finding.refuses and loaded.spec.trivial_reference
+                 else "fine for a copy; otherwise the reference ignores its arithmetic on these inputs", shape=index)
+    for name in drawn["seeded"]:
+        same = [o for o, array in outputs_of["seeded"].items() if np.array_equal(array, outputs_of[f"redrawn:{name}"][o], equal_nan=True)]
+        if same and np.any(drawn["seeded"][name] != draw_inputs(loaded.spec, loaded.shape(index), "seeded", seed=loaded.spec.seed + 1)[name]):
+            problems("reference", "warning", f"{', '.join(same)} did not change when input {name} was redrawn: the reference does not read {name}",
+                     f"check the reference uses {name}; a kernel that ignores {name} would pass its gate", shape=index)
 
 
 def _builds(loaded: LoadedSpec, targets: list[str], workspace: Workspace, problems: Problems) -> list[VariantBuild]:
