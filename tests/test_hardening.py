@@ -6,9 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-import sys
 import time
-from pathlib import Path
 
 import pytest
 

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import shutil
 import time
-from pathlib import Path
 
 import pytest
 import yaml

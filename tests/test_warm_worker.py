@@ -16,7 +16,7 @@ import pytest
 
 from helpers import FIXTURES
 from hyperloom.core.warm import WarmWorker
-from hyperloom.tools.runtime.models import ArgSpec, Timing, TrialRequest
+from hyperloom.tools.runtime.models import GUARD_BYTES, ArgSpec, Timing, TrialRequest
 from hyperloom.tools.runtime.pool import FreshRunner, RunnerPool, WarmRunner
 
 TESTS = Path(__file__).parent
@@ -161,20 +161,30 @@ def test_fresh_and_warm_runners_give_the_same_results_for_the_same_trials(librar
     assert results["fresh"] == results["warm"] == ["OK", "CRASH", "TIMEOUT", "OK"]
 
 
+class _Memory(dict):
+    """Allocations by their start; an address inside one (a buffer past its guard region) reads and writes it from there."""
+
+    def __missing__(self, address: int) -> memoryview:
+        for start, block in self.items():
+            if start <= address < start + len(block):
+                return memoryview(block)[address - start:]
+        raise KeyError(address)
+
+
 class FakeHip:
     """hip-python's calls, over host memory, enough to run gpu.py's correctness path (the kernel does nothing)."""
 
     hipDeviceAttribute_t = type("Attributes", (), {"hipDeviceAttributeL2CacheSize": 1})
 
     def __init__(self) -> None:
-        self.memory: dict[int, bytearray] = {}
+        self.memory: dict[int, bytearray] = _Memory()
         self.modules: set[int] = set()
         self.events: set[int] = set()
         self.on_launch = None  # what the kernel under test does (it does nothing by default)
         self._next = 1 << 20
 
-    def _handle(self) -> int:
-        self._next += 1 << 16
+    def _handle(self, nbytes: int = 0) -> int:
+        self._next += max(1 << 16, -(-nbytes // (1 << 16)) * (1 << 16))  # address ranges apart, as a device allocator's are
         return self._next
 
     def hipInit(self, flags): return (0,)
@@ -190,7 +200,7 @@ class FakeHip:
         return (0,)
     def hipModuleGetFunction(self, module, name): return (0, (module, name))
     def hipMalloc(self, nbytes):
-        pointer = self._handle()
+        pointer = self._handle(nbytes)
         self.memory[pointer] = bytearray(nbytes)
         return (0, pointer)
     def hipFree(self, pointer):
@@ -281,7 +291,7 @@ def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kern
 
     def look(buffers):  # the kernel reads its x: the trial's own buffer holds the file's values
         assert buffers[0] not in kept_pointers()
-        seen.append(np.frombuffer(bytes(fake.memory[buffers[0]]), dtype=np.float32).copy())
+        seen.append(np.frombuffer(bytes(fake.memory[buffers[0]][:252]), dtype=np.float32).copy())
 
     def kept_pointers():
         return {k.pointer for inputs in warm_trial._REUSE._device.values() for k in inputs._copies.values()}
@@ -290,7 +300,8 @@ def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kern
     for _ in range(3):
         assert warm_trial.run_payload(request)["status"] == "OK"
     assert copied == [252] and all(np.array_equal(x, np.arange(63, dtype=np.float32)) for x in seen)  # over the bus once, on the device after
-    assert sorted(len(m) for m in fake.memory.values()) == [8, 252, 252, 252]  # between trials: x and y kept for the next trial, the kept copy, the sum
+    guarded = 252 + 2 * GUARD_BYTES  # each trial's buffer between its guard regions
+    assert sorted(len(m) for m in fake.memory.values()) == [8, 252, guarded, guarded]  # between trials: x and y kept for the next trial, the kept copy, the sum
     (kept,) = kept_pointers()
 
     def stray_write(buffers):  # out of bounds, into the kept copy

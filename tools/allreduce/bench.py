@@ -87,7 +87,7 @@ def bench_rank(job: dict[str, Any], rank: int, device: Any) -> dict[str, Any]:
         exact = x.float()
         dist.all_reduce(exact)
         peak = max(float(exact.abs().max()), 1e-30)
-        int6_s, outcome = timed(lambda t: allreduce_int6(t, scheme, codec_mode=job["codec"]), lambda: x)
+        int6_s, outcome = timed(lambda t: allreduce_int6(t, scheme, codec_mode=job["codec"]), lambda x=x: x)
         native_s, summed = timed(native, x.clone)
         for method, elapsed, result, sent in (
             ("int6", int6_s, outcome.result, outcome.wire_bytes), ("native_bf16", native_s, summed, None),
