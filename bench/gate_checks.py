@@ -4,7 +4,7 @@ Issue 29's target: at most 10 % more time per candidate with the checks than wit
 alternating, `--repeat` rounds, on the host CPU's c backend (or a GPU target with --target):
 - bench: run_bench of one kernel (stage, gate every input set, time), with the checks (secret sets drawn after the
   build, the last timed launch and a fresh-inputs launch gated, determinism, guards, roof, reference audit) and
-  without (the same call with SecretSets.draw and the audit replaced by stand-ins that draw nothing);
+  without (the same call with the secret sets' drawing and the audit replaced by stand-ins that draw nothing);
 - tune: a session of N candidates with the checks and without (Judging.open replaced by one that judges nothing),
   candidates per hour over the loop's wall time.
 The unchecked legs exist only here, to price the checks: no request field turns them off.
@@ -42,16 +42,6 @@ TIMING = {"warmup_s": 0.0, "min_reps": 10, "max_reps": 50, "max_time_s": 0.3, "t
 TARGET = 0.10
 
 
-class _NoSecret:
-    """Draws nothing: evaluate() then times on the first input set and judges no timed launch."""
-
-    folder = Path(tempfile.gettempdir())
-
-    @classmethod
-    def draw(cls, *args: object, **kwargs: object) -> None:
-        return None
-
-
 class _NoJudging:
     secret, roof, reference_audit = None, None, None
 
@@ -71,11 +61,17 @@ def unchecked_bench() -> Iterator[None]:
         kwargs.update(secret=None, reference_audit=None)
         return real_evaluate(*args, **kwargs)
 
-    class Closing:
+    class NothingDrawn:
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pass
+
+        def get(self) -> None:
+            return None
+
         def close(self) -> None:
             pass
 
-    with mock.patch.object(bench_api.SecretSets, "draw", lambda *a, **k: Closing()), mock.patch.object(bench_api, "evaluate", evaluate):
+    with mock.patch.object(bench_api, "DrawnMeanwhile", NothingDrawn), mock.patch.object(bench_api, "evaluate", evaluate):
         yield
 
 

@@ -34,7 +34,7 @@ from hyperloom.tools.pipeline.judging import audit_verdict
 from hyperloom.tools.pipeline.launch import prepare
 from hyperloom.tools.pipeline.resources import resource_refusal
 from hyperloom.tools.pipeline.roof import UNBOUNDED
-from hyperloom.tools.pipeline.secret import SecretSets
+from hyperloom.tools.pipeline.secret import DrawnMeanwhile
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.pipeline.trial import stage_input_set, staged_set
 from hyperloom.tools.runtime.models import Timing
@@ -64,15 +64,13 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
     refused = resource_refusal(launchable, build)
     if refused is not None:
         raise HyperloomError(f"{spec.name}/{variant_name} for {request.target}: resource limit: {refused}", "ask for less shared memory or fewer threads per workgroup")
-    for index, each in enumerate(sets):
-        stage_input_set(launchable, each.name, each.inputs, timeout_s=request.timeout_s)
-        if progress is not None:
-            progress(index + 1, len(sets) + 2)
-    audit = audit_verdict([staged_set(launchable, s.name, s.inputs) for s in sets], launchable)
-    secret = SecretSets.draw(launchable, workspace, timeout_s=request.timeout_s)
-    if progress is not None:
-        progress(len(sets) + 1, len(sets) + 2)
+    secret = DrawnMeanwhile(launchable, workspace, timeout_s=request.timeout_s)  # while the input sets are staged and gated
     try:
+        for index, each in enumerate(sets):
+            stage_input_set(launchable, each.name, each.inputs, timeout_s=request.timeout_s)
+            if progress is not None:
+                progress(index + 1, len(sets) + 1)
+        audit = audit_verdict([staged_set(launchable, s.name, s.inputs) for s in sets], launchable)
         evaluation = evaluate(launchable, build.code_object, sets, workspace, timing=timing, timeout_s=request.timeout_s, device=request.device,
                               keep_going=True, secret=secret, reference_audit=audit, roof=UNBOUNDED if measuring_roof else None)
     finally:
@@ -81,7 +79,7 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
     if trial is not None:
         write_bytes_atomic(run_dir / "samples.json", json.dumps({"kernel_s": trial.kernel_s, "wall_s": trial.wall_s}).encode())
     if progress is not None:
-        progress(len(sets) + 2, len(sets) + 2)
+        progress(len(sets) + 1, len(sets) + 1)
     kernel, wall = (summarize(trial.kernel_s), summarize(trial.wall_s)) if trial is not None else (None, None)
     device_name, late_reps = (trial.device, trial.late_reps) if trial is not None else ("", 0)
     bytes_moved = evaluate_int(spec.metric.bytes, shape, "metric bytes") if spec.metric.bytes is not None else None

@@ -25,7 +25,7 @@ from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.pipeline.models import Evaluation, InputSetVerdict
 from hyperloom.tools.pipeline.roof import HOST_MARGIN, MARGIN, Roof, impossible, measured_roof
-from hyperloom.tools.pipeline.secret import SecretSets
+from hyperloom.tools.pipeline.secret import DrawnMeanwhile, SecretSets
 from hyperloom.tools.pipeline.trial import TrialRunner, check_input_set, guard_verdict, time_kernel
 from hyperloom.tools.runtime.launcher import run_trial
 from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing, TrialResult
@@ -54,7 +54,7 @@ Launch = Callable[[Callable[[float], R]], R]
 def evaluate(
     launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, *, timing: Timing | None, timeout_s: float,
     device: int | None, runner: TrialRunner = run_trial, launch: Launch | None = None, keep_going: bool = False,
-    secret: SecretSets | None = None, roof: Roof | None = None, reference_audit: InputSetVerdict | None = None,
+    secret: SecretSets | DrawnMeanwhile | None = None, roof: Roof | None = None, reference_audit: InputSetVerdict | None = None,
 ) -> Evaluation:
     """Gate the candidate on every input set in order, then time it (with `timing`; None: gate only) on the secret sets'
     timed inputs (without `secret`: the first set's), and judge what the timing ran. The first failing set ends it,
@@ -79,6 +79,7 @@ def evaluate(
         return Evaluation(status="PASSED", verdicts=verdicts)
     spec = launchable.loaded.spec
     checks = None
+    secret = secret.get() if secret is not None else None  # drawn meanwhile: wait for them now
     if secret is not None:
         checks = secret.checks(secret.folder / "outputs" / uuid.uuid4().hex, None if spec.nondeterministic else spec.tolerance)
     try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +21,7 @@ import numpy as np
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, GateResult, OutputGate, Tolerance
-from hyperloom.tools.gate.outputs import agreement, judge_arrays, output_gate
+from hyperloom.tools.gate.outputs import judge_sampled, output_gate
 from hyperloom.tools.kernelspec.load import draw_inputs, output_buffers
 from hyperloom.tools.kernelspec.reference import REFERENCE_TIMEOUT_S, run_references
 from hyperloom.tools.pipeline.launch import Launchable
@@ -90,18 +91,38 @@ class SecretSets:
             read = lambda prefix: {n: np.load(folder / f"{prefix}_{n}.npy", allow_pickle=False) for n in self.output_names  # noqa: E731
                                    if (folder / f"{prefix}_{n}.npy").is_file()}
             last, fresh, again = read("last"), read("fresh"), read("again")
-            gates = {"last": judge_arrays(last, self.references["timed"], tolerance, {n: f"timed:{n}" for n in self.output_names}),
-                     "fresh": judge_arrays(fresh, self.references["fresh"], tolerance, {n: f"fresh:{n}" for n in self.output_names})}
+            gates = {role: judge_sampled(outputs, self.references[refs], tolerance, {n: f"{refs}:{n}" for n in self.output_names}, secrets.randbits(63))
+                     for role, refs, outputs in (("last", "timed", last), ("fresh", "fresh", fresh))}
             if again and checks.determinism is not None:
-                gates["determinism"] = agreement(last, again, checks.determinism)
+                gates["determinism"] = judge_sampled(again, last, checks.determinism, {n: f"again:{n}" for n in last}, secrets.randbits(63))
         verdicts = [_verdict("timed_launch", "the last timed launch, on secret inputs (its outputs poisoned first)", gates.get("last")),
                     _verdict("fresh_inputs", "a launch on a second secret input set after the timed ones", gates.get("fresh"))]
         if checks.determinism is not None:
             verdicts.append(_verdict("determinism", "two launches on the same inputs (the last timed one and one more) agree within the tolerance", gates.get("determinism")))
         return verdicts
 
+    def get(self) -> SecretSets:
+        return self
+
     def close(self) -> None:
         shutil.rmtree(self.folder, ignore_errors=True)
+
+
+class DrawnMeanwhile:
+    """Secret sets drawn in a background thread while the candidate is gated (their reference runs in its own worker):
+    get() waits for them; close() removes them, drawn or not."""
+
+    def __init__(self, launchable: Launchable, workspace: Workspace, *, timeout_s: float = REFERENCE_TIMEOUT_S) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="secret-sets")
+        self._future = self._pool.submit(SecretSets.draw, launchable, workspace, timeout_s=timeout_s)
+
+    def get(self) -> SecretSets:
+        return self._future.result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        if self._future.exception() is None:
+            self._future.result().close()
 
 
 def _verdict(check: str, what: str, gate: GateResult | None) -> InputSetVerdict:
