@@ -8,5 +8,5 @@ cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
 pytest=(python3 -m pytest -q -o filterwarnings=default -p no:cacheprovider -rA)
 timeout 200 "${pytest[@]}" -s tests/test_cheats_gpu.py 2>&1 | tee "$out/cheats_gpu.log" | tail -25
-timeout 270 "${pytest[@]}" tests/test_gpu.py tests/test_tune_gpu.py -k "not two_gpus" 2>&1 | tee "$out/tests_gpu.log" | tail -15
-timeout 100 python3 bench/gate_checks.py --target sm_90 --repeat 2 --candidates 12 2>&1 | tee "$out/gate_checks.log" | tail -6
+timeout 270 "${pytest[@]}" -n 4 tests/test_gpu.py tests/test_tune_gpu.py -k "not two_gpus" 2>&1 | tee "$out/tests_gpu.log" | tail -15
+[ "${1:-}" = "--no-cost" ] || timeout 100 python3 bench/gate_checks.py --target sm_90 --repeat 2 --candidates 12 2>&1 | tee "$out/gate_checks.log" | tail -6
