@@ -108,3 +108,30 @@ def test_a_gpu_kernels_outputs_are_gated_in_its_worker_and_never_written_out(wor
     untouched = check()
     assert not untouched.passed and untouched.nan
     assert not outputs.exists() or not any(outputs.iterdir())  # nothing written out: compared where they were
+
+
+def test_an_array_in_memory_hashes_as_the_npy_file_numpy_would_write():
+    import hashlib
+    import io
+
+    from hyperloom.tools.gate.sources import InMemory
+
+    arrays = [np.arange(10, dtype=np.float32), np.random.default_rng(0).random((3, 4, 5)), np.asfortranarray(np.ones((6, 7))),
+              np.arange(20.0)[::2], np.array(3.5), np.zeros((0, 3), np.int16)]
+    for array in arrays:
+        saved = io.BytesIO()
+        np.save(saved, array, allow_pickle=False)
+        assert InMemory(array, "x").sha256() == hashlib.sha256(saved.getvalue()).hexdigest(), array.shape
+
+
+def test_a_large_output_is_judged_on_a_sample_and_a_skipped_tenth_is_still_found():
+    from hyperloom.tools.gate.models import Tolerance
+    from hyperloom.tools.gate.outputs import SAMPLE_ELEMENTS, judge_sampled
+
+    reference = np.arange(40 * SAMPLE_ELEMENTS, dtype=np.float32)
+    partial = reference.copy()
+    partial[::10] = np.nan  # a tenth of the work skipped
+    tolerance = Tolerance(atol=0, rtol=0)
+    assert judge_sampled({"y": reference.copy()}, {"y": reference}, tolerance, {"y": "t:y"}, seed=1).passed
+    verdict = judge_sampled({"y": partial}, {"y": reference}, tolerance, {"y": "t:y"}, seed=2)
+    assert not verdict.passed and verdict.cases[0].elements == SAMPLE_ELEMENTS

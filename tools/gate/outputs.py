@@ -60,7 +60,7 @@ def judge_arrays(outputs: dict[str, np.ndarray], references: dict[str, np.ndarra
     return judge(cases, tolerance, keep=10, reference_set=None, target=None)
 
 
-SAMPLE_ELEMENTS = 1 << 18
+SAMPLE_ELEMENTS = 1 << 16
 """Outputs larger than this are judged on this many elements drawn at random after the launch (judge_sampled)."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import os
@@ -151,9 +152,18 @@ class InMemory:
         return _native(self.array.reshape(-1)[start : start + count])
 
     def sha256(self) -> str:
-        buffer = io.BytesIO()
-        np.save(buffer, self.array, allow_pickle=False)
-        return sha256_bytes(buffer.getvalue())
+        """The sha256 of the .npy file numpy.save would write: its header, then the array's bytes, hashed in place."""
+        array = np.asanyarray(self.array)
+        header = io.BytesIO()
+        try:
+            np.lib.format._write_array_header(header, np.lib.format.header_data_from_array_1_0(array), None)  # what np.save writes first
+        except AttributeError:  # a numpy without that helper: the whole file in memory
+            np.save(header, array, allow_pickle=False)
+            return sha256_bytes(header.getvalue())
+        digest = hashlib.sha256(header.getvalue())
+        data = array if array.flags.c_contiguous or array.flags.f_contiguous else np.ascontiguousarray(array)
+        digest.update(memoryview(data.reshape(-1, order="F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C")).cast("B"))
+        return digest.hexdigest()
 
 
 def _replace_non_finite(value: Any, label: str) -> Any:
