@@ -202,7 +202,8 @@ def main() -> None:
     tuned = {shape: tune_mma(workspace, shape, read_gbps, args) for shape in dict.fromkeys(args.tune)}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
-        runs = [(label, spec, variant, args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get((spec, variant), {}).get(index, {}))
+        runs = [(label, spec, variant,
+                 args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get((spec, variant), {}).get(index, {}))
                 for label, spec, variant in chosen_rows(args.rows, args.with_simt)]
         if index in tuned:  # the session's winner, of whichever variant it is
             winner = dict(tuned[index]["params"])

@@ -34,7 +34,8 @@ CHEATS = {
     "partial_output": {"gate"},
     "alternating": {"determinism"},
 }
-needs_llvm_amdgpu = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="no clang with the AMDGPU target (apt-get install clang-19 lld-19)")
+needs_llvm_amdgpu = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                                       reason="no clang with the AMDGPU target (apt-get install clang-19 lld-19)")
 
 
 @pytest.fixture

@@ -16,7 +16,8 @@ from hyperloom.tools.codeobj.disasm import Listing, base_mnemonic, disassemble, 
 from hyperloom.tools.codeobj.formats import Kind, read_members
 
 CODEOBJ = FIXTURES / "codeobj"
-needs_llvm = pytest.mark.skipif(shutil.which("llvm-objdump-19") is None and shutil.which("llvm-objdump") is None, reason="LLVM (llvm-objdump) is not installed; .ci/run installs llvm-19")
+needs_llvm = pytest.mark.skipif(shutil.which("llvm-objdump-19") is None and shutil.which("llvm-objdump") is None,
+                                reason="LLVM (llvm-objdump) is not installed; .ci/run installs llvm-19")
 
 
 def test_objdump_text_splits_into_kernels_without_padding():

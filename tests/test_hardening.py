@@ -206,4 +206,5 @@ def test_the_budget_counts_time_used_not_time_reserved(workspace):
                                   background=False, revalidate_pairs=0, sweep_shapes=False, **QUICK), workspace)
     status = report.status
     assert status.recorded > 1, status.stop_reason  # the baseline's reservation (its whole cap) no longer ends the session
-    assert status.spent_device_s <= 6 + 2 and f"{status.spent_device_s:.1f}" in status.stop_reason or "max_candidates" in (status.stop_reason or "") or "exhausted" in (status.stop_reason or "")
+    assert (status.spent_device_s <= 6 + 2 and f"{status.spent_device_s:.1f}" in status.stop_reason
+            or "max_candidates" in (status.stop_reason or "") or "exhausted" in (status.stop_reason or ""))

@@ -55,7 +55,8 @@ def _entry(census_: Census, name: str):
 @pytest.mark.parametrize(
     ("target", "present", "absent"),
     [
-        ("gfx1201", ["v_dot8_i32_iu4", "v_dot4_i32_iu8", "v_swmmac_i32_16x16x64_iu4", "v_wmma_i32_16x16x32_iu4", "v_dot4_f32_fp8_fp8"], ["v_dot8_i32_i4", "v_mfma_i32_16x16x32_i8", "v_pk_fma_f32"]),
+        ("gfx1201", ["v_dot8_i32_iu4", "v_dot4_i32_iu8", "v_swmmac_i32_16x16x64_iu4", "v_wmma_i32_16x16x32_iu4", "v_dot4_f32_fp8_fp8"],
+         ["v_dot8_i32_i4", "v_mfma_i32_16x16x32_i8", "v_pk_fma_f32"]),
         ("gfx1100", ["v_dot8_i32_iu4", "v_wmma_f32_16x16x16_f16", "v_wmma_i32_16x16x16_iu4"], ["v_dot4_f32_fp8_fp8", "v_wmma_i32_16x16x32_iu4"]),
         ("gfx942", ["v_mfma_i32_16x16x32_i8", "v_mfma_f32_16x16x16_f16", "v_dot8_i32_i4", "v_dot8c_i32_i4", "v_pk_fma_f32"], ["v_dot8_i32_iu4", "v_wmma_f32_16x16x16_f16"]),
         ("gfx90a", ["v_mfma_f32_16x16x16f16", "v_dot4_i32_i8", "v_pk_fma_f32"], ["v_mfma_f32_16x16x16_f16", "v_mfma_i32_16x16x32_i8", "v_dot8_i32_iu4"]),

@@ -246,7 +246,8 @@ POSTGRES = os.environ.get("HYPERLOOM_TEST_POSTGRES")
 
 
 @needs_cc
-@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgresql", marks=pytest.mark.skipif(not POSTGRES, reason="no PostgreSQL (.ci/run starts one: HYPERLOOM_TEST_POSTGRES)"))])
+@pytest.mark.parametrize("engine", ["sqlite",
+                                    pytest.param("postgresql", marks=pytest.mark.skipif(not POSTGRES, reason="no PostgreSQL (.ci/run starts one: HYPERLOOM_TEST_POSTGRES)"))])
 def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twice(specs, engine):
     pytest.importorskip("optuna")
     storage = f"sqlite:///{specs.root / 'study.db'}" if engine == "sqlite" else POSTGRES

@@ -81,7 +81,8 @@ def _strict_yaml(node: yaml.Node | None, raw: str) -> list[Finding]:
     out = []
     events = yaml.parse(raw, Loader=yaml.SafeLoader)
     if any(isinstance(e, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) and e.flow_style for e in events):
-        out.append(finding("frontmatter.flow-style", "SKILL.md", "flow-style `{...}` or `[...]` values are refused by `agentskills validate` (strictyaml); write block style", SPEC))
+        out.append(finding("frontmatter.flow-style", "SKILL.md",
+                           "flow-style `{...}` or `[...]` values are refused by `agentskills validate` (strictyaml); write block style", SPEC))
     if isinstance(node, yaml.MappingNode):
         keys = [key.value for key, _ in node.value]
         if repeated := sorted({k for k in keys if keys.count(k) > 1}):

@@ -47,7 +47,8 @@ class DeviceCodec:
         stage_shipped_file(root, "allreduce", SOURCE)  # ranks staging it at once never see half a file
         build = compile_kernel(CompileRequest(source=SOURCE, targets=[self.target]), Workspace(root)).builds[0]
         if not build.ok:
-            raise HyperloomError(f"the INT6 kernels do not build for {self.target}: {build.summary}", "install the toolchain (nvcc for NVIDIA, ROCm or LLVM for AMD), or use codec='torch'")
+            raise HyperloomError(f"the INT6 kernels do not build for {self.target}: {build.summary}",
+                                 "install the toolchain (nvcc for NVIDIA, ROCm or LLVM for AMD), or use codec='torch'")
         # the device's primary context, the one torch's runtime uses: torch's device pointers are valid in it
         self.driver = Driver("hip" if torch.version.hip is not None else "cuda", device.index if device.index is not None else torch.cuda.current_device())
         module = self.driver.load((root / build.code_object).read_bytes())

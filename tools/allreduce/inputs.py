@@ -30,7 +30,8 @@ def rank_inputs(request: AllreduceRequest, workspace: Workspace) -> RankInputs:
             raise HyperloomError("both input files and ranks/shape were given", "pass inputs (one .npy per rank), or ranks and shape to generate them, not both")
         return _load(request.inputs, request.bfloat16_bits, workspace)
     if request.ranks is None or request.shape is None:
-        raise HyperloomError("no inputs: neither .npy files nor ranks and shape were given", "pass inputs (one .npy per rank), or ranks and shape (with seed and distribution) to generate them")
+        raise HyperloomError("no inputs: neither .npy files nor ranks and shape were given",
+                             "pass inputs (one .npy per rank), or ranks and shape (with seed and distribution) to generate them")
     return generate(request.ranks, tuple(request.shape), request.seed, request.distribution, request.dtype)
 
 

@@ -71,7 +71,8 @@ CAPABILITIES: tuple[CapabilityDef, ...] = (
     _cap("scalar_float_alu", "Scalar (SALU) float arithmetic", r"s_(add|sub|mul|fmac|fmaak|fmamk)_f(32|16)"),
     # memory
     _cap("transpose_loads", "Transposing loads of matrix fragments (global or LDS)", r"(ds|global)_(load|read)_(\w+_)?tr\d*_\w+"),
-    _cap("lds_direct_loads", "Loads from memory straight into LDS, by name (gfx9's `lds` modifier on buffer loads is not a separate name)", r"(global|buffer|scratch)_load_lds_\w+"),
+    _cap("lds_direct_loads", "Loads from memory straight into LDS, by name (gfx9's `lds` modifier on buffer loads is not a separate name)",
+         r"(global|buffer|scratch)_load_lds_\w+"),
     _cap("atomic_add_f32", "Float32 atomic add on buffer/global/flat memory", r"(buffer|global|flat)_atomic_add_f32"),
     _cap("atomic_pk_add_f16_bf16", "Packed f16/bf16 atomic add on buffer/global/flat memory", r"(buffer|global|flat)_atomic_pk_add_(f16|bf16)"),
     _cap("atomic_min_max_f32", "Float32 atomic min/max on buffer/global/flat memory", r"(buffer|global|flat)_atomic_(fmin|fmax|min_f32|max_f32|min_num_f32|max_num_f32)"),

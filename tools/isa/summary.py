@@ -32,7 +32,8 @@ def summarise(measured: Census, comparison: Comparison | None, listed: bool, pag
         f"{len(present)} of {len(measured.capabilities)} known capabilities present, {len(absent)} absent"
         + (" (named in the plain census, without a listing or comparison)." if paged else ", each present one with the instructions that prove it."),
         "Self-checks: "
-        + ("every disassembled name is accepted by the assembler" if checks.sweep_subset_of_probe else f"{len(checks.sweep_not_in_probe)} disassembled names refused by the assembler")
+        + ("every disassembled name is accepted by the assembler" if checks.sweep_subset_of_probe
+           else f"{len(checks.sweep_not_in_probe)} disassembled names refused by the assembler")
         + f"; {checks.examples_reassembled} of {measured.canonical_count} examples re-assemble"
         + (f" (the other {len(checks.examples_not_reassembled)} print operands llvm-mc does not accept back as printed: the "
            "instructions are real and stay in the census)"

@@ -96,9 +96,11 @@ class FusionCandidate(BaseModel):
     kernels_per_occurrence: int
     time_s: float = Field(description="The chain's kernel time over all occurrences.")
     bytes_moved_per_occurrence: int
-    bytes_saved_per_occurrence: int = Field(description="2 x the bytes of each intermediate tensor: written by one kernel and read back by the next; one fused kernel keeps them on chip.")
+    bytes_saved_per_occurrence: int = Field(description="2 x the bytes of each intermediate tensor: written by one kernel and read back by the next; "
+                                                        "one fused kernel keeps them on chip.")
     bytes_saved_total: int
-    estimated_time_saved_s: float = Field(description="time_s x bytes_saved / bytes_moved: the chain's time scaled to the bytes a fusion removes (ASSUMED model; launch gaps not counted).")
+    estimated_time_saved_s: float = Field(description="time_s x bytes_saved / bytes_moved: the chain's time scaled to the bytes a fusion removes "
+                                                      "(ASSUMED model; launch gaps not counted).")
 
 
 class Handoff(BaseModel):

@@ -46,7 +46,8 @@ class TimedChecks(BaseModel):
 
     fresh_inputs: dict[str, str] = Field(description="Per input argument: the .npy of the second input set.")
     outputs: str = Field(description="Folder for last_, again_ and fresh_<arg>.npy (when the caller judges them).")
-    determinism: Tolerance | None = Field(None, description="The tolerance two launches on the same inputs must agree within; None: not compared (a kernel declared nondeterministic).")
+    determinism: Tolerance | None = Field(None, description="The tolerance two launches on the same inputs must agree within; None: "
+                                                            "not compared (a kernel declared nondeterministic).")
     last_gate: OutputGate | None = Field(None, description="GPU: judge the last timed launch's outputs here, against these references.")
     fresh_gate: OutputGate | None = Field(None, description="GPU: judge the launch on fresh inputs here.")
 
@@ -77,7 +78,8 @@ class TrialResult(BaseModel):
     device: str = ""
     kernel_s: list[float] = Field(default_factory=list, description="Per repetition, from device events (host timer on the c backend).")
     wall_s: list[float] = Field(default_factory=list, description="Per repetition, host wall clock around launch and completion.")
-    late_reps: int = Field(0, description="GPU: repetitions whose start event and launch took the host longer to enqueue than 0.8 of the flush and spin before them last, so the device may have waited for the launch inside the timed span.")
+    late_reps: int = Field(0, description="GPU: repetitions whose start event and launch took the host longer to enqueue than 0.8 of the flush and spin before them last, "
+                                          "so the device may have waited for the launch inside the timed span.")
     warmup_reps: int = 0
     flush_bytes: int = 0
     cache_bytes: int = 0

@@ -168,9 +168,11 @@ class ServeSweepResult(BaseModel):
     best_concurrency: int | None
     best_output_tokens_per_s: float | None
     speedup_vs_one_stream: float | None = Field(description="Best aggregate output tokens/s over the 1-stream level's; null without a 1-stream level.")
-    saturation: Saturation = Field(description="not_saturated: throughput was still rising when the sweep stopped; saturated: it had flattened or fallen; undetermined: fewer than two levels.")
+    saturation: Saturation = Field(description="not_saturated: throughput was still rising when the sweep stopped; saturated: it had flattened or fallen; "
+                                               "undetermined: fewer than two levels.")
     saturation_reason: str
-    stop_reason: StopReason = Field(description="What ended the sweep: the planned maximum, the server's slots or KV cache, failures, a latency limit, the deadline, or an interruption (partial results).")
+    stop_reason: StopReason = Field(description="What ended the sweep: the planned maximum, the server's slots or KV cache, failures, a latency limit, "
+                                                "the deadline, or an interruption (partial results).")
     stop_detail: str
     complete: bool = Field(description="True when the sweep ended by a rule (not by failures or an interruption); only complete sweeps are served from the cache.")
     cached: bool = Field(description="True when this result was read from the cache instead of measured in this call (evidence.at says when it was measured).")

@@ -23,7 +23,8 @@ EXAMPLES: dict[str, tuple[tuple[str, ...], str, str]] = {
                      "several variants (SIMT, tensor cores, a C twin) with their own launch and tuning space; shape variables that steer the launch"),
     "decode_split": (("decode",), "w4a16_split/kernel.yaml", "a scratch buffer (split-k partial sums and counters, zero-filled, never gated)"),
     "triton_softmax": (("triton", "softmax"), "kernel.yaml",
-                       "a Triton kernel (language: triton): the @triton.jit entry, constexprs and num_warps as defines, the kernel's own @triton.autotune configs as the tuning space, Triton's interpreter on host"),
+                       "a Triton kernel (language: triton): the @triton.jit entry, constexprs and num_warps as defines, "
+                       "the kernel's own @triton.autotune configs as the tuning space, Triton's interpreter on host"),
 }
 
 

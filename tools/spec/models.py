@@ -20,7 +20,8 @@ class SpecCheckRequest(Request):
 
 class SpecProblem(BaseModel):
     path: str = Field(description="Where in the spec, e.g. args[2].shape[0], variants.gpu.launch.block[0], reference.")
-    severity: Literal["error", "warning", "todo"] = Field(description="error: the loop cannot run it; warning: it runs but looks wrong; todo: a placeholder spec_init left to fill.")
+    severity: Literal["error", "warning", "todo"] = Field(description="error: the loop cannot run it; warning: it runs but looks wrong; "
+                                                                      "todo: a placeholder spec_init left to fill.")
     cause: str
     next_step: str
     shape: int | None = Field(None, description="Index of the shape the problem shows at, when it depends on one.")

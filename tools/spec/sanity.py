@@ -71,7 +71,8 @@ def _variant(spec: KernelSpec, name: str, variant: Variant, report: Report) -> N
     except HyperloomError as exc:
         report(f"{where}.entry", "error", exc.cause, exc.next_step)
     if variant.launch_args and not _host_twin(language):
-        report(f"{where}.launch_args", "error", f"launch_args is for host twins (c, cpp), and this variant is {language}", "drop launch_args; GPU kernels read their grid from the launch")
+        report(f"{where}.launch_args", "error", f"launch_args is for host twins (c, cpp), and this variant is {language}",
+               "drop launch_args; GPU kernels read their grid from the launch")
     for target in variant.targets or []:
         if target_kind(target) not in language_of(language).kinds:
             report(f"{where}.targets", "error", f"a {language} variant cannot build for {target}",
@@ -200,4 +201,5 @@ def _tolerance(spec: KernelSpec, report: Report) -> None:
         if tolerance.nan_policy == "match":
             report("tolerance.nan_policy", "warning", "integer outputs hold no NaN", "drop nan_policy")
     elif "f" in kinds and tolerance.atol == 0 and tolerance.rtol == 0 and tolerance.max_ulp is None:
-        report("tolerance", "warning", "floating-point outputs are compared bit for bit", "right for copies and exact integer math; a reordered sum needs rtol (see the skill's tolerance table)")
+        report("tolerance", "warning", "floating-point outputs are compared bit for bit",
+               "right for copies and exact integer math; a reordered sum needs rtol (see the skill's tolerance table)")

@@ -100,7 +100,8 @@ def _checked(record: dict[str, Any], target: str) -> dict[str, Any]:
     if record["num_ctas"] != 1 or record["cooperative"]:
         return {"error": {"kind": "unsupported", "message": "the kernel launches as a thread-block cluster or a cooperative grid, which Hyperloom's runtime does not"}}
     if record["hidden"] not in (0, 1, 2):
-        return {"error": {"kind": "unsupported", "message": f"the compiled kernel takes {record['hidden']} parameters beyond its arguments; this Triton's launch ABI is not known to Hyperloom"}}
+        return {"error": {"kind": "unsupported", "message": f"the compiled kernel takes {record['hidden']} parameters beyond its arguments; "
+                                                            "this Triton's launch ABI is not known to Hyperloom"}}
     return record
 
 

@@ -108,7 +108,8 @@ def tune_propose(request: ProposeRequest, workspace: Workspace, progress: Progre
         if not result.accepted:
             return result
         running = RUNS.running(stored.id)
-        return result.model_copy(update={"summary": "queued; " + ("the running loop takes it next" if running else "it runs when the session is started or resumed with tune_start")})
+        return result.model_copy(update={"summary": "queued; " + ("the running loop takes it next" if running
+                                                                  else "it runs when the session is started or resumed with tune_start")})
 
 
 def tune_stop(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:

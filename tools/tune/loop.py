@@ -77,7 +77,8 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
             roof = Roof(request.roof_gbps, request.roof_tflops, "the roof tune was given") if request.roof_gbps or request.roof_tflops else None
             judging = workers.enter_context(closing(Judging.open(session.launchable, session.staged_sets(workspace), workspace, roof=roof,
                                                                  timeout_s=request.timeout_s)))
-            loop = Loop(session, request, workspace, progress, control, [runner.device for runner in pool.runners], judging)  # connects the proposer (and its storage) before "running" is answered
+            # connects the proposer (and its storage) before "running" is answered
+            loop = Loop(session, request, workspace, progress, control, [runner.device for runner in pool.runners], judging)
             control.session_id = session.id
             control.opened.set()
             ledger.release_proposals()

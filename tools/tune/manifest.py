@@ -64,7 +64,8 @@ def read_manifest(folder: Path) -> Manifest:
     """The manifest of a session folder, or a clear error for anything that is not one."""
     path = folder / MANIFEST
     if not path.is_file():
-        raise HyperloomError(f"{folder} is not empty and holds no {MANIFEST}: it is not a tune session", "choose another session name; Hyperloom does not reuse or clear foreign folders")
+        raise HyperloomError(f"{folder} is not empty and holds no {MANIFEST}: it is not a tune session",
+                             "choose another session name; Hyperloom does not reuse or clear foreign folders")
     try:
         raw = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -72,7 +73,8 @@ def read_manifest(folder: Path) -> Manifest:
     if not isinstance(raw, dict) or raw.get("kind") != SESSION_KIND:
         raise HyperloomError(f"{path} is not a tune session manifest (kind {raw.get('kind') if isinstance(raw, dict) else None!r})", "choose another session name")
     if raw.get("format_version") != SESSION_VERSION:
-        raise HyperloomError(f"{folder} was written by session format {raw.get('format_version')}, this is {SESSION_VERSION}", "finish it with the Hyperloom that started it, or start a new session")
+        raise HyperloomError(f"{folder} was written by session format {raw.get('format_version')}, this is {SESSION_VERSION}",
+                             "finish it with the Hyperloom that started it, or start a new session")
     try:
         return Manifest.model_validate(raw)
     except ValidationError as exc:

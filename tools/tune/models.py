@@ -14,7 +14,8 @@ from hyperloom.tools.runtime.pool import WorkerMode
 from hyperloom.tools.tune.space import check_params
 
 Strategy = Literal["grid", "random", "tpe", "cmaes", "external"]
-TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RESOURCE_LIMIT", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG", "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE", "DEGENERATE", "ERROR"]
+TrialStatus = Literal["PASSED", "COMPILE_ERROR", "RESOURCE_LIMIT", "RULE_FAILED", "TIMEOUT", "CRASH", "NAN", "WRONG",
+                      "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE", "DEGENERATE", "ERROR"]
 SessionState = Literal["running", "stopped", "closed", "not running"]
 
 
@@ -201,7 +202,8 @@ class TuneReport(BaseModel):
     revalidation: Revalidation | None = Field(description="The first device's re-validation (revalidations has every device's).")
     revalidations: list[Revalidation] = Field(default_factory=list, description="Winner and baseline re-timed on each device the session used.")
     sweep: list[ShapeSweep]
-    autotune: AutotuneChoice | None = Field(None, description="Triton kernels: the config the kernel's own @triton.autotune picked on this device, gated and timed as a candidate, beside the winner.")
+    autotune: AutotuneChoice | None = Field(None, description="Triton kernels: the config the kernel's own @triton.autotune picked on this device, gated and timed as a candidate, "
+                                                              "beside the winner.")
     lineage: list[LineageNode] = Field(default_factory=list, description="Source changes proposed, each under its parent (tune_propose source/diff).")
     report_md: str = Field(description="Path of report.md in the workspace.")
     breakdown_json: str = Field(description="Path of breakdown.json in the workspace.")

@@ -47,7 +47,8 @@ def status_of(manifest: Manifest, ledger: Ledger, folder: Path, workspace: Works
     stop = ledger.stop_reason()
     summary = (
         f"{manifest.session}: {state}; {len(trials)} recorded ({len(passed)} passed), "
-        + (f"best {best.median_s * 1e6:.2f} us ({f'{best.speedup:.2f}x baseline' if best.speedup else 'the baseline is still running'}) {best.params}" if best else "no passing candidate yet")
+        + (f"best {best.median_s * 1e6:.2f} us ({f'{best.speedup:.2f}x baseline' if best.speedup else 'the baseline is still running'}) {best.params}"
+           if best else "no passing candidate yet")
         + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f"; stopped: {stop}" if stop and state != "running" else "")
     )
     return TuneStatus(

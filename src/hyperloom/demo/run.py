@@ -82,7 +82,8 @@ async def run_demo(out: Path, target: str, on_step: Callable[[str], None] = lamb
                 continue
             b = build["builds"][0]
             for k in b["kernels"]:
-                report.figures.append(Figure(name=f"{k['name']} on {target}: registers and LDS", value=f"{k['vgprs']} VGPRs, {k['vgpr_spills']} spilled, {k['lds_bytes']} LDS bytes",
+                report.figures.append(Figure(name=f"{k['name']} on {target}: registers and LDS",
+                                             value=f"{k['vgprs']} VGPRs, {k['vgpr_spills']} spilled, {k['lds_bytes']} LDS bytes",
                                              tag=build["evidence"]["tag"], source=f"{b['compiler']['name']} {b['compiler']['version']}"))
             proof = await s.call("FIND-GAPS", "disasm_verify", {"code_object": b["code_object"], "expect": expect, "forbid": ["@scratch"]}, ok_key="passed")
             if proof:

@@ -92,6 +92,7 @@ def options(parser: argparse.ArgumentParser, census: ToolDef) -> None:
     parser.add_argument("--probe", dest="lines", action="append", metavar="LINE", help=f"isa_probe: {fields['lines'].description} (repeat for several)")
     parser.add_argument("--wave64", action="store_true", help=fields["wave64"].description)
     parser.add_argument("--audit", dest="paths", action="append", metavar="PATH", help=f"isa_audit: {audit.request.model_fields['paths'].description} (repeat for several)")
-    parser.add_argument("--write-results", nargs="?", const="", metavar="DIR", help="write the census of each target (default: the default targets) to DIR/<target>.json (default: results/isa)")
+    parser.add_argument("--write-results", nargs="?", const="", metavar="DIR",
+                        help="write the census of each target (default: the default targets) to DIR/<target>.json (default: results/isa)")
     parser.add_argument("--check", nargs="?", const="", metavar="DIR", help="measure again and report drift from the files in DIR (default: results/isa); exit 1 on drift")
     add_json_option(parser)

@@ -30,7 +30,8 @@ def bench_report(result: BenchResult) -> str:
         parts.append(f"kernel/wall: {result.kernel_to_wall:.3f}; cache flushed with {result.flush_bytes / 2**20:.0f} MiB (cache {result.cache_bytes / 2**20:.0f} MiB)")
     for label, state in (("before", result.state_before), ("after", result.state_after)):
         if state is not None:
-            parts.append(f"{label}: SM {num(state.sm_clock_mhz)} MHz, memory {num(state.memory_clock_mhz)} MHz, {num(state.power_w)} W, {num(state.temperature_c)} C {state.note}".rstrip())
+            parts.append(f"{label}: SM {num(state.sm_clock_mhz)} MHz, memory {num(state.memory_clock_mhz)} MHz, "
+                         f"{num(state.power_w)} W, {num(state.temperature_c)} C {state.note}".rstrip())
     if result.artifacts:
         parts.append(f"artifacts: {result.artifacts}")
     parts += [f"evidence: {evidence_line(result.evidence)}", result.summary]
