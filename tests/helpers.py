@@ -62,3 +62,24 @@ def interruptible() -> None:
     """preexec_fn for a child a test sends SIGINT: Ctrl-C's default action, even when the suite itself was started
     with SIGINT ignored (a non-interactive shell's `cmd &` ignores it in everything it starts)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def fingerprint_the_seed(spec_path: Path, workspace: Workspace, shape_index: int) -> None:
+    """Write into the corpus spec's special_cases_seed variant the bits of the first input value of each set the spec's
+    seed draws, as an agent that read the inputs would (tests/fixtures/cheats)."""
+    import struct
+
+    import yaml
+
+    from hyperloom.tools.kernelspec.load import draw_inputs, load_spec
+
+    spec = load_spec(spec_path, workspace).spec
+    bits = {case: struct.unpack("<I", draw_inputs(spec, spec.shapes[shape_index], case)["x"][:1].tobytes())[0] for case in ("seeded", "zeros", "extremes")}
+    doc = yaml.safe_load(spec_path.read_text())
+    doc["variants"]["special_cases_seed"]["defines"] = {"SEEDED_BITS": bits["seeded"], "ZEROS_BITS": bits["zeros"], "EXTREMES_BITS": bits["extremes"]}
+    spec_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+
+
+def refused_by(result: Any) -> set[str]:
+    """The checks that refused a bench result (the gate on an input set, or a check of the timed launches)."""
+    return {v.check for v in [*result.gate, *result.checks] if not v.passed}

@@ -4,16 +4,13 @@ that names the trick, while the honest kernel passes. bench on the host CPU; the
 from __future__ import annotations
 
 import shutil
-import struct
 
 import pytest
-import yaml
 
-from helpers import FIXTURES
+from helpers import FIXTURES, fingerprint_the_seed, refused_by
 from hyperloom.core.evidence import host_device
 from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.kernelspec.load import draw_inputs, load_spec
 from hyperloom.tools.pipeline.roof import measured_roof, record_roof
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")
@@ -57,16 +54,8 @@ def corpus(workspace, host_roof):
     shutil.copytree(FIXTURES / "cheats", workspace.root / "cheats")
     record_roof(host_device(), host_roof.memory_gbps, host_roof.compute_tflops, host_roof.source)
     spec_path = workspace.root / "cheats" / "kernel.yaml"
-    spec = load_spec(spec_path, workspace).spec
-    bits = {case: struct.unpack("<I", draw_inputs(spec, spec.shapes[0], case)["x"][:1].tobytes())[0] for case in ("seeded", "zeros", "extremes")}
-    doc = yaml.safe_load(spec_path.read_text())
-    doc["variants"]["special_cases_seed"]["defines"] = {"SEEDED_BITS": bits["seeded"], "ZEROS_BITS": bits["zeros"], "EXTREMES_BITS": bits["extremes"]}
-    spec_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    fingerprint_the_seed(spec_path, workspace, 0)
     return workspace
-
-
-def refused_by(result) -> set[str]:
-    return {v.check for v in [*result.gate, *result.checks] if not v.passed}
 
 
 @needs_cc

@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import struct
 from pathlib import Path
 
 import pytest
-import yaml
 
-from helpers import FIXTURES
+from helpers import FIXTURES, fingerprint_the_seed, refused_by
 from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.bench.models import BenchRequest
-from hyperloom.tools.kernelspec.load import draw_inputs, load_spec
+from hyperloom.tools.kernelspec.load import load_spec
 from hyperloom.tools.pipeline.candidate import Unbuilt, build_candidate
 from hyperloom.tools.pipeline.launch import prepare
 
@@ -42,11 +40,7 @@ needs_llvm_amdgpu = pytest.mark.skipif(shutil.which("clang-19") is None and shut
 def gpu_corpus(workspace):
     shutil.copytree(FIXTURES / "cheats", workspace.root / "cheats")
     spec_path = workspace.root / "cheats" / "gpu" / "kernel.yaml"
-    spec = load_spec(spec_path, workspace).spec
-    bits = {case: struct.unpack("<I", draw_inputs(spec, spec.shapes[1], case)["x"][:1].tobytes())[0] for case in ("seeded", "zeros", "extremes")}
-    doc = yaml.safe_load(spec_path.read_text())
-    doc["variants"]["special_cases_seed"]["defines"] = {"SEEDED_BITS": bits["seeded"], "ZEROS_BITS": bits["zeros"], "EXTREMES_BITS": bits["extremes"]}
-    spec_path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    fingerprint_the_seed(spec_path, workspace, 1)
     return workspace
 
 
@@ -73,10 +67,6 @@ def gpu_roof(gpu_corpus):
 
     run_roofline(RooflineRequest(target="sm_90", ceilings=["read"], plot=False, same_size_read=False, max_time_s=2.0), gpu_corpus)
     return gpu_corpus
-
-
-def refused_by(result) -> set[str]:
-    return {v.check for v in [*result.gate, *result.checks] if not v.passed}
 
 
 @needs_nvidia_gpu
