@@ -83,3 +83,17 @@ def judge_sampled(outputs: dict[str, np.ndarray], references: dict[str, np.ndarr
 def gate_references(gate: OutputGate) -> dict[str, np.ndarray]:
     """The references an OutputGate names, mapped from their files (read only where judged)."""
     return {check.output: np.load(check.reference, mmap_mode="r", allow_pickle=False) for check in gate.checks}
+
+
+def judge_checked_launches(last: dict[str, np.ndarray], again: dict[str, np.ndarray], fresh: dict[str, np.ndarray], timed_references: dict[str, np.ndarray],
+                           fresh_references: dict[str, np.ndarray], tolerance: Tolerance, determinism: Tolerance | None,
+                           case_names: dict[str, dict[str, str]]) -> dict[str, GateResult]:
+    """A timing trial's checked launches judged: 'last' against the timed set's references, 'fresh' against the fresh
+    set's, and 'determinism' (again against last, when asked); `case_names` by role then output."""
+    import secrets
+
+    gates = {"last": judge_sampled(last, timed_references, tolerance, case_names["last"], secrets.randbits(63)),
+             "fresh": judge_sampled(fresh, fresh_references, tolerance, case_names["fresh"], secrets.randbits(63))}
+    if again and determinism is not None:
+        gates["determinism"] = judge_sampled(again, last, determinism, {n: f"again:{n}" for n in last}, secrets.randbits(63))
+    return gates

@@ -21,7 +21,7 @@ import numpy as np
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, GateResult, OutputGate, Tolerance
-from hyperloom.tools.gate.outputs import judge_sampled, output_gate
+from hyperloom.tools.gate.outputs import judge_checked_launches, output_gate
 from hyperloom.tools.kernelspec.load import draw_inputs, output_buffers
 from hyperloom.tools.kernelspec.reference import REFERENCE_TIMEOUT_S, run_references
 from hyperloom.tools.pipeline.launch import Launchable
@@ -91,10 +91,8 @@ class SecretSets:
             read = lambda prefix: {n: np.load(folder / f"{prefix}_{n}.npy", allow_pickle=False) for n in self.output_names  # noqa: E731
                                    if (folder / f"{prefix}_{n}.npy").is_file()}
             last, fresh, again = read("last"), read("fresh"), read("again")
-            gates = {role: judge_sampled(outputs, self.references[refs], tolerance, {n: f"{refs}:{n}" for n in self.output_names}, secrets.randbits(63))
-                     for role, refs, outputs in (("last", "timed", last), ("fresh", "fresh", fresh))}
-            if again and checks.determinism is not None:
-                gates["determinism"] = judge_sampled(again, last, checks.determinism, {n: f"again:{n}" for n in last}, secrets.randbits(63))
+            names = {role: {n: f"{refs}:{n}" for n in self.output_names} for role, refs in (("last", "timed"), ("fresh", "fresh"))}
+            gates = judge_checked_launches(last, again, fresh, self.references["timed"], self.references["fresh"], tolerance, checks.determinism, names)
         verdicts = [_verdict("timed_launch", "the last timed launch, on secret inputs (its outputs poisoned first)", gates.get("last")),
                     _verdict("fresh_inputs", "a launch on a second secret input set after the timed ones", gates.get("fresh"))]
         if checks.determinism is not None:

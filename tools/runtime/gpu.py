@@ -223,14 +223,11 @@ def _judge_or_save(checks: TimedChecks, last: dict[str, np.ndarray], again: dict
     """The checked launches judged here when the request gives their references (a GPU kernel cannot reach the host
     arrays they are copied into), else saved for the caller as last_, again_ and fresh_<arg>.npy."""
     if checks.last_gate is not None and checks.fresh_gate is not None:
-        import secrets
+        from hyperloom.tools.gate.outputs import gate_references, judge_checked_launches
 
-        from hyperloom.tools.gate.outputs import gate_references, judge_sampled
-
-        for role, outputs, gate in (("last", last, checks.last_gate), ("fresh", fresh, checks.fresh_gate)):
-            result.timed_gates[role] = judge_sampled(outputs, gate_references(gate), gate.tolerance, {c.output: c.case for c in gate.checks}, secrets.randbits(63))
-        if again and checks.determinism is not None:
-            result.timed_gates["determinism"] = judge_sampled(again, last, checks.determinism, {n: f"again:{n}" for n in last}, secrets.randbits(63))
+        names = {role: {c.output: c.case for c in gate.checks} for role, gate in (("last", checks.last_gate), ("fresh", checks.fresh_gate))}
+        result.timed_gates = judge_checked_launches(last, again, fresh, gate_references(checks.last_gate), gate_references(checks.fresh_gate),
+                                                    checks.last_gate.tolerance, checks.determinism, names)
         return
     folder = Path(checks.outputs)
     folder.mkdir(parents=True, exist_ok=True)
