@@ -125,3 +125,15 @@ def test_broken_yaml_and_deep_nesting_are_problems_not_crashes(example):
     spec.write_text("a: " + "[" * 5000 + "]" * 5000 + "\n")
     result = check(example)
     assert not result.ok and result.problems[0].path == "(file)"
+
+
+def test_a_gpu_variants_wrong_entry_is_an_error_at_its_field_when_no_target_is_given(workspace):
+    import shutil
+
+    shutil.copytree(REPO / "kernels" / "examples" / "rmsnorm", workspace.root / "rmsnorm")
+    spec = workspace.root / "rmsnorm" / "kernel.yaml"
+    spec.write_text(spec.read_text().replace("entry: rmsnorm_f32<BLOCK>", "entry: rms_norm_nope<BLOCK>", 1))
+    result = run_spec_check(SpecCheckRequest(spec="rmsnorm"), workspace)
+    assert not result.ok and result.builds == []
+    (problem,) = [p for p in result.problems if p.severity == "error"]
+    assert problem.path == "variants.gpu.entry" and "declares no function 'rms_norm_nope'" in problem.cause

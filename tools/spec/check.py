@@ -95,7 +95,7 @@ def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: Pr
         (f"{path.name}: ready for bench and tune" if ok else f"{path.name}: {errors} error(s), {todos} placeholder(s) to fill")
         + (f", {warnings} warning(s)" if warnings else "")
         + (f"; reference ran in {reference.elapsed_s:.3g} s at shape {reference.shape}" if reference else "")
-        + (f"; built {len(built)} of {len(builds)} variant/target pair(s)" if builds else "")
+        + (f"; built {len(built)} of {len(builds)} variant/target pair(s)" if builds else "; no variant built (entries read from their sources; pass targets to build)")
         + ("; runs here on " + ", ".join(r.target for r in runnable if r.can_run) if any(r.can_run for r in runnable) else "")
     )
     inputs = [sha256_file(path)] if path.is_file() else []
