@@ -37,11 +37,15 @@ def stage_input_set(launchable: Launchable, input_set: str, folder: Path, *, tim
     return stage_references(loaded, shape, inputs, folder, timeout_s=timeout_s)
 
 
+def staged_inputs(folder: Path) -> dict[str, np.ndarray]:
+    """The inputs staged in `folder` (in_<arg>.npy), by argument name."""
+    return {p.name.removeprefix("in_").removesuffix(".npy"): np.load(p, allow_pickle=False) for p in sorted(folder.glob("in_*.npy"))}
+
+
 def staged_set(launchable: Launchable, name: str, folder: Path) -> StagedSet:
     """An input set staged by stage_input_set (in_ and ref_ .npy files in `folder`), read back for the reference audit."""
-    inputs = {p.name.removeprefix("in_").removesuffix(".npy"): np.load(p, allow_pickle=False) for p in sorted(folder.glob("in_*.npy"))}
     references = {a.name: np.load(folder / f"ref_{a.name}.npy", allow_pickle=False) for a in output_buffers(launchable.loaded.spec)}
-    return StagedSet(name, inputs, references)
+    return StagedSet(name, staged_inputs(folder), references)
 
 
 def check_input_set(

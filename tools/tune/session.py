@@ -28,7 +28,7 @@ from hyperloom.core.evidence import host_device
 from hyperloom.core.hashing import combine_digests, sha256_file
 from hyperloom.core.workspace import STATE_DIR, Workspace
 from hyperloom.tools.pipeline.launch import Launchable, prepare, specialize
-from hyperloom.tools.pipeline.trial import stage_input_set
+from hyperloom.tools.pipeline.trial import stage_input_set, staged_inputs
 from hyperloom.tools.gate.freeze import freeze, load_reference_set
 from hyperloom.tools.gate.models import FreezeRequest
 from hyperloom.tools.kernelspec.load import LoadedSpec, load_spec, output_buffers
@@ -91,10 +91,9 @@ class Session(StoredSession):
         """Each input set's inputs and frozen references, read back (for the reference audit)."""
         staged = []
         for name in self.launchable.input_sets:
-            inputs = {p.name.removeprefix("in_").removesuffix(".npy"): np.load(p, allow_pickle=False) for p in sorted(self.inputs(name).glob("in_*.npy"))}
             paths = load_reference_set(self.references(name), workspace).reference_paths
             outputs = [a.name for a in output_buffers(self.launchable.loaded.spec)]
-            staged.append(StagedSet(name, inputs, {o: np.load(p, allow_pickle=False) for o, p in zip(outputs, paths, strict=True)}))
+            staged.append(StagedSet(name, staged_inputs(self.inputs(name)), {o: np.load(p, allow_pickle=False) for o, p in zip(outputs, paths, strict=True)}))
         return staged
 
     def references(self, input_set: str) -> Path:
