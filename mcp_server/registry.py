@@ -29,7 +29,8 @@ from hyperloom.core.arguments import validate_arguments
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.mcp_server.schemas import lean_input, lean_output
-from hyperloom.tools.catalog import ToolDef
+from hyperloom.tools.catalog import Family, ToolDef
+from hyperloom.tools.catalog import tool as catalog_entry
 
 log = logging.getLogger(__name__)
 MESSAGE_CHARS = 1200
@@ -85,23 +86,30 @@ def without_nulls(value: Any) -> Any:
     return value
 
 
+async def _run(entry: ToolDef, arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+    """Validate `arguments` with the entry's request model, run the tool in a worker thread, map every failure to a
+    refusal with its next step."""
+
+    def progress(done: int, total: int) -> None:
+        anyio.from_thread.run(ctx.report_progress, float(done), float(total))
+
+    try:
+        request = validate_arguments(entry.request, arguments)
+        workspace = Workspace.from_env()
+        return answer(await anyio.to_thread.run_sync(entry.run, request, workspace, progress))
+    except HyperloomError as exc:
+        log.info("%s refused: %s", entry.name, exc)
+        raise ToolError(refusal(entry, exc)) from exc
+    except Exception as exc:  # noqa: BLE001 - the one place every failure becomes an answer
+        log.exception("%s failed", entry.name)
+        raise ToolError(refusal(entry, exc)) from exc
+
+
 def tool_function(entry: ToolDef) -> Any:
     """An async MCP tool body that validates, runs the tool in a worker thread and maps errors."""
 
     async def call(ctx: Context, **arguments: Any) -> Any:
-        def progress(done: int, total: int) -> None:
-            anyio.from_thread.run(ctx.report_progress, float(done), float(total))
-
-        try:
-            request = validate_arguments(entry.request, arguments)
-            workspace = Workspace.from_env()
-            return answer(await anyio.to_thread.run_sync(entry.run, request, workspace, progress))
-        except HyperloomError as exc:
-            log.info("%s refused: %s", entry.name, exc)
-            raise ToolError(refusal(entry, exc)) from exc
-        except Exception as exc:  # noqa: BLE001 - the one place every failure becomes an answer
-            log.exception("%s failed", entry.name)
-            raise ToolError(refusal(entry, exc)) from exc
+        return await _run(entry, arguments, ctx)
 
     params = [*_parameters(entry), inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     call.__name__ = entry.name
@@ -111,7 +119,10 @@ def tool_function(entry: ToolDef) -> Any:
     return call
 
 
-def build_tool(entry: ToolDef) -> Tool:
+def build_tool(entry: ToolDef | Family) -> Tool:
+    """The MCP tool of a catalog entry, or of a family of entries (one tool, the verb picked by `action`)."""
+    if isinstance(entry, Family):
+        return build_family_tool(entry)
     tool = Tool.from_function(
         tool_function(entry),
         name=entry.name,
@@ -128,3 +139,69 @@ def build_tool(entry: ToolDef) -> Tool:
     tool.parameters = lean_input(tool.parameters)
     tool.fn_metadata.output_schema = lean_output(tool.fn_metadata.output_schema)
     return tool
+
+
+def build_family_tool(family: Family) -> Tool:
+    """One MCP tool for a family's verbs: `action` picks the entry, whose request model validates the other arguments
+    (an argument of another action is refused naming the actions it belongs to). The input schema is every verb's
+    parameters side by side (a parameter not every action takes says which do), the output schema every result's fields."""
+    verbs = {action: catalog_entry(name) for action, name in family.actions}
+    built = {action: build_tool(entry) for action, entry in verbs.items()}
+
+    async def call(ctx: Context, **arguments: Any) -> Any:
+        action = arguments.pop("action", None)
+        if not isinstance(action, str) or action not in verbs:
+            raise ToolError(f"{family.name} needs action, one of {', '.join(verbs)} (got {str(action)[:40]!r}). "
+                            f"Next step: call {family.name} again with action set.")
+        entry = verbs[action]
+        elsewhere = [name for name in arguments if name not in entry.request.model_fields and any(name in e.request.model_fields for e in verbs.values())]
+        if elsewhere:
+            owners = {name: [a for a, e in verbs.items() if name in e.request.model_fields] for name in elsewhere}
+            raise ToolError(f"{family.name} action {action} does not take " + "; ".join(f"{n} (an argument of {', '.join(o)})" for n, o in owners.items())
+                            + f". Next step: leave {'them' if len(elsewhere) > 1 else 'it'} out, or call action {owners[elsewhere[0]][0]}.")
+        return await _run(entry, arguments, ctx)
+
+    call.__name__ = family.name
+    call.__doc__ = family.description
+    call.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)], return_annotation=CallToolResult)
+    entries = list(verbs.values())
+    writes = [e for e in entries if not e.read_only]
+    tool = Tool.from_function(
+        call, name=family.name, title=family.title, description=family.description,
+        annotations=ToolAnnotations(
+            read_only_hint=not writes,
+            destructive_hint=any(e.destructive for e in writes) if writes else None,
+            idempotent_hint=all(e.idempotent for e in entries),
+            open_world_hint=any(e.open_world for e in entries),
+        ),
+    )
+    tool.fn_metadata.arg_model = RawArguments
+    tool.parameters = _family_input(family.name, {action: t.parameters for action, t in built.items()})
+    tool.fn_metadata.output_schema = _family_output([t.fn_metadata.output_schema for t in built.values()])
+    return tool
+
+
+def _family_input(name: str, schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    actions = list(schemas)
+    properties: dict[str, Any] = {"action": {"enum": actions, "description": f"What to do with the {name} session."}}
+    takers: dict[str, list[str]] = {}
+    for action, schema in schemas.items():
+        for field, prop in schema.get("properties", {}).items():
+            takers.setdefault(field, []).append(action)
+            properties.setdefault(field, dict(prop))
+    for field, which in takers.items():
+        if len(which) < len(actions) and properties[field].get("description"):
+            properties[field]["description"] = f"({', '.join(which)}) " + properties[field]["description"]
+    return {"type": "object", "properties": properties, "required": ["action"]}
+
+
+def _family_output(schemas: list[dict[str, Any] | None]) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    for schema in schemas:
+        for field, prop in (schema or {}).get("properties", {}).items():
+            if field in properties and properties[field] != prop:
+                properties[field] = {"anyOf": [properties[field], prop]}
+            else:
+                properties[field] = prop
+    return {"type": "object", "properties": properties}

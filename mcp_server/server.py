@@ -6,7 +6,7 @@ from mcp.server import MCPServer
 
 from hyperloom import __version__
 from hyperloom.mcp_server.registry import build_tool
-from hyperloom.tools.catalog import CATALOG
+from hyperloom.tools.catalog import mcp_tools
 
 INSTRUCTIONS = (
     "Hyperloom's instruments for AMD-first GPU kernel work. Every number carries evidence tagged MEASURED or "
@@ -17,7 +17,7 @@ INSTRUCTIONS = (
 
 
 def build_server() -> MCPServer:
-    return MCPServer("hyperloom", version=__version__, instructions=INSTRUCTIONS, log_level="INFO", tools=[build_tool(entry) for entry in CATALOG])
+    return MCPServer("hyperloom", version=__version__, instructions=INSTRUCTIONS, log_level="INFO", tools=[build_tool(entry) for entry in mcp_tools()])
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -77,7 +78,18 @@ def schema_corpus(tool: Any) -> list[tuple[str, dict[str, Any]]]:
             cases.append((f"{name} below range", {name: -(10**30)}))
         if "maximum" in prop:
             cases.append((f"{name} above range", {name: 10**30}))
-    return cases
+    actions = props.get("action", {}).get("enum")
+    return [(label, _with_action(args, actions, props)) for label, args in cases] if actions else cases
+
+
+def _with_action(args: dict[str, Any], actions: list[str], props: dict[str, Any]) -> dict[str, Any]:
+    """A family tool's case with the action that takes its argument (named in the description's "(start, ...)"),
+    so the verb's own validation meets it rather than the missing action."""
+    if "action" in args or not args:
+        return args
+    name = next(iter(args))
+    taken_by = re.match(r"\(([a-z, ]+)\) ", props.get(name, {}).get("description", ""))
+    return {"action": taken_by.group(1).split(", ")[0] if taken_by else actions[0], **args}
 
 
 def _accepts(kind: str, value: Any) -> bool:
@@ -131,17 +143,17 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("roofline", "out_dir is a file", {"target": "host", "out_dir": "ok.npy"}),
         ("bench", "reference outside the workspace", {"spec": "spec_evil", "target": "host"}),
         ("spec_check", "reference outside the workspace", {"spec": "spec_evil"}),
-        ("tune_start", "reference outside the workspace", {"spec": "spec_evil", "background": False}),
-        ("tune_start", "sqlite storage outside", {"spec": "spec_evil", "strategy": "tpe", "storage": f"sqlite:///{outside}/x.db"}),
-        ("tune_start", "storage with grid", {"spec": "spec_evil", "strategy": "grid", "storage": "sqlite:///x.db"}),
-        ("tune_start", "infinite roof", {"spec": "spec_evil", "roof_gbps": "inf"}),
-        ("tune_start", "session outside", {"spec": "spec_evil", "session": "link_out/s"}),
-        ("tune_status", "session through a symlink out", {"session": "link_out"}),
-        ("tune_report", "a dangling session", {"session": "dangling"}),
-        ("tune_status", "a session name with a path", {"session": "../../x"}),
-        ("tune_propose", "a source change to a session that is not there", {"session": "dangling", "source": "ok.npy"}),
-        ("tune_propose", "a source change and a diff at once", {"session": "dangling", "source": "ok.npy", "diff": "--- a\n+++ b\n"}),
-        ("tune_propose", "nothing to propose", {"session": "dangling"}),
+        ("tune", "reference outside the workspace", {"action": "start", "spec": "spec_evil", "background": False}),
+        ("tune", "sqlite storage outside", {"action": "start", "spec": "spec_evil", "strategy": "tpe", "storage": f"sqlite:///{outside}/x.db"}),
+        ("tune", "storage with grid", {"action": "start", "spec": "spec_evil", "strategy": "grid", "storage": "sqlite:///x.db"}),
+        ("tune", "infinite roof", {"action": "start", "spec": "spec_evil", "roof_gbps": "inf"}),
+        ("tune", "session outside", {"action": "start", "spec": "spec_evil", "session": "link_out/s"}),
+        ("tune", "session through a symlink out", {"action": "status", "session": "link_out"}),
+        ("tune", "a dangling session", {"action": "report", "session": "dangling"}),
+        ("tune", "a session name with a path", {"action": "status", "session": "../../x"}),
+        ("tune", "a source change to a session that is not there", {"action": "propose", "session": "dangling", "source": "ok.npy"}),
+        ("tune", "a source change and a diff at once", {"action": "propose", "session": "dangling", "source": "ok.npy", "diff": "--- a\n+++ b\n"}),
+        ("tune", "nothing to propose", {"action": "propose", "session": "dangling"}),
         ("bench_command", "empty command", {"command": []}),
         ("bench_command", "empty program", {"command": [""]}),
         ("bench_command", "not a program", {"command": ["/etc/passwd"]}),

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 
 from hyperloom.mcp_server.server import build_server
-from hyperloom.tools.catalog import CATALOG
+from hyperloom.tools.catalog import CATALOG, FAMILIES, mcp_tools
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +23,9 @@ def anyio_backend():
 async def test_every_tool_has_flat_described_parameters_and_an_output_schema():
     async with Client(build_server(), mode="legacy") as client:
         listed = (await client.list_tools()).tools
-    assert [t.name for t in listed] == [entry.name for entry in CATALOG]
+    assert [t.name for t in listed] == [entry.name for entry in mcp_tools()]
+    in_families = {name for family in FAMILIES for _, name in family.actions}
+    assert {e.name for e in CATALOG} - in_families <= {t.name for t in listed}  # every entry is a tool or an action of one
     for t in listed:
         assert t.description and t.output_schema and t.title
         for name, prop in t.input_schema["properties"].items():
@@ -36,7 +38,7 @@ async def test_the_tool_list_fits_in_40_kb_with_valid_schemas_both_ways():
     async with Client(build_server(), mode="legacy") as client:
         listed = (await client.list_tools()).tools
     dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed]
-    assert len(json.dumps(dumped, separators=(",", ":"))) <= 40 * 1024
+    assert len(json.dumps(dumped, separators=(",", ":"))) <= 40 * 1024  # bench/tool_list.py prints each tool's share
     for t in listed:
         for schema in (t.input_schema, t.output_schema):
             jsonschema.Draft202012Validator.check_schema(schema)
@@ -112,3 +114,17 @@ def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpus(wo
     assert size < 16 * 1024, size
     gpu_lines = [line for line in result.structured_content["passed"] if line["layer"] == "nvidia" and line["check"].startswith("gpu_")]
     assert not queries or nodes <= 8 or [line["check"] for line in gpu_lines][-2:] == ["gpu_7", f"gpu_8-{nodes - 1}"]
+
+
+async def test_a_family_is_one_tool_whose_action_picks_the_verb_and_refuses_another_verbs_argument(workspace):
+    async with Client(build_server(), mode="legacy") as client:
+        tune = next(t for t in (await client.list_tools()).tools if t.name == "tune")
+        assert tune.input_schema["required"] == ["action"] and tune.input_schema["properties"]["action"]["enum"] == ["start", "status", "propose", "stop", "report"]
+        assert tune.input_schema["properties"]["spec"]["description"].startswith("(start) ")  # a parameter not every action takes says which do
+        assert not tune.annotations.read_only_hint and not tune.annotations.destructive_hint
+        missing = await client.call_tool("tune", {"session": "s"})
+        other = await client.call_tool("tune", {"action": "status", "session": "s", "strategy": "grid"})
+        routed = await client.call_tool("tune", {"action": "status", "session": "s"})
+    assert missing.is_error and "needs action, one of start, status" in missing.content[0].text
+    assert other.is_error and "does not take strategy (an argument of start)" in other.content[0].text
+    assert routed.is_error and "no tune session 's'" in routed.content[0].text  # the status verb ran, on a session that is not there

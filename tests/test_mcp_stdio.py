@@ -181,24 +181,24 @@ async def test_tune_runs_in_the_background_of_the_server_between_calls(tmp_path)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        assert {"tune_start", "tune_status", "tune_propose", "tune_stop", "tune_report"} <= set(tools)
-        started = await session.call_tool("tune_start", {
+        assert "tune" in tools and not {"tune_start", "tune_status"} & set(tools)  # one tool, its verbs picked by action
+        started = await session.call_tool("tune", {"action": "start",
             "spec": "tune", "session": "m", "flush_cache": False, "max_time_s": 0.2, "min_reps": 6, "target_ci": 0.5,
             "warmup_s": 0.0, "revalidate_pairs": 2, "sweep_shapes": False,
         })
         assert not started.is_error, started
         assert started.structured_content["session"] == "m" and started.structured_content["state"] in ("running", "closed")
         for _ in range(300):
-            status = await session.call_tool("tune_status", {"session": "m"})
+            status = await session.call_tool("tune", {"action": "status", "session": "m"})
             if status.structured_content["state"] != "running":
                 break
             import anyio
 
             await anyio.sleep(0.2)
         assert status.structured_content["state"] == "closed" and status.structured_content["recorded"] == 4
-        jsonschema.validate(status.structured_content, tools["tune_status"].output_schema)
-        report = await session.call_tool("tune_report", {"session": "m"})
+        jsonschema.validate(status.structured_content, tools["tune"].output_schema)
+        report = await session.call_tool("tune", {"action": "report", "session": "m"})
         assert report.structured_content["leaderboard"][0]["params"] == {"REPEAT": 1}
         assert (tmp_path / ".hyperloom" / "tune" / "m" / "report.md").is_file()
-        missing = await session.call_tool("tune_status", {"session": "nope"})
+        missing = await session.call_tool("tune", {"action": "status", "session": "nope"})
         assert "no tune session 'nope'" in _error_text(missing)

@@ -55,6 +55,17 @@ class CliDef(NamedTuple):
     via: str | None = None  # no command of its own: the option of path's command that runs this tool
 
 
+class Family(NamedTuple):
+    """Catalog entries that are one object's verbs (a tuning session's start, status, propose, stop, report), offered
+    over MCP as one tool whose `action` argument picks the verb: one definition in the model's context instead of one
+    per verb, and one name to find. Each entry keeps its own `hyperloom` command and Python entry point."""
+
+    name: str
+    title: str
+    description: str  # what the object is for, then one short line per action
+    actions: tuple[tuple[str, str], ...]  # (action, catalog entry name), in the order a caller uses them
+
+
 class ToolDef:
     """One tool: its models, its function, truthful behaviour hints, and its `hyperloom` command.
 
@@ -380,7 +391,7 @@ CATALOG += (
         description=(
             "Search a kernel.yaml's tuning space for the fastest candidate that passes the gate; every candidate is "
             "built, rule-checked and gated before it is timed, failures recorded with their reason. Proposers: grid, "
-            "random, tpe, cmaes, external (tune_propose only). Stops on a count, budget, patience, deadline or % of roof, "
+            "random, tpe, cmaes, external (proposals only). Stops on a count, budget, patience, deadline or % of roof, "
             "then re-times the winner. Returns a session id at once."
         ),
         request="hyperloom.tools.tune.models:TuneRequest",
@@ -508,6 +519,40 @@ CATALOG += (
         ),
     ),
 )
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family(
+        name="tune",
+        title="Tuning sessions",
+        description=(
+            "Search a kernel.yaml's tuning space for the fastest candidate that passes the gate; every candidate is built, "
+            "rule-checked and gated before it is timed, failures recorded with their reason. action: start (or resume; "
+            "proposers grid, random, tpe, cmaes, external; stops on a count, budget, patience, deadline or % of roof, then "
+            "re-times the winner; returns a session id at once), status, propose (a candidate: defines, a source file or "
+            "a diff against a recorded parent), stop, report (leaderboard, rejections, re-validation, shape sweep)."
+        ),
+        actions=(("start", "tune_start"), ("status", "tune_status"), ("propose", "tune_propose"), ("stop", "tune_stop"), ("report", "tune_report")),
+    ),
+)
+
+
+def family_of(name: str) -> Family | None:
+    """The family whose actions include the catalog entry `name`, if any."""
+    return next((family for family in FAMILIES if any(entry == name for _, entry in family.actions)), None)
+
+
+def mcp_tools() -> list[ToolDef | Family]:
+    """What the MCP server lists, in catalog order: each entry on its own, or its family where the first of its
+    actions stood."""
+    listed: list[ToolDef | Family] = []
+    for entry in CATALOG:
+        family = family_of(entry.name)
+        if family is None:
+            listed.append(entry)
+        elif family not in listed:
+            listed.append(family)
+    return listed
 
 
 def tool(name: str) -> ToolDef:

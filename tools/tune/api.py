@@ -63,7 +63,7 @@ class Runs:
                 control.opened.set()
 
         if request.session and self.running(request.session):
-            raise HyperloomError(f"session {request.session!r} is already running in this server", "watch it with tune_status, or stop it with tune_stop")
+            raise HyperloomError(f"session {request.session!r} is already running in this server", "watch it with tune status, or stop it with tune stop")
         run.thread = threading.Thread(target=body, name="tune-session", daemon=True)
         run.thread.start()
         control.opened.wait(OPEN_TIMEOUT_S)
@@ -109,7 +109,7 @@ def tune_propose(request: ProposeRequest, workspace: Workspace, progress: Progre
             return result
         running = RUNS.running(stored.id)
         return result.model_copy(update={"summary": "queued; " + ("the running loop takes it next" if running
-                                                                  else "it runs when the session is started or resumed with tune_start")})
+                                                                  else "it runs when the session is started or resumed with tune start")})
 
 
 def tune_stop(request: SessionRef, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:
@@ -123,7 +123,7 @@ def tune_stop(request: SessionRef, workspace: Workspace, progress: ProgressFn | 
             run.thread.join(timeout=5.0)
         if not RUNS.running(stored.id):
             if not stored.ledger.stop_reason():
-                stored.ledger.set_stop_reason("stopped on request (tune_stop)")
+                stored.ledger.set_stop_reason("stopped on request (tune stop)")
             close_session(stored.folder, stored.manifest, stored.ledger, workspace)
             return status_of(stored.manifest, stored.ledger, stored.folder, workspace, "closed", run.error if run else None)
         return status_of(stored.manifest, stored.ledger, stored.folder, workspace, "stopped")

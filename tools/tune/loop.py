@@ -136,7 +136,7 @@ class Loop:
     def stop_reason(self) -> str | None:
         request = self.request
         if self.control.stop.is_set() or self.ledger.stop_requested():
-            return "stopped on request (tune_stop)"
+            return "stopped on request (tune stop)"
         if len(self.recorded) + len(self.in_flight) >= request.max_candidates:
             return f"reached max_candidates ({request.max_candidates})"
         if self.budget.unspent_s() < MIN_LAUNCH_S:

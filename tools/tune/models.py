@@ -28,7 +28,7 @@ class TuneRequest(Request):
     target: str = Field("host", description="gfx (hip), sm_XX (cuda) or host (c).")
     shape: int = Field(0, ge=0, le=1000, description="Shape index tuned on.")
     session: str | None = Field(None, max_length=120, description="Name or folder; an existing session resumes.")
-    strategy: Strategy = Field("grid", description="Proposer; external: only tune_propose's.")
+    strategy: Strategy = Field("grid", description="Proposer; external: only proposals.")
     seed: int = Field(0, ge=0, description="Proposer seed.")
     max_candidates: int = Field(64, ge=1, le=100000, description="Most candidates, baseline included.")
     budget_device_s: float = Field(3600.0, gt=0, le=30 * 86400, description="Device-seconds budget.")
@@ -204,6 +204,6 @@ class TuneReport(BaseModel):
     sweep: list[ShapeSweep]
     autotune: AutotuneChoice | None = Field(None, description="Triton kernels: the config the kernel's own @triton.autotune picked on this device, gated and timed as a candidate, "
                                                               "beside the winner.")
-    lineage: list[LineageNode] = Field(default_factory=list, description="Source changes proposed, each under its parent (tune_propose source/diff).")
+    lineage: list[LineageNode] = Field(default_factory=list, description="Source changes proposed, each under its parent (propose with source or diff).")
     report_md: str = Field(description="Path of report.md in the workspace.")
     breakdown_json: str = Field(description="Path of breakdown.json in the workspace.")

@@ -109,7 +109,7 @@ def stored_source(folder: Path, digest: str) -> Path:
     """The source a session stored under the sha256 (prefix) `digest` (tools/tune/sources.py)."""
     found = sorted((folder / "sources").glob(f"{digest}*"))
     if not found:
-        raise HyperloomError(f"the session has no stored source {digest[:16]}", "propose the source again with tune_propose")
+        raise HyperloomError(f"the session has no stored source {digest[:16]}", "propose the source again with tune propose")
     return found[0]
 
 
@@ -259,7 +259,7 @@ def open_existing(name: str, workspace: Workspace) -> StoredSession:
     """For status, propose, stop and report: a session that must already exist (close it, or open it in a `with`)."""
     _, folder = session_folder(name, workspace)
     if not folder.is_dir():
-        raise HyperloomError(f"no tune session {name!r} (looked in {folder})", "start one with tune_start; tune_status lists nothing else")
+        raise HyperloomError(f"no tune session {name!r} (looked in {folder})", "start one with tune start (action start over MCP)")
     manifest = read_manifest(folder)
     return StoredSession(manifest.session, folder, manifest, Ledger(folder / LEDGER, manifest.session, create=False))
 

@@ -63,7 +63,7 @@ def parent_source_path(stored: StoredSession, baseline: Launchable, parent: str,
         lineage = stored.ledger.lineage().get(parent)
         known = parent in stored.ledger.hashes() or stored.ledger.queued(parent)
         if not known:
-            raise HyperloomError(f"no candidate {parent[:16]} in session {stored.id!r}", "give parent as a hash tune_status or tune_report lists, or leave it out for the baseline")
+            raise HyperloomError(f"no candidate {parent[:16]} in session {stored.id!r}", "give parent as a hash tune status or tune report lists, or leave it out for the baseline")
         if lineage is not None and lineage.source:
             return workspace.resolve(lineage.source, what="parent's source")
     return baseline.loaded.source_of(baseline.variant)[0]
@@ -98,5 +98,5 @@ def apply_diff(parent: bytes, diff: str, suffix: str) -> bytes:
             raise HyperloomError("GNU patch is not installed", "apt-get install patch, or propose the whole source file instead") from exc
         if done.returncode != 0:
             detail = (done.stdout + done.stderr).strip()[-400:] or f"patch exited {done.returncode}"
-            raise HyperloomError(f"the diff does not apply to the parent's source: {detail}", "make the diff against the parent's source (tune_report shows each candidate's)")
+            raise HyperloomError(f"the diff does not apply to the parent's source: {detail}", "make the diff against the parent's source (tune report shows each candidate's)")
         return target.read_bytes()
