@@ -130,7 +130,7 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
             ("disasm_verify", f"code object {path}", {"code_object": path}),
             ("compile_kernel", f"source {path}", {"source": path, "targets": ["gfx1201"]}),
             ("bench", f"spec {path}", {"spec": path, "target": "host"}),
-            ("spec_check", f"spec {path}", {"spec": path}),
+            ("spec", f"spec {path}", {"action": "check", "spec": path}),
             ("roofline", f"place {path}", {"target": "host", "place": [path]}),
             ("allreduce_int6", f"input {path}", {"inputs": [path, path]}),
         ]
@@ -142,7 +142,7 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("compile_kernel", "unknown target", {"source": "ok.npy", "targets": ["gfx9999"]}),
         ("roofline", "out_dir is a file", {"target": "host", "out_dir": "ok.npy"}),
         ("bench", "reference outside the workspace", {"spec": "spec_evil", "target": "host"}),
-        ("spec_check", "reference outside the workspace", {"spec": "spec_evil"}),
+        ("spec", "reference outside the workspace", {"action": "check", "spec": "spec_evil"}),
         ("tune", "reference outside the workspace", {"action": "start", "spec": "spec_evil", "background": False}),
         ("tune", "sqlite storage outside", {"action": "start", "spec": "spec_evil", "strategy": "tpe", "storage": f"sqlite:///{outside}/x.db"}),
         ("tune", "storage with grid", {"action": "start", "spec": "spec_evil", "strategy": "grid", "storage": "sqlite:///x.db"}),
@@ -164,12 +164,12 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("allreduce_int6", "a forged .npy header", {"inputs": ["huge_header.npy", "huge_header.npy"]}),
         ("allreduce_int6", "out outside", {"ranks": 2, "shape": [4], "out": "link_out/r.npy"}),
         ("detect", "root outside", {"root": "../.."}),
-        ("spec_init", "source outside", {"source": "link_out/x.cu", "entry": "k"}),
-        ("spec_init", "entry injection", {"source": "ok.npy", "entry": "k; rm -rf /"}),
-        ("spec_example", "unknown example", {"name": "nope"}),
-        ("spec_example", "out outside", {"name": "copy", "out": "link_out/copy"}),
-        ("isa_probe", "a directive", {"target": "gfx1201", "lines": [".include \"/etc/passwd\""]}),
-        ("isa_audit", "paths outside", {"target": "gfx1201", "paths": ["link_out"]}),
+        ("spec", "source outside", {"action": "init", "source": "link_out/x.cu", "entry": "k"}),
+        ("spec", "entry injection", {"action": "init", "source": "ok.npy", "entry": "k; rm -rf /"}),
+        ("spec", "unknown example", {"action": "example", "name": "nope"}),
+        ("spec", "out outside", {"action": "example", "name": "copy", "out": "link_out/copy"}),
+        ("isa", "a directive", {"action": "probe", "target": "gfx1201", "lines": [".include \"/etc/passwd\""]}),
+        ("isa", "paths outside", {"action": "audit", "target": "gfx1201", "paths": ["link_out"]}),
         ("profile", "trace outside", {"trace": "link_out/trace.json"}),
         ("serve_sweep", "prompts outside", {"base_url": "http://127.0.0.1:9", "model": "m", "prompts_file": "link_out/p.jsonl"}),
     ]
@@ -210,7 +210,7 @@ async def test_a_hostile_corpus_is_refused_with_cause_and_next_step_and_nothing_
         for index, (name, label, args) in enumerate(corpus):
             result = await call(name, args)
             text = " ".join(getattr(block, "text", "") for block in result.content)
-            if name == "spec_check" and not result.is_error:  # a spec it can read is judged, not refused: problems with next steps
+            if name == "spec" and args.get("action") == "check" and not result.is_error:  # a spec it can read is judged, not refused: problems with next steps
                 problems = result.structured_content["problems"]
                 assert result.structured_content["ok"] is False and problems and all(p["next_step"] for p in problems), f"{label}: {text[:300]}"
                 counts["refused"] += 1

@@ -19,7 +19,7 @@ def test_the_demo_maps_compiles_and_proves_and_says_what_stays_assumed(tmp_path,
     monkeypatch.setenv("HYPERLOOM_LLVM_DIR", str(__import__("pathlib").Path(shutil.which("llvm-mc-19")).resolve().parent))
     lines: list[str] = []
     report = anyio.run(run_demo, tmp_path / "demo", "gfx1201", lines.append)
-    assert [s.tool for s in report.steps] == ["detect", "isa_census", "compile_kernel", "disasm_verify", "compile_kernel", "disasm_verify"]
+    assert [s.tool for s in report.steps] == ["detect", "isa census", "compile_kernel", "disasm_verify", "compile_kernel", "disasm_verify"]
     assert all(s.ok for s in report.steps) and len(lines) == len(report.steps)
     tags = {f.tag for f in report.figures}
     assert tags == {"MEASURED", "ASSUMED"}
@@ -33,8 +33,8 @@ def test_the_demo_maps_compiles_and_proves_and_says_what_stays_assumed(tmp_path,
     assert "**ASSUMED**" in text
     part = next(p for p in PARTS if p.target == "gfx1201")
     assert f"| {part.source} |" in text  # the datasheet link whole
-    census = next(s for s in report.steps if s.tool == "isa_census")
-    shown = next(line for line in text.splitlines() if "`isa_census`" in line).split(" | ")[-1].removesuffix(" |")
+    census = next(s for s in report.steps if s.tool == "isa census")
+    shown = next(line for line in text.splitlines() if "`isa census`" in line).split(" | ")[-1].removesuffix(" |")
     assert len(census.summary) > 400 and shown.endswith(" …") and census.summary.startswith(shown.removesuffix(" …"))
     assert census.summary[len(shown.removesuffix(" …"))] in " ,.;"  # cut between words, never inside one
     assert all(f.value.split()[-1] in UNITS or f.tag == "ASSUMED" for f in report.figures), [f.value for f in report.figures]

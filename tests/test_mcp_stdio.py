@@ -140,34 +140,33 @@ async def test_the_isa_tools_answer_over_stdio_with_summaries_pages_and_refusals
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = {t.name: t for t in (await session.list_tools()).tools}
-        for name in ("isa_census", "isa_probe", "isa_audit"):
-            hints = tools[name].annotations
-            assert hints.read_only_hint and hints.idempotent_hint and hints.open_world_hint is False and not hints.destructive_hint
-        assert tools["isa_census"].input_schema["required"] == ["target"]
+        hints = tools["isa"].annotations  # census, probe and audit: one tool, the verb picked by action
+        assert hints.read_only_hint and hints.idempotent_hint and hints.open_world_hint is False and not hints.destructive_hint
+        assert tools["isa"].input_schema["required"] == ["action"] and tools["isa"].input_schema["properties"]["action"]["enum"] == ["census", "probe", "audit"]
 
-        summary = await session.call_tool("isa_census", {"target": "gfx1201"}, read_timeout_seconds=120)
+        summary = await session.call_tool("isa", {"action": "census", "target": "gfx1201"}, read_timeout_seconds=120)
         assert not summary.is_error, summary.content
-        jsonschema.validate(summary.structured_content, tools["isa_census"].output_schema)
+        jsonschema.validate(summary.structured_content, tools["isa"].output_schema)
         assert summary.structured_content["instructions"] == [] and "swmmac" in {c["name"] for c in summary.structured_content["capabilities_present"]}
         assert summary.structured_content["evidence"]["tag"] == "MEASURED"
         assert summary.structured_content["llvm_version"].startswith("19.")
 
-        listed = await session.call_tool("isa_census", {"target": "gfx1201", "match": "dot8", "limit": 5})
+        listed = await session.call_tool("isa", {"action": "census", "target": "gfx1201", "match": "dot8", "limit": 5})
         names = [i["name"] for i in listed.structured_content["instructions"]]
         assert "v_dot8_i32_iu4" in names and listed.structured_content["from_cache"] is True
 
-        probe = await session.call_tool("isa_probe", {"target": "gfx942", "lines": ["v_mfma_i32_16x16x32_i8 v[0:3], v[4:5], v[6:7], v[0:3]", "v_dot8_i32_iu4 v1, v2, v3, v4"]},
+        probe = await session.call_tool("isa", {"action": "probe", "target": "gfx942", "lines": ["v_mfma_i32_16x16x32_i8 v[0:3], v[4:5], v[6:7], v[0:3]", "v_dot8_i32_iu4 v1, v2, v3, v4"]},
                                         read_timeout_seconds=60)
         assert [line["error_class"] for line in probe.structured_content["lines"]] == [None, "not_supported_on_this_gpu"]
 
-        audit = await session.call_tool("isa_audit", {"target": "gfx1201", "paths": ["k.hsaco"]}, read_timeout_seconds=60)
+        audit = await session.call_tool("isa", {"action": "audit", "target": "gfx1201", "paths": ["k.hsaco"]}, read_timeout_seconds=60)
         assert "wmma_int4" in audit.structured_content["unused_capabilities"]
 
-        unknown = _error_text(await session.call_tool("isa_census", {"target": "gfx9999"}))
+        unknown = _error_text(await session.call_tool("isa", {"action": "census", "target": "gfx9999"}))
         assert "does not know the target 'gfx9999'" in unknown and "gfx1201" in unknown and "Next step" in unknown
-        garbage = _error_text(await session.call_tool("isa_census", {"target": "gfx1201; ls"}))
+        garbage = _error_text(await session.call_tool("isa", {"action": "census", "target": "gfx1201; ls"}))
         assert "target" in garbage
-        directive = _error_text(await session.call_tool("isa_probe", {"target": "gfx1201", "lines": [".include x"]}))
+        directive = _error_text(await session.call_tool("isa", {"action": "probe", "target": "gfx1201", "lines": [".include x"]}))
         assert "directives" in directive
 
 

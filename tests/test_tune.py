@@ -21,7 +21,7 @@ from hyperloom.tools.tune.api import tune_propose, tune_report, tune_stop
 from hyperloom.tools.tune.budget import Budget
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import ProposeRequest, SessionRef, TuneRequest
-from hyperloom.tools.tune.revalidate import sign_test_p
+from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.validators.schemas import schema_errors
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no system C compiler (apt-get install gcc)")

@@ -521,6 +521,37 @@ CATALOG += (
 )
 
 
+CATALOG += (
+    ToolDef(
+        name="workload_freeze",
+        title="Freeze a workload's outputs",
+        description="Run a workload's baseline twice in workers and freeze its outputs under the tolerance declared now.",
+        request="hyperloom.tools.workload.models:WorkloadFreezeRequest",
+        result="hyperloom.tools.workload.models:WorkloadFreezeResult",
+        run="hyperloom.tools.workload.api:workload_freeze",
+        read_only=False,
+        destructive=True,
+        idempotent=False,
+        open_world=True,
+        cli=CliDef(("workload", "freeze"), render="hyperloom.cli.render.workload:freeze_report", verdict=("ok",),
+                   group_help="A workload as the unit: freeze its outputs, then time it end to end beside levers (gated A/B)"),
+    ),
+    ToolDef(
+        name="workload_bench",
+        title="Time a workload beside candidates",
+        description="Time a frozen workload end to end beside candidates (levers, combinations), each gated first, A/B interleaved.",
+        request="hyperloom.tools.workload.models:WorkloadBenchRequest",
+        result="hyperloom.tools.workload.models:WorkloadBenchResult",
+        run="hyperloom.tools.workload.api:workload_bench",
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        open_world=True,
+        cli=CliDef(("workload", "bench"), render="hyperloom.cli.render.workload:bench_report", verdict=("ok",)),
+    ),
+)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         name="tune",
@@ -533,6 +564,40 @@ FAMILIES: tuple[Family, ...] = (
             "a diff against a recorded parent), stop, report (leaderboard, rejections, re-validation, shape sweep)."
         ),
         actions=(("start", "tune_start"), ("status", "tune_status"), ("propose", "tune_propose"), ("stop", "tune_stop"), ("report", "tune_report")),
+    ),
+    Family(
+        name="workload",
+        title="Workloads end to end",
+        description=(
+            "A model's workload as the unit (a factory returning step() and outputs(); see the skill). action: freeze (run the "
+            "baseline twice in workers, freeze its outputs under the tolerance declared now; refuses a baseline that "
+            "disagrees with itself), bench (time it end to end beside candidates: lists of levers, e.g. compile, "
+            "compile_reduce_overhead, graph, sdpa_flash, tunableop, hipblaslt, tf32, knob:NAME=VALUE; each gated on the "
+            "frozen outputs, checked for engagement, then A/B interleaved with a sign test)."
+        ),
+        actions=(("freeze", "workload_freeze"), ("bench", "workload_bench")),
+    ),
+    Family(
+        name="spec",
+        title="Kernel specs (kernel.yaml)",
+        description=(
+            "A kernel.yaml says what a kernel computes and how to judge it (args, shapes, launch, reference, tolerance, "
+            "tuning space). action: init (draft kernel.yaml and a reference stub from a .cu/.hip/.c source and entry, "
+            "TODOs returned), check (validate without a GPU: schema, TODOs, paths, expressions, tolerance, a reference "
+            "run, entries, compiles; ok=true means bench and tune will run it), example (list, show or copy a shipped spec)."
+        ),
+        actions=(("init", "spec_init"), ("check", "spec_check"), ("example", "spec_example")),
+    ),
+    Family(
+        name="isa",
+        title="AMDGPU instruction set truth",
+        description=(
+            "An AMDGPU target's real instruction set, measured offline with LLVM (gfx1201, gfx942, ...). action: census "
+            "(counts and capabilities present or absent, with the instructions proving them; detail or match lists "
+            "instructions, paged; compare_to diffs two targets), probe (assemble lines with llvm-mc: each accepted with "
+            "its encoding or rejected with a reason), audit (capabilities the kernels in code objects never use)."
+        ),
+        actions=(("census", "isa_census"), ("probe", "isa_probe"), ("audit", "isa_audit")),
     ),
 )
 

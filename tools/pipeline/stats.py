@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from pydantic import BaseModel, Field
 
@@ -41,3 +43,8 @@ def summarize(samples: list[float]) -> SampleStats:
         outliers=int(np.count_nonzero((x < q1 - fence) | (x > q3 + fence))),
         median_ci95_rel=min(median_ci_halfwidth(list(x)), 1e9),
     )
+
+
+def sign_test_p(wins: int, pairs: int) -> float:
+    """One-sided p-value of at least `wins` of `pairs` under a fair coin."""
+    return sum(math.comb(pairs, k) for k in range(wins, pairs + 1)) / 2**pairs

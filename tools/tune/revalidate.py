@@ -12,7 +12,6 @@ run their share at once, each through its own runner (its warm worker, or fresh 
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import statistics
@@ -26,6 +25,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.build import build_with
 from hyperloom.tools.pipeline.evaluate import InputSet, evaluate
 from hyperloom.tools.pipeline.launch import Launchable, prepare
+from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.pipeline.trial import stage_input_set, time_kernel
 from hyperloom.tools.runtime.models import HOST_BACKENDS
 from hyperloom.tools.runtime.pool import Runner, RunnerPool
@@ -49,11 +49,6 @@ def pick(trials: list[TrialRecord]) -> tuple[TrialRecord | None, TrialRecord | N
     baseline = next((t for t in trials if t.proposer == "baseline"), None)
     passed = [t for t in trials if t.status == "PASSED" and t.median_s]
     return baseline, min(passed, key=lambda t: t.median_s, default=None)
-
-
-def sign_test_p(wins: int, pairs: int) -> float:
-    """One-sided p-value of at least `wins` of `pairs` under a fair coin."""
-    return sum(math.comb(pairs, k) for k in range(wins, pairs + 1)) / 2**pairs
 
 
 def interleaved(time_a: Callable[[], float | None], time_b: Callable[[], float | None], pairs: int) -> tuple[list[float], list[float]]:

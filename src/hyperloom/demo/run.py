@@ -39,6 +39,7 @@ class Session:
 
     async def call(self, phase: str, tool: str, arguments: dict[str, Any], ok_key: str | None = None) -> dict[str, Any] | None:
         result = await self.client.call_tool(tool, arguments, read_timeout_seconds=TOOL_TIMEOUT_S)
+        tool = f"{tool} {arguments['action']}" if "action" in arguments else tool  # a family's tool: its verb says what ran
         if result.is_error:
             text = " ".join(getattr(block, "text", "") for block in result.content)
             self.report.steps.append(Step(phase=phase, tool=tool, arguments=arguments, summary=text, ok=False))
@@ -71,7 +72,7 @@ async def run_demo(out: Path, target: str, on_step: Callable[[str], None] = lamb
         gpu = gpus[0] if gpus else None
         report.gpu = f"{gpu['name']} ({gpu.get('target') or '?'})" if gpu else "none"
 
-        census = await s.call("MAP", "isa_census", {"target": target})
+        census = await s.call("MAP", "isa", {"action": "census", "target": target})
         if census:
             report.figures.append(Figure(name=f"{target} instruction set", value=f"{census['canonical_count']} canonical instructions, {census['alias_count']} aliases",
                                          tag=census["evidence"]["tag"], source=f"llvm-mc {census['llvm_version']}"))

@@ -1,0 +1,47 @@
+"""A workload for `hyperloom workload freeze|bench`: a transformers Qwen2-shaped decoder with random weights (nothing
+is downloaded), greedy generation after a fixed prompt. One step is one `generate` call; outputs() gates the tokens.
+
+    hyperloom workload freeze --workload examples/workloads/decoder.py:build --name qwen2
+    hyperloom workload bench --name qwen2 --candidates '[["knob:cache=static"], ["compile"], ["knob:cache=static", "compile"]]'
+
+Knobs (the factory's keyword arguments; a Literal lists a knob's values): `cache` picks generate's KV cache, the
+rest shape the run. On a CPU pass small sizes: --knobs '{"layers": "2", "hidden": "256"}'.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+
+
+class Decoder:
+    """step(): greedy tokens after the prompt; outputs(): the tokens of the last step; model: what levers wrap."""
+
+    def __init__(self, model: torch.nn.Module, prompt: torch.Tensor, new_tokens: int, cache: str) -> None:
+        self.model, self.prompt, self.new_tokens, self.cache = model, prompt, new_tokens, cache
+        self.tokens = prompt
+
+    def step(self) -> None:
+        options = {"cache_implementation": "static"} if self.cache == "static" else {}
+        with torch.inference_mode():
+            self.tokens = self.model.generate(self.prompt, attention_mask=torch.ones_like(self.prompt), max_new_tokens=self.new_tokens,
+                                              min_new_tokens=self.new_tokens, do_sample=False, pad_token_id=0, **options)
+
+    def outputs(self) -> dict[str, torch.Tensor]:
+        return {"tokens": self.tokens}
+
+
+def build(cache: Literal["dynamic", "static"] = "dynamic", layers: int = 8, hidden: int = 1536, prompt_tokens: int = 256, new_tokens: int = 16,
+          dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16") -> Decoder:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    heads = max(1, hidden // 128)
+    config = Qwen2Config(hidden_size=hidden, intermediate_size=hidden * 35 // 6, num_hidden_layers=layers, num_attention_heads=heads,
+                         num_key_value_heads=max(1, heads // 6), vocab_size=151936, max_position_embeddings=4096, tie_word_embeddings=True)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = Qwen2ForCausalLM(config).to(device=device, dtype=getattr(torch, dtype)).eval()
+    model.generation_config.pad_token_id = 0
+    prompt = torch.randint(1, config.vocab_size, (1, prompt_tokens), generator=torch.Generator().manual_seed(1)).to(device)
+    return Decoder(model, prompt, new_tokens, cache)

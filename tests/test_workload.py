@@ -1,0 +1,151 @@
+"""The workload as the unit, on the CPU: a small torch model written here, frozen, then timed end to end beside
+levers and knobs in worker processes, each candidate gated on the frozen outputs before its speed counts."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from helpers import REPO
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.workload.api import workload_bench, workload_freeze
+from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadFreezeRequest
+from hyperloom.tools.workload.schema import result_schema
+
+torch = pytest.importorskip("torch")
+
+WORKLOAD = '''
+import os, signal, time
+from typing import Literal
+import torch
+
+class Mlp:
+    def __init__(self, repeat, scale, die, noisy, sleep_ms, shape_drift):
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256))
+        self.x = torch.randn(256, 256)
+        self.repeat, self.scale, self.die, self.noisy, self.sleep_ms, self.shape_drift = repeat, scale, die, noisy, sleep_ms, shape_drift
+        self.calls = 0
+
+    def step(self):
+        if self.die:
+            os.kill(os.getpid(), signal.SIGKILL)
+        with torch.inference_mode():
+            for _ in range(self.repeat):
+                self.y = self.model(self.x) * self.scale
+        if self.sleep_ms:
+            time.sleep(self.sleep_ms / 1e3)
+        self.calls += 1
+
+    def outputs(self):
+        y = self.y + (torch.rand(1).item() if self.noisy else 0.0)
+        if self.shape_drift:
+            y = y[: 1 + os.getpid() % 7]
+        return {"y": y, "argmax": y.argmax(dim=-1)}
+
+def build(repeat: int = 2, scale: float = 1.0, die: bool = False, noisy: bool = False, sleep_ms: int = 0, shape_drift: bool = False,
+          mode: Literal["eager", "other"] = "eager"):
+    torch.set_num_threads(1)
+    return Mlp(repeat, scale, die, noisy, sleep_ms, shape_drift)
+
+def plain():
+    return lambda: None
+'''
+FAST = {"pairs": 5, "steps_per_leg": 2, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 120.0}
+
+
+@pytest.fixture
+def mlp(workspace):
+    (workspace.root / "mlp.py").write_text(WORKLOAD)
+    return workspace
+
+
+def _freeze(ws, name="mlp", **knobs):
+    return workload_freeze(WorkloadFreezeRequest(workload="mlp.py:build", name=name, atol=1e-5, rtol=1e-5, knobs=knobs, timeout_s=120), ws)
+
+
+def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_half_the_work_from_the_same_work(mlp):
+    frozen = _freeze(mlp)
+    assert frozen.ok and frozen.gated and [o.name for o in frozen.outputs] == ["y", "argmax"]
+    assert frozen.declared_knobs["mode"] == ["eager", "other"] and frozen.declared_knobs["repeat"] is None
+    assert all(o.spread <= 1 for o in frozen.outputs) and frozen.evidence.tag.value == "MEASURED"
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["knob:repeat=1"], ["knob:repeat=2"], ["knob:scale=2"], ["knob:die=true"], ["knob:repeat=1"]],
+                                                 **FAST), mlp)
+    half, same, wrong, dead, again = result.candidates
+    assert half.verdict == "FASTER" and half.speedup > 1.5, half.reason  # half the work, the same outputs
+    assert same.verdict == "NOT_FASTER", same.reason  # the baseline's own knobs: never called faster
+    assert wrong.verdict == "REJECTED" and "y" in wrong.reason and wrong.speedup is None  # twice the outputs: no speed counted
+    assert dead.verdict == "CRASH" and "SIGKILL" in dead.reason  # a worker killed mid-step is that candidate's verdict
+    assert again.verdict == "FASTER", again.reason  # and the session goes on
+    saved = json.loads((mlp.root / result.result_json).read_text())
+    jsonschema.validate(saved, json.loads((REPO / "validators" / "workload_bench.schema.json").read_text()))
+    assert (mlp.root / result.report_md).read_text().count("| knob:") == 5
+
+
+def test_an_identical_candidate_is_not_called_faster_over_many_pairs(mlp):
+    _freeze(mlp)
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["knob:mode=eager"]] * 3, **{**FAST, "pairs": 12}), mlp)
+    assert [c.verdict for c in result.candidates] == ["NOT_FASTER"] * 3, [c.reason for c in result.candidates]
+
+
+def test_a_baseline_that_disagrees_with_itself_is_refused_with_its_spread(mlp):
+    with pytest.raises(HyperloomError, match=r"disagrees with itself.*y: max \|a - b\|"):
+        _freeze(mlp, noisy="true")
+
+
+def test_outputs_whose_shape_changes_between_runs_are_refused(mlp):
+    with pytest.raises(HyperloomError, match="changed names, shapes or dtypes"):
+        _freeze(mlp, shape_drift="true")
+
+
+def test_levers_that_are_unknown_do_not_apply_here_or_name_no_knob_are_refused_before_anything_runs(mlp):
+    _freeze(mlp)
+    for candidate, message in ((["turbo"], "unknown lever"), (["graph"], "does not apply on this machine"), (["knob:nope=1"], "declares no knob"),
+                               (["knob:mode=fast"], "takes eager, other"), (["compile", "compile_max_autotune"], "two compile levers")):
+        with pytest.raises(HyperloomError, match=message):
+            workload_bench(WorkloadBenchRequest(name="mlp", candidates=[candidate], **FAST), mlp)
+    assert not (mlp.root / ".hyperloom/workload/mlp/runs/bench").exists()
+
+
+def test_a_lever_that_leaves_no_trace_is_a_no_op(mlp):
+    _freeze(mlp)
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["sdpa_math"]], **FAST), mlp)
+    (no_op,) = result.candidates
+    assert no_op.verdict == "NO_OP" and "scaled_dot_product_attention" in no_op.reason and no_op.speedup is None
+
+
+def test_torch_compile_is_a_lever_gated_and_timed_on_the_cpu(mlp):
+    _freeze(mlp)
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["compile"]], **{**FAST, "timeout_s": 300.0}), mlp)
+    (compiled,) = result.candidates
+    assert compiled.verdict in ("FASTER", "NOT_FASTER"), compiled.reason
+    assert compiled.engagement[0].engaged and "compiled" in compiled.engagement[0].evidence and compiled.pairs == 5
+
+
+def test_bad_workloads_get_a_clear_error_with_the_next_step(mlp):
+    (mlp.root / "broken.py").write_text("raise RuntimeError('no such model')\ndef build():\n    pass\n")
+    (mlp.root / "hangs.py").write_text("import time\ndef build():\n    time.sleep(60)\n")
+    cases = [("broken.py:build", "no such model"), ("hangs.py:build", "did not finish"), ("mlp.py:missing", "cannot be loaded"),
+             ("not a workload", "neither script.py"), ("../outside.py:build", "outside")]
+    for workload, message in cases:
+        with pytest.raises(HyperloomError, match=message):
+            workload_freeze(WorkloadFreezeRequest(workload=workload, name="bad", timeout_s=5), mlp)
+    plain = workload_freeze(WorkloadFreezeRequest(workload="mlp.py:plain", name="plain"), mlp)
+    assert not plain.gated and "not gated" in plain.summary
+    with pytest.raises(HyperloomError, match="frozen already"):
+        workload_freeze(WorkloadFreezeRequest(workload="mlp.py:plain", name="plain"), mlp)
+
+
+def test_a_frozen_output_changed_after_freezing_is_refused(mlp):
+    _freeze(mlp)
+    reference = next((mlp.root / ".hyperloom/workload/mlp/frozen/y").glob("ref_*.npy"))
+    reference.write_bytes(reference.read_bytes()[:-4] + b"\0\0\0\0")
+    with pytest.raises(HyperloomError, match="changed|modified|sha256"):
+        workload_bench(WorkloadBenchRequest(name="mlp", **FAST), mlp)
+
+
+def test_the_committed_schema_is_the_models():
+    committed = json.loads((REPO / "validators" / "workload_bench.schema.json").read_text())
+    assert committed == result_schema(), "stale: python -m hyperloom.tools.workload.schema > validators/workload_bench.schema.json"

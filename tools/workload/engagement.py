@@ -1,0 +1,54 @@
+"""Whether each lever of a candidate took effect, from what its worker saw in one profiled step (runner.engagement)
+beside the baseline's: a lever that left no evidence is a no-op, whatever the timing says."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperloom.tools.workload.levers import Lever
+from hyperloom.tools.workload.models import Engagement
+
+SDPA_OPS = {  # the aten ops each scaled-dot-product attention backend runs (CPU ops, so a CPU-only run sees them too)
+    "FLASH_ATTENTION": ("_scaled_dot_product_flash_attention", "_flash_attention_forward"),
+    "EFFICIENT_ATTENTION": ("_scaled_dot_product_efficient_attention", "_efficient_attention_forward"),
+    "CUDNN_ATTENTION": ("_scaled_dot_product_cudnn_attention", "_cudnn_attention_forward"),
+    "MATH": ("_scaled_dot_product_attention_math",),
+}
+
+
+def engagement(levers: list[Lever], seen: dict[str, Any], baseline: dict[str, Any], warm: dict[str, Any]) -> list[Engagement]:
+    return [_one(lever, seen, baseline, warm) for lever in levers]
+
+
+def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dict[str, Any]) -> Engagement:
+    if lever.kind == "compile":
+        graphs = int(seen.get("compiled_graphs", 0))
+        breaks = int(seen.get("graph_breaks", 0))
+        return Engagement(lever=lever.name, engaged=graphs > 0,
+                          evidence=f"dynamo compiled {graphs} graph(s), {breaks} graph break(s)" if graphs else "dynamo compiled no graph: the step ran eagerly")
+    if lever.kind == "graph":
+        captured = bool(warm.get("graph_captured")) and bool(seen.get("graph_replayed"))
+        return Engagement(lever=lever.name, engaged=captured, evidence="captured once, each timed step a replay" if captured else "no graph was captured")
+    if lever.kind == "sdpa":
+        names = SDPA_OPS[lever.value]
+        hits = {op: count for op, count in seen.get("ops", {}).items() if any(n in op for n in names)}
+        missing = f"no {' or '.join(names)} op ran: the model calls no scaled_dot_product_attention there"
+        return Engagement(lever=lever.name, engaged=bool(hits), evidence=", ".join(f"{op} x{count}" for op, count in hits.items()) if hits else missing)
+    if lever.name == "tunableop":
+        files = seen.get("tunableop_files") or []
+        on = bool(seen.get("tunableop_enabled")) and bool(files)
+        return Engagement(lever=lever.name, engaged=on, evidence=f"TunableOp enabled, results in {', '.join(files)}" if on else "TunableOp wrote no results (no GEMM it tunes ran)")
+    if lever.kind == "knob":
+        return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
+    changed = _kernel_change(seen, baseline)
+    return Engagement(lever=lever.name, engaged=not changed.startswith("the same"), evidence=changed)
+
+
+def _kernel_change(seen: dict[str, Any], baseline: dict[str, Any]) -> str:
+    """How the names run in one step differ from the baseline's: device kernels on a GPU, ops on a CPU."""
+    key = "kernels" if seen.get("kernels") or baseline.get("kernels") else "ops"
+    mine, theirs = set(seen.get(key, {})), set(baseline.get(key, {}))
+    if mine == theirs:
+        return f"the same {key} ran as in the baseline ({len(mine)} names)"
+    new, gone = sorted(mine - theirs), sorted(theirs - mine)
+    return f"{key} changed: {len(new)} new (e.g. {', '.join(n[:60] for n in new[:2]) or '-'}), {len(gone)} gone"

@@ -1,0 +1,144 @@
+"""A frozen workload: its baseline outputs as gate reference sets (one per output, each with its own tolerance, hashed
+and refused when changed), and `workload.json`, which says how to build the baseline again.
+
+Layout under the workspace: .hyperloom/workload/NAME/{workload.json, frozen/OUTPUT/ (a reference set), runs/...}.
+Floating outputs are judged by the gate (|c - r| <= atol + rtol |r|, NaN forbidden); integer outputs (token ids)
+by the share of equal elements, at least the declared `match`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.hashing import sha256_json
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.gate.freeze import freeze, load_reference_set
+from hyperloom.tools.gate.models import FreezeRequest, Tolerance
+from hyperloom.tools.gate.outputs import judge_arrays
+from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
+from hyperloom.tools.workload.process import Target
+
+FORMAT = "hyperloom.workload/1"
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,79}$")
+MISMATCHES_SHOWN = 3
+
+
+def session_folder(name: str, workspace: Workspace) -> Path:
+    if not NAME.match(name) or ".." in name:
+        raise HyperloomError(f"workload session name {name[:80]!r} is not a plain name", "use letters, digits, '_', '-' and '.'")
+    return workspace.resolve(f".hyperloom/workload/{name}", must_exist=False, kind="dir", what="workload session")
+
+
+@dataclass(frozen=True)
+class Frozen:
+    """A frozen session as read back: the target to rebuild, the outputs' tolerances, the reference sets' folders."""
+
+    folder: Path
+    target: Target
+    tolerances: dict[str, OutputTolerance]
+    declared_knobs: dict[str, list[str] | None]
+    vendor: str
+    manifest_sha256: str
+
+    @property
+    def gated(self) -> bool:
+        return bool(self.tolerances)
+
+
+def write_frozen(folder: Path, run: Path, target: Target, tolerances: dict[str, OutputTolerance], declared_knobs: dict[str, list[str] | None],
+                 vendor: str, workspace: Workspace) -> dict[str, str]:
+    """Freeze the outputs saved in `run` (one .npy per output) as reference sets beside workload.json; returns each
+    output's manifest digest."""
+    digests = {}
+    frozen = folder / "frozen"
+    if frozen.exists():
+        shutil.rmtree(frozen)
+    for name, tolerance in tolerances.items():
+        result = freeze(FreezeRequest(out=workspace.relative(frozen / name), references=[workspace.relative(run / f"{name}.npy")],
+                                      atol=tolerance.atol, rtol=tolerance.rtol, case_names=[name]), workspace)
+        digests[name] = result.manifest_sha256
+    manifest = {"format": FORMAT, "workload": target.workload, "kind": target.kind, "args": list(target.args), "knobs": target.knobs,
+                "declared_knobs": declared_knobs, "vendor": vendor, "outputs": {n: t.model_dump() for n, t in tolerances.items()}, "sets": digests}
+    manifest["content_sha256"] = sha256_json(manifest)
+    write_bytes_atomic(folder / "workload.json", json.dumps(manifest, indent=2).encode() + b"\n")
+    return digests
+
+
+def read_frozen(name: str, workspace: Workspace) -> Frozen:
+    folder = session_folder(name, workspace)
+    path = folder / "workload.json"
+    if not path.is_file():
+        raise HyperloomError(f"no frozen workload {name!r} (looked in {workspace.relative(folder)})", "freeze it first with workload freeze")
+    try:
+        manifest = json.loads(path.read_text())
+        stored = manifest.pop("content_sha256")
+    except (ValueError, KeyError, AttributeError) as exc:
+        raise HyperloomError(f"{workspace.relative(path)} is not a workload manifest", "freeze the workload again (overwrite)") from exc
+    if manifest.get("format") != FORMAT or sha256_json(manifest) != stored:
+        raise HyperloomError(f"{workspace.relative(path)} changed after it was frozen", "freeze the workload again (overwrite), or restore the file")
+    for output in manifest["outputs"]:
+        load_reference_set(folder / "frozen" / output, workspace)  # refuses a set whose files changed
+    target = Target(manifest["workload"], manifest["kind"], tuple(manifest["args"]), dict(manifest["knobs"]))
+    tolerances = {n: OutputTolerance(**t) for n, t in manifest["outputs"].items()}
+    return Frozen(folder, target, tolerances, manifest["declared_knobs"], manifest["vendor"], stored)
+
+
+def reference(frozen: Frozen, output: str) -> np.ndarray:
+    return np.load(next((frozen.folder / "frozen" / output).glob("ref_*.npy")), allow_pickle=False)
+
+
+def compare(candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance]) -> list[OutputCheck]:
+    """Each output saved in `candidate` against its reference: shape, dtype kind, then the tolerance."""
+    checks = []
+    for name, ref in references.items():
+        path = candidate / f"{name}.npy"
+        if not path.is_file():
+            checks.append(OutputCheck(output=name, passed=False, detail="the candidate's outputs() did not return it"))
+            continue
+        out = np.load(path, allow_pickle=False)
+        checks.append(_check(name, out, ref, tolerances[name]))
+    return checks
+
+
+def spread(a: np.ndarray, b: np.ndarray, tolerance: OutputTolerance) -> float:
+    """How far two runs of the baseline are apart, in units of the tolerance (<= 1 fits) for floats; for integers the
+    share of unequal elements."""
+    if a.shape != b.shape or a.dtype.kind != b.dtype.kind:
+        return float("inf")
+    if a.dtype.kind in "iu":
+        return float(np.mean(a != b)) if a.size else 0.0
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    diff = np.abs(a64 - b64)
+    allowed = tolerance.atol + tolerance.rtol * np.abs(b64)
+    both_nan = np.isnan(a64) & np.isnan(b64)
+    if np.any(np.isnan(diff) & ~both_nan):
+        return float("inf")
+    excess = np.where(both_nan, 0.0, np.where(allowed > 0, diff / np.where(allowed > 0, allowed, 1), np.where(diff > 0, np.inf, 0.0)))
+    return float(excess.max()) if excess.size else 0.0
+
+
+def _check(name: str, out: np.ndarray, ref: np.ndarray, tolerance: OutputTolerance) -> OutputCheck:
+    if out.shape != ref.shape:
+        return OutputCheck(output=name, passed=False, detail=f"shape {list(out.shape)}, the frozen baseline's {list(ref.shape)}")
+    if (out.dtype.kind in "iu") != (ref.dtype.kind in "iu"):
+        return OutputCheck(output=name, passed=False, detail=f"dtype {out.dtype}, the frozen baseline's {ref.dtype}")
+    if ref.dtype.kind in "iu":
+        equal = float(np.mean(out == ref)) if ref.size else 1.0
+        first = np.argwhere(out != ref)[:MISMATCHES_SHOWN]
+        where = "; first unequal at " + ", ".join(f"{list(map(int, i))}: {out[tuple(i)]} vs {ref[tuple(i)]}" for i in first) if len(first) else ""
+        passed = equal >= tolerance.match
+        return OutputCheck(output=name, passed=passed, detail=f"{equal:.4f} of elements equal (needs {tolerance.match:g}){where}")
+    verdict = judge_arrays({name: out}, {name: ref}, Tolerance(atol=tolerance.atol, rtol=tolerance.rtol), {name: name})
+    case = verdict.cases[0]
+    detail = verdict.summary
+    if not verdict.passed and case.first_mismatches:
+        detail += "; first: " + ", ".join(f"{m.index}: {m.candidate} vs {m.reference}" for m in case.first_mismatches[:MISMATCHES_SHOWN])
+    return OutputCheck(output=name, passed=verdict.passed, detail=detail)

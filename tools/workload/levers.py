@@ -1,0 +1,108 @@
+"""The lever catalog: named changes to how a workload runs, each applied inside its worker and judged like any
+candidate (gated on the frozen outputs, then A/B-timed against the baseline).
+
+A lever is one of: environment variables set before the worker starts (read by torch or its libraries), a torch
+setting made after import, a wrapper around the workload's model or step (torch.compile, a CUDA/HIP graph), a
+context around each step (the scaled-dot-product attention backend), or one of the workload's own knobs
+(`knob:NAME=VALUE`, a keyword argument of its factory). Each names the vendors it applies to (`cuda`: an NVIDIA
+build of torch, `rocm`: a ROCm build, `cpu`: no GPU) and the evidence that it took effect; a lever that left no
+such evidence is a no-op, not a speedup of noise.
+
+This module is plain data: the controller reads it to refuse unknown or inapplicable levers before any process
+starts, the worker (tools/workload/runner.py) applies what a lever names.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from hyperloom.core.errors import HyperloomError
+
+Vendor = Literal["cuda", "rocm", "cpu"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "knob"]
+GPU: frozenset[str] = frozenset({"cuda", "rocm"})
+ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
+KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
+
+
+@dataclass(frozen=True)
+class Lever:
+    name: str
+    kind: LeverKind
+    vendors: frozenset[str]
+    what: str  # what it changes, for the catalog's listing
+    engaged_by: str  # the evidence that it took effect
+    env: dict[str, str] = field(default_factory=dict)  # for kind env; "{folder}" is the candidate's folder in the workspace
+    value: str = ""  # compile: the mode; sdpa: the backend; setting: the setting's name; knob: NAME=VALUE
+
+
+CATALOG: tuple[Lever, ...] = (
+    Lever("compile", "compile", ANY, "torch.compile of the workload's model (its `model` attribute) or, without one, of its step",
+          "dynamo compiled at least one graph", value="default"),
+    Lever("compile_reduce_overhead", "compile", GPU, "torch.compile, mode reduce-overhead (Inductor with CUDA/HIP graphs)",
+          "dynamo compiled at least one graph", value="reduce-overhead"),
+    Lever("compile_max_autotune", "compile", ANY, "torch.compile, mode max-autotune (Inductor tunes its kernels; long compile)",
+          "dynamo compiled at least one graph", value="max-autotune"),
+    Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
+          "no host sync; e.g. a static KV cache)", "the graph was captured and each timed step replayed it"),
+    Lever("sdpa_flash", "sdpa", ANY, "scaled_dot_product_attention restricted to the flash backend",
+          "a flash attention op ran in a profiled step", value="FLASH_ATTENTION"),
+    Lever("sdpa_efficient", "sdpa", GPU, "scaled_dot_product_attention restricted to the memory-efficient backend",
+          "an efficient attention op ran in a profiled step", value="EFFICIENT_ATTENTION"),
+    Lever("sdpa_cudnn", "sdpa", frozenset({"cuda"}), "scaled_dot_product_attention restricted to the cuDNN backend",
+          "a cuDNN attention op ran in a profiled step", value="CUDNN_ATTENTION"),
+    Lever("sdpa_math", "sdpa", ANY, "scaled_dot_product_attention restricted to the math (unfused) backend",
+          "the math attention path ran in a profiled step", value="MATH"),
+    Lever("tunableop", "env", GPU, "PyTorch TunableOp: GEMMs tuned on first use, the choices kept in the candidate's folder",
+          "TunableOp was enabled and wrote its results file",
+          env={"PYTORCH_TUNABLEOP_ENABLED": "1", "PYTORCH_TUNABLEOP_TUNING": "1", "PYTORCH_TUNABLEOP_FILENAME": "{folder}/tunableop_results%d.csv"}),
+    Lever("hipblaslt", "env", frozenset({"rocm"}), "prefer hipBLASLt over rocBLAS for torch's GEMMs (TORCH_BLAS_PREFER_HIPBLASLT=1)",
+          "the profiled step's kernel names changed", env={"TORCH_BLAS_PREFER_HIPBLASLT": "1"}),
+    Lever("tf32", "setting", frozenset({"cuda"}), "TF32 for float32 matmuls and convolutions (changes numerics: the gate decides)",
+          "the profiled step's kernel names changed", value="tf32"),
+    Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
+          "the profiled step's kernel names changed", value="cudnn_benchmark"),
+)
+BY_NAME = {lever.name: lever for lever in CATALOG}
+
+
+def lever(name: str) -> Lever:
+    """The catalog's lever `name`, or a knob lever `knob:NAME=VALUE`; anything else is refused with the catalog."""
+    if name in BY_NAME:
+        return BY_NAME[name]
+    knob = KNOB.match(name)
+    if knob:
+        return Lever(name, "knob", ANY, f"the workload's own knob {knob.group(1)} = {knob.group(2)}",
+                     "the workload's factory took the knob", value=f"{knob.group(1)}={knob.group(2)}")
+    raise HyperloomError(f"unknown lever {name[:80]!r}", f"use one of {', '.join(BY_NAME)}, or knob:NAME=VALUE for a knob the workload declares")
+
+
+def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | None]) -> list[Lever]:
+    """The levers of one candidate, each known, applying on `vendor`, and at most one of each kind that excludes another."""
+    levers = [lever(name) for name in names]
+    for item in levers:
+        if vendor not in item.vendors:
+            raise HyperloomError(f"lever {item.name} does not apply on this machine ({vendor}): it is for {', '.join(sorted(item.vendors))}",
+                                 "leave it out here; it is tried where its vendor's torch runs")
+        if item.kind == "knob":
+            name, value = item.value.split("=", 1)
+            if name not in knobs:
+                raise HyperloomError(f"the workload declares no knob {name!r}" + (f" (it declares {', '.join(knobs)})" if knobs else " (it declares none)"),
+                                     "use a keyword argument of the workload's factory, or leave the lever out")
+            allowed = knobs[name]
+            if allowed is not None and value not in allowed:
+                raise HyperloomError(f"knob {name} takes {', '.join(allowed)}, not {value!r}", f"use one of {', '.join(allowed)}")
+    for kind in ("compile", "graph", "sdpa"):
+        if sum(item.kind == kind for item in levers) > 1:
+            raise HyperloomError(f"one candidate has two {kind} levers ({', '.join(i.name for i in levers if i.kind == kind)})",
+                                 "make them separate candidates")
+    if len({item.name for item in levers}) != len(levers):
+        raise HyperloomError("a lever is named twice in one candidate", "name each lever once")
+    return levers
+
+
+def environment(levers: list[Lever], folder: str) -> dict[str, str]:
+    """The environment variables the candidate's levers set, with the candidate's folder filled in."""
+    return {key: value.replace("{folder}", folder) for item in levers if item.kind == "env" for key, value in item.env.items()}

@@ -1,0 +1,130 @@
+"""Requests and results of workload_freeze and workload_bench: a workload's outputs frozen under a tolerance
+declared before any candidate, and its end-to-end time beside candidates (levers and their combinations)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from hyperloom.core.evidence import Evidence
+from hyperloom.core.requests import Request
+from hyperloom.tools.pipeline.stats import SampleStats
+
+WORKLOAD_DESCRIPTION = "module:function or file.py:function (a factory; see the skill's workload page), or script.py (timed only)."
+Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "NO_OP", "CRASH", "TIMEOUT", "RAISED"]
+
+
+class OutputTolerance(BaseModel):
+    """One output's tolerance: floats match when |c - r| <= atol + rtol * |r|; integers (token ids) when the share of
+    equal elements is at least `match`."""
+
+    atol: float = Field(0.0, ge=0, allow_inf_nan=False)
+    rtol: float = Field(0.0, ge=0, allow_inf_nan=False)
+    match: float = Field(1.0, gt=0, le=1, description="Integer outputs: the share of elements that must be equal (1: exact).")
+
+
+class WorkloadFreezeRequest(Request):
+    workload: str = Field(max_length=300, description=WORKLOAD_DESCRIPTION)
+    name: str | None = Field(None, max_length=80, description="Session name (folder .hyperloom/workload/NAME); default the workload's.")
+    knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline values of the factory's knobs; default its defaults.")
+    args: list[str] = Field(default_factory=list, max_length=64, description="A script's arguments.")
+    atol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float outputs' absolute tolerance.")
+    rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float outputs' relative tolerance.")
+    token_match: float = Field(1.0, gt=0, le=1, description="Integer outputs: share of equal elements required (1: exact).")
+    per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Per output name: {atol, rtol, match}.")
+
+    @field_validator("per_output")
+    @classmethod
+    def _tolerances(cls, value: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        for name, tolerance in value.items():
+            OutputTolerance.model_validate(tolerance, strict=False)  # an unknown key or a bound broken is refused here, named
+            if set(tolerance) - set(OutputTolerance.model_fields):
+                raise ValueError(f"per_output.{name} takes atol, rtol and match, not {', '.join(sorted(set(tolerance) - set(OutputTolerance.model_fields)))}")
+        return value
+    warmup_steps: int = Field(1, ge=0, le=100, description="Steps before the outputs are read.")
+    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call (build, steps).")
+    overwrite: bool = Field(False, description="Replace an existing frozen session of this name.")
+
+
+class FrozenOutput(BaseModel):
+    name: str
+    shape: list[int]
+    dtype: str = Field(description="As stored (bfloat16 and float8 widened to float32 exactly).")
+    original_dtype: str
+    tolerance: OutputTolerance
+    spread: float = Field(description="Two baseline runs: floats, the largest |a - b| / (atol + rtol |b|) (<= 1 fits); integers, the share unequal.")
+    sha256: str
+
+
+class WorkloadFreezeResult(BaseModel):
+    ok: bool
+    summary: str
+    name: str
+    folder: str
+    workload: str
+    knobs: dict[str, str] = Field(description="The baseline's knob values (its factory's defaults unless given).")
+    declared_knobs: dict[str, list[str] | None] = Field(description="Knobs the factory declares, with their values where a Literal lists them.")
+    outputs: list[FrozenOutput]
+    gated: bool = Field(description="False when the workload has no outputs(): candidates can be timed, not gated.")
+    vendor: str
+    evidence: Evidence
+
+
+class WorkloadBenchRequest(Request):
+    name: str = Field(max_length=80, description="A frozen workload session (workload_freeze's name).")
+    candidates: list[list[str]] = Field(default_factory=list, max_length=32, description=(
+        "Each a list of levers (a combination is one candidate), e.g. [[\"compile\"], [\"knob:cache=static\", \"graph\"]]; none: time the baseline."))
+    pairs: int = Field(6, ge=5, le=200, description="Interleaved baseline/candidate pairs, order alternating.")
+    steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps timed per leg (its median counts).")
+    warmup_steps: int = Field(2, ge=1, le=100, description="Steps before timing (compiles happen here).")
+    noise_band: float = Field(0.02, ge=0, le=0.5, description="Smallest gain that counts, as a fraction.")
+    target_ci: float = Field(0.02, gt=0, le=1, description="Baseline legs until its median's 95 % CI is this tight.")
+    max_baseline_legs: int = Field(30, ge=5, le=1000, description="Most baseline legs for the CI.")
+    exclusive: bool = Field(False, description="Refuse when another process uses the GPU (else warn).")
+    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
+
+
+class Engagement(BaseModel):
+    lever: str
+    engaged: bool
+    evidence: str
+
+
+class OutputCheck(BaseModel):
+    output: str
+    passed: bool
+    detail: str
+
+
+class CandidateResult(BaseModel):
+    levers: list[str]
+    verdict: Verdict
+    reason: str
+    speedup: float | None = Field(None, description="Median baseline leg / median candidate leg, interleaved in this call.")
+    speedup_ci95: list[float] | None = Field(None, description="[low, high] of the per-pair ratios' median.")
+    pairs: int = 0
+    candidate_faster: int = Field(0, description="Pairs in which the candidate was faster.")
+    sign_test_p: float | None = None
+    non_overlap: bool = Field(False, description="The candidate's slowest leg beat the baseline's fastest.")
+    baseline_legs_s: list[float] = Field(default_factory=list)
+    candidate_legs_s: list[float] = Field(default_factory=list)
+    device_step_s: float | None = Field(None, description="Median device time per step (events around the step), GPU only.")
+    warmup_s: float | None = Field(None, description="The candidate's warm-up steps, compile included.")
+    engagement: list[Engagement] = Field(default_factory=list)
+    outputs: list[OutputCheck] = Field(default_factory=list)
+
+
+class WorkloadBenchResult(BaseModel):
+    ok: bool
+    summary: str
+    name: str
+    baseline: SampleStats | None = Field(description="The baseline's step time over legs (seconds), measured in this call.")
+    baseline_device_step_s: float | None = None
+    candidates: list[CandidateResult]
+    warnings: list[str]
+    report_md: str
+    result_json: str
+    plot: str | None
+    vendor: str
+    evidence: Evidence

@@ -1,0 +1,91 @@
+"""One workload in one warm worker process, driven from the caller: build it with a candidate's levers, then step,
+time and read it, each call under a timeout. The worker side is tools/workload/runner.py.
+
+Every way the user's code can end (it raises, exits, crashes the interpreter, hangs, runs out of memory) is a
+WorkloadFailure with its status and the tail of what the process printed; the caller's process never sees more.
+A baseline and a candidate live in two such processes at once, so their legs can be interleaved.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hyperloom.core.warm import WarmWorker
+from hyperloom.core.worker import WorkerOutcome
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.workload.levers import Lever, environment
+
+RUNNER = "hyperloom.tools.workload.runner"
+OUTPUT_TAIL_CHARS = 600
+
+
+class WorkloadFailure(Exception):
+    """A worker call that did not return: status (RAISED, EXITED, CRASH, TIMEOUT), message and the output's tail."""
+
+    def __init__(self, status: str, step: str, outcome: WorkerOutcome) -> None:
+        self.status, self.step = status, step
+        tail = outcome.stderr.strip()[-OUTPUT_TAIL_CHARS:]
+        self.message = f"{step}: {outcome.describe()}" + (f"; its last output: {tail}" if tail and status != "RAISED" else "")
+        self.error_type = outcome.error_type
+        super().__init__(self.message)
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to build: the workload as the worker loads it."""
+
+    workload: str
+    kind: str  # "script" or "function"
+    args: tuple[str, ...]
+    knobs: dict[str, str]
+
+
+class WorkloadProcess:
+    """A built workload in its own process. Use as a context manager; close() kills the process group."""
+
+    def __init__(self, target: Target, levers: list[Lever], folder: Path, workspace: Workspace, timeout_s: float) -> None:
+        self.target, self.levers, self.folder, self.workspace, self.timeout_s = target, levers, folder, workspace, timeout_s
+        self.folder.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, **environment(levers, str(folder))}
+        self.worker = WarmWorker(env=env, cwd=workspace.root)
+        self.info: dict[str, Any] = {}
+
+    def __enter__(self) -> WorkloadProcess:
+        self.worker.start(timeout_s=self.timeout_s)
+        self.info = self._call("build", {
+            "workload": self.target.workload, "kind": self.target.kind, "args": list(self.target.args), "root": str(self.workspace.root),
+            "knobs": dict(self.target.knobs), "folder": str(self.folder),
+            "levers": [{"name": lever.name, "kind": lever.kind, "value": lever.value} for lever in self.levers],
+        })
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.worker.close()
+
+    @property
+    def pid(self) -> int | None:
+        return self.worker.pid
+
+    def warmup(self, steps: int) -> dict[str, Any]:
+        return self._call("warmup", {"steps": steps})
+
+    def time(self, steps: int) -> dict[str, Any]:
+        return self._call("time_steps", {"steps": steps})
+
+    def outputs(self, folder: Path) -> dict[str, Any]:
+        return self._call("outputs", {"folder": str(folder)})["outputs"]
+
+    def engagement(self) -> dict[str, Any]:
+        return self._call("engagement", {})
+
+    def _call(self, entry: str, payload: dict[str, Any]) -> Any:
+        outcome = self.worker.call(f"{RUNNER}:{entry}", payload, timeout_s=self.timeout_s)
+        if not outcome.ok:
+            raise WorkloadFailure(outcome.status, entry, outcome)
+        return outcome.result

@@ -1,0 +1,74 @@
+"""What workload_bench leaves in the session folder: result.json (validators/workload_bench.schema.json), report.md,
+and speedup.png (each candidate's speedup with its 95 % interval; matplotlib, when installed)."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.workload.models import WorkloadBenchResult
+
+
+def write_report(result: WorkloadBenchResult, folder: Path, workspace: Workspace) -> WorkloadBenchResult:
+    folder.mkdir(parents=True, exist_ok=True)
+    plot = _plot(result, folder / "speedup.png")
+    result = result.model_copy(update={"report_md": workspace.relative(folder / "report.md"), "result_json": workspace.relative(folder / "result.json"),
+                                       "plot": workspace.relative(plot) if plot else None})
+    write_bytes_atomic(folder / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
+    write_bytes_atomic(folder / "report.md", markdown(result).encode())
+    return result
+
+
+def markdown(result: WorkloadBenchResult) -> str:
+    e = result.evidence
+    lines = [f"# Workload {result.name}: end to end", "",
+             f"{e.tag.value} by {e.source} on {e.device} ({result.vendor}), {e.at:%Y-%m-%d %H:%M} UTC; "
+             + ", ".join(f"{k} {v}" for k, v in e.toolchain.items()) + f"; inputs sha256 {e.inputs_sha256[:16]}.", "", result.summary, ""]
+    if result.baseline is not None:
+        b = result.baseline
+        device = f", device {result.baseline_device_step_s * 1e3:.3g} ms" if result.baseline_device_step_s else ""
+        lines += [f"Baseline: {b.median_s * 1e3:.4g} ms per step (median of {b.n} legs, 95 % CI ±{b.median_ci95_rel:.1%}{device}).", ""]
+    if result.candidates:
+        lines += ["| candidate | verdict | speedup | 95 % interval | faster pairs | sign p | why |", "|---|---|---|---|---|---|---|"]
+        for c in result.candidates:
+            ci = f"{c.speedup_ci95[0]:.3g}-{c.speedup_ci95[1]:.3g}" if c.speedup_ci95 else "-"
+            pairs = f"{c.candidate_faster}/{c.pairs}" if c.pairs else "-"
+            p = f"{c.sign_test_p:.3f}" if c.sign_test_p is not None else "-"
+            lines.append(f"| {' + '.join(c.levers)} | {c.verdict} | {f'{c.speedup:.3g}x' if c.speedup else '-'} | {ci} | {pairs} | {p} | {c.reason.replace('|', '/')[:300]} |")
+        lines.append("")
+        for c in result.candidates:
+            if c.engagement:
+                lines.append(f"- {' + '.join(c.levers)}: " + "; ".join(f"{g.lever} {'engaged' if g.engaged else 'NOT engaged'} ({g.evidence})" for g in c.engagement))
+    lines += [""] + [f"Warning: {w}" for w in result.warnings]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _plot(result: WorkloadBenchResult, path: Path) -> Path | None:
+    timed = [c for c in result.candidates if c.speedup]
+    if not timed:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    figure, axis = plt.subplots(figsize=(7, 0.5 + 0.45 * len(timed)))
+    names = [" + ".join(c.levers) for c in timed]
+    speedups = [c.speedup or 0 for c in timed]
+    low = [s - (c.speedup_ci95 or [s, s])[0] for s, c in zip(speedups, timed, strict=True)]
+    high = [(c.speedup_ci95 or [s, s])[1] - s for s, c in zip(speedups, timed, strict=True)]
+    colors = ["tab:green" if c.verdict == "FASTER" else "tab:gray" for c in timed]
+    axis.barh(names, speedups, xerr=[low, high], color=colors)
+    axis.axvline(1.0, color="black", linewidth=0.8)
+    axis.set_xlabel("speedup over the baseline (per-pair ratios' median, 95 % interval)")
+    axis.set_title(f"{result.name}: end to end, {result.evidence.device}"[:90], fontsize=9)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    write_bytes_atomic(path, buffer.getvalue())
+    return path

@@ -1,0 +1,338 @@
+"""The worker side of a workload: runs in a warm worker process (hyperloom.core.warm), one workload per process.
+
+The controller (tools/workload/process.py) calls these entries in order: `build` (import the workload, apply the
+candidate's levers, call its factory), `warmup`, then any of `time`, `outputs` and `engagement`. The built
+workload lives in this module's state until the process ends.
+
+The contract (skill/hyperloom-kernel-optimizer/workload.md): `module:function` or `file.py:function` names a
+factory; its keyword arguments with defaults are the workload's knobs (a `Literal[...]` annotation lists their
+values); it returns an object with `step()` (one unit of work, the same each call: a prefill, a decode of N
+tokens, a training step on fixed data) and optionally `outputs()` (the tensors to gate, from the last step: a
+tensor, a list or a dict of them), `model` (the torch module levers such as torch.compile wrap) and `points` (the
+workload's sweep points, recorded). A factory may also return a bare callable, and a plain script is one step:
+both are timed, nothing is gated.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import os
+import runpy
+import sys
+import time
+import typing
+from collections.abc import Callable
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class WorkloadContractError(RuntimeError):
+    """The workload's factory did not return what the contract asks for."""
+
+
+@dataclass
+class _State:
+    obj: Any = None
+    step: Callable[[], Any] | None = None
+    outputs: Callable[[], Any] | None = None
+    levers: list[dict[str, str]] = field(default_factory=list)
+    graph: Any = None
+    gpu: bool = False
+    folder: str = ""
+    module_file: str | None = None
+
+
+STATE = _State()
+
+
+def build(payload: dict[str, Any]) -> dict[str, Any]:
+    """Import the workload, apply the levers that act before it is built, build it, wrap its step."""
+    os.chdir(payload["root"])
+    if payload["root"] not in sys.path:
+        sys.path.insert(0, payload["root"])
+    torch = _torch()
+    STATE.levers, STATE.folder = list(payload["levers"]), payload["folder"]
+    STATE.gpu = bool(torch is not None and torch.cuda.is_available())
+    for lever in STATE.levers:
+        if lever["kind"] == "setting":
+            _setting(torch, lever["value"])
+    knobs: dict[str, Any] = {}
+    if payload["kind"] == "script":
+        STATE.step, STATE.module_file = _script_step(payload["workload"], list(payload.get("args", []))), payload["workload"]
+    else:
+        factory = _factory(payload["workload"])
+        knobs = declared_knobs(factory)
+        STATE.module_file = inspect.getsourcefile(factory)
+        values = {name: _knob_value(knobs, name, value) for name, value in payload["knobs"].items()}
+        obj = factory(**values)
+        STATE.obj = obj
+        if callable(getattr(obj, "step", None)):
+            STATE.step = obj.step
+            STATE.outputs = obj.outputs if callable(getattr(obj, "outputs", None)) else None
+        elif callable(obj):
+            STATE.step = obj
+        else:
+            raise WorkloadContractError(f"{payload['workload']} returned {type(obj).__name__}, which has no step() and is not callable")
+    for lever in STATE.levers:
+        if lever["kind"] == "compile":
+            _compile(torch, lever["value"])
+    vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
+    return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
+            "torch": str(torch.__version__) if torch is not None else None,
+            "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "has_outputs": STATE.outputs is not None,
+            "module_file": STATE.module_file, "points": _points(STATE.obj), "pid": os.getpid()}
+
+
+def warmup(payload: dict[str, Any]) -> dict[str, Any]:
+    """Run the warm-up steps (a compile happens here), then capture the graph if a lever asks for one."""
+    walls = [_one_step()[0] for _ in range(int(payload["steps"]))]
+    captured = False
+    if any(lever["kind"] == "graph" for lever in STATE.levers):
+        _capture()
+        captured = True
+    return {"wall_s": walls, "graph_captured": captured}
+
+
+def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
+    """Time `steps` steps, each synchronized: wall clock and, on a GPU, device events around the step."""
+    walls, device = [], []
+    for _ in range(int(payload["steps"])):
+        wall_s, device_s = _one_step(events=STATE.gpu)
+        walls.append(wall_s)
+        if device_s is not None:
+            device.append(device_s)
+    return {"wall_s": walls, "device_s": device}
+
+
+def outputs(payload: dict[str, Any]) -> dict[str, Any]:
+    """Save what outputs() returns (from the last step) as one .npy per output in `folder`."""
+    if STATE.outputs is None:
+        return {"outputs": {}}
+    import numpy as np
+
+    folder = Path(payload["folder"])
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = {}
+    for name, value in _named(STATE.outputs()).items():
+        array, original = _to_numpy(value)
+        np.save(folder / f"{name}.npy", array)
+        saved[name] = {"shape": list(array.shape), "dtype": str(array.dtype), "original_dtype": original}
+    return {"outputs": saved}
+
+
+def engagement(payload: dict[str, Any]) -> dict[str, Any]:
+    """What actually ran in one profiled step: op and kernel names with their counts, dynamo's compiled graphs,
+    whether the graph replayed, TunableOp's results file."""
+    torch = _torch()
+    evidence: dict[str, Any] = {"ops": {}, "kernels": {}}
+    if torch is not None:
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if STATE.gpu else [])
+        with profile(activities=activities) as prof:
+            _one_step()
+        for event in prof.key_averages():
+            device_type = str(getattr(event, "device_type", "CPU"))
+            table = evidence["ops"] if "CPU" in device_type else evidence["kernels"]
+            table[event.key] = table.get(event.key, 0) + int(event.count)
+        counters = getattr(getattr(getattr(torch, "_dynamo", None), "utils", None), "counters", None)
+        if counters is not None:
+            evidence["compiled_graphs"] = int(counters["stats"].get("unique_graphs", 0))
+            evidence["graph_breaks"] = int(sum(counters["graph_break"].values()))
+        if STATE.gpu and any(lever["name"] == "tunableop" for lever in STATE.levers):
+            tunable = torch.cuda.tunable
+            evidence["tunableop_enabled"] = bool(tunable.is_enabled())
+            tunable.write_file()
+            evidence["tunableop_files"] = sorted(p.name for p in Path(STATE.folder).glob("tunableop_results*.csv") if p.stat().st_size > 0)
+    evidence["graph_replayed"] = STATE.graph is not None
+    return evidence
+
+
+def declared_knobs(factory: Callable[..., Any]) -> dict[str, list[str] | None]:
+    """The factory's knobs: keyword parameters with a default; their values where a Literal annotation lists them."""
+    try:
+        hints = typing.get_type_hints(factory)
+    except Exception:  # noqa: BLE001 - annotations that do not resolve list no values
+        hints = {}
+    knobs: dict[str, list[str] | None] = {}
+    for name, parameter in inspect.signature(factory).parameters.items():
+        if parameter.default is inspect.Parameter.empty or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        hint = hints.get(name)
+        knobs[name] = [str(v) for v in typing.get_args(hint)] if typing.get_origin(hint) is typing.Literal else None
+    return knobs
+
+
+# ----------------------------------------------------------------------------------------------------------------
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch
+
+
+def _toolchain(torch: Any) -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    if torch is not None:
+        versions["torch"] = str(torch.__version__)
+        for key in ("cuda", "hip"):
+            value = getattr(torch.version, key, None)
+            if value:
+                versions[key] = str(value)
+    for package in ("transformers", "triton"):
+        module = sys.modules.get(package)
+        if module is not None and getattr(module, "__version__", None):
+            versions[package] = str(module.__version__)
+    return versions
+
+
+def _factory(workload: str) -> Callable[..., Any]:
+    where, _, name = workload.rpartition(":")
+    if where.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(Path(where).stem, where)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    factory = getattr(module, name)
+    if not callable(factory):
+        raise WorkloadContractError(f"{workload} is not a function")
+    return factory
+
+
+def _script_step(path: str, args: list[str]) -> Callable[[], None]:
+    sys.argv = [path, *args]
+
+    def run_script() -> None:
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise
+    return run_script
+
+
+def _knob_value(knobs: dict[str, list[str] | None], name: str, value: str) -> Any:
+    """A knob's value as the factory takes it: the Literal's own value, else a number or a bool where the text is one."""
+    if name not in knobs:
+        raise WorkloadContractError(f"the workload declares no knob {name!r}")
+    allowed = knobs[name]
+    if allowed is not None:
+        return value
+    for convert in (int, float):
+        try:
+            return convert(value)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(value.lower(), value)
+
+
+def _points(obj: Any) -> list[Any]:
+    points = getattr(obj, "points", None)
+    return list(points) if isinstance(points, list | tuple) else []
+
+
+def _setting(torch: Any, name: str) -> None:
+    if torch is None:
+        raise WorkloadContractError(f"the {name} lever needs torch in the worker's Python")
+    if name == "tf32":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    elif name == "cudnn_benchmark":
+        torch.backends.cudnn.benchmark = True
+
+
+def _compile(torch: Any, mode: str) -> None:
+    if torch is None:
+        raise WorkloadContractError("torch.compile needs torch in the worker's Python")
+    model = getattr(STATE.obj, "model", None)
+    options = {} if mode == "default" else {"mode": mode}
+    if isinstance(model, torch.nn.Module):
+        model.forward = torch.compile(model.forward, **options)
+    else:
+        STATE.step = torch.compile(STATE.step, **options)
+
+
+def _step_context() -> Any:
+    sdpa = next((lever["value"] for lever in STATE.levers if lever["kind"] == "sdpa"), None)
+    if sdpa is None:
+        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel(getattr(SDPBackend, sdpa))
+
+
+def _one_step(events: bool = False) -> tuple[float, float | None]:
+    """One synchronized step: (wall seconds, device seconds between events around it or None)."""
+    assert STATE.step is not None
+    torch = _torch() if STATE.gpu else None
+    if torch is not None:
+        torch.cuda.synchronize()
+    start = end = None
+    if events and torch is not None:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    began = time.perf_counter()
+    with _step_context():
+        if start is not None:
+            start.record()
+        STATE.graph.replay() if STATE.graph is not None else STATE.step()
+        if end is not None:
+            end.record()
+    if torch is not None:
+        torch.cuda.synchronize()
+    wall_s = time.perf_counter() - began
+    return wall_s, (start.elapsed_time(end) / 1e3 if start is not None and end is not None else None)
+
+
+def _capture() -> None:
+    """Capture one step in a CUDA/HIP graph, after warm-up on a side stream as torch's graph docs require."""
+    import torch
+
+    assert STATE.step is not None
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), _step_context():
+        for _ in range(3):
+            STATE.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with _step_context(), torch.cuda.graph(graph):
+        STATE.step()
+    torch.cuda.synchronize()
+    STATE.graph = graph
+
+
+def _named(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return {f"output{i}": v for i, v in enumerate(value)}
+    return {"output": value}
+
+
+def _to_numpy(value: Any) -> tuple[Any, str]:
+    """(a numpy array the gate reads, the original dtype): bfloat16 and float8 widened to float32 exactly, bool to uint8."""
+    import numpy as np
+
+    torch = _torch()
+    if torch is not None and isinstance(value, torch.Tensor):
+        original = str(value.dtype).removeprefix("torch.")
+        tensor = value.detach().cpu()
+        if tensor.dtype.is_floating_point and tensor.element_size() < 4 and tensor.dtype != torch.float16:
+            tensor = tensor.float()
+        if tensor.dtype == torch.bool:
+            tensor = tensor.to(torch.uint8)
+        return tensor.contiguous().numpy(), original
+    array = np.asarray(value)
+    if array.dtype == bool:
+        array = array.astype(np.uint8)
+    if array.dtype.kind not in "fiu":
+        raise WorkloadContractError(f"an output of dtype {array.dtype} cannot be gated (numbers only)")
+    return array, str(array.dtype)
