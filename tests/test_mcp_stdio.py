@@ -155,7 +155,8 @@ async def test_the_isa_tools_answer_over_stdio_with_summaries_pages_and_refusals
         names = [i["name"] for i in listed.structured_content["instructions"]]
         assert "v_dot8_i32_iu4" in names and listed.structured_content["from_cache"] is True
 
-        probe = await session.call_tool("isa", {"action": "probe", "target": "gfx942", "lines": ["v_mfma_i32_16x16x32_i8 v[0:3], v[4:5], v[6:7], v[0:3]", "v_dot8_i32_iu4 v1, v2, v3, v4"]},
+        lines = ["v_mfma_i32_16x16x32_i8 v[0:3], v[4:5], v[6:7], v[0:3]", "v_dot8_i32_iu4 v1, v2, v3, v4"]
+        probe = await session.call_tool("isa", {"action": "probe", "target": "gfx942", "lines": lines},
                                         read_timeout_seconds=60)
         assert [line["error_class"] for line in probe.structured_content["lines"]] == [None, "not_supported_on_this_gpu"]
 
