@@ -28,8 +28,9 @@ Mode = Callable[[int], str]  # the n-th POST -> "ok" | "garbage" | "early_close"
 
 
 class Stub:
-    def __init__(self, mode: Mode, tokens_per_word: int = 1, metrics: str | None = None) -> None:
+    def __init__(self, mode: Mode, tokens_per_word: int = 1, metrics: str | None = None, tokenizer: bool = True, context_tokens: int | None = None) -> None:
         self.mode, self.tokens_per_word, self.metrics = mode, tokens_per_word, metrics
+        self.tokenizer, self.context_tokens = tokenizer, context_tokens
         self.posts = 0
         self.bodies: list[dict] = []
         self.paths: list[str] = []
@@ -68,9 +69,24 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
             else:
                 self._json(404, {"error": "not found"})
 
+        def tokens(self, text: str) -> int:
+            return stub.tokens_per_word * len(text.split()) + 1  # a word-level tokenizer with BOS
+
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.paths.append(self.path)
+            if self.path == "/tokenize" and stub.tokenizer:  # llama.cpp's form: {"content", "add_special"} -> {"tokens"}
+                self._json(200, {"tokens": [7] * self.tokens(body["content"])})
+                return
+            if self.path not in ("/v1/completions", "/v1/chat/completions"):
+                self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error", "code": 404}})
+                return
+            prompt = body.get("prompt") or body["messages"][0]["content"]
+            if stub.context_tokens is not None and self.tokens(prompt) > stub.context_tokens:  # llama.cpp's refusal, as captured
+                n = self.tokens(prompt)
+                self._json(400, {"error": {"code": 400, "message": f"request ({n} tokens) exceeds the available context size ({stub.context_tokens} tokens), "
+                                           "try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": n, "n_ctx": stub.context_tokens}})
+                return
             with stub.lock:
                 index = stub.posts
                 stub.posts += 1
@@ -88,7 +104,6 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
             if mode == "hang":
                 stub.release.wait(60)
                 return
-            prompt = body.get("prompt") or body["messages"][0]["content"]
             count = 2 if mode == "early_close" else body["max_tokens"]
             for _ in range(count):
                 if mode == "slow":
@@ -98,7 +113,7 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
                 self.wfile.flush()
             if mode == "early_close":
                 return
-            usage = {"prompt_tokens": stub.tokens_per_word * len(prompt.split()) + 1, "completion_tokens": count}
+            usage = {"prompt_tokens": self.tokens(prompt), "completion_tokens": count}
             if mode != "empty_no_usage":
                 self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hyperloom.core.evidence import Evidence
 
 Api = Literal["completions", "chat"]
-StopReason = Literal["max_concurrency", "server_capacity", "kv_capacity", "errors", "latency_limit", "deadline", "interrupted"]
+StopReason = Literal["max_concurrency", "server_capacity", "kv_capacity", "context_limit", "errors", "latency_limit", "deadline", "interrupted"]
+WorkloadKind = Literal["synthetic", "agent_trace"]
 Saturation = Literal["not_saturated", "saturated", "undetermined"]
 ServerKind = Literal["llama.cpp", "vllm", "sglang", "unknown"]
 
@@ -33,7 +34,8 @@ class ServeSweepRequest(BaseModel):
     input_tokens: int = Field(128, ge=1, le=MAX_INPUT_TOKENS, description="Synthetic prompt length.")
     output_tokens: int = Field(128, ge=1, le=MAX_OUTPUT_TOKENS, description="Tokens per request.")
     force_output_length: bool = Field(True, description="Ignore end-of-sequence.")
-    prompts_file: str | None = Field(None, max_length=1024, description="JSONL of {\"prompt\": ...} lines to use instead.")
+    workload: WorkloadKind = Field("synthetic", description="agent_trace: multi-turn sessions, generated or from prompts_file.")
+    prompts_file: str | None = Field(None, max_length=1024, description="JSONL of {\"prompt\": ...} lines; agent_trace: a trace JSONL or spec .json.")
     max_concurrency: int = Field(64, ge=1, le=MAX_CONCURRENCY, description="Most streams (levels 1, 2, 4, ...).")
     requests_per_level: int | None = Field(None, ge=1, le=100000, description="Measured requests per level; default 4 per stream.")
     warmup_requests: int | None = Field(None, ge=0, le=100000, description="Uncounted requests per level; default one per stream.")
@@ -78,7 +80,7 @@ class ServeSweepRequest(BaseModel):
 
     @model_validator(mode="after")
     def _limits_make_sense(self) -> ServeSweepRequest:
-        if self.prompts_file is None and self.input_tokens + self.output_tokens > MAX_INPUT_TOKENS:
+        if self.prompts_file is None and self.workload == "synthetic" and self.input_tokens + self.output_tokens > MAX_INPUT_TOKENS:
             raise ValueError(f"input_tokens + output_tokens is {self.input_tokens + self.output_tokens}, more than any server's context ({MAX_INPUT_TOKENS})")
         return self
 
@@ -93,6 +95,18 @@ class Percentiles(BaseModel):
     p99: float | None
     mean: float | None
     count: int = Field(description="How many values: requests (TTFT, end-to-end) or gaps between tokens (ITL).")
+
+
+class TurnStats(BaseModel):
+    """One turn position of an agent trace's sessions at one level: its requests' TTFT and the prefix the server reused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int = Field(description="1 for a session's first request, 2 for the next, ...")
+    requests: int
+    ttft_s: Percentiles
+    input_tokens_mean: float | None
+    cached_input_tokens_mean: float | None = Field(description="Prompt tokens the server took from its prefix cache, as it reported them.")
 
 
 class Level(BaseModel):
@@ -115,6 +129,12 @@ class Level(BaseModel):
     output_tokens_min: int | None
     server_waiting_max: float | None = Field(None, description="Most requests the server reported waiting in its queue during the level (vLLM, SGLang /metrics).")
     kv_cache_usage_max: float | None = Field(None, description="Highest KV-cache usage fraction the server reported during the level (vLLM /metrics).")
+    cached_input_tokens_mean: float | None = Field(None, description="Prompt tokens per request the server reused from its prefix cache "
+                                                   "(usage.prompt_tokens_details.cached_tokens, else llama.cpp timings.cache_n); null when it did not say.")
+    prefix_cache_hit_fraction: float | None = Field(None, description="Reused / all prompt tokens over the level: from the responses, else vLLM "
+                                                    "/metrics prefix_cache_hits_total / prefix_cache_queries_total.")
+    prefix_cache_source: str | None = Field(None, description="Where prefix_cache_hit_fraction was read.")
+    turns: list[TurnStats] = Field(default_factory=list, description="agent_trace: per turn of a session, TTFT and prefix reuse.")
 
 
 class Capacity(BaseModel):
@@ -123,7 +143,7 @@ class Capacity(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     slots: int | None = Field(None, description="llama.cpp: parallel sequences (/props total_slots, the -np option).")
-    context_per_slot_tokens: int | None = Field(None, description="llama.cpp: context of one slot (/props default_generation_settings.n_ctx).")
+    context_per_slot_tokens: int | None = Field(None, description="Context of one sequence: llama.cpp's slot (/props n_ctx, -c / -np), vLLM's max_model_len.")
     kv_cache_tokens: int | None = Field(None, description="vLLM: KV-cache size in tokens (cache_config_info num_gpu_blocks x block_size).")
     max_concurrency: int | None = Field(None, description="The concurrency bound these imply for this workload: slots, or KV tokens / (input + output tokens).")
     bound: Literal["slots", "kv_cache"] | None = Field(None, description="Which of them sets max_concurrency.")
@@ -150,6 +170,13 @@ class Workload(BaseModel):
     prompts_file: str | None
     prompts_sha256: str | None
     words_per_prompt: int | None = Field(None, description="Synthetic prompts: words per prompt after calibration against the server's token counts.")
+    calibration: str | None = Field(None, description="How prompt lengths were sized: the server's /tokenize, or requests grown from a small first guess.")
+    kind: WorkloadKind = "synthetic"
+    trace_source: str | None = Field(None, description="agent_trace: a recorded trace file, a spec file, or the default spec; sessions are replayed in turn.")
+    trace_sessions: int | None = Field(None, description="agent_trace: sessions in the recorded trace (a replay cycles through them); null for generated ones (each is new).")
+    trace_spec: dict[str, Any] | None = Field(None, description="agent_trace: the generator's settings and distributions, as used.")
+    tokens_per_word: float | None = Field(None, description="agent_trace: the server's tokens per generated word, measured, turning the spec's token lengths into text.")
+    longest_request_tokens: int | None = Field(None, description="agent_trace: the longest checked request (prompt + reply) in tokens, against the context per sequence.")
 
 
 class ServeSweepResult(BaseModel):
