@@ -23,9 +23,11 @@ Measure = Callable[[str], Awaitable[int | None]]
 
 
 def synthetic_prompt(words: int, seed: int, index: int) -> str:
-    """`words` random words, different for every request index, so no two prompts share a cached prefix."""
-    rng = random.Random(f"{seed}:{index}")
-    return " ".join(rng.choice(WORDS) for _ in range(max(words, 1)))
+    """`words` words: a tag of the request index first, so no two prompts share a cached prefix, then the seed's random
+    words, the same for every request, so every prompt has the same length in tokens (not just in words)."""
+    tag = f"{index % 10**6:06d}"[::-1]  # six digits, the fastest-changing first: a constant length and no shared leading digits
+    rng = random.Random(f"{seed}:body")
+    return " ".join([tag, *(rng.choice(WORDS) for _ in range(max(words, 1) - 1))])
 
 
 async def calibrate_words(input_tokens: int, seed: int, measure: Measure, tries: int = 4, first_words: int | None = None) -> tuple[int, int | None]:
