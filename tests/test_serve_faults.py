@@ -374,3 +374,62 @@ def test_an_interrupted_sweep_keeps_its_finished_levels_labelled_interrupted(wor
     partial = json.loads(saved[0].read_text())
     assert partial["stop_reason"] == "interrupted" and partial["complete"] is False
     assert [level["concurrency"] for level in partial["levels"]] == [1] and "partial result" in partial["stop_detail"]
+
+
+def test_without_a_tokenizer_calibration_starts_small_and_grows_inside_a_tight_context(workspace):
+    # 4 tokens a word and 64 a request: the old first guess (40 words for 40 tokens) would be 161 tokens, refused
+    with stub_server(always("ok"), tokens_per_word=4, tokenizer=False, context_tokens=64) as stub:
+        result = sweep(workspace, stub, max_concurrency=2, input_tokens=40)
+    assert result.complete and all(level.requests_failed == 0 for level in result.levels)
+    assert all(abs(level.input_tokens_mean - 40) <= 2 for level in result.levels) and "grown from 5 words" in result.workload.calibration
+    assert "/tokenize" in stub.paths and not any(b.get("prompt", "").count(" ") > 15 for b in stub.bodies)
+
+
+def test_a_context_refusal_on_the_first_request_is_reported_as_the_context_bound(workspace):
+    with stub_server(always("ok"), tokens_per_word=4, tokenizer=False, context_tokens=3) as stub, \
+            pytest.raises(HyperloomError, match="refused a calibration prompt of 2 words as longer than its context .*exceeds the available context size") as caught:
+        sweep(workspace, stub, input_tokens=16)
+    assert "serves this model" not in str(caught.value) and "larger context" in str(caught.value)
+
+
+def _trace(tmp: Path, sessions: int = 2, turns: int = 3, words: int = 10) -> str:
+    lines = []
+    for s in range(sessions):
+        lines.append(json.dumps({"id": f"s{s}", "turns": [
+            {"messages": ([{"role": "system", "content": "shared prefix " * 20}] if t == 0 else []) + [{"role": "user", "content": f"s{s} t{t} " + "x " * words}],
+             "output_tokens": 4, **({"reply": f"reply {s} {t}"} if t == 0 else {})} for t in range(turns)]}))
+    (tmp / "trace.jsonl").write_text("\n".join(lines) + "\n")
+    return "trace.jsonl"
+
+
+def test_a_recorded_trace_is_replayed_turn_by_turn_each_prompt_extending_the_last(workspace):
+    name = _trace(workspace.root)
+    with stub_server(always("ok")) as stub:
+        result = sweep(workspace, stub, workload="agent_trace", prompts_file=name, max_concurrency=2, requests_per_level=6)
+    assert result.complete and result.workload.kind == "agent_trace" and result.workload.trace_sessions == 2
+    assert result.workload.trace_source == "recorded: trace.jsonl" and len(result.workload.prompts_sha256) == 64
+    prompts = [b["prompt"] for b in stub.bodies if "prompt" in b]
+    assert all(p.startswith("system: shared prefix") for p in prompts), "every session shares the long prefix"
+    firsts = [p for p in prompts if p.count("user:") == 1]
+    for p in prompts:
+        if p.count("user:") > 1:
+            assert any(p.startswith(f) for f in firsts), "a later turn extends its session's first turn"
+    assert "assistant: reply 0 0" in next(p for p in prompts if "s0 t1" in p), "the recorded reply is part of the next turn's context"
+    assert [t.turn for t in result.levels[0].turns] == [1, 2, 3] and result.levels[0].prefix_cache_hit_fraction is None
+
+
+def test_a_request_past_the_servers_context_mid_sweep_stops_it_as_the_context_limit(workspace):
+    name = _trace(workspace.root, turns=3, words=30)
+    with stub_server(always("ok"), context_tokens=100) as stub:  # the first turn fits, the third does not; the stub says nothing of its context
+        result = sweep(workspace, stub, workload="agent_trace", prompts_file=name, max_concurrency=2, requests_per_level=6)
+    assert result.stop_reason == "context_limit" and "-c" in result.stop_detail and "--max-model-len" in result.stop_detail
+    assert "exceeds the available context size" in result.levels[-1].failures[0]
+
+
+def test_a_bad_trace_or_spec_is_refused_before_any_request(workspace):
+    (workspace.root / "t.jsonl").write_text('{"id": "s", "turns": [{"messages": [], "output_tokens": 4}]}\n')
+    (workspace.root / "spec.json").write_text('{"turns": {"median": 0}}')
+    with pytest.raises(HyperloomError, match="t.jsonl line 1 is not an agent-trace session: turns.0.messages"):
+        run_serve_sweep(ServeSweepRequest(base_url="http://127.0.0.1:9/v1", workload="agent_trace", prompts_file="t.jsonl"), workspace)
+    with pytest.raises(HyperloomError, match="spec.json is not an agent-trace spec: turns.median"):
+        run_serve_sweep(ServeSweepRequest(base_url="http://127.0.0.1:9/v1", workload="agent_trace", prompts_file="spec.json"), workspace)

@@ -106,7 +106,14 @@ def generate_session(spec: AgentTraceSpec, seed: int, index: int, tokens_per_wor
     turns: list[Turn] = []
     for number in range(spec.turns.draw(rng)):
         if number == 0:
-            messages = [prefix, Message(role="user", content=words_text(tokens := spec.task_tokens.draw(rng), tokens_per_word, rng))]
+            free = spec.max_context_tokens - context - 2 * MESSAGE_OVERHEAD_TOKENS
+            if free < 2:
+                raise HyperloomError(f"the agent trace's shared prefix ({spec.shared_prefix_tokens} tokens) leaves no room for a task and a reply "
+                                     f"in max_context_tokens {spec.max_context_tokens}",
+                                     "lower shared_prefix_tokens in the trace spec, or give the server a larger context per sequence")
+            output = min(spec.output_tokens.draw(rng), free // 2)  # a long first turn is cut to fit: every session has one
+            tokens = min(spec.task_tokens.draw(rng), free - output)
+            messages = [prefix, Message(role="user", content=words_text(tokens, tokens_per_word, rng))]
             added = tokens + 2 * MESSAGE_OVERHEAD_TOKENS
         else:
             result = spec.tool_result_tokens.draw(rng)
@@ -117,15 +124,11 @@ def generate_session(spec: AgentTraceSpec, seed: int, index: int, tokens_per_wor
                 text = _shared("file", file, spec.file_read_tokens, seed, tokens_per_word)
                 messages.append(Message(role="user", content=f"File {file}: {text}"))
                 added += round(len(text.split()) * tokens_per_word) + MESSAGE_OVERHEAD_TOKENS
-        output = spec.output_tokens.draw(rng)
+            output = spec.output_tokens.draw(rng)
         if context + added + output > spec.max_context_tokens:
             break
         turns.append(Turn(messages=messages, output_tokens=output, reply=words_text(output, tokens_per_word, rng)))
         context += added + output + MESSAGE_OVERHEAD_TOKENS
-    if not turns:
-        raise HyperloomError(f"the agent trace's first turn (shared prefix {spec.shared_prefix_tokens} tokens, a task and a reply) does not fit "
-                             f"max_context_tokens {spec.max_context_tokens}",
-                             "lower shared_prefix_tokens or task_tokens in the trace spec, or give the server a larger context per slot")
     return Session(id=f"generated-{seed}-{index}", turns=turns)
 
 
