@@ -120,9 +120,21 @@ async def _tokens_per_word(counter: Counter | None, probe: _Probe, seed: int) ->
     return 1.3, "ASSUMED (the server counts no tokens)"
 
 
+async def _message_tokens(probe: _Probe) -> int:
+    """Tokens the API adds around each message (a chat template's role markers; the completions rendering's role
+    label), measured as the difference between requests of four and of two one-word messages."""
+    sizes = []
+    for n in (2, 4):
+        sizes.append(await probe([{"role": "system" if i == 0 else "user", "content": "the"} for i in range(n)], f"a probe of {n} one-word messages"))
+    if sizes[0] is None or sizes[1] is None:
+        return MESSAGE_OVERHEAD_TOKENS
+    return max(1, -(-(sizes[1] - sizes[0]) // 2))
+
+
 async def _trace_plan(request: ServeSweepRequest, model: str, facts: ServerFacts, trace: TraceInput, sha256: str | None,
                       counter: Counter | None, probe: _Probe) -> Plan:
     tpw, tpw_source = await _tokens_per_word(counter, probe, request.seed)
+    per_message = await _message_tokens(probe)
     spec = trace.spec
     if spec is not None and facts.context_per_slot_tokens is not None:
         spec = spec.model_copy(update={"max_context_tokens": min(spec.max_context_tokens, int(_CONTEXT_MARGIN * facts.context_per_slot_tokens))})
@@ -131,13 +143,13 @@ async def _trace_plan(request: ServeSweepRequest, model: str, facts: ServerFacts
         if trace.sessions is not None:
             return trace.sessions[i % len(trace.sessions)]
         assert spec is not None
-        return generate_session(spec, request.seed, i, tpw)
+        return generate_session(spec, request.seed, i, tpw, per_message)
 
     def bodies(i: int) -> list[dict[str, Any]]:
         return [request_body(request.api, model, messages, output, request.force_output_length) for messages, output in conversations(session(i), tpw)]
 
     longest = await _check_fits(request, facts, [session(i) for i in range(_CHECKED_SESSIONS)] if trace.sessions is None else trace.sessions,
-                                counter, tpw)
+                                counter, tpw, per_message)
     first_messages, _ = conversations(session(0), tpw)[0]
     await probe(first_messages, "the trace's first request")
     outputs = [t.output_tokens for s in (trace.sessions or [session(i) for i in range(_CHECKED_SESSIONS)]) for t in s.turns]
@@ -145,11 +157,12 @@ async def _trace_plan(request: ServeSweepRequest, model: str, facts: ServerFacts
                         force_output_length=request.force_output_length, prompts_file=request.prompts_file, prompts_sha256=sha256,
                         kind="agent_trace", trace_source=trace.source, trace_sessions=len(trace.sessions) if trace.sessions else None,
                         trace_spec=spec.model_dump() if spec else None, tokens_per_word=round(tpw, 4), longest_request_tokens=longest,
-                        calibration=f"tokens per word from {tpw_source}")
+                        calibration=f"tokens per word from {tpw_source}; {per_message} tokens around each message, measured")
     return Plan(workload, bodies, True, longest)
 
 
-async def _check_fits(request: ServeSweepRequest, facts: ServerFacts, sessions: list[Session], counter: Counter | None, tpw: float) -> int:
+async def _check_fits(request: ServeSweepRequest, facts: ServerFacts, sessions: list[Session], counter: Counter | None, tpw: float,
+                      per_message: int) -> int:
     """The longest request (prompt + reply) of the longest sessions, counted by the server's tokenizer where it has one; refused when it
     cannot fit a sequence."""
     finals = []
@@ -162,7 +175,7 @@ async def _check_fits(request: ServeSweepRequest, facts: ServerFacts, sessions: 
         counted = await counter(text) if counter is not None else None
         prompt = counted if counted is not None else round(len(text.split()) * tpw)
         if request.api == "chat":
-            prompt += MESSAGE_OVERHEAD_TOKENS * len(messages)
+            prompt += per_message * len(messages)
         refuse_unfit(facts, prompt, output, what=f"session {s.id!r}'s turn {len(s.turns)}")
         longest = max(longest, prompt + output)
     return longest

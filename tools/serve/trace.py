@@ -98,37 +98,41 @@ def _shared(kind: str, index: int, length: Lengths | int, seed: int, tokens_per_
     return words_text(tokens, tokens_per_word, rng)
 
 
-def generate_session(spec: AgentTraceSpec, seed: int, index: int, tokens_per_word: float) -> Session:
-    """Session `index` of the seeded trace: the same for the same (spec, seed, index, tokens_per_word), whatever else is generated."""
+def estimate_tokens(message: Message, tokens_per_word: float, message_tokens: int) -> int:
+    """A message's tokens in a request: its words at the measured ratio, plus what the API wraps each message in."""
+    return round(len(message.content.split()) * tokens_per_word) + message_tokens
+
+
+def generate_session(spec: AgentTraceSpec, seed: int, index: int, tokens_per_word: float, message_tokens: int = MESSAGE_OVERHEAD_TOKENS) -> Session:
+    """Session `index` of the seeded trace: the same for the same arguments, whatever else is generated. `tokens_per_word`
+    and `message_tokens` (role markers around each message) turn the spec's token lengths into text and keep every request
+    inside max_context_tokens (prompt + reply)."""
     rng = random.Random(f"{seed}:session:{index}")
     prefix = Message(role="system", content=_shared("prefix", index % spec.prefix_variants, spec.shared_prefix_tokens, seed, tokens_per_word))
-    context = spec.shared_prefix_tokens + MESSAGE_OVERHEAD_TOKENS
+    context = estimate_tokens(prefix, tokens_per_word, message_tokens)
     turns: list[Turn] = []
     for number in range(spec.turns.draw(rng)):
         if number == 0:
-            free = spec.max_context_tokens - context - 2 * MESSAGE_OVERHEAD_TOKENS
+            free = spec.max_context_tokens - context - 2 * message_tokens
             if free < 2:
                 raise HyperloomError(f"the agent trace's shared prefix ({spec.shared_prefix_tokens} tokens) leaves no room for a task and a reply "
                                      f"in max_context_tokens {spec.max_context_tokens}",
                                      "lower shared_prefix_tokens in the trace spec, or give the server a larger context per sequence")
             output = min(spec.output_tokens.draw(rng), free // 2)  # a long first turn is cut to fit: every session has one
-            tokens = min(spec.task_tokens.draw(rng), free - output)
-            messages = [prefix, Message(role="user", content=words_text(tokens, tokens_per_word, rng))]
-            added = tokens + 2 * MESSAGE_OVERHEAD_TOKENS
+            task = Message(role="user", content=words_text(min(spec.task_tokens.draw(rng), free - output), tokens_per_word, rng))
+            messages = [task]
         else:
-            result = spec.tool_result_tokens.draw(rng)
-            messages = [Message(role="user", content="Tool result: " + words_text(result, tokens_per_word, rng))]
-            added = result + MESSAGE_OVERHEAD_TOKENS
+            messages = [Message(role="user", content="Tool result: " + words_text(spec.tool_result_tokens.draw(rng), tokens_per_word, rng))]
             if rng.random() < spec.file_read_probability:
                 file = rng.randrange(spec.files)
-                text = _shared("file", file, spec.file_read_tokens, seed, tokens_per_word)
-                messages.append(Message(role="user", content=f"File {file}: {text}"))
-                added += round(len(text.split()) * tokens_per_word) + MESSAGE_OVERHEAD_TOKENS
+                messages.append(Message(role="user", content=f"File {file}: " + _shared("file", file, spec.file_read_tokens, seed, tokens_per_word)))
             output = spec.output_tokens.draw(rng)
+        added = sum(estimate_tokens(m, tokens_per_word, message_tokens) for m in messages)
         if context + added + output > spec.max_context_tokens:
             break
-        turns.append(Turn(messages=messages, output_tokens=output, reply=words_text(output, tokens_per_word, rng)))
-        context += added + output + MESSAGE_OVERHEAD_TOKENS
+        reply = words_text(output, tokens_per_word, rng)
+        turns.append(Turn(messages=[prefix, *messages] if number == 0 else messages, output_tokens=output, reply=reply))
+        context += added + round(len(reply.split()) * tokens_per_word) + message_tokens
     return Session(id=f"generated-{seed}-{index}", turns=turns)
 
 
