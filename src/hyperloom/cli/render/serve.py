@@ -56,7 +56,9 @@ def sweep_report(result: ServeSweepResult) -> str:
     parts = [
         f"server: {result.server.kind} {result.server.version or '(version unknown)'} at {result.base_url}, model {result.model}"
         + (" (started by the tool)" if result.server.started_by_tool else ""),
-        f"capacity: {bound}; {capacity.source}", "", table(header, rows), "",
+        f"capacity: {bound}; {capacity.source}",
+        *([f"prompts: {result.workload.words_per_prompt} words; sized by {result.workload.calibration}"] if result.workload.words_per_prompt else []),
+        "", table(header, rows), "",
     ]
     parts += [f"{level.concurrency} streams: {failure}" for level in result.levels for failure in level.failures]
     parts += _trace_part(result)
