@@ -232,3 +232,78 @@ def test_the_local_model_agent_calls_serve_sweep_through_the_real_mcp_server(wor
     assert result["stop_reason"] == "server_capacity" and result["capacity"]["slots"] == 2 and result["evidence"]["tag"] == "MEASURED"
     saved = json.loads(transcript.read_text())
     assert [(c["name"], c["is_error"]) for c in saved["tool_calls"]] == [("mcp__hyperloom__serve_sweep", False)]
+
+
+@pytest.fixture(scope="module")
+def tight_server(tiny_model, tmp_path_factory):
+    """Two slots of 256 tokens (-np 2 -c 512): less than one word per token asks of this character-level tokenizer."""
+    port = free_port()
+    log = (tmp_path_factory.mktemp("tight") / "server.log").open("wb")
+    process = subprocess.Popen(server_command(tiny_model, port, slots=2, context=512), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not answers(port):
+            assert process.poll() is None, f"llama-server exited with {process.returncode}; see {log.name}"
+            time.sleep(0.2)
+        yield port
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        log.close()
+
+
+def _server_counts(port: int) -> dict[str, float]:
+    import urllib.request
+
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    return {line.split()[0]: float(line.split()[1]) for line in text.splitlines() if line.startswith("llamacpp:")}
+
+
+def _tokens(port: int, text: str) -> int:
+    import urllib.request
+
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/tokenize", json.dumps({"content": text, "add_special": True}).encode())
+    return len(json.loads(urllib.request.urlopen(request, timeout=10).read())["tokens"])
+
+
+def test_a_slot_smaller_than_the_first_guess_still_sweeps_at_the_asked_length(workspace, tight_server):
+    from hyperloom.tools.serve.workload import synthetic_prompt
+
+    asked = 160
+    assert _tokens(tight_server, synthetic_prompt(asked, 0, -1)) > 256, "one word per token would overflow a slot: the H200 failure"
+    result = run_serve_sweep(ServeSweepRequest(base_url=f"http://127.0.0.1:{tight_server}/v1", max_concurrency=2, input_tokens=asked,
+                                               output_tokens=16, requests_per_level=4, plot=False), workspace)
+    assert result.complete and [level.concurrency for level in result.levels] == [1, 2]
+    assert result.capacity.context_per_slot_tokens == 256 and "/tokenize" in result.workload.calibration
+    assert all(level.requests_failed == 0 and abs(level.input_tokens_mean - asked) <= 0.05 * asked for level in result.levels), \
+        [level.input_tokens_mean for level in result.levels]
+
+
+def test_an_impossible_length_is_refused_with_the_numbers_before_any_load(workspace, tight_server):
+    before = _server_counts(tight_server)
+    with pytest.raises(HyperloomError, match=r"needs 316 tokens \(input 300 \+ output 16\) but a slot of this llama.cpp server holds 256 "
+                                             r"\(-c 512 shared by -np 2 slots\).*-c 1024 -np 2"):
+        run_serve_sweep(ServeSweepRequest(base_url=f"http://127.0.0.1:{tight_server}/v1", input_tokens=300, output_tokens=16), workspace)
+    after = _server_counts(tight_server)
+    assert after["llamacpp:prompt_tokens_total"] == before["llamacpp:prompt_tokens_total"], "no request reached the model"
+    assert after["llamacpp:n_decode_total"] == before["llamacpp:n_decode_total"]
+
+
+def test_an_agent_trace_sweep_reports_ttft_per_turn_and_the_prefix_reuse_the_server_saw(workspace, running_server):
+    spec = {"shared_prefix_tokens": 300, "turns": {"median": 4}, "task_tokens": {"median": 40}, "tool_result_tokens": {"median": 60, "sigma": 0.3},
+            "file_read_probability": 0.5, "file_read_tokens": {"median": 100, "low": 16}, "files": 2, "output_tokens": {"median": 8, "low": 1}}
+    (workspace.root / "agent.json").write_text(json.dumps(spec))
+    result = run_serve_sweep(ServeSweepRequest(base_url=running_server, workload="agent_trace", prompts_file="agent.json", max_concurrency=2,
+                                               requests_per_level=8, plot=True), workspace)
+    assert result.complete and result.workload.kind == "agent_trace" and result.workload.trace_source == "generated: the spec agent.json"
+    assert result.workload.longest_request_tokens <= 1024 and result.workload.trace_spec["max_context_tokens"] == 921  # 90 % of the slot
+    for level in result.levels:
+        assert level.requests_ok == 8 and level.requests_failed == 0
+        turns = {t.turn: t for t in level.turns}
+        assert len(turns) >= 3 and all(t.ttft_s.count == t.requests > 0 for t in turns.values())
+        ordered = [turns[n].input_tokens_mean for n in sorted(turns)]
+        assert ordered == sorted(ordered), f"the context grows turn by turn: {ordered}"
+        later = [t for n, t in turns.items() if n > 1]
+        assert all(t.cached_input_tokens_mean >= 300 for t in later), "a later turn reuses at least the shared prefix"
+        assert 0.3 < level.prefix_cache_hit_fraction < 1 and "responses" in level.prefix_cache_source
+    assert {Path(f).suffix for f in result.files} == {".json", ".png", ".svg"}

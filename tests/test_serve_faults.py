@@ -28,8 +28,9 @@ Mode = Callable[[int], str]  # the n-th POST -> "ok" | "garbage" | "early_close"
 
 
 class Stub:
-    def __init__(self, mode: Mode, tokens_per_word: int = 1, metrics: str | None = None) -> None:
+    def __init__(self, mode: Mode, tokens_per_word: int = 1, metrics: str | None = None, tokenizer: bool = True, context_tokens: int | None = None) -> None:
         self.mode, self.tokens_per_word, self.metrics = mode, tokens_per_word, metrics
+        self.tokenizer, self.context_tokens = tokenizer, context_tokens
         self.posts = 0
         self.bodies: list[dict] = []
         self.paths: list[str] = []
@@ -68,9 +69,24 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
             else:
                 self._json(404, {"error": "not found"})
 
+        def tokens(self, text: str) -> int:
+            return stub.tokens_per_word * len(text.split()) + 1  # a word-level tokenizer with BOS
+
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             stub.paths.append(self.path)
+            if self.path == "/tokenize" and stub.tokenizer:  # llama.cpp's form: {"content", "add_special"} -> {"tokens"}
+                self._json(200, {"tokens": [7] * self.tokens(body["content"])})
+                return
+            if self.path not in ("/v1/completions", "/v1/chat/completions"):
+                self._json(404, {"error": {"message": "File Not Found", "type": "not_found_error", "code": 404}})
+                return
+            prompt = body.get("prompt") or body["messages"][0]["content"]
+            if stub.context_tokens is not None and self.tokens(prompt) > stub.context_tokens:  # llama.cpp's refusal, as captured
+                n = self.tokens(prompt)
+                self._json(400, {"error": {"code": 400, "message": f"request ({n} tokens) exceeds the available context size ({stub.context_tokens} tokens), "
+                                           "try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": n, "n_ctx": stub.context_tokens}})
+                return
             with stub.lock:
                 index = stub.posts
                 stub.posts += 1
@@ -88,7 +104,6 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
             if mode == "hang":
                 stub.release.wait(60)
                 return
-            prompt = body.get("prompt") or body["messages"][0]["content"]
             count = 2 if mode == "early_close" else body["max_tokens"]
             for _ in range(count):
                 if mode == "slow":
@@ -98,7 +113,7 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
                 self.wfile.flush()
             if mode == "early_close":
                 return
-            usage = {"prompt_tokens": stub.tokens_per_word * len(prompt.split()) + 1, "completion_tokens": count}
+            usage = {"prompt_tokens": self.tokens(prompt), "completion_tokens": count}
             if mode != "empty_no_usage":
                 self.wfile.write(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
@@ -359,3 +374,62 @@ def test_an_interrupted_sweep_keeps_its_finished_levels_labelled_interrupted(wor
     partial = json.loads(saved[0].read_text())
     assert partial["stop_reason"] == "interrupted" and partial["complete"] is False
     assert [level["concurrency"] for level in partial["levels"]] == [1] and "partial result" in partial["stop_detail"]
+
+
+def test_without_a_tokenizer_calibration_starts_small_and_grows_inside_a_tight_context(workspace):
+    # 4 tokens a word and 64 a request: the old first guess (40 words for 40 tokens) would be 161 tokens, refused
+    with stub_server(always("ok"), tokens_per_word=4, tokenizer=False, context_tokens=64) as stub:
+        result = sweep(workspace, stub, max_concurrency=2, input_tokens=40)
+    assert result.complete and all(level.requests_failed == 0 for level in result.levels)
+    assert all(abs(level.input_tokens_mean - 40) <= 2 for level in result.levels) and "grown from 5 words" in result.workload.calibration
+    assert "/tokenize" in stub.paths and not any(b.get("prompt", "").count(" ") > 15 for b in stub.bodies)
+
+
+def test_a_context_refusal_on_the_first_request_is_reported_as_the_context_bound(workspace):
+    with stub_server(always("ok"), tokens_per_word=4, tokenizer=False, context_tokens=3) as stub, \
+            pytest.raises(HyperloomError, match="refused a calibration prompt of 2 words as longer than its context .*exceeds the available context size") as caught:
+        sweep(workspace, stub, input_tokens=16)
+    assert "serves this model" not in str(caught.value) and "larger context" in str(caught.value)
+
+
+def _trace(tmp: Path, sessions: int = 2, turns: int = 3, words: int = 10) -> str:
+    lines = []
+    for s in range(sessions):
+        lines.append(json.dumps({"id": f"s{s}", "turns": [
+            {"messages": ([{"role": "system", "content": "shared prefix " * 20}] if t == 0 else []) + [{"role": "user", "content": f"s{s} t{t} " + "x " * words}],
+             "output_tokens": 4, **({"reply": f"reply {s} {t}"} if t == 0 else {})} for t in range(turns)]}))
+    (tmp / "trace.jsonl").write_text("\n".join(lines) + "\n")
+    return "trace.jsonl"
+
+
+def test_a_recorded_trace_is_replayed_turn_by_turn_each_prompt_extending_the_last(workspace):
+    name = _trace(workspace.root)
+    with stub_server(always("ok")) as stub:
+        result = sweep(workspace, stub, workload="agent_trace", prompts_file=name, max_concurrency=2, requests_per_level=6)
+    assert result.complete and result.workload.kind == "agent_trace" and result.workload.trace_sessions == 2
+    assert result.workload.trace_source == "recorded: trace.jsonl" and len(result.workload.prompts_sha256) == 64
+    prompts = [b["prompt"] for b in stub.bodies if "user: s" in b.get("prompt", "")]  # the trace's requests, not the probes of the API's wrapping
+    assert len(prompts) >= 12 and all(p.startswith("system: shared prefix") for p in prompts), "every session shares the long prefix"
+    firsts = [p for p in prompts if p.count("user:") == 1]
+    for p in prompts:
+        if p.count("user:") > 1:
+            assert any(p.startswith(f) for f in firsts), "a later turn extends its session's first turn"
+    assert "assistant: reply 0 0" in next(p for p in prompts if "s0 t1" in p), "the recorded reply is part of the next turn's context"
+    assert [t.turn for t in result.levels[0].turns] == [1, 2, 3] and result.levels[0].prefix_cache_hit_fraction is None
+
+
+def test_a_request_past_the_servers_context_mid_sweep_stops_it_as_the_context_limit(workspace):
+    name = _trace(workspace.root, turns=3, words=30)
+    with stub_server(always("ok"), context_tokens=100) as stub:  # the first turn fits, the third does not; the stub says nothing of its context
+        result = sweep(workspace, stub, workload="agent_trace", prompts_file=name, max_concurrency=2, requests_per_level=6)
+    assert result.stop_reason == "context_limit" and "-c" in result.stop_detail and "--max-model-len" in result.stop_detail
+    assert "exceeds the available context size" in result.levels[-1].failures[0]
+
+
+def test_a_bad_trace_or_spec_is_refused_before_any_request(workspace):
+    (workspace.root / "t.jsonl").write_text('{"id": "s", "turns": [{"messages": [], "output_tokens": 4}]}\n')
+    (workspace.root / "spec.json").write_text('{"turns": {"median": 0}}')
+    with pytest.raises(HyperloomError, match="t.jsonl line 1 is not an agent-trace session: turns.0.messages"):
+        run_serve_sweep(ServeSweepRequest(base_url="http://127.0.0.1:9/v1", workload="agent_trace", prompts_file="t.jsonl"), workspace)
+    with pytest.raises(HyperloomError, match="spec.json is not an agent-trace spec: turns.median"):
+        run_serve_sweep(ServeSweepRequest(base_url="http://127.0.0.1:9/v1", workload="agent_trace", prompts_file="spec.json"), workspace)

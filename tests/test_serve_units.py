@@ -164,3 +164,145 @@ def test_the_committed_result_schema_is_the_models_schema():
     assert committed == result_schema(), (
         "validators/serve_sweep.schema.json is stale; regenerate it with: python -c \"import json; from hyperloom.tools.serve.models import "
         "result_schema; open('validators/serve_sweep.schema.json', 'w').write(json.dumps(result_schema(), indent=2) + '\\n')\"")
+
+
+def test_a_seeded_agent_trace_is_the_same_every_time_and_its_sessions_share_the_prefix_and_grow():
+    from hyperloom.tools.serve.trace import AgentTraceSpec, conversations, generate_session
+
+    spec = AgentTraceSpec(shared_prefix_tokens=500, max_context_tokens=6000)
+    one, again, other = generate_session(spec, 3, 0, 1.5), generate_session(spec, 3, 0, 1.5), generate_session(spec, 3, 1, 1.5)
+    assert one == again and one != other and one != generate_session(spec, 4, 0, 1.5)
+    assert one.turns[0].messages[0] == other.turns[0].messages[0] and one.turns[0].messages[0].role == "system"
+    assert abs(len(one.turns[0].messages[0].content.split()) - 500 / 1.5) <= 1, "the shared prefix is 500 tokens at 1.5 tokens a word"
+    turns = conversations(one, 1.5)
+    for (shorter, _), (longer, _) in zip(turns, turns[1:]):
+        assert longer[:len(shorter)] == shorter and len(longer) > len(shorter), "each turn's prompt extends the previous one"
+    sessions = [generate_session(spec, 3, i, 1.5) for i in range(40)]
+    for s in sessions:
+        final, output = conversations(s, 1.5)[-1]
+        estimated = 1.5 * sum(len(m["content"].split()) for m in final[:-1]) + 8 * len(final)
+        assert estimated + output <= 1.1 * spec.max_context_tokens, "a session ends before its context passes the cap"
+    reads: dict[str, list[str]] = {}
+    for m in (m for s in sessions for t in s.turns for m in t.messages if m.content.startswith("File ")):
+        reads.setdefault(m.content.split(":")[0], []).append(m.content)
+    assert any(len(texts) > 1 for texts in reads.values()) and all(len(set(texts)) == 1 for texts in reads.values()), \
+        "the same file is the same text in every session"
+
+
+@pytest.mark.parametrize(("fields", "median", "low", "high"), [
+    ({"median": 100}, 100, 100, 100),                                   # sigma 0: a fixed length
+    ({"median": 100, "sigma": 1.0}, 100, 1, 10_000),
+    ({"median": 100, "sigma": 2.0, "low": 50, "high": 150}, 100, 50, 150),
+])
+def test_lengths_follow_their_declared_log_normal_distribution_within_its_bounds(fields, median, low, high):
+    import random
+    import statistics
+
+    from hyperloom.tools.serve.trace import Lengths
+
+    rng = random.Random(0)
+    draws = [Lengths(**fields).draw(rng) for _ in range(4000)]
+    assert low <= min(draws) and max(draws) <= high
+    assert abs(statistics.median(draws) - median) <= 0.1 * median
+
+
+def test_impossible_length_distributions_are_refused():
+    from hyperloom.tools.serve.trace import AgentTraceSpec, Lengths
+
+    with pytest.raises(ValidationError, match="low 200 <= median 100"):
+        Lengths(median=100, low=200)
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        AgentTraceSpec(turn_count=3)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('{"id": "s", "turns": []}', "line 1 is not an agent-trace session: turns: List should have at least 1 item"),
+    ('{"id": "s", "turns": [{"messages": [{"role": "robot", "content": "x"}], "output_tokens": 4}]}', "turns.0.messages.0.role"),
+    ("not json", "line 1 is not an agent-trace session"),
+])
+def test_a_bad_trace_line_is_refused_with_its_number_and_field(tmp_path, line, message):
+    from hyperloom.core.errors import HyperloomError
+    from hyperloom.tools.serve.trace import load_trace
+
+    (tmp_path / "t.jsonl").write_text(line + "\n")
+    with pytest.raises(HyperloomError, match=message):
+        load_trace(tmp_path / "t.jsonl", "t.jsonl")
+
+
+def test_a_generated_trace_written_out_is_valid_against_the_committed_schema_and_reads_back(tmp_path):
+    import jsonschema
+
+    from hyperloom.tools.serve.trace import AgentTraceSpec, generate_session, load_trace, schemas, write_trace
+
+    for name, schema in schemas().items():
+        assert json.loads((REPO / "validators" / f"{name}.schema.json").read_text()) == schema, f"validators/{name}.schema.json is stale"
+    sessions = [generate_session(AgentTraceSpec(), 0, i, 1.3) for i in range(3)]
+    write_trace(sessions, tmp_path / "trace.jsonl")
+    for line in (tmp_path / "trace.jsonl").read_text().splitlines():
+        jsonschema.validate(json.loads(line), schemas()["agent_trace"])
+    assert load_trace(tmp_path / "trace.jsonl", "trace.jsonl") == sessions
+
+
+def test_a_context_refusal_names_the_slot_the_flag_and_a_size_that_fits():
+    from hyperloom.core.errors import HyperloomError
+    from hyperloom.tools.serve.client import is_context_error
+    from hyperloom.tools.serve.fit import context_refusal, refuse_unfit
+
+    llama = ServerFacts("llama.cpp", "b1", 256, 512, None, True, "props")
+    with pytest.raises(HyperloomError, match=r"needs 600 tokens \(input 560 \+ output 40\) but a slot of this llama.cpp server holds 512 "
+                                             r"\(-c 131072 shared by -np 256 slots\).*-c 262144 -np 256"):
+        refuse_unfit(llama, 560, 40)
+    vllm = ServerFacts("vllm", "0.9", None, 4096, 10**6, True, "metrics")
+    with pytest.raises(HyperloomError, match="max_model_len is 4096.*--max-model-len"):
+        refuse_unfit(vllm, 4000, 200)
+    refuse_unfit(llama, 400, 100)  # fits: no error
+    captured = (FIXTURES / "llama_cpp_context_error.json").read_text()
+    assert is_context_error(f"HTTP 400: {captured}") and not is_context_error("HTTP 500: model crashed")
+    error = context_refusal(llama, f"HTTP 400: {captured}", "a prompt")
+    assert "longer than its context" in error.cause and "-np" in error.next_step and "serves this model" not in str(error)
+
+
+def test_vllm_prefix_cache_counters_are_summed_over_engines():
+    from hyperloom.tools.serve.capacity import prefix_cache_counts
+
+    # the counter names vLLM's V1 engine documents (docs/usage/metrics.md); no captured page of one is at hand
+    text = ('vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0\nvllm:prefix_cache_hits_total{engine="0",model_name="m"} 250.0\n'
+            'vllm:prefix_cache_queries_total{engine="1",model_name="m"} 500.0\nvllm:prefix_cache_hits_total{engine="1",model_name="m"} 50.0\n')
+    assert prefix_cache_counts(parse_metrics(text)) == (300.0, 1500.0)
+    assert prefix_cache_counts(parse_metrics((FIXTURES / "vllm_metrics.txt").read_text())) is None, "vLLM 0.6 has only a hit-rate gauge"
+
+
+def test_per_turn_figures_and_the_prefix_share_come_from_the_responses():
+    from hyperloom.tools.serve.client import Record
+    from hyperloom.tools.serve.stats import summarize
+
+    records = [Record(ok=True, ttft_s=0.1 * turn, e2e_s=1.0, output_tokens=4, input_tokens=100 * turn, cached_tokens=100 * (turn - 1),
+                      turn=turn, started_at=0.0, finished_at=1.0) for turn in (1, 2, 2, 3)]
+    level = summarize(2, records)
+    assert [(t.turn, t.requests, t.input_tokens_mean, t.cached_input_tokens_mean) for t in level.turns] == [(1, 1, 100, 0), (2, 2, 200, 100), (3, 1, 300, 200)]
+    assert level.prefix_cache_hit_fraction == pytest.approx(400 / 800) and "responses" in level.prefix_cache_source
+    assert summarize(1, [Record(ok=True, ttft_s=0.1, e2e_s=1, output_tokens=4, turn=1, finished_at=1.0)], metrics_hit_fraction=0.4).prefix_cache_hit_fraction == 0.4
+    assert summarize(1, records[:1]).turns == [], "single requests have no turns"
+
+
+def test_calibration_through_requests_starts_small_and_grows_to_the_length():
+    sent: list[int] = []
+
+    async def measure(prompt: str) -> int:
+        sent.append(4 * len(prompt.split()) + 1)  # 4 tokens a word: one word per token would ask 4x the slot
+        return sent[-1]
+
+    words, tokens = anyio.run(calibrate_words, 120, 0, measure, 4, 15)
+    assert (words, tokens) == (30, 121) and sent[0] == 61 and max(sent) <= 121
+
+
+def test_the_plot_title_is_wrapped_to_the_figure():
+    from hyperloom.tools.serve.plot import TITLE_CHARS, title
+
+    from types import SimpleNamespace
+
+    fake = SimpleNamespace(server=SimpleNamespace(kind="llama.cpp", version="b0-llama-cpp-python-0.3.36"), model="/tmp/llama8b-random.gguf",
+                           workload=SimpleNamespace(kind="synthetic", input_tokens_requested=120, output_tokens_requested=128),
+                           saturation="not_saturated", stop_reason="max_concurrency")
+    lines = title(fake).splitlines()
+    assert len(lines) == 2 and all(len(line) <= TITLE_CHARS for line in lines) and lines[-1].endswith("stopped by max_concurrency")

@@ -473,7 +473,7 @@ CATALOG += (
         title="Sweep a model server",
         description=(
             "Measure an OpenAI-compatible model server (llama.cpp, vLLM, SGLang, Lemonade) at 1, 2, 4, ... concurrent "
-            "streams: tokens/s, time to first token, inter-token and end-to-end latency. Returns the knee concurrency."
+            "streams (synthetic prompts or agent traces): tokens/s, TTFT, inter-token and end-to-end latency. Returns the knee concurrency."
         ),
         request="hyperloom.tools.serve.models:ServeSweepRequest",
         result="hyperloom.tools.serve.models:ServeSweepResult",

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Run ON THE DEVICE (one NVIDIA H200, no network), after scripts/device/serve_prepare.sh here, carrying .whl and
-# .serve-device. Two phases, each inside one 10-minute command; the machine must stay warm between them (the
+# .serve-device. Three phases, each inside one 10-minute command; the machine must stay warm between them (the
 # build is cached in /tmp/hyperloom-llama, and a build cut off by the time limit resumes where it stopped):
 #   bash scripts/device/serve_h200.sh build   llama-server with CUDA for sm_90 (about 190 nvcc units on 16 cores)
 #   bash scripts/device/serve_h200.sh sweep   a Llama-3-8B-shaped random-weight GGUF (f16, about 15 GB), then
-#                                             serve_sweep 1 ... 256 streams against llama-server -np 256
-# What comes back in $OUT (at most 7 files; results/h200/serve/ here): env.txt (GPU, nvcc, cmake, build and model
-# times, the server command), serve_sweep.json/.png/.svg, serve_sweep_report.txt (the CLI's table and its stderr),
-# server_log_tail.txt, and build_log_tail.txt when the build fails.
+#                                             serve_sweep 1 ... 256 streams of synthetic prompts against llama-server
+#                                             -np 256 -c 262144 (1,024 tokens a slot)
+#   bash scripts/device/serve_h200.sh trace   the same model, serve_sweep of the default agent trace (multi-turn
+#                                             sessions sharing a 2,048-token prefix, growing to about 7,400 tokens)
+#                                             1 ... 64 streams against llama-server -np 64 -c 524288 (8,192 a slot)
+# What comes back in $OUT (results/h200/serve/ here): env.txt (GPU, nvcc, cmake, build and model times, the server
+# command), then for sweep serve_sweep.json/.png/.svg, serve_sweep_report.txt (the CLI's table and its stderr) and
+# server_log_tail.txt; for trace the same under agent_trace_*; build_log_tail.txt when the build fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-phase="${1:?usage: serve_h200.sh build|sweep}"
+phase="${1:?usage: serve_h200.sh build|sweep|trace}"
 out="${OUT:-/tmp/serve-out}"; mkdir -p "$out"
 env_txt="$out/env.txt"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl
@@ -34,14 +38,26 @@ if [ ! -f "$model" ]; then
   python3 scripts/serve/write_gguf.py --out "$model" --preset llama-8b 2>> "$env_txt"
   echo "model written in $(( $(date +%s) - written )) s: $(stat -c %s "$model") bytes" >> "$env_txt"
 fi
-mkdir -p /tmp/serve-ws && cd /tmp/serve-ws
-# 256 slots is llama.cpp's sequence cap; 131072 tokens of context give each slot 512, enough for 120 + 128.
-command=("$server" -m "$model" --host 127.0.0.1 --port 8080 -np 256 -c 131072 -ngl 99 -fa on -t 8 --metrics --no-ui)
-echo "server command: ${command[*]}" >> "$env_txt"
-echo "sweep: hyperloom serve sweep --base-url http://127.0.0.1:8080/v1 --max-concurrency 256 --input-tokens 120 --output-tokens 128 --max-duration-s 400 -- <server command>" >> "$env_txt"
-python3 -m hyperloom.cli.main serve sweep --base-url http://127.0.0.1:8080/v1 --max-concurrency 256 \
-  --input-tokens 120 --output-tokens 128 --max-duration-s 400 --ready-timeout-s 300 -- "${command[@]}" \
-  > "$out/serve_sweep_report.txt" 2>&1 || echo "serve sweep exited with $?" >> "$out/serve_sweep_report.txt"
-folder=$(ls -d .hyperloom/serve/*/ | head -n 1)
-cp "$folder"/serve_sweep.json "$folder"/serve_sweep.png "$folder"/serve_sweep.svg "$out"/ 2>/dev/null || true
-tail -n 300 "$folder/server.log" > "$out/server_log_tail.txt" 2>/dev/null || true
+# One sweep in its own workspace (its folder is the only one under .hyperloom/serve/); outputs prefixed by its name.
+run_sweep() {
+  local name="$1" slots="$2" context="$3"; shift 3
+  local ws="/tmp/serve-ws-$name" prefix=""; [ "$name" = synthetic ] || prefix="${name}_"
+  mkdir -p "$ws"
+  local command=("$server" -m "$model" --host 127.0.0.1 --port 8080 -np "$slots" -c "$context" -ngl 99 -fa on -t 8 --metrics --no-ui)
+  echo "$name server command: ${command[*]}" >> "$env_txt"
+  echo "$name sweep: hyperloom serve sweep --base-url http://127.0.0.1:8080/v1 $* --ready-timeout-s 300 -- <server command>" >> "$env_txt"
+  (cd "$ws" && python3 -m hyperloom.cli.main serve sweep --base-url http://127.0.0.1:8080/v1 "$@" --ready-timeout-s 300 -- "${command[@]}") \
+    > "$out/${prefix}serve_sweep_report.txt" 2>&1 || echo "serve sweep exited with $?" >> "$out/${prefix}serve_sweep_report.txt"
+  local folder; folder=$(ls -d "$ws"/.hyperloom/serve/*/ | head -n 1)
+  for f in serve_sweep.json serve_sweep.png serve_sweep.svg; do cp "$folder/$f" "$out/${prefix}$f" 2>/dev/null || true; done
+  tail -n 300 "$folder/server.log" > "$out/${prefix}server_log_tail.txt" 2>/dev/null || true
+}
+# 256 slots is llama.cpp's sequence cap; -c is shared by the slots: 262144 gives each 1,024 tokens, room for 120 + 128
+# (131072 gave 512, and the old calibration's first guess of 120 words was 556 tokens: the sweep's first request failed).
+if [ "$phase" = sweep ]; then
+  run_sweep synthetic 256 262144 --max-concurrency 256 --input-tokens 120 --output-tokens 128 --max-duration-s 400
+fi
+# The agent trace's sessions grow to about 7,400 tokens: 64 slots of 8,192 (KV cache 64 GiB at f16 beside the 15 GB model).
+if [ "$phase" = trace ]; then
+  run_sweep agent_trace 64 524288 --workload agent_trace --max-concurrency 64 --max-duration-s 420
+fi

@@ -5,7 +5,7 @@ After every level the result so far is cached labelled 'interrupted', so a kille
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import anyio
@@ -19,13 +19,15 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.core.toolchain import find_tool
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.serve import cache, server as servers
+from hyperloom.core.hashing import sha256_json
 from hyperloom.tools.serve.capacity import ServerFacts, capacity_for, probe
-from hyperloom.tools.serve.client import list_models, new_client, request_body, root_url, stream_request
+from hyperloom.tools.serve.client import list_models, new_client, root_url
 from hyperloom.tools.serve.knee import find_knee, saturation
 from hyperloom.tools.serve.models import Capacity, Level, ServeSweepRequest, ServeSweepResult, ServerInfo, StopReason, Workload
 from hyperloom.tools.serve.plot import draw
+from hyperloom.tools.serve.prepare import Plan, TraceInput, prepare, trace_input
 from hyperloom.tools.serve.sweep import LevelRunner, plan_levels, requests_for, stop_after
-from hyperloom.tools.serve.workload import calibrate_words, load_prompts, synthetic_prompt
+from hyperloom.tools.serve.workload import load_prompts
 from hyperloom.tools.smi.nvidia import NAME_ARGS, parse_names
 
 
@@ -41,26 +43,33 @@ class Context:
     facts: ServerFacts
     info: ServerInfo
     capacity: Capacity
-    workload: Workload
+    plan: Plan
     files: list[str] = field(default_factory=list)
+
+    @property
+    def workload(self) -> Workload:
+        return self.plan.workload
 
 
 def run_serve_sweep(request: ServeSweepRequest, workspace: Workspace, progress: ProgressFn | None = None) -> ServeSweepResult:
-    prompts, prompts_sha256 = None, None
-    if request.prompts_file is not None:
-        path = workspace.resolve(request.prompts_file, kind="file", what="prompts_file")
-        prompts, prompts_sha256 = load_prompts(path, request.prompts_file), sha256_file(path)
+    prompts, prompts_sha256, trace = None, None, None
+    path = workspace.resolve(request.prompts_file, kind="file", what="prompts_file") if request.prompts_file is not None else None
+    if request.workload == "agent_trace":
+        trace = trace_input(path, request.prompts_file)
+        prompts_sha256 = sha256_file(path) if path is not None else sha256_json(trace.spec.model_dump() if trace.spec else None)
+    elif path is not None:
+        prompts, prompts_sha256 = load_prompts(path, request.prompts_file or ""), sha256_file(path)
     api_key = None
     if request.api_key_env is not None:
         api_key = os.environ.get(request.api_key_env)
         if not api_key:
             raise HyperloomError(f"the environment variable {request.api_key_env} named by api_key_env is not set",
                                  "set it in the environment of hyperloom (or hyperloom-mcp), or drop api_key_env")
-    return anyio.run(_sweep, request, workspace, progress, prompts, prompts_sha256, api_key)
+    return anyio.run(_sweep, request, workspace, progress, prompts, prompts_sha256, trace, api_key)
 
 
 async def _sweep(request: ServeSweepRequest, workspace: Workspace, progress: ProgressFn | None,
-                 prompts: list[str] | None, prompts_sha256: str | None, api_key: str | None) -> ServeSweepResult:
+                 prompts: list[str] | None, prompts_sha256: str | None, trace: TraceInput | None, api_key: str | None) -> ServeSweepResult:
     started: servers.StartedServer | None = None
     async with new_client(request.base_url, api_key, request.max_concurrency, request.request_timeout_s) as client:
         identity: dict[str, object] | None = None
@@ -76,10 +85,13 @@ async def _sweep(request: ServeSweepRequest, workspace: Workspace, progress: Pro
             if started is not None:
                 await servers.wait_ready(started, client, request.base_url, request.ready_timeout_s)
             models = await list_models(client)
-            model = request.model or (models[0] if models else None)
+            model = request.model or (models[0].id if models else None)
             if model is None:
                 raise HyperloomError(f"{request.base_url}/models lists no model", "load a model into the server, or pass model")
             facts = await probe(client, root_url(request.base_url))
+            listed = next((m.context_tokens for m in models if m.id == model), None)
+            if facts.context_per_slot_tokens is None and listed is not None:
+                facts = replace(facts, context_per_slot_tokens=listed, source=f"{facts.source}; /models max_model_len {listed}")
             if identity is None:
                 device = request.device or f"unknown ({request.base_url})"
                 described = {"kind": facts.kind, "version": facts.version, "slots": facts.slots, "n_ctx": facts.context_per_slot_tokens,
@@ -88,49 +100,19 @@ async def _sweep(request: ServeSweepRequest, workspace: Workspace, progress: Pro
                 if not request.refresh and (hit := cache.lookup(cache.folder_for(workspace, key), key)) is not None:
                     return _as_cached(hit)
             folder = cache.folder_for(workspace, key)
-            context = await _prepare(request, client, model, device, key, folder, facts, started, identity, prompts, prompts_sha256, workspace)
-            return await _levels(context, client, prompts, workspace, progress)
+            plan = await prepare(request, client, model, facts, prompts, prompts_sha256, trace)
+            info = ServerInfo(kind=facts.kind, version=facts.version, started_by_tool=started is not None,
+                              command=started.command if started else None,
+                              executable_sha256=str(identity["program_sha256"]) if identity else None)
+            files = [workspace.relative(started.log_path)] if started else []
+            context = Context(request, model, device, key, folder, facts, info, capacity_for(facts, plan.tokens_per_request), plan, files)
+            return await _levels(context, client, workspace, progress)
         finally:
             if started is not None:
                 servers.stop(started)  # blocking on purpose: an await here would be skipped when the sweep is cancelled
 
 
-async def _prepare(request: ServeSweepRequest, client: httpx2.AsyncClient, model: str, device: str, key: str, folder: Path,
-                   facts: ServerFacts, started: servers.StartedServer | None, identity: dict[str, object] | None,
-                   prompts: list[str] | None, prompts_sha256: str | None, workspace: Workspace) -> Context:
-    """Check the workload fits the server, calibrate synthetic prompts to the token count asked for."""
-    per_request = None if prompts is not None else request.input_tokens + request.output_tokens
-    if per_request is not None and facts.context_per_slot_tokens is not None and per_request > facts.context_per_slot_tokens:
-        raise HyperloomError(
-            f"each request needs {per_request} tokens (input {request.input_tokens} + output {request.output_tokens}) but a slot of this "
-            f"llama.cpp server holds {facts.context_per_slot_tokens}",
-            "lower input_tokens or output_tokens, or start the server with a larger context (-c; each of the -np slots gets -c / -np)")
-    if per_request is not None and facts.kv_cache_tokens is not None and per_request > facts.kv_cache_tokens:
-        raise HyperloomError(f"each request needs {per_request} tokens but the server's KV cache holds {facts.kv_cache_tokens}",
-                             "lower input_tokens or output_tokens, or give the server more KV cache")
-    words = None
-    if prompts is None:
-        async def measure(prompt: str) -> int | None:
-            body = request_body(request.api, model, prompt, 1, request.force_output_length)
-            record = await stream_request(client, request.api, body, request.request_timeout_s)
-            if not record.ok:
-                raise HyperloomError(f"the first request to {request.base_url} failed: {record.error}",
-                                     "check that the server serves this model and API (api: completions or chat)")
-            return record.input_tokens
-
-        words, _ = await calibrate_words(request.input_tokens, request.seed, measure)
-    info = ServerInfo(kind=facts.kind, version=facts.version, started_by_tool=started is not None,
-                      command=started.command if started else None,
-                      executable_sha256=str(identity["program_sha256"]) if identity else None)
-    workload = Workload(api=request.api, input_tokens_requested=None if prompts is not None else request.input_tokens,
-                        output_tokens_requested=request.output_tokens, force_output_length=request.force_output_length,
-                        prompts_file=request.prompts_file, prompts_sha256=prompts_sha256, words_per_prompt=words)
-    files = [workspace.relative(started.log_path)] if started else []
-    return Context(request, model, device, key, folder, facts, info, capacity_for(facts, per_request), workload, files)
-
-
-async def _levels(ctx: Context, client: httpx2.AsyncClient, prompts: list[str] | None, workspace: Workspace,
-                  progress: ProgressFn | None) -> ServeSweepResult:
+async def _levels(ctx: Context, client: httpx2.AsyncClient, workspace: Workspace, progress: ProgressFn | None) -> ServeSweepResult:
     request = ctx.request
     plan = plan_levels(request.max_concurrency, ctx.capacity.max_concurrency)
     total = sum(sum(requests_for(request, c)) for c in plan)
@@ -142,12 +124,8 @@ async def _levels(ctx: Context, client: httpx2.AsyncClient, prompts: list[str] |
         if progress is not None:
             progress(min(done, total), total)
 
-    def body_for(index: int) -> dict:
-        prompt = prompts[index % len(prompts)] if prompts is not None else synthetic_prompt(ctx.workload.words_per_prompt or 1, request.seed, index)
-        return request_body(request.api, ctx.model, prompt, request.output_tokens, request.force_output_length)
-
     metrics_url = f"{root_url(request.base_url)}/metrics" if ctx.facts.metrics else None
-    runner = LevelRunner(client, request.api, body_for, request.request_timeout_s, metrics_url, on_request)
+    runner = LevelRunner(client, request.api, ctx.plan.session_for, request.request_timeout_s, metrics_url, on_request, sustained=ctx.plan.sustained)
     levels: list[Level] = []
     began = anyio.current_time()
     stop: tuple[StopReason, str] = ("interrupted", "the sweep was interrupted before its first level finished")

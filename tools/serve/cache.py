@@ -2,8 +2,8 @@
 
 The key is the sha256 of everything that decides the figures: the model, the server (for a started one its
 arguments, its program's sha256 and its files' sizes and times; for a running one its kind, version or build,
-slots and KV size, and address), the device, the workload (API, lengths, prompts file sha256, forced length,
-seed) and the sweep settings (levels, requests, limits). Only a complete sweep is served again; a partial one
+slots and KV size, and address), the device, the workload (API, kind, lengths, the prompts or trace file's sha256 or the trace spec's,
+forced length, seed) and the sweep settings (levels, requests, limits). Only a complete sweep is served again; a partial one
 (failures, interruption) stays on disk, labelled, and is measured again next time.
 """
 
@@ -20,10 +20,10 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.serve.models import ServeSweepRequest, ServeSweepResult
 
 RESULT_NAME = "serve_sweep.json"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: prompts sized by the server's tokenizer; agent traces
 # Request fields that change what is measured; the rest (refresh, plot, timeouts of starting) do not.
 _MEASURING_FIELDS = (
-    "api", "input_tokens", "output_tokens", "force_output_length", "max_concurrency", "requests_per_level", "warmup_requests",
+    "api", "workload", "input_tokens", "output_tokens", "force_output_length", "max_concurrency", "requests_per_level", "warmup_requests",
     "level_duration_s", "request_timeout_s", "max_error_rate", "max_ttft_s", "max_itl_s", "max_e2e_s", "latency_percentile",
     "knee_fraction", "rise_threshold", "max_duration_s", "seed",
 )
@@ -31,8 +31,10 @@ _MEASURING_FIELDS = (
 
 def cache_key(request: ServeSweepRequest, server: dict[str, Any], model: str | None, device: str, prompts_sha256: str | None) -> str:
     settings = {name: getattr(request, name) for name in _MEASURING_FIELDS}
-    if request.prompts_file is not None:
+    if request.prompts_file is not None or request.workload == "agent_trace":
         settings.pop("input_tokens")
+    if request.workload == "agent_trace":
+        settings.pop("output_tokens")  # the trace's turns say their lengths
     return sha256_json({"format": FORMAT_VERSION, "model": model, "server": server, "device": device,
                         "prompts_sha256": prompts_sha256, "settings": settings})
 

@@ -1,15 +1,16 @@
 """What a server says about itself: its kind and build, how many sequences and KV tokens it holds, its queue.
 
-llama.cpp's llama-server: /props (total_slots, default_generation_settings.n_ctx, build_info) and, with --metrics,
-/metrics (llamacpp:requests_deferred). vLLM: /version and /metrics (vllm:cache_config_info num_gpu_blocks and
-block_size, vllm:num_requests_waiting, vllm:kv_cache_usage_perc or the older vllm:gpu_cache_usage_perc).
+llama.cpp's llama-server: /props (total_slots, default_generation_settings.n_ctx, build_info; /slots n_ctx when
+/props lacks it) and, with --metrics, /metrics (llamacpp:requests_deferred). vLLM: /version and /metrics
+(vllm:cache_config_info num_gpu_blocks and block_size, vllm:num_requests_waiting, vllm:kv_cache_usage_perc or the
+older vllm:gpu_cache_usage_perc, vllm:prefix_cache_hits_total and _queries_total); its max_model_len is on /v1/models.
 Pages live at the server's origin, beside the /v1 prefix. A server that exposes none of them has an unknown capacity.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import httpx2
 
@@ -20,6 +21,8 @@ _SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{(.*)\})?\s+(\S+)")
 _LABEL = re.compile(r'([A-Za-z_][A-Za-z0-9_]*)="((?:[^"\\]|\\.)*)"')
 WAITING_METRICS = ("vllm:num_requests_waiting", "llamacpp:requests_deferred")
 KV_USAGE_METRICS = ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")
+PREFIX_HITS_METRICS = ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total")
+PREFIX_QUERIES_METRICS = ("vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total")
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,12 @@ def queue_and_kv(samples: list[Sample]) -> tuple[float | None, float | None]:
     return _total(samples, WAITING_METRICS), _highest(samples, KV_USAGE_METRICS)
 
 
+def prefix_cache_counts(samples: list[Sample]) -> tuple[float, float] | None:
+    """vLLM's cumulative prefix-cache (hit tokens, queried tokens), summed over engines; None when it does not count them."""
+    hits, queries = _total(samples, PREFIX_HITS_METRICS), _total(samples, PREFIX_QUERIES_METRICS)
+    return (hits, queries) if hits is not None and queries is not None else None
+
+
 def vllm_kv_tokens(samples: list[Sample]) -> int | None:
     """KV-cache tokens from vllm:cache_config_info: kv_cache_size_tokens where given, else num_gpu_blocks x block_size."""
     total = 0
@@ -100,7 +109,13 @@ async def probe(client: httpx2.AsyncClient, root: str) -> ServerFacts:
     metrics_response = await get_optional(client, f"{root}/metrics")
     samples = parse_metrics(metrics_response.text) if metrics_response is not None else []
     if props is not None and "total_slots" in props:
-        return llama_cpp_facts(props, f"{root}/props", metrics=bool(samples))
+        facts = llama_cpp_facts(props, f"{root}/props", metrics=bool(samples))
+        if facts.context_per_slot_tokens is None:
+            listed = _json(await get_optional(client, f"{root}/slots"))
+            n_ctx = listed[0].get("n_ctx") if isinstance(listed, list) and listed and isinstance(listed[0], dict) else None
+            if isinstance(n_ctx, int) and n_ctx > 0:
+                facts = replace(facts, context_per_slot_tokens=n_ctx, source=f"{facts.source}; {root}/slots n_ctx={n_ctx}")
+        return facts
     if any(s.name.startswith("vllm:") for s in samples):
         version = _json_object(await get_optional(client, f"{root}/version"))
         kv = vllm_kv_tokens(samples)
@@ -133,11 +148,15 @@ def capacity_for(facts: ServerFacts, tokens_per_request: int | None) -> Capacity
     )
 
 
-def _json_object(response: httpx2.Response | None) -> dict | None:
+def _json(response: httpx2.Response | None) -> object:
     if response is None:
         return None
     try:
-        value = response.json()
+        return response.json()
     except ValueError:
         return None
+
+
+def _json_object(response: httpx2.Response | None) -> dict | None:
+    value = _json(response)
     return value if isinstance(value, dict) else None

@@ -17,7 +17,8 @@ import httpx2
 
 from hyperloom.core.errors import HyperloomError
 
-_EXCERPT_CHARS = 160
+_EXCERPT_CHARS = 240
+_CONTEXT_MARKS = ("exceeds the available context size", "exceed_context_size_error", "maximum context length", "context length is only")
 
 
 @dataclass
@@ -32,6 +33,8 @@ class Record:
     chunk_times_s: list[float] = field(default_factory=list)
     output_tokens: int | None = None
     input_tokens: int | None = None
+    cached_tokens: int | None = None
+    turn: int = 0
     started_at: float = 0.0
     finished_at: float = 0.0
 
@@ -56,17 +59,40 @@ def new_client(base_url: str, api_key: str | None, connections: int, request_tim
     return httpx2.AsyncClient(base_url=base_url, headers=headers, limits=limits, trust_env=False, follow_redirects=False, timeout=timeout)
 
 
-def request_body(api: str, model: str, prompt: str, output_tokens: int, force_output_length: bool) -> dict[str, Any]:
+def request_body(api: str, model: str, prompt: str | list[dict[str, str]], output_tokens: int, force_output_length: bool) -> dict[str, Any]:
+    """A streamed request; `prompt` is a text, or a conversation (messages) that the completions API gets as one text."""
     body: dict[str, Any] = {"model": model, "max_tokens": output_tokens, "stream": True, "stream_options": {"include_usage": True}}
+    messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else prompt
     if api == "chat":
-        body["messages"] = [{"role": "user", "content": prompt}]
+        body["messages"] = messages
     else:
-        body["prompt"] = prompt
+        body["prompt"] = prompt if isinstance(prompt, str) else render_messages(messages)
     if force_output_length:
         # llama.cpp, vLLM and SGLang read both; a server that does not know them ignores them.
         body["ignore_eos"] = True
         body["min_tokens"] = output_tokens
     return body
+
+
+def render_messages(messages: list[dict[str, str]]) -> str:
+    """A conversation as one completion prompt: each message's role and text, in order (a longer conversation extends the shorter's text)."""
+    return "".join(f"{m['role']}: {m['content']}\n\n" for m in messages)
+
+
+def is_context_error(error: str | None) -> bool:
+    """Whether a server refused a request for not fitting its context (llama.cpp exceed_context_size_error, vLLM's maximum context length)."""
+    return bool(error) and any(mark in error for mark in _CONTEXT_MARKS)
+
+
+def _cached_tokens(chunk: dict[str, Any], usage: Any) -> int | None:
+    """Prompt tokens the server took from its prefix cache: usage.prompt_tokens_details.cached_tokens, else llama.cpp's timings.cache_n."""
+    details = usage.get("prompt_tokens_details") if isinstance(usage, dict) else None
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        return details["cached_tokens"]
+    timings = chunk.get("timings")
+    if isinstance(timings, dict) and isinstance(timings.get("cache_n"), int):
+        return timings["cache_n"]
+    return None
 
 
 def _chunk_text(chunk: dict[str, Any]) -> str:
@@ -138,6 +164,8 @@ async def _read_stream(client: httpx2.AsyncClient, path: str, body: dict[str, An
                     record.ttft_s = now
                 record.chunk_times_s.append(now)
             usage = chunk.get("usage")
+            if (cached := _cached_tokens(chunk, usage)) is not None:
+                record.cached_tokens = cached
             if isinstance(usage, dict):
                 usage_tokens = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else usage_tokens
                 if isinstance(usage.get("prompt_tokens"), int):
@@ -188,10 +216,26 @@ async def get_optional(client: httpx2.AsyncClient, url: str) -> httpx2.Response 
     return response if response.status_code == 200 else None
 
 
-async def list_models(client: httpx2.AsyncClient) -> list[str]:
+@dataclass(frozen=True)
+class ListedModel:
+    """One entry of /models: its id and the context of one sequence where the server says it (vLLM max_model_len, llama.cpp meta.n_ctx)."""
+
+    id: str
+    context_tokens: int | None
+
+
+async def list_models(client: httpx2.AsyncClient) -> list[ListedModel]:
     payload = await get_json(client, "/models", "the /models page")
     entries = payload.get("data") if isinstance(payload, dict) else None
     if not isinstance(entries, list):
         raise HyperloomError(f"/models did not list models (no `data` array): {json.dumps(payload)[:_EXCERPT_CHARS]}",
                              "check base_url, or pass model explicitly")
-    return [str(entry["id"]) for entry in entries if isinstance(entry, dict) and entry.get("id")]
+    return [ListedModel(str(entry["id"]), _context_of(entry)) for entry in entries if isinstance(entry, dict) and entry.get("id")]
+
+
+def _context_of(entry: dict[str, Any]) -> int | None:
+    meta = entry.get("meta")
+    for value in (entry.get("max_model_len"), meta.get("n_ctx") if isinstance(meta, dict) else None):
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None

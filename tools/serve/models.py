@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hyperloom.core.evidence import Evidence
 
 Api = Literal["completions", "chat"]
-StopReason = Literal["max_concurrency", "server_capacity", "kv_capacity", "errors", "latency_limit", "deadline", "interrupted"]
+StopReason = Literal["max_concurrency", "server_capacity", "kv_capacity", "context_limit", "errors", "latency_limit", "deadline", "interrupted"]
+WorkloadKind = Literal["synthetic", "agent_trace"]
 Saturation = Literal["not_saturated", "saturated", "undetermined"]
 ServerKind = Literal["llama.cpp", "vllm", "sglang", "unknown"]
 
@@ -23,34 +24,34 @@ MAX_OUTPUT_TOKENS = 1 << 17
 class ServeSweepRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, str_max_length=4096)
 
-    base_url: str = Field(min_length=8, max_length=500, description="OpenAI-compatible API base, e.g. http://127.0.0.1:8080/v1.")
-    model: str | None = Field(None, max_length=500, description="Model id; default the first listed.")
-    api_key_env: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Variable holding an API key.")
-    server_command: list[str] | str | None = Field(None, description=(
-        "Start this server (argument list, no shell) and stop it after; it must serve base_url."))
-    ready_timeout_s: float = Field(300.0, gt=0, le=3600, description="Start-up limit of a started server.")
+    base_url: str = Field(min_length=8, max_length=500, description="OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.")
+    model: str | None = Field(None, max_length=500, description="Model id; default the first.")
+    api_key_env: str | None = Field(None, max_length=100, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", description="Env var with an API key.")
+    server_command: list[str] | str | None = Field(None, description="Server to start (no shell), stopped after; serves base_url.")
+    ready_timeout_s: float = Field(300.0, gt=0, le=3600, description="Start-up limit.")
     api: Api = Field("completions", description="chat applies the chat template.")
     input_tokens: int = Field(128, ge=1, le=MAX_INPUT_TOKENS, description="Synthetic prompt length.")
     output_tokens: int = Field(128, ge=1, le=MAX_OUTPUT_TOKENS, description="Tokens per request.")
     force_output_length: bool = Field(True, description="Ignore end-of-sequence.")
-    prompts_file: str | None = Field(None, max_length=1024, description="JSONL of {\"prompt\": ...} lines to use instead.")
+    workload: WorkloadKind = Field("synthetic", description="agent_trace: multi-turn sessions.")
+    prompts_file: str | None = Field(None, max_length=1024, description="JSONL of {\"prompt\"} lines; agent_trace: trace .jsonl or spec .json.")
     max_concurrency: int = Field(64, ge=1, le=MAX_CONCURRENCY, description="Most streams (levels 1, 2, 4, ...).")
-    requests_per_level: int | None = Field(None, ge=1, le=100000, description="Measured requests per level; default 4 per stream.")
-    warmup_requests: int | None = Field(None, ge=0, le=100000, description="Uncounted requests per level; default one per stream.")
+    requests_per_level: int | None = Field(None, ge=1, le=100000, description="Measured requests per level; default 4/stream.")
+    warmup_requests: int | None = Field(None, ge=0, le=100000, description="Unmeasured requests per level; default 1/stream.")
     level_duration_s: float | None = Field(None, gt=0, le=3600, description="Time limit per level.")
-    request_timeout_s: float = Field(300.0, gt=0, le=3600, description="Limit of one request.")
+    request_timeout_s: float = Field(300.0, gt=0, le=3600, description="Per-request limit.")
     max_error_rate: float = Field(0.0, ge=0, le=1, description="Stop above this failed fraction.")
-    max_ttft_s: float | None = Field(None, gt=0, description="Stop above this time to first token.")
-    max_itl_s: float | None = Field(None, gt=0, description="Stop above this inter-token latency.")
-    max_e2e_s: float | None = Field(None, gt=0, description="Stop above this end-to-end latency.")
-    latency_percentile: Literal["p50", "p90", "p99"] = Field("p90", description="Percentile of the latency limits.")
-    knee_fraction: float = Field(0.9, ge=0.5, le=1.0, description="Knee: least concurrency with this fraction of the best throughput.")
-    rise_threshold: float = Field(0.1, gt=0, le=1.0, description="Gain per doubling that counts as rising.")
-    max_duration_s: float = Field(3600.0, gt=0, le=86400, description="Limit of the whole sweep.")
-    device: str | None = Field(None, max_length=200, description="What the server runs on, for the evidence.")
+    max_ttft_s: float | None = Field(None, gt=0, description="Stop above this TTFT.")
+    max_itl_s: float | None = Field(None, gt=0, description="Stop above this ITL.")
+    max_e2e_s: float | None = Field(None, gt=0, description="Stop above this e2e latency.")
+    latency_percentile: Literal["p50", "p90", "p99"] = Field("p90", description="Of the latency limits.")
+    knee_fraction: float = Field(0.9, ge=0.5, le=1.0, description="Knee: fewest streams at this fraction of best.")
+    rise_threshold: float = Field(0.1, gt=0, le=1.0, description="Gain per doubling deemed rising.")
+    max_duration_s: float = Field(3600.0, gt=0, le=86400, description="Sweep time limit.")
+    device: str | None = Field(None, max_length=200, description="Server hardware, for the evidence.")
     seed: int = Field(0, ge=0, le=2**31, description="Prompt seed.")
-    refresh: bool = Field(False, description="Measure again, not from the cache.")
-    plot: bool = Field(True, description="Write PNG and SVG plots.")
+    refresh: bool = Field(False, description="Ignore the cache.")
+    plot: bool = Field(True, description="PNG and SVG plots.")
 
     @field_validator("base_url")
     @classmethod
@@ -78,7 +79,7 @@ class ServeSweepRequest(BaseModel):
 
     @model_validator(mode="after")
     def _limits_make_sense(self) -> ServeSweepRequest:
-        if self.prompts_file is None and self.input_tokens + self.output_tokens > MAX_INPUT_TOKENS:
+        if self.prompts_file is None and self.workload == "synthetic" and self.input_tokens + self.output_tokens > MAX_INPUT_TOKENS:
             raise ValueError(f"input_tokens + output_tokens is {self.input_tokens + self.output_tokens}, more than any server's context ({MAX_INPUT_TOKENS})")
         return self
 
@@ -93,6 +94,18 @@ class Percentiles(BaseModel):
     p99: float | None
     mean: float | None
     count: int = Field(description="How many values: requests (TTFT, end-to-end) or gaps between tokens (ITL).")
+
+
+class TurnStats(BaseModel):
+    """One turn position of an agent trace's sessions at one level: its requests' TTFT and the prefix the server reused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    turn: int = Field(description="1 for a session's first request, 2 for the next, ...")
+    requests: int
+    ttft_s: Percentiles
+    input_tokens_mean: float | None
+    cached_input_tokens_mean: float | None = Field(description="Prompt tokens the server took from its prefix cache, as it reported them.")
 
 
 class Level(BaseModel):
@@ -115,6 +128,12 @@ class Level(BaseModel):
     output_tokens_min: int | None
     server_waiting_max: float | None = Field(None, description="Most requests the server reported waiting in its queue during the level (vLLM, SGLang /metrics).")
     kv_cache_usage_max: float | None = Field(None, description="Highest KV-cache usage fraction the server reported during the level (vLLM /metrics).")
+    cached_input_tokens_mean: float | None = Field(None, description="Prompt tokens per request the server reused from its prefix cache "
+                                                   "(usage.prompt_tokens_details.cached_tokens, else llama.cpp timings.cache_n); null when it did not say.")
+    prefix_cache_hit_fraction: float | None = Field(None, description="Reused / all prompt tokens over the level: from the responses, else vLLM "
+                                                    "/metrics prefix_cache_hits_total / prefix_cache_queries_total.")
+    prefix_cache_source: str | None = Field(None, description="Where prefix_cache_hit_fraction was read.")
+    turns: list[TurnStats] = Field(default_factory=list, description="agent_trace: per turn of a session, TTFT and prefix reuse.")
 
 
 class Capacity(BaseModel):
@@ -123,7 +142,7 @@ class Capacity(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     slots: int | None = Field(None, description="llama.cpp: parallel sequences (/props total_slots, the -np option).")
-    context_per_slot_tokens: int | None = Field(None, description="llama.cpp: context of one slot (/props default_generation_settings.n_ctx).")
+    context_per_slot_tokens: int | None = Field(None, description="Context of one sequence: llama.cpp's slot (/props n_ctx, -c / -np), vLLM's max_model_len.")
     kv_cache_tokens: int | None = Field(None, description="vLLM: KV-cache size in tokens (cache_config_info num_gpu_blocks x block_size).")
     max_concurrency: int | None = Field(None, description="The concurrency bound these imply for this workload: slots, or KV tokens / (input + output tokens).")
     bound: Literal["slots", "kv_cache"] | None = Field(None, description="Which of them sets max_concurrency.")
@@ -150,6 +169,13 @@ class Workload(BaseModel):
     prompts_file: str | None
     prompts_sha256: str | None
     words_per_prompt: int | None = Field(None, description="Synthetic prompts: words per prompt after calibration against the server's token counts.")
+    calibration: str | None = Field(None, description="How prompt lengths were sized: the server's /tokenize, or requests grown from a small first guess.")
+    kind: WorkloadKind = "synthetic"
+    trace_source: str | None = Field(None, description="agent_trace: a recorded trace file, a spec file, or the default spec; sessions are replayed in turn.")
+    trace_sessions: int | None = Field(None, description="agent_trace: sessions in the recorded trace (a replay cycles through them); null for generated ones (each is new).")
+    trace_spec: dict[str, Any] | None = Field(None, description="agent_trace: the generator's settings and distributions, as used.")
+    tokens_per_word: float | None = Field(None, description="agent_trace: the server's tokens per generated word, measured, turning the spec's token lengths into text.")
+    longest_request_tokens: int | None = Field(None, description="agent_trace: the longest checked request (prompt + reply) in tokens, against the context per sequence.")
 
 
 class ServeSweepResult(BaseModel):

@@ -10,7 +10,7 @@ from pathlib import Path
 from hyperloom.core.errors import HyperloomError
 
 MAX_PROMPTS = 100_000
-_WORDS = (
+WORDS = (
     "the of and to in is that it was for on are as with his they at be this from have or by one had not but what all "
     "were when we there can an your which their said if do will each about how up out them then she many some so these "
     "would other into has more her two like him see time could no make than first been its who now people my made over "
@@ -23,18 +23,21 @@ Measure = Callable[[str], Awaitable[int | None]]
 
 
 def synthetic_prompt(words: int, seed: int, index: int) -> str:
-    """`words` random words, different for every request index, so no two prompts share a cached prefix."""
-    rng = random.Random(f"{seed}:{index}")
-    return " ".join(rng.choice(_WORDS) for _ in range(max(words, 1)))
+    """`words` words: a tag of the request index first, so no two prompts share a cached prefix, then the seed's random
+    words, the same for every request, so every prompt has the same length in tokens (not just in words)."""
+    tag = f"{index % 10**6:06d}"[::-1]  # six digits, the fastest-changing first: a constant length and no shared leading digits
+    rng = random.Random(f"{seed}:body")
+    return " ".join([tag, *(rng.choice(WORDS) for _ in range(max(words, 1) - 1))])
 
 
-async def calibrate_words(input_tokens: int, seed: int, measure: Measure, tries: int = 4) -> tuple[int, int | None]:
-    """Words per prompt whose token count, as the server reports it, is closest to `input_tokens`; and that count.
+async def calibrate_words(input_tokens: int, seed: int, measure: Measure, tries: int = 4, first_words: int | None = None) -> tuple[int, int | None]:
+    """Words per prompt whose token count, as `measure` reports it, is closest to `input_tokens`; and that count.
 
-    Starts at one word per token and rescales by the measured ratio; a server that reports no usage keeps the
-    first guess (the count is then None).
+    Starts at `first_words` (default one word per token) and rescales by the measured ratio; a measure that reports
+    nothing keeps the first guess (the count is then None). Against the server's tokenizer a guess costs no slot, so
+    one word per token is safe; through real requests start small (a word is often several tokens) and grow.
     """
-    words = input_tokens
+    words = first_words or input_tokens
     best: tuple[int, int] | None = None
     for attempt in range(tries):
         tokens = await measure(synthetic_prompt(words, seed, -1 - attempt))

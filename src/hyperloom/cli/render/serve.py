@@ -19,6 +19,27 @@ def _num(value: float | None) -> str:
     return "-" if value is None else f"{value:.4g}"
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _trace_part(result: ServeSweepResult) -> list[str]:
+    """Agent traces: where the sessions came from, then per level the prefix reuse and TTFT by turn."""
+    workload = result.workload
+    if workload.kind != "agent_trace":
+        return []
+    parts = [f"agent trace: {workload.trace_source}; longest request {workload.longest_request_tokens} tokens; {workload.calibration}"]
+    for level in result.levels:
+        if level.prefix_cache_hit_fraction is not None:
+            parts.append(f"{level.concurrency} streams: {_pct(level.prefix_cache_hit_fraction)} of prompt tokens from the prefix cache, "
+                         f"read from {level.prefix_cache_source}")
+        if level.turns:
+            rows = [(str(t.turn), str(t.requests), f"{_ms(t.ttft_s, 'p50')} / {_ms(t.ttft_s, 'p90')}", _num(t.input_tokens_mean),
+                     _num(t.cached_input_tokens_mean)) for t in level.turns]
+            parts += [table(["turn", "requests", "TTFT ms p50/p90", "in tokens", "cached tokens"], rows), ""]
+    return parts
+
+
 def sweep_report(result: ServeSweepResult) -> str:
     rows = [
         (str(level.concurrency), f"{level.output_tokens_per_s:.4g}", _num(level.per_request_output_tokens_per_s), f"{level.requests_per_s:.3g}",
@@ -35,9 +56,12 @@ def sweep_report(result: ServeSweepResult) -> str:
     parts = [
         f"server: {result.server.kind} {result.server.version or '(version unknown)'} at {result.base_url}, model {result.model}"
         + (" (started by the tool)" if result.server.started_by_tool else ""),
-        f"capacity: {bound}; {capacity.source}", "", table(header, rows), "",
+        f"capacity: {bound}; {capacity.source}",
+        *([f"prompts: {result.workload.words_per_prompt} words; sized by {result.workload.calibration}"] if result.workload.words_per_prompt else []),
+        "", table(header, rows), "",
     ]
     parts += [f"{level.concurrency} streams: {failure}" for level in result.levels for failure in level.failures]
+    parts += _trace_part(result)
     if result.best_concurrency is not None:
         parts.append(f"knee: {result.knee_concurrency} streams, {_num(result.knee_output_tokens_per_s)} output tokens/s (the lowest reaching "
                      f"{result.knee_fraction:.0%} of the best, {_num(result.best_output_tokens_per_s)} at {result.best_concurrency} streams)")
