@@ -45,18 +45,24 @@ def test_the_agent_freezes_then_gates_through_the_real_server_and_saves_every_ca
     assert f"→ {FREEZE}" in out.err and "transcript:" in out.err
 
     first = stub.requests[0]
-    assert first["model"] == "qwen3-coder" and first["messages"][0]["role"] == "system"
-    assert "## Iron rules" in first["messages"][0]["content"] and "# reference.md" in first["messages"][0]["content"]
-    offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
-    assert {GATE, FREEZE, "mcp__hyperloom__detect"} <= set(offered)
-    assert offered[GATE]["parameters"]["required"] == ["candidates"]
+    assert first["model"] == "qwen3-coder" and first["messages"][0]["role"] == "system" and first["stream"] is True
+    system = first["messages"][0]["content"]
+    assert "## Iron rules" in system and "exit when the baseline passes the gate" in system and "# reference.md" not in system
+    assert 0 < first["max_tokens"] <= 2048
+    offered = [t["function"]["name"] for t in first["tools"]]
+    assert offered == ["mcp__hyperloom__detect", "list_tools", "use_tools", "read_skill"], "DETECT's tools and the agent's, nothing else"
+    second = {t["function"]["name"]: t["function"] for t in stub.requests[1]["tools"]}
+    assert {GATE, FREEZE, "mcp__hyperloom__bench"} <= set(second), "calling gate_freeze moved the offer to FIND-GAPS"
+    assert second[GATE]["parameters"]["required"] == ["candidates"]
     gate_result = json.loads(_tool_messages(stub.requests[2])[1])
     assert gate_result["passed"] is True and gate_result["evidence"]["tag"] == "MEASURED"
     assert (workspace.root / "refs" / "manifest.json").is_file()
 
     saved = json.loads(transcript.read_text())
     assert saved["status"] == "answered" and saved["turns"] == 3 and saved["model"] == "qwen3-coder"
-    assert [(c["name"], c["is_error"]) for c in saved["tool_calls"]] == [(FREEZE, False), (GATE, False)]
+    assert [(c["name"], c["is_error"], c["side"]) for c in saved["tool_calls"]] == [(FREEZE, False, "mcp"), (GATE, False, "mcp")]
+    assert saved["context"]["tag"] == "ASSUMED" and saved["context"]["tokens"] == 4096, "the stub says nothing of its context"
+    assert saved["requests"][0]["tools_offered"] == offered and saved["requests"][0]["prompt_tokens_server"] is not None
     assert json.loads(saved["tool_calls"][1]["result"])["passed"] is True
     assert saved["messages"][-1] == {"role": "assistant", "content": "good.npy passes the frozen gate (MEASURED)."}
 
