@@ -70,20 +70,24 @@ class Conversation:
 CallTool = Callable[[str, dict[str, Any]], Awaitable[Any]]
 
 
+def _tool_choices(messages: list[dict[str, Any]], toolset: Toolset, prompt_label: str) -> list[Choice]:
+    """Every offered tool, then one fewer at a time (the least wanted goes first), down to the agent's tools only."""
+    count = len(toolset.offered())
+    return [Choice(f"{prompt_label}{k} of {count} offered Hyperloom tools", messages, toolset.specs(k)) for k in range(count, -1, -1)]
+
+
 def first_choices(skill: SkillPages, toolset: Toolset, workspace: str, prompt: str) -> list[Choice]:
-    """The first request, richest first: the compact prompt with the phase's tools, without them, the minimal prompt."""
+    """The first request, richest first: the compact prompt with the phase's tools, with fewer, the minimal prompt."""
     choices = []
     for tier in PROMPT_TIERS:
         messages = [{"role": "system", "content": system_prompt(skill, workspace, PREFIX, tier)}, {"role": "user", "content": prompt}]
-        for with_phase in (True, False) if tier == PROMPT_TIERS[0] else (False,):
-            label = f"{tier} prompt, " + ("the phase's tools and the agent's" if with_phase else "the agent's tools only")
-            choices.append(Choice(label, messages, toolset.specs(with_phase)))
+        choices += _tool_choices(messages, toolset, f"{tier} prompt, ")
     return choices
 
 
 def turn_choices(messages: list[dict[str, Any]], toolset: Toolset) -> list[Choice]:
-    choices = [Choice("the phase's tools", messages, toolset.specs(True)), Choice("the agent's tools only", messages, toolset.specs(False))]
-    choices += [Choice(f"{n} old tool results elided, the agent's tools only", view, toolset.specs(False)) for n, view in elided_views(messages)]
+    choices = _tool_choices(messages, toolset, "")
+    choices += [Choice(f"{n} old tool results elided, the agent's tools only", view, toolset.specs(0)) for n, view in elided_views(messages)]
     return choices
 
 

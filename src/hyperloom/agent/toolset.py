@@ -46,9 +46,9 @@ def mcp_function(tool: Tool) -> dict[str, Any]:
     return {"type": "function", "function": {"name": PREFIX + tool.name, "description": tool.description or "", "parameters": tool.input_schema}}
 
 
-def _one_line(text: str) -> str:
-    first = " ".join((text or "").split()).split(". ")[0]
-    return first if len(first) <= 140 else first[:137] + "..."
+def _one_line(text: str, limit: int = 80) -> str:
+    first = " ".join((text or "").split()).split(". ")[0].split(": ")[0]
+    return first if len(first) <= limit else first[:limit - 3].rsplit(" ", 1)[0] + "..."
 
 
 @dataclass
@@ -59,6 +59,7 @@ class Toolset:
     web: bool = False
     phase: str = "DETECT"
     extra: list[str] = field(default_factory=list)  # asked for by name with use_tools
+    last_called: str | None = None
 
     @property
     def agent_tools(self) -> tuple[dict[str, Any], ...]:
@@ -69,12 +70,15 @@ class Toolset:
         return {spec["function"]["name"] for spec in self.agent_tools}
 
     def offered(self) -> list[str]:
-        names = [n for n in PHASES.get(self.phase, ()) if n in self.tools]
-        return names + [n for n in self.extra if n in self.tools and n not in names]
+        """Most wanted first (a short context keeps a prefix): tools asked for by name, the last one called, the phase's."""
+        names = [n for n in self.extra if n in self.tools]
+        if self.last_called in self.tools and self.last_called not in names:
+            names.append(self.last_called)
+        return names + [n for n in PHASES.get(self.phase, ()) if n in self.tools and n not in names]
 
-    def specs(self, with_phase_tools: bool = True) -> list[dict[str, Any]]:
-        mcp = [mcp_function(self.tools[n]) for n in self.offered()] if with_phase_tools else []
-        return mcp + list(self.agent_tools)
+    def specs(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The first `limit` offered MCP tools (all when None) and the agent's tools."""
+        return [mcp_function(self.tools[n]) for n in self.offered()[:limit]] + list(self.agent_tools)
 
     def phase_of(self, name: str) -> str | None:
         if name in PHASES.get(self.phase, ()):
@@ -86,8 +90,7 @@ class Toolset:
         phase = self.phase_of(name)
         if phase is not None and phase != self.phase:
             self.phase = phase
-        elif phase is None and name not in self.extra:
-            self.extra.append(name)
+        self.last_called = name
 
     def listing(self) -> str:
         lines = []
@@ -116,5 +119,5 @@ class Toolset:
             return f"ERROR: unknown tools {', '.join(unknown)}; call list_tools for the names."
         if phase is not None:
             self.phase = phase
-        self.extra += [n for n in bare if n not in self.extra]
+        self.extra = bare + [n for n in self.extra if n not in bare]
         return "Offered from the next turn on: " + ", ".join(PREFIX + n for n in self.offered()) + "."
