@@ -29,6 +29,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import utc_now
 
 EXIT_INTERRUPTED = 130  # the shell's code for a process ended by SIGINT
+MCP_MODULE = "hyperloom.mcp_server.server"
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ async def run_agent(config: AgentConfig, on_event: Callable[[str], None] = lambd
             async for _ in signals:
                 interrupted.set()
                 transcript.finish("interrupted", error="interrupted by SIGINT (Ctrl-C)")
+                _stop_mcp_servers()
                 scope.cancel()
                 return
 
@@ -91,7 +93,7 @@ async def _run(config: AgentConfig, transcript: Transcript, on_event: Callable[[
     web = config.web or web_config_from_env()
     skill = load_skill_pages()
     server = StdioServerParameters(
-        command=sys.executable, args=["-m", "hyperloom.mcp_server.server"], cwd=str(config.workspace), env=dict(os.environ)
+        command=sys.executable, args=["-m", MCP_MODULE], cwd=str(config.workspace), env=dict(os.environ)
     )
     server_log = config.transcript.with_suffix(".server.log")
     async with AsyncExitStack() as stack:
@@ -116,6 +118,20 @@ async def _run(config: AgentConfig, transcript: Transcript, on_event: Callable[[
                             toolset=Toolset(tools, web=web.allowed), skill=skill, transcript=transcript, web=web, web_client=web_client,
                             on_event=on_event, budget=config.budget)
         return await run_loop(conv, session, str(config.workspace), config.prompt, LoopSettings(max_turns=config.max_turns))
+
+
+def _stop_mcp_servers() -> None:
+    """SIGTERM to the hyperloom-mcp this process started (by pid): it runs in a session of its own, so the terminal's
+    Ctrl-C never reaches it, and it takes about a second to exit once its stdin closes. Linux only (/proc); elsewhere
+    the MCP client's own shutdown closes it."""
+    me = str(os.getpid())
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+            if parent == me and MCP_MODULE.encode() in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGTERM)
+        except (OSError, IndexError, ValueError):
+            continue
 
 
 def _hyperloom_error(exc: BaseException) -> HyperloomError | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus, urlsplit
@@ -26,6 +27,7 @@ MAX_BYTES = 2_000_000
 TIMEOUT_S = 20.0
 MAX_REDIRECTS = 5
 MAX_RESULTS = 8
+_ESCAPED = re.compile(r"\\([_*])")
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ def html_to_text(html: str, url: str) -> tuple[str, str | None]:
         raise HyperloomError("web_fetch needs trafilatura to read HTML", "pip install 'hyperloom[web]'") from exc
     text = trafilatura.extract(html, url=url, output_format="markdown", include_links=True, include_tables=True, favor_recall=True)
     metadata = trafilatura.extract_metadata(html, default_url=url)
-    return (text or "").strip(), (metadata.title if metadata is not None else None)
+    # markdown escapes every underscore, and identifiers (s_waitcnt, v_dot4_i32_i8) must read as written
+    return _ESCAPED.sub(r"\1", text or "").strip(), (metadata.title if metadata is not None else None)
 
 
 def _mark(kind: str, url: str, at: str, body: str) -> str:
