@@ -94,8 +94,8 @@ class TokenCounter:
         """(tokens, how they were counted)."""
         if self._server_counts is not False:
             counted = await self._server_count(messages, tools)
-            self._server_counts = counted is not None
             if counted is not None:
+                self._server_counts = True
                 return counted, "the server's /apply-template and /tokenize"
         how = "characters at the rate of the server's last usage figures" if self.calibrated else f"characters x {ASSUMED_TOKENS_PER_CHAR} (ASSUMED)"
         return int(request_chars(messages, tools) * self.tokens_per_char) + 1, how
@@ -106,6 +106,8 @@ class TokenCounter:
             body["tools"] = tools
         rendered = await get_optional(self.client, f"{self.endpoint.root}/apply-template", body)
         if not isinstance(rendered, dict) or not isinstance(rendered.get("prompt"), str):
+            if self._server_counts is None:
+                self._server_counts = False  # not llama.cpp: estimate from now on
             return None
         tokens = await get_optional(self.client, f"{self.endpoint.root}/tokenize", {"content": rendered["prompt"], "add_special": True, "parse_special": True})
         if not isinstance(tokens, dict) or not isinstance(tokens.get("tokens"), list):
