@@ -13,7 +13,7 @@ from helpers import save
 from hyperloom.agent.endpoint import parse_completion
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
 from hyperloom.core.errors import HyperloomError
-from openai_stub import answer, scripted_endpoint, tool_call
+from openai_stub import Stall, answer, scripted_endpoint, tool_call
 
 GATE, FREEZE = "mcp__hyperloom__correctness_gate", "mcp__hyperloom__gate_freeze"
 
@@ -45,18 +45,24 @@ def test_the_agent_freezes_then_gates_through_the_real_server_and_saves_every_ca
     assert f"→ {FREEZE}" in out.err and "transcript:" in out.err
 
     first = stub.requests[0]
-    assert first["model"] == "qwen3-coder" and first["messages"][0]["role"] == "system"
-    assert "## Iron rules" in first["messages"][0]["content"] and "# reference.md" in first["messages"][0]["content"]
-    offered = {t["function"]["name"]: t["function"] for t in first["tools"]}
-    assert {GATE, FREEZE, "mcp__hyperloom__detect"} <= set(offered)
-    assert offered[GATE]["parameters"]["required"] == ["candidates"]
+    assert first["model"] == "qwen3-coder" and first["messages"][0]["role"] == "system" and first["stream"] is True
+    system = first["messages"][0]["content"]
+    assert "## Iron rules" in system and "exit when the baseline passes the gate" in system and "# reference.md" not in system
+    assert 0 < first["max_tokens"] <= 2048
+    offered = [t["function"]["name"] for t in first["tools"]]
+    assert offered == ["mcp__hyperloom__detect", "list_tools", "use_tools", "read_skill"], "DETECT's tools and the agent's, nothing else"
+    second = {t["function"]["name"]: t["function"] for t in stub.requests[1]["tools"]}
+    assert {GATE, FREEZE, "mcp__hyperloom__bench"} <= set(second), "calling gate_freeze moved the offer to FIND-GAPS"
+    assert second[GATE]["parameters"]["required"] == ["candidates"]
     gate_result = json.loads(_tool_messages(stub.requests[2])[1])
     assert gate_result["passed"] is True and gate_result["evidence"]["tag"] == "MEASURED"
     assert (workspace.root / "refs" / "manifest.json").is_file()
 
     saved = json.loads(transcript.read_text())
     assert saved["status"] == "answered" and saved["turns"] == 3 and saved["model"] == "qwen3-coder"
-    assert [(c["name"], c["is_error"]) for c in saved["tool_calls"]] == [(FREEZE, False), (GATE, False)]
+    assert [(c["name"], c["is_error"], c["side"]) for c in saved["tool_calls"]] == [(FREEZE, False, "mcp"), (GATE, False, "mcp")]
+    assert saved["context"]["tag"] == "ASSUMED" and saved["context"]["tokens"] == 4096, "the stub says nothing of its context"
+    assert saved["requests"][0]["tools_offered"] == offered and saved["requests"][0]["prompt_tokens_server"] is not None
     assert json.loads(saved["tool_calls"][1]["result"])["passed"] is True
     assert saved["messages"][-1] == {"role": "assistant", "content": "good.npy passes the frozen gate (MEASURED)."}
 
@@ -146,3 +152,98 @@ def test_tool_calls_are_normalized_whatever_shape_the_server_sends():
     ]}
     with pytest.raises(HyperloomError, match="not an OpenAI chat completion"):
         parse_completion({"choices": [{"message": "hi"}]}, "stub")
+
+
+def test_the_agent_side_tools_read_the_skill_list_the_tools_and_change_the_offer(workspace, capsys):
+    script = [
+        tool_call("read_skill", {"page": "declaring-a-tolerance"}),
+        tool_call("read_skill", {"page": "no-such-page"}, call_id="call_2"),
+        tool_call("list_tools", {}, call_id="call_3"),
+        tool_call("use_tools", {"phase": "TUNE", "names": ["mcp__hyperloom__serve_sweep"]}, call_id="call_4"),
+        answer("done"),
+    ]
+    with scripted_endpoint(script) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m")
+    assert code == EXIT_OK
+    page, missing = _tool_messages(stub.requests[1])[0], _tool_messages(stub.requests[2])[1]
+    assert page.startswith("## Declaring a tolerance") and "gate_freeze" in page
+    assert missing.startswith("ERROR: no page 'no-such-page'") and "iron-rules" in missing and "reference:evidence" in missing
+    listing = _tool_messages(stub.requests[3])[2]
+    assert "DETECT (offered now):" in listing and "mcp__hyperloom__tune_start:" in listing and "other (use_tools" in listing
+    assert "mcp__hyperloom__serve_sweep" in listing.split("other (use_tools")[1]
+    offered = [t["function"]["name"] for t in stub.requests[4]["tools"]]
+    assert offered[0] == "mcp__hyperloom__serve_sweep", "a tool asked for by name comes first: a short context keeps a prefix"
+    assert set(offered[1:-3]) <= {f"mcp__hyperloom__{n}" for n in ("tune_start", "tune_status", "tune_propose", "tune_report", "tune_stop")}
+    assert offered[-3:] == ["list_tools", "use_tools", "read_skill"] and "web_fetch" not in offered, "web tools only with HYPERLOOM_ALLOW_WEB=1"
+    saved_request = json.loads(transcript.read_text())["requests"][4]
+    assert saved_request["choice"].endswith(f"{len(offered) - 3} of 6 offered Hyperloom tools")
+    saved = json.loads(transcript.read_text())
+    assert [c["side"] for c in saved["tool_calls"]] == ["agent"] * 4 and saved["tool_calls"][1]["is_error"] is True
+
+
+def test_a_small_context_gets_the_minimal_prompt_and_a_max_tokens_that_fits(workspace, capsys):
+    with scripted_endpoint([answer("ok")]) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m", "--context", "1200")
+    err = capsys.readouterr().err
+    assert code == EXIT_OK
+    first = stub.requests[0]
+    request = json.loads(transcript.read_text())["requests"][0]
+    counted = request["prompt_tokens_counted"]
+    assert "## Iron rules" not in first["messages"][0]["content"] and "Rules: 1. MEASURED or ASSUMED" in first["messages"][0]["content"]
+    assert request["choice"].startswith("minimal prompt") and [t["function"]["name"] for t in first["tools"]][-3:] == ["list_tools", "use_tools", "read_skill"]
+    assert first["max_tokens"] == 1200 - counted and first["max_tokens"] >= 256
+    assert f"{counted:,} prompt tokens" in err and "1,200-token context (--context" in err
+
+
+def test_a_context_too_small_for_the_smallest_request_is_refused_with_the_numbers(workspace, capsys):
+    props = {"default_generation_settings": {"n_ctx": 512}, "total_slots": 1}
+    with scripted_endpoint([answer("never sent")], props=props) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m")
+    err = capsys.readouterr().err
+    assert code == EXIT_INPUT_ERROR and stub.requests == [], "nothing is sent that cannot fit"
+    assert "cannot fit the server's context" in err and "> 512 tokens of context (llama.cpp" in err and "/props" in err
+    assert "a reply needs at least 256 more" in err and "-c 8192" in err and "Traceback" not in err
+    saved = json.loads(transcript.read_text())
+    assert saved["status"] == "error" and saved["context"] == {"tokens": 512, "source": saved["context"]["source"], "tag": "MEASURED", "server": "llama.cpp"}
+
+
+def test_the_servers_own_context_refusal_is_counted_and_the_request_fitted_again(workspace, capsys):
+    refusal = json.dumps({"error": {"code": 400, "message": "request (2600 tokens) exceeds the available context size (2048 tokens)",
+                                    "type": "exceed_context_size_error"}}).encode()
+    with scripted_endpoint([(400, refusal), answer("fits now")]) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m", "--context", "8192")
+    err = capsys.readouterr().err
+    assert code == EXIT_OK and "the server counted 2,600 tokens" in err
+    first, second = stub.requests
+    assert len(json.dumps(second["messages"])) + len(json.dumps(second["tools"])) < len(json.dumps(first["messages"])) + len(json.dumps(first["tools"]))
+    assert second["max_tokens"] <= 2048 - 256
+    saved = json.loads(transcript.read_text())
+    assert saved["requests"][0]["prompt_tokens_server"] == 2600 and saved["requests"][1]["context_tokens"] == 2048
+
+
+def test_a_server_that_stalls_its_first_token_is_reported_as_slow_not_down(workspace, capsys):
+    with scripted_endpoint([Stall(5.0, answer("too late"))]) as stub:
+        code, transcript = _agent(stub, workspace, "--model", "m", "--timeout", "1")
+    err = capsys.readouterr().err
+    assert code == EXIT_INPUT_ERROR and len(stub.requests) == 1
+    assert "is up (it accepted the request) but is slow" in err and "no first token within 1 s" in err and "raise --timeout" in err
+    assert "could not reach" not in err and "Traceback" not in err
+    assert "is slow" in json.loads(transcript.read_text())["error"]
+
+
+def test_a_slow_first_token_within_the_timeout_is_waited_for_with_progress_shown(workspace, capsys):
+    script = [Stall(2.5, answer("slow but here")), Stall(2.5, answer("again"), progress_s=0.4)]
+    with scripted_endpoint(script) as stub:
+        code, _ = _agent(stub, workspace, "--model", "m", "--timeout", "4")
+        assert code == EXIT_OK and capsys.readouterr().out.strip() == "slow but here"
+        # llama.cpp's progress events keep a stalled-looking request alive past --timeout: each one resets the wait
+        code, _ = _agent(stub, workspace, "--model", "m", "--timeout", "1.5", prompt="again")
+    out = capsys.readouterr()
+    assert code == EXIT_OK and out.out.strip() == "again"
+
+
+def test_the_wait_for_a_first_token_is_reported_while_it_lasts(workspace, capsys):
+    with scripted_endpoint([Stall(2.5, answer("here"))]) as stub:
+        code, _ = _agent(stub, workspace, "--model", "m", "--timeout", "4")
+    err = capsys.readouterr().err
+    assert code == EXIT_OK and "… waiting for the first token: 1 s" in err and "… waiting for the first token: 2 s" in err

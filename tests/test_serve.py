@@ -226,12 +226,15 @@ def test_the_local_model_agent_calls_serve_sweep_through_the_real_mcp_server(wor
         code = main(["agent", "Pick a serving concurrency for the model at " + running_server, "--base-url", stub.base_url,
                      "--model", "local", "--transcript", str(transcript)])
     assert code == EXIT_OK, capsys.readouterr().err
-    offered = {t["function"]["name"] for t in stub.requests[0]["tools"]}
-    assert "mcp__hyperloom__serve_sweep" in offered
-    result = json.loads(next(m["content"] for m in stub.requests[1]["messages"] if m["role"] == "tool"))
-    assert result["stop_reason"] == "server_capacity" and result["capacity"]["slots"] == 2 and result["evidence"]["tag"] == "MEASURED"
+    # serve_sweep belongs to no phase of the loop: not offered at first (a small context has no room for every tool),
+    # callable all the same, and offered from then on
+    assert "mcp__hyperloom__serve_sweep" not in {t["function"]["name"] for t in stub.requests[0]["tools"]}
+    assert stub.requests[1]["tools"][0]["function"]["name"] == "mcp__hyperloom__serve_sweep"
+    assert next(m["content"] for m in stub.requests[1]["messages"] if m["role"] == "tool").startswith('{"')
     saved = json.loads(transcript.read_text())
     assert [(c["name"], c["is_error"]) for c in saved["tool_calls"]] == [("mcp__hyperloom__serve_sweep", False)]
+    result = json.loads(saved["tool_calls"][0]["result"])  # the whole result: the model may have read it trimmed to fit its context
+    assert result["stop_reason"] == "server_capacity" and result["capacity"]["slots"] == 2 and result["evidence"]["tag"] == "MEASURED"
 
 
 @pytest.fixture(scope="module")
