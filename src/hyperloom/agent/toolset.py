@@ -15,10 +15,11 @@ PREFIX = "mcp__hyperloom__"  # the names Claude Code gives these tools, which th
 # on demand only (list_tools shows it under "other").
 PHASES: dict[str, tuple[str, ...]] = {
     "DETECT": ("detect",),
-    "MAP": ("isa_census", "isa_probe", "compile_kernel", "disasm_verify"),
-    "FIND-GAPS": ("profile", "spec_init", "spec_check", "spec_example", "gate_freeze", "correctness_gate", "isa_audit", "roofline", "bench", "bench_command"),
-    "TUNE": ("tune_start", "tune_status", "tune_propose", "tune_report", "tune_stop"),
-    "FIX": ("compile_kernel", "disasm_verify", "correctness_gate", "spec_check"),
+    "MAP": ("isa", "compile_kernel", "disasm_verify"),
+    "WORKLOAD": ("workload",),
+    "FIND-GAPS": ("profile", "spec", "gate_freeze", "correctness_gate", "roofline", "bench", "bench_command"),
+    "TUNE": ("tune",),
+    "FIX": ("compile_kernel", "disasm_verify", "correctness_gate", "spec"),
     "VALIDATE": ("correctness_gate", "disasm_verify", "bench"),
 }
 
