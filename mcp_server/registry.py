@@ -19,7 +19,6 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -68,6 +67,12 @@ def refusal(entry: ToolDef, exc: BaseException) -> str:
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
 
+def refused(message: str) -> CallToolResult:
+    """An error result whose text is the message alone. Raising ToolError instead would make the SDK prefix it with
+    "Error executing tool NAME: ", and a host adds its own "Error:" in front of that (the agent loop its "ERROR: ")."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
 def answer(result: BaseModel) -> CallToolResult:
     """The result as structured content and as compact JSON text (clients that read only text get every field that
     has a value: the text leaves out null fields, which a model reads the same as absent ones, and saves the context)."""
@@ -98,10 +103,10 @@ def tool_function(entry: ToolDef) -> Any:
             return answer(await anyio.to_thread.run_sync(entry.run, request, workspace, progress))
         except HyperloomError as exc:
             log.info("%s refused: %s", entry.name, exc)
-            raise ToolError(refusal(entry, exc)) from exc
+            return refused(refusal(entry, exc))
         except Exception as exc:  # noqa: BLE001 - the one place every failure becomes an answer
             log.exception("%s failed", entry.name)
-            raise ToolError(refusal(entry, exc)) from exc
+            return refused(refusal(entry, exc))
 
     params = [*_parameters(entry), inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
     call.__name__ = entry.name
