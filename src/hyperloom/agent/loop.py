@@ -19,7 +19,7 @@ from mcp.types import Tool
 from hyperloom.agent.endpoint import ChatEndpoint
 from hyperloom.agent.transcript import Transcript
 
-PREFIX = "mcp__hyperloom__"  # the names Claude Code gives these tools, which the skill uses
+PREFIX = "mcp__hyperloom__"  # the names Claude Code gives these tools (the skill calls them by their bare names under any prefix)
 
 
 def function_specs(tools: list[Tool]) -> list[dict[str, Any]]:
