@@ -19,7 +19,6 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -69,6 +68,12 @@ def refusal(entry: ToolDef, exc: BaseException) -> str:
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
 
+def refused(message: str) -> CallToolResult:
+    """An error result whose text is the message alone. Raising ToolError instead would make the SDK prefix it with
+    "Error executing tool NAME: ", and a host adds its own "Error:" in front of that (the agent loop its "ERROR: ")."""
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
 def answer(result: BaseModel) -> CallToolResult:
     """The result as structured content and as compact JSON text (clients that read only text get every field that
     has a value: the text leaves out null fields, which a model reads the same as absent ones, and saves the context)."""
@@ -99,10 +104,10 @@ async def _run(entry: ToolDef, arguments: dict[str, Any], ctx: Context) -> CallT
         return answer(await anyio.to_thread.run_sync(entry.run, request, workspace, progress))
     except HyperloomError as exc:
         log.info("%s refused: %s", entry.name, exc)
-        raise ToolError(refusal(entry, exc)) from exc
+        return refused(refusal(entry, exc))
     except Exception as exc:  # noqa: BLE001 - the one place every failure becomes an answer
         log.exception("%s failed", entry.name)
-        raise ToolError(refusal(entry, exc)) from exc
+        return refused(refusal(entry, exc))
 
 
 def tool_function(entry: ToolDef) -> Any:
@@ -151,13 +156,13 @@ def build_family_tool(family: Family) -> Tool:
     async def call(ctx: Context, **arguments: Any) -> Any:
         action = arguments.pop("action", None)
         if not isinstance(action, str) or action not in verbs:
-            raise ToolError(f"{family.name} needs action, one of {', '.join(verbs)} (got {str(action)[:40]!r}). "
+            return refused(f"{family.name} needs action, one of {', '.join(verbs)} (got {str(action)[:40]!r}). "
                             f"Next step: call {family.name} again with action set.")
         entry = verbs[action]
         elsewhere = [name for name in arguments if name not in entry.request.model_fields and any(name in e.request.model_fields for e in verbs.values())]
         if elsewhere:
             owners = {name: [a for a, e in verbs.items() if name in e.request.model_fields] for name in elsewhere}
-            raise ToolError(f"{family.name} action {action} does not take " + "; ".join(f"{n} (an argument of {', '.join(o)})" for n, o in owners.items())
+            return refused(f"{family.name} action {action} does not take " + "; ".join(f"{n} (an argument of {', '.join(o)})" for n, o in owners.items())
                             + f". Next step: leave {'them' if len(elsewhere) > 1 else 'it'} out, or call action {owners[elsewhere[0]][0]}.")
         return await _run(entry, arguments, ctx)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -16,16 +17,41 @@ import yaml
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.compile.api import compile_kernel
+from hyperloom.tools.compile.drivers import prelude_dir
 from hyperloom.tools.compile.models import CompileRequest
 from hyperloom.tools.verify.api import verify
 from hyperloom.tools.verify.models import VerifyRequest
 
 REPO = Path(__file__).resolve().parent.parent
 PROOFS = REPO / "kernels" / "proofs.yaml"
+PRELUDE_NAME = "hyperloom/tools/compile/prelude"  # where the installed package keeps its headers, whatever the install
+BUILD_DIR_RE = re.compile(r"^.*/hyperloom-build-[^/]+(?=/)")
+PATH_OPTION_RE = re.compile(r"^(-I|-isystem|-include|-o|-MF)?(/.*)$")
 
 
 def proofs_for(target: str) -> list[dict]:
     return yaml.safe_load(PROOFS.read_text()).get(target, [])
+
+
+def portable(command: list[str], root: Path) -> list[str]:
+    """The build command without this machine's paths: files in the repository relative to it, Hyperloom's own
+    headers relative to the installed package, the compile's temporary folder as {build}, programs by name."""
+
+    def rename(arg: str) -> str:
+        match = PATH_OPTION_RE.match(arg)
+        if match is None:
+            return arg
+        option, raw = match.group(1) or "", match.group(2)
+        if BUILD_DIR_RE.match(raw):
+            return option + BUILD_DIR_RE.sub("{build}", raw)
+        path, prelude = Path(raw).resolve(), prelude_dir("").resolve()
+        if path.is_relative_to(prelude):
+            return option + f"{PRELUDE_NAME}/{path.relative_to(prelude).as_posix()}".rstrip("/")
+        if path.is_relative_to(root.resolve()):
+            return option + path.relative_to(root.resolve()).as_posix()
+        return option + Path(raw).name  # a program or a file elsewhere: by name (the evidence records versions)
+
+    return [rename(arg) for arg in command]
 
 
 def prove(entry: dict, target: str, workspace: Workspace, build_dir: str) -> dict:
@@ -36,7 +62,7 @@ def prove(entry: dict, target: str, workspace: Workspace, build_dir: str) -> dic
     )
     build = result.builds[0]
     record = {"source": entry["source"], "kernel": entry["kernel"], "built": build.ok, "summary": build.summary,
-              "command": build.command, "compile_evidence": result.evidence.model_dump(mode="json")}
+              "command": portable(build.command, workspace.root), "compile_evidence": result.evidence.model_dump(mode="json")}
     if not build.ok:
         return record | {"proved": False}
     checked = verify(VerifyRequest(code_object=build.code_object, kernels=[entry["kernel"]], expect=entry["expect"],

@@ -39,3 +39,4 @@ if [ "$with_tests" = 1 ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check "torch==2.13.0"
 fi
 echo "setup.sh: ready: $(.venv/bin/hyperloom --version) in $(pwd)/.venv" >&2
+echo "setup.sh: to put hyperloom, hyperloom-mcp and python on PATH in a shell, run: . $(pwd)/.venv/bin/activate" >&2

@@ -76,6 +76,7 @@ def test_a_command_that_prints_samples_is_benchmarked(workspace):
     [
         ({"spec": "copy", "variant": "nope", "target": "host"}, "no variant"),
         ({"spec": "copy", "variant": "host", "target": "sm_90"}, "does not build for sm_90"),
+        ({"spec": "copy", "target": "host"}, r"first variant 'gpu' \(hip\) does not build for host.*pass variant: host \(CLI: --variant host\)"),
         ({"spec": "copy", "variant": "host", "target": "host", "shape": 9}, "out of range"),
         ({"spec": "../x", "target": "host"}, "outside the workspace"),
     ],

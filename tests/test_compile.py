@@ -203,3 +203,10 @@ def test_a_triton_build_without_its_signature_is_refused(workspace):
     else:
         with pytest.raises(HyperloomError, match="needs triton_signature"):
             build(workspace, "k.py", "gfx1201", kernels=["k"])
+
+
+def test_a_host_build_says_it_built_a_host_library_not_zero_kernels(workspace):
+    (workspace.root / "scale.c").write_text("void scale(float *x, int n) { for (int i = 0; i < n; ++i) x[i] *= 2.0f; }\n")
+    (b,) = build(workspace, "scale.c", "host", kernels=["scale"]).builds
+    assert b.ok and b.kernels == [], b.summary
+    assert b.summary.startswith(f"host library {b.code_object} for scale built for the CPU") and "kernel(s)" not in b.summary, b.summary

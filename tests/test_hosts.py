@@ -309,7 +309,7 @@ def test_the_repository_is_a_valid_claude_marketplace_whose_plugin_brings_skill_
     checkout = tmp_path / "checkout"
     subprocess.run(["git", "clone", "-q", str(REPO), str(checkout)], check=True, timeout=60)
     (checkout / ".venv").symlink_to(Path(sys.prefix))
-    for tracked in (".claude-plugin", ".mcp.json", "skill", "scripts"):  # the working tree, not only the last commit
+    for tracked in (".claude-plugin", "skill", "scripts"):  # the working tree, not only the last commit
         target = checkout / tracked
         shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         (shutil.copytree if (REPO / tracked).is_dir() else shutil.copy)(REPO / tracked, target)
@@ -322,3 +322,12 @@ def test_the_repository_is_a_valid_claude_marketplace_whose_plugin_brings_skill_
     assert f"Skills (1)  {SKILL_NAME}" in details and "MCP servers (1)  hyperloom" in details, details
     listed = next(line for line in claude("mcp", "list").stdout.splitlines() if line.startswith("plugin:hyperloom:hyperloom:"))
     assert "scripts/plugin-server.sh" in listed and "Connected" in listed, listed
+
+
+def test_the_clone_registers_no_server_of_its_own_beside_the_plugins():
+    # A root .mcp.json made Claude Code, started in the clone, list a project-scope `hyperloom` (hyperloom-mcp on PATH),
+    # which clashed there with the one `claude mcp add` or `hyperloom install` registers; the plugin declares its server
+    # in .claude-plugin/plugin.json.
+    assert not (REPO / ".mcp.json").exists()
+    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    assert manifest["mcpServers"]["hyperloom"]["command"] == "${CLAUDE_PLUGIN_ROOT}/scripts/plugin-server.sh"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import yaml
 
 from helpers import REPO
 from hyperloom.tools.compile.api import compile_kernel
+from hyperloom.tools.compile.drivers import prelude_dir
 from hyperloom.tools.compile.models import CompileRequest
 
 needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="clang is not installed; .ci/run installs clang-19")
@@ -37,6 +39,24 @@ def test_each_shipped_kernel_is_proven_on_gfx1201_without_spills(kernels, entry)
     assert record["resources"]["vgpr_spills"] == 0 and record["resources"]["scratch_bytes"] == 0
     for rule in entry["expect"]:
         assert next(v for v in record["verdicts"] if v["rule"] == rule)["found"] >= 1
+    assert not _machine_paths(record), _machine_paths(record)
+
+
+def _machine_paths(record: object) -> list[str]:
+    """Strings in a results record that name a place on the machine that wrote it (absolute paths, temporary folders)."""
+    text = json.dumps(record)
+    strings = re.findall(r'"((?:[^"\\]|\\.)*)"', text)
+    return [s for s in strings if re.search(r"(?:^|-I|-o|-MF|=)/", s) or "hyperloom-build-" in s or str(REPO) in s]
+
+
+def test_the_written_command_names_no_path_of_the_machine_that_ran_it(tmp_path):
+    # The shape of a real command, as compile_kernel reports it (results/kernels/gfx1201.json before paths were taken out).
+    command = ["/usr/bin/clang-19", "-x", "hip", "--offload-arch=gfx1201", f"-I{prelude_dir('amd')}", "-MD", "-MF", "/tmp/hyperloom-build-zxy6vl3v/code.d",
+               str(tmp_path / "kernels/decode/w4a16.hip"), "-o", "/tmp/hyperloom-build-zxy6vl3v/code.hsaco", "&&", "/usr/lib/llvm-19/bin/ld.lld"]
+    assert proofs.portable(command, tmp_path) == [
+        "clang-19", "-x", "hip", "--offload-arch=gfx1201", "-Ihyperloom/tools/compile/prelude/amd", "-MD", "-MF", "{build}/code.d",
+        "kernels/decode/w4a16.hip", "-o", "{build}/code.hsaco", "&&", "ld.lld",
+    ]
 
 
 def test_the_committed_gfx1201_results_cover_every_proof_and_all_passed():
@@ -44,6 +64,7 @@ def test_the_committed_gfx1201_results_cover_every_proof_and_all_passed():
     assert [k["kernel"] for k in results["kernels"]] == [e["kernel"] for e in GFX1201]
     assert all(k["proved"] and k["resources"]["vgpr_spills"] == 0 for k in results["kernels"])
     assert all(k["compile_evidence"]["tag"] == "MEASURED" for k in results["kernels"])
+    assert not _machine_paths(results), _machine_paths(results)
 
 
 def build(workspace, source, target):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+import yaml
+
 from helpers import REPO
 from hyperloom.tools.catalog import CATALOG, mcp_tools
 from hyperloom.validators.skill import split_frontmatter
@@ -27,11 +29,36 @@ def test_the_root_skill_is_the_same_file_as_the_packaged_one():
     assert (REPO / "SKILL.md").read_bytes() == (SKILL_DIR / "SKILL.md").read_bytes()
 
 
-def test_every_fully_qualified_tool_the_skill_calls_exists_and_every_tool_is_taught():
+def _taught_tools() -> set[str]:
+    """The tools the "Which tool when" table names (its right column), by their bare names."""
+    rows = [row for row in _section("Which tool when").splitlines() if row.startswith("| ") and not row.startswith("| question")]
+    return {name for row in rows for name in re.findall(r"`([a-z0-9_]+)`", row.rsplit("|", 2)[1])}
+
+
+def test_every_tool_the_skill_teaches_exists_and_every_tool_is_taught():
     available = {entry.name for entry in mcp_tools()}
-    called = set(re.findall(r"mcp__hyperloom__([a-z0-9_]+)", BODY))
-    assert called <= available, f"the skill calls tools the server does not have: {called - available}"
-    assert available <= called | BEING_BUILT, f"tools the skill never names: {available - called}"
+    taught = _taught_tools()
+    assert taught <= available, f"the skill teaches tools the server does not have: {taught - available}"
+    assert available <= taught | BEING_BUILT, f"tools the skill never names: {available - taught}"
+
+
+def test_the_skill_names_tools_bare_and_works_under_every_host_prefix():
+    # Claude Code: mcp__hyperloom__X (hyperloom install, claude mcp add), mcp__plugin_hyperloom_hyperloom__X (the plugin).
+    prefixed = re.findall(r"(mcp__[a-z0-9_]+?__)([a-z0-9_]+)", BODY)
+    assert {prefix for prefix, _ in prefixed} == {"mcp__hyperloom__", "mcp__plugin_hyperloom_hyperloom__"}
+    assert len(prefixed) == 2, f"name the tools bare; a prefix belongs only where the forms are explained: {prefixed}"
+    assert "whatever its prefix" in BODY
+    assert "stop and ask the user to install" not in BODY  # a missing form is not a missing install
+
+
+def test_the_description_says_what_it_covers_and_when_its_namesake_fits():
+    meta = yaml.safe_load(split_frontmatter((SKILL_DIR / "SKILL.md").read_text())[0])
+    description = meta["description"]
+    for covered in ("ISA truth offline", "levers", "any agent host", "tune", "tolerance declared"):
+        assert covered in description, covered
+    assert "use hyperloom-workload-optimizer" in description and "Instinct" in description
+    assert "hyperloom-workload-optimizer" in _section("When to defer")
+    assert "pip install hyperloom " not in meta["compatibility"] + " " and "not on PyPI" in meta["compatibility"]
 
 
 def test_tools_still_being_built_are_never_presented_as_working():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
+from helpers import FIXTURES, REPO
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
 from hyperloom.validators.skill import validate_skill
 
@@ -234,6 +234,51 @@ def test_a_skill_outside_the_repository_is_reported(tmp_path):
     skill = _copy(tmp_path / "elsewhere")
     (tmp_path / "repo").mkdir()
     assert "repository.outside" in validate_skill(skill, tmp_path / "repo").rules
+
+
+# --- amd/skills itself: its catalog holds hyperloom-workload-optimizer, AMD's serving optimizer --------------------
+
+
+def _amd_checkout(tmp_path: Path) -> Path:
+    """A checkout shaped like amd/skills at 0a8a3e52 (tests/fixtures/amd_skills, captured from it) with this skill added,
+    its bundle listing both Hyperloom skills as it would once both are published."""
+    root = tmp_path / "amd-skills"
+    shutil.copytree(FIXTURES / "amd_skills", root)
+    shutil.copytree(SKILL, root / "skills" / NAME)
+    _bundle(lambda p: p.update(skills=[f"./skills/{s.name}" for s in sorted((root / "skills").iterdir())]))(root)
+    return root
+
+
+def test_both_hyperloom_skills_pass_the_catalog_rules_of_an_amd_skills_checkout(tmp_path, capsys):
+    root = _amd_checkout(tmp_path)
+    for name in (NAME, "hyperloom-workload-optimizer"):
+        report = validate_skill(root / "skills" / name, root)
+        assert report.valid and report.findings == [], (name, [f.message for f in report.findings])
+    assert main(["validate-skill", str(root / "skills" / NAME), "--repo", str(root)]) == EXIT_OK
+    assert capsys.readouterr().out.startswith(f"[OK  ] {NAME}")
+
+
+def test_a_case_id_taken_by_the_catalogs_shared_negatives_is_refused(tmp_path):
+    root = _amd_checkout(tmp_path)
+    pool = root / "eval" / "negatives.json"
+    data = json.loads(pool.read_text())
+    ours = json.loads((SKILL / "evals" / "evals.json").read_text())["evaluations"][0]["id"]
+    data["evaluations"].append({"id": ours, "skill_should_trigger": False, "prompt": "What is the capital of Peru?"})
+    pool.write_text(json.dumps(data))
+    report = validate_skill(root / "skills" / NAME, root)
+    assert not report.valid and [f.rule for f in report.findings] == ["evals.duplicate-id"] and "negatives.json" in report.findings[0].message
+
+
+def test_each_skill_says_where_the_other_fits():
+    ours = (SKILL / "SKILL.md").read_text()
+    theirs = (FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "SKILL.md").read_text()
+    assert "use hyperloom-workload-optimizer" in ours.split("\n---\n", 1)[0]
+    assert "run a one-off\n  kernel/benchmark or trace analysis without the optimization loop" in theirs  # where ours takes over
+    their_ids = {c["id"] for c in json.loads((FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "evals" / "evals.json").read_text())["evaluations"]}
+    our_cases = json.loads((SKILL / "evals" / "evals.json").read_text())["evaluations"]
+    assert not their_ids & {c["id"] for c in our_cases}
+    boundary = [c for c in our_cases if c["skill_should_trigger"] and ("vLLM" in c["prompt"] or "no GPU" in c["prompt"])]
+    assert len(boundary) >= 2, "trigger cases at the boundary: a served model's kernel, ISA work offline"
 
 
 # --- the command line ----------------------------------------------------------------------------------------------

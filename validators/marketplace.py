@@ -1,4 +1,5 @@
-"""Repository-wide rules for a skill: the Claude marketplace bundle that publishes it, and unique eval ids.
+"""Repository-wide rules for a skill: the Claude marketplace bundle that publishes it, and unique eval ids
+(across the skills beside it and amd/skills' shared negatives, `eval/negatives.json`).
 
 Mirrors `validate_claude_marketplace` of amd/skills `validate_skills.py`, with the skills folder
 taken from where the skill lives (amd/skills: `skills/`; this repository: `skill/`).
@@ -14,6 +15,7 @@ from hyperloom.validators.evals import DATASET, validate_evals
 from hyperloom.validators.findings import Finding, finding
 
 MARKETPLACE = ".claude-plugin/marketplace.json"
+SHARED_NEGATIVES = "eval/negatives.json"
 
 
 def validate_repository(repo_root: Path, skill_dir: Path) -> list[Finding]:
@@ -24,7 +26,7 @@ def validate_repository(repo_root: Path, skill_dir: Path) -> list[Finding]:
     except ValueError:
         return [finding("repository.outside", str(skill_dir), f"the skill is not inside the repository {repo_root}")]
     siblings = sorted(p for p in skill_dir.parent.iterdir() if p.is_dir() and not p.name.startswith("."))
-    return _marketplace(repo_root, folder, skill_dir.name, {p.name for p in siblings}) + _repository_ids(skill_dir, siblings)
+    return _marketplace(repo_root, folder, skill_dir.name, {p.name for p in siblings}) + _repository_ids(repo_root, skill_dir, siblings)
 
 
 def _marketplace(repo_root: Path, folder: str, skill: str, on_disk: set[str]) -> list[Finding]:
@@ -79,14 +81,30 @@ def _marketplace(repo_root: Path, folder: str, skill: str, on_disk: set[str]) ->
     return out
 
 
-def _repository_ids(skill_dir: Path, siblings: list[Path]) -> list[Finding]:
-    """Ids used by this skill's cases and by another skill's cases in the same folder."""
+def _repository_ids(repo_root: Path, skill_dir: Path, siblings: list[Path]) -> list[Finding]:
+    """Ids used by this skill's cases and by another skill's cases in the same folder, or by the catalog's shared negatives."""
     ours = {case.id for case in validate_evals(skill_dir)[1]}
     others: Counter[str] = Counter()
     for sibling in siblings:
         if sibling != skill_dir and (sibling / "SKILL.md").is_file():
             others.update({case.id for case in validate_evals(sibling)[1]})
-    return [
+    out = [
         finding("evals.duplicate-id", DATASET, f"case id {case_id!r} is also used by another skill in {skill_dir.parent.name}/; ids are repository-wide")
         for case_id in sorted(ours & set(others))
     ]
+    shared = _shared_negative_ids(repo_root)
+    out += [
+        finding("evals.duplicate-id", DATASET, f"case id {case_id!r} is also used by {SHARED_NEGATIVES}, the catalog's shared negatives; ids are repository-wide")
+        for case_id in sorted(ours & shared)
+    ]
+    return out
+
+
+def _shared_negative_ids(repo_root: Path) -> set[str]:
+    """The ids of amd/skills' `eval/negatives.json` (prompts no skill owns, pooled into every routing run); none when absent or unreadable."""
+    try:
+        payload = json.loads((repo_root / SHARED_NEGATIVES).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return set()  # amd/skills' own check reports a broken pool; it is no property of this skill
+    cases = payload.get("evaluations") if isinstance(payload, dict) else None
+    return {c["id"].strip() for c in cases or [] if isinstance(c, dict) and isinstance(c.get("id"), str)}

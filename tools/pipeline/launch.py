@@ -63,9 +63,22 @@ def builds_for(loaded: LoadedSpec, variant: Variant, target: str) -> bool:
 def prepare(loaded: LoadedSpec, variant: str | None, target: str, shape_index: int) -> Launchable:
     """Check the variant builds for `target` and evaluate the launch geometry at the shape."""
     variant_name, chosen = loaded.variant(variant)
+    if variant is None and not builds_for(loaded, chosen, target):
+        raise _first_variant_refused(loaded, variant_name, target)
     if chosen.targets is not None and target not in chosen.targets:
         raise HyperloomError(f"variant {variant_name!r} does not build for {target}", f"use one of {chosen.targets}")
     return at_shape(loaded, variant_name, chosen, target, loaded.shape(shape_index))
+
+
+def _first_variant_refused(loaded: LoadedSpec, first: str, target: str) -> HyperloomError:
+    """No variant was named and the spec's first one (the default) is not meant for `target`: name the variants that are."""
+    fitting = [name for name, v in loaded.spec.variants.items() if builds_for(loaded, v, target)]
+    cause = f"no variant was named, and {loaded.spec.name}'s first variant {first!r} ({loaded.source_of(loaded.spec.variants[first])[1]}) does not build for {target}"
+    if not fitting:
+        names = ", ".join(loaded.spec.variants)
+        return HyperloomError(f"{cause}; none of its variants does", f"choose a target that {names} builds for, or add a variant for {target} to the spec")
+    choices = f" (variants that build for {target}: {', '.join(fitting)})" if len(fitting) > 1 else ""
+    return HyperloomError(cause, f"pass variant: {fitting[0]} (CLI: --variant {fitting[0]}){choices}")
 
 
 def at_shape(loaded: LoadedSpec, variant_name: str, variant: Variant, target: str, shape: dict[str, int]) -> Launchable:

@@ -9,7 +9,7 @@ from typing import Any
 
 from mcp.types import Tool
 
-PREFIX = "mcp__hyperloom__"  # the names Claude Code gives these tools, which the skill uses
+PREFIX = "mcp__hyperloom__"  # the names Claude Code gives these tools (the skill calls them by their bare names under any prefix)
 
 # The skill's loop (SKILL.md, "The loop"), and the tools each phase names. A tool outside every phase is offered
 # on demand only (list_tools shows it under "other").

@@ -1,0 +1,177 @@
+"""Every command README.md and SKILL.md give in a fenced shell block runs as written, after setup, in a fresh shell.
+
+After setup means a clone with its `.venv` (scripts/setup.sh's); the clone here is a copy of this working tree whose
+`.venv` is the environment running these tests (in CI, the clone's own .venv; on a development machine, whatever runs
+pytest, with PYTHONPATH passed on so that it imports this tree). A fresh shell is `bash --noprofile --norc` with a bare
+environment and a new HOME, which activates the venv first, as README says to in each new shell.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import FIXTURES, REPO
+from hyperloom.cli.tree import build_parser, choose
+
+SKILL_MD = REPO / "skill" / "hyperloom-kernel-optimizer" / "SKILL.md"
+DOCS = {"README.md": REPO / "README.md", "SKILL.md": SKILL_MD}
+SHELL_BLOCKS = {"bash", "sh", "shell"}
+FRESH_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Debian's default for a login shell
+FENCE_RE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
+
+_CLAUDE = "needs Claude Code, installed from npm (network); tests/test_hosts.py runs it where `claude` is installed"
+# Commands that cannot run here, with the reason. Every other line of a fenced shell block must run.
+SKIPPED = {
+    "bash scripts/demo.sh": "network: its setup.sh installs LLVM 19 with apt-get and the package with pip from the index (tests/test_demo.py runs the demo)",
+    "bash .ci/run": "network (apt-get, pip, the llama.cpp sdist), and it runs this test suite itself",
+    "bash scripts/setup.sh --llvm": "network: apt-get and pip; these commands run in the environment it made",
+    "claude plugin marketplace add /path/to/hyperloom": _CLAUDE,
+    "claude plugin install hyperloom@hyperloom": _CLAUDE,
+    "hyperloom bench --spec norm/rms_norm_f32 --target sm_90": "needs an NVIDIA GPU (sm_90)",
+    "hyperloom bench --spec kernels/decode/w4a8 --target sm_90 --shape 0": "needs an H200 (sm_90)",
+    "lemonade-server serve --ctx-size 8192": "needs Lemonade Server installed, and a model it downloads",
+    "llama-server -m qwen2.5-7b-instruct-q4_k_m.gguf --jinja -c 8192 --port 8080": "needs a real instruct GGUF (gigabytes, from the network)",
+    ".venv/bin/pip install -q --no-deps --no-build-isolation . && .venv/bin/python -m pytest -q":
+        "reinstalls the package into the environment running these tests, then runs the whole suite, this test included",
+}
+# Commands whose documented outcome is a failing verdict (exit 1), with why. Every other command must exit 0.
+FAILING_VERDICT = {
+    "hyperloom spec check --spec norm/rms_norm_f32 --target sm_90": "a fresh spec_init draft has placeholders to fill, which the check lists",
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    doc: str
+    line: int
+    text: str  # without its trailing comment
+
+    def __str__(self) -> str:
+        return f"{self.doc}:{self.line}: {self.text}"
+
+
+def shell_commands(doc: str) -> list[Command]:
+    """The command lines of the doc's fenced shell blocks (comments and blank lines left out, continuations joined)."""
+    text = DOCS[doc].read_text()
+    out = []
+    for block in FENCE_RE.finditer(text):
+        if block.group("info").strip() not in SHELL_BLOCKS:
+            continue
+        first = text.count("\n", 0, block.start("body")) + 1
+        pending = ""
+        for offset, raw in enumerate(block.group("body").splitlines()):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            pending += line.removesuffix("\\").rstrip() + " " if line.endswith("\\") else line
+            if line.endswith("\\"):
+                continue
+            out.append(Command(doc, first + offset, re.split(r"\s{2,}#|\s#\s", pending, maxsplit=1)[0].strip()))
+            pending = ""
+    return out
+
+
+ALL = [c for doc in DOCS for c in shell_commands(doc)]
+
+
+def test_every_fenced_block_says_what_it_holds():
+    for doc, path in DOCS.items():
+        for block in FENCE_RE.finditer(path.read_text()):
+            assert block.group("info").strip(), f"{doc}: a fenced block without a language (bash for commands, text, toml …): {block.group('body')[:80]!r}"
+
+
+def test_the_skip_lists_name_only_commands_the_docs_give():
+    given = {c.text for c in ALL}
+    assert set(SKIPPED) <= given and set(FAILING_VERDICT) <= given, (set(SKIPPED) | set(FAILING_VERDICT)) - given
+    assert len([c for c in ALL if c.text not in SKIPPED]) >= 12  # the parser finds the blocks
+    # The fresh shell activates the venv because README tells the reader to, in a block of its own.
+    assert ". .venv/bin/activate" in {c.text for c in shell_commands("README.md")}
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> Path:
+    """This working tree as a clone after setup: its files (tracked and new, not ignored) and a .venv."""
+    root = tmp_path_factory.mktemp("docs") / "hyperloom"
+    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, check=True, timeout=60).stdout
+    for name in filter(None, listed.decode().split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name, follow_symlinks=False)
+    (root / ".venv").symlink_to(Path(sys.prefix))
+    _stage_user_files(root)
+    return root
+
+
+def _stage_user_files(root: Path) -> None:
+    """The files the docs' commands name as the user's own: a kernel to bring in, and the gate example's arrays."""
+    (root / "norm").mkdir()
+    shutil.copy(FIXTURES / "docs" / "norm.cu", root / "norm" / "norm.cu")
+    workspace = root.parent / "workspace"  # SKILL.md's commands run in the user's workspace
+    workspace.mkdir()
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((8, 256)).astype(np.float32)
+    np.save(workspace / "x.npy", x)
+    for case in ("case0", "edge"):
+        reference = (x / np.sqrt(np.mean(x * x, axis=1, keepdims=True) + 1e-6)).astype(np.float32)
+        reference = reference if case == "case0" else np.zeros_like(reference)
+        np.save(workspace / f"ref_{case}.npy", reference)
+        np.save(workspace / f"out_{case}.npy", (reference + np.float32(1e-4) * rng.standard_normal(reference.shape)).astype(np.float32))
+
+
+def _fresh_shell(command: str, cwd: Path, venv: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {"HOME": str(home), "PATH": FRESH_PATH, "LANG": "C.UTF-8"}
+    if os.environ.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # a development overlay of this tree; unset in CI
+    script = f". {shlex.quote(str(venv / 'bin' / 'activate'))}\n{command}\n"
+    return subprocess.run(["bash", "--noprofile", "--norc", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("doc", list(DOCS))
+def test_every_command_of_the_docs_runs_as_written_after_setup(clone, doc, tmp_path):
+    cwd = clone if doc == "README.md" else clone.parent / "workspace"
+    ran = []
+    for command in shell_commands(doc):
+        if command.text in SKIPPED:
+            continue
+        proc = _fresh_shell(command.text, cwd, clone / ".venv", tmp_path / "home")
+        expected = 1 if command.text in FAILING_VERDICT else 0
+        assert proc.returncode == expected, f"{command}\nexit {proc.returncode}, expected {expected}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        assert "Traceback" not in proc.stderr, f"{command}\n{proc.stderr[-2000:]}"
+        ran.append(command)
+    assert ran, f"{doc} gives no command that runs here"
+
+
+# --- commands quoted in the prose: the ones written out in full must parse ----------------------------------------
+
+PLACEHOLDER_RE = re.compile(r"[\[\]|…<>]|(?:^|\s)(?:[A-Z][A-Z0-9_]*)(?=\s|$)")
+
+
+def prose_commands() -> list[tuple[str, str]]:
+    """`hyperloom …` in inline code, written out in full (no placeholder such as TARGET, [--x], a|b or …)."""
+    found = set()
+    for doc, path in DOCS.items():
+        found |= {(doc, span) for span in re.findall(r"`(hyperloom [^`\n]+)`", path.read_text()) if not PLACEHOLDER_RE.search(span)}
+    return sorted(found)
+
+
+@pytest.mark.parametrize(("doc", "span"), prose_commands())
+def test_a_command_written_in_full_in_the_prose_is_one_the_cli_takes(doc, span, capsys):
+    words = shlex.split(span)[1:]
+    chosen, words = choose(words)
+    try:
+        build_parser(chosen, every=False).parse_args(words)
+    except SystemExit as exc:
+        error = capsys.readouterr().err
+        # A command named without its required options (`hyperloom gate check`) is prose about the command, not a call.
+        assert exc.code == 0 or "the following arguments are required" in error, f"{doc}: `{span}`: {error.strip().splitlines()[-1:]}"
