@@ -40,7 +40,7 @@ class Mlp:
         self.calls += 1
 
     def outputs(self):
-        y = self.y + (torch.rand(1).item() if self.noisy else 0.0)
+        y = self.y + (int.from_bytes(os.urandom(2), "little") / 65536 if self.noisy else 0.0)  # differs per process, whatever the seed
         if self.shape_drift:
             y = y[: 1 + os.getpid() % 7]
         return {"y": y, "argmax": y.argmax(dim=-1)}

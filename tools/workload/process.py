@@ -55,12 +55,19 @@ class WorkloadProcess:
 
     def __enter__(self) -> WorkloadProcess:
         self.worker.start(timeout_s=self.timeout_s)
-        self.info = self._call("build", {
+        try:
+            self.info = self._build()
+        except BaseException:
+            self.close()  # __exit__ does not run when __enter__ raises
+            raise
+        return self
+
+    def _build(self) -> dict[str, Any]:
+        return self._call("build", {
             "workload": self.target.workload, "kind": self.target.kind, "args": list(self.target.args), "root": str(self.workspace.root),
             "knobs": dict(self.target.knobs), "folder": str(self.folder),
             "levers": [{"name": lever.name, "kind": lever.kind, "value": lever.value} for lever in self.levers],
         })
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
