@@ -19,5 +19,8 @@ rm -rf .whl .device && mkdir -p .whl .device
   jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
   py-spy==0.4.3 \
   liger-kernel==0.8.5  # py-spy: where the loop's process spends its GIL (tune_h200.sh profile); liger-kernel: pure Python: the two Triton kernels written outside Hyperloom that bench/triton_outside.py reads at run time
+# mcp and what it needs (the image has none of it): the device scripts that drive the tools over MCP, as an agent does
+"$python" -m pip download --quiet --only-binary=:all: --python-version 3.12 --implementation cp \
+  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl mcp==2.3.0
 "$python" bench/onboarding.py --prepare .device/onboarding --target sm_90
 du -sh .whl .device

@@ -1,0 +1,67 @@
+"""Issue 30's GPU figures, through the MCP tools over stdio (as an agent calls them): a transformers Qwen2-shaped
+decoder with random weights (examples/workloads/decoder.py, bf16) frozen, then timed end to end beside levers
+(the static KV cache knob, torch.compile, both, a CUDA graph of generate, the math attention backend), each
+gated on the frozen tokens, checked for engagement and A/B-timed. Writes $OUT/workload/ (the tool's result.json,
+report.md, speedup.png, the freeze result, the call log).
+
+    python3 scripts/device/workload_h200.py [--layers 8] [--candidates JSON]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+REPO = Path(__file__).resolve().parents[2]
+CANDIDATES = [["knob:cache=static"], ["compile"], ["knob:cache=static", "compile"], ["graph"], ["sdpa_math"]]
+
+
+async def main(args: argparse.Namespace) -> None:
+    out = Path(os.environ.get("OUT", "/tmp/device-out")) / "workload"
+    ws = out / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "examples" / "workloads" / "decoder.py", ws / "decoder.py")
+    env = {**os.environ, "HYPERLOOM_WORKSPACE": str(ws)}
+    server = StdioServerParameters(command=sys.executable, args=["-m", "hyperloom.mcp_server.server"], cwd=str(ws), env=env)
+    log = []
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+
+        async def call(arguments: dict) -> dict:
+            started = time.perf_counter()
+            result = await client.call_tool("workload", arguments, read_timeout_seconds=__import__("datetime").timedelta(seconds=1800))
+            text = " ".join(getattr(b, "text", "") for b in result.content)
+            log.append({"arguments": arguments, "seconds": round(time.perf_counter() - started, 1), "is_error": result.is_error, "text": text[:2000]})
+            print(f"workload {arguments['action']}: {time.perf_counter() - started:.0f} s: {(result.structured_content or {}).get('summary', text)[:400]}", flush=True)
+            return result.structured_content or {}
+
+        frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": {"layers": str(args.layers)}, "token_match": 1.0})
+        (out / "freeze.json").write_text(json.dumps(frozen, indent=2))
+        bench = await call({"action": "bench", "name": "qwen2", "candidates": json.loads(args.candidates) if args.candidates else CANDIDATES,
+                            "pairs": args.pairs, "steps_per_leg": args.steps_per_leg, "warmup_steps": 2, "max_baseline_legs": 12})
+        for c in bench.get("candidates", []):
+            print(f"  {' + '.join(c['levers'])}: {c['verdict']} {c.get('speedup') or ''} {c['reason'][:200]}")
+    (out / "calls.json").write_text(json.dumps(log, indent=2))
+    bench_folder = ws / ".hyperloom" / "workload" / "qwen2" / "bench"
+    for name in ("result.json", "report.md", "speedup.png"):
+        if (bench_folder / name).exists():
+            shutil.copy(bench_folder / name, out / name)
+    shutil.rmtree(ws / ".hyperloom" / "workload" / "qwen2" / "runs", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--steps-per-leg", type=int, default=2)
+    parser.add_argument("--candidates", default=None)
+    anyio.run(main, parser.parse_args())
