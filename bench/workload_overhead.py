@@ -31,8 +31,13 @@ def build(step_ms: float = 10.0):
         gpu = False
     if gpu:
         a = torch.randn(4096, 4096, device="cuda")
-        torch.cuda.synchronize(); t = time.perf_counter(); a @ a; torch.cuda.synchronize()
-        reps = max(1, round(step_ms / 1e3 / (time.perf_counter() - t)))
+        for _ in range(3):
+            a @ a
+        torch.cuda.synchronize(); t = time.perf_counter()
+        for _ in range(20):
+            a @ a
+        torch.cuda.synchronize()
+        reps = max(1, round(step_ms / 1e3 / ((time.perf_counter() - t) / 20)))
         def step():
             for _ in range(reps):
                 a @ a

@@ -38,7 +38,7 @@ async def main(args: argparse.Namespace) -> None:
 
         async def call(arguments: dict) -> dict:
             started = time.perf_counter()
-            result = await client.call_tool("workload", arguments, read_timeout_seconds=__import__("datetime").timedelta(seconds=1800))
+            result = await client.call_tool("workload", arguments, read_timeout_seconds=1800.0)
             text = " ".join(getattr(b, "text", "") for b in result.content)
             log.append({"arguments": arguments, "seconds": round(time.perf_counter() - started, 1), "is_error": result.is_error, "text": text[:2000]})
             print(f"workload {arguments['action']}: {time.perf_counter() - started:.0f} s: {(result.structured_content or {}).get('summary', text)[:400]}", flush=True)
