@@ -24,7 +24,7 @@ from hyperloom.tools.profile.trace import Op
 CONVERT = ("copy_", "to", "_to_copy")  # a dtype conversion: `.to()` is aten::to on a CPU thread, the copy_ it runs on a GPU stream
 HALF = ("c10::BFloat16", "c10::Half")
 RMS_EPS = 1e-6  # Qwen2's and Llama-3's rms_norm_eps
-NEAR_MISS_OPS = 2  # a pattern followed for at least this many ops before the chain departs from it is worth naming
+NEAR_MISS_OPS = 2  # a pattern whose ops fitted this far before the chain departed from it is worth naming
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,11 @@ def step_of(position: int, op: Op, reads: tuple[Tensor, ...], output: Tensor) ->
 
 
 class Mismatch(Exception):
-    """The chain departs from a pattern at `at` (0-based step), for `reason`."""
+    """The chain departs from a pattern after `progress` of its ops fitted, for `reason`."""
 
-    def __init__(self, at: int, reason: str) -> None:
+    def __init__(self, progress: int, reason: str) -> None:
         super().__init__(reason)
-        self.at, self.reason = at, reason
+        self.progress, self.reason = progress, reason
 
 
 class Cursor:
@@ -76,9 +76,10 @@ class Cursor:
         self.at += 1
         return step
 
-    def require(self, condition: bool, reason: str) -> None:
+    def require(self, condition: bool, reason: str, step: Step | None = None) -> None:
+        """`reason` about `step` (default: the op taken last) unless `condition` holds."""
         if not condition:
-            raise Mismatch(self.at - 1, f"{self.steps[self.at - 1].where()}: {reason}")
+            raise Mismatch(self.at, f"{(step or self.steps[self.at - 1]).where()}: {reason}")
 
     def end(self) -> None:
         if self.at < len(self.steps):
@@ -180,12 +181,13 @@ def _match_rmsnorm(steps: list[Step]) -> LibraryMatch:
 def _match_add_rmsnorm(steps: list[Step]) -> LibraryMatch:
     c = Cursor(steps)
     add = c.take("add")
-    c.require(len(add.reads) == 2 and add.reads[0].dims == add.reads[1].dims == add.output.dims and add.reads[0].dtype == add.reads[1].dtype,
-              "is not the sum of two tensors of one shape and dtype (the residual add)")
-    c.require(add.scalar(2) in (None, "1"), f"scales its second operand by alpha={add.scalar(2)}")
     norm = _rms_norm(c)
     c.end()
-    c.require(norm.x.dims == add.output.dims and norm.x.dtype == add.output.dtype, "normalizes something other than the residual sum")
+    # checked once the ops have all fitted, so a chain of the right ops with a wrong add is named as a near miss
+    c.require(len(add.reads) == 2 and add.reads[0].dims == add.reads[1].dims == add.output.dims and add.reads[0].dtype == add.reads[1].dtype,
+              "is not the sum of two tensors of one shape and dtype (the residual add)", add)
+    c.require(add.scalar(2) in (None, "1"), f"scales its second operand by alpha={add.scalar(2)}", add)
+    c.require(norm.x.dims == add.output.dims and norm.x.dtype == add.output.dtype, "normalizes something other than the residual sum", add)
     args = [_buffer("x", f"{add.where()}, its second operand (the sublayer's output)", add.reads[1]),
             _buffer("residual", f"{add.where()}, its first operand; the sum is written back into it (its output)", add.reads[0]),
             *_norm_args(norm)]
@@ -202,12 +204,12 @@ def _gated(activation: str, kernel: str, launcher: str, split: str, check: Calla
         act = c.take(activation)
         gate = act.reads[0]
         c.require(len(act.reads) == 1 and act.output.dims == gate.dims and gate.dtype == act.output.dtype, f"is not {activation} of one tensor, elementwise")
-        check(c, act)
         product = c.take("mul")
         up = [t for t in product.reads if t.numel == gate.numel and t.dtype == gate.dtype]
         c.require(len(product.reads) == 2 and len(up) == 2 and product.output.numel == gate.numel,
                   f"multiplies {', '.join(t.text() for t in product.reads)}, not the activation by an up projection of its shape and dtype")
         c.end()
+        check(c, act)  # once the ops have all fitted: a wrong variant of the activation is a near miss
         d = gate.dims[-1]
         args = [LibraryArg(name="x", source=f"[gate | up]: {act.where()}'s input and {product.where()}'s other operand, side by side "
                            f"in the spec; in the model, {split} takes them as two tensors",
@@ -219,7 +221,7 @@ def _gated(activation: str, kernel: str, launcher: str, split: str, check: Calla
 
 def _exact_gelu(c: Cursor, act: Step) -> None:
     approximate = act.scalar(1)
-    c.require(approximate in (None, "none"), f"uses approximate={approximate!r}: the spec gates erf's exact GELU (the launcher takes approximate='tanh')")
+    c.require(approximate in (None, "none"), f"uses approximate={approximate!r}: the spec gates erf's exact GELU (the launcher takes approximate='tanh')", act)
 
 
 PATTERNS: list[tuple[str, Callable[[list[Step]], LibraryMatch]]] = [
@@ -247,8 +249,8 @@ def match_chain(steps: list[Step]) -> tuple[LibraryMatch | None, str | None]:
         try:
             return match(steps), None
         except Mismatch as miss:
-            if miss.at >= NEAR_MISS_OPS and (closest is None or miss.at > closest[0]):
-                closest = (miss.at, kernel, miss.reason)
+            if miss.progress >= NEAR_MISS_OPS and (closest is None or miss.progress > closest[0]):
+                closest = (miss.progress, kernel, miss.reason)
         except IndexError:  # an op with fewer tensors than the pattern reads: not this pattern
             continue
     if closest is None:
