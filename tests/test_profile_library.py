@@ -129,7 +129,7 @@ def test_a_float32_model_without_conversions_matches_but_a_bfloat16_one_that_ski
 
     found, _ = match_chain(model_in("float"))
     assert found is not None and found.kernel == "add_rmsnorm" and found.dtype == "float32" and not found.notes
-    assert "squares a bfloat16 tensor" in match_chain(model_in("c10::BFloat16"))[1]
+    assert match_chain(model_in("c10::BFloat16")) == (None, None)  # HF's norm squares in float32: a bfloat16 pow is another module
 
 
 def test_gelu_with_the_tanh_form_is_refused_by_the_exact_gelu_spec(h200):

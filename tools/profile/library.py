@@ -77,9 +77,10 @@ class Cursor:
         return step
 
     def require(self, condition: bool, reason: str, step: Step | None = None) -> None:
-        """`reason` about `step` (default: the op taken last) unless `condition` holds."""
+        """`reason` about `step` unless `condition` holds. Without a step it is about the op taken last, which then did not
+        fit; a step named is checked late, once the ops after it fitted (a near miss of the whole pattern)."""
         if not condition:
-            raise Mismatch(self.at, f"{(step or self.steps[self.at - 1]).where()}: {reason}")
+            raise Mismatch(self.at if step else self.at - 1, f"{(step or self.steps[self.at - 1]).where()}: {reason}")
 
     def end(self) -> None:
         if self.at < len(self.steps):
