@@ -4,7 +4,9 @@ before it wrote, between compute kernels.
 Traces carry shapes, not tensor identities, so "reads what the one before wrote" means: one of the op's tensor
 inputs has the previous op's output shape (or element count). A fused kernel keeps each intermediate on chip,
 so it saves writing it and reading it back: 2 x its bytes. A chain ends at a compute op (GEMM, attention), at a
-communication or unclassified op, at an op with no work model, and where the shapes stop lining up.
+communication or unclassified op, at an op with no work model, and where the shapes stop lining up. It steps over a
+GEMM that reads nothing it wrote when the op after the GEMM reads both (the gated MLP's activation times its up projection).
+Each chain is then matched against the fusion library (library.py).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 
 from hyperloom.tools.profile.classify import COMPUTE_CLASSES, FUSABLE_CLASSES, base_name, op_class
 from hyperloom.tools.profile.group import Classifier
+from hyperloom.tools.profile.library import Step, match_chain, step_of
 from hyperloom.tools.profile.models import FusionCandidate
 from hyperloom.tools.profile.trace import Op, Trace
 from hyperloom.tools.profile.work import Work, WorkCache
@@ -74,24 +77,53 @@ def _fusable(node: Node) -> bool:
     return node.cls in FUSABLE_CLASSES and node.op is not None and node.work is not None and node.work.output is not None
 
 
-def chains(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[tuple[list[Node], Node | None, Node | None]]:
+@dataclass
+class Chain:
+    run: list[Node]
+    before: Node | None  # the node right before the chain
+    after: Node | None  # the node that ended it
+    over: list[Node]  # compute nodes it steps over (see _steps_over)
+
+
+def _steps_over(run: list[Node], node: Node, following: Node | None) -> bool:
+    """Whether the chain goes on past compute node `node`: it reads nothing the chain wrote, and the op after it reads both
+    (HF's gated MLP: silu(gate_proj(x)), then up_proj(x), then their product; a fused kernel runs after the GEMM)."""
+    if not run or node.cls not in COMPUTE_CLASSES or node.work is None or node.work.output is None or following is None or not _fusable(following):
+        return False
+    written = run[-1].work.output
+    if any(t.dims == written.dims or t.numel == written.numel for t in node.work.reads):
+        return False
+    return _reads(following, run[-1]) and _reads(following, node)
+
+
+def chains(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[Chain]:
     """Every chain of at least two linked memory-bound nodes, with the nodes right before and after it."""
     found = []
     for nodes in _nodes(trace, classify, work_of):
         run: list[Node] = []
+        over: list[Node] = []
         start = 0
-        for i, node in enumerate(nodes + [None]):
+        i = 0
+        padded: list[Node | None] = [*nodes, None]
+        while i < len(padded):
+            node = padded[i]
+            if node is not None and run and _steps_over(run, node, padded[i + 1]):
+                over.append(node)
+                i += 1
+                continue
             linked = node is not None and _fusable(node) and (not run or _reads(node, run[-1]))
             if linked:
                 if not run:
                     start = i
                 run.append(node)
+                i += 1
                 continue
             if len(run) >= 2:
-                before = nodes[start - 1] if start > 0 else None
-                found.append((run, before, node if node is not None else None))
+                found.append(Chain(run, nodes[start - 1] if start > 0 else None, node, over))
             run = [node] if node is not None and _fusable(node) else []
+            over = []
             start = i
+            i += 1
     return found
 
 
@@ -99,25 +131,32 @@ def _saved(run: list[Node]) -> int:
     return sum(2 * n.work.output.nbytes for n in run[:-1])
 
 
+def _steps(run: list[Node]) -> list[Step]:
+    return [step_of(i, n.op, n.work.reads, n.work.output) for i, n in enumerate(run, start=1)]
+
+
 def fusion_candidates(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[FusionCandidate]:
-    """Chains grouped by their ops and shapes, most bytes saved first (chains that save nothing are left out)."""
-    groups: dict[tuple, list[tuple[list[Node], Node | None, Node | None]]] = defaultdict(list)
-    for run, before, after in chains(trace, classify, work_of):
-        groups[tuple((n.op.name, n.work.output.text()) for n in run)].append((run, before, after))
+    """Chains grouped by their ops and shapes, most bytes saved first (chains that save nothing are left out), each
+    matched against the fusion library."""
+    groups: dict[tuple, list[Chain]] = defaultdict(list)
+    for chain in chains(trace, classify, work_of):
+        groups[tuple((n.op.name, n.work.output.text()) for n in chain.run)].append(chain)
     candidates = []
     for signature, members in groups.items():
-        run, before, after = members[0]
-        saved = _saved(run)
+        first = members[0]
+        saved = _saved(first.run)
         if not saved:
             continue
-        moved = sum(n.work.bytes_moved for n in run)
-        time_us = sum(n.time_us for r, _, _ in members for n in r)
+        moved = sum(n.work.bytes_moved for n in first.run)
+        time_us = sum(n.time_us for c in members for n in c.run)
+        library, note = match_chain(_steps(first.run))
         candidates.append(FusionCandidate(
             ops=[name for name, _ in signature], shapes=[text for _, text in signature],
-            before=_compute_name(before), after=_compute_name(after), occurrences=len(members),
-            kernels_per_occurrence=sum(n.kernels for n in run), time_s=time_us / 1e6,
+            before=_compute_name(first.before), after=_compute_name(first.after), occurrences=len(members),
+            kernels_per_occurrence=sum(n.kernels for n in first.run), time_s=time_us / 1e6,
             bytes_moved_per_occurrence=moved, bytes_saved_per_occurrence=saved, bytes_saved_total=saved * len(members),
             estimated_time_saved_s=time_us / 1e6 * saved / moved if moved else 0.0,
+            steps_over=[n.op.name if n.op is not None else "a compute kernel" for n in first.over], library=library, library_note=note,
         ))
     candidates.sort(key=lambda c: (c.bytes_saved_total, c.time_s), reverse=True)
     return candidates

@@ -87,6 +87,27 @@ class Hotspot(BaseModel):
     work_model: str = Field(description="How bytes and flops were counted, or why they were not.")
 
 
+class LibraryArg(BaseModel):
+    name: str = Field(description="The library spec's argument.")
+    source: str = Field(description="Where the recorded chain has it (op number, which operand), or how its value was chosen.")
+    dims: list[int] | None = None
+    dtype: str | None = None
+    value: float | int | None = None
+    tag: Tag = Field(description="MEASURED: recorded in the trace; ASSUMED: not recorded (eps), a stated default.")
+
+
+class LibraryMatch(BaseModel):
+    kernel: str = Field(description="The library kernel the whole chain is.")
+    spec_folder: str = Field(description="Its spec folder among the shipped kernels (kernels/triton/<kernel>; hyperloom/kernels/... installed).")
+    entry: str
+    launcher: str = Field(description="file:function taking torch tensors, for putting the kernel into the model.")
+    pattern: str = Field(description="What the chain was read as.")
+    dtype: str = Field(description="The dtype the chain's input has.")
+    shape: dict[str, int] = Field(description="The spec's shape variables at the recorded shapes.")
+    args: list[LibraryArg]
+    notes: list[str]
+
+
 class FusionCandidate(BaseModel):
     ops: list[str] = Field(description="The chain: memory-bound ops back to back on one stream, each reading what the one before wrote.")
     shapes: list[str] = Field(description="Each op's output shape and dtype.")
@@ -101,6 +122,10 @@ class FusionCandidate(BaseModel):
     bytes_saved_total: int
     estimated_time_saved_s: float = Field(description="time_s x bytes_saved / bytes_moved: the chain's time scaled to the bytes a fusion removes "
                                                       "(ASSUMED model; launch gaps not counted).")
+    steps_over: list[str] = Field(default_factory=list, description=(
+        "Compute ops the chain steps over: they read nothing it wrote and the op after them reads both (the gated MLP's up projection)."))
+    library: LibraryMatch | None = Field(None, description="The fusion library kernel the whole chain is, with each argument traced to the chain.")
+    library_note: str | None = Field(None, description="Why the closest library kernel does not fit, where one came near.")
 
 
 class Handoff(BaseModel):

@@ -34,6 +34,23 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers), *("| " + " | ".join(row) + " |" for row in rows), ""]
 
 
+def _library(result: ProfileResult) -> list[str]:
+    """Each fusion candidate the library covers, its arguments traced to the chain; and why near misses were refused."""
+    lines = []
+    for i, c in enumerate(result.fusion, start=1):
+        if c.library is not None:
+            m = c.library
+            shape = ", ".join(f"{k}={v}" for k, v in m.shape.items())
+            lines.append(f"- #{i} is `{m.kernel}` ({m.pattern}): spec `{m.spec_folder}` at {shape}, {m.dtype}; launcher `{m.launcher}`")
+            for a in m.args:
+                what = f"{a.dims} {a.dtype}" if a.dims is not None else f"= {a.value:g}"
+                lines.append(f"  - `{a.name}` {what} ({a.tag.value}): {a.source}")
+            lines += [f"  - note: {n}" for n in m.notes]
+        elif c.library_note:
+            lines.append(f"- #{i}: {c.library_note}")
+    return ["Fusion library:", "", *lines, ""] if lines else []
+
+
 def render(result: ProfileResult) -> str:
     e = result.evidence
     lines = [
@@ -74,10 +91,12 @@ def render(result: ProfileResult) -> str:
     lines += ["How each was counted:", "", *(f"- {', '.join(ranks)}: {model}" for model, ranks in models.items()), ""]
     lines += ["## Fusion candidates", ""]
     if result.fusion:
-        lines += _table(["chain", "before → after", "times", "kernels each", "time (ms)", "bytes saved each", "saved in all", "est. time saved (ms)"],
-                        [[_short(" → ".join(c.ops), 120), f"{c.before or '-'} → {c.after or '-'}", str(c.occurrences), str(c.kernels_per_occurrence),
+        lines += _table(["#", "chain", "before → after", "times", "kernels each", "time (ms)", "bytes saved each", "saved in all", "est. time saved (ms)", "library kernel"],
+                        [[str(i), _short(" → ".join(c.ops), 120) + (f" (over {', '.join(c.steps_over)})" if c.steps_over else ""),
+                          f"{c.before or '-'} → {c.after or '-'}", str(c.occurrences), str(c.kernels_per_occurrence),
                           f"{c.time_s * 1e3:.4g}", _bytes(c.bytes_saved_per_occurrence), _bytes(c.bytes_saved_total),
-                          f"{c.estimated_time_saved_s * 1e3:.3g}"] for c in result.fusion])
+                          f"{c.estimated_time_saved_s * 1e3:.3g}", f"`{c.library.kernel}`" if c.library else "-"] for i, c in enumerate(result.fusion, start=1)])
+        lines += _library(result)
     else:
         lines += ["None found: no two memory-bound ops back to back over the same tensors (or no shapes in the trace).", ""]
     if result.handoff:
