@@ -177,7 +177,7 @@ def _draw(arg: BufferArg, dims: tuple[int, ...], dtype: np.dtype, rng: np.random
     if case == "extremes":
         return rng.choice(np.array([float(info.max) / 4, -float(info.max) / 4, 0, 1], dtype=dtype), size=dims).astype(dtype)
     if case == "denormals":
-        steps = min(64, 2 ** int(info.nmant))  # fp8 has 4 to 8 subnormals a sign: multiples of the smallest stay subnormal
+        steps = 64 if 2 ** int(info.nmant) > 64 else 2 ** int(info.nmant) - 1  # fp8 has 3 or 7 subnormals a sign: stay below the smallest normal
         return (rng.integers(-steps, steps, size=dims) * float(info.smallest_subnormal)).astype(dtype)
     if arg.init == "uniform":
         if max(abs(arg.low), abs(arg.high)) > float(info.max):
