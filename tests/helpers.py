@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from hyperloom.core.dtypes import save_npy
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest, GateResult
@@ -17,8 +18,8 @@ REPO = Path(__file__).parent.parent
 
 
 def save(workspace: Workspace, name: str, array: Any, dtype: Any = None) -> str:
-    """Save an array as a .npy in the workspace and return its relative path."""
-    np.save(workspace.root / name, np.asarray(array, dtype=dtype))
+    """Save an array as a .npy in the workspace and return its relative path (bfloat16 and fp8 keep their dtype)."""
+    save_npy(workspace.root / name, np.asarray(array, dtype=dtype))
     return name
 
 

@@ -1,11 +1,12 @@
 """Element-wise comparison of one chunk of a candidate against its reference.
 
 Semantics (evaluated in float64): an element matches when |c − r| ≤ atol + rtol·|r|, or, when
-max_ulp is set and the dtype is floating point, when c lies within max_ulp ULPs of r. NaN follows
+max_ulp is set and the dtype is floating point, when c lies within max_ulp ULPs of r, counted in the
+dtype's own ULPs (bfloat16 and fp8 decoded from their ml_dtypes arrays, never compared as bit patterns). NaN follows
 the policy ('forbid': every NaN is a mismatch; 'match': NaN must meet NaN). ±Inf must equal the
 reference exactly. −0.0 equals 0.0.
 
-Speed: a fast pass in the input's own precision (float32 for float16 and float32) accepts most
+Speed: a fast pass in the input's own precision (float32 for float32 and the narrower floats) accepts most
 elements against a threshold shrunk by a safety margin, so it never accepts an element that the
 float64 rule rejects. Every element it does not accept is decided again, exactly, in float64.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hyperloom.core.dtypes import is_float
 from hyperloom.tools.gate.models import Tolerance
 
 # The fast pass's threshold is shrunk by this factor: it outweighs the float32/float64 rounding
@@ -72,7 +74,7 @@ def compare_chunk(candidate: np.ndarray, reference: np.ndarray, tolerance: Toler
     if candidate.dtype != reference.dtype or candidate.shape != reference.shape:
         raise ValueError("compare_chunk needs two chunks of one dtype and length")  # a caller bug, not input
     with np.errstate(all="ignore"):
-        if candidate.dtype.kind == "f":
+        if is_float(candidate.dtype):
             return _float_chunk(candidate, reference, tolerance, start, keep)
         return _integer_chunk(candidate, reference, tolerance, start, keep)
 
@@ -90,7 +92,8 @@ def _bits(values: np.ndarray) -> np.ndarray:
 
 
 def ordered_keys(values: np.ndarray) -> np.ndarray:
-    """Integers that order like the floats, one apart per ULP; −0.0 and 0.0 share key 0."""
+    """Integers that order like the floats, one apart per ULP; −0.0 and 0.0 share key 0. Every format compared is
+    sign-magnitude with its finite values consecutive in their bits, fp8 included (an fnuz NaN, −0.0's bits, is never finite)."""
     bits = _bits(values).astype(np.int64)
     magnitude = bits & ((1 << (8 * values.dtype.itemsize - 1)) - 1)
     return np.where(bits < 0, -magnitude, magnitude)

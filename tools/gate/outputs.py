@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperloom.core.dtypes import load_npy
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.check import Case, judge
@@ -82,7 +83,7 @@ def judge_sampled(outputs: dict[str, np.ndarray], references: dict[str, np.ndarr
 
 def gate_references(gate: OutputGate) -> dict[str, np.ndarray]:
     """The references an OutputGate names, mapped from their files (read only where judged)."""
-    return {check.output: np.load(check.reference, mmap_mode="r", allow_pickle=False) for check in gate.checks}
+    return {check.output: load_npy(check.reference, mmap_mode="r") for check in gate.checks}
 
 
 def judge_checked_launches(last: dict[str, np.ndarray], again: dict[str, np.ndarray], fresh: dict[str, np.ndarray], timed_references: dict[str, np.ndarray],

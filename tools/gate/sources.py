@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import io
 import math
 import os
 from dataclasses import dataclass
@@ -12,8 +11,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hyperloom.core.dtypes import as_bits, is_float, load_npy, npy_header
 from hyperloom.core.errors import HyperloomError
-from hyperloom.core.hashing import sha256_bytes, sha256_file
+from hyperloom.core.hashing import sha256_file
 
 SUPPORTED_KINDS = frozenset("fiub")
 MAX_INLINE_ELEMENTS = 1 << 20
@@ -41,12 +41,15 @@ class ArraySource(Protocol):
 
 
 def check_dtype(dtype: np.dtype, label: str) -> None:
-    if dtype.kind not in SUPPORTED_KINDS or (dtype.kind == "f" and dtype.itemsize not in (2, 4, 8)):
-        raise HyperloomError(
-            f"{label} has dtype {dtype.str!r}, which the gate does not compare",
-            "save it as float16/float32/float64, a signed or unsigned integer, or bool "
-            "(bfloat16: cast to float32 first; complex: compare real and imaginary parts as two arrays)",
-        )
+    if is_float(dtype) or (dtype.kind in SUPPORTED_KINDS and dtype.kind != "f"):
+        return
+    void = dtype.kind == "V" and dtype.itemsize in (1, 2)
+    raise HyperloomError(
+        f"{label} has dtype {dtype.str!r}, which the gate does not compare"
+        + (" (numpy.save writes a bfloat16 or fp8 array of ml_dtypes so, and the dtype is lost)" if void else ""),
+        "save it as float16/float32/float64, bfloat16 or an fp8 dtype with hyperloom.core.dtypes.save_npy (which keeps the dtype),"
+        " a signed or unsigned integer, or bool (complex: compare real and imaginary parts as two arrays)",
+    )
 
 
 def _native(chunk: np.ndarray) -> np.ndarray:
@@ -107,7 +110,7 @@ class NpyFile:
 
     def read(self, start: int, count: int) -> np.ndarray:
         out = np.empty(count, dtype=self.dtype)
-        view = memoryview(out).cast("B")
+        view = memoryview(as_bits(out)).cast("B")
         offset = self.data_offset + start * self.dtype.itemsize
         fd = os.open(self.path, os.O_RDONLY)
         try:
@@ -152,17 +155,12 @@ class InMemory:
         return _native(self.array.reshape(-1)[start : start + count])
 
     def sha256(self) -> str:
-        """The sha256 of the .npy file numpy.save would write: its header, then the array's bytes, hashed in place."""
+        """The sha256 of the .npy file save_npy would write (numpy.save's, a narrow float's dtype kept): its header, then the
+        array's bytes, hashed in place."""
         array = np.asanyarray(self.array)
-        header = io.BytesIO()
-        try:
-            np.lib.format._write_array_header(header, np.lib.format.header_data_from_array_1_0(array), None)  # what np.save writes first
-        except AttributeError:  # a numpy without that helper: the whole file in memory
-            np.save(header, array, allow_pickle=False)
-            return sha256_bytes(header.getvalue())
-        digest = hashlib.sha256(header.getvalue())
         data = array if array.flags.c_contiguous or array.flags.f_contiguous else np.ascontiguousarray(array)
-        digest.update(memoryview(data.reshape(-1, order="F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C")).cast("B"))
+        digest = hashlib.sha256(npy_header(data))
+        digest.update(memoryview(as_bits(data).reshape(-1, order="F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C")).cast("B"))
         return digest.hexdigest()
 
 
@@ -203,4 +201,4 @@ def inline_array(values: list[Any], dtype: np.dtype, label: str) -> InMemory:
 
 def in_memory_copy(source: NpyFile) -> InMemory:
     """Load a whole file in C order; used only when two files disagree on storage order."""
-    return InMemory(np.ascontiguousarray(np.load(source.path, allow_pickle=False)), source.label)
+    return InMemory(np.ascontiguousarray(load_npy(source.path)), source.label)

@@ -10,6 +10,7 @@ import numpy as np
 import yaml
 from pydantic import ValidationError
 
+from hyperloom.core.dtypes import float_info, is_float, numpy_dtype
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.kernelspec.expr import evaluate, evaluate_int
@@ -156,27 +157,31 @@ def draw_inputs(spec: KernelSpec, shape: Mapping[str, int], case: str = "seeded"
     for arg in spec.args:
         if not isinstance(arg, BufferArg) or arg.role in ("output", "scratch"):
             continue
-        dims, dtype = buffer_shape(arg, shape), np.dtype(arg.dtype)
+        dims, dtype = buffer_shape(arg, shape), numpy_dtype(arg.dtype)
         arrays[arg.name] = _draw(arg, dims, dtype, rng, case)
     return arrays
 
 
 def _draw(arg: BufferArg, dims: tuple[int, ...], dtype: np.dtype, rng: np.random.Generator, case: str) -> np.ndarray:
+    """One buffer's values. Floats are drawn as values and rounded to the dtype (bfloat16 and fp8 included), never as bit patterns."""
     if case == "zeros" or arg.init == "zeros":
         return np.zeros(dims, dtype)
     if case == "ones" or arg.init == "ones":
         return np.ones(dims, dtype)
+    if not is_float(dtype):
+        if case == "extremes":
+            info = np.iinfo(dtype)
+            return rng.choice(np.array([info.max, info.min, 0, 1], dtype=dtype), size=dims).astype(dtype)
+        return rng.integers(int(arg.low), int(arg.high) + 1, size=dims, dtype=np.int64).astype(dtype)
+    info = float_info(dtype)
     if case == "extremes":
-        info = np.finfo(dtype) if dtype.kind == "f" else np.iinfo(dtype)
-        picks = np.array([info.max, info.min, 0, 1], dtype=dtype) if dtype.kind != "f" else np.array([info.max / 4, -info.max / 4, 0, 1], dtype=dtype)
-        return rng.choice(picks, size=dims).astype(dtype)
-    if case == "denormals" and dtype.kind == "f":
-        tiny = np.finfo(dtype).smallest_subnormal
-        return (rng.integers(-64, 64, size=dims) * tiny).astype(dtype)
-    if dtype.kind == "f":
-        if arg.init == "uniform":
-            return rng.uniform(arg.low, arg.high, size=dims).astype(dtype)
-        return rng.standard_normal(size=dims).astype(dtype)
-    return rng.integers(int(arg.low), int(arg.high) + 1, size=dims, dtype=np.int64).astype(dtype)
-
-
+        return rng.choice(np.array([float(info.max) / 4, -float(info.max) / 4, 0, 1], dtype=dtype), size=dims).astype(dtype)
+    if case == "denormals":
+        steps = 64 if 2 ** int(info.nmant) > 64 else 2 ** int(info.nmant) - 1  # fp8 has 3 or 7 subnormals a sign: stay below the smallest normal
+        return (rng.integers(-steps, steps, size=dims) * float(info.smallest_subnormal)).astype(dtype)
+    if arg.init == "uniform":
+        if max(abs(arg.low), abs(arg.high)) > float(info.max):
+            raise HyperloomError(f"buffer {arg.name} draws uniform in [{arg.low:g}, {arg.high:g}], beyond {dtype.name}'s largest finite value {float(info.max):g}",
+                                 f"give low and high within ±{float(info.max):g}, or a wider dtype")
+        return rng.uniform(arg.low, arg.high, size=dims).astype(dtype)
+    return rng.standard_normal(size=dims).astype(dtype)

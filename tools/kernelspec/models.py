@@ -11,7 +11,9 @@ from hyperloom.tools.gate.models import Tolerance
 
 Expr = str | int | float
 Language = Literal["hip", "cuda", "asm", "c", "cpp", "triton"]
-BufferDtype = Literal["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
+# bfloat16 and the fp8 formats are ml_dtypes' (hyperloom.core.dtypes): drawn, stored and gated by value, never as bits.
+BufferDtype = Literal["float16", "float32", "float64", "bfloat16", "float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz",
+                      "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"]
 ScalarDtype = Literal["int32", "uint32", "int64", "uint64", "float32", "float64"]
 
 
@@ -28,7 +30,9 @@ class BufferArg(_Strict):
         "input: drawn and uploaded; output: poisoned, written by the kernel, gated; inout: both; scratch: device workspace"
         " (split-k partial sums, arrival counters) zero-filled once when it is allocated, never drawn, uploaded or gated, so a"
         " kernel that needs it zero at its start leaves it zero at its end"))
-    init: Literal["normal", "uniform", "randint", "zeros", "ones"] = Field("normal", description="How seeded inputs are drawn.")
+    init: Literal["normal", "uniform", "randint", "zeros", "ones"] = Field("normal", description=(
+        "How seeded inputs are drawn: a float buffer (bfloat16 and fp8 too) gets values drawn in float64 and rounded to its dtype"
+        " (ones: 1.0), an integer buffer integers; randint on a float buffer draws as normal does."))
     low: float = -1.0
     high: float = 1.0
 

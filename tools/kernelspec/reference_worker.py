@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 
+from hyperloom.core.dtypes import is_float, is_narrow_float, load_npy, numpy_dtype, save_npy
+
 
 class ReferenceContractError(Exception):
     """The reference ran but broke the contract: (inputs, shape) -> {output name: array of the declared size}."""
@@ -36,7 +38,7 @@ def compute(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _one(function: Any, inputs_dir: Path, out_dir: Path, payload: dict[str, Any]) -> dict[str, Any]:
     """The reference on one staged input set: its outputs saved in `out_dir`, what it returned reported."""
-    inputs = {p.name[3:-4]: np.load(p, allow_pickle=False) for p in sorted(inputs_dir.glob("in_*.npy"))}
+    inputs = {p.name[3:-4]: load_npy(p) for p in sorted(inputs_dir.glob("in_*.npy"))}  # bfloat16 and fp8 as ml_dtypes arrays
     started = time.perf_counter()
     returned = function(inputs, dict(payload["shape"]))
     elapsed_s = time.perf_counter() - started
@@ -45,7 +47,7 @@ def _one(function: Any, inputs_dir: Path, out_dir: Path, payload: dict[str, Any]
     out_dir.mkdir(parents=True, exist_ok=True)
     report = {}
     for output in payload["outputs"]:
-        name, dtype, dims = output["name"], np.dtype(output["dtype"]), tuple(output["dims"])
+        name, dtype, dims = output["name"], numpy_dtype(output["dtype"]), tuple(output["dims"])
         if name not in returned:
             raise ReferenceContractError(f"it returned no {name!r} (it returned {sorted(map(str, returned))})")
         try:
@@ -54,10 +56,10 @@ def _one(function: Any, inputs_dir: Path, out_dir: Path, payload: dict[str, Any]
             raise ReferenceContractError(f"its {name!r} is not an array ({exc})") from exc
         if array.size != math.prod(dims):
             raise ReferenceContractError(f"its {name!r} has shape {array.shape} ({array.size} elements); the spec declares {list(dims)}")
-        if array.dtype.kind not in "biuf":
+        if array.dtype.kind not in "biuf" and not is_narrow_float(array.dtype):
             raise ReferenceContractError(f"its {name!r} has dtype {array.dtype}, not a number type")
-        converted = array.astype(dtype).reshape(dims)
-        np.save(out_dir / f"ref_{name}.npy", converted, allow_pickle=False)
-        nan = int(np.isnan(converted).sum()) if converted.dtype.kind == "f" else 0
+        converted = array.astype(dtype).reshape(dims)  # a float64 result rounds to nearest in bfloat16 or fp8
+        save_npy(out_dir / f"ref_{name}.npy", converted)
+        nan = int(np.isnan(converted).sum()) if is_float(converted.dtype) else 0
         report[name] = {"returned_dtype": str(array.dtype), "returned_shape": list(array.shape), "nan": nan}
     return {"elapsed_s": elapsed_s, "outputs": report}

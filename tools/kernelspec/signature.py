@@ -1,7 +1,8 @@
 """A kernel's parameters as the compiler reads them: clang's JSON AST of the entry, not a regex.
 
 HIP and CUDA sources are parsed as HIP against Hyperloom's shipped headers (so `__global__`,
-`threadIdx`, `half` mean what they mean); C sources as C. Errors inside function bodies (a CUDA
+`threadIdx`, `half`, `__hip_bfloat16` and the fp8 types mean what they mean; CUDA's `__nv_bfloat16` and
+`__nv_fp8_*` from vendor_types/); C sources as C. Errors inside function bodies (a CUDA
 intrinsic the headers lack) do not matter: only the declaration is read. An include that cannot be
 found is replaced by an empty stand-in and the parse retried, so a kernel from a larger project
 can be read without that project's headers.
@@ -31,9 +32,16 @@ _SCALARS = {
     "unsigned long long": "uint64", "unsigned long": "uint64", "uint64_t": "uint64", "size_t": "uint64",
     "short": "int16", "int16_t": "int16", "unsigned short": "uint16", "uint16_t": "uint16",
     "char": "int8", "signed char": "int8", "int8_t": "int8", "unsigned char": "uint8", "uint8_t": "uint8",
+    # bfloat16 and fp8 as ROCm, CUDA and clang spell them (ml_dtypes' names in the spec)
+    "__hip_bfloat16": "bfloat16", "hip_bfloat16": "bfloat16", "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "__bf16": "bfloat16",
+    "__hip_fp8_e4m3_fnuz": "float8_e4m3fnuz", "__hip_fp8_e5m2_fnuz": "float8_e5m2fnuz", "__hip_fp8_e4m3": "float8_e4m3fn",
+    "__hip_fp8_e5m2": "float8_e5m2", "__nv_fp8_e4m3": "float8_e4m3fn", "__nv_fp8_e5m2": "float8_e5m2",
 }
 _VECTORS = {"float2": ("float32", 2), "float4": ("float32", 4), "int2": ("int32", 2), "int4": ("int32", 4), "uint2": ("uint32", 2),
-            "uint4": ("uint32", 4), "half2": ("float16", 2)}
+            "uint4": ("uint32", 4), "half2": ("float16", 2), "__hip_bfloat162": ("bfloat16", 2), "__nv_bfloat162": ("bfloat16", 2),
+            "nv_bfloat162": ("bfloat16", 2), "__nv_fp8x2_e4m3": ("float8_e4m3fn", 2), "__nv_fp8x2_e5m2": ("float8_e5m2", 2),
+            "__nv_fp8x4_e4m3": ("float8_e4m3fn", 4), "__nv_fp8x4_e5m2": ("float8_e5m2", 4)}
+VENDOR_TYPES = Path(__file__).parent / "vendor_types"  # cuda_bf16.h and cuda_fp8.h with CUDA's type names, for the parse only
 _QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict)\b")
 
 
@@ -57,7 +65,7 @@ def read_signature(source: Path, entry: str, language: str) -> Signature:
     """The parameters (and template parameters) of function `entry` in `source`, from clang's AST."""
     clang = require_tool("clang")
     mode = ["-x", "c", "-std=c11"] if language == "c" else ["-x", "c++", "-std=c++17"] if language == "cpp" else [
-        "-x", "hip", "--cuda-device-only", "-nogpulib", "-nogpuinc", "--offload-arch=gfx1201", f"-I{prelude_dir('amd')}",
+        "-x", "hip", "--cuda-device-only", "-nogpulib", "-nogpuinc", "--offload-arch=gfx1201", f"-I{prelude_dir('amd')}", f"-I{VENDOR_TYPES}",
         "-include", "hip/hip_runtime.h", "-D__CUDACC__"]
     with tempfile.TemporaryDirectory(prefix="hyperloom-ast-") as stand_ins:
         for _ in range(MAX_STAND_INS):

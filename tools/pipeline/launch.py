@@ -9,6 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
+from hyperloom.core.dtypes import numpy_dtype
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.kernelspec.load import LoadedSpec, argument_value, buffer_shape, scalar_value
@@ -125,7 +126,7 @@ def arg_specs(launchable: Launchable, inputs: Path, outputs: Path | None) -> lis
             specs.append(ArgSpec(name=arg.name, kind="scalar", dtype=arg.dtype, value=scalar_value(arg, shape)))
             continue
         dims = buffer_shape(arg, shape)
-        nbytes = int(np.prod(dims, dtype=np.int64)) * np.dtype(arg.dtype).itemsize
+        nbytes = int(np.prod(dims, dtype=np.int64)) * numpy_dtype(arg.dtype).itemsize
         specs.append(
             ArgSpec(
                 name=arg.name, kind="buffer", dtype=arg.dtype, nbytes=nbytes, role=arg.role, shape=list(dims),

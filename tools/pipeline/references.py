@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 import hyperloom
+from hyperloom.core.dtypes import as_bits, load_npy, numpy_dtype
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.hashing import sha256_bytes, sha256_file, sha256_json
@@ -33,7 +34,7 @@ def stage_references(
     exact computation ran before, else from the reference in a worker process."""
     outputs = output_buffers(loaded.spec)
     paths = [folder / f"ref_{a.name}.npy" for a in outputs]
-    size = sum(int(np.prod(buffer_shape(a, shape))) * np.dtype(a.dtype).itemsize for a in outputs)
+    size = sum(int(np.prod(buffer_shape(a, shape))) * numpy_dtype(a.dtype).itemsize for a in outputs)
     if size > OUTPUT_LIMIT_BYTES:
         run_reference(loaded, shape, folder, folder, timeout_s=timeout_s)
         return paths
@@ -51,7 +52,7 @@ def stage_references(
 def _valid(path: Path) -> bool:
     """A cache entry that loads as an array (a damaged one is computed and written again)."""
     try:
-        np.load(path, allow_pickle=False, mmap_mode="r")
+        load_npy(path, mmap_mode="r")
     except (OSError, ValueError):
         return False
     return True
@@ -70,4 +71,4 @@ def _key(loaded: LoadedSpec, shape: Mapping[str, int], inputs: Mapping[str, np.n
 
 
 def _digest(array: np.ndarray) -> str:
-    return sha256_bytes(memoryview(np.ascontiguousarray(array)).cast("B"))  # type: ignore[arg-type]  # hashed in place, not copied
+    return sha256_bytes(memoryview(as_bits(np.ascontiguousarray(array))).cast("B"))  # type: ignore[arg-type]  # hashed in place, not copied

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperloom.core.dtypes import load_npy, save_npy
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.freeze import freeze
 from hyperloom.tools.gate.models import FreezeRequest, GateResult, OutputGate, Tolerance
@@ -52,7 +53,7 @@ class SecretSets:
             for role in ROLES:
                 (folder / role).mkdir()
                 for name, array in draw_inputs(launchable.loaded.spec, launchable.shape, "seeded", seed=secrets.randbits(62)).items():
-                    np.save(folder / role / f"in_{name}.npy", array)
+                    save_npy(folder / role / f"in_{name}.npy", array)
             # both in one worker, never through the reference cache: no copy of them outlives the sets
             run_references(launchable.loaded, launchable.shape, [(folder / role, folder / f"{role}-refs") for role in ROLES], timeout_s=timeout_s)
             for role in ROLES:
@@ -69,7 +70,7 @@ class SecretSets:
             freeze(FreezeRequest(out=workspace.relative(frozen), references=[workspace.relative(p) for p in paths], **tolerance.model_dump()), workspace)
             self.gates[role] = output_gate(frozen, self.output_names, [f"{role}:{n}" for n in self.output_names], workspace)
         else:
-            self.references[role] = {n: np.load(p, allow_pickle=False) for n, p in zip(self.output_names, paths, strict=True)}
+            self.references[role] = {n: load_npy(p) for n, p in zip(self.output_names, paths, strict=True)}
         shutil.rmtree(refs, ignore_errors=True)
 
     @property
@@ -88,7 +89,7 @@ class SecretSets:
             gates = trial.timed_gates
         else:
             folder = Path(checks.outputs)
-            read = lambda prefix: {n: np.load(folder / f"{prefix}_{n}.npy", allow_pickle=False) for n in self.output_names  # noqa: E731
+            read = lambda prefix: {n: load_npy(folder / f"{prefix}_{n}.npy") for n in self.output_names  # noqa: E731
                                    if (folder / f"{prefix}_{n}.npy").is_file()}
             last, fresh, again = read("last"), read("fresh"), read("again")
             names = {role: {n: f"{refs}:{n}" for n in self.output_names} for role, refs in (("last", "timed"), ("fresh", "fresh"))}

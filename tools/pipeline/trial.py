@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperloom.core.dtypes import load_npy, save_npy
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.api import run_gate
@@ -33,18 +34,18 @@ def stage_input_set(launchable: Launchable, input_set: str, folder: Path, *, tim
     folder.mkdir(parents=True, exist_ok=True)
     inputs = draw_inputs(loaded.spec, shape, input_set)
     for name, array in inputs.items():
-        np.save(folder / f"in_{name}.npy", array)
+        save_npy(folder / f"in_{name}.npy", array)
     return stage_references(loaded, shape, inputs, folder, timeout_s=timeout_s)
 
 
 def staged_inputs(folder: Path) -> dict[str, np.ndarray]:
     """The inputs staged in `folder` (in_<arg>.npy), by argument name."""
-    return {p.name.removeprefix("in_").removesuffix(".npy"): np.load(p, allow_pickle=False) for p in sorted(folder.glob("in_*.npy"))}
+    return {p.name.removeprefix("in_").removesuffix(".npy"): load_npy(p) for p in sorted(folder.glob("in_*.npy"))}
 
 
 def staged_set(launchable: Launchable, name: str, folder: Path) -> StagedSet:
     """An input set staged by stage_input_set (in_ and ref_ .npy files in `folder`), read back for the reference audit."""
-    references = {a.name: np.load(folder / f"ref_{a.name}.npy", allow_pickle=False) for a in output_buffers(launchable.loaded.spec)}
+    references = {a.name: load_npy(folder / f"ref_{a.name}.npy") for a in output_buffers(launchable.loaded.spec)}
     return StagedSet(name, staged_inputs(folder), references)
 
 

@@ -10,6 +10,7 @@ from typing import Protocol
 
 import numpy as np
 
+from hyperloom.core.dtypes import FNUZ, load_npy, numpy_dtype, save_npy
 from hyperloom.tools.runtime.drivers import Driver, KernelParams
 from hyperloom.tools.runtime.guards import damaged
 from hyperloom.tools.runtime.kept import Kept
@@ -17,13 +18,19 @@ from hyperloom.tools.runtime.models import GUARD_BYTE, ArgSpec, TimedChecks, Tri
 from hyperloom.tools.runtime.sampling import sample
 
 MIN_FLUSH_BYTES = 64 << 20
-POISON_BYTE = 0xFF  # all-ones: NaN for every float width, -1 for signed integers
+POISON_BYTE = 0xFF  # all-ones: NaN for every IEEE-style float width (fp8 e4m3fn and e5m2 too), -1 for signed integers
+FNUZ_POISON_BYTE = 0x80  # the fnuz fp8 formats' one NaN (all-ones is their most negative finite value)
+
+
+def poison_byte(dtype: str) -> int:
+    """The byte an output is filled with before a launch, so that a value the kernel never wrote shows as NaN."""
+    return FNUZ_POISON_BYTE if dtype in FNUZ else POISON_BYTE
 
 
 def fill_byte(arg: ArgSpec) -> int:
     """What a buffer with no input starts as: outputs are poisoned (a value the kernel never wrote shows as NaN),
     scratch is zeroed (the state a workspace's counters and partial sums start from)."""
-    return 0 if arg.role == "scratch" else POISON_BYTE
+    return 0 if arg.role == "scratch" else poison_byte(arg.dtype)
 
 FLUSH_ENTRY, FLUSH_BLOCKS, FLUSH_THREADS = "hyperloom_flush_read", 2048, 256  # kernels/runtime/timing.hip, grid-stride
 SPIN_ENTRY, SPIN_NS = "hyperloom_spin", 50_000  # longer than the host takes to enqueue a rep (events and a launch)
@@ -41,7 +48,7 @@ def scalar(arg: ArgSpec) -> ctypes._SimpleCData:
 
 
 def load_input(path: str) -> np.ndarray:
-    return np.load(path, allow_pickle=False)
+    return load_npy(path)
 
 
 def upload(driver: Driver, args: list[ArgSpec], load: Callable[[str], np.ndarray] = load_input,
@@ -131,7 +138,7 @@ def run_gpu(request: TrialRequest, reuse: Reuse | None = None) -> TrialResult:
             return result
         for arg in request.args:
             if arg.name in outputs:
-                np.save(arg.output_path, outputs[arg.name])
+                save_npy(arg.output_path, outputs[arg.name])
         return result
 
     result.cache_bytes = driver.l2_bytes()
@@ -179,7 +186,7 @@ def read_back(driver: Driver, buffers: dict[str, object], args: list[ArgSpec]) -
     """The device buffers of `args`, copied to host arrays of their declared shape."""
     copies = {}
     for arg in args:
-        copies[arg.name] = host = np.empty(arg.shape, dtype=arg.dtype)
+        copies[arg.name] = host = np.empty(arg.shape, dtype=numpy_dtype(arg.dtype))
         driver.dtoh(host.ctypes.data, buffers[arg.name], host.nbytes)
     return copies
 
@@ -195,7 +202,7 @@ def _checked_launches(driver: Driver, checks: TimedChecks, args: list[ArgSpec], 
             if arg.role == "inout" and arg.input_path:
                 _copy_in(driver, buffers[arg.name], load(arg.input_path))
             else:
-                driver.memset(buffers[arg.name], POISON_BYTE, arg.nbytes)
+                driver.memset(buffers[arg.name], poison_byte(arg.dtype), arg.nbytes)
 
     from_the_start()
     result.checked_kernel_s = timed_launch()
@@ -233,7 +240,7 @@ def _judge_or_save(checks: TimedChecks, last: dict[str, np.ndarray], again: dict
     folder.mkdir(parents=True, exist_ok=True)
     for prefix, arrays in (("last", last), ("again", again), ("fresh", fresh)):
         for name, array in arrays.items():
-            np.save(folder / f"{prefix}_{name}.npy", array)
+            save_npy(folder / f"{prefix}_{name}.npy", array)
 
 
 class _Helpers:

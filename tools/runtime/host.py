@@ -3,6 +3,10 @@
 Every buffer lies between guard regions (tools/runtime/guards.py). A timing trial with checks also keeps the
 outputs of its last timed call (the outputs poisoned before it), of one more call on the same inputs, and of a call
 on a second input set (outputs not poisoned first); the caller gates them (a host kernel shares this process).
+
+C has no bfloat16 or fp8 type: such a buffer reaches the function as its storage, `uint16_t *` for bfloat16 and
+`uint8_t *` for the fp8 formats (the values' bits, as a GPU kernel's `__hip_bfloat16 *` holds them); the twin decodes
+and encodes them itself (bfloat16: the top half of a float32, rounded to nearest even).
 """
 
 from __future__ import annotations
@@ -13,8 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperloom.core.dtypes import load_npy, numpy_dtype, save_npy
 from hyperloom.core.evidence import host_device
-from hyperloom.tools.runtime.gpu import POISON_BYTE, dims, fill_byte, scalar
+from hyperloom.tools.runtime.gpu import dims, fill_byte, poison_byte, scalar
 from hyperloom.tools.runtime.guards import guarded_host, host_violations
 from hyperloom.tools.runtime.models import ArgSpec, TimedChecks, TrialRequest, TrialResult
 from hyperloom.tools.runtime.sampling import sample
@@ -49,9 +54,9 @@ class _Buffers:
             if arg.kind != "buffer":
                 continue
             whole, inner = guarded_host(arg.nbytes, guard_bytes)
-            view = inner.view(arg.dtype).reshape(arg.shape) if arg.nbytes else inner
+            view = inner.view(numpy_dtype(arg.dtype)).reshape(arg.shape) if arg.nbytes else inner
             if arg.input_path:
-                view[...] = np.load(arg.input_path, allow_pickle=False).reshape(view.shape)
+                view[...] = load_npy(arg.input_path).reshape(view.shape)
                 if arg.role == "inout":
                     self.started[arg.name] = view.copy()
             else:
@@ -81,7 +86,7 @@ def run_host(request: TrialRequest) -> TrialResult:
         result.guard_violations = buffers.violations()
         for arg in request.args:
             if arg.kind == "buffer" and arg.output_path:
-                np.save(arg.output_path, buffers.views[arg.name])
+                save_npy(arg.output_path, buffers.views[arg.name])
         return result
 
     result.cache_bytes = last_level_cache_bytes()
@@ -120,12 +125,12 @@ def _checked_launches(checks: TimedChecks, outputs: list[ArgSpec], buffers: _Buf
         _from_the_start(outputs, buffers, call)
         again = _copies(outputs, buffers)
     for name, path in checks.fresh_inputs.items():
-        buffers.views[name][...] = np.load(path, allow_pickle=False).reshape(buffers.views[name].shape)
+        buffers.views[name][...] = load_npy(path).reshape(buffers.views[name].shape)
     call()
     fresh = _copies(outputs, buffers)
     for prefix, arrays in (("last", last), ("again", again), ("fresh", fresh)):
         for name, array in arrays.items():
-            np.save(folder / f"{prefix}_{name}.npy", array)
+            save_npy(folder / f"{prefix}_{name}.npy", array)
 
 
 def _from_the_start(outputs: list[ArgSpec], buffers: _Buffers, launch):  # type: ignore[no-untyped-def]
@@ -134,7 +139,7 @@ def _from_the_start(outputs: list[ArgSpec], buffers: _Buffers, launch):  # type:
         if arg.role == "inout":
             buffers.views[arg.name][...] = buffers.started[arg.name]
         else:
-            buffers.views[arg.name].view(np.uint8)[...] = POISON_BYTE
+            buffers.views[arg.name].view(np.uint8)[...] = poison_byte(arg.dtype)
     return launch()
 
 

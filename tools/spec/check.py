@@ -155,7 +155,7 @@ def smallest_shape(spec: KernelSpec) -> int:
 def _reference(loaded: LoadedSpec, workspace: Workspace, timeout_s: float, problems: Problems) -> ReferenceRunReport | None:
     """The reference at the smallest shape on the seeded inputs, then on the adversarial sets and with each input redrawn
     (one worker for all of them): its outputs reported, and audited (tools/pipeline/audit.py)."""
-    import numpy as np
+    from hyperloom.core.dtypes import load_npy, save_npy
 
     index = smallest_shape(loaded.spec)
     shape = loaded.shape(index)
@@ -168,13 +168,13 @@ def _reference(loaded: LoadedSpec, workspace: Workspace, timeout_s: float, probl
         for case, inputs in cases.items():
             (folder / _slug(case)).mkdir()
             for name, array in inputs.items():
-                np.save(folder / _slug(case) / f"in_{name}.npy", array)
+                save_npy(folder / _slug(case) / f"in_{name}.npy", array)
         try:
             runs = run_references(loaded, shape, [(folder / _slug(c), folder / _slug(c)) for c in cases], timeout_s=timeout_s)
         except HyperloomError as exc:
             problems("reference", "error", exc.cause, exc.next_step, shape=index)
             return None
-        outputs_of = {case: {a.name: np.load(folder / _slug(case) / f"ref_{a.name}.npy") for a in output_buffers(loaded.spec)} for case in cases}
+        outputs_of = {case: {a.name: load_npy(folder / _slug(case) / f"ref_{a.name}.npy") for a in output_buffers(loaded.spec)} for case in cases}
     run = runs[0]
     outputs = {}
     for arg in output_buffers(loaded.spec):

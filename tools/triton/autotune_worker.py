@@ -7,9 +7,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
-
+from hyperloom.core.dtypes import load_npy
 from hyperloom.tools.kernelspec.expr import evaluate_int
+from hyperloom.tools.triton.dtypes import to_torch, torch_dtype
 from hyperloom.tools.triton.entry import EntryError, autotuner, load_module, unwrap
 
 
@@ -41,9 +41,9 @@ def _choose(payload: dict[str, Any]) -> dict[str, Any]:
         if arg["kind"] == "scalar":
             values[arg["name"]] = arg["value"]
         elif arg.get("input_path"):
-            values[arg["name"]] = torch.from_numpy(np.load(arg["input_path"], allow_pickle=False)).to(device)
+            values[arg["name"]] = to_torch(load_npy(arg["input_path"])).to(device)
         else:
-            values[arg["name"]] = torch.zeros(arg["shape"], dtype=getattr(torch, arg["dtype"]), device=device)
+            values[arg["name"]] = torch.zeros(arg["shape"], dtype=torch_dtype(arg["dtype"]), device=device)
     shape = payload["shape"]
 
     def grid(meta: dict[str, Any]) -> tuple[int, ...]:

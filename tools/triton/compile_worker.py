@@ -11,10 +11,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from hyperloom.tools.triton.dtypes import tl_dtype
 from hyperloom.tools.triton.entry import EntryError, apply_heuristics, def_line, load_module, unwrap
 
-_TL_DTYPES = {"float16": "float16", "float32": "float32", "float64": "float64", "int8": "int8", "int16": "int16", "int32": "int32",
-              "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
 _LLVM_PARAM = re.compile(r"%[\w.]+")
 
 
@@ -52,7 +51,6 @@ def compile_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 def _compile(payload: dict[str, Any]) -> dict[str, Any]:
     import triton
-    import triton.language as tl
     from triton.compiler import ASTSource
     from triton.compiler.compiler import make_backend
     from triton.runtime.jit import create_function_from_signature
@@ -63,7 +61,7 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
     backend = make_backend(target)
     values: dict[str, Any] = {}
     for arg in payload["args"]:
-        values[arg["name"]] = Buffer(getattr(tl, _TL_DTYPES[arg["dtype"]]), arg["nbytes"]) if arg["kind"] == "buffer" else arg["value"]
+        values[arg["name"]] = Buffer(tl_dtype(arg["dtype"]), arg["nbytes"]) if arg["kind"] == "buffer" else arg["value"]
     constexprs = dict(payload["constexprs"])
     if payload["heuristics"]:
         computed = apply_heuristics(chain, {**values, **constexprs})
@@ -72,6 +70,7 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
     binder = create_function_from_signature(jit.signature, jit.params, backend)
     bound, specialization, options = binder(**values, **kwargs)
     options, signature, constants, attrs = _pack(jit, backend, kwargs, bound, specialization)
+    _refuse_fp8_the_target_lacks(payload, options)
     if any("tensordesc" in str(kind) for kind in signature.values()):
         raise EntryError("unsupported", "the kernel takes tensor descriptors, which Hyperloom's runtime does not build")
     log = io.StringIO()
@@ -96,6 +95,19 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
         "kept": kept, "constexprs": {k: v for k, v in constexprs.items() if isinstance(v, int | float | str | bool)},
         "log": log.getvalue()[-8000:], "triton_version": triton.__version__,
     }
+
+
+def _refuse_fp8_the_target_lacks(payload: dict[str, Any], options: Any) -> None:
+    """An fp8 buffer in a format Triton does not compile for this target (the fnuz formats on NVIDIA, e4m3fn before sm_89) is
+    one clear error naming the target and the dtype, not a compiler failure deep in a conversion."""
+    supported = set(getattr(options, "supported_fp8_dtypes", ()) or ())
+    for arg in payload["args"]:
+        if arg["kind"] != "buffer" or not arg["dtype"].startswith("float8") or not supported:
+            continue
+        name = tl_dtype(arg["dtype"]).name
+        if name not in supported:
+            raise EntryError("unsupported", f"Triton for {payload['target']} cannot carry {arg['dtype']} (buffer {arg['name']}, tl.{name}): it compiles fp8 as "
+                             f"{', '.join(sorted(supported))} there; the fnuz formats are AMD's (gfx942), float8_e4m3fn needs sm_89 or later")
 
 
 def _pack(jit: Any, backend: Any, kwargs: dict[str, Any], bound: dict[str, Any], specialization: list[Any]) -> tuple[Any, ...]:

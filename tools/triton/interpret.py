@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hyperloom.core.dtypes import load_npy, numpy_dtype, save_npy
+from hyperloom.tools.runtime.gpu import fill_byte
 from hyperloom.tools.runtime.models import TrialRequest, TrialResult
 
 NOT_TIMED = ("the Triton interpreter runs the kernel's math on the CPU for the gate; its times are not kernel times, so nothing is"
@@ -24,9 +26,10 @@ def run_interpreted(request: TrialRequest) -> TrialResult:
         return TrialResult(status="ERROR", message=NOT_TIMED, device="Triton interpreter (CPU)")
     os.environ["TRITON_INTERPRET"] = "1"  # read when @triton.jit decorates the kernel, below
     try:
-        import torch
+        import torch  # noqa: F401 - the tensors the kernel gets are torch's (tools/triton/dtypes.py)
     except ImportError:
         return TrialResult(status="ERROR", message="the Triton interpreter needs torch (a CPU build is enough): pip install torch")
+    from hyperloom.tools.triton.dtypes import to_numpy, to_torch
     from hyperloom.tools.triton.entry import EntryError, apply_heuristics, load_module, unwrap
 
     plan = json.loads(Path(request.code_object).read_text())
@@ -39,11 +42,11 @@ def run_interpreted(request: TrialRequest) -> TrialResult:
                 values.append(arg.value)
                 continue
             if arg.input_path:
-                array = np.ascontiguousarray(np.load(arg.input_path, allow_pickle=False)).copy()
+                array = np.ascontiguousarray(load_npy(arg.input_path)).copy()
             else:
-                array = np.empty(arg.shape, dtype=arg.dtype)
-                array.view(np.uint8)[...] = 0 if arg.role == "scratch" else 0xFF  # outputs poisoned, as on a GPU
-            tensors[arg.name] = torch.from_numpy(array)
+                array = np.empty(arg.shape, dtype=numpy_dtype(arg.dtype))
+                array.view(np.uint8)[...] = fill_byte(arg)  # outputs poisoned, scratch zeroed, as on a GPU
+            tensors[arg.name] = to_torch(array)
             values.append(tensors[arg.name])
         constexprs = dict(plan["constexprs"])
         if plan["heuristics"]:
@@ -55,5 +58,5 @@ def run_interpreted(request: TrialRequest) -> TrialResult:
         return TrialResult(status="ERROR", message=f"{exc.kind}: {exc.message}" + (f" at {exc.where}" if exc.where else ""))
     for arg in request.args:
         if arg.kind == "buffer" and arg.output_path:
-            np.save(arg.output_path, tensors[arg.name].numpy())  # type: ignore[attr-defined]
+            save_npy(arg.output_path, to_numpy(tensors[arg.name], numpy_dtype(arg.dtype)))
     return TrialResult(status="OK", device="Triton interpreter (CPU)")

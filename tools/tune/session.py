@@ -19,9 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import numpy as np
-
 from hyperloom import __version__
+from hyperloom.core.dtypes import load_npy
 from hyperloom.core.atomic import staged_directory
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device
@@ -93,7 +92,7 @@ class Session(StoredSession):
         for name in self.launchable.input_sets:
             paths = load_reference_set(self.references(name), workspace).reference_paths
             outputs = [a.name for a in output_buffers(self.launchable.loaded.spec)]
-            staged.append(StagedSet(name, staged_inputs(self.inputs(name)), {o: np.load(p, allow_pickle=False) for o, p in zip(outputs, paths, strict=True)}))
+            staged.append(StagedSet(name, staged_inputs(self.inputs(name)), {o: load_npy(p) for o, p in zip(outputs, paths, strict=True)}))
         return staged
 
     def references(self, input_set: str) -> Path:
