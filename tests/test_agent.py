@@ -169,14 +169,14 @@ def test_the_agent_side_tools_read_the_skill_list_the_tools_and_change_the_offer
     assert page.startswith("## Declaring a tolerance") and "gate_freeze" in page
     assert missing.startswith("ERROR: no page 'no-such-page'") and "iron-rules" in missing and "reference:evidence" in missing
     listing = _tool_messages(stub.requests[3])[2]
-    assert "DETECT (offered now):" in listing and "mcp__hyperloom__tune_start:" in listing and "other (use_tools" in listing
+    assert "DETECT (offered now):" in listing and "mcp__hyperloom__tune:" in listing and "other (use_tools" in listing
     assert "mcp__hyperloom__serve_sweep" in listing.split("other (use_tools")[1]
     offered = [t["function"]["name"] for t in stub.requests[4]["tools"]]
     assert offered[0] == "mcp__hyperloom__serve_sweep", "a tool asked for by name comes first: a short context keeps a prefix"
-    assert set(offered[1:-3]) <= {f"mcp__hyperloom__{n}" for n in ("tune_start", "tune_status", "tune_propose", "tune_report", "tune_stop")}
+    assert set(offered[1:-3]) <= {"mcp__hyperloom__tune"}
     assert offered[-3:] == ["list_tools", "use_tools", "read_skill"] and "web_fetch" not in offered, "web tools only with HYPERLOOM_ALLOW_WEB=1"
     saved_request = json.loads(transcript.read_text())["requests"][4]
-    assert saved_request["choice"].endswith(f"{len(offered) - 3} of 6 offered Hyperloom tools")
+    assert saved_request["choice"].endswith(f"{len(offered) - 3} of 2 offered Hyperloom tools")  # serve_sweep and the TUNE phase's one family tool
     saved = json.loads(transcript.read_text())
     assert [c["side"] for c in saved["tool_calls"]] == ["agent"] * 4 and saved["tool_calls"][1]["is_error"] is True
 
