@@ -13,7 +13,7 @@ import pytest
 
 from helpers import REPO, copy_kernel, save
 from hyperloom.cli.main import EXIT_FAILED_VERDICT, EXIT_INPUT_ERROR, EXIT_OK, main
-from hyperloom.tools.catalog import CATALOG
+from hyperloom.tools.catalog import mcp_tools
 from hyperloom.validators.schemas import schema_errors
 
 CLI = Path(sys.executable).parent / "hyperloom"
@@ -54,8 +54,8 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(workspace, capsys):
 def test_tools_lists_every_tool_with_both_schemas(capsys):
     assert main(["tools", "--json"]) == EXIT_OK
     listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
-    assert set(listed) == {entry.name for entry in CATALOG}
-    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify", "detect", "bench", "roofline", "isa_census", "isa_probe", "isa_audit"} <= set(listed)
+    assert set(listed) == {entry.name for entry in mcp_tools()}  # what the MCP server lists: a family is one tool
+    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify", "detect", "bench", "roofline", "isa", "spec", "tune", "workload"} <= set(listed)
     assert all("inputSchema" in t and "outputSchema" in t for t in listed.values())
 
 

@@ -66,15 +66,15 @@ def _freeze(ws, name="mlp", **knobs):
     return workload_freeze(WorkloadFreezeRequest(workload="mlp.py:build", name=name, atol=1e-5, rtol=1e-5, knobs=knobs, timeout_s=120), ws)
 
 
-def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_half_the_work_from_the_same_work(mlp):
-    frozen = _freeze(mlp)
+def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_less_work_from_the_same_work(mlp):
+    frozen = _freeze(mlp, repeat="4")
     assert frozen.ok and frozen.gated and [o.name for o in frozen.outputs] == ["y", "argmax"]
     assert frozen.declared_knobs["mode"] == ["eager", "other"] and frozen.declared_knobs["repeat"] is None
     assert all(o.spread <= 1 for o in frozen.outputs) and frozen.evidence.tag.value == "MEASURED"
-    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["knob:repeat=1"], ["knob:repeat=2"], ["knob:scale=2"], ["knob:die=true"], ["knob:repeat=1"]],
-                                                 **FAST), mlp)
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["knob:repeat=1"], ["knob:repeat=4"], ["knob:scale=2"], ["knob:die=true"], ["knob:repeat=1"]],
+                                                 **{**FAST, "pairs": 8}), mlp)
     half, same, wrong, dead, again = result.candidates
-    assert half.verdict == "FASTER" and half.speedup > 1.5, half.reason  # half the work, the same outputs
+    assert half.verdict == "FASTER" and half.speedup > 2, half.reason  # a quarter of the work, the same outputs
     assert same.verdict == "NOT_FASTER", same.reason  # the baseline's own knobs: never called faster
     assert wrong.verdict == "REJECTED" and "y" in wrong.reason and wrong.speedup is None  # twice the outputs: no speed counted
     assert dead.verdict == "CRASH" and "SIGKILL" in dead.reason  # a worker killed mid-step is that candidate's verdict
