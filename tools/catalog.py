@@ -549,6 +549,19 @@ CATALOG += (
         open_world=True,
         cli=CliDef(("workload", "bench"), render="hyperloom.cli.render.workload:bench_report", verdict=("ok",)),
     ),
+    ToolDef(
+        name="workload_integrate",
+        title="Put a kernel into a workload",
+        description="Put a kernel in place of a model's method inside its worker; gated, engagement counted, A/B: KEEP or REVERT.",
+        request="hyperloom.tools.workload.models:IntegrateRequest",
+        result="hyperloom.tools.workload.models:IntegrateResult",
+        run="hyperloom.tools.workload.api:workload_integrate",
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        open_world=True,
+        cli=CliDef(("workload", "integrate"), render="hyperloom.cli.render.workload:integrate_report", verdict=("ok",)),
+    ),
 )
 
 
@@ -573,9 +586,10 @@ FAMILIES: tuple[Family, ...] = (
             "baseline twice in workers, freeze its outputs under the tolerance declared now; refuses a baseline that "
             "disagrees with itself), bench (time it end to end beside candidates: lists of levers, e.g. compile, "
             "compile_reduce_overhead, graph, sdpa_flash, tunableop, hipblaslt, tf32, knob:NAME=VALUE; each gated on the "
-            "frozen outputs, checked for engagement, then A/B interleaved with a sign test)."
+            "frozen outputs, checked for engagement, then A/B interleaved with a sign test), integrate (a kernel in place "
+            "of a method, e.g. rmsnorm for Qwen2RMSNorm.forward: gated, its calls counted, A/B: KEEP or REVERT)."
         ),
-        actions=(("freeze", "workload_freeze"), ("bench", "workload_bench")),
+        actions=(("freeze", "workload_freeze"), ("bench", "workload_bench"), ("integrate", "workload_integrate")),
     ),
     Family(
         name="spec",

@@ -89,6 +89,8 @@ class Engagement(BaseModel):
     lever: str
     engaged: bool
     evidence: str
+    calls: int | None = Field(None, description="overrides: the replacements' calls in one profiled step.")
+    wrapper_us: float | None = Field(None, description="overrides: the counting wrapper's own cost per call.")
 
 
 class OutputCheck(BaseModel):
@@ -127,4 +129,35 @@ class WorkloadBenchResult(BaseModel):
     result_json: str
     plot: str | None
     vendor: str
+    evidence: Evidence
+
+
+IntegrateVerdict = Literal["KEEP", "REVERT", "NOT_ENGAGED", "CRASH", "TIMEOUT", "RAISED"]
+
+
+class IntegrateRequest(Request):
+    name: str = Field(max_length=80, description="A frozen workload session.")
+    kernel: str = Field(max_length=300, description="A fusion library kernel (rmsnorm, silu_and_mul, layernorm) or a folder with its launcher.")
+    replace: str = Field(max_length=300, description="module:Class.method it replaces, e.g. transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward.")
+    adapter: str | None = Field(None, max_length=40, description="How it is called there (rmsnorm, silu_and_mul, layernorm); default the kernel's name.")
+    params: dict[str, str | int] = Field(default_factory=dict, max_length=32, description="The kernel's tuned params (a tune winner's).")
+    with_levers: list[str] = Field(default_factory=list, max_length=8, description="Levers kept before it (the stack it joins).")
+    pairs: int = Field(6, ge=5, le=200, description="Interleaved pairs.")
+    steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
+    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
+
+
+class IntegrateResult(BaseModel):
+    ok: bool
+    verdict: IntegrateVerdict
+    summary: str
+    kernel: str
+    replace: str
+    params: dict[str, str | int]
+    overrides: str = Field(description="The overrides module written: import it before the model is built to reproduce (lever overrides:PATH).")
+    calls_per_step: int | None = Field(None, description="The kernel's calls in one step (0: not engaged).")
+    wrapper_us_per_call: float | None = Field(None, description="The counting wrapper's own cost per call, measured in the worker.")
+    wrapper_share: float | None = Field(None, description="That cost times calls per step, as a share of the candidate's step.")
+    kernel_sha256: str = Field(description="sha256 of the kernel's launcher source.")
+    bench: WorkloadBenchResult
     evidence: Evidence
