@@ -50,9 +50,8 @@ async def main(args: argparse.Namespace) -> None:
             integrated = await call({"action": "integrate", "name": "qwen2", "kernel": "rmsnorm", "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,
                                      "replace": "transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward"})
             (out / "integrate.json").write_text(json.dumps(integrated, indent=2))
-            (out / "calls.json").write_text(json.dumps(log, indent=2))
-            return
-        bench = await call({"action": "bench", "name": "qwen2", "candidates": json.loads(args.candidates) if args.candidates else CANDIDATES,
+            print(f"  {integrated.get('verdict')}: calls a step {integrated.get('calls_per_step')}, wrapper {integrated.get('wrapper_us_per_call')} us a call")
+        bench = {} if args.integrate else await call({"action": "bench", "name": "qwen2", "candidates": json.loads(args.candidates) if args.candidates else CANDIDATES,
                             "pairs": args.pairs, "steps_per_leg": args.steps_per_leg, "warmup_steps": 2, "max_baseline_legs": 12})
         for c in bench.get("candidates", []):
             print(f"  {' + '.join(c['levers'])}: {c['verdict']} {c.get('speedup') or ''} {c['reason'][:200]}")
