@@ -549,6 +549,19 @@ CATALOG += (
         open_world=True,
         cli=CliDef(("workload", "bench"), render="hyperloom.cli.render.workload:bench_report", verdict=("ok",)),
     ),
+    ToolDef(
+        name="workload_integrate",
+        title="Put a kernel into a workload",
+        description="Put a kernel in place of a model's method inside its worker; gated, engagement counted, A/B: KEEP or REVERT.",
+        request="hyperloom.tools.workload.models:IntegrateRequest",
+        result="hyperloom.tools.workload.models:IntegrateResult",
+        run="hyperloom.tools.workload.api:workload_integrate",
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        open_world=True,
+        cli=CliDef(("workload", "integrate"), render="hyperloom.cli.render.workload:integrate_report", verdict=("ok",)),
+    ),
 )
 
 
@@ -569,22 +582,20 @@ FAMILIES: tuple[Family, ...] = (
         name="workload",
         title="Workloads end to end",
         description=(
-            "A model's workload as the unit (a factory returning step() and outputs(); see the skill). action: freeze (run the "
-            "baseline twice in workers, freeze its outputs under the tolerance declared now; refuses a baseline that "
-            "disagrees with itself), bench (time it end to end beside candidates: lists of levers, e.g. compile, "
-            "compile_reduce_overhead, graph, sdpa_flash, tunableop, hipblaslt, tf32, knob:NAME=VALUE; each gated on the "
-            "frozen outputs, checked for engagement, then A/B interleaved with a sign test)."
+            "A model's workload as the unit (a factory with step() and outputs()). action: freeze (baseline run twice, "
+            "outputs frozen under the tolerance declared now), bench (end to end beside candidates, lists of levers: "
+            "compile, compile_reduce_overhead, graph, sdpa_*, tunableop, hipblaslt, tf32, knob:NAME=VALUE, overrides:FILE; "
+            "each gated, checked for engagement, A/B-timed), integrate (a kernel in place of a method: KEEP or REVERT)."
         ),
-        actions=(("freeze", "workload_freeze"), ("bench", "workload_bench")),
+        actions=(("freeze", "workload_freeze"), ("bench", "workload_bench"), ("integrate", "workload_integrate")),
     ),
     Family(
         name="spec",
         title="Kernel specs (kernel.yaml)",
         description=(
-            "A kernel.yaml says what a kernel computes and how to judge it (args, shapes, launch, reference, tolerance, "
-            "tuning space). action: init (draft kernel.yaml and a reference stub from a .cu/.hip/.c source and entry, "
-            "TODOs returned), check (validate without a GPU: schema, TODOs, paths, expressions, tolerance, a reference "
-            "run, entries, compiles; ok=true means bench and tune will run it), example (list, show or copy a shipped spec)."
+            "kernel.yaml: what a kernel computes and how it is judged. action: init (draft it and a reference stub from a "
+            ".cu/.hip/.c source and entry; TODOs returned), check (validate without a GPU; ok=true means bench and tune "
+            "will run it), example (list, show or copy a shipped spec)."
         ),
         actions=(("init", "spec_init"), ("check", "spec_check"), ("example", "spec_example")),
     ),
@@ -592,10 +603,9 @@ FAMILIES: tuple[Family, ...] = (
         name="isa",
         title="AMDGPU instruction set truth",
         description=(
-            "An AMDGPU target's real instruction set, measured offline with LLVM (gfx1201, gfx942, ...). action: census "
-            "(counts and capabilities present or absent, with the instructions proving them; detail or match lists "
-            "instructions, paged; compare_to diffs two targets), probe (assemble lines with llvm-mc: each accepted with "
-            "its encoding or rejected with a reason), audit (capabilities the kernels in code objects never use)."
+            "An AMDGPU target's real instruction set, measured offline with LLVM. action: census (capabilities present or "
+            "absent with the instructions proving them; match/detail list instructions; compare_to diffs targets), probe "
+            "(assemble lines: each accepted with its encoding or rejected with a reason), audit (capabilities code objects never use)."
         ),
         actions=(("census", "isa_census"), ("probe", "isa_probe"), ("audit", "isa_audit")),
     ),

@@ -37,7 +37,7 @@ from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
 from hyperloom.tools.workload.engagement import engagement
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import Frozen, compare, read_frozen, reference
-from hyperloom.tools.workload.levers import Lever, check_candidate
+from hyperloom.tools.workload.levers import Lever, check_candidate, resolve_files
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, WorkloadBenchRequest, WorkloadBenchResult
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.report import write_report
@@ -47,7 +47,7 @@ ALPHA = 0.05
 
 def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress: ProgressFn | None = None) -> WorkloadBenchResult:
     frozen = read_frozen(request.name, workspace)
-    levers = [check_candidate(names, frozen.vendor, frozen.declared_knobs) for names in request.candidates]  # refused before any process starts
+    levers = [resolve_files(check_candidate(names, frozen.vendor, frozen.declared_knobs), workspace) for names in request.candidates]  # refused before any process starts
     runs = frozen.folder / "runs" / "bench"
     if runs.exists():
         shutil.rmtree(runs)

@@ -38,6 +38,16 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         files = seen.get("tunableop_files") or []
         on = bool(seen.get("tunableop_enabled")) and bool(files)
         return Engagement(lever=lever.name, engaged=on, evidence=f"TunableOp enabled, results in {', '.join(files)}" if on else "TunableOp wrote no results (no GEMM it tunes ran)")
+    if lever.kind == "overrides":
+        counted = seen.get("override_calls") or {}
+        silent = [target for target, count in counted.items() if count == 0]
+        if not counted:
+            return Engagement(lever=lever.name, engaged=False, evidence="the overrides module replaced nothing (it made no replace() call)")
+        said = ", ".join(f"{target.rsplit(':', 1)[-1]} x{count}" for target, count in counted.items())
+        wrapper_us = seen.get("wrapper_overhead_us")
+        wrapper = f"; the counting wrapper {wrapper_us:.3f} us a call" if wrapper_us is not None else ""
+        return Engagement(lever=lever.name, engaged=not silent, calls=sum(counted.values()), wrapper_us=wrapper_us,
+                          evidence=f"calls in one step: {said}" + (f"; never called: {', '.join(silent)}" if silent else "") + wrapper)
     if lever.kind == "knob":
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)

@@ -4,7 +4,9 @@ candidate (gated on the frozen outputs, then A/B-timed against the baseline).
 A lever is one of: environment variables set before the worker starts (read by torch or its libraries), a torch
 setting made after import, a wrapper around the workload's model or step (torch.compile, a CUDA/HIP graph), a
 context around each step (the scaled-dot-product attention backend), or one of the workload's own knobs
-(`knob:NAME=VALUE`, a keyword argument of its factory). Each names the vendors it applies to (`cuda`: an NVIDIA
+(`knob:NAME=VALUE`, a keyword argument of its factory), or an overrides module (`overrides:FILE.py`, imported in the
+worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
+Each names the vendors it applies to (`cuda`: an NVIDIA
 build of torch, `rocm`: a ROCm build, `cpu`: no GPU) and the evidence that it took effect; a lever that left no
 such evidence is a no-op, not a speedup of noise.
 
@@ -15,16 +17,18 @@ starts, the worker (tools/workload/runner.py) applies what a lever names.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.workspace import Workspace
 
 Vendor = Literal["cuda", "rocm", "cpu"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "knob"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
+OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,12 @@ def lever(name: str) -> Lever:
     if knob:
         return Lever(name, "knob", ANY, f"the workload's own knob {knob.group(1)} = {knob.group(2)}",
                      "the workload's factory took the knob", value=f"{knob.group(1)}={knob.group(2)}")
-    raise HyperloomError(f"unknown lever {name[:80]!r}", f"use one of {', '.join(BY_NAME)}, or knob:NAME=VALUE for a knob the workload declares")
+    overrides = OVERRIDES.match(name)
+    if overrides:
+        return Lever(name, "overrides", ANY, f"the overrides module {overrides.group(1)} (kernels put in place of methods or functions)",
+                     "every replacement it made was called", value=overrides.group(1))
+    raise HyperloomError(f"unknown lever {name[:80]!r}",
+                         f"use one of {', '.join(BY_NAME)}, knob:NAME=VALUE for a knob the workload declares, or overrides:FILE.py")
 
 
 def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | None]) -> list[Lever]:
@@ -94,6 +103,8 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
             allowed = knobs[name]
             if allowed is not None and value not in allowed:
                 raise HyperloomError(f"knob {name} takes {', '.join(allowed)}, not {value!r}", f"use one of {', '.join(allowed)}")
+    if vendor == "cpu":  # a Triton kernel in an overrides module runs in Triton's interpreter there
+        levers = [replace(item, env={"TRITON_INTERPRET": "1"}) if item.kind == "overrides" else item for item in levers]
     for kind in ("compile", "graph", "sdpa"):
         if sum(item.kind == kind for item in levers) > 1:
             raise HyperloomError(f"one candidate has two {kind} levers ({', '.join(i.name for i in levers if i.kind == kind)})",
@@ -105,4 +116,10 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
 
 def environment(levers: list[Lever], folder: str) -> dict[str, str]:
     """The environment variables the candidate's levers set, with the candidate's folder filled in."""
-    return {key: value.replace("{folder}", folder) for item in levers if item.kind == "env" for key, value in item.env.items()}
+    return {key: value.replace("{folder}", folder) for item in levers if item.kind in ("env", "overrides") for key, value in item.env.items()}
+
+
+def resolve_files(levers: list[Lever], workspace: Workspace) -> list[Lever]:
+    """The levers with each overrides file resolved inside the workspace (refused outside it, or when missing)."""
+    return [replace(item, value=str(workspace.resolve(item.value, kind="file", suffix=".py", what="overrides module"))) if item.kind == "overrides" else item
+            for item in levers]

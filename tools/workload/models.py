@@ -11,7 +11,7 @@ from hyperloom.core.evidence import Evidence
 from hyperloom.core.requests import Request
 from hyperloom.tools.pipeline.stats import SampleStats
 
-WORKLOAD_DESCRIPTION = "module:function or file.py:function (a factory; see the skill's workload page), or script.py (timed only)."
+WORKLOAD_DESCRIPTION = "file.py:function or module:function (a factory), or script.py (timed only)."
 Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "NO_OP", "CRASH", "TIMEOUT", "RAISED"]
 
 
@@ -26,13 +26,13 @@ class OutputTolerance(BaseModel):
 
 class WorkloadFreezeRequest(Request):
     workload: str = Field(max_length=300, description=WORKLOAD_DESCRIPTION)
-    name: str | None = Field(None, max_length=80, description="Session name (folder .hyperloom/workload/NAME); default the workload's.")
-    knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline values of the factory's knobs; default its defaults.")
-    args: list[str] = Field(default_factory=list, max_length=64, description="A script's arguments.")
-    atol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float outputs' absolute tolerance.")
-    rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float outputs' relative tolerance.")
-    token_match: float = Field(1.0, gt=0, le=1, description="Integer outputs: share of equal elements required (1: exact).")
-    per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Per output name: {atol, rtol, match}.")
+    name: str | None = Field(None, max_length=80, description="Session name.")
+    knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline knob values.")
+    args: list[str] = Field(default_factory=list, max_length=64, description="Script arguments.")
+    atol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Floats' atol.")
+    rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Floats' rtol.")
+    token_match: float = Field(1.0, gt=0, le=1, description="Integers: share equal (1: exact).")
+    per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Name: {atol, rtol, match}.")
 
     @field_validator("per_output")
     @classmethod
@@ -42,9 +42,9 @@ class WorkloadFreezeRequest(Request):
             if set(tolerance) - set(OutputTolerance.model_fields):
                 raise ValueError(f"per_output.{name} takes atol, rtol and match, not {', '.join(sorted(set(tolerance) - set(OutputTolerance.model_fields)))}")
         return value
-    warmup_steps: int = Field(1, ge=0, le=100, description="Steps before the outputs are read.")
-    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call (build, steps).")
-    overwrite: bool = Field(False, description="Replace an existing frozen session of this name.")
+    warmup_steps: int = Field(1, ge=0, le=100, description="Steps before outputs are read.")
+    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
+    overwrite: bool = Field(False, description="Replace a frozen session.")
 
 
 class FrozenOutput(BaseModel):
@@ -74,14 +74,14 @@ class WorkloadFreezeResult(BaseModel):
 class WorkloadBenchRequest(Request):
     name: str = Field(max_length=80, description="A frozen workload session (workload_freeze's name).")
     candidates: list[list[str]] = Field(default_factory=list, max_length=32, description=(
-        "Each a list of levers (a combination is one candidate), e.g. [[\"compile\"], [\"knob:cache=static\", \"graph\"]]; none: time the baseline."))
-    pairs: int = Field(6, ge=5, le=200, description="Interleaved baseline/candidate pairs, order alternating.")
-    steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps timed per leg (its median counts).")
-    warmup_steps: int = Field(2, ge=1, le=100, description="Steps before timing (compiles happen here).")
-    noise_band: float = Field(0.02, ge=0, le=0.5, description="Smallest gain that counts, as a fraction.")
-    target_ci: float = Field(0.02, gt=0, le=1, description="Baseline legs until its median's 95 % CI is this tight.")
-    max_baseline_legs: int = Field(30, ge=5, le=1000, description="Most baseline legs for the CI.")
-    exclusive: bool = Field(False, description="Refuse when another process uses the GPU (else warn).")
+        "Each a list of levers, e.g. [[\"compile\"], [\"knob:cache=static\", \"graph\"]]."))
+    pairs: int = Field(6, ge=5, le=200, description="A/B pairs.")
+    steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
+    warmup_steps: int = Field(2, ge=1, le=100, description="Steps before timing.")
+    noise_band: float = Field(0.02, ge=0, le=0.5, description="Smallest gain that counts.")
+    target_ci: float = Field(0.02, gt=0, le=1, description="Baseline CI target.")
+    max_baseline_legs: int = Field(30, ge=5, le=1000, description="Most baseline legs.")
+    exclusive: bool = Field(False, description="Refuse a shared GPU.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
 
 
@@ -89,6 +89,8 @@ class Engagement(BaseModel):
     lever: str
     engaged: bool
     evidence: str
+    calls: int | None = Field(None, description="overrides: the replacements' calls in one profiled step.")
+    wrapper_us: float | None = Field(None, description="overrides: the counting wrapper's own cost per call.")
 
 
 class OutputCheck(BaseModel):
@@ -127,4 +129,35 @@ class WorkloadBenchResult(BaseModel):
     result_json: str
     plot: str | None
     vendor: str
+    evidence: Evidence
+
+
+IntegrateVerdict = Literal["KEEP", "REVERT", "NOT_ENGAGED", "CRASH", "TIMEOUT", "RAISED"]
+
+
+class IntegrateRequest(Request):
+    name: str = Field(max_length=80, description="A frozen workload session.")
+    kernel: str = Field(max_length=300, description="Library kernel name, or a folder NAME/ with NAME.py.")
+    replace: str = Field(max_length=300, description="module:Class.method it replaces.")
+    adapter: str | None = Field(None, max_length=40, description="rmsnorm, silu_and_mul or layernorm; default the kernel.")
+    params: dict[str, str | int] = Field(default_factory=dict, max_length=32, description="A tune winner's params.")
+    with_levers: list[str] = Field(default_factory=list, max_length=8, description="Levers it joins.")
+    pairs: int = Field(6, ge=5, le=200, description="A/B pairs.")
+    steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
+    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
+
+
+class IntegrateResult(BaseModel):
+    ok: bool
+    verdict: IntegrateVerdict
+    summary: str
+    kernel: str
+    replace: str
+    params: dict[str, str | int]
+    overrides: str = Field(description="The overrides module written: import it before the model is built to reproduce (lever overrides:PATH).")
+    calls_per_step: int | None = Field(None, description="The kernel's calls in one step (0: not engaged).")
+    wrapper_us_per_call: float | None = Field(None, description="The counting wrapper's own cost per call, measured in the worker.")
+    wrapper_share: float | None = Field(None, description="That cost times calls per step, as a share of the candidate's step.")
+    kernel_sha256: str = Field(description="sha256 of the kernel's launcher source.")
+    bench: WorkloadBenchResult
     evidence: Evidence

@@ -60,6 +60,8 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
     for lever in STATE.levers:
         if lever["kind"] == "setting":
             _setting(torch, lever["value"])
+        elif lever["kind"] == "overrides":
+            _load_file(lever["value"], f"hyperloom_overrides_{abs(hash(lever['value']))}")
     knobs: dict[str, Any] = {}
     if payload["kind"] == "script":
         STATE.step, STATE.module_file = _script_step(payload["workload"], list(payload.get("args", []))), payload["workload"]
@@ -149,6 +151,13 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
             tunable.write_file()
             evidence["tunableop_files"] = sorted(p.name for p in Path(STATE.folder).glob("tunableop_results*.csv") if p.stat().st_size > 0)
     evidence["graph_replayed"] = STATE.graph is not None
+    if any(lever["kind"] == "overrides" for lever in STATE.levers):
+        from hyperloom.tools.workload import overrides
+
+        before = overrides.calls()
+        _one_step()
+        evidence["override_calls"] = {target: count - before.get(target, 0) for target, count in overrides.calls().items()}
+        evidence["wrapper_overhead_us"] = overrides.wrapper_overhead_us()
     return evidence
 
 
@@ -191,16 +200,23 @@ def _toolchain(torch: Any) -> dict[str, str]:
     return versions
 
 
+def _load_file(path: str, name: str) -> Any:
+    """Import a Python file as module `name` (registered in sys.modules, so what it defines pickles and reloads)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def _factory(workload: str) -> Callable[..., Any]:
     where, _, name = workload.rpartition(":")
-    if where.endswith(".py"):
-        spec = importlib.util.spec_from_file_location(Path(where).stem, where)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module
-        spec.loader.exec_module(module)
+    loaded = sys.modules.get(Path(where).stem) if where.endswith(".py") else None
+    if loaded is not None and getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == Path(where).resolve():
+        module = loaded  # imported already (an overrides module patched it): the same module, its patches kept
     else:
-        module = importlib.import_module(where)
+        module = _load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
     factory = getattr(module, name)
     if not callable(factory):
         raise WorkloadContractError(f"{workload} is not a function")

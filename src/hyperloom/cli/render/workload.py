@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hyperloom.tools.workload.models import WorkloadBenchResult, WorkloadFreezeResult
+    from hyperloom.tools.workload.models import IntegrateResult, WorkloadBenchResult, WorkloadFreezeResult
 
 
 def freeze_report(result: WorkloadFreezeResult) -> str:
@@ -23,4 +23,14 @@ def bench_report(result: WorkloadBenchResult) -> str:
         speed = f" {c.speedup:.3g}x" if c.speedup else ""
         lines.append(f"  {' + '.join(c.levers)}: {c.verdict}{speed}: {c.reason[:200]}")
     lines += [f"  warning: {w}" for w in result.warnings]
+    return "\n".join(lines)
+
+
+def integrate_report(result: IntegrateResult) -> str:
+    lines = [result.summary, f"  overrides: {result.overrides} (lever overrides:{result.overrides})"]
+    if result.calls_per_step is not None:
+        wrapper = f", the wrapper {result.wrapper_us_per_call:.3f} us a call" if result.wrapper_us_per_call is not None else ""
+        share = f" ({result.wrapper_share:.3%} of a step)" if result.wrapper_share is not None else ""
+        lines.append(f"  {result.calls_per_step} call(s) a step{wrapper}{share}")
+    lines.append(f"  report: {result.bench.report_md}")
     return "\n".join(lines)

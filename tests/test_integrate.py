@@ -1,0 +1,95 @@
+"""integrate on the CPU: a fusion library kernel (Triton, in its interpreter here) put in place of a small torch
+model's RMSNorm.forward inside the workload's worker, its calls counted, the model's outputs gated on the frozen
+baseline, and the end-to-end A/B deciding KEEP or REVERT; a wrong kernel REVERTED, one never called NOT_ENGAGED."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.workload.api import workload_freeze, workload_integrate
+from hyperloom.tools.workload.models import IntegrateRequest, WorkloadFreezeRequest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("triton")
+
+MODEL = '''
+import torch
+
+class TinyRMSNorm(torch.nn.Module):
+    """As HF's Qwen2RMSNorm computes it."""
+    def __init__(self, hidden, eps=1e-6):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(hidden) + 0.5)
+        self.variance_epsilon = eps
+    def forward(self, hidden_states):
+        dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(dtype)
+
+class UnusedNorm(TinyRMSNorm):
+    pass
+
+class Model:
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(64, 64), TinyRMSNorm(64), torch.nn.Linear(64, 64), TinyRMSNorm(64))
+        self.x = torch.randn(8, 64)
+    def step(self):
+        with torch.inference_mode():
+            self.y = self.model(self.x)
+    def outputs(self):
+        return {"y": self.y}
+
+def build():
+    torch.set_num_threads(1)
+    return Model()
+'''
+WRONG = '''
+def rmsnorm(x, weight, eps=1e-6, params=None):
+    return x * weight  # forgets to normalize
+'''
+FAST = {"pairs": 5, "steps_per_leg": 1, "timeout_s": 300.0}
+
+
+@pytest.fixture
+def frozen(workspace):
+    (workspace.root / "wl.py").write_text(MODEL)
+    (workspace.root / "wrongnorm").mkdir()
+    (workspace.root / "wrongnorm" / "wrongnorm.py").write_text(WRONG)
+    workload_freeze(WorkloadFreezeRequest(workload="wl.py:build", name="tiny", atol=1e-5, rtol=1e-5), workspace)
+    return workspace
+
+
+def test_a_library_kernel_in_place_of_a_module_forward_is_engaged_gated_and_ab_timed(frozen):
+    result = workload_integrate(IntegrateRequest(name="tiny", kernel="rmsnorm", replace="wl:TinyRMSNorm.forward", **FAST), frozen)
+    candidate = result.bench.candidates[0]
+    assert result.calls_per_step == 2 and result.wrapper_us_per_call is not None and result.wrapper_us_per_call >= 0, result.summary
+    assert all(c.passed for c in candidate.outputs) and candidate.pairs == 5, candidate.reason  # the kernel's outputs matched the model's
+    assert result.verdict in ("KEEP", "REVERT") and (result.verdict == "KEEP") == (candidate.verdict == "FASTER")
+    overrides = (frozen.root / result.overrides).read_text()
+    assert "replace('wl:TinyRMSNorm.forward'" in overrides and result.kernel_sha256
+
+
+def test_a_wrong_kernel_is_reverted_with_the_models_first_mismatches(frozen):
+    result = workload_integrate(IntegrateRequest(name="tiny", kernel="wrongnorm", adapter="rmsnorm", replace="wl:TinyRMSNorm.forward", **FAST), frozen)
+    assert result.verdict == "REVERT" and "out of tolerance" in result.summary and "y" in result.summary
+    assert result.bench.candidates[0].speedup is None  # no speed counted for a wrong kernel
+
+
+def test_a_kernel_the_model_never_calls_is_not_engaged(frozen):
+    result = workload_integrate(IntegrateRequest(name="tiny", kernel="rmsnorm", replace="wl:UnusedNorm.forward", **FAST), frozen)
+    assert result.verdict == "NOT_ENGAGED" and result.calls_per_step == 0 and "never called" in result.summary
+
+
+def test_bad_targets_and_adapters_get_a_clear_answer(frozen):
+    missing = workload_integrate(IntegrateRequest(name="tiny", kernel="rmsnorm", replace="wl:NoSuchNorm.forward", **FAST), frozen)
+    assert missing.verdict == "RAISED" and "NoSuchNorm" in missing.summary  # the worker's error, the session goes on
+    with pytest.raises(HyperloomError, match="no adapter puts softmax"):
+        workload_integrate(IntegrateRequest(name="tiny", kernel="softmax", replace="wl:TinyRMSNorm.forward"), frozen)
+    with pytest.raises(HyperloomError, match="not module:Class.method"):
+        workload_integrate(IntegrateRequest(name="tiny", kernel="rmsnorm", replace="TinyRMSNorm"), frozen)
+    with pytest.raises(HyperloomError, match="outside"):
+        workload_integrate(IntegrateRequest(name="tiny", kernel="../elsewhere", replace="wl:TinyRMSNorm.forward"), frozen)

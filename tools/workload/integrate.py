@@ -1,0 +1,126 @@
+"""integrate: put a kernel into a frozen workload, inside its worker, without editing installed packages, and let the
+workload's own gate and A/B decide KEEP or REVERT.
+
+An overrides module is written in the session folder (`integrate/<kernel>-<digest>/overrides.py`): it loads the
+kernel's launcher and replaces the named method (a module's `forward`, e.g. HF's `Qwen2RMSNorm.forward`) with an
+adapter calling it, through tools/workload/overrides.py's `replace`, which counts the calls. workload_bench then runs
+the candidate `[*with_levers, overrides:FILE]` beside the baseline: the frozen outputs gate it (a wrong kernel:
+REVERT with the first mismatches), its calls are counted in a profiled step (none: NOT_ENGAGED, before any speed is
+believed), the wrapper's own cost per call is measured beside the bare call, and the A/B decides (FASTER: KEEP;
+else REVERT with the reason). The overrides module is what to apply to reproduce the result.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import measured
+from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.progress import ProgressFn
+from hyperloom.core.shipped import shipped_kernels
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.workload.bench import bench_workload
+from hyperloom.tools.workload.frozen import read_frozen
+from hyperloom.tools.workload.models import CandidateResult, IntegrateRequest, IntegrateResult, IntegrateVerdict, WorkloadBenchRequest
+
+TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
+# kernel -> (the attributes of the module it replaces, what they mean; the adapter's body, in terms of `launcher`)
+ADAPTERS: dict[str, tuple[str, str]] = {
+    "rmsnorm": ("an RMSNorm module's forward(hidden_states) with weight and variance_epsilon (HF Llama, Qwen2, Mistral)",
+                "def forward(self, hidden_states):\n"
+                "    eps = getattr(self, 'variance_epsilon', getattr(self, 'eps', 1e-6))\n"
+                "    return launcher.rmsnorm(hidden_states, self.weight, eps, PARAMS)\n"),
+    "silu_and_mul": ("a gated MLP's forward(x) with gate_proj, up_proj, down_proj and SiLU (HF Llama, Qwen2, Mistral)",
+                     "def forward(self, x):\n"
+                     "    return self.down_proj(launcher.silu_mul(self.gate_proj(x), self.up_proj(x), PARAMS))\n"),
+    "layernorm": ("torch.nn.LayerNorm's forward(input) over the last dimension",
+                  "def forward(self, input):\n"
+                  "    return launcher.layernorm(input, self.weight, self.bias, self.eps, PARAMS)\n"),
+}
+TEMPLATE = '''"""Written by hyperloom integrate: {kernel} in place of {replace} (params {params}).
+Import this file before the model is built (or pass the lever overrides:THIS_FILE to workload bench) to reproduce."""
+import importlib.util
+import os
+import sys
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run in its interpreter on a CPU
+
+from hyperloom.tools.workload.overrides import replace
+
+_spec = importlib.util.spec_from_file_location("hyperloom_integrated_{name}", {launcher!r})
+launcher = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = launcher
+_spec.loader.exec_module(launcher)
+PARAMS = {params!r} or None
+
+{adapter}
+
+replace({replace!r}, lambda original: forward)
+'''
+
+
+def integrate(request: IntegrateRequest, workspace: Workspace, progress: ProgressFn | None = None) -> IntegrateResult:
+    frozen = read_frozen(request.name, workspace)
+    if not TARGET.match(request.replace):
+        raise HyperloomError(f"replace {request.replace[:80]!r} is not module:Class.method", "give e.g. transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward")
+    name, launcher = _launcher(request.kernel, workspace)
+    adapter = request.adapter or name
+    if adapter not in ADAPTERS:
+        raise HyperloomError(f"no adapter puts {adapter} in place of a method (adapters: {', '.join(ADAPTERS)})",
+                             "write an overrides module yourself (tools/workload/overrides.py's replace) and time it with workload bench, lever overrides:FILE.py")
+    digest = sha256_json([name, adapter, request.replace, request.params, sha256_file(launcher)])[:12]
+    folder = frozen.folder / "integrate" / f"{name}-{digest}"
+    folder.mkdir(parents=True, exist_ok=True)
+    overrides = folder / "overrides.py"
+    overrides.write_text(TEMPLATE.format(kernel=name, replace=request.replace, params=dict(request.params), name=name, launcher=str(launcher),
+                                         adapter=ADAPTERS[adapter][1].rstrip()))
+    candidate = [*request.with_levers, f"overrides:{workspace.relative(overrides)}"]
+    bench = bench_workload(WorkloadBenchRequest(name=request.name, candidates=[candidate], pairs=request.pairs, steps_per_leg=request.steps_per_leg,
+                                                timeout_s=request.timeout_s, max_baseline_legs=10), workspace, progress)
+    result = bench.candidates[0]
+    verdict, summary = _verdict(result, name, request.replace)
+    calls, share, wrapper_us = _engagement_figures(result)
+    evidence = measured("integrate", device=bench.evidence.device, target=bench.vendor, toolchain=bench.evidence.toolchain,
+                        inputs_sha256=combine_digests([bench.evidence.inputs_sha256, sha256_file(launcher), sha256_file(overrides)]))
+    return IntegrateResult(ok=True, verdict=verdict, summary=summary, kernel=name, replace=request.replace, params=dict(request.params),
+                           overrides=workspace.relative(overrides), calls_per_step=calls, wrapper_us_per_call=wrapper_us,
+                           wrapper_share=share, kernel_sha256=sha256_file(launcher), bench=bench, evidence=evidence)
+
+
+def _launcher(kernel: str, workspace: Workspace) -> tuple[str, Path]:
+    """(the kernel's name, its launcher file): a shipped fusion library kernel by name, or a workspace folder NAME/ with NAME.py."""
+    if re.match(r"^[a-z_]+$", kernel) and (shipped_kernels("triton", kernel) / f"{kernel}.py").is_file():
+        return kernel, shipped_kernels("triton", kernel) / f"{kernel}.py"
+    folder = workspace.resolve(kernel, kind="dir", what="kernel")
+    launcher = folder / f"{folder.name}.py"
+    if not launcher.is_file():
+        raise HyperloomError(f"{kernel!r} has no launcher {folder.name}.py",
+                             "give a fusion library kernel's name (rmsnorm, silu_and_mul, layernorm) or a folder NAME/ holding NAME.py")
+    return folder.name, launcher
+
+
+def _verdict(result: CandidateResult, name: str, replace: str) -> tuple[IntegrateVerdict, str]:
+    where = f"{name} in place of {replace.rsplit(':', 1)[-1]}"
+    if result.verdict == "FASTER":
+        return "KEEP", f"KEEP {where}: {result.reason}; outputs within the frozen tolerance"
+    if result.verdict == "NO_OP":
+        return "NOT_ENGAGED", f"NOT_ENGAGED {where}: {result.reason} (the model never called it: check the replace target)"
+    if result.verdict in ("CRASH", "TIMEOUT", "RAISED"):
+        return result.verdict, f"{result.verdict} {where}: {result.reason}"
+    why = result.reason if result.verdict == "REJECTED" else f"not faster end to end: {result.reason}"
+    return "REVERT", f"REVERT {where}: {why}"
+
+
+def _engagement_figures(result: CandidateResult) -> tuple[int | None, float | None, float | None]:
+    """(calls in one step, the wrapper's share of a step, its cost per call in µs) from the candidate's engagement."""
+    engaged = next((e for e in result.engagement if e.lever.startswith("overrides:")), None)
+    if engaged is None:
+        return None, None, None
+    step_s = min(result.candidate_legs_s) if result.candidate_legs_s else None
+    share = engaged.calls * engaged.wrapper_us * 1e-6 / step_s if engaged.calls is not None and engaged.wrapper_us is not None and step_s else None
+    return engaged.calls, share, engaged.wrapper_us

@@ -1,0 +1,73 @@
+"""Worker side of kernel integration: an overrides module (written by `integrate`, or by hand) calls `replace` to put
+a kernel in place of a module's method or a function, inside the workload's worker, without editing installed
+packages. Each replacement counts its calls, so a kernel that is never called is told from one that ran
+(engagement), and the wrapper's own cost per call is measured beside the bare call.
+
+    from hyperloom.tools.workload.overrides import replace
+    replace("transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward", lambda original: my_forward)
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+CALLS: dict[str, int] = {}
+_ORIGINALS: dict[str, Any] = {}
+OVERHEAD_CALLS = 2000
+
+
+def replace(target: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
+    """Replace `target` ("module:Attr.path") by make(original), wrapped so that its calls are counted."""
+    owner, attribute, original = resolve(target)
+    replacement = make(original)
+    CALLS[target] = 0
+
+    @functools.wraps(original)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        CALLS[target] += 1
+        return replacement(*args, **kwargs)
+
+    _ORIGINALS[target] = original
+    setattr(owner, attribute, counted)
+
+
+def resolve(target: str) -> tuple[Any, str, Any]:
+    """(the object holding the attribute, its name, its current value) for "module:Attr.path"."""
+    module_name, _, path = target.partition(":")
+    if not module_name or not path:
+        raise ValueError(f"override target {target!r} is not 'module:Attr.path'")
+    owner: Any = importlib.import_module(module_name)
+    parts = path.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part)
+    if not hasattr(owner, parts[-1]):
+        raise AttributeError(f"{target}: {type(owner).__name__} {getattr(owner, '__name__', '')} has no attribute {parts[-1]!r}")
+    return owner, parts[-1], getattr(owner, parts[-1])
+
+
+def calls() -> dict[str, int]:
+    return dict(CALLS)
+
+
+def wrapper_overhead_us() -> float:
+    """What the counting wrapper adds to one call: the same no-op called through one and bare, side by side (µs)."""
+    def bare(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    box = {"n": 0}
+
+    def counted(*args: Any, **kwargs: Any) -> None:
+        box["n"] += 1
+        return bare(*args, **kwargs)
+
+    best = []
+    for function in (bare, counted, bare, counted):
+        started = time.perf_counter()
+        for _ in range(OVERHEAD_CALLS):
+            function(1, k=2)
+        best.append((time.perf_counter() - started) / OVERHEAD_CALLS)
+    return max(0.0, (min(best[1], best[3]) - min(best[0], best[2])) * 1e6)
