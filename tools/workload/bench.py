@@ -151,7 +151,7 @@ def _judge(names: list[str], base_legs: list[float], cand_legs: list[float], dev
     ratios = [b / c for b, c in zip(base_legs, cand_legs, strict=True) if c > 0]
     wins = sum(r > 1 for r in ratios)
     p = sign_test_p(wins, len(ratios))
-    speedup = statistics.median(base_legs) / statistics.median(cand_legs)
+    speedup = statistics.median(ratios)  # each pair's own ratio: a drift of the machine between pairs cancels out
     non_overlap = max(cand_legs) < min(base_legs)
     faster = non_overlap or (p < ALPHA and speedup > 1 + noise_band)
     short = "" if faster else f"; not beyond the noise band of {noise_band:.0%} at p < {ALPHA}"

@@ -103,7 +103,7 @@ class CandidateResult(BaseModel):
     levers: list[str]
     verdict: Verdict
     reason: str
-    speedup: float | None = Field(None, description="Median baseline leg / median candidate leg, interleaved in this call.")
+    speedup: float | None = Field(None, description="Median over the interleaved pairs of baseline leg / candidate leg, in this call.")
     speedup_ci95: list[float] | None = Field(None, description="[low, high] of the per-pair ratios' median.")
     pairs: int = 0
     candidate_faster: int = Field(0, description="Pairs in which the candidate was faster.")
