@@ -172,6 +172,13 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("isa", "paths outside", {"action": "audit", "target": "gfx1201", "paths": ["link_out"]}),
         ("profile", "trace outside", {"trace": "link_out/trace.json"}),
         ("serve_sweep", "prompts outside", {"base_url": "http://127.0.0.1:9", "model": "m", "prompts_file": "link_out/p.jsonl"}),
+        ("workload", "workload outside", {"action": "freeze", "workload": "link_out/evil.py:build", "name": "w"}),
+        ("workload", "a script outside", {"action": "freeze", "workload": "../outside/evil.py"}),
+        ("workload", "not a workload", {"action": "freeze", "workload": "rm -rf /", "name": "w"}),
+        ("workload", "a session name with a path", {"action": "bench", "name": "../../x"}),
+        ("workload", "a session that is not there", {"action": "bench", "name": "nope"}),
+        ("workload", "integrate into a session that is not there", {"action": "integrate", "name": "nope", "kernel": "rmsnorm", "replace": "m:C.forward"}),
+        ("workload", "per_output with an unknown key", {"action": "freeze", "workload": "w.py:build", "per_output": {"y": {"tolerance": 1}}}),
     ]
     (workspace / ".hyperloom" / "tune").mkdir(parents=True)
     (workspace / ".hyperloom" / "tune" / "dangling").symlink_to(workspace / "gone")

@@ -5,7 +5,10 @@ it replaces on float32, float16 and bfloat16 tensors, and each spec builds offli
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -89,11 +92,29 @@ def library() -> Iterator[dict[str, ModuleType]]:
     @triton.jit decorates and again at each launch; Hyperloom's Triton workers drop it from their environment)."""
     if not (HAS_TRITON and HAS_TORCH):
         pytest.skip("Triton's interpreter needs triton and torch")
+    if os.environ.get(FRESH) != "1":
+        pytest.skip("run in a fresh Python by test_the_launchers_run_in_a_python_whose_triton_started_in_its_interpreter")
     from hyperloom.tools.triton.entry import load_module
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("TRITON_INTERPRET", "1")
         yield {name: load_module(str(LIBRARY / name / f"{name}.py")) for name in KERNELS}
+
+
+FRESH = "HYPERLOOM_TEST_FUSION_FRESH"
+
+
+@needs_interpreter
+def test_the_launchers_run_in_a_python_whose_triton_started_in_its_interpreter():
+    """The launcher tests below, in a fresh Python with TRITON_INTERPRET=1 from its start: in a process where another
+    test imported triton first, the interpreter meets triton.language's own @jit helpers (tl.zeros) as compiled
+    functions and refuses them ("Cannot call @triton.jit'd outside of the scope of a kernel")."""
+    if os.environ.get(FRESH) == "1":
+        pytest.skip("this is the fresh Python")
+    env = {**os.environ, FRESH: "1", "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "(matches or returns_the_norm or launcher) and not whose_triton"],
+                         env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert run.returncode == 0 and " passed" in run.stdout and "skipped" not in run.stdout.splitlines()[-1], run.stdout[-3000:]
 
 
 # The interpreter rounds float32 to bfloat16 by truncation (triton/runtime/interpreter.py, cast_impl) where a GPU rounds
