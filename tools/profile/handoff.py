@@ -21,6 +21,7 @@ from hyperloom.tools.profile.fusion import Node
 from hyperloom.tools.profile.group import WorkItem
 from hyperloom.tools.profile.library import step_of
 from hyperloom.tools.profile.models import FusionCandidate, Handoff, Hotspot
+from hyperloom.tools.profile.stack import common_module
 from hyperloom.tools.profile.tensors import Tensor, arguments
 from hyperloom.tools.profile.tolerance import suggest_tolerance
 
@@ -33,6 +34,16 @@ ARGUMENT_NAMES = {
 NORMS = ("rmsnorm", "add_rmsnorm", "layernorm", "softmax")
 NO_STACK = ("the trace records no Python stack, so integrate replaces the aten ops listed (ops); a trace captured with "
             "with_stack=True names the module whose forward they ran in")
+
+
+def _module_notes(ops: list, module: str | None) -> list[str]:
+    """Why no module is named (none recorded, or the ops ran in different forwards), for integrate's sake."""
+    if module is not None:
+        return []
+    seen = list(dict.fromkeys(op.modules[-1] for op in ops if op is not None and op.modules))
+    if not seen:
+        return [NO_STACK]
+    return [f"the ops ran in no one module's forward (innermost: {', '.join(seen)}; some outside any module), so integrate replaces the aten ops listed"]
 
 
 def _names(op_name: str, count: int) -> list[str]:
@@ -71,8 +82,9 @@ def hotspot_draft(spot: Hotspot, item: WorkItem, trace_label: str) -> tuple[draf
     spec = drafts.open_spec(name, f"A replacement for {item.label} (hotspot {spot.rank}), at its recorded shapes and dtypes.", args,
                             drafts.rows_cols(work.output), suggested, metric, _floats([t for _, t in inputs]), kind)
     todos = ["source: write the kernel", "variants.triton.entry: name it"]
-    draft = drafts.Draft(name, spec, _header(item.label, trace_label, todos, suggested.why), source, todos, [NO_STACK])
-    return draft, {"kind": "hotspot", "rank": spot.rank, "label": spot.label, "ops": [op.name], "kernel": spot.kernels[0] if spot.kernels else "",
+    module = common_module([op])
+    draft = drafts.Draft(name, spec, _header(item.label, trace_label, todos, suggested.why), source, todos, _module_notes([op], module))
+    return draft, {"module": module, "kind": "hotspot", "rank": spot.rank, "label": spot.label, "ops": [op.name], "kernel": spot.kernels[0] if spot.kernels else "",
                    "dtype": drafts.spec_dtype(work.output), "why": suggested.why, "metric": metric}
 
 
@@ -94,9 +106,11 @@ def library_draft(group: list[tuple[int, FusionCandidate, list[Node]]], trace_la
     eps = next((a.value for a in match.args if a.name == "eps"), None)
     source = replay.library_reference(match.kernel, steps, dtypes, float(eps) if eps is not None else None, f"{label} ({match.pattern})", trace_label)
     notes = [*notes, *[n for n in match.notes if "gates float32" not in n], *[f"{a.name}: {a.source}" for a in match.args if a.tag.value == "ASSUMED"]]
+    module = common_module([n.op for n in run])
+    notes += _module_notes([n.op for n in run], module)
     draft = drafts.Draft(name, spec, _header(f"{label}, the library's {match.kernel}", trace_label, [], suggested.why), source, [], notes,
                          copy=[("triton", match.kernel, spec["source"])])
-    return draft, {"kind": "fusion", "rank": rank, "ranks": [r for r, _, _ in group], "label": label, "ops": first.ops, "kernel": match.kernel,
+    return draft, {"module": module, "kind": "fusion", "rank": rank, "ranks": [r for r, _, _ in group], "label": label, "ops": first.ops, "kernel": match.kernel,
                    "library": match.kernel, "dtype": output, "why": suggested.why, "metric": spec["metric"], "launcher": match.launcher}
 
 
@@ -119,12 +133,13 @@ def chain_draft(rank: int, candidate: FusionCandidate, run: list[Node], trace_la
                             drafts.rows_cols(out), suggested, metric, _floats([i.tensor for i in found.inputs]), "elementwise")
     todos = ["source: write the kernel (no library kernel is this chain)", "variants.triton.entry: name it"]
     todos += [f"args {s}: {where} was not recorded" for s, where in found.unrecorded]
+    module = common_module(ops)
     notes = ["the reference reads each op's input from the op before where the shapes allow; every other tensor operand is an input"
-             " of its own (traces record shapes, not tensor identities): check the wiring against the model's code", NO_STACK]
+             " of its own (traces record shapes, not tensor identities): check the wiring against the model's code"] + _module_notes(ops, module)
     if candidate.library_note:
         notes.insert(0, candidate.library_note)
     draft = drafts.Draft(name, spec, _header(label, trace_label, todos, suggested.why), found.source, todos, notes)
-    return draft, {"kind": "fusion", "rank": rank, "ranks": [rank], "label": label, "ops": candidate.ops, "kernel": "",
+    return draft, {"module": module, "kind": "fusion", "rank": rank, "ranks": [rank], "label": label, "ops": candidate.ops, "kernel": "",
                    "dtype": drafts.spec_dtype(out), "why": suggested.why, "metric": metric}
 
 
