@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import yaml
 import pytest
 
 from helpers import FIXTURES, REPO
@@ -338,14 +339,18 @@ def test_profiling_a_trace_writes_the_report_json_plots_and_a_reference_stub_tha
     assert ProfileResult.model_validate(saved).summary == result.summary
     report = (folder / "report.md").read_text()
     assert "## Hotspots" in report and "## Fusion candidates" in report and "aten::gelu → aten::layer_norm" in report
-    assert len(result.handoff) == 3 and all(h.rank <= 5 for h in result.handoff)
+    spots = [h for h in result.handoff if h.kind == "hotspot"]
+    assert len(spots) == 3 and all(h.rank <= 5 for h in spots) and any(h.kind == "fusion" for h in result.handoff)
     rng = np.random.default_rng(0)
-    for handoff in result.handoff:  # each stub runs at its recorded shapes and returns the modelled output
-        module = _load(workspace.root / handoff.stub_file)
-        inputs = {a["name"]: rng.standard_normal(a["shape"]).astype(a["dtype"]) for a in handoff.spec_args if a["role"] == "input"}
-        out = module.reference(inputs, {})["out"]
-        declared = next(a for a in handoff.spec_args if a["role"] == "output")
+    for handoff in spots:  # each draft's reference runs at its recorded shapes and returns the declared output
+        spec = yaml.safe_load((workspace.root / handoff.spec).read_text())
+        module = _load(workspace.root / handoff.folder / "reference.py")
+        buffers = [a for a in spec["args"] if a["kind"] == "buffer"]
+        inputs = {a["name"]: rng.standard_normal(a["shape"]).astype(a["dtype"]) for a in buffers if a["role"] == "input"}
+        out = module.reference(inputs, spec["shapes"][0])["out"]
+        declared = next(a for a in buffers if a["role"] == "output")
         assert list(out.shape) == declared["shape"] and out.dtype == np.dtype(declared["dtype"])
+        assert {f"{handoff.folder}/kernel.yaml", f"{handoff.folder}/handoff.json"} <= set(result.files)
 
 
 def _load(path: Path):
@@ -355,22 +360,24 @@ def _load(path: Path):
     return module
 
 
-def test_an_addmm_hand_off_names_the_spec_buffers_and_its_stub_computes_the_op(workspace):
+def test_an_addmm_hand_off_names_the_spec_buffers_and_its_reference_computes_the_op(workspace):
     from hyperloom.tools.profile.group import Classifier, work_items
     from hyperloom.tools.profile.handoff import handoffs
     from hyperloom.tools.profile.hotspots import rank_hotspots
 
     trace = read_trace(CPU, "cpu")
     ranked = [(h, i) for h, i in rank_hotspots(work_items(trace.kernels, Classifier(), WorkCache()), NO_ROOF, 1.0) if h.label.startswith("aten::addmm [128]")]
-    (stub,) = handoffs(ranked, workspace.root, workspace, "cpu", count=1)
-    assert stub.metric == {"bytes": 39424, "flops": 131072} and stub.op == "aten::addmm"
-    assert [(a["name"], a["shape"], a["role"]) for a in stub.spec_args] == [
+    (draft,) = handoffs(ranked, [], [], workspace.root, workspace, "cpu", count=1)
+    assert draft.metric == {"bytes": 39424, "flops": 131072} and draft.ops == ["aten::addmm"]
+    spec = yaml.safe_load((workspace.root / draft.spec).read_text())
+    assert [(a["name"], a["shape"], a["role"]) for a in spec["args"]] == [
         ("bias", [128], "input"), ("a", [8, 64], "input"), ("b", [64, 128], "input"), ("out", [8, 128], "output")]
-    assert "call(torch.ops.aten.addmm, [args['bias'], args['a'], args['b'], 1, 1])" in stub.reference_stub
+    reference = (workspace.root / draft.folder / "reference.py").read_text()
+    assert "call(torch.ops.aten.addmm, [args['bias'], args['a'], args['b'], 1, 1])" in reference
     rng = np.random.default_rng(1)
     inputs = {"bias": rng.standard_normal(128, dtype=np.float32), "a": rng.standard_normal((8, 64), dtype=np.float32),
               "b": rng.standard_normal((64, 128), dtype=np.float32)}
-    out = _load(workspace.root / stub.stub_file).reference(inputs, {})["out"]
+    out = _load(workspace.root / draft.folder / "reference.py").reference(inputs, {})["out"]
     np.testing.assert_allclose(out, inputs["a"] @ inputs["b"] + inputs["bias"], rtol=1e-5, atol=1e-5)
 
 
@@ -405,21 +412,23 @@ def test_the_device_scripts_trimmed_trace_is_small_and_still_reads_as_a_real_tra
     assert trace.device_name() == "NVIDIA A100-PG509-200" and max(k.end_us for k in trace.kernels) <= trace.window_us[1]
 
 
-def test_a_bf16_hand_off_declares_uint16_bits_and_its_stub_reads_and_writes_them(workspace):
+def test_a_bf16_hand_off_declares_bfloat16_buffers_and_its_reference_takes_and_returns_bfloat16_values(workspace):
     torch = pytest.importorskip("torch")
+    import ml_dtypes
     from hyperloom.tools.profile.group import WorkItem
     from hyperloom.tools.profile.handoff import handoffs
     from hyperloom.tools.profile.hotspots import hotspot
 
     op = _op("aten::mm", [[4, 8], [8, 16]], [BF16, BF16])
     item = WorkItem("aten::mm [4, 8] bfloat16, [8, 16] bfloat16", "gemm", op, op_work(op), total_us=3.0, calls={1})
-    (handoff,) = handoffs([(hotspot(item, NO_ROOF, 3.0), item)], workspace.root, workspace, "synthetic")
-    assert [(a["name"], a["dtype"], a.get("bits_of")) for a in handoff.spec_args] == [
-        ("a", "uint16", "bfloat16"), ("b", "uint16", "bfloat16"), ("out", "uint16", "bfloat16")]
+    (draft,) = handoffs([(hotspot(item, NO_ROOF, 3.0), item)], [], [], workspace.root, workspace, "synthetic")
+    spec = yaml.safe_load((workspace.root / draft.spec).read_text())
+    assert [(a["name"], a["dtype"]) for a in spec["args"]] == [("a", "bfloat16"), ("b", "bfloat16"), ("out", "bfloat16")]
+    assert not any("bits_of" in a for a in spec["args"]) and draft.tolerance["rtol"] == pytest.approx(1.6e-2)
     a, b = torch.randn(4, 8).to(torch.bfloat16), torch.randn(8, 16).to(torch.bfloat16)
-    bits = {"a": a.view(torch.uint16).numpy(), "b": b.view(torch.uint16).numpy()}
-    out = _load(workspace.root / handoff.stub_file).reference(bits, {})["out"]
-    assert out.dtype == np.uint16 and np.array_equal(out, (a @ b).view(torch.uint16).numpy())
+    values = {"a": a.float().numpy().astype(ml_dtypes.bfloat16), "b": b.float().numpy().astype(ml_dtypes.bfloat16)}
+    out = _load(workspace.root / draft.folder / "reference.py").reference(values, {})["out"]
+    np.testing.assert_allclose(out, (a.float() @ b.float()).numpy(), rtol=1e-6)  # float32 from the bf16 inputs; the gate rounds it
 
 
 def test_a_hotspot_above_its_roof_is_named_as_a_low_ceiling_not_a_gap():

@@ -77,9 +77,10 @@ def load_spec(path: Path, workspace: Workspace) -> LoadedSpec:
     return locate(spec, path, workspace)
 
 
-def locate(spec: KernelSpec, path: Path, workspace: Workspace) -> LoadedSpec:
-    """A validated spec read from `path` with the files it names resolved; any outside `workspace`, or missing, is refused."""
-    for name, variant in spec.variants.items():
+def locate(spec: KernelSpec, path: Path, workspace: Workspace, sources: bool = True) -> LoadedSpec:
+    """A validated spec read from `path` with the files it names resolved; any outside `workspace`, or missing, is refused.
+    sources=False resolves the reference only (spec_check on a draft whose kernel source is still to write)."""
+    for name, variant in spec.variants.items() if sources else ():
         source = workspace.check(path.parent / (variant.source or spec.source), raw=variant.source or spec.source, must_exist=False,
                                  kind="file", what=f"variant {name!r}'s source")
         if not source.is_file():

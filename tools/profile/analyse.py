@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from hyperloom.tools.profile.fusion import fusion_candidates
+from hyperloom.tools.profile.fusion import Node, fusion_candidates
 from hyperloom.tools.profile.group import Classifier, WorkItem, class_shares, device_busy, kernel_groups, shadowed_ops, work_items
 from hyperloom.tools.profile.hotspots import rank_hotspots
 from hyperloom.tools.profile.models import ClassShare, DeviceBusy, FusionCandidate, Hotspot, KernelGroup
@@ -26,6 +26,7 @@ class Analysis:
     devices: list[DeviceBusy]
     ranked: list[tuple[Hotspot, WorkItem]]
     fusion: list[FusionCandidate]
+    fusion_runs: list[list[Node]]  # per candidate, the nodes of its first occurrence
     launch_bound: bool
     findings: list[str]
 
@@ -41,7 +42,8 @@ def analyse(trace: Trace, roofs: Roofs) -> Analysis:
     devices = [] if trace.cpu_only else device_busy(trace.kernels, trace.window_us, trace.device_names)
     items = work_items(trace.kernels, classify, work_of, shadowed_ops(trace.ops, work_of) if trace.cpu_only else None)
     ranked = rank_hotspots(items, roofs, total_us)
-    fusion = fusion_candidates(trace, classify, work_of) if trace.ops else []
+    found = fusion_candidates(trace, classify, work_of) if trace.ops else []
+    fusion, fusion_runs = [c for c, _ in found], [run for _, run in found]
     findings: list[str] = []
     launch_bound = False
     if devices:
@@ -77,4 +79,4 @@ def analyse(trace: Trace, roofs: Roofs) -> Analysis:
     if trace.ops and not any(op.dims for op in trace.ops):
         findings.append("the trace records no input shapes (captured with record_shapes=False): no byte/flop models and no "
                         "fusion candidates; profile again with record_shapes=True")
-    return Analysis(total_us, groups, class_shares(trace.kernels, classify, total_us), devices, ranked, fusion, launch_bound, findings)
+    return Analysis(total_us, groups, class_shares(trace.kernels, classify, total_us), devices, ranked, fusion, fusion_runs, launch_bound, findings)

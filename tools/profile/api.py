@@ -14,7 +14,7 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile import roof
 from hyperloom.tools.profile.analyse import Analysis, analyse
-from hyperloom.tools.profile.handoff import handoffs
+from hyperloom.tools.profile.handoff import draft_files, handoffs
 from hyperloom.tools.profile.load import paused_gc, read_trace
 from hyperloom.tools.profile.parse_chrome import EmptyTrace
 from hyperloom.tools.profile.models import ProfileRequest, ProfileResult
@@ -144,13 +144,13 @@ def _profile(request: ProfileRequest, workspace: Workspace, folder: Path, trace_
         launch_bound=a.launch_bound, devices=a.devices, profiler_device_time_s=capture.profiler_device_time_s if capture else None,
         steps=request.steps if capture else None, step_wall_s=capture.step_wall_s if capture else [], classes=a.classes,
         kernels=a.kernels[:top], kernel_groups=len(a.kernels), hotspots=[h for h, _ in a.ranked[:top]], fusion=a.fusion[:top],
-        handoff=handoffs(a.ranked[:top], folder, workspace, label), roofs=roofs.ceilings, roof_source=roofs.source,
+        handoff=handoffs(a.ranked[:top], a.fusion, a.fusion_runs, folder, workspace, label), roofs=roofs.ceilings, roof_source=roofs.source,
         findings=findings, files=[], evidence=_evidence(trace_path, label, trace, device, capture),
     )
     files = [folder / "report.md", folder / "profile.json"]
     if capture is not None:
         files += [capture.trace, capture.key_averages]
-    files += [folder / "handoff" / Path(h.stub_file).name for h in result.handoff]
+    files += [workspace.root / f for h in result.handoff for f in draft_files(h)]
     if plot:
         files += draw(result, folder)
     result.files = [workspace.relative(f) for f in files]

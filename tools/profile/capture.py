@@ -84,6 +84,7 @@ def capture(payload: dict[str, Any]) -> dict[str, Any]:
     if payload.get("profile", True):
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
         trace = payload["trace"]
+        # no with_stack: torch 2.13's export writes a frame named `"""` unescaped, so the trace is not JSON (stack.py reads one that is)
         with profile(activities=activities, record_shapes=True, schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
                      on_trace_ready=lambda p: p.export_chrome_trace(trace)) as prof:
             for _ in range(warmup + active):

@@ -135,9 +135,9 @@ def _steps(run: list[Node]) -> list[Step]:
     return [step_of(i, n.op, n.work.reads, n.work.output) for i, n in enumerate(run, start=1)]
 
 
-def fusion_candidates(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[FusionCandidate]:
+def fusion_candidates(trace: Trace, classify: Classifier, work_of: WorkCache) -> list[tuple[FusionCandidate, list[Node]]]:
     """Chains grouped by their ops and shapes, most bytes saved first (chains that save nothing are left out), each
-    matched against the fusion library."""
+    matched against the fusion library, with the nodes of its first occurrence (what a hand-off draft replays)."""
     groups: dict[tuple, list[Chain]] = defaultdict(list)
     for chain in chains(trace, classify, work_of):
         groups[tuple((n.op.name, n.work.output.text()) for n in chain.run)].append(chain)
@@ -150,15 +150,15 @@ def fusion_candidates(trace: Trace, classify: Classifier, work_of: WorkCache) ->
         moved = sum(n.work.bytes_moved for n in first.run)
         time_us = sum(n.time_us for c in members for n in c.run)
         library, note = match_chain(_steps(first.run))
-        candidates.append(FusionCandidate(
+        candidates.append((FusionCandidate(
             ops=[name for name, _ in signature], shapes=[text for _, text in signature],
             before=_compute_name(first.before), after=_compute_name(first.after), occurrences=len(members),
             kernels_per_occurrence=sum(n.kernels for n in first.run), time_s=time_us / 1e6,
             bytes_moved_per_occurrence=moved, bytes_saved_per_occurrence=saved, bytes_saved_total=saved * len(members),
             estimated_time_saved_s=time_us / 1e6 * saved / moved if moved else 0.0,
             steps_over=[n.op.name if n.op is not None else "a compute kernel" for n in first.over], library=library, library_note=note,
-        ))
-    candidates.sort(key=lambda c: (c.bytes_saved_total, c.time_s), reverse=True)
+        ), first.run))
+    candidates.sort(key=lambda c: (c[0].bytes_saved_total, c[0].time_s), reverse=True)
     return candidates
 
 

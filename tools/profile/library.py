@@ -237,7 +237,7 @@ PATTERNS: list[tuple[str, Callable[[list[Step]], LibraryMatch]]] = [
 def _found(kernel: str, entry: str, launcher: str, pattern: str, x: Tensor, shape: dict[str, int], args: list[LibraryArg],
            notes: list[str]) -> LibraryMatch:
     if x.dtype != "float":
-        notes = [*notes, f"the chain runs in {_dtype(x)}; the library spec gates float32 (its {_dtype(x)} variant waits for the spec dtype), "
+        notes = [*notes, f"the chain runs in {_dtype(x)}; the library spec gates float32 and the hand-off draft {_dtype(x)} (the same kernel), "
                          f"the launcher takes {_dtype(x)} tensors"]
     return LibraryMatch(kernel=kernel, spec_folder=f"kernels/triton/{kernel}", entry=entry, launcher=launcher, pattern=pattern,
                         dtype=_dtype(x), shape=shape, args=args, notes=notes)

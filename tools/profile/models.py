@@ -129,18 +129,23 @@ class FusionCandidate(BaseModel):
 
 
 class Handoff(BaseModel):
-    rank: int = Field(description="The hotspot's rank.")
+    kind: Literal["hotspot", "fusion"] = Field(description="A hotspot's op, or a fusion candidate's chain.")
+    rank: int = Field(description="The hotspot's rank, or the first fusion candidate's (1-based, in fusion's order).")
+    ranks: list[int] = Field(default_factory=list, description="Every fusion candidate the draft covers (the same library kernel at other shapes).")
     label: str
-    op: str
-    kernel: str = Field(description="The kernel taking most of the op's time.")
-    input_dims: list[list[int] | None]
-    input_types: list[str]
-    spec_args: list[dict[str, str | list[int]]] = Field(description=(
-        "kernel.yaml buffer arguments at the recorded shapes (kind, name, dtype, shape, role); a bfloat16 tensor is a uint16"
-        " buffer of its bits (bits_of: bfloat16), as numpy has no bfloat16."))
-    metric: dict[str, int] = Field(description="bytes and flops per call, for the spec's metric.")
-    reference_stub: str = Field(description="A reference function in the spec contract that calls the torch op at the recorded shapes.")
-    stub_file: str = Field(description="Where the stub was written, relative to the workspace.")
+    ops: list[str] = Field(description="The recorded aten ops, in order.")
+    kernel: str = Field(description="A hotspot's kernel taking most of its time; a chain's library kernel, or empty.")
+    library: str | None = Field(None, description="The fusion library kernel the draft uses (source, entry, tuning space), or null.")
+    folder: str = Field(description="The draft folder, relative to the workspace: kernel.yaml, reference.py, handoff.json (and the library source).")
+    spec: str = Field(description="Its kernel.yaml, for spec_check.")
+    todos: list[str] = Field(description="What is left to fill in before spec_check is ok; empty for a library kernel.")
+    shapes: list[dict[str, int]] = Field(description="The spec's shapes: the recorded ones.")
+    dtype: str = Field(description="The output's dtype.")
+    tolerance: dict[str, float | int | str | None] = Field(description="The suggested tolerance (ASSUMED) and why.")
+    metric: dict[str, int | str] = Field(description="bytes and flops per launch, for the spec's metric.")
+    module: str | None = Field(None, description="What integrate replaces: the module's forward the trace's Python stack names, or null (see ops).")
+    launcher: str | None = Field(None, description="The library's file:function taking torch tensors, inside the draft folder.")
+    notes: list[str] = Field(default_factory=list)
 
 
 class DeviceBusy(BaseModel):
@@ -171,7 +176,7 @@ class ProfileResult(BaseModel):
     kernel_groups: int = Field(description="How many distinct kernels the trace has.")
     hotspots: list[Hotspot] = Field(description="Ops (or unlinked kernels) ranked by score_s.")
     fusion: list[FusionCandidate] = Field(description="Chains of memory-bound ops, most bytes saved first.")
-    handoff: list[Handoff] = Field(description="For the top hotspots launched by a torch op: what a kernel spec needs, and a reference stub.")
+    handoff: list[Handoff] = Field(description="Draft spec folders for the top hotspots and fusion candidates (library kernels where a chain matches).")
     roofs: list[Ceiling] = Field(description="The ceilings hotspots were placed under.")
     roof_source: str = Field(description="Where the roofs came from: a roofline file, a roofline run, a datasheet (ASSUMED), or none.")
     findings: list[str] = Field(description="What a reader must know: CPU-only runs, launch-bound runs, missing links, ASSUMED roofs, skipped plots.")

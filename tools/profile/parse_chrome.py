@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.profile.stack import Frame, attach_modules, keep
 from hyperloom.tools.profile.trace import Kernel, Op, Trace, launch_text
 
 DEVICE_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
@@ -50,6 +51,7 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     launches: dict[int, dict] = {}  # correlation → the runtime call's args
     steps: list[tuple[float, float]] = []
     categories: set[str] = set()
+    frames: list[Frame] = []  # module calls and forward frames (with_stack=True)
     add_op, add_kernel, seen = ops.append, kernels.append, categories.add  # the loop below runs once per event
     for event in events:
         if type(event) is not dict:
@@ -75,6 +77,9 @@ def parse_chrome(doc: Any, label: str) -> Trace:
             correlation = args.get("correlation")
             if correlation is not None and ("grid" in args or "size" in args):
                 launches[_int(correlation)] = args
+        elif cat == "python_function" and keep(str(event.get("name", ""))):
+            start = float(event.get("ts", 0.0))
+            frames.append(Frame(str(event["name"]), start, start + float(event.get("dur", 0.0)), event.get("tid", "")))
         elif cat == "user_annotation" and str(event.get("name", "")).startswith("ProfilerStep#"):
             start = float(event.get("ts", 0.0))
             steps.append((start, start + float(event.get("dur", 0.0))))
@@ -86,6 +91,7 @@ def parse_chrome(doc: Any, label: str) -> Trace:
         raise EmptyTrace(f"{label} has no GPU kernels and no operators: nothing ran in the profiled window",
                              "profile steps that do work (check the profiler's schedule: wait, warmup and active steps)")
     _link(kernels, ops, launches)
+    attach_modules(ops, frames)
     names = {str(p.get("id")): str(p.get("name")) for p in meta.get("deviceProperties") or [] if isinstance(p, dict)}
     trace = Trace("torch.profiler", kernels, ops, _window(steps, kernels, ops), names)
     if not kernels:

@@ -100,11 +100,11 @@ def render(result: ProfileResult) -> str:
     else:
         lines += ["None found: no two memory-bound ops back to back over the same tensors (or no shapes in the trace).", ""]
     if result.handoff:
-        lines += ["## Hand-off to a kernel spec", ""]
+        lines += ["## Hand-off drafts (kernel specs)", "", "Run spec_check on each; a draft with TODOs lists them (a kernel to write).", ""]
         for h in result.handoff:
-            args = ", ".join(f"{a['name']} {a['dtype']} {a['shape']}" for a in h.spec_args)
-            lines.append(f"- #{h.rank} `{h.op}` ({_short(short_name(h.kernel), 60)}): {args}; metric bytes {h.metric.get('bytes')}, flops "
-                         f"{h.metric.get('flops')}; reference stub `{h.stub_file}`")
+            what = f"hotspot #{h.rank}" if h.kind == "hotspot" else f"fusion #{', #'.join(map(str, h.ranks or [h.rank]))}"
+            uses = f"the library's `{h.library}`" if h.library else f"TODO: {'; '.join(h.todos)}"
+            lines.append(f"- {what} `{_short(h.label, 100)}` → `{h.spec}` ({h.dtype}, {len(h.shapes)} shape(s)): {uses}")
         lines.append("")
     lines += ["## Roofs", "", f"Source: {result.roof_source}", ""]
     if result.roofs:

@@ -18,6 +18,7 @@ class Op:
     types: list | None = None  # "Input type": "float", "c10::BFloat16", "Scalar", ...
     concrete: list | None = None  # "Concrete Inputs": scalar arguments as text ("-1", "[128]", "True")
     parent: Op | None = None  # the op it runs inside, on its thread (set for CPU-only traces)
+    modules: tuple[str, ...] | None = None  # the nn.Module forwards it ran inside, outermost first (traces with a Python stack)
 
 
 @dataclass(slots=True)

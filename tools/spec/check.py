@@ -34,6 +34,7 @@ from hyperloom.tools.pipeline.audit import StagedSet, audit_references
 from hyperloom.tools.spec.sanity import check_spec
 
 TODO = "TODO"
+KERNEL_FIELDS = ("source", "language", "variants", "tuning")  # what a placeholder may leave open while the contract is checked
 
 
 class Problems:
@@ -42,8 +43,11 @@ class Problems:
     def __init__(self) -> None:
         self.items: list[SpecProblem] = []
         self._seen: set[tuple[str, str]] = set()
+        self.placeholders: set[str] = set()  # paths still TODO: reported once as a todo, not again as the error the text makes there
 
     def __call__(self, path: str, severity: str, cause: str, next_step: str, *, shape: int | None = None) -> None:
+        if severity == "error" and _under(path, self.placeholders):
+            return
         if (path, cause) not in self._seen:
             self._seen.add((path, cause))
             self.items.append(SpecProblem(path=path, severity=severity, cause=cause.rstrip("."), next_step=next_step.rstrip("."), shape=shape))  # type: ignore[arg-type]
@@ -69,16 +73,20 @@ def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: Pr
         todos = _todos(raw, "")
         for where, text in todos:
             problems(where, "todo", f"still a placeholder: {text}", "fill it in (see the skill's spec.md), then run spec_check again")
-        spec = _schema(raw, {w for w, _ in todos}, problems)
+        problems.placeholders = {w for w, _ in todos}
+        spec = _schema(raw, problems.placeholders, problems)
+    kernel_todo = any(_under(w, KERNEL_FIELDS) for w in problems.placeholders)
     if spec is not None:
-        loaded = _files(spec, path, workspace, problems)
+        loaded = _files(spec, path, workspace, problems, skip_sources=kernel_todo)
         check_spec(spec, problems)
-        if loaded is not None:
+        if loaded is not None and not kernel_todo:
             for name in dict.fromkeys(v.language or spec.language for v in spec.variants.values()):
                 language(name).check_spec(loaded, workspace, problems)  # Triton's reads the kernel file in a worker
     if progress is not None:
         progress(1, 3)
-    if loaded is not None and request.run_reference and not problems.count("error", "todo"):
+    # the reference needs the buffers, shapes and tolerance, not the kernel: a draft whose kernel is still TODO checks it too
+    contract_todo = any(not _under(w, KERNEL_FIELDS) for w in problems.placeholders)
+    if loaded is not None and request.run_reference and not problems.count("error") and not contract_todo:
         reference = _reference(loaded, workspace, request.timeout_s, problems)
     if progress is not None:
         progress(2, 3)
@@ -107,6 +115,11 @@ def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: Pr
     )
 
 
+def _under(path: str, roots: set[str] | tuple[str, ...]) -> bool:
+    """Whether `path` is one of `roots` or inside one (variants.triton.entry is inside variants)."""
+    return any(path == r or path.startswith(r + ".") or path.startswith(r + "[") for r in roots)
+
+
 def _todos(node: Any, where: str) -> list[tuple[str, str]]:
     """(path, text) of every string placeholder starting with TODO, depth first."""
     if isinstance(node, str):
@@ -125,7 +138,7 @@ def _schema(raw: Any, todo_paths: set[str], problems: Problems) -> KernelSpec | 
     except ValidationError as exc:
         for item in exc.errors(include_url=False, include_input=False):
             where = field_path(item["loc"])
-            if not any(where == t or where.startswith(t + ".") or where.startswith(t + "[") for t in todo_paths):
+            if not _under(where, todo_paths):
                 problems(where, "error", str(item["msg"]).removeprefix("Value error, "), SPEC_HELP)
         return None
     except RecursionError:
@@ -133,9 +146,9 @@ def _schema(raw: Any, todo_paths: set[str], problems: Problems) -> KernelSpec | 
         return None
 
 
-def _files(spec: KernelSpec, path: Path, workspace: Workspace, problems: Problems) -> LoadedSpec | None:
+def _files(spec: KernelSpec, path: Path, workspace: Workspace, problems: Problems, skip_sources: bool = False) -> LoadedSpec | None:
     try:
-        return locate(spec, path, workspace)  # the spec already read and validated above, its files now
+        return locate(spec, path, workspace, sources=not skip_sources)  # the spec already read and validated above, its files now
     except HyperloomError as exc:
         where = "reference" if "reference" in exc.cause else "source" if "source" in exc.cause else "(file)"
         problems(where, "error", exc.cause, exc.next_step)
