@@ -6,9 +6,9 @@ with its levers. A candidate is judged in this order, and stops at the first fai
 2. its outputs match the frozen baseline's within the declared tolerance: else REJECTED with the first mismatches;
 3. every lever left its evidence in a profiled step (tools/workload/levers.py's `engaged_by`): else NO_OP;
 4. A/B: `pairs` pairs of legs, baseline and candidate interleaved, the order alternating; a leg is the median of
-   `steps_per_leg` synchronized steps (wall clock; device events reported beside). FASTER only when the
-   candidate's slowest leg beats the baseline's fastest, or the one-sided sign test says so (p < 0.05) with a
-   median gain beyond `noise_band`;
+   `steps_per_leg` synchronized steps (wall clock; device events reported beside). The speedup is the median of
+   the pairs' own ratios. FASTER only when the candidate's slowest leg beats the baseline's fastest, or the
+   one-sided sign test says so (p < 0.05) and the lower end of the ratios' 95 % interval lies beyond `noise_band`;
 5. its outputs are gated once more after the timed steps (a graph that replays stale buffers fails here).
 No figure from an earlier call is compared against; another process on the GPU is a warning (or, with
 `exclusive`, a refusal), since its work would be timed too.
@@ -153,11 +153,12 @@ def _judge(names: list[str], base_legs: list[float], cand_legs: list[float], dev
     p = sign_test_p(wins, len(ratios))
     speedup = statistics.median(ratios)  # each pair's own ratio: a drift of the machine between pairs cancels out
     non_overlap = max(cand_legs) < min(base_legs)
-    faster = non_overlap or (p < ALPHA and speedup > 1 + noise_band)
-    short = "" if faster else f"; not beyond the noise band of {noise_band:.0%} at p < {ALPHA}"
+    interval = _ratio_ci(ratios)
+    faster = non_overlap or (p < ALPHA and interval[0] > 1 + noise_band)  # the gain's lower bound beyond the noise band, not its median
+    short = "" if faster else f"; its 95 % interval ({interval[0]:.3g}-{interval[1]:.3g}x) not beyond the noise band of {noise_band:.0%} at p < {ALPHA}"
     reason = (f"{speedup:.3g}x: slowest candidate leg {max(cand_legs) * 1e3:.3g} ms beat the fastest baseline leg {min(base_legs) * 1e3:.3g} ms" if non_overlap
               else f"{speedup:.3g}x, faster in {wins}/{len(ratios)} pairs (sign test p = {p:.3f}){short}")
-    return CandidateResult(levers=names, verdict="FASTER" if faster else "NOT_FASTER", reason=reason, speedup=speedup, speedup_ci95=_ratio_ci(ratios),
+    return CandidateResult(levers=names, verdict="FASTER" if faster else "NOT_FASTER", reason=reason, speedup=speedup, speedup_ci95=interval,
                            pairs=len(ratios), candidate_faster=wins, sign_test_p=p, non_overlap=non_overlap, baseline_legs_s=base_legs,
                            candidate_legs_s=cand_legs, device_step_s=device, warmup_s=warmup_s, engagement=engaged, outputs=checks)
 
