@@ -120,14 +120,12 @@ def run_pass(request: OptimizeRequest, workspace: Workspace, progress: ProgressF
 
 
 def optimize_start(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> OptimizeStatus:
-    """Start or resume a campaign (or a pass over several workloads): in the background, or to its end."""
+    """Start or resume a campaign (or a pass over several workloads) in the background; returns once it opened (after
+    the freeze). run_campaign and run_pass run one to its end (the CLI's foreground)."""
+    del progress
     name = request.session or (default_name(request.workload) if request.workload else "pass")
     request = request.model_copy(update={"session": name})
-    body = (lambda control: run_pass(request, workspace, None, control)) if request.workloads else (lambda control: run_campaign(request, workspace, None, control))
-    if not request.background:
-        (run_pass if request.workloads else run_campaign)(request, workspace, progress)
-    else:
-        RUNS.start(name, body)
+    RUNS.start(name, (lambda control: run_pass(request, workspace, None, control)) if request.workloads else (lambda control: run_campaign(request, workspace, None, control)))
     return optimize_status(OptimizeRef(session=name), workspace)
 
 
@@ -195,8 +193,7 @@ def optimize_report(request: OptimizeRef, workspace: Workspace, progress: Progre
     stored = read_pass(folder_of(request.session, workspace))
     if stored is not None:
         status = _pass_status(request.session, stored, workspace)
-        return OptimizeReport(status=status, workload=f"a pass over {len(stored['workloads'])} workloads", vendor="-", baseline_step_s=None, baseline_ci95_rel=None,
-                              records=[], revalidations=[], sweep=[], sweep_note=SweepNote(declared=0, swept=0, note="each workload's sweep is in its own session"),
+        return OptimizeReport(status=status, records=[], sweep_note=SweepNote(declared=0, swept=0, note="each workload's sweep is in its own session"),
                               notes=[RAY_NOTE, *(f"{m}: {e}" for m, e in stored.get("errors", {}).items())], evidence=None, report_md="", breakdown_json="", plot=None)
     with open_existing(request.session, workspace) as session:
         if _state(session) == "running":
@@ -240,6 +237,7 @@ def _pass_status(name: str, stored: dict, workspace: Workspace) -> OptimizeStatu
     done = sum(r.state == "closed" for r in rows)
     summary = f"pass {name}: {state}; {done} of {len(rows)} workloads closed; " + "; ".join(
         f"{r.session} {' + '.join(r.stack) or 'nothing kept'}{f' {r.gain:.3g}x' if r.gain else ''}" for r in rows)
-    return OptimizeStatus(session=name, folder=workspace.relative(folder_of(name, workspace)), state=state, phase="closed" if state == "closed" else "baseline",
-                          summary=summary, recorded=0, candidates=0, pending_proposals=0, stack=[], gain=None, baseline_step_s=None, budget_device_s=budget,
+    return OptimizeStatus(session=name, workload=f"a pass over {len(stored['workloads'])} workloads", folder=workspace.relative(folder_of(name, workspace)), state=state,
+                          phase="closed" if state == "closed" else "baseline",
+                          summary=summary, candidates=0, pending_proposals=0, stack=[], gain=None, baseline_step_s=None, budget_device_s=budget,
                           spent_device_s=spent, stop_reason=None, error=_error(name), workloads=rows)

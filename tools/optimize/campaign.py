@@ -114,7 +114,7 @@ class Campaign:
     def __init__(self, session: Session, request: OptimizeRequest, workspace: Workspace, control: Control, progress: ProgressFn | None = None) -> None:
         self.session, self.request, self.workspace, self.control, self.progress = session, request, workspace, control, progress
         self.ledger, self.frozen = session.ledger, session.frozen
-        self.settings = ABSettings(request.pairs, request.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
+        self.settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s)
         self.started = time.monotonic()
         self.lock = threading.Lock()
 
@@ -327,7 +327,7 @@ class Campaign:
             key = self.key("sweep", [], stack, point)
             if self.ledger.find(key) is None:
                 self.measure(slot, Job(key, "sweep", stack, [], stack, "campaign", "the final stack at a declared point", point),
-                             lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - self.request.noise_band else "REGRESSION")
+                             lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - OptimizeRequest.noise_band else "REGRESSION")
 
     # one measurement ----------------------------------------------------------------------------
     def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:

@@ -3,13 +3,13 @@ campaign over one workload (or a list, one after another) that keeps only what i
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.requests import Request
-from hyperloom.tools.workload.models import WORKLOAD_DESCRIPTION, CandidateResult
+from hyperloom.tools.workload.models import CandidateResult
 
 Phase = Literal["baseline", "levers", "combine", "kernels", "revalidate", "sweep", "closed"]
 Decision = Literal["WINNER", "DROPPED", "KEEP", "REVERT", "MEASURED", "REGRESSION"]
@@ -17,27 +17,21 @@ State = Literal["running", "stopped", "closed", "not running"]
 
 
 class OptimizeRequest(Request):
-    workload: str | None = Field(None, max_length=300, description=WORKLOAD_DESCRIPTION + " Omit to use the session's frozen workload.")
-    workloads: list[str] = Field(default_factory=list, max_length=64, description="Several workloads, one campaign each, in turn (sessions SESSION.N).")
-    session: str | None = Field(None, max_length=80, description="Name; an existing one resumes. Frozen as workload NAME.")
-    knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline knob values.")
-    atol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Freeze: float outputs' atol.")
-    rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Freeze: float outputs' rtol.")
-    token_match: float = Field(1.0, gt=0, le=1, description="Freeze: share of equal integer outputs.")
-    levers: list[str] | None = Field(None, max_length=64, description="Levers to try alone; default every applicable one and each Literal knob value.")
-    budget_gpu_hours: float = Field(1.0, gt=0, le=10000, description="Device-hours the workers may spend.")
-    max_candidates: int = Field(64, ge=1, le=10000, description="Most candidates tried.")
-    patience: int | None = Field(None, ge=1, le=10000, description="End the search after this many timed candidates without a keep.")
-    deadline_s: float | None = Field(None, gt=0, le=30 * 86400, description="Wall-clock limit of this run.")
-    target_speedup: float | None = Field(None, gt=1, le=1000, description="End the search once the stack is this much faster.")
-    proposal_wait_s: float = Field(0.0, ge=0, le=86400, description="Kernel phase: wait this long for proposals.")
-    pairs: int = Field(6, ge=5, le=200, description="A/B pairs per candidate.")
+    workload: str | None = Field(None, max_length=300, description="module:function or file.py:function; omit to resume.")
+    workloads: list[str] = Field(default_factory=list, max_length=64, description="Or several, in turn (sessions NAME.N).")
+    session: str | None = Field(None, max_length=80, description="Name; an existing one resumes.")
+    knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline knobs.")
+    levers: list[str] | None = Field(None, max_length=64, description="start: tried alone (default all); propose: to stack.")
+    budget_gpu_hours: float = Field(1.0, gt=0, le=10000, description="Device-hour budget.")
+    max_candidates: int = Field(64, ge=1, le=10000, description="Most candidates.")
+    patience: int | None = Field(None, ge=1, le=10000, description="Timed candidates without a gain.")
+    deadline_s: float | None = Field(None, gt=0, le=30 * 86400, description="Wall-clock limit.")
+    target_speedup: float | None = Field(None, gt=1, le=1000, description="Speedup that ends the search.")
+    proposal_wait_s: float = Field(0.0, ge=0, le=86400, description="Wait for proposals.")
+    pairs: int = Field(6, ge=5, le=200, description="A/B pairs.")
     steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
-    warmup_steps: int = Field(2, ge=1, le=100, description="Steps before timing.")
-    noise_band: float = Field(0.02, ge=0, le=0.5, description="Smallest gain that counts.")
-    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
-    devices: list[int] | None = Field(None, max_length=64, description="GPUs; default the idle ones.")
-    background: bool = Field(True, description="Return at once.")
+    timeout_s: float = Field(900.0, gt=0, le=7200, description="Per worker call.")
+    devices: list[int] | None = Field(None, max_length=64, description="GPUs; default idle.")
 
     @model_validator(mode="after")
     def _one_workload_or_a_list(self) -> OptimizeRequest:
@@ -51,6 +45,11 @@ class OptimizeRequest(Request):
     def budget_device_s(self) -> float:
         return self.budget_gpu_hours * 3600.0
 
+    # Fixed here, not asked (the tools/list budget): a freeze through optimize declares exact outputs (freeze with
+    # workload freeze first to declare a tolerance), two warm-up steps, a 2 % noise band, and the MCP call returns at once.
+    warmup_steps: ClassVar[int] = 2
+    noise_band: ClassVar[float] = 0.02
+
 
 class OptimizeRef(Request):
     session: str = Field(max_length=80, description="Session name.")
@@ -58,7 +57,7 @@ class OptimizeRef(Request):
 
 class OptimizeProposeRequest(Request):
     session: str = Field(max_length=80, description="Session name.")
-    levers: list[str] = Field(min_length=1, max_length=16, description="Levers stacked on the kept ones, e.g. [\"overrides:k.py\"].")
+    levers: list[str] = Field(min_length=1, max_length=16, description="Levers stacked on the kept ones.")
     note: str = Field("", max_length=500, description="Why, kept in the ledger.")
 
 
@@ -101,11 +100,11 @@ class WorkloadRow(BaseModel):
 
 class OptimizeStatus(BaseModel):
     session: str
+    workload: str
     folder: str
     state: State
     phase: Phase
     summary: str
-    recorded: int
     candidates: int = Field(description="Candidates tried (revalidations and sweep points not counted).")
     pending_proposals: int
     stack: list[str] = Field(description="The kept levers, in the order kept.")
@@ -127,13 +126,7 @@ class SweepNote(BaseModel):
 
 class OptimizeReport(BaseModel):
     status: OptimizeStatus
-    workload: str
-    vendor: str
-    baseline_step_s: float | None
-    baseline_ci95_rel: float | None
-    records: list[Record]
-    revalidations: list[Record] = Field(description="The stack re-timed against the baseline after each keep.")
-    sweep: list[Record]
+    records: list[Record] = Field(description="Every measurement in order: candidates, revalidations, sweep points.")
     sweep_note: SweepNote
     notes: list[str] = Field(description="What the campaign skipped and why (conflicting levers, repeats, the Ray path).")
     evidence: Evidence | None

@@ -37,7 +37,8 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
                   else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
                + (f"; baseline {base_s * 1e3:.3g} ms/step" if base_s else "")
                + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f"; stopped: {stop}" if stop and state != "running" else ""))
-    return OptimizeStatus(session=session.name, folder=workspace.relative(session.folder), state=state, phase=phase, summary=summary, recorded=len(records),
+    return OptimizeStatus(session=session.name, workload=session.frozen.target.workload, folder=workspace.relative(session.folder), state=state, phase=phase,
+                          summary=summary,
                           candidates=len(tried), pending_proposals=len(ledger.queued()), stack=stack, gain=last.speedup if last else None,
                           gain_ci95=last.speedup_ci95 if last else None, baseline_step_s=base_s, budget_device_s=request.budget_device_s,
                           spent_device_s=spent, stop_reason=stop, error=error)
@@ -54,9 +55,7 @@ def build_report(session: Session, workspace: Workspace, state: State | None = N
             else "nothing kept: the baseline is the final stack, nothing to sweep" if not status.stack
             else f"{len(sweep)} of {len(points)} declared point(s) swept" + ("" if len(sweep) == len(points) else " (the rest skipped or not reached: see notes)"))
     return OptimizeReport(
-        status=status, workload=session.frozen.target.workload, vendor=session.frozen.vendor, baseline_step_s=status.baseline_step_s,
-        baseline_ci95_rel=baseline["stats"]["median_ci95_rel"] if baseline else None, records=[r for r in records if r.phase not in ("revalidate", "sweep")],
-        revalidations=[r for r in records if r.phase == "revalidate"], sweep=sweep, sweep_note=SweepNote(declared=len(points), swept=len(sweep), note=note),
+        status=status, records=records, sweep_note=SweepNote(declared=len(points), swept=len(sweep), note=note),
         notes=ledger.get_json("notes", []), evidence=Evidence.model_validate(baseline["evidence"]) if baseline else None,
         report_md=workspace.relative(session.folder / REPORT), breakdown_json=workspace.relative(session.folder / BREAKDOWN), plot=None)
 
@@ -80,33 +79,40 @@ def _speed(r: Record) -> str:
 
 def markdown(report: OptimizeReport) -> str:
     s = report.status
-    lines = [f"# Optimize {s.session}: {report.workload}", ""]
+    candidates, revalidations, sweep = _split(report.records)
+    lines = [f"# Optimize {s.session}: {s.workload}", ""]
     if report.evidence is not None:
         e = report.evidence
-        lines += [f"{e.tag.value} by {e.source} on {e.device} ({report.vendor}), {e.at:%Y-%m-%d %H:%M} UTC; "
+        lines += [f"{e.tag.value} by {e.source} on {e.device} ({e.target}), {e.at:%Y-%m-%d %H:%M} UTC; "
                   + ", ".join(f"{k} {v}" for k, v in e.toolchain.items()) + ".", ""]
     lines += [s.summary, ""]
-    if report.baseline_step_s:
-        lines += [f"Baseline: {report.baseline_step_s * 1e3:.4g} ms per step (median, 95 % CI ±{report.baseline_ci95_rel or 0:.1%}).", ""]
+    if s.baseline_step_s:
+        lines += [f"Baseline: {s.baseline_step_s * 1e3:.4g} ms per step (median of its legs alone, MEASURED).", ""]
     lines += ["## Final stack", "",
               (f"{' + '.join(s.stack)}: **{s.gain:.3g}x** the baseline end to end"
                + (f" (95 % interval {s.gain_ci95[0]:.3g}-{s.gain_ci95[1]:.3g})" if s.gain_ci95 else "")
                + ", MEASURED as one candidate against the pure baseline, interleaved." if s.gain else
                f"{' + '.join(s.stack)} (not revalidated)" if s.stack else "Nothing kept: no candidate was measured faster and gated."), ""]
     lines += ["## Candidates", "", "| # | phase | levers | against | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|---|---|"]
-    lines += [_row(r) for r in report.records]
-    if report.revalidations:
+    lines += [_row(r) for r in candidates]
+    if revalidations:
         lines += ["", "## Whole-stack revalidations (after each keep)", "", "| # | stack | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.seq} | {' + '.join(r.result.levers)} | {r.decision} | {r.result.verdict} | {_speed(r)} | {r.device_s:.1f} | {_why(r)} |" for r in report.revalidations]
+        lines += [f"| {r.seq} | {' + '.join(r.result.levers)} | {r.decision} | {r.result.verdict} | {_speed(r)} | {r.device_s:.1f} | {_why(r)} |" for r in revalidations]
     lines += ["", "## Sweep", "", report.sweep_note.note + "."]
-    if report.sweep:
+    if sweep:
         lines += ["", "| # | point | decision | verdict | speedup [95 %] | why |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r.seq} | {r.point} | {r.decision} | {r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in report.sweep]
+        lines += [f"| {r.seq} | {r.point} | {r.decision} | {r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in sweep]
     lines += ["", "## Budget and stop", "", f"{s.spent_device_s:.1f} of {s.budget_device_s:g} device-s spent (MEASURED: the wall time workers held a device). "
               f"Stopped: {s.stop_reason or '-'}."]
     if report.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _split(records: list[Record]) -> tuple[list[Record], list[Record], list[Record]]:
+    """(candidates, revalidations, sweep points), each in order."""
+    return ([r for r in records if r.phase not in ("revalidate", "sweep")], [r for r in records if r.phase == "revalidate"],
+            [r for r in records if r.phase == "sweep"])
 
 
 def _why(r: Record) -> str:
@@ -119,7 +125,7 @@ def _row(r: Record) -> str:
 
 
 def _plot(report: OptimizeReport, path: Path) -> Path | None:
-    timed = [r for r in report.records + report.revalidations if r.result.speedup]
+    timed = [r for r in report.records if r.result.speedup and r.phase != "sweep"]
     if not timed:
         return None
     try:
@@ -139,7 +145,7 @@ def _plot(report: OptimizeReport, path: Path) -> Path | None:
     axis.invert_yaxis()
     axis.axvline(1.0, color="black", linewidth=0.8)
     axis.set_xlabel("speedup over its reference (blue: the whole stack over the baseline), 95 % interval")
-    axis.set_title(f"{report.status.session}: {report.workload}"[:90], fontsize=9)
+    axis.set_title(f"{report.status.session}: {report.status.workload}"[:90], fontsize=9)
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)

@@ -2,7 +2,8 @@
 ledger.sqlite, runs/ (the workers' folders, removed at close), report.md, breakdown.json, campaign.png.
 
 The workload is frozen as the workload session of the same NAME (tools/workload/frozen.py) before anything is
-timed, or taken from it when it is frozen already (freeze it by hand to declare per-output tolerances). A workload
+timed (exact outputs: its baseline must reproduce itself bit for bit), or taken from it when it is frozen already
+(freeze it first with workload freeze to declare a tolerance). A workload
 without outputs is refused: nothing could be kept honestly. Reopening checks that it is the same workload.
 """
 
@@ -107,8 +108,7 @@ def _frozen(request: OptimizeRequest, name: str, workspace: Workspace) -> tuple[
     if request.workload is None:
         raise HyperloomError(f"no frozen workload {name!r} to optimize", "pass workload (module:function or file.py:function)")
     started = time.perf_counter()
-    freeze_workload(WorkloadFreezeRequest(workload=request.workload, name=name, knobs=request.knobs, atol=request.atol, rtol=request.rtol,
-                                          token_match=request.token_match, timeout_s=request.timeout_s), workspace)
+    freeze_workload(WorkloadFreezeRequest(workload=request.workload, name=name, knobs=request.knobs, timeout_s=request.timeout_s), workspace)  # exact outputs
     return read_frozen(name, workspace), time.perf_counter() - started
 
 

@@ -11,7 +11,7 @@ from hyperloom.core.evidence import Evidence
 from hyperloom.core.requests import Request
 from hyperloom.tools.pipeline.stats import SampleStats
 
-WORKLOAD_DESCRIPTION = "module:function or file.py:function (a factory; see the skill's workload page), or script.py (timed only)."
+WORKLOAD_DESCRIPTION = "module:function, file.py:function (a factory) or script.py."
 Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "NO_OP", "CRASH", "TIMEOUT", "RAISED"]
 
 
@@ -26,13 +26,13 @@ class OutputTolerance(BaseModel):
 
 class WorkloadFreezeRequest(Request):
     workload: str = Field(max_length=300, description=WORKLOAD_DESCRIPTION)
-    name: str | None = Field(None, max_length=80, description="Session name (folder .hyperloom/workload/NAME); default the workload's.")
-    knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline values of the factory's knobs; default its defaults.")
+    name: str | None = Field(None, max_length=80, description="Session name.")
+    knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline knob values.")
     args: list[str] = Field(default_factory=list, max_length=64, description="A script's arguments.")
-    atol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float outputs' absolute tolerance.")
-    rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float outputs' relative tolerance.")
-    token_match: float = Field(1.0, gt=0, le=1, description="Integer outputs: share of equal elements required (1: exact).")
-    per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Per output name: {atol, rtol, match}.")
+    atol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float atol.")
+    rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Float rtol.")
+    token_match: float = Field(1.0, gt=0, le=1, description="Integers: share equal (1: exact).")
+    per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Per output: {atol, rtol, match}.")
 
     @field_validator("per_output")
     @classmethod
@@ -42,9 +42,9 @@ class WorkloadFreezeRequest(Request):
             if set(tolerance) - set(OutputTolerance.model_fields):
                 raise ValueError(f"per_output.{name} takes atol, rtol and match, not {', '.join(sorted(set(tolerance) - set(OutputTolerance.model_fields)))}")
         return value
-    warmup_steps: int = Field(1, ge=0, le=100, description="Steps before the outputs are read.")
-    timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call (build, steps).")
-    overwrite: bool = Field(False, description="Replace an existing frozen session of this name.")
+    warmup_steps: int = Field(1, ge=0, le=100, description="Warm-up steps.")
+    timeout_s: float = Field(900.0, gt=0, le=7200, description="Per worker call.")
+    overwrite: bool = Field(False, description="Replace a frozen session.")
 
 
 class FrozenOutput(BaseModel):
@@ -74,14 +74,14 @@ class WorkloadFreezeResult(BaseModel):
 class WorkloadBenchRequest(Request):
     name: str = Field(max_length=80, description="A frozen workload session (workload_freeze's name).")
     candidates: list[list[str]] = Field(default_factory=list, max_length=32, description=(
-        "Each a list of levers (a combination is one candidate), e.g. [[\"compile\"], [\"knob:cache=static\", \"graph\"]]; none: time the baseline."))
-    pairs: int = Field(6, ge=5, le=200, description="Interleaved baseline/candidate pairs, order alternating.")
-    steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps timed per leg (its median counts).")
+        "Lists of levers, e.g. [[\"compile\"], [\"knob:cache=static\", \"graph\"]]; none: the baseline alone."))
+    pairs: int = Field(6, ge=5, le=200, description="A/B pairs.")
+    steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
     warmup_steps: int = Field(2, ge=1, le=100, description="Steps before timing (compiles happen here).")
-    noise_band: float = Field(0.02, ge=0, le=0.5, description="Smallest gain that counts, as a fraction.")
-    target_ci: float = Field(0.02, gt=0, le=1, description="Baseline legs until its median's 95 % CI is this tight.")
-    max_baseline_legs: int = Field(30, ge=5, le=1000, description="Most baseline legs for the CI.")
-    exclusive: bool = Field(False, description="Refuse when another process uses the GPU (else warn).")
+    noise_band: float = Field(0.02, ge=0, le=0.5, description="Smallest gain.")
+    target_ci: float = Field(0.02, gt=0, le=1, description="Baseline median's 95 % CI.")
+    max_baseline_legs: int = Field(30, ge=5, le=1000, description="Most baseline legs.")
+    exclusive: bool = Field(False, description="Refuse a shared GPU.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
 
 
