@@ -2,7 +2,7 @@
 
 optimize_start runs the campaign in a background thread of this process (it outlives the MCP call that started it);
 the others read and steer it through its ledger, so they work on a campaign another process runs too. A list of
-workloads is a pass: one campaign each, one after another, sessions NAME.0, NAME.1, ...
+workload_list is a pass: one campaign each, one after another, sessions NAME.0, NAME.1, ...
 """
 
 from __future__ import annotations
@@ -98,24 +98,24 @@ def run_pass(request: OptimizeRequest, workspace: Workspace, progress: ProgressF
     folder = folder_of(name, workspace)
     if (folder / MANIFEST).is_file():
         raise HyperloomError(f"{name!r} is a campaign over one workload", "name the pass another session")
-    members = [f"{name}.{index}" for index in range(len(request.workloads))]
+    members = [f"{name}.{index}" for index in range(len(request.workload_list))]
     stored = read_pass(folder)
-    if stored is not None and stored["workloads"] != request.workloads:
+    if stored is not None and stored["workloads"] != request.workload_list:
         raise HyperloomError(f"pass {name!r} was started over other workloads", "start it with the same workloads, or name another pass")
     folder.mkdir(parents=True, exist_ok=True)
     errors: dict[str, str] = dict(stored.get("errors", {})) if stored else {}
-    write_pass(folder, members, request.workloads, errors)
-    for member, workload in zip(members, request.workloads, strict=True):
+    write_pass(folder, members, request.workload_list, errors)
+    for member, workload in zip(members, request.workload_list, strict=True):
         if control.stop.is_set():
             break
-        one = request.model_copy(update={"workload": workload, "workloads": [], "session": member})
+        one = request.model_copy(update={"workload": workload, "workload_list": [], "session": member})
         try:
             run_campaign(one, workspace, progress, Control(stop=control.stop, opened=control.opened))
             errors.pop(member, None)
         except HyperloomError as exc:
             errors[member] = str(exc)
             control.opened.set()
-        write_pass(folder, members, request.workloads, errors)
+        write_pass(folder, members, request.workload_list, errors)
     return members
 
 
@@ -125,7 +125,7 @@ def optimize_start(request: OptimizeRequest, workspace: Workspace, progress: Pro
     del progress
     name = request.session or (default_name(request.workload) if request.workload else "pass")
     request = request.model_copy(update={"session": name})
-    RUNS.start(name, (lambda control: run_pass(request, workspace, None, control)) if request.workloads else (lambda control: run_campaign(request, workspace, None, control)))
+    RUNS.start(name, (lambda control: run_pass(request, workspace, None, control)) if request.workload_list else (lambda control: run_campaign(request, workspace, None, control)))
     return optimize_status(OptimizeRef(session=name), workspace)
 
 

@@ -18,7 +18,7 @@ State = Literal["running", "stopped", "closed", "not running"]
 
 class OptimizeRequest(Request):
     workload: str | None = Field(None, max_length=300, description="module:function or file.py:function; omit to resume.")
-    workloads: list[str] = Field(default_factory=list, max_length=64, description="Or several, in turn (sessions NAME.N).")
+    workload_list: list[str] = Field(default_factory=list, max_length=64, description="Or several, in turn (sessions NAME.N).")
     session: str | None = Field(None, max_length=80, description="Name; an existing one resumes.")
     knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline knobs.")
     levers: list[str] | None = Field(None, max_length=64, description="start: tried alone (default all); propose: to stack.")
@@ -35,10 +35,10 @@ class OptimizeRequest(Request):
 
     @model_validator(mode="after")
     def _one_workload_or_a_list(self) -> OptimizeRequest:
-        if self.workload is not None and self.workloads:
-            raise ValueError("pass workload or workloads, not both")
-        if not self.workload and not self.workloads and not self.session:
-            raise ValueError("pass workload (or workloads), or the session of a frozen workload to resume")
+        if self.workload is not None and self.workload_list:
+            raise ValueError("pass workload or workload_list, not both")
+        if not self.workload and not self.workload_list and not self.session:
+            raise ValueError("pass workload (or workload_list), or the session of a frozen workload to resume")
         return self
 
     @property

@@ -14,7 +14,7 @@ from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest, Opt
 from hyperloom.tools.optimize.session import Session
 
 REPORT, BREAKDOWN, PLOT = "report.md", "breakdown.json", "campaign.png"
-RAY_NOTE = ("many workloads run one after another in this process (workloads: [...]); spreading them over machines with Ray is not built "
+RAY_NOTE = ("many workloads run one after another in this process (workload_list: [...]); spreading them over machines with Ray is not built "
             "(ray is not installed here)")
 
 

@@ -24,7 +24,7 @@ def start(entry: ToolDef, args: argparse.Namespace) -> int:
     request = model_from_args(entry.request, args)
     assert isinstance(request, OptimizeRequest)
     workspace = Workspace.from_env()
-    if request.workloads:
+    if request.workload_list:
         run_pass(request, workspace, progress_printer())
         status = optimize_status(OptimizeRef(session=request.session or "pass"), workspace)
         emit(status, args, status_report)
