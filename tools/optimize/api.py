@@ -147,10 +147,12 @@ def optimize_propose(request: OptimizeProposeRequest, workspace: Workspace, prog
         candidate = stacked(stack, request.levers)
         check_candidate(candidate, session.frozen.vendor, session.frozen.declared_knobs)
         new = [n for n in candidate if n not in stack]
-        why = conflict(stack, new) if new else "every lever is on the kept stack already"
+        key = measurement_key("candidate", stack, candidate, None, workspace)
+        if not new:
+            return ProposeResult(accepted=False, key=key, summary=f"every lever is on the kept stack already ({' + '.join(stack)})")
+        why = conflict(stack, new)
         if why is not None:
             raise HyperloomError(f"{' + '.join(request.levers)} cannot go on the stack {' + '.join(stack) or '(empty)'}: {why}", "propose other levers")
-        key = measurement_key("candidate", stack, candidate, None, workspace)
         earlier = next((r for r in records if r.key == key), None)
         if earlier is not None:
             return ProposeResult(accepted=False, key=key, summary=f"measured as #{earlier.seq}: {earlier.decision} ({earlier.result.verdict}) {earlier.result.reason[:160]}")

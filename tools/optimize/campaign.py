@@ -116,7 +116,8 @@ class Campaign:
         self.ledger, self.frozen = session.ledger, session.frozen
         self.settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s)
         self.started = time.monotonic()
-        self.lock = threading.Lock()
+        # levers omitted on a resume: those the campaign was started with (else every applicable one)
+        self.chosen = request.levers if request.levers is not None else self.ledger.get_json("request", {}).get("levers")
 
     # state -------------------------------------------------------------------------------------
     def key(self, kind: str, reference: list[str], levers: list[str], point: dict[str, str] | None = None) -> str:
@@ -170,7 +171,7 @@ class Campaign:
         self.ledger.clear("closed_at")
         self.ledger.set("state", "running")
         self.ledger.set("pid", str(os.getpid()))
-        self.ledger.set_json("request", self.request.model_dump(mode="json"))
+        self.ledger.set_json("request", {**self.request.model_dump(mode="json"), "levers": self.chosen})
         devices = device_slots(self.frozen.vendor, self.request.devices)
         reason = "every phase ran to its end"
         try:
@@ -216,8 +217,8 @@ class Campaign:
 
     def applicable(self) -> list[str]:
         """The levers tried alone: those asked for, else every catalog lever for this vendor and each other value of a Literal knob."""
-        if self.request.levers is not None:
-            return list(dict.fromkeys(self.request.levers))
+        if self.chosen is not None:
+            return list(dict.fromkeys(self.chosen))
         defaults = self.ledger.get_json("baseline", {}).get("knob_defaults", {})
         knobs = [f"knob:{name}={value}" for name, values in self.frozen.declared_knobs.items() if values
                  for value in values if value != str(self.frozen.target.knobs.get(name, defaults.get(name)))]
