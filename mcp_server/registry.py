@@ -189,7 +189,7 @@ def build_family_tool(family: Family) -> Tool:
 
 def _family_input(name: str, schemas: dict[str, dict[str, Any]]) -> dict[str, Any]:
     actions = list(schemas)
-    properties: dict[str, Any] = {"action": {"enum": actions, "description": f"What to do with the {name} session."}}
+    properties: dict[str, Any] = {"action": {"enum": actions, "description": "The verb."}}
     takers: dict[str, list[str]] = {}
     for action, schema in schemas.items():
         for field, prop in schema.get("properties", {}).items():

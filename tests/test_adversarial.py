@@ -179,9 +179,25 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("workload", "a session that is not there", {"action": "bench", "name": "nope"}),
         ("workload", "integrate into a session that is not there", {"action": "integrate", "name": "nope", "kernel": "rmsnorm", "replace": "m:C.forward"}),
         ("workload", "per_output with an unknown key", {"action": "freeze", "workload": "w.py:build", "per_output": {"y": {"tolerance": 1}}}),
+        ("optimize", "workload outside", {"action": "start", "workload": "link_out/w.py:build", "session": "o"}),
+        ("optimize", "workload through ..", {"action": "start", "workload": "../w.py:build", "session": "o"}),
+        ("optimize", "not a workload", {"action": "start", "workload": "rm -rf /", "session": "o"}),
+        ("optimize", "a workload without outputs", {"action": "start", "workload": "plain.py:build", "session": "plain"}),
+        ("optimize", "nothing to start", {"action": "start"}),
+        ("optimize", "a frozen session that is not there", {"action": "start", "session": "nothing"}),
+        ("optimize", "one workload and a list", {"action": "start", "workload": "plain.py:build", "workload_list": ["plain.py:build"]}),
+        ("optimize", "a zero budget", {"action": "start", "workload": "plain.py:build", "budget_gpu_hours": 0}),
+        ("optimize", "a session name with a path", {"action": "status", "session": "../../x"}),
+        ("optimize", "a dangling session", {"action": "report", "session": "dangling"}),
+        ("optimize", "stop a session that is not there", {"action": "stop", "session": "nothing"}),
+        ("optimize", "propose to a session that is not there", {"action": "propose", "session": "nothing", "levers": ["compile"]}),
+        ("optimize", "propose nothing", {"action": "propose", "session": "nothing", "levers": []}),
     ]
+    (workspace / "plain.py").write_text("def build():\n    return lambda: None\n")
     (workspace / ".hyperloom" / "tune").mkdir(parents=True)
     (workspace / ".hyperloom" / "tune" / "dangling").symlink_to(workspace / "gone")
+    (workspace / ".hyperloom" / "optimize").mkdir(parents=True)
+    (workspace / ".hyperloom" / "optimize" / "dangling").symlink_to(workspace / "gone")
     return cases
 
 

@@ -52,7 +52,7 @@ async def test_hints_follow_what_each_tool_does():
     assert hints["correctness_gate"].read_only_hint and hints["correctness_gate"].idempotent_hint
     assert not hints["gate_freeze"].read_only_hint and hints["gate_freeze"].destructive_hint
     open_world = {name for name, h in hints.items() if h.open_world_hint}
-    assert open_world == {"bench_command", "profile", "serve_sweep", "workload"}  # any program, any workload, a network server: the tools reaching beyond the workspace
+    assert open_world == {"bench_command", "profile", "serve_sweep", "workload", "optimize"}  # any program, any workload, a network server: the tools reaching beyond the workspace
     assert hints["bench_command"].destructive_hint and not hints["bench"].destructive_hint
 
 

@@ -123,10 +123,7 @@ CATALOG: tuple[ToolDef, ...] = (
     ToolDef(
         name="detect",
         title="Detect the GPU stack",
-        description=(
-            "Check the GPU stack bottom-up (silicon, driver, runtime, compiler) and name the layer a fault lives in, each"
-            " finding with its source command and a fix. Run it first on a new machine."
-        ),
+        description='Check the GPU stack bottom-up (silicon, driver, runtime, compiler) and name the layer a fault lives in, with sources and fixes.',
         request="hyperloom.tools.detect.models:DetectRequest",
         result="hyperloom.tools.detect.models:DetectResult",
         run="hyperloom.tools.detect.api:run_detect",
@@ -139,9 +136,8 @@ CATALOG: tuple[ToolDef, ...] = (
         name="correctness_gate",
         title="Correctness gate",
         description=(
-            "Judge candidate outputs against references under a tolerance declared in advance: |c - r| <= atol + rtol*|r|"
-            " (or max_ulp ULPs), NaN per nan_policy, +/-Inf exact. Cases are .npy paths, inline lists or a frozen "
-            "reference_set. Returns verdicts, error statistics, first mismatches."
+            "Judge candidate outputs against references under a tolerance declared in advance: |c - r| <= atol + rtol*|r| "
+            "(or max_ulp), NaN per nan_policy. Cases are .npy paths, inline lists or a frozen reference_set."
         ),
         request="hyperloom.tools.gate.models:GateRequest",
         result="hyperloom.tools.gate.models:GateResult",
@@ -157,10 +153,7 @@ CATALOG: tuple[ToolDef, ...] = (
     ToolDef(
         name="gate_freeze",
         title="Freeze a reference set",
-        description=(
-            "Freeze reference .npy outputs and their tolerance, before any candidate is tried, into a folder with a "
-            "sha256 manifest that correctness_gate takes as reference_set."
-        ),
+        description='Freeze reference .npy outputs and their tolerance, before any trial, into a hashed folder correctness_gate takes as reference_set.',
         request="hyperloom.tools.gate.models:FreezeRequest",
         result="hyperloom.tools.gate.models:FreezeResult",
         run=_freeze,
@@ -187,7 +180,7 @@ CATALOG: tuple[ToolDef, ...] = (
     ),
     ToolDef(
         name="isa_probe",
-        title="Assemble instructions for a target",
+        title="Assemble instructions",
         description=(
             "Assemble instruction lines (e.g. 'v_dot8_i32_iu4 v1, v2, v3, v4') for an AMDGPU target with llvm-mc: each "
             "accepted with its encoding, or rejected with a reason (unknown_mnemonic, not_supported_on_this_gpu, ...)."
@@ -223,9 +216,8 @@ CATALOG += (
         name="compile_kernel",
         title="Compile a kernel",
         description=(
-            "Compile a kernel offline for gfx targets (HIP via clang or hipcc, assembly), sm_XX (nvcc), host (C/C++) or "
-            "Triton. Per target: the code object path (cached), diagnostics, and per kernel registers, spills, LDS and "
-            "occupancy. Next: disasm_verify."
+            "Compile a kernel offline for gfx targets (HIP, assembly), sm_XX (nvcc), host (C/C++) or Triton: code objects "
+            "(cached), diagnostics, and per kernel registers, spills, LDS, occupancy. Next: disasm_verify."
         ),
         request="hyperloom.tools.compile.models:CompileRequest",
         result="hyperloom.tools.compile.models:CompileResult",
@@ -240,8 +232,7 @@ CATALOG += (
         title="INT6 compressed all-reduce",
         description=(
             "All-reduce N ranks' tensors with a 6-bit payload (a float32 scale per block, exact integer ring sums), "
-            "simulated (numpy) or a process per rank (gloo, nccl). Returns the error against the float64 sum and its "
-            "bound, cross-rank drift and wire bytes."
+            "simulated or a process per rank (gloo, nccl): error against the float64 sum and its bound, drift, wire bytes."
         ),
         request="hyperloom.tools.allreduce.models:AllreduceRequest",
         result="hyperloom.tools.allreduce.models:AllreduceResult",
@@ -260,8 +251,7 @@ CATALOG += (
         title="Verify a kernel's instructions",
         description=(
             "Prove from a code object's disassembly which instructions each kernel uses: expect rules must match "
-            "(optionally >=N), forbid rules must not; a rule is a name, a glob (v_wmma_*) or a set (@dot4_i8, ...). "
-            "Spills fail too. Returns verdicts with matching lines and a histogram."
+            "(optionally >=N), forbid rules must not (a name, a glob like v_wmma_*, or a @set). Spills fail too."
         ),
         request="hyperloom.tools.verify.models:VerifyRequest",
         result="hyperloom.tools.verify.models:VerifyResult",
@@ -333,9 +323,9 @@ CATALOG += (
         name="bench",
         title="Benchmark a kernel",
         description=(
-            "Time a kernel from its kernel.yaml (variant, shape, target) on a GPU or the host: compiled, gated on every "
-            "input set, then timed (cache flushed, device events, until the median's 95 % CI is within target_ci). "
-            "Returns timing statistics, GB/s and TFLOP/s; a hang is TIMEOUT, a crash CRASH."
+            "Time a kernel from its kernel.yaml on a GPU or the host: compiled, gated on every input set, then timed (cache"
+            " flushed, device events, until the median's CI is tight). Returns timings, GB/s, TFLOP/s; a hang is TIMEOUT, a"
+            " crash CRASH."
         ),
         request="hyperloom.tools.bench.models:BenchRequest",
         result="hyperloom.tools.bench.models:BenchResult",
@@ -348,10 +338,7 @@ CATALOG += (
     ToolDef(
         name="bench_command",
         title="Time a program's own samples",
-        description=(
-            "Time any program whose last stdout line is JSON with samples_s (seconds per repetition), with bench's "
-            "statistics. It runs with your rights and is not gated: prefer bench."
-        ),
+        description="Time any program whose last stdout line is JSON with samples_s, with bench's statistics. Runs with your rights, ungated: prefer bench.",
         request="hyperloom.tools.bench.models:BenchCommandRequest",
         result="hyperloom.tools.bench.models:BenchResult",
         run="hyperloom.tools.bench.api:run_bench_command",
@@ -369,9 +356,8 @@ CATALOG += (
         name="roofline",
         title="Measure the roofline",
         description=(
-            "Measure this device's ceilings (DRAM bandwidth, FP32 FMA, NVIDIA FP16 tensor cores) with gated "
-            "microbenchmarks, beside datasheet peaks (ASSUMED), and place bench results on the roof. Writes roofline.json"
-            " and plots. Run it before tuning."
+            "Measure this device's ceilings (DRAM bandwidth, FP32 FMA, NVIDIA FP16 tensor cores) with gated microbenchmarks"
+            " beside datasheet peaks (ASSUMED), and place bench results on the roof. Run it before tuning."
         ),
         request="hyperloom.tools.roofline.models:RooflineRequest",
         result="hyperloom.tools.roofline.models:RooflineResult",
@@ -472,8 +458,8 @@ CATALOG += (
         name="serve_sweep",
         title="Sweep a model server",
         description=(
-            "Measure an OpenAI-compatible model server (llama.cpp, vLLM, SGLang, Lemonade) at 1, 2, 4, ... concurrent "
-            "streams (synthetic prompts or agent traces): tokens/s, TTFT, inter-token and end-to-end latency. Returns the knee concurrency."
+            "Measure an OpenAI-compatible server (llama.cpp, vLLM, SGLang, Lemonade) at 1, 2, 4, ... concurrent streams: "
+            "tokens/s, TTFT, inter-token and end-to-end latency, and the knee concurrency."
         ),
         request="hyperloom.tools.serve.models:ServeSweepRequest",
         result="hyperloom.tools.serve.models:ServeSweepResult",
@@ -499,9 +485,9 @@ CATALOG += (
         name="profile",
         title="Profile a workload",
         description=(
-            "Find where a workload's GPU time goes: run a script or module:function under torch.profiler, or read a "
-            "torch.profiler or rocprofv3 trace. Returns kernels and op classes by time, idle time, hotspots ranked by "
-            "headroom under the roof, fusion candidates, spec starters. Start FIND-GAPS here."
+            "Where a workload's GPU time goes: run a script or module:function under torch.profiler, or read a "
+            "torch.profiler or rocprofv3 trace. Returns kernels by time, idle time, hotspots by headroom under the roof, "
+            "fusion candidates, spec starters."
         ),
         request="hyperloom.tools.profile.models:ProfileRequest",
         result="hyperloom.tools.profile.models:ProfileResult",
@@ -538,7 +524,7 @@ CATALOG += (
     ),
     ToolDef(
         name="workload_bench",
-        title="Time a workload beside candidates",
+        title="Time a workload A/B",
         description="Time a frozen workload end to end beside candidates (levers, combinations), each gated first, A/B interleaved.",
         request="hyperloom.tools.workload.models:WorkloadBenchRequest",
         result="hyperloom.tools.workload.models:WorkloadBenchResult",
@@ -565,16 +551,81 @@ CATALOG += (
 )
 
 
+CATALOG += (
+    ToolDef(
+        name="optimize_start",
+        title="Start an optimize campaign",
+        description="Start or resume a campaign over a workload: freeze, baseline, levers alone then stacked, proposals, revalidation, sweep, report.",
+        request="hyperloom.tools.optimize.models:OptimizeRequest",
+        result="hyperloom.tools.optimize.models:OptimizeStatus",
+        run="hyperloom.tools.optimize.api:optimize_start",
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        open_world=True,
+        cli=CliDef(("optimize", "start"), handler="hyperloom.cli.commands.optimize:start",
+                   group_help="Optimize campaigns over a workload: start or resume one in the foreground, watch, propose levers, stop, report"),
+    ),
+    ToolDef(
+        name="optimize_status",
+        title="Optimize campaign status",
+        description="A campaign's phase, candidates, kept stack and its measured gain, budget spent, why it stopped.",
+        request="hyperloom.tools.optimize.models:OptimizeRef",
+        result="hyperloom.tools.optimize.models:OptimizeStatus",
+        run="hyperloom.tools.optimize.api:optimize_status",
+        read_only=True,
+        destructive=False,
+        idempotent=True,
+        cli=CliDef(("optimize", "status"), render="hyperloom.cli.render.optimize:status_report"),
+    ),
+    ToolDef(
+        name="optimize_propose",
+        title="Propose levers to a campaign",
+        description="Queue levers (kernel overrides included) to try on top of the campaign's kept stack.",
+        request="hyperloom.tools.optimize.models:OptimizeProposeRequest",
+        result="hyperloom.tools.optimize.models:ProposeResult",
+        run="hyperloom.tools.optimize.api:optimize_propose",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        cli=CliDef(("optimize", "propose"), render="hyperloom.cli.render.optimize:propose_report", verdict=("accepted",)),
+    ),
+    ToolDef(
+        name="optimize_stop",
+        title="Stop an optimize campaign",
+        description="Stop a campaign: nothing new starts, the measurement in flight is recorded, the report is written.",
+        request="hyperloom.tools.optimize.models:OptimizeRef",
+        result="hyperloom.tools.optimize.models:OptimizeStatus",
+        run="hyperloom.tools.optimize.api:optimize_stop",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        cli=CliDef(("optimize", "stop"), render="hyperloom.cli.render.optimize:status_report"),
+    ),
+    ToolDef(
+        name="optimize_report",
+        title="Optimize campaign report",
+        description="Every measurement with its verdict and reason, the stack, revalidations, sweep; writes report.md and breakdown.json once stopped.",
+        request="hyperloom.tools.optimize.models:OptimizeRef",
+        result="hyperloom.tools.optimize.models:OptimizeReport",
+        run="hyperloom.tools.optimize.api:optimize_report",
+        read_only=False,
+        destructive=False,
+        idempotent=True,
+        cli=CliDef(("optimize", "report"), render="hyperloom.cli.render.optimize:report_text"),
+    ),
+)
+
+
 FAMILIES: tuple[Family, ...] = (
     Family(
         name="tune",
         title="Tuning sessions",
         description=(
-            "Search a kernel.yaml's tuning space for the fastest candidate that passes the gate; every candidate is built, "
-            "rule-checked and gated before it is timed, failures recorded with their reason. action: start (or resume; "
-            "proposers grid, random, tpe, cmaes, external; stops on a count, budget, patience, deadline or % of roof, then "
-            "re-times the winner; returns a session id at once), status, propose (a candidate: defines, a source file or "
-            "a diff against a recorded parent), stop, report (leaderboard, rejections, re-validation, shape sweep)."
+            "Search a kernel.yaml's tuning space; each candidate built, rule-checked and gated before timing, failures "
+            "recorded with a reason. action: start (or resume; proposers grid, random, tpe, cmaes, external; stops on "
+            "count, budget, patience, deadline, % of roof; re-times the winner), status, propose (defines, a source or a "
+            "diff), stop, report."
         ),
         actions=(("start", "tune_start"), ("status", "tune_status"), ("propose", "tune_propose"), ("stop", "tune_stop"), ("report", "tune_report")),
     ),
@@ -582,20 +633,31 @@ FAMILIES: tuple[Family, ...] = (
         name="workload",
         title="Workloads end to end",
         description=(
-            "A model's workload as the unit (a factory with step() and outputs()). action: freeze (baseline run twice, "
-            "outputs frozen under the tolerance declared now), bench (end to end beside candidates, lists of levers: "
-            "compile, compile_reduce_overhead, graph, sdpa_*, tunableop, hipblaslt, tf32, knob:NAME=VALUE, overrides:FILE; "
-            "each gated, checked for engagement, A/B-timed), integrate (a kernel in place of a method: KEEP or REVERT)."
+            "A model's workload (a factory returning step() and outputs()). action: freeze (baseline run twice, outputs "
+            "frozen under the tolerance declared now), bench (end to end beside lists of levers, e.g. compile, graph, "
+            "tunableop, knob:NAME=VALUE, overrides:FILE; each gated, checked for engagement, A/B interleaved), integrate "
+            "(a kernel in place of a method: KEEP or REVERT)."
         ),
         actions=(("freeze", "workload_freeze"), ("bench", "workload_bench"), ("integrate", "workload_integrate")),
+    ),
+    Family(
+        name="optimize",
+        title="Optimize a workload",
+        description=(
+            "A campaign over a workload (step(), outputs()): frozen, baseline timed, each lever alone, winners and "
+            "proposals stacked (each gated, A/B-timed on the stack), the stack re-timed after each keep, a sweep. action: "
+            "start (or resume), status, propose (levers, e.g. overrides:FILE.py), stop, report."
+        ),
+        actions=(("start", "optimize_start"), ("status", "optimize_status"), ("propose", "optimize_propose"), ("stop", "optimize_stop"),
+                 ("report", "optimize_report")),
     ),
     Family(
         name="spec",
         title="Kernel specs (kernel.yaml)",
         description=(
-            "kernel.yaml: what a kernel computes and how it is judged. action: init (draft it and a reference stub from a "
-            ".cu/.hip/.c source and entry; TODOs returned), check (validate without a GPU; ok=true means bench and tune "
-            "will run it), example (list, show or copy a shipped spec)."
+            "A kernel.yaml: what a kernel computes and how to judge it. action: init (draft one from a .cu/.hip/.c source, "
+            "TODOs returned), check (validate without a GPU; ok=true means bench and tune run it), example (list, show or "
+            "copy a shipped spec)."
         ),
         actions=(("init", "spec_init"), ("check", "spec_check"), ("example", "spec_example")),
     ),
@@ -603,9 +665,9 @@ FAMILIES: tuple[Family, ...] = (
         name="isa",
         title="AMDGPU instruction set truth",
         description=(
-            "An AMDGPU target's real instruction set, measured offline with LLVM. action: census (capabilities present or "
-            "absent with the instructions proving them; match/detail list instructions; compare_to diffs targets), probe "
-            "(assemble lines: each accepted with its encoding or rejected with a reason), audit (capabilities code objects never use)."
+            "An AMDGPU target's instruction set, measured offline with LLVM. action: census (capabilities with proving "
+            "instructions; detail or match lists them, compare_to diffs), probe (assemble lines with llvm-mc), audit "
+            "(capabilities code objects never use)."
         ),
         actions=(("census", "isa_census"), ("probe", "isa_probe"), ("audit", "isa_audit")),
     ),

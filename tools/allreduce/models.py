@@ -15,7 +15,7 @@ from hyperloom.tools.allreduce.quantize import PartialSums, Rounding
 Distribution = Literal["normal", "uniform", "outliers", "wide_range", "denormal", "zeros"]
 Backend = Literal["numpy", "gloo", "nccl"]
 MAX_FILE_RANKS = 64
-CODEC_DESCRIPTION = "GPU ranks: the INT6 kernels or torch ops; 'auto' falls back to torch."
+CODEC_DESCRIPTION = "GPU: INT6 kernels or torch ops."
 MAX_GENERATED_ELEMENTS = 1 << 26  # per rank: 256 MiB of float32
 MAX_TOTAL_ELEMENTS = 1 << 27  # over all ranks: 512 MiB of float32 inputs, a few times that while reducing
 
@@ -24,19 +24,19 @@ class AllreduceRequest(Request):
     """One all-reduce: the ranks' inputs (files, or generated), the scheme and where the result goes."""
 
 
-    inputs: list[str] | None = Field(None, min_length=1, max_length=MAX_FILE_RANKS, description="One .npy per rank; omit to generate.")
+    inputs: list[str] | None = Field(None, min_length=1, max_length=MAX_FILE_RANKS, description="A .npy per rank, or generated.")
     ranks: int | None = Field(None, ge=1, le=MAX_FILE_RANKS, description="Ranks to generate.")
-    shape: list[int] | None = Field(None, min_length=1, max_length=8, description="Generated tensor shape, e.g. [4096, 1024].")
-    distribution: Distribution = Field("normal", description="Generated values' distribution.")
+    shape: list[int] | None = Field(None, min_length=1, max_length=8, description="Generated shape.")
+    distribution: Distribution = Field("normal", description="Generated values.")
     dtype: FloatName = Field("float32", description="Generated dtype.")
-    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed of inputs and rounding.")
-    bfloat16_bits: bool = Field(False, description="Read 2-byte inputs as bfloat16 bits.")
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="Seed.")
+    bfloat16_bits: bool = Field(False, description="2-byte inputs are bfloat16.")
     block: int = Field(128, ge=1, le=1 << 20, description="Elements per float32 scale.")
-    rounding: Rounding = Field("nearest", description="stochastic is seeded and unbiased.")
-    partial_sums: PartialSums = Field("fit_int6", description="fit_int6: codes within ±floor(31/N), sums stay int6; widen: ±31, wider sums.")
+    rounding: Rounding = Field("nearest", description="stochastic: seeded, unbiased.")
+    partial_sums: PartialSums = Field("fit_int6", description="fit_int6: sums stay int6; widen: wider sums.")
     codec: Codec = Field("auto", description=CODEC_DESCRIPTION)
-    backend: Backend = Field("numpy", description="numpy simulates the ring; gloo and nccl run a process per rank.")
-    out: str = Field("allreduce_int6.npy", description="Result .npy (bfloat16 as uint16 bits).")
+    backend: Backend = Field("numpy", description="numpy simulates; gloo/nccl: a process per rank.")
+    out: str = Field("allreduce_int6.npy", description="Result .npy.")
     timeout_s: float = Field(300, gt=0, le=3600, description="Limit of a torch run.")
     target: str | None = Field(None, max_length=64, description="Target the run stands for.")
 

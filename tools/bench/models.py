@@ -17,23 +17,23 @@ from hyperloom.tools.smi.readings import DeviceState
 class BenchRequest(Request):
 
     spec: str = Field(min_length=1, description="kernel.yaml or its folder.")
-    variant: str | None = Field(None, description="Spec variant; default the first.")
-    shape: int = Field(0, ge=0, le=1000, description="Index into the spec's shapes.")
+    variant: str | None = Field(None, description="Spec variant.")
+    shape: int = Field(0, ge=0, le=1000, description="Shape index.")
     target: str = Field("sm_90", description="gfx (hip), sm_XX (cuda) or host (c).")
     device: int = Field(0, ge=0, le=63, description="GPU index.")
     params: dict[str, str | int] = Field(
         default_factory=dict, max_length=64,
-        description="Tuning values, e.g. {\"BLOCK\": 128}.",
+        description="Tuning values.",
     )
-    adversarial: bool = Field(True, description="Also gate the adversarial input sets.")
+    adversarial: bool = Field(True, description="Gate adversarial sets too.")
     warmup_s: float = Field(0.1, ge=0, le=60, description="Warm-up time.")
-    min_reps: int = Field(20, ge=6, le=100000, description="Fewest timed repetitions.")
-    max_reps: int = Field(2000, ge=6, le=1000000, description="Most timed repetitions.")
+    min_reps: int = Field(20, ge=6, le=100000, description="Fewest reps.")
+    max_reps: int = Field(2000, ge=6, le=1000000, description="Most reps.")
     max_time_s: float = Field(10.0, gt=0, le=600, description="Sampling time limit.")
-    target_ci: float = Field(0.01, gt=0, le=1, description="Stop at this relative 95 % CI of the median.")
+    target_ci: float = Field(0.01, gt=0, le=1, description="Median's 95 % CI.")
     flush_mode: FlushMode = Field("write", description=FLUSH_MODE_DESCRIPTION)
-    flush_cache: bool = Field(True, description="Flush the last-level cache per repetition.")
-    timeout_s: float = Field(120.0, gt=0, le=3600, description="Limit per worker process.")
+    flush_cache: bool = Field(True, description="Flush LLC.")
+    timeout_s: float = Field(120.0, gt=0, le=3600, description="Per worker.")
 
 
 class BenchCommandRequest(Request):

@@ -18,18 +18,18 @@ class CompileRequest(Request):
 
     source: str = Field(min_length=1, description="Source: .hip/.cpp, .s, .cu, .c or .py (Triton).")
     targets: list[str] = Field(min_length=1, max_length=16, description="gfx names, sm_XX or host.")
-    language: Language = Field("auto", description="'auto': by file suffix; cpp: host C++.")
-    compiler: Compiler = Field("auto", description="'auto': hipcc with ROCm, else clang; nvcc for sm_XX.")
-    kernels: list[str] | None = Field(None, max_length=64, description="Kernel names the build must contain.")
+    language: Language = Field("auto", description="auto: by suffix.")
+    compiler: Compiler = Field("auto", description="auto: hipcc, clang or nvcc.")
+    kernels: list[str] | None = Field(None, max_length=64, description="Kernels it must contain.")
     defines: list[str] = Field(default_factory=list, max_length=64, description="NAME or NAME=VALUE.")
     opt_level: Literal["O0", "O1", "O2", "O3", "Os"] = Field("O3", description="Optimization level.")
     wavefront_size: Literal[32, 64] | None = Field(None, description="gfx10+ wave size (default 32).")
-    include_dirs: list[str] = Field(default_factory=list, max_length=16, description="Include folders in the workspace.")
+    include_dirs: list[str] = Field(default_factory=list, max_length=16, description="Include folders.")
     triton_signature: list[str] = Field(
         default_factory=list, max_length=64,
-        description="Triton: arguments as NAME:TYPE (x_ptr:*fp32, BLOCK:constexpr).",
+        description="Triton: NAME:TYPE args (x_ptr:*fp32).",
     )
-    extra_flags: list[str] = Field(default_factory=list, max_length=32, description="Allowed compiler flags (e.g. -ffast-math).")
+    extra_flags: list[str] = Field(default_factory=list, max_length=32, description="Allowed flags.")
     output_dir: str = Field(".hyperloom/build", description="Folder for the code objects.")
     use_cache: bool = Field(True, description="Reuse an unchanged build.")
 

@@ -25,8 +25,8 @@ class DetectRequest(Request):
         max_length=4096,
         description="A recorded machine's folder to replay.",
     )
-    timeout_s: float = Field(10.0, gt=0, le=120, description="Seconds each vendor tool may take.")
-    detail: bool = Field(False, description="Every check in full, each with its evidence.")
+    timeout_s: float = Field(10.0, gt=0, le=120, description="Per vendor tool.")
+    detail: bool = Field(False, description="Every check in full.")
 
 
 Value = str | int | float | bool | None

@@ -37,14 +37,14 @@ class GateRequest(Request):
         "Per case: a .npy path or an inline list (\"nan\", \"inf\" as strings)."))
     references: list[ArrayRef] | None = Field(None, max_length=256, description="Per case, same forms.")
     reference_set: str | None = Field(None, description="A gate_freeze folder (gives the tolerance).")
-    atol: float | None = Field(None, ge=0, allow_inf_nan=False, description="Absolute tolerance (unless reference_set).")
-    rtol: float | None = Field(None, ge=0, allow_inf_nan=False, description="Relative tolerance (unless reference_set).")
-    max_ulp: int | None = Field(None, ge=0, le=2**62, description="Also accept floats within this many ULPs.")
+    atol: float | None = Field(None, ge=0, allow_inf_nan=False, description="atol (unless reference_set).")
+    rtol: float | None = Field(None, ge=0, allow_inf_nan=False, description="rtol (unless reference_set).")
+    max_ulp: int | None = Field(None, ge=0, le=2**62, description="Or within this many ULPs.")
     nan_policy: NanPolicy | None = Field(None, description="Default forbid.")
     case_names: list[str] | None = Field(None, max_length=256, description="A name per case.")
-    inline_dtype: InlineDtype | None = Field(None, description="dtype of inline lists; default the .npy side's, else float64.")
-    target: str | None = Field(None, max_length=64, description="Target that produced the candidates.")
-    max_reported_mismatches: int = Field(10, ge=0, le=1000, description="Mismatches listed per case.")
+    inline_dtype: InlineDtype | None = Field(None, description="dtype of inline lists.")
+    target: str | None = Field(None, max_length=64, description="Their target.")
+    max_reported_mismatches: int = Field(10, ge=0, le=1000, description="Mismatches shown.")
 
 
 class Mismatch(BaseModel):
@@ -113,14 +113,14 @@ class FreezeRequest(Request):
 
 
     out: str = Field(description="New workspace folder for the set.")
-    references: list[str] = Field(min_length=1, max_length=256, description="Reference .npy files, one per case.")
-    inputs: list[str] = Field(default_factory=list, max_length=1024, description="Files that produced them, hashed into the manifest.")
-    atol: float = Field(ge=0, allow_inf_nan=False, description="Absolute tolerance declared.")
-    rtol: float = Field(ge=0, allow_inf_nan=False, description="Relative tolerance declared.")
+    references: list[str] = Field(min_length=1, max_length=256, description="Reference .npy per case.")
+    inputs: list[str] = Field(default_factory=list, max_length=1024, description="Their input files (hashed).")
+    atol: float = Field(ge=0, allow_inf_nan=False, description="atol.")
+    rtol: float = Field(ge=0, allow_inf_nan=False, description="rtol.")
     max_ulp: int | None = Field(None, ge=0, le=2**62, description="ULP allowance for floats.")
     nan_policy: NanPolicy = Field("forbid", description="NaN handling.")
     case_names: list[str] | None = Field(None, max_length=256, description="A name per case.")
-    overwrite: bool = Field(False, description="Replace an existing set at out.")
+    overwrite: bool = Field(False, description="Replace a set.")
 
 
 class FreezeResult(BaseModel):

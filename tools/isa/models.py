@@ -104,12 +104,12 @@ class CensusRequest(Request):
 
 
     target: Target = Field(description=TARGET_HELP)
-    compare_to: Target | None = Field(None, description="A second target to diff against.")
-    detail: bool = Field(False, description="List instructions with example encodings (paged).")
-    match: str | None = Field(None, min_length=1, max_length=64, description="List instructions whose name contains this.")
+    compare_to: Target | None = Field(None, description="A target to diff.")
+    detail: bool = Field(False, description="List instructions (paged).")
+    match: str | None = Field(None, min_length=1, max_length=64, description="Names containing this.")
     offset: int = Field(0, ge=0, le=100_000, description="First list entry.")
-    limit: int = Field(15, ge=1, le=2000, description="List entries per page.")
-    refresh: bool = Field(False, description="Measure again, not from the cache.")
+    limit: int = Field(15, ge=1, le=2000, description="Per page.")
+    refresh: bool = Field(False, description="Skip the cache.")
 
 
 class CapabilitySummary(BaseModel):
@@ -163,9 +163,9 @@ class ProbeRequest(Request):
 
     target: Target = Field(description=TARGET_HELP)
     lines: list[Annotated[str, Field(max_length=300)]] = Field(
-        min_length=1, max_length=500, description="Instructions, one per line."
+        min_length=1, max_length=500, description="Instruction lines."
     )
-    wave64: bool = Field(False, description="Assemble in wave64 mode (gfx10+ default: wave32).")
+    wave64: bool = Field(False, description="wave64 mode.")
 
 
 class ProbeLine(BaseModel):
@@ -196,7 +196,7 @@ class AuditRequest(Request):
 
     target: Target = Field(description="AMDGPU target, e.g. gfx1201.")
     paths: list[Annotated[str, Field(min_length=1, max_length=1024)]] = Field(
-        min_length=1, max_length=64, description="Code objects or folders of them."
+        min_length=1, max_length=64, description="Code objects or folders."
     )
 
 

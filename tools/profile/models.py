@@ -16,15 +16,14 @@ TraceTool = Literal["torch.profiler", "rocprofv3"]
 
 class ProfileRequest(Request):
 
-    workload: str | None = Field(None, description=(
-        "A script (one run is a step) or 'module:function' (called once; a callable it returns is the step)."))
-    args: list[str] = Field(default_factory=list, max_length=256, description="sys.argv[1:] for the workload.")
-    trace: str | None = Field(None, description="A torch.profiler trace (.json, .json.gz) or rocprofv3 *_kernel_trace.csv.")
+    workload: str | None = Field(None, description="A script or module:function.")
+    args: list[str] = Field(default_factory=list, max_length=256, description="Its arguments.")
+    trace: str | None = Field(None, description="A torch.profiler or rocprofv3 trace.")
     steps: int = Field(3, ge=1, le=1000, description="Steps recorded.")
     warmup_steps: int = Field(1, ge=0, le=1000, description="Unrecorded steps first.")
-    timeout_s: float = Field(600.0, gt=0, le=86400, description="Limit of the workload's worker.")
-    roofline: str | None = Field(None, description="A roofline.json from this device.")
-    roof_target: str | None = Field(None, description="Measure the roof now on this target.")
+    timeout_s: float = Field(600.0, gt=0, le=86400, description="Worker limit.")
+    roofline: str | None = Field(None, description="A roofline.json.")
+    roof_target: str | None = Field(None, description="Measure the roof here.")
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="Output folder name.")
     top: int = Field(15, ge=1, le=500, description="Rows per ranked table.")
     plot: bool = Field(True, description="Write PNG and SVG plots.")

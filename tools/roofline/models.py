@@ -19,10 +19,10 @@ class RooflineRequest(Request):
     ceilings: list[Microbench] | None = Field(None, description="Microbenchmarks; default all that build.")
     shape: Literal["small", "full"] = Field("full", description="'small' for a quick check.")
     place: list[str] = Field(default_factory=list, max_length=64, description="bench --json files to place.")
-    same_size_read: bool = Field(True, description="Also time a read of each placed kernel's size.")
-    out_dir: str = Field(".hyperloom/roofline", description="Folder for roofline.json and plots.")
+    same_size_read: bool = Field(True, description="Time a same-size read too.")
+    out_dir: str = Field(".hyperloom/roofline", description="Output folder.")
     plot: bool = Field(True, description="Write PNG and SVG plots.")
-    max_time_s: float = Field(5.0, gt=0, le=600, description="Sampling time per microbenchmark.")
+    max_time_s: float = Field(5.0, gt=0, le=600, description="Per microbenchmark.")
 
 
 class Ceiling(BaseModel):

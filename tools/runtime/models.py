@@ -14,7 +14,7 @@ Status = Literal["OK", "TIMEOUT", "CRASH", "ERROR"]
 FlushMode = Literal["write", "read"]
 GUARD_BYTES = 4096
 GUARD_BYTE = 0xA5
-FLUSH_MODE_DESCRIPTION = "write: dirty lines (the kernel pays the write-back); read: clean lines."
+FLUSH_MODE_DESCRIPTION = "write: dirty lines; read: clean."
 
 
 class ArgSpec(BaseModel):

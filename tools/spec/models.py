@@ -13,9 +13,9 @@ from hyperloom.tools.compile.models import KernelReport
 
 class SpecCheckRequest(Request):
     spec: str = Field(min_length=1, description="kernel.yaml or its folder.")
-    targets: list[str] = Field(default_factory=list, max_length=16, description="Targets to compile for; default none.")
-    run_reference: bool = Field(True, description="Run the reference at the smallest shape.")
-    timeout_s: float = Field(60.0, gt=0, le=600, description="Limit of the reference run.")
+    targets: list[str] = Field(default_factory=list, max_length=16, description="Targets to compile for.")
+    run_reference: bool = Field(True, description="Run the reference.")
+    timeout_s: float = Field(60.0, gt=0, le=600, description="Reference run limit.")
 
 
 class SpecProblem(BaseModel):
@@ -64,9 +64,9 @@ class SpecCheckResult(BaseModel):
 
 class SpecInitRequest(Request):
     source: str = Field(min_length=1, description="Source: .cu, .hip/.cpp or .c.")
-    entry: str = Field(min_length=1, max_length=200, description="Kernel name (a template without arguments).")
-    out: str | None = Field(None, description="Folder for the files; default beside the source.")
-    name: str | None = Field(None, max_length=100, description="Spec name; default the entry.")
+    entry: str = Field(min_length=1, max_length=200, description="Kernel name.")
+    out: str | None = Field(None, description="Folder for the files.")
+    name: str | None = Field(None, max_length=100, description="Spec name.")
     overwrite: bool = Field(False, description="Replace existing files.")
 
 

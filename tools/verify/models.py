@@ -12,18 +12,16 @@ from hyperloom.core.evidence import Evidence
 
 class VerifyRequest(Request):
 
-    code_object: str = Field(min_length=1, description="Code object or .cubin in the workspace.")
+    code_object: str = Field(min_length=1, description="Code object or .cubin.")
     kernels: list[str] | None = Field(None, max_length=64, description="Kernels to check; default all.")
     expect: list[str] = Field(
         default_factory=list, max_length=64,
-        description=(
-        "Must match in each kernel: a name, a glob (v_wmma_*) or a set (@dot4_i8 @dot8_i4 @dot2_f16 @fp8_dot @wmma "
-        "@swmmac @mfma @smfmac @tensor_core @pk_fma_f32 @lds @scratch @barrier); optionally >=N."),
+        description="Must match in each kernel: a name, a glob (v_wmma_*) or a set (@wmma @mfma @dot4_i8 ..., the skill lists them); optionally >=N.",
     )
     forbid: list[str] = Field(default_factory=list, max_length=64, description="Must match in no kernel.")
     check_spills: bool = Field(True, description="Fail kernels that spill.")
-    histogram_top: int = Field(20, ge=0, le=2000, description="Instructions in each histogram.")
-    lines_per_rule: int = Field(5, ge=0, le=200, description="Matching lines shown per rule.")
+    histogram_top: int = Field(20, ge=0, le=2000, description="Histogram size.")
+    lines_per_rule: int = Field(5, ge=0, le=200, description="Lines per rule.")
 
 
 class Count(BaseModel):

@@ -16,14 +16,9 @@ No figure from an earlier call is compared against; another process on the GPU i
 
 from __future__ import annotations
 
-import math
 import shutil
-import statistics
 import subprocess
-from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device, measured
@@ -31,18 +26,15 @@ from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.toolchain import find_tool
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.pipeline.stats import sign_test_p, summarize
-from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
+from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
-from hyperloom.tools.workload.engagement import engagement
+from hyperloom.tools.workload.ab import ABSettings, baseline_legs, saved_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
-from hyperloom.tools.workload.frozen import Frozen, compare, read_frozen, reference
-from hyperloom.tools.workload.levers import Lever, check_candidate, resolve_files
-from hyperloom.tools.workload.models import CandidateResult, OutputCheck, WorkloadBenchRequest, WorkloadBenchResult
+from hyperloom.tools.workload.frozen import compare, read_frozen, reference
+from hyperloom.tools.workload.levers import check_candidate, resolve_files
+from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadBenchResult
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.report import write_report
-
-ALPHA = 0.05
 
 
 def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress: ProgressFn | None = None) -> WorkloadBenchResult:
@@ -60,20 +52,22 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             info = base.info
             base.warmup(request.warmup_steps)
             warnings += _others_on_gpu(info, [base.pid], request.exclusive)
-            base_checks = compare(_outputs(base, runs / "baseline" / "outputs"), references, frozen.tolerances)
+            base_checks = compare(saved_outputs(base, runs / "baseline" / "outputs"), references, frozen.tolerances)
             if not all(c.passed for c in base_checks):
                 raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in base_checks if not c.passed)[:500],
                                      "freeze the workload again (overwrite) if the change is intended; else find what changed (the workload's code, a library)")
-            baseline_legs, base_device = _baseline_legs(base, request)
+            baseline, base_device = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs)
             base_evidence = base.engagement()
+            settings = ABSettings(request.pairs, request.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
             results = []
             for index, (names, chosen) in enumerate(zip(request.candidates, levers, strict=True)):
-                results.append(_candidate(names, chosen, base, base_evidence, frozen, references, request, runs / f"candidate{index}", workspace))
+                results.append(trial(names, chosen, base, base_evidence, references, frozen.tolerances, settings, runs / f"candidate{index}", workspace,
+                                     target_with(frozen.target, chosen)))
                 if progress is not None:
                     progress(index + 1, len(request.candidates))
     except WorkloadFailure as failure:
         raise refusal(failure, frozen.target.workload, request.timeout_s) from None
-    stats = summarize(baseline_legs)
+    stats = summarize(baseline)
     faster = [r for r in results if r.verdict == "FASTER"]
     summary = (f"baseline {stats.median_s * 1e3:.3g} ms/step (±{stats.median_ci95_rel:.1%}); " + (
         f"{len(faster)} of {len(results)} candidate(s) faster: " + ", ".join(f"{'+'.join(r.levers)} {r.speedup:.3g}x" for r in faster) if faster
@@ -83,99 +77,6 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=base_device, candidates=results,
                                  warnings=warnings, report_md="", result_json="", plot=None, vendor=info["vendor"], evidence=evidence)
     return write_report(result, frozen.folder / "bench", workspace)
-
-
-def _outputs(process: WorkloadProcess, folder: Path) -> Path:
-    process.outputs(folder)
-    return folder
-
-
-def _baseline_legs(base: WorkloadProcess, request: WorkloadBenchRequest) -> tuple[list[float], float | None]:
-    """Legs of the baseline alone until its median's CI is within target_ci (or max_baseline_legs)."""
-    legs, device = [], []
-    while len(legs) < request.max_baseline_legs:
-        timed = base.time(request.steps_per_leg)
-        legs.append(statistics.median(timed["wall_s"]))
-        device += timed["device_s"]
-        if len(legs) >= 6 and median_ci_halfwidth(legs) <= request.target_ci:
-            break
-    return legs, statistics.median(device) if device else None
-
-
-def _candidate(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], frozen: Frozen,
-               references: dict[str, np.ndarray], request: WorkloadBenchRequest, folder: Path, workspace: Workspace) -> CandidateResult:
-    knobs = dict(frozen.target.knobs)
-    for lever in levers:
-        if lever.kind == "knob":
-            key, value = lever.value.split("=", 1)
-            knobs[key] = value
-    target = frozen.target.__class__(frozen.target.workload, frozen.target.kind, frozen.target.args, knobs)
-    try:
-        with WorkloadProcess(target, levers, folder, workspace, request.timeout_s) as process:
-            warm = process.warmup(request.warmup_steps)
-            checks = compare(_outputs(process, folder / "outputs"), references, frozen.tolerances)
-            if not all(c.passed for c in checks):
-                return CandidateResult(levers=names, verdict="REJECTED", reason=_mismatch_reason(checks), outputs=checks, warmup_s=sum(warm["wall_s"]))
-            engaged = engagement(levers, process.engagement(), base_evidence, warm)
-            if not all(e.engaged for e in engaged):
-                off = [e for e in engaged if not e.engaged]
-                return CandidateResult(levers=names, verdict="NO_OP", reason="; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off),
-                                       engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]))
-            base_legs, cand_legs, cand_device = _interleave(base, process, request)
-            after = compare(_outputs(process, folder / "outputs_after"), references, frozen.tolerances)
-    except WorkloadFailure as failure:
-        return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED", reason=failure.message[:600])
-    if not all(c.passed for c in after):
-        return CandidateResult(levers=names, verdict="REJECTED", reason="after the timed steps: " + _mismatch_reason(after), outputs=after,
-                               engagement=engaged, baseline_legs_s=base_legs, candidate_legs_s=cand_legs)
-    return _judge(names, base_legs, cand_legs, cand_device, request.noise_band, engaged, checks, sum(warm["wall_s"]))
-
-
-def _interleave(base: WorkloadProcess, candidate: WorkloadProcess, request: WorkloadBenchRequest) -> tuple[list[float], list[float], float | None]:
-    base_legs, cand_legs, device = [], [], []
-    for index in range(request.pairs):
-        order = (base, candidate) if index % 2 == 0 else (candidate, base)
-        for process in order:
-            timed = process.time(request.steps_per_leg)
-            leg = statistics.median(timed["wall_s"])
-            if process is base:
-                base_legs.append(leg)
-            else:
-                cand_legs.append(leg)
-                device += timed["device_s"]
-    return base_legs, cand_legs, statistics.median(device) if device else None
-
-
-def _judge(names: list[str], base_legs: list[float], cand_legs: list[float], device: float | None, noise_band: float, engaged: list, checks: list[OutputCheck],
-           warmup_s: float) -> CandidateResult:
-    ratios = [b / c for b, c in zip(base_legs, cand_legs, strict=True) if c > 0]
-    wins = sum(r > 1 for r in ratios)
-    p = sign_test_p(wins, len(ratios))
-    speedup = statistics.median(ratios)  # each pair's own ratio: a drift of the machine between pairs cancels out
-    non_overlap = max(cand_legs) < min(base_legs)
-    interval = _ratio_ci(ratios)
-    faster = non_overlap or (p < ALPHA and interval[0] > 1 + noise_band)  # the gain's lower bound beyond the noise band, not its median
-    short = "" if faster else f"; its 95 % interval ({interval[0]:.3g}-{interval[1]:.3g}x) not beyond the noise band of {noise_band:.0%} at p < {ALPHA}"
-    reason = (f"{speedup:.3g}x: slowest candidate leg {max(cand_legs) * 1e3:.3g} ms beat the fastest baseline leg {min(base_legs) * 1e3:.3g} ms" if non_overlap
-              else f"{speedup:.3g}x, faster in {wins}/{len(ratios)} pairs (sign test p = {p:.3f}){short}")
-    return CandidateResult(levers=names, verdict="FASTER" if faster else "NOT_FASTER", reason=reason, speedup=speedup, speedup_ci95=interval,
-                           pairs=len(ratios), candidate_faster=wins, sign_test_p=p, non_overlap=non_overlap, baseline_legs_s=base_legs,
-                           candidate_legs_s=cand_legs, device_step_s=device, warmup_s=warmup_s, engagement=engaged, outputs=checks)
-
-
-def _ratio_ci(ratios: list[float]) -> list[float]:
-    """A distribution-free 95 % interval of the per-pair ratios' median (order statistics); their range below 6 pairs."""
-    ordered = sorted(ratios)
-    n = len(ordered)
-    if n < 6:
-        return [ordered[0], ordered[-1]]
-    low = max(0, int(math.floor(n / 2 - Z95 * math.sqrt(n) / 2)))
-    high = min(n - 1, int(math.ceil(n / 2 + Z95 * math.sqrt(n) / 2)))
-    return [ordered[low], ordered[high]]
-
-
-def _mismatch_reason(checks: list[OutputCheck]) -> str:
-    return "outputs out of tolerance: " + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:600]
 
 
 def _others_on_gpu(info: dict[str, Any], ours: list[int | None], exclusive: bool) -> list[str]:

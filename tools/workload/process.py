@@ -16,6 +16,7 @@ from typing import Any
 from hyperloom.core.warm import WarmWorker
 from hyperloom.core.worker import WorkerOutcome
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.runtime.visible import pinned_environ
 from hyperloom.tools.workload.levers import Lever, environment
 
 RUNNER = "hyperloom.tools.workload.runner"
@@ -46,10 +47,13 @@ class Target:
 class WorkloadProcess:
     """A built workload in its own process. Use as a context manager; close() kills the process group."""
 
-    def __init__(self, target: Target, levers: list[Lever], folder: Path, workspace: Workspace, timeout_s: float) -> None:
+    def __init__(self, target: Target, levers: list[Lever], folder: Path, workspace: Workspace, timeout_s: float, device: int | None = None,
+                 backend: str = "cuda") -> None:
+        """`device`: the GPU (as this process numbers them) the worker is pinned to, through `backend`'s visible-devices
+        variable (cuda or hip); None leaves the environment's."""
         self.target, self.levers, self.folder, self.workspace, self.timeout_s = target, levers, folder, workspace, timeout_s
         self.folder.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **environment(levers, str(folder))}
+        env = pinned_environ({**os.environ, **environment(levers, str(folder))}, backend, device)
         self.worker = WarmWorker(env=env, cwd=workspace.root)
         self.info: dict[str, Any] = {}
 

@@ -63,11 +63,13 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
         elif lever["kind"] == "overrides":
             _load_file(lever["value"], f"hyperloom_overrides_{abs(hash(lever['value']))}")
     knobs: dict[str, Any] = {}
+    defaults: dict[str, str] = {}
     if payload["kind"] == "script":
         STATE.step, STATE.module_file = _script_step(payload["workload"], list(payload.get("args", []))), payload["workload"]
     else:
         factory = _factory(payload["workload"])
         knobs = declared_knobs(factory)
+        defaults = {name: str(p.default) for name, p in inspect.signature(factory).parameters.items() if name in knobs}
         STATE.module_file = inspect.getsourcefile(factory)
         values = {name: _knob_value(knobs, name, value) for name, value in payload["knobs"].items()}
         obj = factory(**values)
@@ -85,7 +87,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
     vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
             "torch": str(torch.__version__) if torch is not None else None,
-            "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "has_outputs": STATE.outputs is not None,
+            "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
             "module_file": STATE.module_file, "points": _points(STATE.obj), "pid": os.getpid()}
 
 

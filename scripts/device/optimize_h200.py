@@ -1,0 +1,90 @@
+"""Issue 32's GPU figures, through the MCP tools over stdio (as an agent calls them): one optimize campaign on a
+transformers Qwen2-shaped decoder with random weights (examples/workloads/decoder.py, bf16): frozen (exact tokens),
+the baseline timed, every lever that applies on this GPU alone (the cache knob's static value, the dtype knob's other
+values, tf32, cuDNN benchmark, TunableOp, each attention backend, a CUDA graph, each torch.compile mode), the winners
+stacked, the stack re-timed against the baseline after each keep, then closed. Proposals (--propose, a JSON list of
+lever lists, e.g. kernel overrides once integrate lands) are queued right after the start; the campaign waits
+--proposal-wait-s for them in its kernel phase. Writes $OUT/optimize/ (report.md, breakdown.json, campaign.png, the
+status log, the call log).
+
+    python3 scripts/device/optimize_h200.py [--layers 8] [--budget-gpu-hours 0.5] [--deadline-s 1500] [--propose JSON]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+REPO = Path(__file__).resolve().parents[2]
+POLL_S = 20.0
+
+
+async def main(args: argparse.Namespace) -> None:
+    out = Path(os.environ.get("OUT", "/tmp/device-out")) / "optimize"
+    ws = out / "ws"
+    ws.mkdir(parents=True, exist_ok=True)
+    source = Path(args.workload_file)
+    shutil.copy(source, ws / source.name)
+    env = {**os.environ, "HYPERLOOM_WORKSPACE": str(ws)}
+    server = StdioServerParameters(command=sys.executable, args=["-m", "hyperloom.mcp_server.server"], cwd=str(ws), env=env)
+    log: list[dict] = []
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
+        await client.initialize()
+
+        async def call(arguments: dict) -> dict:
+            started = time.perf_counter()
+            result = await client.call_tool("optimize", arguments, read_timeout_seconds=3600.0)
+            text = " ".join(getattr(b, "text", "") for b in result.content)
+            log.append({"arguments": arguments, "seconds": round(time.perf_counter() - started, 1), "is_error": result.is_error, "text": text[:3000]})
+            structured = result.structured_content or {}
+            summary = structured.get("summary") or (structured.get("status") or {}).get("summary") or text
+            print(f"optimize {arguments['action']}: {time.perf_counter() - started:.0f} s: {summary[:400]}", flush=True)
+            return structured
+
+        start = {"action": "start", "workload": f"{source.name}:build", "session": "qwen2",
+                 "knobs": json.loads(args.knobs) if args.knobs else {"layers": str(args.layers)},
+                 "budget_gpu_hours": args.budget_gpu_hours, "deadline_s": args.deadline_s, "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,
+                 "proposal_wait_s": args.proposal_wait_s}
+        if args.levers:
+            start["levers"] = json.loads(args.levers)
+        await call(start)
+        for levers in json.loads(args.propose) if args.propose else []:
+            await call({"action": "propose", "session": "qwen2", "levers": levers, "note": "from the device script"})
+        while (status := await call({"action": "status", "session": "qwen2"})).get("state") == "running":
+            await anyio.sleep(POLL_S)
+        report = await call({"action": "report", "session": "qwen2"})
+        for r in report.get("records", []):
+            res = r["result"]
+            print(f"  #{r['seq']} {r['phase']}: {' + '.join(res['levers'])} vs {' + '.join(r['reference']) or 'baseline'}: {r['decision']} "
+                  f"{res['verdict']} {res.get('speedup') or ''} ({r['device_s']:.0f} device-s) {res['reason'][:160]}")
+        print(f"final: {status.get('summary')}")
+    (out / "calls.json").write_text(json.dumps(log, indent=2))
+    folder = ws / ".hyperloom" / "optimize" / "qwen2"
+    for name in ("report.md", "breakdown.json", "campaign.png"):
+        if (folder / name).exists():
+            shutil.copy(folder / name, out / name)
+    shutil.rmtree(ws / ".hyperloom" / "workload" / "qwen2" / "runs", ignore_errors=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--workload-file", default=str(REPO / "examples" / "workloads" / "decoder.py"), help="a factory file (build); a CPU dry run passes a small one")
+    parser.add_argument("--knobs", default=None, help="JSON knob values (default: the decoder's layers)")
+    parser.add_argument("--budget-gpu-hours", type=float, default=0.5)
+    parser.add_argument("--deadline-s", type=float, default=1500.0)
+    parser.add_argument("--pairs", type=int, default=6)
+    parser.add_argument("--steps-per-leg", type=int, default=2)
+    parser.add_argument("--proposal-wait-s", type=float, default=0.0)
+    parser.add_argument("--levers", default=None, help="JSON list of levers tried alone (default: every applicable one)")
+    parser.add_argument("--propose", default=None, help="JSON list of lever lists to propose after the start")
+    anyio.run(main, parser.parse_args())

@@ -1,0 +1,217 @@
+"""The optimize campaign on the CPU: a small torch model written here, with a knob that does half the work, a knob that
+removes a pause, a knob that changes the outputs, a knob that kills its worker and a knob that changes nothing; the
+campaign must keep what is measured to help, reject and survive the rest, revalidate the stack, sweep the declared
+points, stop on each budget kind and resume without measuring anything twice (killed with SIGKILL too)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import jsonschema
+import pytest
+
+from helpers import REPO
+from hyperloom.cli.main import main
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.optimize.api import optimize_propose, optimize_report, optimize_start, optimize_status, optimize_stop, run_campaign, run_pass
+from hyperloom.tools.optimize.models import OptimizeProposeRequest, OptimizeRef, OptimizeRequest
+from hyperloom.tools.optimize.schema import breakdown_schema
+from hyperloom.tools.workload.api import workload_freeze
+from hyperloom.tools.workload.models import WorkloadFreezeRequest
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.timeout(900)
+
+WORKLOAD = '''
+import os, signal, time
+from typing import Literal
+import torch
+
+class Mlp:
+    def __init__(self, work, scale, crash, pause, rows, points):
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256))
+        self.x = torch.randn(rows, 256)
+        self.reps = 8 if work == "full" else 4
+        self.scale, self.crash, self.pause = float(scale), crash == "yes", pause == "yes"
+        self.points = [{"rows": "128"}, {"rows": "64"}, "not a point"] if points else []
+
+    def step(self):
+        if self.crash:
+            os.kill(os.getpid(), signal.SIGKILL)
+        with torch.inference_mode():
+            for _ in range(self.reps):
+                self.y = self.model(self.x) * self.scale
+        if self.pause:
+            time.sleep(0.025)
+
+    def outputs(self):
+        return {"y": self.y}
+
+def build(work: Literal["full", "half"] = "full", scale: Literal["1", "2"] = "1", crash: Literal["no", "yes"] = "no",
+          pause: Literal["yes", "no"] = "yes", mode: Literal["eager", "other"] = "eager", rows: int = 256, points: bool = False):
+    torch.set_num_threads(1)
+    return Mlp(work, scale, crash, pause, rows, points)
+
+def plain():
+    return lambda: None
+'''
+FAST = {"pairs": 5, "steps_per_leg": 2, "timeout_s": 120.0}
+LEVERS = ["knob:work=half", "knob:pause=no", "knob:scale=2", "knob:crash=yes", "sdpa_math"]
+
+
+@pytest.fixture
+def mlp(workspace):
+    (workspace.root / "mlp.py").write_text(WORKLOAD)
+    return workspace
+
+
+def _freeze(ws, name="mlp", **knobs):
+    workload_freeze(WorkloadFreezeRequest(workload="mlp.py:build", name=name, atol=1e-5, rtol=1e-5, knobs=knobs, timeout_s=120), ws)
+
+
+def _campaign(ws, name="mlp", **fields):
+    return run_campaign(OptimizeRequest(session=name, **{**FAST, **fields}), ws)
+
+
+def _keys_unique(report) -> None:
+    keys = [r.key for r in report.records]
+    assert len(keys) == len(set(keys)), "a measurement ran twice"
+
+
+def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_revalidates_the_stack_and_sweeps(mlp, capsys):
+    _freeze(mlp, points="true")
+    report = _campaign(mlp, levers=LEVERS)
+    by = {(r.phase, " + ".join(r.result.levers)): r for r in report.records}
+    assert by["levers", "knob:work=half"].decision == "WINNER" and by["levers", "knob:pause=no"].decision == "WINNER"
+    wrong, dead, idle = by["levers", "knob:scale=2"], by["levers", "knob:crash=yes"], by["levers", "sdpa_math"]
+    assert wrong.result.verdict == "REJECTED" and wrong.result.speedup is None and "y" in wrong.result.reason
+    assert dead.result.verdict == "CRASH" and "SIGKILL" in dead.result.reason  # and the campaign went on
+    assert idle.result.verdict == "NO_OP"
+    status = report.status
+    assert sorted(status.stack) == ["knob:pause=no", "knob:work=half"], [(r.seq, r.phase, r.result.levers, r.decision, r.result.reason) for r in report.records]
+    on_top = next(r for r in report.records if r.phase == "combine" and r.device_s > 0)
+    assert on_top.reference and on_top.decision == "KEEP"  # the second winner was timed against the stack, not the baseline
+    revalidations = [r for r in report.records if r.phase == "revalidate"]
+    assert len(revalidations) == 2 and all(r.reference == [] and r.decision == "MEASURED" for r in revalidations)
+    assert status.gain == revalidations[-1].result.speedup and status.gain > 1.5 and status.gain_ci95  # the last revalidation, measured
+    sweep = [r for r in report.records if r.phase == "sweep"]
+    assert [r.point for r in sweep] == [{"rows": "128"}, {"rows": "64"}] and all(r.result.verdict == "FASTER" for r in sweep)
+    assert report.sweep_note.declared == 3 and any("not a point" in n for n in report.notes)
+    assert status.state == "closed" and status.stop_reason == "every phase ran to its end" and status.spent_device_s > 0
+    assert report.evidence is not None and report.evidence.tag.value == "MEASURED"
+    saved = json.loads((mlp.root / report.breakdown_json).read_text())
+    jsonschema.validate(saved, json.loads((REPO / "validators" / "optimize_breakdown.schema.json").read_text()))
+    text = (mlp.root / report.report_md).read_text()
+    assert "## Whole-stack revalidations" in text and "REJECTED" in text and "CRASH" in text
+    assert report.plot and (mlp.root / report.plot).stat().st_size > 0
+    _keys_unique(report)
+
+    # proposals: one that does not apply, one measured already, one new (stacked on what is kept, on resume)
+    for levers, message in ((["graph"], "does not apply on this machine"), (["overrides:kern.py"], "unknown lever"), (["knob:work=full"], "sets the knob")):
+        with pytest.raises(HyperloomError, match=message):
+            optimize_propose(OptimizeProposeRequest(session="mlp", levers=levers), mlp)
+    assert not optimize_propose(OptimizeProposeRequest(session="mlp", levers=["knob:pause=no"]), mlp).accepted  # on the stack already
+    queued = optimize_propose(OptimizeProposeRequest(session="mlp", levers=["knob:scale=2"], note="twice the output"), mlp)
+    assert queued.accepted and "resumes" in queued.summary
+    assert not optimize_propose(OptimizeProposeRequest(session="mlp", levers=["knob:scale=2"]), mlp).accepted
+    again = _campaign(mlp)
+    new = again.records[len(report.records):]
+    assert [(r.phase, r.decision, r.result.verdict, r.note) for r in new] == [("kernels", "REVERT", "REJECTED", "twice the output")]
+    assert again.status.stack == status.stack and again.status.gain == status.gain
+    _keys_unique(again)
+    assert main(["optimize", "status", "--session", "mlp"]) == 0
+    shown = capsys.readouterr().out
+    assert "closed" in shown and "knob:work=half" in shown and "device-s spent" in shown
+
+
+def test_each_budget_kind_stops_the_campaign_and_starting_it_again_goes_on(mlp):
+    _freeze(mlp)
+    levers = ["knob:mode=other", "knob:work=half"]
+    stops = [({"deadline_s": 0.001}, "deadline"), ({"budget_gpu_hours": 1e-6}, "device-hour budget spent"),
+             ({"max_candidates": 1}, "max_candidates (1)"), ({"patience": 1}, "patience: 1"), ({"target_speedup": 1.2}, "target speedup of 1.2x")]
+    tried = []
+    for fields, reason in stops:
+        report = _campaign(mlp, levers=levers, **fields)
+        assert reason in report.status.stop_reason and report.status.state == "closed", (fields, report.status.stop_reason)
+        assert (mlp.root / report.report_md).is_file()
+        tried.append(report.status.candidates)
+        _keys_unique(report)
+    assert tried == [0, 0, 1, 1, 2], tried  # nothing, nothing, mode=other (not faster), still it (patience), then work=half
+    assert report.status.stack == ["knob:work=half"] and report.status.gain >= 1.2
+    assert optimize_report(OptimizeRef(session="mlp"), mlp).status.stop_reason == report.status.stop_reason  # closing again writes the same
+
+
+def test_stop_ends_a_background_campaign_and_its_report_says_why(mlp):
+    _freeze(mlp)
+    started = optimize_start(OptimizeRequest(session="mlp", levers=["knob:work=half", "knob:pause=no"], **FAST), mlp)
+    assert started.state == "running"
+    optimize_stop(OptimizeRef(session="mlp"), mlp)
+    deadline = time.monotonic() + 300
+    while optimize_status(OptimizeRef(session="mlp"), mlp).state == "running" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    report = optimize_report(OptimizeRef(session="mlp"), mlp)
+    assert report.status.state == "closed" and report.status.stop_reason == "stopped on request (optimize stop)"
+    assert report.status.candidates < 2 and (mlp.root / report.report_md).is_file()
+
+
+def test_a_campaign_killed_mid_run_resumes_and_measures_nothing_twice(mlp):
+    _freeze(mlp)
+    levers = ["knob:mode=other", "knob:work=half", "knob:pause=no"]
+    code = ("import sys; from hyperloom.core.workspace import Workspace; from hyperloom.tools.optimize.api import run_campaign; "
+            "from hyperloom.tools.optimize.models import OptimizeRequest; "
+            f"run_campaign(OptimizeRequest(session='mlp', levers={levers!r}, pairs=5, steps_per_leg=2, timeout_s=120.0), Workspace.from_env())")
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=mlp.root, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, start_new_session=True)
+    ledger = mlp.root / ".hyperloom" / "optimize" / "mlp" / "ledger.sqlite"
+    deadline = time.monotonic() + 300
+    try:
+        while time.monotonic() < deadline and process.poll() is None:
+            if ledger.is_file():
+                with sqlite3.connect(ledger) as db:
+                    if db.execute("SELECT COUNT(*) FROM records").fetchone()[0] >= 2:
+                        break
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    assert optimize_status(OptimizeRef(session="mlp"), mlp).state == "not running"  # its process is gone: resumable
+    report = _campaign(mlp, levers=levers)
+    _keys_unique(report)
+    singles = [tuple(r.result.levers) for r in report.records if r.phase == "levers"]
+    assert sorted(singles) == sorted((name,) for name in levers)
+    assert report.status.state == "closed" and sorted(report.status.stack) == ["knob:pause=no", "knob:work=half"]
+
+
+def test_a_pass_runs_each_workload_in_turn_and_one_that_cannot_be_kept_honestly_is_recorded(mlp):
+    members = run_pass(OptimizeRequest(session="two", workload_list=["mlp.py:plain", "mlp.py:build"], levers=["knob:work=half"], **FAST), mlp)
+    assert members == ["two.0", "two.1"]
+    status = optimize_status(OptimizeRef(session="two"), mlp)
+    plain, mlp_row = status.workloads
+    assert plain.state == "not running" and "nothing could be kept honestly" in plain.stop_reason
+    assert mlp_row.state == "closed" and mlp_row.stack == ["knob:work=half"] and mlp_row.gain > 1.2
+    assert "Ray" in " ".join(optimize_report(OptimizeRef(session="two"), mlp).notes)
+
+
+def test_bad_starts_are_refused_before_anything_is_timed(mlp):
+    _freeze(mlp)
+    for fields, message in (({"levers": ["graph"]}, "does not apply"), ({"levers": ["knob:nope=1"]}, "declares no knob"),
+                            ({"workload": "mlp.py:build", "knobs": {"rows": "8"}}, "frozen as")):
+        with pytest.raises(HyperloomError, match=message):
+            run_campaign(OptimizeRequest(session="mlp", **fields), mlp)
+    with pytest.raises(HyperloomError, match="no frozen workload"):
+        run_campaign(OptimizeRequest(session="other"), mlp)
+    with pytest.raises(ValueError, match="workload or workload_list"):
+        OptimizeRequest(workload="a.py:f", workload_list=["b.py:f"])
+    with pytest.raises(HyperloomError, match="no optimize session"):
+        optimize_status(OptimizeRef(session="nothing"), mlp)
+
+
+def test_the_committed_schema_is_the_models():
+    committed = json.loads((REPO / "validators" / "optimize_breakdown.schema.json").read_text())
+    assert committed == breakdown_schema(), "stale: python -m hyperloom.tools.optimize.schema > validators/optimize_breakdown.schema.json"

@@ -1,0 +1,1 @@
+"""optimize: the overnight loop over a workload (tools/optimize/campaign.py)."""

@@ -1,0 +1,361 @@
+"""The campaign over one frozen workload, phase by phase; every measurement is a workload A/B (tools/workload/ab.py):
+gated on the frozen outputs, checked for engagement, interleaved beside a live reference, judged with a sign test.
+
+- baseline: the baseline's step timed alone until its median is tight (the workload was frozen before);
+- levers: every applicable lever alone against the baseline (cheapest first; independent, so spread over the slots);
+  FASTER ones are WINNERs;
+- combine: the fastest winner is kept; each other winner is tried on top of the stack, A/B-timed against the stack
+  itself (not against the baseline), and KEEP or REVERT;
+- kernels: the agent's proposals (optimize_propose: any lever strings, `overrides:` modules included), each stacked
+  and judged the same way;
+- after each KEEP, the whole stack re-timed as one candidate against the pure baseline (revalidate): the gain the
+  campaign reports is this measurement, never a product of per-change gains; a stack that fails it is reverted;
+- sweep: the final stack against the baseline at each point the workload declares (`points`: knob values), gated
+  there on the baseline's own outputs at that point.
+
+Every measurement is keyed (phase kind, reference, levers with file contents hashed, point) and recorded once, so a
+resumed campaign repeats nothing and a killed one loses only what was in flight. A crash, a timeout or outputs out of
+tolerance is a recorded verdict, and the campaign goes on.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.evidence import host_device, measured
+from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.progress import ProgressFn
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.optimize.models import Decision, OptimizeRequest, Phase, Record, stack_of
+from hyperloom.tools.optimize.session import Session
+from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
+from hyperloom.tools.pipeline.stats import summarize
+from hyperloom.tools.workload.ab import ABSettings, baseline_legs, load_outputs, target_with, trial
+from hyperloom.tools.workload.freeze import refusal
+from hyperloom.tools.workload.frozen import reference as reference_of
+from hyperloom.tools.workload.levers import CATALOG, check_candidate, lever
+from hyperloom.tools.workload.models import CandidateResult
+from hyperloom.tools.workload.process import WorkloadFailure
+
+POLL_S = 0.2
+BASELINE_CI = 0.02
+BASELINE_MAX_LEGS = 30
+TIMED = ("FASTER", "NOT_FASTER")
+COST = {"knob": 0, "setting": 1, "env": 2, "sdpa": 3, "graph": 4, "compile": 5}  # cheapest first: a knob costs a build, a compile minutes
+
+
+@dataclass
+class Control:
+    """How a front end steers a running campaign: a stop flag, and whether it opened."""
+
+    stop: threading.Event = field(default_factory=threading.Event)
+    opened: threading.Event = field(default_factory=threading.Event)
+
+
+class Stopped(Exception):
+    """A stop rule fired. `hard` (stop, budget, deadline): nothing more runs; else only the search ends (the sweep runs)."""
+
+    def __init__(self, reason: str, hard: bool) -> None:
+        super().__init__(reason)
+        self.reason, self.hard = reason, hard
+
+
+@dataclass
+class Job:
+    key: str
+    phase: Phase
+    levers: list[str]
+    reference: list[str]
+    new: list[str]
+    proposer: str
+    note: str = ""
+    point: dict[str, str] | None = None
+    fallback: list[str] | None = None
+
+
+def identity(name: str, workspace: Workspace) -> str:
+    """A lever as novelty sees it: a lever naming a file (overrides:PATH.py) with the file's content hashed."""
+    kind, colon, path = name.partition(":")
+    if colon and path.endswith(".py") and kind != "knob":
+        try:
+            return f"{name}@{sha256_file(workspace.resolve(path, kind='file', what='lever file'))[:16]}"
+        except HyperloomError:
+            return name
+    return name
+
+
+def measurement_key(kind: str, reference: list[str], levers: list[str], point: dict[str, str] | None, workspace: Workspace) -> str:
+    """What novelty is judged by: the kind of measurement, its reference and its levers (as sets, files hashed), its point."""
+    return sha256_json([kind, sorted(identity(n, workspace) for n in reference), sorted(identity(n, workspace) for n in levers), point])[:24]
+
+
+def stacked(stack: list[str], levers: list[str]) -> list[str]:
+    return [*stack, *(name for name in levers if name not in stack)]
+
+
+def conflict(stack: list[str], levers: list[str]) -> str | None:
+    """Why `levers` cannot go on `stack`: a knob the stack sets to another value (check_candidate finds the rest)."""
+    knobs = {name.split("=", 1)[0]: name for name in stack if name.startswith("knob:")}
+    for name in levers:
+        other = knobs.get(name.split("=", 1)[0]) if name.startswith("knob:") else None
+        if other is not None and other != name:
+            return f"{name} sets the knob {other} already sets"
+    return None
+
+
+class Campaign:
+    def __init__(self, session: Session, request: OptimizeRequest, workspace: Workspace, control: Control, progress: ProgressFn | None = None) -> None:
+        self.session, self.request, self.workspace, self.control, self.progress = session, request, workspace, control, progress
+        self.ledger, self.frozen = session.ledger, session.frozen
+        self.settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s)
+        self.started = time.monotonic()
+        # levers omitted on a resume: those the campaign was started with (else every applicable one)
+        self.chosen = request.levers if request.levers is not None else self.ledger.get_json("request", {}).get("levers")
+
+    # state -------------------------------------------------------------------------------------
+    def key(self, kind: str, reference: list[str], levers: list[str], point: dict[str, str] | None = None) -> str:
+        return measurement_key(kind, reference, levers, point, self.workspace)
+
+    def stack(self) -> list[str]:
+        return stack_of(self.ledger.records())
+
+    def candidates(self) -> list[Record]:
+        return [r for r in self.ledger.records() if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
+
+    def set_phase(self, phase: Phase) -> None:
+        self.ledger.set("phase", phase)
+
+    # stop rules ----------------------------------------------------------------------------------
+    def check(self) -> None:
+        """The hard rules, before any measurement: a stop request, the device-hour budget, the deadline."""
+        if self.control.stop.is_set() or self.ledger.get("stop_requested"):
+            raise Stopped("stopped on request (optimize stop)", hard=True)
+        spent = self.ledger.spent_s()
+        if spent >= self.request.budget_device_s:
+            raise Stopped(f"device-hour budget spent ({spent:.1f} of {self.request.budget_device_s:g} device-s)", hard=True)
+        if self.request.deadline_s is not None and time.monotonic() - self.started >= self.request.deadline_s:
+            raise Stopped(f"wall-clock deadline of {self.request.deadline_s:g} s reached", hard=True)
+
+    def check_search(self) -> None:
+        """The hard rules, then those that end the search (the sweep still runs): count, patience, target."""
+        self.check()
+        tried = self.candidates()
+        if len(tried) >= self.request.max_candidates:
+            raise Stopped(f"reached max_candidates ({self.request.max_candidates})", hard=False)
+        if self.request.patience is not None:
+            since = 0
+            for record in tried:
+                since = 0 if record.decision in ("KEEP", "WINNER") else since + (record.result.verdict in TIMED)
+            if since >= self.request.patience:
+                raise Stopped(f"patience: {since} timed candidates in a row without a gain beyond the noise band", hard=False)
+        gain = self.gain()
+        if self.request.target_speedup is not None and gain is not None and gain >= self.request.target_speedup:
+            raise Stopped(f"reached the target speedup of {self.request.target_speedup:g}x ({gain:.3g}x measured)", hard=False)
+
+    def gain(self) -> float | None:
+        stack = self.stack()
+        found = [r for r in self.ledger.records() if r.phase == "revalidate" and r.decision == "MEASURED" and r.result.levers == stack]
+        return found[-1].result.speedup if found and stack else None
+
+    # the loop -----------------------------------------------------------------------------------
+    def run(self) -> str:
+        """Every phase to its end or a stop rule; the stop reason."""
+        self.ledger.clear("stop_requested")
+        self.ledger.clear("closed_at")
+        self.ledger.set("state", "running")
+        self.ledger.set("pid", str(os.getpid()))
+        self.ledger.set_json("request", {**self.request.model_dump(mode="json"), "levers": self.chosen})
+        devices = device_slots(self.frozen.vendor, self.request.devices)
+        reason = "every phase ran to its end"
+        try:
+            with Slots(devices, self.frozen, self.settings, self.session.folder / "runs", self.workspace, self.ledger.add_spent) as slots:
+                self.control.opened.set()
+                try:
+                    self.baseline(slots.first)
+                    try:
+                        self.levers(slots)
+                        self.combine(slots.first)
+                        self.kernels(slots.first)
+                    except Stopped as stop:
+                        if stop.hard:
+                            raise
+                        reason = stop.reason
+                    self.sweep(slots.first)
+                except Stopped as stop:
+                    reason = stop.reason
+        except WorkloadFailure as failure:  # a reference worker (the baseline or the stack) failed: nothing can be judged
+            reason = f"error: {refusal(failure, self.frozen.target.workload, self.request.timeout_s)}"
+        except HyperloomError as exc:
+            reason = f"error: {exc}"
+        finally:
+            self.control.opened.set()
+            self.ledger.set("state", "stopped")
+        self.ledger.set("stop_reason", reason)
+        shutil.rmtree(self.session.folder / "runs", ignore_errors=True)
+        return reason
+
+    def baseline(self, slot: Slot) -> None:
+        self.set_phase("baseline")
+        self.check()
+        base = slot.reference([])
+        if self.ledger.get("baseline") is None:
+            started = time.perf_counter()
+            legs, device = baseline_legs(base.process, self.settings.steps_per_leg, BASELINE_CI, BASELINE_MAX_LEGS)
+            self.ledger.add_spent(time.perf_counter() - started)
+            info = base.info
+            evidence = measured("optimize", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
+                                inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
+            self.ledger.set_json("baseline", {"stats": summarize(legs).model_dump(), "device_step_s": device, "points": info.get("points", []),
+                                              "knob_defaults": info.get("knob_defaults", {}), "evidence": evidence.model_dump(mode="json")})
+
+    def applicable(self) -> list[str]:
+        """The levers tried alone: those asked for, else every catalog lever for this vendor and each other value of a Literal knob."""
+        if self.chosen is not None:
+            return list(dict.fromkeys(self.chosen))
+        defaults = self.ledger.get_json("baseline", {}).get("knob_defaults", {})
+        knobs = [f"knob:{name}={value}" for name, values in self.frozen.declared_knobs.items() if values
+                 for value in values if value != str(self.frozen.target.knobs.get(name, defaults.get(name)))]
+        levers = sorted((item for item in CATALOG if self.frozen.vendor in item.vendors), key=lambda item: (COST[item.kind], item.name == "compile_max_autotune"))
+        return knobs + [item.name for item in levers]
+
+    def levers(self, slots: Slots) -> None:
+        self.set_phase("levers")
+        jobs = []
+        for name in self.applicable():
+            try:
+                check_candidate([name], self.frozen.vendor, self.frozen.declared_knobs)
+            except HyperloomError as exc:
+                self.ledger.add_note(f"lever {name} not tried: {exc.cause}")
+                continue
+            key = self.key("candidate", [], [name])
+            if self.ledger.find(key) is None:
+                jobs.append(Job(key, "levers", [name], [], [name], "catalog"))
+        slots.run_many(jobs, lambda slot, job: self.measure(slot, job, lambda r: "WINNER" if r.verdict == "FASTER" else "DROPPED"), self.check_search)
+
+    def combine(self, slot: Slot) -> None:
+        self.set_phase("combine")
+        winners = sorted((r for r in self.ledger.records() if r.phase == "levers" and r.decision == "WINNER"), key=lambda r: -(r.result.speedup or 0))
+        for winner in winners:
+            stack = self.stack()
+            if set(winner.result.levers) <= set(stack):
+                continue
+            if not stack:
+                self.keep_first(winner)
+            else:
+                self.check_search()
+                if not self.try_on_stack(slot, stack, winner.result.levers, "combination", f"winner #{winner.seq} on the stack"):
+                    continue
+            self.revalidate(slot, stack)
+
+    def kernels(self, slot: Slot) -> None:
+        """The agent's proposals, stacked one at a time; waits up to proposal_wait_s for the next one."""
+        self.set_phase("kernels")
+        waiting_since = time.monotonic()
+        while True:
+            self.check_search()
+            queued = self.ledger.queued()
+            if not queued:
+                if time.monotonic() - waiting_since >= self.request.proposal_wait_s:
+                    return
+                time.sleep(POLL_S)
+                continue
+            proposal_id, levers, note = queued[0]
+            stack = self.stack()
+            if self.try_on_stack(slot, stack, levers, "agent", note):
+                self.revalidate(slot, stack)
+            self.ledger.take(proposal_id)  # after its record: a campaign killed mid-trial runs it again on resume
+            waiting_since = time.monotonic()
+
+    def keep_first(self, winner: Record) -> None:
+        """The fastest single lever starts the stack: its own measurement against the baseline is the evidence."""
+        key = self.key("keep", [], winner.result.levers)
+        if self.ledger.find(key) is None:
+            self.ledger.record(Record(seq=0, key=key, phase="combine", reference=[], proposer="campaign", note=f"the fastest single lever (#{winner.seq})",
+                                      decision="KEEP", result=winner.result, device=winner.device, device_s=0.0, finished_at=_now()))
+
+    def try_on_stack(self, slot: Slot, stack: list[str], levers: list[str], proposer: str, note: str) -> bool:
+        """`levers` on top of `stack`, A/B-timed against the stack; True when kept."""
+        candidate = stacked(stack, levers)
+        new = [n for n in candidate if n not in stack]
+        why = conflict(stack, new) if new else "every lever is on the stack already"
+        if why is None:
+            try:
+                check_candidate(candidate, self.frozen.vendor, self.frozen.declared_knobs)
+            except HyperloomError as exc:
+                why = exc.cause
+        if why is not None:
+            self.ledger.add_note(f"{' + '.join(levers)} not tried on {' + '.join(stack) or 'the baseline'}: {why}")
+            return False
+        phase: Phase = "kernels" if proposer == "agent" else "combine"
+        key = self.key("candidate", stack, candidate)
+        record = self.ledger.find(key) or self.measure(slot, Job(key, phase, candidate, stack, new, proposer, note),
+                                                      lambda r: "KEEP" if r.verdict == "FASTER" else "REVERT")
+        return record.decision == "KEEP"
+
+    def revalidate(self, slot: Slot, previous: list[str]) -> None:
+        """The whole stack against the pure baseline; a stack not faster than it is reverted to `previous`."""
+        self.set_phase("revalidate")
+        self.check()
+        stack = self.stack()
+        key = self.key("revalidate", [], stack)
+        if self.ledger.find(key) is None:
+            def decide(result: CandidateResult) -> Decision:
+                return "MEASURED" if result.verdict in TIMED and (result.speedup or 0) >= 1 else "REGRESSION"
+            record = self.measure(slot, Job(key, "revalidate", stack, [], stack, "campaign", "the whole stack against the baseline", fallback=previous), decide)
+            if record.decision == "REGRESSION":
+                self.ledger.add_note(f"the stack {' + '.join(stack)} failed its revalidation ({record.result.verdict}: {record.result.reason[:200]}); "
+                                     f"reverted to {' + '.join(previous) or 'the baseline'}")
+
+    def sweep(self, slot: Slot) -> None:
+        self.set_phase("sweep")
+        stack = self.stack()
+        points = self.ledger.get_json("baseline", {}).get("points", [])
+        if not stack or not points:
+            return
+        for raw in points:
+            point = _point(raw, self.frozen.declared_knobs)
+            if point is None:
+                self.ledger.add_note(f"sweep point {str(raw)[:80]} skipped: a point is a dict of the workload's knobs and their values")
+                continue
+            self.check()
+            key = self.key("sweep", [], stack, point)
+            if self.ledger.find(key) is None:
+                self.measure(slot, Job(key, "sweep", stack, [], stack, "campaign", "the final stack at a declared point", point),
+                             lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - OptimizeRequest.noise_band else "REGRESSION")
+
+    # one measurement ----------------------------------------------------------------------------
+    def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:
+        """Run `job` on `slot` beside its reference and record it with its decision and device time."""
+        reference = slot.reference(job.reference, job.point)
+        levers = [lever(name) for name in job.levers]
+        references = (load_outputs(reference.outputs, list(self.frozen.tolerances)) if job.point is not None
+                      else {n: reference_of(self.frozen, n) for n in self.frozen.tolerances})
+        new = [lever(name) for name in job.new]
+        folder = slot.folder / job.key
+        started = time.perf_counter()
+        result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, self.settings, folder, self.workspace,
+                       target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend)
+        device_s = time.perf_counter() - started
+        shutil.rmtree(folder, ignore_errors=True)
+        record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,
+                                           decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=device_s, finished_at=_now()))
+        if self.progress is not None:
+            self.progress(len(self.candidates()), self.request.max_candidates)
+        return record
+
+
+def _point(raw: object, declared: dict[str, list[str] | None]) -> dict[str, str] | None:
+    if not isinstance(raw, dict) or not raw or any(str(k) not in declared for k in raw):
+        return None
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat()

@@ -1,0 +1,154 @@
+"""A campaign's status and its close: report.md, breakdown.json (validators/optimize_breakdown.schema.json) and
+campaign.png, all computed from the ledger alone, so closing again (after a stop, a budget, a resume) writes the same."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+from pathlib import Path
+
+from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.evidence import Evidence
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest, OptimizeStatus, Phase, Record, State, SweepNote, stack_of
+from hyperloom.tools.optimize.session import Session
+
+REPORT, BREAKDOWN, PLOT = "report.md", "breakdown.json", "campaign.png"
+RAY_NOTE = ("many workloads run one after another in this process (workload_list: [...]); spreading them over machines with Ray is not built "
+            "(ray is not installed here)")
+
+
+def status_of(session: Session, workspace: Workspace, state: State | None = None, error: str | None = None) -> OptimizeStatus:
+    ledger = session.ledger
+    records = ledger.records()
+    request = OptimizeRequest.model_validate(ledger.get_json("request", {"session": session.name}))
+    stack = stack_of(records)
+    revalidated = [r for r in records if r.phase == "revalidate" and r.decision == "MEASURED" and r.result.levers == stack]
+    last = revalidated[-1].result if revalidated and stack else None
+    baseline = ledger.get_json("baseline", None)
+    base_s = baseline["stats"]["median_s"] if baseline else None
+    tried = [r for r in records if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
+    state = state or ("closed" if ledger.get("closed_at") else "stopped" if ledger.get("stop_reason") else "not running")
+    phase: Phase = "closed" if state == "closed" else ledger.get("phase") or "baseline"  # type: ignore[assignment]
+    spent = ledger.spent_s()
+    stop = ledger.get("stop_reason")
+    summary = (f"{session.name}: {state}, phase {phase}; {len(tried)} candidate(s) tried; "
+               + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated)" if last and last.speedup
+                  else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
+               + (f"; baseline {base_s * 1e3:.3g} ms/step" if base_s else "")
+               + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f"; stopped: {stop}" if stop and state != "running" else ""))
+    return OptimizeStatus(session=session.name, workload=session.frozen.target.workload, folder=workspace.relative(session.folder), state=state, phase=phase,
+                          summary=summary,
+                          candidates=len(tried), pending_proposals=len(ledger.queued()), stack=stack, gain=last.speedup if last else None,
+                          gain_ci95=last.speedup_ci95 if last else None, baseline_step_s=base_s, budget_device_s=request.budget_device_s,
+                          spent_device_s=spent, stop_reason=stop, error=error)
+
+
+def build_report(session: Session, workspace: Workspace, state: State | None = None, error: str | None = None) -> OptimizeReport:
+    ledger = session.ledger
+    records = ledger.records()
+    baseline = ledger.get_json("baseline", None)
+    points = baseline.get("points", []) if baseline else []
+    sweep = [r for r in records if r.phase == "sweep"]
+    status = status_of(session, workspace, state, error)
+    note = ("the workload declares no points (a `points` attribute: a list of knob dicts); nothing swept" if not points
+            else "nothing kept: the baseline is the final stack, nothing to sweep" if not status.stack
+            else f"{len(sweep)} of {len(points)} declared point(s) swept" + ("" if len(sweep) == len(points) else " (the rest skipped or not reached: see notes)"))
+    return OptimizeReport(
+        status=status, records=records, sweep_note=SweepNote(declared=len(points), swept=len(sweep), note=note),
+        notes=ledger.get_json("notes", []), evidence=Evidence.model_validate(baseline["evidence"]) if baseline else None,
+        report_md=workspace.relative(session.folder / REPORT), breakdown_json=workspace.relative(session.folder / BREAKDOWN), plot=None)
+
+
+def close(session: Session, workspace: Workspace, error: str | None = None) -> OptimizeReport:
+    """Write report.md, breakdown.json and the plot; mark the session closed. Idempotent."""
+    if not session.ledger.get("closed_at"):
+        session.ledger.set("closed_at", dt.datetime.now(dt.timezone.utc).isoformat())
+    report = build_report(session, workspace, "closed", error)
+    plot = _plot(report, session.folder / PLOT)
+    report = report.model_copy(update={"plot": workspace.relative(plot) if plot else None})
+    write_bytes_atomic(session.folder / BREAKDOWN, report.model_dump_json(indent=2).encode() + b"\n")
+    write_bytes_atomic(session.folder / REPORT, markdown(report).encode())
+    return report
+
+
+def _speed(r: Record) -> str:
+    ci = f" [{r.result.speedup_ci95[0]:.3g}-{r.result.speedup_ci95[1]:.3g}]" if r.result.speedup_ci95 else ""
+    return f"{r.result.speedup:.3g}x{ci}" if r.result.speedup else "-"
+
+
+def markdown(report: OptimizeReport) -> str:
+    s = report.status
+    candidates, revalidations, sweep = _split(report.records)
+    lines = [f"# Optimize {s.session}: {s.workload}", ""]
+    if report.evidence is not None:
+        e = report.evidence
+        lines += [f"{e.tag.value} by {e.source} on {e.device} ({e.target}), {e.at:%Y-%m-%d %H:%M} UTC; "
+                  + ", ".join(f"{k} {v}" for k, v in e.toolchain.items()) + ".", ""]
+    lines += [s.summary, ""]
+    if s.baseline_step_s:
+        lines += [f"Baseline: {s.baseline_step_s * 1e3:.4g} ms per step (median of its legs alone, MEASURED).", ""]
+    lines += ["## Final stack", "",
+              (f"{' + '.join(s.stack)}: **{s.gain:.3g}x** the baseline end to end"
+               + (f" (95 % interval {s.gain_ci95[0]:.3g}-{s.gain_ci95[1]:.3g})" if s.gain_ci95 else "")
+               + ", MEASURED as one candidate against the pure baseline, interleaved." if s.gain else
+               f"{' + '.join(s.stack)} (not revalidated)" if s.stack else "Nothing kept: no candidate was measured faster and gated."), ""]
+    lines += ["## Candidates", "", "| # | phase | levers | against | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [_row(r) for r in candidates]
+    if revalidations:
+        lines += ["", "## Whole-stack revalidations (after each keep)", "", "| # | stack | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.seq} | {' + '.join(r.result.levers)} | {r.decision} | {r.result.verdict} | {_speed(r)} | {r.device_s:.1f} | {_why(r)} |" for r in revalidations]
+    lines += ["", "## Sweep", "", report.sweep_note.note + "."]
+    if sweep:
+        lines += ["", "| # | point | decision | verdict | speedup [95 %] | why |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r.seq} | {r.point} | {r.decision} | {r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in sweep]
+    lines += ["", "## Budget and stop", "", f"{s.spent_device_s:.1f} of {s.budget_device_s:g} device-s spent (MEASURED: the wall time workers held a device). "
+              f"Stopped: {s.stop_reason or '-'}."]
+    if report.notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _split(records: list[Record]) -> tuple[list[Record], list[Record], list[Record]]:
+    """(candidates, revalidations, sweep points), each in order."""
+    return ([r for r in records if r.phase not in ("revalidate", "sweep")], [r for r in records if r.phase == "revalidate"],
+            [r for r in records if r.phase == "sweep"])
+
+
+def _why(r: Record) -> str:
+    return r.result.reason.replace("|", "/").replace("\n", " ")[:240]
+
+
+def _row(r: Record) -> str:
+    return (f"| {r.seq} | {r.phase} | {' + '.join(r.result.levers)} | {' + '.join(r.reference) or 'baseline'} | {r.decision} | {r.result.verdict} | "
+            f"{_speed(r)} | {r.device_s:.1f} | {_why(r)} |")
+
+
+def _plot(report: OptimizeReport, path: Path) -> Path | None:
+    timed = [r for r in report.records if r.result.speedup and r.phase != "sweep"]
+    if not timed:
+        return None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    figure, axis = plt.subplots(figsize=(8, 0.6 + 0.4 * len(timed)))
+    names = [f"#{r.seq} {r.phase}: {' + '.join(r.result.levers)}"[:60] for r in timed]
+    speedups = [r.result.speedup or 0.0 for r in timed]
+    low = [s - (r.result.speedup_ci95 or [s, s])[0] for s, r in zip(speedups, timed, strict=True)]
+    high = [(r.result.speedup_ci95 or [s, s])[1] - s for s, r in zip(speedups, timed, strict=True)]
+    colors = ["tab:blue" if r.phase == "revalidate" else "tab:green" if r.decision in ("KEEP", "WINNER") else "tab:gray" for r in timed]
+    axis.barh(names, speedups, xerr=[low, high], color=colors)
+    axis.invert_yaxis()
+    axis.axvline(1.0, color="black", linewidth=0.8)
+    axis.set_xlabel("speedup over its reference (blue: the whole stack over the baseline), 95 % interval")
+    axis.set_title(f"{report.status.session}: {report.status.workload}"[:90], fontsize=9)
+    figure.tight_layout()
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    plt.close(figure)
+    write_bytes_atomic(path, buffer.getvalue())
+    return path

@@ -1,0 +1,146 @@
+"""Where a campaign's measurements run: one slot per device (a GPU it may use, or the CPU), each with its own live
+reference workers (the baseline, and the stack of kept levers), so independent candidates run at once, one per
+device, each A/B-timed beside a reference on its own device. Parallel slots spend the device-hour budget sooner;
+they do not raise it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.core.hashing import sha256_json
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.tune.devices import idle_gpus
+from hyperloom.tools.workload.ab import ABSettings, saved_outputs, target_with
+from hyperloom.tools.workload.frozen import Frozen, compare, reference
+from hyperloom.tools.workload.levers import lever
+from hyperloom.tools.workload.process import WorkloadProcess
+
+BACKENDS = {"cuda": "cuda", "rocm": "hip"}
+LIVE_REFERENCES = 2  # the baseline and the current stack; another is started on demand
+T = TypeVar("T")
+
+
+def device_slots(vendor: str, devices: list[int] | None) -> list[int | None]:
+    """One slot per device: the GPUs asked for, else every idle one (the first when none answers); the CPU: one slot."""
+    if vendor == "cpu":
+        return [None]
+    return list(dict.fromkeys(devices or idle_gpus(BACKENDS[vendor]) or [0]))
+
+
+@dataclass
+class Reference:
+    """A live reference worker: built with `levers` at `point`, warmed, its outputs saved and its evidence read."""
+
+    levers: list[str]
+    point: dict[str, str] | None
+    process: WorkloadProcess
+    evidence: dict[str, Any]
+    outputs: Path
+    info: dict[str, Any]
+
+
+class Slot:
+    """One device and its reference workers. Not shared between threads: the campaign hands each slot one job at a time."""
+
+    def __init__(self, device: int | None, frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace, charge: Callable[[float], None]) -> None:
+        self.device, self.frozen, self.settings, self.folder, self.workspace, self.charge = device, frozen, settings, folder, workspace, charge
+        self.backend = BACKENDS.get(frozen.vendor, "cuda")
+        self.label = "cpu" if device is None else f"gpu {device}"
+        self.live: dict[str, Reference] = {}
+
+    def reference(self, levers: list[str], point: dict[str, str] | None = None) -> Reference:
+        """The reference worker for `levers` at `point`, started (its time charged) unless it is live already."""
+        key = sha256_json([sorted(levers), point])[:16]
+        if key in self.live:
+            return self.live[key]
+        for stale in [k for k, r in self.live.items() if r.levers or r.point][: max(0, len(self.live) - LIVE_REFERENCES + 1)]:
+            self.live.pop(stale).process.close()
+        chosen = [lever(name) for name in levers]
+        folder = self.folder / f"reference-{key}"
+        started = time.perf_counter()
+        process = WorkloadProcess(target_with(self.frozen.target, chosen, point), chosen, folder, self.workspace, self.settings.timeout_s,
+                                  device=self.device, backend=self.backend)
+        try:
+            process.__enter__()
+            process.warmup(self.settings.warmup_steps)
+            outputs = saved_outputs(process, folder / "outputs")
+            if not levers and point is None:
+                checks = compare(outputs, {n: reference(self.frozen, n) for n in self.frozen.tolerances}, self.frozen.tolerances)
+                if not all(c.passed for c in checks):
+                    raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:500],
+                                         "freeze the workload again (workload freeze, overwrite) and start a new session, or find what changed")
+            evidence = process.engagement()
+        except BaseException:
+            process.close()
+            raise
+        finally:
+            self.charge(time.perf_counter() - started)
+        self.live[key] = Reference(levers, point, process, evidence, outputs, process.info)
+        return self.live[key]
+
+    def close(self) -> None:
+        for ref in self.live.values():
+            ref.process.close()
+        self.live.clear()
+
+
+class Slots:
+    """The campaign's slots; run_many spreads independent jobs over them, one job per slot at a time."""
+
+    def __init__(self, devices: list[int | None], frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace,
+                 charge: Callable[[float], None]) -> None:
+        self.slots = [Slot(d, frozen, settings, folder / ("cpu" if d is None else f"gpu{d}"), workspace, charge) for d in devices]
+
+    @property
+    def first(self) -> Slot:
+        return self.slots[0]
+
+    def __enter__(self) -> Slots:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for slot in self.slots:
+            slot.close()
+
+    def run_many(self, jobs: list[T], run: Callable[[Slot, T], None], check: Callable[[], None]) -> None:
+        """Run every job on the first free slot; `check` (a stop rule, raising) runs before each job starts. The first
+        exception stops the hand-out; jobs in flight finish; it is raised once every slot is idle."""
+        pending = list(jobs)
+        lock = threading.Lock()
+        failures: list[BaseException] = []
+
+        def worker(slot: Slot) -> None:
+            while True:
+                with lock:
+                    if failures or not pending:
+                        return
+                    try:
+                        check()
+                    except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                        failures.append(exc)
+                        return
+                    job = pending.pop(0)
+                try:
+                    run(slot, job)
+                except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+                    with lock:
+                        failures.append(exc)
+                    return
+
+        if len(self.slots) == 1:
+            worker(self.first)
+        else:
+            threads = [threading.Thread(target=worker, args=(slot,), name=f"optimize-{slot.label}", daemon=True) for slot in self.slots]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        if failures:
+            raise failures[0]
