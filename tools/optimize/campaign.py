@@ -40,7 +40,7 @@ from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, load_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import reference as reference_of
-from hyperloom.tools.workload.levers import CATALOG, check_candidate, lever
+from hyperloom.tools.workload.levers import CATALOG, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import WorkloadFailure
 
@@ -334,10 +334,10 @@ class Campaign:
     def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:
         """Run `job` on `slot` beside its reference and record it with its decision and device time."""
         reference = slot.reference(job.reference, job.point)
-        levers = [lever(name) for name in job.levers]
+        levers = prepared(job.levers, self.frozen.vendor, self.frozen.declared_knobs, self.workspace)
         references = (load_outputs(reference.outputs, list(self.frozen.tolerances)) if job.point is not None
                       else {n: reference_of(self.frozen, n) for n in self.frozen.tolerances})
-        new = [lever(name) for name in job.new]
+        new = [item for item in levers if item.name in job.new]
         folder = slot.folder / job.key
         started = time.perf_counter()
         result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, self.settings, folder, self.workspace,

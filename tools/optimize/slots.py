@@ -19,7 +19,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.tune.devices import idle_gpus
 from hyperloom.tools.workload.ab import ABSettings, saved_outputs, target_with
 from hyperloom.tools.workload.frozen import Frozen, compare, reference
-from hyperloom.tools.workload.levers import lever
+from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
@@ -62,7 +62,7 @@ class Slot:
             return self.live[key]
         for stale in [k for k, r in self.live.items() if r.levers or r.point][: max(0, len(self.live) - LIVE_REFERENCES + 1)]:
             self.live.pop(stale).process.close()
-        chosen = [lever(name) for name in levers]
+        chosen = prepared(levers, self.frozen.vendor, self.frozen.declared_knobs, self.workspace)
         folder = self.folder / f"reference-{key}"
         started = time.perf_counter()
         process = WorkloadProcess(target_with(self.frozen.target, chosen, point), chosen, folder, self.workspace, self.settings.timeout_s,
