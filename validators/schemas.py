@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperloom.core.errors import HyperloomError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 
 @lru_cache(maxsize=None)
@@ -31,3 +34,11 @@ def require_valid(name: str, document: Any, label: str, next_step: str) -> None:
     if errors := schema_errors(name, document):
         shown = "; ".join(errors[:5]) + (f"; and {len(errors) - 5} more" if len(errors) > 5 else "")
         raise HyperloomError(f"{label} does not follow the {name} format: {shown}", next_step)
+
+
+def model_schema(model: type[BaseModel], schema_id: str, title: str, description: str) -> dict[str, Any]:
+    """A result model's JSON Schema as Hyperloom commits it under validators/: draft 2020-12, with its id, title and
+    description (what file it describes) in place of pydantic's."""
+    schema = model.model_json_schema()
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": schema_id, "title": title, "description": description,
+            **{k: v for k, v in schema.items() if k not in ("title", "description")}}

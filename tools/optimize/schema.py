@@ -9,14 +9,12 @@ import json
 from typing import Any
 
 from hyperloom.tools.optimize.models import OptimizeReport
+from hyperloom.validators.schemas import model_schema
 
 
 def breakdown_schema() -> dict[str, Any]:
-    schema = OptimizeReport.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "hyperloom.optimize_breakdown/1",
-            "title": "Hyperloom optimize campaign breakdown",
-            "description": "breakdown.json in a campaign's folder (.hyperloom/optimize/<name>/): the OptimizeReport optimize_report returns once it is closed.",
-            **{k: v for k, v in schema.items() if k not in ("title", "description")}}
+    return model_schema(OptimizeReport, "hyperloom.optimize_breakdown/1", "Hyperloom optimize campaign breakdown",
+                        "breakdown.json in a campaign's folder (.hyperloom/optimize/<name>/): the OptimizeReport optimize_report returns once it is closed.")
 
 
 if __name__ == "__main__":

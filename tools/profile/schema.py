@@ -9,14 +9,12 @@ import json
 from typing import Any
 
 from hyperloom.tools.profile.models import ProfileResult
+from hyperloom.validators.schemas import model_schema
 
 
 def result_schema() -> dict[str, Any]:
-    schema = ProfileResult.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "hyperloom.profile/1",
-            "title": "Hyperloom profile result",
-            "description": "profile.json in a profile run's folder (.hyperloom/profile/<name>/): the ProfileResult the tool returns.",
-            **{k: v for k, v in schema.items() if k not in ("title", "description")}}
+    return model_schema(ProfileResult, "hyperloom.profile/1", "Hyperloom profile result",
+                        "profile.json in a profile run's folder (.hyperloom/profile/<name>/): the ProfileResult the tool returns.")
 
 
 if __name__ == "__main__":

@@ -9,14 +9,12 @@ import json
 from typing import Any
 
 from hyperloom.tools.workload.models import WorkloadBenchResult
+from hyperloom.validators.schemas import model_schema
 
 
 def result_schema() -> dict[str, Any]:
-    schema = WorkloadBenchResult.model_json_schema()
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "hyperloom.workload_bench/1",
-            "title": "Hyperloom workload bench result",
-            "description": "result.json in a workload session's bench folder (.hyperloom/workload/<name>/bench/): the WorkloadBenchResult the tool returns.",
-            **{k: v for k, v in schema.items() if k not in ("title", "description")}}
+    return model_schema(WorkloadBenchResult, "hyperloom.workload_bench/1", "Hyperloom workload bench result",
+                        "result.json in a workload session's bench folder (.hyperloom/workload/<name>/bench/): the WorkloadBenchResult the tool returns.")
 
 
 if __name__ == "__main__":
