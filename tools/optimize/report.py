@@ -4,13 +4,13 @@ campaign.png, all computed from the ledger alone, so closing again (after a stop
 from __future__ import annotations
 
 import datetime as dt
-import io
 from pathlib import Path
 
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest, OptimizeStatus, Phase, Record, State, SweepNote, stack_of
+from hyperloom.tools.workload.plot import Bar, speedup_bars
 from hyperloom.tools.optimize.session import Session
 
 REPORT, BREAKDOWN, PLOT = "report.md", "breakdown.json", "campaign.png"
@@ -125,30 +125,8 @@ def _row(r: Record) -> str:
 
 
 def _plot(report: OptimizeReport, path: Path) -> Path | None:
-    timed = [r for r in report.records if r.result.speedup and r.phase != "sweep"]
-    if not timed:
-        return None
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    figure, axis = plt.subplots(figsize=(8, 0.6 + 0.4 * len(timed)))
-    names = [f"#{r.seq} {r.phase}: {' + '.join(r.result.levers)}"[:60] for r in timed]
-    speedups = [r.result.speedup or 0.0 for r in timed]
-    low = [s - (r.result.speedup_ci95 or [s, s])[0] for s, r in zip(speedups, timed, strict=True)]
-    high = [(r.result.speedup_ci95 or [s, s])[1] - s for s, r in zip(speedups, timed, strict=True)]
-    colors = ["tab:blue" if r.phase == "revalidate" else "tab:green" if r.decision in ("KEEP", "WINNER") else "tab:gray" for r in timed]
-    axis.barh(names, speedups, xerr=[low, high], color=colors)
-    axis.invert_yaxis()
-    axis.axvline(1.0, color="black", linewidth=0.8)
-    axis.set_xlabel("speedup over its reference (blue: the whole stack over the baseline), 95 % interval")
-    axis.set_title(f"{report.status.session}: {report.status.workload}"[:90], fontsize=9)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    plt.close(figure)
-    write_bytes_atomic(path, buffer.getvalue())
-    return path
+    bars = [Bar(f"#{r.seq} {r.phase}: {' + '.join(r.result.levers)}"[:60], r.result.speedup, r.result.speedup_ci95,
+                "tab:blue" if r.phase == "revalidate" else "tab:green" if r.decision in ("KEEP", "WINNER") else "tab:gray")
+            for r in report.records if r.result.speedup and r.phase != "sweep"]
+    return speedup_bars(bars, f"{report.status.session}: {report.status.workload}",
+                        "speedup over its reference (blue: the whole stack over the baseline), 95 % interval", path, top_down=True)

@@ -3,12 +3,12 @@ and speedup.png (each candidate's speedup with its 95 % interval; matplotlib, wh
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload.models import WorkloadBenchResult
+from hyperloom.tools.workload.plot import Bar, speedup_bars
 
 
 def write_report(result: WorkloadBenchResult, folder: Path, workspace: Workspace) -> WorkloadBenchResult:
@@ -46,29 +46,5 @@ def markdown(result: WorkloadBenchResult) -> str:
 
 
 def _plot(result: WorkloadBenchResult, path: Path) -> Path | None:
-    timed = [c for c in result.candidates if c.speedup]
-    if not timed:
-        return None
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    figure, axis = plt.subplots(figsize=(7, 0.5 + 0.45 * len(timed)))
-    names = [" + ".join(c.levers) for c in timed]
-    speedups = [c.speedup or 0 for c in timed]
-    low = [s - (c.speedup_ci95 or [s, s])[0] for s, c in zip(speedups, timed, strict=True)]
-    high = [(c.speedup_ci95 or [s, s])[1] - s for s, c in zip(speedups, timed, strict=True)]
-    colors = ["tab:green" if c.verdict == "FASTER" else "tab:gray" for c in timed]
-    axis.barh(names, speedups, xerr=[low, high], color=colors)
-    axis.axvline(1.0, color="black", linewidth=0.8)
-    axis.set_xlabel("speedup over the baseline (per-pair ratios' median, 95 % interval)")
-    axis.set_title(f"{result.name}: end to end, {result.evidence.device}"[:90], fontsize=9)
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
-    plt.close(figure)
-    write_bytes_atomic(path, buffer.getvalue())
-    return path
+    bars = [Bar(" + ".join(c.levers), c.speedup, c.speedup_ci95, "tab:green" if c.verdict == "FASTER" else "tab:gray") for c in result.candidates if c.speedup]
+    return speedup_bars(bars, f"{result.name}: end to end, {result.evidence.device}", "speedup over the baseline (per-pair ratios' median, 95 % interval)", path)
