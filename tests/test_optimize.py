@@ -114,7 +114,9 @@ def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_r
     _keys_unique(report)
 
     # proposals: one that does not apply, one measured already, one new (stacked on what is kept, on resume)
-    for levers, message in ((["graph"], "does not apply on this machine"), (["overrides:kern.py"], "unknown lever"), (["knob:work=full"], "sets the knob")):
+    refused = ((["graph"], "does not apply on this machine"), (["turbo"], "unknown lever"), (["overrides:kern.py"], "overrides module"),
+               (["knob:work=full"], "sets the knob"))
+    for levers, message in refused:
         with pytest.raises(HyperloomError, match=message):
             optimize_propose(OptimizeProposeRequest(session="mlp", levers=levers), mlp)
     assert not optimize_propose(OptimizeProposeRequest(session="mlp", levers=["knob:pause=no"]), mlp).accepted  # on the stack already

@@ -21,7 +21,7 @@ from hyperloom.tools.optimize.models import (OptimizeProposeRequest, OptimizeRef
                                              WorkloadRow, stack_of)
 from hyperloom.tools.optimize.report import RAY_NOTE, build_report, close, status_of
 from hyperloom.tools.optimize.session import MANIFEST, Session, default_name, folder_of, open_campaign, open_existing, read_pass, write_pass
-from hyperloom.tools.workload.levers import check_candidate
+from hyperloom.tools.workload.levers import check_candidate, prepared
 
 OPEN_TIMEOUT_S = 3600.0  # a freeze runs the baseline twice before the campaign opens
 log = logging.getLogger(__name__)
@@ -145,7 +145,7 @@ def optimize_propose(request: OptimizeProposeRequest, workspace: Workspace, prog
         records = session.ledger.records()
         stack = stack_of(records)
         candidate = stacked(stack, request.levers)
-        check_candidate(candidate, session.frozen.vendor, session.frozen.declared_knobs)
+        prepared(candidate, session.frozen.vendor, session.frozen.declared_knobs, workspace)  # an overrides file outside the workspace or missing: refused now
         new = [n for n in candidate if n not in stack]
         key = measurement_key("candidate", stack, candidate, None, workspace)
         if not new:
