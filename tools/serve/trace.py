@@ -17,9 +17,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.serve.workload import WORDS
+from hyperloom.tools.serve.workload import WORDS, JsonlKind, read_jsonl
 
 MAX_SESSIONS = 100_000
+SESSIONS = JsonlKind("session", "trace", "use a smaller trace; sessions are replayed in turn", "write one session object per line")
 MAX_TRACE_TOKENS = 1 << 20
 # Chat templates wrap each message in role markers: a bound for their tokens when estimating a conversation's length.
 MESSAGE_OVERHEAD_TOKENS = 8
@@ -151,27 +152,18 @@ def conversations(session: Session, tokens_per_word: float) -> list[tuple[list[d
 
 def load_trace(path: Path, shown: str) -> list[Session]:
     """A trace file's sessions; a line that is not a session is refused with its number and the field at fault."""
-    sessions: list[Session] = []
-    try:
-        with path.open(encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    sessions.append(Session.model_validate_json(line))
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    where = ".".join(str(p) for p in first["loc"]) or "the line"
-                    raise HyperloomError(f"{shown} line {number} is not an agent-trace session: {where}: {first['msg']}",
-                                         "write one {\"id\": ..., \"turns\": [{\"messages\": [...], \"output_tokens\": N}]} object per line "
-                                         "(validators/agent_trace.schema.json)") from exc
-                if len(sessions) > MAX_SESSIONS:
-                    raise HyperloomError(f"{shown} has more than {MAX_SESSIONS} sessions", "use a smaller trace; sessions are replayed in turn")
-    except UnicodeDecodeError as exc:
-        raise HyperloomError(f"{shown} is not UTF-8 text", "save the trace as UTF-8 JSONL") from exc
-    if not sessions:
-        raise HyperloomError(f"{shown} holds no session", "write one session object per line")
-    return sessions
+
+    def session(number: int, line: str) -> Session:
+        try:
+            return Session.model_validate_json(line)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the line"
+            raise HyperloomError(f"{shown} line {number} is not an agent-trace session: {where}: {first['msg']}",
+                                 "write one {\"id\": ..., \"turns\": [{\"messages\": [...], \"output_tokens\": N}]} object per line "
+                                 "(validators/agent_trace.schema.json)") from exc
+
+    return read_jsonl(path, shown, session, SESSIONS, MAX_SESSIONS)
 
 
 def load_spec(path: Path, shown: str) -> AgentTraceSpec:

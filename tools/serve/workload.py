@@ -6,10 +6,12 @@ import json
 import random
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import NamedTuple, TypeVar
 
 from hyperloom.core.errors import HyperloomError
 
 MAX_PROMPTS = 100_000
+T = TypeVar("T")
 WORDS = (
     "the of and to in is that it was for on are as with his they at be this from have or by one had not but what all "
     "were when we there can an your which their said if do will each about how up out them then she many some so these "
@@ -52,25 +54,47 @@ async def calibrate_words(input_tokens: int, seed: int, measure: Measure, tries:
     return best
 
 
-def load_prompts(path: Path, shown: str) -> list[str]:
-    """The `prompt` of every line of a JSONL file; a line that is not such an object is refused with its number."""
-    prompts: list[str] = []
+class JsonlKind(NamedTuple):
+    """What a JSONL file holds, for the refusals read_jsonl words."""
+
+    what: str  # one record: "prompt", "session"
+    file: str  # the file, as a next step names it: "prompts file", "trace"
+    too_many: str  # the next step past `limit` records
+    empty: str  # the next step for a file with none
+
+
+def read_jsonl(path: Path, shown: str, parse: Callable[[int, str], T], kind: JsonlKind, limit: int) -> list[T]:
+    """parse(line number, line) of every non-blank line of a UTF-8 JSONL file; refused when it is not UTF-8, holds more
+    than `limit` records, or none (parse refuses a line itself, with its number)."""
+    records: list[T] = []
     try:
         with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
-                try:
-                    entry = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise HyperloomError(f"{shown} line {number} is not JSON ({exc.msg})", 'write one {"prompt": "..."} object per line') from exc
-                if not isinstance(entry, dict) or not isinstance(entry.get("prompt"), str) or not entry["prompt"]:
-                    raise HyperloomError(f"{shown} line {number} has no non-empty \"prompt\" string", 'write one {"prompt": "..."} object per line')
-                prompts.append(entry["prompt"])
-                if len(prompts) > MAX_PROMPTS:
-                    raise HyperloomError(f"{shown} has more than {MAX_PROMPTS} prompts", "use a smaller file; prompts are reused in turn")
+                records.append(parse(number, line))
+                if len(records) > limit:
+                    raise HyperloomError(f"{shown} has more than {limit} {kind.what}s", kind.too_many)
     except UnicodeDecodeError as exc:
-        raise HyperloomError(f"{shown} is not UTF-8 text", "save the prompts file as UTF-8 JSONL") from exc
-    if not prompts:
-        raise HyperloomError(f"{shown} holds no prompt", 'write one {"prompt": "..."} object per line')
-    return prompts
+        raise HyperloomError(f"{shown} is not UTF-8 text", f"save the {kind.file} as UTF-8 JSONL") from exc
+    if not records:
+        raise HyperloomError(f"{shown} holds no {kind.what}", kind.empty)
+    return records
+
+
+PROMPTS = JsonlKind("prompt", "prompts file", "use a smaller file; prompts are reused in turn", 'write one {"prompt": "..."} object per line')
+
+
+def load_prompts(path: Path, shown: str) -> list[str]:
+    """The `prompt` of every line of a JSONL file; a line that is not such an object is refused with its number."""
+
+    def prompt(number: int, line: str) -> str:
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HyperloomError(f"{shown} line {number} is not JSON ({exc.msg})", 'write one {"prompt": "..."} object per line') from exc
+        if not isinstance(entry, dict) or not isinstance(entry.get("prompt"), str) or not entry["prompt"]:
+            raise HyperloomError(f"{shown} line {number} has no non-empty \"prompt\" string", 'write one {"prompt": "..."} object per line')
+        return entry["prompt"]
+
+    return read_jsonl(path, shown, prompt, PROMPTS, MAX_PROMPTS)
