@@ -31,7 +31,7 @@ from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, saved_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import compare, read_frozen, reference
-from hyperloom.tools.workload.levers import check_candidate, resolve_files
+from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadBenchResult
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.report import write_report
@@ -39,7 +39,7 @@ from hyperloom.tools.workload.report import write_report
 
 def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress: ProgressFn | None = None) -> WorkloadBenchResult:
     frozen = read_frozen(request.name, workspace)
-    levers = [resolve_files(check_candidate(names, frozen.vendor, frozen.declared_knobs), workspace) for names in request.candidates]  # refused before any process starts
+    levers = [prepared(names, frozen.vendor, frozen.declared_knobs, workspace) for names in request.candidates]  # refused before any process starts
     runs = frozen.folder / "runs" / "bench"
     if runs.exists():
         shutil.rmtree(runs)

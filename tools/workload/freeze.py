@@ -15,11 +15,11 @@ from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.profile.workload import MODULE_FUNCTION
 from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
 from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, WorkloadFreezeRequest, WorkloadFreezeResult
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 
-MODULE_FUNCTION = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*$")
 RUNS = 2
 
 

@@ -119,12 +119,8 @@ def environment(levers: list[Lever], folder: str) -> dict[str, str]:
     return {key: value.replace("{folder}", folder) for item in levers if item.kind in ("env", "overrides") for key, value in item.env.items()}
 
 
-def resolve_files(levers: list[Lever], workspace: Workspace) -> list[Lever]:
-    """The levers with each overrides file resolved inside the workspace (refused outside it, or when missing)."""
-    return [replace(item, value=str(workspace.resolve(item.value, kind="file", suffix=".py", what="overrides module"))) if item.kind == "overrides" else item
-            for item in levers]
-
-
 def prepared(names: list[str], vendor: str, knobs: dict[str, list[str] | None], workspace: Workspace) -> list[Lever]:
-    """The levers of one candidate as a worker takes them: checked (check_candidate), files resolved in the workspace."""
-    return resolve_files(check_candidate(names, vendor, knobs), workspace)
+    """The levers of one candidate as a worker takes them: checked (check_candidate), each overrides file resolved inside
+    the workspace (refused outside it, or when missing)."""
+    return [replace(item, value=str(workspace.resolve(item.value, kind="file", suffix=".py", what="overrides module"))) if item.kind == "overrides" else item
+            for item in check_candidate(names, vendor, knobs)]

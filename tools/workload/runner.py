@@ -133,7 +133,14 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     whether the graph replayed, TunableOp's results file."""
     torch = _torch()
     evidence: dict[str, Any] = {"ops": {}, "kernels": {}}
-    if torch is not None:
+    replaced = any(lever["kind"] == "overrides" for lever in STATE.levers)
+    if replaced:
+        from hyperloom.tools.workload import overrides
+
+        before = overrides.calls()  # the replacements' calls in the profiled step below
+    if torch is None:
+        _one_step()
+    else:
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if STATE.gpu else [])
@@ -153,11 +160,7 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
             tunable.write_file()
             evidence["tunableop_files"] = sorted(p.name for p in Path(STATE.folder).glob("tunableop_results*.csv") if p.stat().st_size > 0)
     evidence["graph_replayed"] = STATE.graph is not None
-    if any(lever["kind"] == "overrides" for lever in STATE.levers):
-        from hyperloom.tools.workload import overrides
-
-        before = overrides.calls()
-        _one_step()
+    if replaced:
         evidence["override_calls"] = {target: count - before.get(target, 0) for target, count in overrides.calls().items()}
         evidence["wrapper_overhead_us"] = overrides.wrapper_overhead_us()
     return evidence
