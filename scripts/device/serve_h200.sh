@@ -46,7 +46,8 @@ run_sweep() {
   local command=("$server" -m "$model" --host 127.0.0.1 --port 8080 -np "$slots" -c "$context" -ngl 99 -fa on -t 8 --metrics --no-ui)
   echo "$name server command: ${command[*]}" >> "$env_txt"
   echo "$name sweep: hyperloom serve sweep --base-url http://127.0.0.1:8080/v1 $* --ready-timeout-s 300 -- <server command>" >> "$env_txt"
-  (cd "$ws" && python3 -m hyperloom.cli.main serve sweep --base-url http://127.0.0.1:8080/v1 "$@" --ready-timeout-s 300 -- "${command[@]}") \
+  # timeout: the device ends a command at 600 s; stopping the sweep first leaves time to copy what it wrote
+  (cd "$ws" && timeout -s INT "${SWEEP_LIMIT_S:-470}" python3 -m hyperloom.cli.main serve sweep --base-url http://127.0.0.1:8080/v1 "$@" --ready-timeout-s 300 -- "${command[@]}") \
     > "$out/${prefix}serve_sweep_report.txt" 2>&1 || echo "serve sweep exited with $?" >> "$out/${prefix}serve_sweep_report.txt"
   local folder; folder=$(ls -d "$ws"/.hyperloom/serve/*/ | head -n 1)
   for f in serve_sweep.json serve_sweep.png serve_sweep.svg; do cp "$folder/$f" "$out/${prefix}$f" 2>/dev/null || true; done
@@ -55,9 +56,9 @@ run_sweep() {
 # 256 slots is llama.cpp's sequence cap; -c is shared by the slots: 262144 gives each 1,024 tokens, room for 120 + 128
 # (131072 gave 512, and the old calibration's first guess of 120 words was 556 tokens: the sweep's first request failed).
 if [ "$phase" = sweep ]; then
-  run_sweep synthetic 256 262144 --max-concurrency 256 --input-tokens 120 --output-tokens 128 --max-duration-s 400
+  run_sweep synthetic 256 262144 --max-concurrency 256 --input-tokens 120 --output-tokens 128 --max-duration-s 300
 fi
 # The agent trace's sessions grow to about 7,400 tokens: 64 slots of 8,192 (KV cache 64 GiB at f16 beside the 15 GB model).
 if [ "$phase" = trace ]; then
-  run_sweep agent_trace 64 524288 --workload agent_trace --max-concurrency 64 --max-duration-s 420
+  run_sweep agent_trace 64 524288 --workload agent_trace --max-concurrency 64 --max-duration-s 300
 fi
