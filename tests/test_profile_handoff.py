@@ -159,12 +159,12 @@ def test_a_trace_with_a_python_stack_names_the_module_forward_to_replace(workspa
     shutil.copy(CPU_STACK, workspace.root / "stack.json")
     result = run_profile(ProfileRequest(trace="stack.json", name="stack", plot=False), workspace)
     by_kernel = {h.library: h for h in result.handoff if h.library}
-    assert by_kernel["rmsnorm"].module == "capture_cpu_decoder.Qwen2RMSNorm.forward"
-    assert by_kernel["silu_and_mul"].module == "capture_cpu_decoder.Qwen2MLP.forward"
+    assert by_kernel["rmsnorm"].module == "capture_cpu_decoder:Qwen2RMSNorm.forward"
+    assert by_kernel["silu_and_mul"].module == "capture_cpu_decoder:Qwen2MLP.forward"
     add = by_kernel["add_rmsnorm"]  # the residual add runs in the layer's own code, the norm in Qwen2RMSNorm
     assert add.module is None and any("Qwen2RMSNorm.forward" in n for n in add.notes)
     hotspot = next(h for h in result.handoff if h.kind == "hotspot" and h.ops == ["aten::addmm"])
-    assert hotspot.module == "torch.nn.modules.linear.Linear.forward"
+    assert hotspot.module == "torch.nn.modules.linear:Linear.forward"
 
 
 @pytest.mark.parametrize(("dtype", "kind", "expected"), [

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -42,6 +43,37 @@ def setup():
     return step
 '''
 
+WORKLOAD = '''
+import torch
+
+
+class Norm(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(64))
+
+    def forward(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+
+class Run:
+    """workload freeze's contract: step() and outputs()."""
+
+    def __init__(self):
+        self.model, self.x, self.y = Norm(), torch.randn(8, 64), None
+
+    def step(self):
+        with torch.no_grad():
+            self.y = self.model(self.x)
+
+    def outputs(self):
+        return {"y": self.y}
+
+
+def build(width: int = 64):
+    return Run()
+'''
+
 
 def _write(workspace, name: str, text: str) -> str:
     (workspace.root / name).write_text(text)
@@ -67,6 +99,32 @@ def test_a_module_function_is_set_up_once_and_called_once_per_step(workspace):
     assert len(result.step_wall_s) == 3
     mm = next(h for h in result.hotspots if h.label.startswith("aten::mm"))
     assert mm.calls == 3 and mm.flops_per_call == 2 * 32 * 128 * 128  # only the recorded steps, not warm-up or set-up
+
+
+def test_a_workload_factory_is_profiled_through_its_step_with_the_module_integrate_replaces(workspace):
+    """The object `workload freeze` takes (step() and outputs()) profiles as it is; the trace's Python stack names the
+    forward each op ran in, in the form integrate's replace takes."""
+    _write(workspace, "wl.py", WORKLOAD)
+    result = run_profile(ProfileRequest(workload="wl:build", steps=2, warmup_steps=1, name="wl", plot=False), workspace)
+    assert len(result.step_wall_s) == 2
+    rsqrt = next(h for h in result.hotspots if h.label.startswith("aten::rsqrt"))
+    assert rsqrt.calls == 2  # step() ran once a step: build() is the set-up, not the step
+    assert any(h.module == "wl:Norm.forward" for h in result.handoff), [h.module for h in result.handoff]
+
+
+def test_a_trace_with_unescaped_frame_names_is_repaired_into_json(tmp_path):
+    """torch's chrome export writes frame names as they are; one holding quotes made the trace unreadable."""
+    from hyperloom.tools.profile.capture import export_json
+
+    class Prof:
+        def export_chrome_trace(self, path: str) -> None:
+            Path(path).write_text('{"traceEvents": [\n  {\n    "ph": "X",\n    "name": """"",\n    "ts": 1\n  },\n'
+                                  '  {\n    "name": "kept \\"as\\" is",\n    "ts": 2\n  }\n]}\n')
+
+    trace = tmp_path / "trace.json"
+    export_json(Prof(), str(trace))
+    events = json.loads(trace.read_text())["traceEvents"]
+    assert [e["name"] for e in events] == ['"""', 'kept "as" is']
 
 
 @pytest.mark.parametrize(("body", "reason"), [

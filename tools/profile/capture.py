@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import runpy
 import sys
 import time
@@ -42,7 +43,8 @@ def _step_function(payload: dict[str, Any]) -> Callable[[], object]:
     sys.path.insert(0, payload["root"])
     function = getattr(importlib.import_module(module_name), function_name)
     made = function()  # set-up call, outside the profiler
-    return made if callable(made) else function
+    step = getattr(made, "step", None)  # a workload factory's object (workload freeze's contract): its step()
+    return step if callable(step) else made if callable(made) else function
 
 
 def _device_rows(prof: Any, gpu: bool) -> list[dict[str, Any]]:
@@ -59,6 +61,32 @@ def _device_rows(prof: Any, gpu: bool) -> list[dict[str, Any]]:
         rows.append({"name": event.key, "count": int(event.count), "self_device_time_us": float(self_us)})
     rows.sort(key=lambda r: r["self_device_time_us"], reverse=True)
     return rows
+
+
+NAME_LINE = re.compile(r'^(?P<indent>\s*)"name": "(?P<name>.*)",\s*$')
+
+
+def export_json(prof: Any, trace: str) -> None:
+    """The chrome trace, as JSON: torch's export writes frame names unescaped (torch 2.13 wrote a frame named by
+    three double quotes, a docstring's line), so a trace that does not parse has its name lines re-escaped."""
+    prof.export_chrome_trace(trace)
+    text = Path(trace).read_text(encoding="utf-8", errors="replace")
+    try:
+        json.loads(text)
+    except json.JSONDecodeError:
+        Path(trace).write_text("\n".join(_escaped(line) for line in text.splitlines()), encoding="utf-8")
+
+
+def _escaped(line: str) -> str:
+    """A `"name": ...,` line whose string is not valid JSON, with the name escaped; any other line as it is."""
+    match = NAME_LINE.match(line)
+    if match is None:
+        return line
+    try:
+        json.loads(f'"{match["name"]}"')
+        return line
+    except json.JSONDecodeError:
+        return f'{match["indent"]}"name": {json.dumps(match["name"])},'
 
 
 def capture(payload: dict[str, Any]) -> dict[str, Any]:
@@ -84,9 +112,9 @@ def capture(payload: dict[str, Any]) -> dict[str, Any]:
     if payload.get("profile", True):
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
         trace = payload["trace"]
-        # no with_stack: torch 2.13's export writes a frame named `"""` unescaped, so the trace is not JSON (stack.py reads one that is)
-        with profile(activities=activities, record_shapes=True, schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
-                     on_trace_ready=lambda p: p.export_chrome_trace(trace)) as prof:
+        # with_stack: the module forward each op ran in (stack.py), what integrate replaces
+        with profile(activities=activities, record_shapes=True, with_stack=True, schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
+                     on_trace_ready=lambda p: export_json(p, trace)) as prof:
             for _ in range(warmup + active):
                 timed_step()
                 prof.step()

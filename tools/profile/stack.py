@@ -1,7 +1,7 @@
 """The nn.Module forwards each op ran inside, from a torch.profiler trace captured with with_stack=True: its
 python_function events "nn.Module: Qwen2RMSNorm_0" and, under each, the frame
 "transformers/models/qwen2/modeling_qwen2.py(52): forward" name the module's class and file, so an op's ancestry reads
-as transformers.models.qwen2.modeling_qwen2.Qwen2RMSNorm.forward (outermost first). What integrate replaces."""
+as transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward (outermost first): integrate's `replace`, as written."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def keep(name: str) -> bool:
 
 
 def _qualified(module: Frame, frames: list[Frame]) -> str | None:
-    """pkg.file.Class.forward of a module call, from the first forward frame inside it."""
+    """pkg.file:Class.forward of a module call, from the first forward frame inside it."""
     cls = MODULE.match(module.name)
     inner = next((f for f in frames if module.start_us <= f.start_us and f.end_us <= module.end_us and FORWARD.match(f.name)), None)
     if cls is None:
@@ -36,8 +36,8 @@ def _qualified(module: Frame, frames: list[Frame]) -> str | None:
     if inner is None:
         return f"{cls['cls']}.forward"
     path = FORWARD.match(inner.name)["file"].replace("\\", "/")
-    path = path.split("site-packages/")[-1].lstrip("/")
-    return f"{path.replace('/', '.')}.{cls['cls']}.forward"
+    path = re.split(r"(?:site|dist)-packages/", path)[-1].lstrip("/")
+    return f"{path.replace('/', '.')}:{cls['cls']}.forward"
 
 
 def attach_modules(ops: list[Op], frames: list[Frame]) -> None:

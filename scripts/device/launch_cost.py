@@ -1,0 +1,71 @@
+"""Host time of one call, asynchronous (the GPU is not waited for inside the loop), at decode's shapes (one token,
+bf16): HF's eager Qwen2RMSNorm.forward beside the fusion library's rmsnorm launcher, and HF's act_fn(gate) * up beside
+silu_mul. A decode step is bound by such launches, so this is what an integration can save per call, at most.
+
+    python3 scripts/device/launch_cost.py [--hidden 1536] [--calls 2000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"launch_cost_{name}", REPO / "kernels" / "triton" / name / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def per_call_us(function, calls: int) -> float:
+    """Best of three rounds of `calls` asynchronous calls, µs each (the queue drained between rounds)."""
+    best = float("inf")
+    for _ in range(3):
+        torch.cuda.synchronize()
+        started = time.perf_counter()
+        for _ in range(calls):
+            function()
+        best = min(best, (time.perf_counter() - started) / calls)
+        torch.cuda.synchronize()
+    return best * 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--hidden", type=int, default=1536)
+    parser.add_argument("--intermediate", type=int, default=8960)
+    parser.add_argument("--calls", type=int, default=2000)
+    args = parser.parse_args()
+    from transformers.activations import ACT2FN
+    from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
+
+    rmsnorm, silu = _load("rmsnorm"), _load("silu_and_mul")
+    norm = Qwen2RMSNorm(args.hidden).cuda().to(torch.bfloat16)
+    x = torch.randn(1, 1, args.hidden, device="cuda", dtype=torch.bfloat16)
+    gate, up = (torch.randn(1, 1, args.intermediate, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    act = ACT2FN["silu"]
+    with torch.inference_mode():
+        assert torch.equal(norm(x), rmsnorm.rmsnorm(x, norm.weight, norm.variance_epsilon))
+        assert torch.equal(act(gate) * up, silu.silu_mul(gate, up))
+        figures = {
+            "eager_rmsnorm_us": per_call_us(lambda: norm(x), args.calls),
+            "triton_rmsnorm_us": per_call_us(lambda: rmsnorm.rmsnorm(x, norm.weight, norm.variance_epsilon), args.calls),
+            "eager_silu_mul_us": per_call_us(lambda: act(gate) * up, args.calls),
+            "triton_silu_mul_us": per_call_us(lambda: silu.silu_mul(gate, up), args.calls),
+            "torch_empty_us": per_call_us(lambda: torch.empty_like(x), args.calls),
+        }
+    print(json.dumps({k: round(v, 2) for k, v in figures.items()}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
