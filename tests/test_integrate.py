@@ -71,11 +71,13 @@ def test_a_library_kernel_in_place_of_a_module_forward_is_engaged_gated_and_ab_t
     assert result.verdict in ("KEEP", "REVERT") and (result.verdict == "KEEP") == (candidate.verdict == "FASTER")
     overrides = (frozen.root / result.overrides).read_text()
     assert "replace('wl:TinyRMSNorm.forward'" in overrides and result.kernel_sha256
+    assert str(frozen.root) not in overrides and "shipped_kernels('triton', 'rmsnorm')" in overrides  # no machine's path: it reproduces elsewhere
 
 
 def test_a_wrong_kernel_is_reverted_with_the_models_first_mismatches(frozen):
     result = workload_integrate(IntegrateRequest(name="tiny", kernel="wrongnorm", adapter="rmsnorm", replace="wl:TinyRMSNorm.forward", **FAST), frozen)
     assert result.verdict == "REVERT" and "out of tolerance" in result.summary and "y" in result.summary
+    assert str(frozen.root) not in (frozen.root / result.overrides).read_text()  # the workspace kernel found relative to the overrides file
     assert result.bench.candidates[0].speedup is None  # no speed counted for a wrong kernel
 
 

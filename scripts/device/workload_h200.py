@@ -44,7 +44,7 @@ async def main(args: argparse.Namespace) -> None:
             print(f"workload {arguments['action']}: {time.perf_counter() - started:.0f} s: {(result.structured_content or {}).get('summary', text)[:400]}", flush=True)
             return result.structured_content or {}
 
-        frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": {"layers": str(args.layers)}, "token_match": 1.0})
+        frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": {"layers": str(args.layers), **json.loads(args.knobs)}, "token_match": 1.0})
         (out / "freeze.json").write_text(json.dumps(frozen, indent=2))
         if args.integrate:
             integrated = await call({"action": "integrate", "name": "qwen2", "kernel": "rmsnorm", "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,
@@ -69,5 +69,6 @@ if __name__ == "__main__":
     parser.add_argument("--pairs", type=int, default=6)
     parser.add_argument("--steps-per-leg", type=int, default=2)
     parser.add_argument("--candidates", default=None)
+    parser.add_argument("--knobs", default="{}", help="more knobs for the freeze, JSON (e.g. {\"new_tokens\": \"64\"})")
     parser.add_argument("--integrate", action="store_true", help="instead of the levers: the fusion library's rmsnorm in place of Qwen2RMSNorm.forward")
     anyio.run(main, parser.parse_args())

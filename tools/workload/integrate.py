@@ -12,6 +12,7 @@ else REVERT with the reason). The overrides module is what to apply to reproduce
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -44,15 +45,17 @@ Import this file before the model is built (or pass the lever overrides:THIS_FIL
 import importlib.util
 import os
 import sys
+from pathlib import Path
 
 import torch
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run in its interpreter on a CPU
 
+from hyperloom.core.shipped import shipped_kernels
 from hyperloom.tools.workload.overrides import replace
 
-_spec = importlib.util.spec_from_file_location("hyperloom_integrated_{name}", {launcher!r})
+_spec = importlib.util.spec_from_file_location("hyperloom_integrated_{name}", {launcher})
 launcher = importlib.util.module_from_spec(_spec)
 sys.modules[_spec.name] = launcher
 _spec.loader.exec_module(launcher)
@@ -77,7 +80,7 @@ def integrate(request: IntegrateRequest, workspace: Workspace, progress: Progres
     folder = frozen.folder / "integrate" / f"{name}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
     overrides = folder / "overrides.py"
-    overrides.write_text(TEMPLATE.format(kernel=name, replace=request.replace, params=dict(request.params), name=name, launcher=str(launcher),
+    overrides.write_text(TEMPLATE.format(kernel=name, replace=request.replace, params=dict(request.params), name=name, launcher=_launcher_expression(name, launcher, folder),
                                          adapter=ADAPTERS[adapter][1].rstrip()))
     candidate = [*request.with_levers, f"overrides:{workspace.relative(overrides)}"]
     bench = bench_workload(WorkloadBenchRequest(name=request.name, candidates=[candidate], pairs=request.pairs, steps_per_leg=request.steps_per_leg,
@@ -102,6 +105,15 @@ def _launcher(kernel: str, workspace: Workspace) -> tuple[str, Path]:
         raise HyperloomError(f"{kernel!r} has no launcher {folder.name}.py",
                              "give a fusion library kernel's name (rmsnorm, silu_and_mul, layernorm) or a folder NAME/ holding NAME.py")
     return folder.name, launcher
+
+
+def _launcher_expression(name: str, launcher: Path, folder: Path) -> str:
+    """Where the overrides module finds the launcher, portably: a shipped kernel in the installed package, a workspace
+    kernel relative to the overrides file (so the workspace can move, or go to another machine)."""
+    if launcher == shipped_kernels("triton", name) / f"{name}.py":
+        return f"shipped_kernels('triton', {name!r}) / {launcher.name!r}"
+    relative = os.path.relpath(launcher, folder)
+    return f"Path(__file__).resolve().parent / {relative!r}"
 
 
 def _verdict(result: CandidateResult, name: str, replace: str) -> tuple[IntegrateVerdict, str]:
