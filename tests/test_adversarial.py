@@ -187,6 +187,8 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("optimize", "a frozen session that is not there", {"action": "start", "session": "nothing"}),
         ("optimize", "one workload and a list", {"action": "start", "workload": "plain.py:build", "workload_list": ["plain.py:build"]}),
         ("optimize", "a zero budget", {"action": "start", "workload": "plain.py:build", "budget_gpu_hours": 0}),
+        ("optimize", "a Ray address that does not answer", {"action": "start", "workload_list": ["plain.py:build"], "ray": "127.0.0.1:1", "session": "far"}),
+        ("optimize", "ray without a list", {"action": "start", "workload": "plain.py:build", "ray": "local"}),
         ("optimize", "a session name with a path", {"action": "status", "session": "../../x"}),
         ("optimize", "a dangling session", {"action": "report", "session": "dangling"}),
         ("optimize", "stop a session that is not there", {"action": "stop", "session": "nothing"}),

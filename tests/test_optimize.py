@@ -197,7 +197,29 @@ def test_a_pass_runs_each_workload_in_turn_and_one_that_cannot_be_kept_honestly_
     plain, mlp_row = status.workloads
     assert plain.state == "not running" and "nothing could be kept honestly" in plain.stop_reason
     assert mlp_row.state == "closed" and mlp_row.stack == ["knob:work=half"] and mlp_row.gain > 1.2
-    assert "Ray" in " ".join(optimize_report(OptimizeRef(session="two"), mlp).notes)
+    assert "one after another" in " ".join(optimize_report(OptimizeRef(session="two"), mlp).notes)
+
+
+def test_a_pass_over_three_workloads_runs_as_tasks_on_a_local_ray(mlp):
+    """Ray places one campaign per workload (two at once on this machine's two CPUs); the pass's status merges them."""
+    pytest.importorskip("ray", reason="a pass on Ray needs ray (pip install 'hyperloom[cluster]')")
+    (mlp.root / "mlp2.py").write_text(WORKLOAD)
+    run_pass(OptimizeRequest(session="three", workload_list=["mlp.py:build", "mlp.py:plain", "mlp2.py:build"], levers=["knob:work=half"], ray="local", **FAST), mlp)
+    status = optimize_status(OptimizeRef(session="three"), mlp)
+    first, plain, second = status.workloads
+    assert first.state == second.state == "closed" and first.stack == second.stack == ["knob:work=half"] and first.gain > 1.2 and second.gain > 1.2
+    assert plain.state == "not running" and "nothing could be kept honestly" in plain.stop_reason
+    assert "Ray tasks (ray: local)" in " ".join(optimize_report(OptimizeRef(session="three"), mlp).notes)
+    import ray
+    assert not ray.is_initialized()  # the Ray it started for the pass was ended
+
+
+def test_a_ray_address_that_does_not_answer_is_a_clear_error(mlp):
+    pytest.importorskip("ray", reason="a pass on Ray needs ray (pip install 'hyperloom[cluster]')")
+    with pytest.raises(HyperloomError, match="did not answer"):
+        run_pass(OptimizeRequest(session="far", workload_list=["mlp.py:build"], ray="127.0.0.1:1", **FAST), mlp)
+    with pytest.raises(ValueError, match="ray spreads a pass"):
+        OptimizeRequest(workload="mlp.py:build", ray="local")
 
 
 def test_bad_starts_are_refused_before_anything_is_timed(mlp):

@@ -44,7 +44,8 @@ async def main(args: argparse.Namespace) -> None:
             print(f"workload {arguments['action']}: {time.perf_counter() - started:.0f} s: {(result.structured_content or {}).get('summary', text)[:400]}", flush=True)
             return result.structured_content or {}
 
-        frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": {"layers": str(args.layers), **json.loads(args.knobs)}, "token_match": 1.0})
+        knobs = {"layers": str(args.layers), **json.loads(args.knobs)}
+        frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": knobs, "token_match": 1.0})
         (out / "freeze.json").write_text(json.dumps(frozen, indent=2))
         if args.integrate:
             integrated = await call({"action": "integrate", "name": "qwen2", "kernel": "rmsnorm", "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,

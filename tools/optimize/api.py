@@ -2,7 +2,8 @@
 
 optimize_start runs the campaign in a background thread of this process (it outlives the MCP call that started it);
 the others read and steer it through its ledger, so they work on a campaign another process runs too. A list of
-workload_list is a pass: one campaign each, one after another, sessions NAME.0, NAME.1, ...
+workload_list is a pass: one campaign each, sessions NAME.0, NAME.1, ..., one after another, or as Ray tasks with ray
+(local, or a cluster's address: spread.py).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from hyperloom.core.errors import HyperloomError
@@ -19,7 +20,8 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.campaign import Campaign, Control, conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import (OptimizeProposeRequest, OptimizeRef, OptimizeReport, OptimizeRequest, OptimizeStatus, ProposeResult, SweepNote,
                                              WorkloadRow, stack_of)
-from hyperloom.tools.optimize.report import RAY_NOTE, build_report, close, status_of
+from hyperloom.tools.optimize.report import build_report, close, pass_note, status_of
+from hyperloom.tools.optimize.spread import spread
 from hyperloom.tools.optimize.session import MANIFEST, Session, default_name, folder_of, open_campaign, open_existing, read_pass, write_pass
 from hyperloom.tools.workload.levers import check_candidate, prepared
 
@@ -104,19 +106,30 @@ def run_pass(request: OptimizeRequest, workspace: Workspace, progress: ProgressF
         raise HyperloomError(f"pass {name!r} was started over other workloads", "start it with the same workloads, or name another pass")
     folder.mkdir(parents=True, exist_ok=True)
     errors: dict[str, str] = dict(stored.get("errors", {})) if stored else {}
-    write_pass(folder, members, request.workload_list, errors)
-    for member, workload in zip(members, request.workload_list, strict=True):
+    write_pass(folder, members, request.workload_list, errors, request.ray)
+    jobs = [(member, request.model_copy(update={"workload": workload, "workload_list": [], "ray": None, "session": member}))
+            for member, workload in zip(members, request.workload_list, strict=True)]
+    ended = spread(request.ray, jobs, workspace, control) if request.ray else _in_turn(jobs, workspace, progress, control)
+    for member, error in ended:
+        if error is None:
+            errors.pop(member, None)
+        else:
+            errors[member] = error
+        write_pass(folder, members, request.workload_list, errors, request.ray)
+    return members
+
+
+def _in_turn(jobs: list[tuple[str, OptimizeRequest]], workspace: Workspace, progress: ProgressFn | None, control: Control) -> Iterator[tuple[str, str | None]]:
+    """Each campaign in this process, one after another: (member, its refusal or None) as each ends."""
+    for member, one in jobs:
         if control.stop.is_set():
-            break
-        one = request.model_copy(update={"workload": workload, "workload_list": [], "session": member})
+            return
         try:
             run_campaign(one, workspace, progress, Control(stop=control.stop, opened=control.opened))
-            errors.pop(member, None)
+            yield member, None
         except HyperloomError as exc:
-            errors[member] = str(exc)
             control.opened.set()
-        write_pass(folder, members, request.workload_list, errors)
-    return members
+            yield member, str(exc)
 
 
 def optimize_start(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> OptimizeStatus:
@@ -196,7 +209,7 @@ def optimize_report(request: OptimizeRef, workspace: Workspace, progress: Progre
     if stored is not None:
         status = _pass_status(request.session, stored, workspace)
         return OptimizeReport(status=status, records=[], sweep_note=SweepNote(declared=0, swept=0, note="each workload's sweep is in its own session"),
-                              notes=[RAY_NOTE, *(f"{m}: {e}" for m, e in stored.get("errors", {}).items())], evidence=None, report_md="", breakdown_json="", plot=None)
+                              notes=[pass_note(stored), *(f"{m}: {e}" for m, e in stored.get("errors", {}).items())], evidence=None, report_md="", breakdown_json="", plot=None)
     with open_existing(request.session, workspace) as session:
         if _state(session) == "running":
             return build_report(session, workspace, "running", _error(session.name))

@@ -19,6 +19,7 @@ State = Literal["running", "stopped", "closed", "not running"]
 class OptimizeRequest(Request):
     workload: str | None = Field(None, max_length=300, description="module:function or file.py:function; omit to resume.")
     workload_list: list[str] = Field(default_factory=list, max_length=64, description="Or several, in turn (sessions NAME.N).")
+    ray: str | None = Field(None, max_length=300, description="workload_list on Ray: local, or an address.")
     session: str | None = Field(None, max_length=80, description="Name; an existing one resumes.")
     knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline knobs.")
     levers: list[str] | None = Field(None, max_length=64, description="start: tried alone (default all); propose: to stack.")
@@ -39,6 +40,8 @@ class OptimizeRequest(Request):
             raise ValueError("pass workload or workload_list, not both")
         if not self.workload and not self.workload_list and not self.session:
             raise ValueError("pass workload (or workload_list), or the session of a frozen workload to resume")
+        if self.ray is not None and not self.workload_list:
+            raise ValueError("ray spreads a pass: give workload_list (one campaign per workload), or leave ray unset")
         return self
 
     @property

@@ -14,8 +14,13 @@ from hyperloom.tools.workload.plot import Bar, speedup_bars
 from hyperloom.tools.optimize.session import Session
 
 REPORT, BREAKDOWN, PLOT = "report.md", "breakdown.json", "campaign.png"
-RAY_NOTE = ("many workloads run one after another in this process (workload_list: [...]); spreading them over machines with Ray is not built "
-            "(ray is not installed here)")
+
+
+def pass_note(stored: dict) -> str:
+    """How a pass over several workloads ran, from its pass.json."""
+    if stored.get("ray"):
+        return f"the {len(stored['workloads'])} workloads ran as Ray tasks (ray: {stored['ray']}), one campaign each, on the GPU Ray gave it"
+    return f"the {len(stored['workloads'])} workloads ran one after another in this process (ray: local, or a cluster's address, spreads them with Ray)"
 
 
 def status_of(session: Session, workspace: Workspace, state: State | None = None, error: str | None = None) -> OptimizeStatus:

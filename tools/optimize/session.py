@@ -112,9 +112,11 @@ def _frozen(request: OptimizeRequest, name: str, workspace: Workspace) -> tuple[
     return read_frozen(name, workspace), time.perf_counter() - started
 
 
-def write_pass(folder: Path, members: list[str], workloads: list[str], errors: dict[str, str]) -> None:
-    """pass.json: a pass's member sessions, its workloads, and why a member could not be opened."""
-    write_bytes_atomic(folder / PASS, json.dumps({"format": PASS_FORMAT, "members": members, "workloads": workloads, "errors": errors}, indent=2).encode() + b"\n")
+def write_pass(folder: Path, members: list[str], workloads: list[str], errors: dict[str, str], ray: str | None = None) -> None:
+    """pass.json: a pass's member sessions, its workloads, where they ran (the Ray address, or null: in turn here) and
+    why a member could not be opened or finished."""
+    write_bytes_atomic(folder / PASS, json.dumps({"format": PASS_FORMAT, "members": members, "workloads": workloads, "ray": ray, "errors": errors},
+                                                 indent=2).encode() + b"\n")
 
 
 def read_pass(folder: Path) -> dict | None:
