@@ -17,12 +17,12 @@ import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp_calls import logged_tool  # noqa: E402 - the device scripts' logged MCP client
 
 REPO = Path(__file__).resolve().parents[2]
 POLL_S = 20.0
@@ -34,22 +34,7 @@ async def main(args: argparse.Namespace) -> None:
     ws.mkdir(parents=True, exist_ok=True)
     source = Path(args.workload_file)
     shutil.copy(source, ws / source.name)
-    env = {**os.environ, "HYPERLOOM_WORKSPACE": str(ws)}
-    server = StdioServerParameters(command=sys.executable, args=["-m", "hyperloom.mcp_server.server"], cwd=str(ws), env=env)
-    log: list[dict] = []
-    async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
-        await client.initialize()
-
-        async def call(arguments: dict) -> dict:
-            started = time.perf_counter()
-            result = await client.call_tool("optimize", arguments, read_timeout_seconds=3600.0)
-            text = " ".join(getattr(b, "text", "") for b in result.content)
-            log.append({"arguments": arguments, "seconds": round(time.perf_counter() - started, 1), "is_error": result.is_error, "text": text[:3000]})
-            structured = result.structured_content or {}
-            summary = structured.get("summary") or (structured.get("status") or {}).get("summary") or text
-            print(f"optimize {arguments['action']}: {time.perf_counter() - started:.0f} s: {summary[:400]}", flush=True)
-            return structured
-
+    async with logged_tool(ws, "optimize") as (call, log):
         start = {"action": "start", "workload": f"{source.name}:build", "session": "qwen2",
                  "knobs": json.loads(args.knobs) if args.knobs else {"layers": str(args.layers)},
                  "budget_gpu_hours": args.budget_gpu_hours, "deadline_s": args.deadline_s, "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,

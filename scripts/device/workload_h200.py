@@ -14,12 +14,12 @@ import json
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 import anyio
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp_calls import logged_tool  # noqa: E402 - the device scripts' logged MCP client
 
 REPO = Path(__file__).resolve().parents[2]
 CANDIDATES = [["knob:cache=static"], ["compile"], ["knob:cache=static", "compile"], ["graph"], ["sdpa_math"]]
@@ -30,20 +30,7 @@ async def main(args: argparse.Namespace) -> None:
     ws = out / "ws"
     ws.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "examples" / "workloads" / "decoder.py", ws / "decoder.py")
-    env = {**os.environ, "HYPERLOOM_WORKSPACE": str(ws)}
-    server = StdioServerParameters(command=sys.executable, args=["-m", "hyperloom.mcp_server.server"], cwd=str(ws), env=env)
-    log = []
-    async with stdio_client(server) as (read, write), ClientSession(read, write) as client:
-        await client.initialize()
-
-        async def call(arguments: dict) -> dict:
-            started = time.perf_counter()
-            result = await client.call_tool("workload", arguments, read_timeout_seconds=1800.0)
-            text = " ".join(getattr(b, "text", "") for b in result.content)
-            log.append({"arguments": arguments, "seconds": round(time.perf_counter() - started, 1), "is_error": result.is_error, "text": text[:2000]})
-            print(f"workload {arguments['action']}: {time.perf_counter() - started:.0f} s: {(result.structured_content or {}).get('summary', text)[:400]}", flush=True)
-            return result.structured_content or {}
-
+    async with logged_tool(ws, "workload", read_timeout_s=1800.0, text_chars=2000) as (call, log):
         knobs = {"layers": str(args.layers), **json.loads(args.knobs)}
         frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": knobs, "token_match": 1.0})
         (out / "freeze.json").write_text(json.dumps(frozen, indent=2))
