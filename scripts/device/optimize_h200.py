@@ -22,7 +22,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mcp_calls import logged_tool  # noqa: E402 - the device scripts' logged MCP client
+from mcp_calls import copy_named, logged_tool  # noqa: E402 - the device scripts' logged MCP client
 
 REPO = Path(__file__).resolve().parents[2]
 POLL_S = 20.0
@@ -34,7 +34,7 @@ async def main(args: argparse.Namespace) -> None:
     ws.mkdir(parents=True, exist_ok=True)
     source = Path(args.workload_file)
     shutil.copy(source, ws / source.name)
-    async with logged_tool(ws, "optimize") as (call, log):
+    async with logged_tool(ws, "optimize", out / "calls.json") as call:
         start = {"action": "start", "workload": f"{source.name}:build", "session": "qwen2",
                  "knobs": json.loads(args.knobs) if args.knobs else {"layers": str(args.layers)},
                  "budget_gpu_hours": args.budget_gpu_hours, "deadline_s": args.deadline_s, "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,
@@ -52,11 +52,7 @@ async def main(args: argparse.Namespace) -> None:
             print(f"  #{r['seq']} {r['phase']}: {' + '.join(res['levers'])} vs {' + '.join(r['reference']) or 'baseline'}: {r['decision']} "
                   f"{res['verdict']} {res.get('speedup') or ''} ({r['device_s']:.0f} device-s) {res['reason'][:160]}")
         print(f"final: {status.get('summary')}")
-    (out / "calls.json").write_text(json.dumps(log, indent=2))
-    folder = ws / ".hyperloom" / "optimize" / "qwen2"
-    for name in ("report.md", "breakdown.json", "campaign.png"):
-        if (folder / name).exists():
-            shutil.copy(folder / name, out / name)
+    copy_named(ws / ".hyperloom" / "optimize" / "qwen2", out, ("report.md", "breakdown.json", "campaign.png"))
     shutil.rmtree(ws / ".hyperloom" / "workload" / "qwen2" / "runs", ignore_errors=True)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mcp_calls import logged_tool  # noqa: E402 - the device scripts' logged MCP client
+from mcp_calls import copy_named, logged_tool  # noqa: E402 - the device scripts' logged MCP client
 
 REPO = Path(__file__).resolve().parents[2]
 CANDIDATES = [["knob:cache=static"], ["compile"], ["knob:cache=static", "compile"], ["graph"], ["sdpa_math"]]
@@ -30,7 +30,7 @@ async def main(args: argparse.Namespace) -> None:
     ws = out / "ws"
     ws.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "examples" / "workloads" / "decoder.py", ws / "decoder.py")
-    async with logged_tool(ws, "workload", read_timeout_s=1800.0, text_chars=2000) as (call, log):
+    async with logged_tool(ws, "workload", out / "calls.json", read_timeout_s=1800.0, text_chars=2000) as call:
         knobs = {"layers": str(args.layers), **json.loads(args.knobs)}
         frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": knobs, "token_match": 1.0})
         (out / "freeze.json").write_text(json.dumps(frozen, indent=2))
@@ -43,11 +43,7 @@ async def main(args: argparse.Namespace) -> None:
                             "pairs": args.pairs, "steps_per_leg": args.steps_per_leg, "warmup_steps": 2, "max_baseline_legs": 12})
         for c in bench.get("candidates", []):
             print(f"  {' + '.join(c['levers'])}: {c['verdict']} {c.get('speedup') or ''} {c['reason'][:200]}")
-    (out / "calls.json").write_text(json.dumps(log, indent=2))
-    bench_folder = ws / ".hyperloom" / "workload" / "qwen2" / "bench"
-    for name in ("result.json", "report.md", "speedup.png"):
-        if (bench_folder / name).exists():
-            shutil.copy(bench_folder / name, out / name)
+    copy_named(ws / ".hyperloom" / "workload" / "qwen2" / "bench", out, ("result.json", "report.md", "speedup.png"))
     shutil.rmtree(ws / ".hyperloom" / "workload" / "qwen2" / "runs", ignore_errors=True)
 
 
