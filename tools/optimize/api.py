@@ -8,12 +8,10 @@ workload_list is a pass: one campaign each, sessions NAME.0, NAME.1, ..., one af
 
 from __future__ import annotations
 
-import logging
 import os
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 
+from hyperloom.core.background import Runs
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
@@ -26,61 +24,9 @@ from hyperloom.tools.optimize.session import MANIFEST, Session, default_name, fo
 from hyperloom.tools.workload.levers import check_candidate, prepared
 
 OPEN_TIMEOUT_S = 3600.0  # a freeze runs the baseline twice before the campaign opens
-log = logging.getLogger(__name__)
 
 
-@dataclass
-class _Run:
-    control: Control = field(default_factory=Control)
-    thread: threading.Thread | None = None
-    error: str | None = None
-    failure: BaseException | None = None
-
-
-class Runs:
-    """Campaigns (and passes) running in this process, by session name: the one state the MCP server keeps between calls."""
-
-    def __init__(self) -> None:
-        self._runs: dict[str, _Run] = {}
-        self._lock = threading.Lock()
-
-    def get(self, name: str) -> _Run | None:
-        with self._lock:
-            return self._runs.get(name)
-
-    def running(self, name: str) -> bool:
-        run = self.get(name)
-        return run is not None and run.thread is not None and run.thread.is_alive()
-
-    def start(self, name: str, body: Callable[[Control], None]) -> None:
-        """Run `body` in a thread; return once it opened its campaign, raising what it raised before that."""
-        if self.running(name):
-            raise HyperloomError(f"optimize session {name!r} is already running in this server", "watch it with optimize status, or stop it with optimize stop")
-        run = _Run()
-
-        def main() -> None:
-            try:
-                body(run.control)
-            except HyperloomError as exc:
-                run.error, run.failure = str(exc), exc
-            except BaseException as exc:  # a bug: kept for optimize status, logged with its traceback
-                log.exception("optimize campaign failed")
-                run.error, run.failure = f"internal error: {exc!r}", exc
-            finally:
-                run.control.opened.set()
-
-        run.thread = threading.Thread(target=main, name=f"optimize-{name}", daemon=True)
-        with self._lock:
-            self._runs[name] = run
-        run.thread.start()
-        run.control.opened.wait(OPEN_TIMEOUT_S)
-        if isinstance(run.failure, HyperloomError):
-            raise run.failure
-        if run.failure is not None:
-            raise HyperloomError(f"the campaign did not open: {run.error}", "check the workload with workload freeze first")
-
-
-RUNS = Runs()
+RUNS = Runs("optimize session")  # by session name (a pass's too)
 
 
 def run_campaign(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None, control: Control | None = None) -> OptimizeReport:
@@ -138,7 +84,16 @@ def optimize_start(request: OptimizeRequest, workspace: Workspace, progress: Pro
     del progress
     name = request.session or (default_name(request.workload) if request.workload else "pass")
     request = request.model_copy(update={"session": name})
-    RUNS.start(name, (lambda control: run_pass(request, workspace, None, control)) if request.workload_list else (lambda control: run_campaign(request, workspace, None, control)))
+    RUNS.refuse_if_running(name, "optimize")
+    control = Control()
+    body = (lambda: run_pass(request, workspace, None, control)) if request.workload_list else (lambda: run_campaign(request, workspace, None, control))
+    run = RUNS.launch(control, body, f"optimize-{name}")
+    RUNS.register(name, run)  # before it opens: status sees it running during the freeze
+    control.opened.wait(OPEN_TIMEOUT_S)
+    if isinstance(run.failure, HyperloomError):
+        raise run.failure
+    if run.failure is not None:
+        raise HyperloomError(f"the campaign did not open: {run.error}", "check the workload with workload freeze first")
     return optimize_status(OptimizeRef(session=name), workspace)
 
 

@@ -4,9 +4,7 @@ its ledger, so they work on sessions started by another process too."""
 
 from __future__ import annotations
 
-import threading
-from dataclasses import dataclass
-
+from hyperloom.core.background import Runs
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
@@ -20,63 +18,21 @@ from hyperloom.tools.tune.space import check_params
 OPEN_TIMEOUT_S = 600.0
 
 
-@dataclass
-class _Run:
-    control: Control
-    thread: threading.Thread
-    error: str | None = None
+def _start(request: TuneRequest, workspace: Workspace) -> str:
+    """Run the session in the background; return its id once it opened, raising what it raised before that."""
+    RUNS.refuse_if_running(request.session, "tune")
+    control = Control()
+    run = RUNS.launch(control, lambda: run_tune(request, workspace, None, control), "tune-session")
+    control.opened.wait(OPEN_TIMEOUT_S)
+    if control.session_id is None:
+        if isinstance(run.failure, HyperloomError):
+            raise run.failure
+        raise HyperloomError(f"the session did not open: {run.error or 'timed out'}", "check the spec with bench first")
+    RUNS.register(control.session_id, run)
+    return control.session_id
 
 
-class Runs:
-    """Sessions running in this process, by folder; the one piece of state the MCP server keeps between calls."""
-
-    def __init__(self) -> None:
-        self._runs: dict[str, _Run] = {}
-        self._lock = threading.Lock()
-
-    def get(self, session_id: str) -> _Run | None:
-        with self._lock:
-            return self._runs.get(session_id)
-
-    def running(self, session_id: str) -> bool:
-        run = self.get(session_id)
-        return run is not None and run.thread.is_alive()
-
-    def start(self, request: TuneRequest, workspace: Workspace) -> str:
-        control = Control()
-        failure: list[BaseException] = []
-        run = _Run(control, threading.Thread())
-
-        def body() -> None:
-            try:
-                run_tune(request, workspace, None, control)
-            except HyperloomError as exc:
-                run.error = str(exc)
-                failure.append(exc)
-            except BaseException as exc:  # a bug: keep it for tune_status, and log it with its traceback
-                import logging
-
-                logging.getLogger(__name__).exception("tune session failed")
-                run.error = f"internal error: {exc!r}"
-                failure.append(exc)
-            finally:
-                control.opened.set()
-
-        if request.session and self.running(request.session):
-            raise HyperloomError(f"session {request.session!r} is already running in this server", "watch it with tune status, or stop it with tune stop")
-        run.thread = threading.Thread(target=body, name="tune-session", daemon=True)
-        run.thread.start()
-        control.opened.wait(OPEN_TIMEOUT_S)
-        if control.session_id is None:
-            if failure and isinstance(failure[0], HyperloomError):
-                raise failure[0]
-            raise HyperloomError(f"the session did not open: {run.error or 'timed out'}", "check the spec with bench first")
-        with self._lock:
-            self._runs[control.session_id] = run
-        return control.session_id
-
-
-RUNS = Runs()
+RUNS = Runs("session")  # by session id: known once the session opened
 
 
 def tune_start(request: TuneRequest, workspace: Workspace, progress: ProgressFn | None = None) -> TuneStatus:
@@ -84,7 +40,7 @@ def tune_start(request: TuneRequest, workspace: Workspace, progress: ProgressFn 
     if not request.background:
         report = run_tune(request, workspace, progress)
         return report.status
-    session_id = RUNS.start(request, workspace)
+    session_id = _start(request, workspace)
     return tune_status(SessionRef(session=session_id), workspace)
 
 
