@@ -21,6 +21,7 @@ from hyperloom.tools.optimize.models import OptimizeRequest
 
 WAIT_S = 1.0  # how often the pass looks at its stop flag while tasks run
 PROBE_S = 5.0
+UNANSWERED = "start the cluster (ray start --head prints its address) and pass that address, pass ray: local, or leave ray unset"
 INSTALL = "pip install 'hyperloom[cluster]' (ray), or leave ray unset to run the workloads in turn here"
 
 
@@ -52,7 +53,7 @@ def _answers(address: str) -> None:
         socket.create_connection((host, int(port)), timeout=PROBE_S).close()
     except OSError as exc:
         raise HyperloomError(f"Ray at {address!r} did not answer: nothing accepts connections at {host}:{port} ({exc.strerror or exc})",
-                             "start the cluster (ray start --head prints its address) and pass that address, pass ray: local, or leave ray unset") from exc
+                             UNANSWERED) from exc
 
 
 def connect(address: str) -> tuple[Any, bool]:
@@ -69,7 +70,7 @@ def connect(address: str) -> tuple[Any, bool]:
             ray.init(address=address, log_to_driver=False, configure_logging=False)
     except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError or its own for an address that does not answer
         raise HyperloomError(f"Ray at {address!r} did not answer: {type(exc).__name__}: {str(exc)[:300]}",
-                             "start the cluster (ray start --head prints its address) and pass that address, pass ray: local, or leave ray unset") from exc
+                             UNANSWERED) from exc
     return ray, True
 
 
