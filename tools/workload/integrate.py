@@ -71,7 +71,7 @@ def integrate(request: IntegrateRequest, workspace: Workspace, progress: Progres
     frozen = read_frozen(request.name, workspace)
     if not TARGET.match(request.replace):
         raise HyperloomError(f"replace {request.replace[:80]!r} is not module:Class.method", "give e.g. transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward")
-    name, launcher = _launcher(request.kernel, workspace)
+    name, launcher, shipped = _launcher(request.kernel, workspace)
     adapter = request.adapter or name
     if adapter not in ADAPTERS:
         raise HyperloomError(f"no adapter puts {adapter} in place of a method (adapters: {', '.join(ADAPTERS)})",
@@ -80,8 +80,8 @@ def integrate(request: IntegrateRequest, workspace: Workspace, progress: Progres
     folder = frozen.folder / "integrate" / f"{name}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
     overrides = folder / "overrides.py"
-    overrides.write_text(TEMPLATE.format(kernel=name, replace=request.replace, params=dict(request.params), name=name, launcher=_launcher_expression(name, launcher, folder),
-                                         adapter=ADAPTERS[adapter][1].rstrip()))
+    overrides.write_text(TEMPLATE.format(kernel=name, replace=request.replace, params=dict(request.params), name=name,
+                                         launcher=_launcher_expression(name, launcher, shipped, folder), adapter=ADAPTERS[adapter][1].rstrip()))
     candidate = [*request.with_levers, f"overrides:{workspace.relative(overrides)}"]
     bench = bench_workload(WorkloadBenchRequest(name=request.name, candidates=[candidate], pairs=request.pairs, steps_per_leg=request.steps_per_leg,
                                                 timeout_s=request.timeout_s, max_baseline_legs=10), workspace, progress)
@@ -95,22 +95,23 @@ def integrate(request: IntegrateRequest, workspace: Workspace, progress: Progres
                            wrapper_share=share, kernel_sha256=sha256_file(launcher), bench=bench, evidence=evidence)
 
 
-def _launcher(kernel: str, workspace: Workspace) -> tuple[str, Path]:
-    """(the kernel's name, its launcher file): a shipped fusion library kernel by name, or a workspace folder NAME/ with NAME.py."""
+def _launcher(kernel: str, workspace: Workspace) -> tuple[str, Path, bool]:
+    """(the kernel's name, its launcher file, whether it is shipped): a shipped fusion library kernel by name, or a
+    workspace folder NAME/ with NAME.py."""
     if re.match(r"^[a-z_]+$", kernel) and (shipped_kernels("triton", kernel) / f"{kernel}.py").is_file():
-        return kernel, shipped_kernels("triton", kernel) / f"{kernel}.py"
+        return kernel, shipped_kernels("triton", kernel) / f"{kernel}.py", True
     folder = workspace.resolve(kernel, kind="dir", what="kernel")
     launcher = folder / f"{folder.name}.py"
     if not launcher.is_file():
         raise HyperloomError(f"{kernel!r} has no launcher {folder.name}.py",
                              "give a fusion library kernel's name (rmsnorm, silu_and_mul, layernorm) or a folder NAME/ holding NAME.py")
-    return folder.name, launcher
+    return folder.name, launcher, False
 
 
-def _launcher_expression(name: str, launcher: Path, folder: Path) -> str:
+def _launcher_expression(name: str, launcher: Path, shipped: bool, folder: Path) -> str:
     """Where the overrides module finds the launcher, portably: a shipped kernel in the installed package, a workspace
     kernel relative to the overrides file (so the workspace can move, or go to another machine)."""
-    if launcher == shipped_kernels("triton", name) / f"{name}.py":
+    if shipped:
         return f"shipped_kernels('triton', {name!r}) / {launcher.name!r}"
     relative = os.path.relpath(launcher, folder)
     return f"Path(__file__).resolve().parent / {relative!r}"
