@@ -31,14 +31,14 @@ MAX_CALLS = 6
 KERNELS = ("rmsnorm", "silu_and_mul")
 MCP_NAMES = {"spec_check": "spec check", "tune_start": "tune start", "bench": "bench", "workload_freeze": "workload freeze", "workload_integrate": "workload integrate"}
 # The profiled entry: the same factory workload freeze takes, with the knobs bound (profile calls it without arguments).
-PROFILED = "from decoder import build as _build\n\n\ndef build():\n    return _build(**{knobs!r})\n"
+PROFILED = ("from decoder import build as _build\nfrom hyperloom.tools.workload.runner import declared_knobs, knob_values\n\n\n"
+            "def build():\n    return _build(**knob_values(declared_knobs(_build), {knobs!r}))\n")
 
 
 def run(root: Path, target: str, knobs: dict[str, str], pairs: int, steps_per_leg: int, tune_candidates: int, out: Path | None,
         by_hand: dict[str, str]) -> dict[str, Any]:
     shutil.copy(DECODER, root / "decoder.py")
-    typed = {name: int(value) if value.isdigit() else value for name, value in knobs.items()}  # the decoder's knobs: ints or Literal strings
-    (root / "profiled.py").write_text(PROFILED.format(knobs=typed))
+    (root / "profiled.py").write_text(PROFILED.format(knobs=knobs))
     started = time.perf_counter()
     call = Calls(root)
     profiled = call("profile", workload="profiled:build", steps=2, warmup_steps=1, name="decoder", plot=False)

@@ -71,8 +71,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
         knobs = declared_knobs(factory)
         defaults = {name: str(p.default) for name, p in inspect.signature(factory).parameters.items() if name in knobs}
         STATE.module_file = inspect.getsourcefile(factory)
-        values = {name: _knob_value(knobs, name, value) for name, value in payload["knobs"].items()}
-        obj = factory(**values)
+        obj = factory(**knob_values(knobs, payload["knobs"]))
         STATE.obj = obj
         if callable(getattr(obj, "step", None)):
             STATE.step = obj.step
@@ -238,6 +237,11 @@ def _script_step(path: str, args: list[str]) -> Callable[[], None]:
             if exc.code not in (None, 0):
                 raise
     return run_script
+
+
+def knob_values(knobs: dict[str, list[str] | None], given: dict[str, str]) -> dict[str, Any]:
+    """Knob values given as text (a request's), as the factory whose declared_knobs are `knobs` takes them."""
+    return {name: _knob_value(knobs, name, value) for name, value in given.items()}
 
 
 def _knob_value(knobs: dict[str, list[str] | None], name: str, value: str) -> Any:
