@@ -242,3 +242,43 @@ def test_a_launcher_takes_a_tune_winners_params_as_the_spec_names_them(library):
 def test_a_launcher_refuses_tensors_that_do_not_fit_with_what_to_pass(library, call, says):
     with pytest.raises(ValueError, match=says):
         call(library, lambda shape: _draw(shape, "float32"))
+
+
+MEAN_ORDER = REPO / "tests" / "fixtures" / "h200_torch_mean_order.npz"  # scripts/device/eager_bits.py --capture, trimmed
+
+
+def test_the_rmsnorm_launcher_matches_torchs_cuda_mean_square_bit_for_bit_on_rows_captured_on_the_h200(library):
+    """x.float().pow(2).mean(-1) as torch 2.11 computed it on the H200, for one decode row and a 256-row prefill of
+    Qwen2-1.5B's width and two others: the kernel's sum in eager order gives every captured mean's bits (the
+    interpreter adds float32 as a GPU does, one rounding an add); the BLOCK-chunk order does not."""
+    import numpy as np
+    import torch
+
+    rmsnorm = library["rmsnorm"]
+    captured = np.load(MEAN_ORDER)
+    assert str(captured["torch_version"]).startswith("2.11")
+    block_order_misses = 0
+    for name, rows in (("1x1536", 1), ("256x1536", 256), ("1x4096", 1), ("1x896", 1)):
+        x, want = torch.from_numpy(captured[f"x_{name}"]), torch.from_numpy(captured[f"mean_{name}"])
+        cols = x.shape[1]
+        meta = rmsnorm.launch_params(cols, None, rows)  # the lane count of torch's config for `rows` rows at once
+        assert meta["LANES"] == {1536: 256 if rows == 1 else 32, 4096: 512, 896: 128}[cols]
+        eager, block = torch.empty(len(x)), torch.empty(len(x))
+        rmsnorm.mean_square_kernel[(len(x),)](x, eager, cols, meta["BLOCK"], meta["LANES"], meta["STEPS"])
+        rmsnorm.mean_square_kernel[(len(x),)](x, block, cols, meta["BLOCK"])
+        assert torch.equal(eager.view(torch.int32), want.view(torch.int32)), name
+        block_order_misses += int((block.view(torch.int32) != want.view(torch.int32)).sum())
+    assert block_order_misses > 0  # the order is what the test checks: another one misses
+
+
+@pytest.mark.parametrize(("rows", "cols", "lanes"), [
+    (1, 1536, 256), (16, 1536, 32), (256, 1536, 32), (1, 4096, 512), (512, 4096, 32), (1, 896, 128), (1, 5000, 512),
+    (2, 100, 0),      # 128 columns or fewer: torch reads no float4 vectors, an order not modelled
+    (1, 1538, 0),     # not whole float4 vectors
+    (1, 65536, 0),    # 32 vectors a thread: torch splits the row over warps too
+])
+def test_the_rmsnorm_launcher_takes_torchs_lane_count_where_its_order_is_modelled(library, rows, cols, lanes):
+    rmsnorm = library["rmsnorm"]
+    assert rmsnorm.eager_reduce_lanes(rows, cols) == lanes
+    meta = rmsnorm.launch_params(cols, None, rows)
+    assert meta.get("LANES", 0) == lanes and (not lanes or meta["enable_fp_fusion"] is False)

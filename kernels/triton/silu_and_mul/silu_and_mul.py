@@ -3,11 +3,16 @@ the input dtype before the product, as HF's `act_fn(gate_proj(x)) * up_proj(x)` 
 
 Two entries over one row body: `silu_and_mul_kernel` takes vLLM's layout, x = [gate | up] of 2*d columns per row,
 and `silu_mul_kernel` takes HF's two projections as separate tensors. Launchers: `silu_and_mul(x)` and
-`silu_mul(gate, up)` on torch tensors (float32, bfloat16, float16). The spec's search space is the autotune list."""
+`silu_mul(gate, up)` on torch tensors (float32, bfloat16, float16), through each compiled kernel's own launcher (no
+Triton binder a call: hyperloom.core.triton_launch). The spec's search space is the autotune list."""
+
+import functools
 
 import torch
 import triton
 import triton.language as tl
+
+from hyperloom.core.triton_launch import PreboundKernel
 
 CONFIGS = [triton.Config({"BLOCK": block}, num_warps=warps) for block in (512, 1024, 2048, 4096) for warps in (2, 4, 8)]
 
@@ -47,6 +52,15 @@ def launch_params(d: int, params: dict | None = None) -> dict:
     return {"BLOCK": block, "num_warps": 4 if block <= 1024 else 8, **params}
 
 
+@functools.lru_cache(maxsize=256)
+def _cached_params(d: int, params: tuple) -> dict:
+    """launch_params once per (width, params): a decode step calls the launcher hundreds of times alike."""
+    return launch_params(d, dict(params))
+
+
+_PAIRED, _SEPARATE = PreboundKernel(silu_and_mul_kernel.fn), PreboundKernel(silu_mul_kernel)
+
+
 def silu_and_mul(x: torch.Tensor, params: dict | None = None) -> torch.Tensor:
     """silu(x[..., :d]) * x[..., d:] for x of 2*d columns, as vLLM's silu_and_mul."""
     if x.shape[-1] % 2:
@@ -55,7 +69,7 @@ def silu_and_mul(x: torch.Tensor, params: dict | None = None) -> torch.Tensor:
     rows = x.reshape(-1, 2 * d).contiguous()
     out = torch.empty((rows.shape[0], d), dtype=x.dtype, device=x.device)
     if rows.shape[0] and d:
-        silu_and_mul_kernel.fn[(rows.shape[0],)](rows, out, d, **launch_params(d, params))
+        _PAIRED((rows.shape[0],), (rows, out, d), _cached_params(d, tuple(sorted(params.items())) if params else ()))
     return out.reshape(*x.shape[:-1], d)
 
 
@@ -67,5 +81,5 @@ def silu_mul(gate: torch.Tensor, up: torch.Tensor, params: dict | None = None) -
     g, u = gate.reshape(-1, d).contiguous(), up.reshape(-1, d).contiguous()
     out = torch.empty_like(g)
     if g.shape[0] and d:
-        silu_mul_kernel[(g.shape[0],)](g, u, out, d, **launch_params(d, params))
+        _SEPARATE((g.shape[0],), (g, u, out, d), _cached_params(d, tuple(sorted(params.items())) if params else ()))
     return out.reshape(gate.shape)
