@@ -10,6 +10,8 @@ import torch
 import triton
 import triton.language as tl
 
+from hyperloom.core.triton_launch import PreboundKernel
+
 CONFIGS = [triton.Config({"BLOCK": block}, num_warps=warps) for block in (1024, 2048, 4096, 8192) for warps in (4, 8, 16)]
 
 
@@ -50,6 +52,9 @@ def launch_params(n_cols: int, params: dict | None = None) -> dict:
     return {"BLOCK": block, "num_warps": 4 if block <= 1024 else 8 if block <= 4096 else 16, **params}
 
 
+_LAUNCH = PreboundKernel(add_rmsnorm_kernel.fn)
+
+
 def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6,
                 params: dict | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """(weight * rmsnorm(x + residual), x + residual); `residual` is overwritten with the sum, as vLLM's fused_add_rms_norm."""
@@ -63,5 +68,5 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, e
     rows = x.reshape(-1, n_cols).contiguous()
     y = torch.empty(rows.shape, dtype=torch.promote_types(x.dtype, weight.dtype), device=x.device)
     if rows.shape[0]:
-        add_rmsnorm_kernel.fn[(rows.shape[0],)](rows, residual.view(-1, n_cols), weight.contiguous(), y, n_cols, eps, **launch_params(n_cols, params))
+        _LAUNCH((rows.shape[0],), (rows, residual.view(-1, n_cols), weight.contiguous(), y, n_cols, eps), launch_params(n_cols, params))
     return y.reshape(x.shape), residual

@@ -11,6 +11,8 @@ import torch
 import triton
 import triton.language as tl
 
+from hyperloom.core.triton_launch import PreboundKernel
+
 CONFIGS = [triton.Config({"BLOCK": block}, num_warps=warps) for block in (512, 1024, 2048, 4096) for warps in (2, 4, 8)]
 
 
@@ -56,6 +58,9 @@ def launch_params(d: int, approximate: str, params: dict | None = None) -> dict:
     return {"BLOCK": block, "num_warps": 4 if block <= 1024 else 8, "TANH": int(approximate == "tanh"), **params}
 
 
+_PAIRED, _SEPARATE = PreboundKernel(gelu_and_mul_kernel.fn), PreboundKernel(gelu_mul_kernel)
+
+
 def gelu_and_mul(x: torch.Tensor, approximate: str = "none", params: dict | None = None) -> torch.Tensor:
     """gelu(x[..., :d]) * x[..., d:] for x of 2*d columns, as vLLM's gelu_and_mul (approximate='tanh': gelu_tanh_and_mul)."""
     if x.shape[-1] % 2:
@@ -64,7 +69,7 @@ def gelu_and_mul(x: torch.Tensor, approximate: str = "none", params: dict | None
     rows = x.reshape(-1, 2 * d).contiguous()
     out = torch.empty((rows.shape[0], d), dtype=x.dtype, device=x.device)
     if rows.shape[0] and d:
-        gelu_and_mul_kernel.fn[(rows.shape[0],)](rows, out, d, **launch_params(d, approximate, params))
+        _PAIRED((rows.shape[0],), (rows, out, d), launch_params(d, approximate, params))
     return out.reshape(*x.shape[:-1], d)
 
 
@@ -76,5 +81,5 @@ def gelu_mul(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none", pa
     g, u = gate.reshape(-1, d).contiguous(), up.reshape(-1, d).contiguous()
     out = torch.empty_like(g)
     if g.shape[0] and d:
-        gelu_mul_kernel[(g.shape[0],)](g, u, out, d, **launch_params(d, approximate, params))
+        _SEPARATE((g.shape[0],), (g, u, out, d), launch_params(d, approximate, params))
     return out.reshape(gate.shape)

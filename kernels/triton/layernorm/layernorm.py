@@ -9,6 +9,8 @@ import torch
 import triton
 import triton.language as tl
 
+from hyperloom.core.triton_launch import PreboundKernel
+
 CONFIGS = [triton.Config({"BLOCK": block}, num_warps=warps) for block in (1024, 2048, 4096, 8192) for warps in (4, 8, 16)]
 
 
@@ -50,6 +52,9 @@ def launch_params(n_cols: int, params: dict | None = None) -> dict:
     return {"BLOCK": block, "num_warps": 4 if block <= 1024 else 8 if block <= 4096 else 16, **params}
 
 
+_LAUNCH = PreboundKernel(layernorm_kernel.fn)
+
+
 def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, eps: float = 1e-5,
               params: dict | None = None) -> torch.Tensor:
     """F.layer_norm(x, (n,), weight, bias, eps) over the last dimension, in x's dtype."""
@@ -61,6 +66,6 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None =
     y = torch.empty_like(rows)
     if rows.shape[0]:
         weight = weight.contiguous()
-        layernorm_kernel.fn[(rows.shape[0],)](rows, weight, weight if bias is None else bias.contiguous(), y, n_cols, eps,
-                                              HAS_BIAS=bias is not None, **launch_params(n_cols, params))
+        _LAUNCH((rows.shape[0],), (rows, weight, weight if bias is None else bias.contiguous(), y, n_cols, eps),
+                {"HAS_BIAS": bias is not None, **launch_params(n_cols, params)})
     return y.reshape(x.shape)

@@ -11,8 +11,15 @@ import torch
 import triton
 import triton.language as tl
 
+from hyperloom.core.triton_launch import PreboundKernel
 
-@triton.heuristics({"HALF": lambda args: triton.next_power_of_2(max(args["head_dim"] // 2, 1))})
+
+def _half(head_dim: int) -> int:
+    """HALF, the block of one half of a head (a power of two)."""
+    return triton.next_power_of_2(max(head_dim // 2, 1))
+
+
+@triton.heuristics({"HALF": lambda args: _half(args["head_dim"])})
 @triton.jit
 def rotary_kernel(x, cos, sin, out, heads, seq, head_dim, stride_b, stride_h, stride_s, cos_stride_b,
                   BLOCK_H: tl.constexpr, HALF: tl.constexpr):
@@ -47,6 +54,9 @@ def launch_params(heads: int, params: dict | None = None) -> dict:
     return {"BLOCK_H": block_h, "num_warps": 4 if block_h >= 8 else 2, **(params or {})}
 
 
+_LAUNCH = PreboundKernel(rotary_kernel.fn)  # the heuristic's HALF given by the launcher
+
+
 def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, params: dict | None = None) -> torch.Tensor:
     """x * cos + rotate_half(x) * sin for x of [batch, heads, seq, dim] and cos, sin of [batch or 1, seq, dim] (or [seq, dim])."""
     if x.dim() != 4 or x.shape[-1] % 2:
@@ -60,8 +70,8 @@ def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, params: dict |
     cos, sin = cos.contiguous(), sin.contiguous()
     out = torch.empty((batch, heads, seq, dim), dtype=torch.promote_types(x.dtype, cos.dtype), device=x.device)
     if out.numel():
-        rotary_kernel[(batch * seq,)](x, cos, sin, out, heads, seq, dim, x.stride(0), x.stride(1), x.stride(2),
-                                      0 if cos.shape[0] == 1 else seq * dim, **launch_params(heads, params))
+        _LAUNCH((batch * seq,), (x, cos, sin, out, heads, seq, dim, x.stride(0), x.stride(1), x.stride(2),
+                                 0 if cos.shape[0] == 1 else seq * dim), {"HALF": _half(dim), **launch_params(heads, params)})
     return out
 
 
