@@ -27,6 +27,7 @@ PROFILE = FIXTURES / "profile"
 MI250 = PROFILE / "mi250_minitoy_train_ROCm6_2_kineto.json.gz"
 A100 = PROFILE / "a100_alexnet_trace.json.gz"
 CPU = PROFILE / "cpu_mlp_trace.json"
+STATIC_CACHE = PROFILE / "h200_static_cache_trace.json.gz"  # decode compiled by torch.compile (fixtures/profile/README.md)
 DECODER = PROFILE / "rocprofv3" / "decoder_kernel_trace.csv"
 DOCS = PROFILE / "rocprofv3" / "docs_kernel_trace.csv"
 H200_ROOFLINE = REPO / "results" / "h200" / "roofline.json"  # measured on the lent H200 (results/h200/README.md)
@@ -111,6 +112,40 @@ def test_a_cpu_only_trace_ranks_operators_by_self_time_and_finds_its_fusions():
     assert chains[("aten::softmax", "aten::mul", "aten::add")].before == "aten::linear"
 
 
+# --- kernels inside compiled code (the H200 trace of a decoder under the static KV cache) ---
+
+def test_kernels_inside_a_compiled_region_are_ranked_each_by_name_and_launch_shape_not_as_one_region():
+    trace = read_trace(STATIC_CACHE, "static")
+    region_us = sum(k.dur_us for k in trace.kernels if k.kind == "kernel" and k.op is not None and k.op.name == "Torch-Compiled Region: 0/0")
+    analysis = analyse(trace, NO_ROOF)
+    spots = [h for h, _ in analysis.ranked]
+    assert not any(h.label.startswith("Torch-Compiled Region") for h in spots)  # it was one hotspot of 59 % before
+    inside = [h for h in spots if "ran inside Torch-Compiled Region: 0/0" in h.work_model]
+    assert abs(sum(h.total_s for h in inside) * 1e6 - region_us) < 1e-6 * region_us  # every microsecond attributed once
+    assert 100 * region_us / analysis.device_time_us == pytest.approx(59, abs=1)  # copies inside it keep their byte counts
+    top = spots[0]
+    assert top.kernel_class == "gemm" and top.label.startswith("nvjet_sm90_tst_384x8") and "[grid 2x66x1 block 384x1x1]" in top.label
+    norm = next(h for h in inside if h.label.startswith("triton_per_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0"))
+    assert norm.kernel_class == "normalization" and "Inductor's persistent reduction kernel fusing _to_copy_add_embedding" in norm.work_model
+    assert norm.bytes_per_call is None and norm.roof is None and "no byte/flop model" in norm.work_model  # said, not guessed
+    said = next(f for f in analysis.findings if "inside compiled code" in f)
+    assert "59 % of device time" in said and "19 kernels" in said and "13 Inductor kernels" in said and "6 library kernels" in said
+
+
+@pytest.mark.parametrize(("name", "kind", "fused", "norm"), [
+    ("triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_0", "persistent reduction", "_to_copy_add_mean_mul_pow_rsqrt", True),
+    ("triton_poi_fused_add_copy__12", "pointwise", "add_copy_", False),
+    ("triton_tem_fused_mm_0", "GEMM template", "mm", False),
+    ("triton_red_fused_var_mean_1", "reduction", "var_mean", False),  # LayerNorm's statistics, no rsqrt in this kernel
+])
+def test_an_inductor_kernel_name_gives_its_kind_and_the_ops_it_fused(name, kind, fused, norm):
+    from hyperloom.tools.profile.compiled import inductor_kernel
+
+    found = inductor_kernel(name)
+    assert found is not None and (found.kind, found.fused, found.is_norm) == (kind, fused, norm)
+    assert inductor_kernel("nvjet_sm90_tst_8x64_64x16_4x1_v_bz_TNN") is None
+
+
 # --- classes ---
 
 @pytest.mark.parametrize(("name", "kind", "op", "expected"), [
@@ -123,7 +158,9 @@ def test_a_cpu_only_trace_ranks_operators_by_self_time_and_finds_its_fusions():
     ("fmha_cutlassF_bf16_aligned_64x64_rf_sm80", "kernel", None, "attention"),
     ("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float, float>", "kernel", None, "normalization"),
     ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>", "kernel", None, "normalization"),
-    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "kernel", None, "reduction"),
+    ("triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", "kernel", None, "normalization"),  # Inductor's RMSNorm
+    ("triton_per_fused_sum_1", "kernel", None, "reduction"),
+    ("triton_poi_fused__scaled_dot_product_cudnn_attention__to_copy_3", "kernel", None, "elementwise"),  # attention's prologue
     ("triton_poi_fused_add_cos_sin_0", "kernel", None, "elementwise"),
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>", "kernel", None, "elementwise"),
     ("void at::native::elementwise_kernel<128, 2, direct_copy_kernel_cuda>", "kernel", None, "memory copy"),

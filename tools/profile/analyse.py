@@ -5,6 +5,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
+from hyperloom.tools.profile.compiled import inductor_kernel, is_compiled_region
 from hyperloom.tools.profile.fusion import Node, fusion_candidates
 from hyperloom.tools.profile.group import Classifier, WorkItem, class_shares, device_busy, kernel_groups, shadowed_ops, work_items
 from hyperloom.tools.profile.hotspots import rank_hotspots
@@ -33,6 +34,22 @@ class Analysis:
     @property
     def busy_percent(self) -> float | None:
         return self.devices[0].busy_percent if self.devices else None
+
+
+def _compiled_finding(trace: Trace, total_us: float) -> list[str]:
+    """What ran inside compiled code, how it was attributed and what stays unattributed."""
+    inside = [k for k in trace.kernels if k.kind == "kernel" and k.op is not None and is_compiled_region(k.op.name)]
+    if not inside or not total_us:
+        return []
+    regions = sorted({k.op.name for k in inside if k.op is not None})
+    names = {k.name for k in inside}
+    inductor = {n for n in names if inductor_kernel(n)}
+    share = 100 * sum(k.dur_us for k in inside) / total_us
+    return [f"{share:.0f} % of device time ran inside compiled code ({', '.join(regions[:3])}{', ...' if len(regions) > 3 else ''}), "
+            f"where the trace records no op: its {len(names)} kernels are ranked each by name and launch shape "
+            f"({len(inductor)} Inductor kernels, named by the ops they fused; {len(names) - len(inductor)} library kernels: GEMMs, "
+            "attention, copies); none has input shapes, so none has a byte/flop model or a roof placement. For shapes, "
+            "profile the same step without torch.compile (eager) beside this one"]
 
 
 def analyse(trace: Trace, roofs: Roofs) -> Analysis:
@@ -70,6 +87,7 @@ def analyse(trace: Trace, roofs: Roofs) -> Analysis:
         if total_us and 100 * unlinked / total_us > UNLINKED_NOTE_PERCENT:
             findings.append(f"{100 * unlinked / total_us:.0f} % of device time is in kernels no recorded op launched (a library's own "
                             "launches, or a CUDA graph's replay): those are ranked by kernel name, with no shapes")
+        findings.extend(_compiled_finding(trace, total_us))
     above = [h for h, _ in ranked if h.percent_of_roof is not None and h.percent_of_roof > 100]
     if above:
         worst = max(above, key=lambda h: h.percent_of_roof)

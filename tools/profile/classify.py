@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from hyperloom.tools.profile.compiled import inductor_kernel
 from hyperloom.tools.profile.models import KernelClass
 
 # Order matters: the first matching rule wins (attention before gemm, communication before reduction).
@@ -77,6 +78,10 @@ def kernel_class(kernel_name: str, kind: str = "kernel", op_name: str | None = N
     """The class of one device activity: a copy or set is a memory copy; a kernel by its name, else by its op."""
     if kind != "kernel":
         return "memory copy"
+    inductor = inductor_kernel(kernel_name)
+    if inductor is not None:  # its kind decides, not the op names it fused (a pointwise prologue of attention is pointwise)
+        return "gemm" if inductor.kind == "GEMM template" else "normalization" if inductor.is_norm or "softmax" in inductor.fused \
+            else "reduction" if "reduction" in inductor.kind else "elementwise"
     for cls, pattern in KERNEL_RULES:
         if pattern.search(kernel_name):
             return cls

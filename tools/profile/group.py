@@ -6,6 +6,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from hyperloom.tools.profile.classify import kernel_class, op_class
+from hyperloom.tools.profile.compiled import is_compiled_region, region_label, region_note
 from hyperloom.tools.profile.models import ClassShare, DeviceBusy, KernelClass, KernelGroup
 from hyperloom.tools.profile.tensors import label
 from hyperloom.tools.profile.trace import Kernel, Op
@@ -84,7 +85,8 @@ def device_busy(kernels: list[Kernel], window_us: tuple[float, float], names: di
 
 @dataclass
 class WorkItem:
-    """What a hotspot ranks: one op at one set of shapes (all its calls and their kernels), or one unlinked kernel."""
+    """What a hotspot ranks: one op at one set of shapes (all its calls and their kernels), one unlinked kernel, or one
+    kernel at one launch shape inside compiled code (compiled.py)."""
 
     label: str
     kernel_class: KernelClass
@@ -121,12 +123,15 @@ def work_items(kernels: list[Kernel], classify: Classifier, work_of: WorkCache, 
     shadowed = shadowed or {}
     op_keys: dict[int, tuple] = {}
     for k in kernels:
-        if k.kind != "kernel" or k.op is None:
-            key: tuple = ("activity", k.name)
+        region = k.op.name if k.op is not None and is_compiled_region(k.op.name) else None
+        if k.kind != "kernel" or k.op is None or region:
+            key: tuple = ("activity", k.name, region, k.launch if region else None)
             item = items.get(key)
             if item is None:
-                note = "no framework op is linked to this kernel: no shapes, no model" if k.kind == "kernel" else ""
-                item = items[key] = WorkItem(k.name, classify(k), None, None, model_note=note)
+                note = region_note(k.name, region) if region else \
+                    "no framework op is linked to this kernel: no shapes, no model" if k.kind == "kernel" else ""
+                item = items[key] = WorkItem(region_label(k.name, k.launch) if region else k.name, classify(k), None, None,
+                                             model_note=note)
             item.calls.add(id(k))
             if k.kind != "kernel":
                 item.copy_bytes = None if item.copy_bytes is None or k.bytes is None else item.copy_bytes + k.bytes
