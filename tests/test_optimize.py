@@ -5,6 +5,7 @@ points, stop on each budget kind and resume without measuring anything twice (ki
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -239,3 +240,67 @@ def test_bad_starts_are_refused_before_anything_is_timed(mlp):
 def test_the_committed_schema_is_the_models():
     committed = json.loads((REPO / "validators" / "optimize_breakdown.schema.json").read_text())
     assert committed == breakdown_schema(), "stale: python -m hyperloom.tools.optimize.schema > validators/optimize_breakdown.schema.json"
+
+
+NORM_WORKLOAD = '''
+import time
+from typing import Literal
+import torch
+from torch import nn
+
+
+class Qwen2RMSNorm(nn.Module):  # HF transformers' Qwen2RMSNorm, copied (as tests/fixtures/profile/capture_cpu_decoder.py)
+    def __init__(self, hidden_size, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.variance_epsilon)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class Net:
+    def __init__(self, pause):
+        torch.manual_seed(0)
+        self.norm, self.proj = Qwen2RMSNorm(96).to(torch.bfloat16), nn.Linear(96, 96).to(torch.bfloat16)
+        self.x, self.pause = torch.randn(4, 96, dtype=torch.bfloat16), pause == "yes"
+
+    def step(self):
+        with torch.inference_mode():
+            self.y = self.proj(self.norm(self.x))
+        if self.pause:
+            time.sleep(0.02)
+
+    def outputs(self):
+        return {"y": self.y.float()}
+
+
+def build(pause: Literal["yes", "no"] = "yes"):
+    torch.set_num_threads(1)
+    return Net(pause)
+'''
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None, reason="the library's RMSNorm runs in Triton's interpreter here")
+def test_a_campaign_profiles_its_workload_and_proposes_the_library_kernel_a_hand_off_names_itself(workspace):
+    (workspace.root / "norm.py").write_text(NORM_WORKLOAD)
+    # bf16 in Triton's interpreter rounds by truncation (tests/test_fusion_library.py): a tolerance of a few bf16 ulps
+    workload_freeze(WorkloadFreezeRequest(workload="norm.py:build", name="norm", atol=0.05, rtol=0.05, timeout_s=120), workspace)
+    report = run_campaign(OptimizeRequest(session="norm", levers=["knob:pause=no"], profile_kernels=True, **FAST), workspace)
+    mine = [r for r in report.records if r.proposer == "profile"]
+    assert len(mine) == 1, [(r.phase, r.proposer, r.result.levers) for r in report.records]
+    tried = mine[0]
+    assert tried.phase == "kernels" and tried.reference == ["knob:pause=no"]  # on the stack the levers left
+    assert "rmsnorm in place of norm:Qwen2RMSNorm.forward" in tried.note
+    overrides = next(lever for lever in tried.result.levers if lever.startswith("overrides:"))
+    assert "launcher.rmsnorm" in (workspace.root / overrides.removeprefix("overrides:")).read_text()
+    engaged = next(e for e in tried.result.engagement if e.lever == overrides)
+    assert engaged.engaged and engaged.calls and engaged.calls > 0  # the kernel ran inside the model
+    assert tried.result.verdict != "REJECTED", tried.result.reason  # its outputs passed the frozen gate
+    assert tried.decision == "REVERT"  # Triton's interpreter is no faster than eager torch: measured, not kept
+    again = run_campaign(OptimizeRequest(session="norm", **FAST), workspace)  # a resume profiles no second time
+    assert [r.key for r in again.records] == [r.key for r in report.records]

@@ -34,6 +34,7 @@ from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.models import Decision, OptimizeRequest, Phase, Record, stack_of
+from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals
 from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.pipeline.stats import summarize
@@ -257,6 +258,7 @@ class Campaign:
     def kernels(self, slot: Slot) -> None:
         """The agent's proposals, stacked one at a time; waits up to proposal_wait_s for the next one."""
         self.set_phase("kernels")
+        self.propose_from_profile()
         waiting_since = time.monotonic()
         while True:
             self.check_search()
@@ -268,10 +270,33 @@ class Campaign:
                 continue
             proposal_id, levers, note = queued[0]
             stack = self.stack()
-            if self.try_on_stack(slot, stack, levers, "agent", note):
+            if self.try_on_stack(slot, stack, levers, "profile" if note.startswith(NOTE_PREFIX) else "agent", note):
                 self.revalidate(slot, stack)
             self.ledger.take(proposal_id)  # after its record: a campaign killed mid-trial runs it again on resume
             waiting_since = time.monotonic()
+
+    def propose_from_profile(self) -> None:
+        """Once a campaign (a resume does not profile again): the library kernels the workload's profile can take,
+        queued as proposals. On a GPU unless the request says otherwise; the profile's time counts as device time."""
+        wanted = self.request.profile_kernels if self.request.profile_kernels is not None else self.frozen.vendor in ("cuda", "rocm")
+        if not wanted or self.ledger.get("profiled") is not None:
+            return
+        self.check_search()
+        started = time.perf_counter()
+        try:
+            found = profile_proposals(self.frozen, self.session.name, self.workspace, self.request.timeout_s)
+        except HyperloomError as exc:
+            self.ledger.add_note(f"the profile for kernel proposals failed, none proposed: {exc.cause}")
+            found = ProfileProposals()
+        finally:
+            self.ledger.add_spent(time.perf_counter() - started)
+        for note in found.notes:
+            self.ledger.add_note(note)
+        queued = {tuple(sorted(levers)) for _, levers, _ in self.ledger.queued()}
+        for levers, note in found.proposals:
+            if tuple(sorted(levers)) not in queued:  # a campaign killed after proposing, before this mark: not twice
+                self.ledger.propose(levers, note)
+        self.ledger.set("profiled", found.profile_json or "failed")
 
     def keep_first(self, winner: Record) -> None:
         """The fastest single lever starts the stack: its own measurement against the baseline is the evidence."""
@@ -293,7 +318,7 @@ class Campaign:
         if why is not None:
             self.ledger.add_note(f"{' + '.join(levers)} not tried on {' + '.join(stack) or 'the baseline'}: {why}")
             return False
-        phase: Phase = "kernels" if proposer == "agent" else "combine"
+        phase: Phase = "kernels" if proposer in ("agent", "profile") else "combine"
         key = self.key("candidate", stack, candidate)
         record = self.ledger.find(key) or self.measure(slot, Job(key, phase, candidate, stack, new, proposer, note),
                                                       lambda r: "KEEP" if r.verdict == "FASTER" else "REVERT")

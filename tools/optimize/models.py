@@ -29,6 +29,7 @@ class OptimizeRequest(Request):
     deadline_s: float | None = Field(None, gt=0, le=30 * 86400, description="Wall-clock limit.")
     target_speedup: float | None = Field(None, gt=1, le=1000, description="Speedup that ends the search.")
     proposal_wait_s: float = Field(0.0, ge=0, le=86400, description="Wait for proposals.")
+    profile_kernels: bool | None = Field(None, description="Profile, propose library kernels; default on a GPU.")
     pairs: int = Field(6, ge=5, le=200, description="A/B pairs.")
     steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Per worker call.")
@@ -78,7 +79,7 @@ class Record(BaseModel):
     phase: Phase
     reference: list[str] = Field(description="The levers of the reference it was A/B-timed against ([]: the baseline).")
     point: dict[str, str] | None = Field(None, description="Sweep: the knob values of the point.")
-    proposer: str = Field(description="catalog, combination, agent or campaign.")
+    proposer: str = Field(description="catalog, combination, agent, profile or campaign.")
     note: str = ""
     decision: Decision
     fallback: list[str] | None = Field(None, description="A revalidation that failed: the stack it reverted to.")

@@ -77,7 +77,10 @@ def _summary(trace: Trace, device: str, a: Analysis) -> str:
     return "; ".join(parts)
 
 
-def run_profile(request: ProfileRequest, workspace: Workspace, progress: ProgressFn | None = None) -> ProfileResult:
+def run_profile(request: ProfileRequest, workspace: Workspace, progress: ProgressFn | None = None,
+                knobs: dict[str, str] | None = None) -> ProfileResult:
+    """`knobs` (not a request field): a workload factory's knob values, for callers that profile a frozen workload."""
+
     def step(done: int) -> None:
         if progress is not None:
             progress(done, STEPS)
@@ -86,7 +89,8 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
     folder = workspace.state_dir("profile", name)
     capture = None
     if request.workload is not None:
-        capture = capture_workload(request.workload, request.args, request.steps, request.warmup_steps, request.timeout_s, folder, workspace)
+        capture = capture_workload(request.workload, request.args, request.steps, request.warmup_steps, request.timeout_s, folder, workspace,
+                                   knobs=knobs)
         trace_path = capture.trace
         label = workspace.relative(trace_path)
     else:

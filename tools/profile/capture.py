@@ -38,11 +38,16 @@ def _step_function(payload: dict[str, Any]) -> Callable[[], object]:
                 if exc.code not in (None, 0):
                     raise
         return run_script
-    module_name, _, function_name = workload.partition(":")
-    sys.argv = [module_name, *args]
+    where, _, function_name = workload.rpartition(":")
+    sys.argv = [where, *args]
     sys.path.insert(0, payload["root"])
-    function = getattr(importlib.import_module(module_name), function_name)
-    made = function()  # set-up call, outside the profiler
+    from hyperloom.tools.workload.runner import declared_knobs, knob_values, load_file
+
+    # file.py:function loads as workload freeze's runner loads it (the file's stem its module's name, so a module
+    # forward it names is what an overrides module replaces there); module:function imports from the workspace root
+    module = load_file(where, Path(where).stem) if payload["kind"] == "file_function" else importlib.import_module(where)
+    function = getattr(module, function_name)
+    made = function(**knob_values(declared_knobs(function), payload.get("knobs") or {}))  # set-up call, outside the profiler
     step = getattr(made, "step", None)  # a workload factory's object (workload freeze's contract): its step()
     return step if callable(step) else made if callable(made) else function
 

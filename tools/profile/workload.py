@@ -32,7 +32,11 @@ class Capture:
 
 
 def describe_workload(workload: str, workspace: Workspace) -> tuple[str, str]:
-    """('script', absolute path) or ('function', 'module:function'); anything else is refused."""
+    """('script', absolute path), ('file_function', 'absolute path.py:function': a factory in a file, as workload
+    freeze takes it) or ('function', 'module:function'); anything else is refused."""
+    where, _, function = workload.rpartition(":")
+    if where.endswith(".py") and re.match(r"^[A-Za-z_]\w*$", function):
+        return "file_function", f"{workspace.resolve(where, kind='file', must_exist=True, what='workload')}:{function}"
     if workload.endswith(".py") or "/" in workload or ":" not in workload:
         path = workspace.resolve(workload, kind="file", must_exist=True, what="workload")
         if path.suffix != ".py":
@@ -66,12 +70,14 @@ def _refuse(workload: str, outcome: WorkerOutcome, timeout_s: float) -> Hyperloo
 
 
 def capture_workload(workload: str, args: list[str], steps: int, warmup_steps: int, timeout_s: float, folder: Path,
-                     workspace: Workspace, profile: bool = True) -> Capture:
-    """Run the workload's steps in a fresh worker (killed at `timeout_s`); the trace lands in `folder`."""
+                     workspace: Workspace, profile: bool = True, knobs: dict[str, str] | None = None) -> Capture:
+    """Run the workload's steps in a fresh worker (killed at `timeout_s`); the trace lands in `folder`. `knobs`: a
+    factory's keyword arguments as text, as workload freeze records them (optimize profiles a frozen workload so)."""
     kind, target = describe_workload(workload, workspace)
     trace, averages = folder / "trace.json", folder / "key_averages.json"
     payload = {"workload": target, "kind": kind, "args": list(args), "root": str(workspace.root), "steps": steps,
-               "warmup_steps": warmup_steps, "trace": str(trace), "key_averages": str(averages), "profile": profile}
+               "warmup_steps": warmup_steps, "trace": str(trace), "key_averages": str(averages), "profile": profile,
+               "knobs": dict(knobs or {})}
     outcome = run_worker(ENTRY, payload, timeout_s=timeout_s, cwd=workspace.root)
     if not outcome.ok:
         raise _refuse(workload, outcome, timeout_s)

@@ -16,6 +16,7 @@ import os
 import re
 from pathlib import Path
 
+from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import measured
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
@@ -69,19 +70,7 @@ replace({replace!r}, lambda original: forward)
 
 def integrate(request: IntegrateRequest, workspace: Workspace, progress: ProgressFn | None = None) -> IntegrateResult:
     frozen = read_frozen(request.name, workspace)
-    if not TARGET.match(request.replace):
-        raise HyperloomError(f"replace {request.replace[:80]!r} is not module:Class.method", "give e.g. transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward")
-    name, launcher, shipped = _launcher(request.kernel, workspace)
-    adapter = request.adapter or name
-    if adapter not in ADAPTERS:
-        raise HyperloomError(f"no adapter puts {adapter} in place of a method (adapters: {', '.join(ADAPTERS)})",
-                             "write an overrides module yourself (tools/workload/overrides.py's replace) and time it with workload bench, lever overrides:FILE.py")
-    digest = sha256_json([name, adapter, request.replace, request.params, sha256_file(launcher)])[:12]
-    folder = frozen.folder / "integrate" / f"{name}-{digest}"
-    folder.mkdir(parents=True, exist_ok=True)
-    overrides = folder / "overrides.py"
-    overrides.write_text(TEMPLATE.format(kernel=name, replace=request.replace, params=dict(request.params), name=name,
-                                         launcher=_launcher_expression(name, launcher, shipped, folder), adapter=ADAPTERS[adapter][1].rstrip()))
+    name, launcher, overrides = write_overrides(frozen.folder, request.kernel, request.replace, dict(request.params), request.adapter, workspace)
     candidate = [*request.with_levers, f"overrides:{workspace.relative(overrides)}"]
     bench = bench_workload(WorkloadBenchRequest(name=request.name, candidates=[candidate], pairs=request.pairs, steps_per_leg=request.steps_per_leg,
                                                 timeout_s=request.timeout_s, max_baseline_legs=10), workspace, progress)
@@ -93,6 +82,27 @@ def integrate(request: IntegrateRequest, workspace: Workspace, progress: Progres
     return IntegrateResult(ok=True, verdict=verdict, summary=summary, kernel=name, replace=request.replace, params=dict(request.params),
                            overrides=workspace.relative(overrides), calls_per_step=calls, wrapper_us_per_call=wrapper_us,
                            wrapper_share=share, kernel_sha256=sha256_file(launcher), bench=bench, evidence=evidence)
+
+
+def write_overrides(session: Path, kernel: str, replace: str, params: dict[str, str | int], adapter: str | None,
+                    workspace: Workspace) -> tuple[str, Path, Path]:
+    """The overrides module putting `kernel` in place of `replace`, written once per content in the session folder:
+    (the kernel's name, its launcher file, the module). Also what optimize proposes from a profile's hand-offs."""
+    if not TARGET.match(replace):
+        raise HyperloomError(f"replace {replace[:80]!r} is not module:Class.method", "give e.g. transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward")
+    name, launcher, shipped = _launcher(kernel, workspace)
+    adapter = adapter or name
+    if adapter not in ADAPTERS:
+        raise HyperloomError(f"no adapter puts {adapter} in place of a method (adapters: {', '.join(ADAPTERS)})",
+                             "write an overrides module yourself (tools/workload/overrides.py's replace) and time it with workload bench, lever overrides:FILE.py")
+    digest = sha256_json([name, adapter, replace, params, sha256_file(launcher)])[:12]
+    folder = session / "integrate" / f"{name}-{digest}"
+    folder.mkdir(parents=True, exist_ok=True)
+    overrides = folder / "overrides.py"
+    write_bytes_atomic(overrides, TEMPLATE.format(kernel=name, replace=replace, params=params, name=name,
+                                                 launcher=_launcher_expression(name, launcher, shipped, folder),
+                                                 adapter=ADAPTERS[adapter][1].rstrip()).encode())
+    return name, launcher, overrides
 
 
 def _launcher(kernel: str, workspace: Workspace) -> tuple[str, Path, bool]:

@@ -61,7 +61,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
         if lever["kind"] == "setting":
             _setting(torch, lever["value"])
         elif lever["kind"] == "overrides":
-            _load_file(lever["value"], f"hyperloom_overrides_{abs(hash(lever['value']))}")
+            load_file(lever["value"], f"hyperloom_overrides_{abs(hash(lever['value']))}")
     knobs: dict[str, Any] = {}
     defaults: dict[str, str] = {}
     if payload["kind"] == "script":
@@ -204,7 +204,7 @@ def _toolchain(torch: Any) -> dict[str, str]:
     return versions
 
 
-def _load_file(path: str, name: str) -> Any:
+def load_file(path: str, name: str) -> Any:
     """Import a Python file as module `name` (registered in sys.modules, so what it defines pickles and reloads)."""
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
@@ -220,7 +220,7 @@ def _factory(workload: str) -> Callable[..., Any]:
     if loaded is not None and getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == Path(where).resolve():
         module = loaded  # imported already (an overrides module patched it): the same module, its patches kept
     else:
-        module = _load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
+        module = load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
     factory = getattr(module, name)
     if not callable(factory):
         raise WorkloadContractError(f"{workload} is not a function")
