@@ -31,7 +31,7 @@ MAX_CALLS = 6
 KERNELS = ("rmsnorm", "silu_and_mul")
 MCP_NAMES = {"spec_check": "spec check", "tune_start": "tune start", "bench": "bench", "workload_freeze": "workload freeze", "workload_integrate": "workload integrate"}
 # The profiled entry: the same factory workload freeze takes, with the knobs bound (profile calls it without arguments).
-PROFILED = ("from decoder import build as _build\nfrom hyperloom.tools.workload.runner import declared_knobs, knob_values\n\n\n"
+PROFILED = ("from decoder import build as _build\nfrom hyperloom.core.factory import declared_knobs, knob_values\n\n\n"
             "def build():\n    return _build(**knob_values(declared_knobs(_build), {knobs!r}))\n")
 
 

@@ -81,6 +81,15 @@ def _campaign(ws, name="mlp", **fields):
     return run_campaign(OptimizeRequest(session=name, **{**FAST, **fields}), ws)
 
 
+def _finished(ledger) -> int:  # type: ignore[no-untyped-def]
+    """Rows in the ledger a running campaign writes; 0 while it is still creating its tables (the file comes first)."""
+    with sqlite3.connect(ledger) as db:
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+
 def _keys_unique(report) -> None:
     keys = [r.key for r in report.records]
     assert len(keys) == len(set(keys)), "a measurement ran twice"
@@ -175,10 +184,8 @@ def test_a_campaign_killed_mid_run_resumes_and_measures_nothing_twice(mlp):
     deadline = time.monotonic() + 300
     try:
         while time.monotonic() < deadline and process.poll() is None:
-            if ledger.is_file():
-                with sqlite3.connect(ledger) as db:
-                    if db.execute("SELECT COUNT(*) FROM records").fetchone()[0] >= 2:
-                        break
+            if ledger.is_file() and _finished(ledger) >= 2:
+                break
             time.sleep(0.2)
     finally:
         os.killpg(process.pid, signal.SIGKILL)

@@ -41,7 +41,7 @@ def _step_function(payload: dict[str, Any]) -> Callable[[], object]:
     where, _, function_name = workload.rpartition(":")
     sys.argv = [where, *args]
     sys.path.insert(0, payload["root"])
-    from hyperloom.tools.workload.runner import declared_knobs, knob_values, load_file
+    from hyperloom.core.factory import declared_knobs, knob_values, load_file
 
     # file.py:function loads as workload freeze's runner loads it (the file's stem its module's name, so a module
     # forward it names is what an overrides module replaces there); module:function imports from the workspace root
