@@ -41,7 +41,7 @@ from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, load_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import reference as reference_of
-from hyperloom.tools.workload.levers import CATALOG, check_candidate, prepared
+from hyperloom.tools.workload.levers import CATALOG, GPU, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import WorkloadFailure
 
@@ -278,7 +278,7 @@ class Campaign:
     def propose_from_profile(self) -> None:
         """Once a campaign (a resume does not profile again): the library kernels the workload's profile can take,
         queued as proposals. On a GPU unless the request says otherwise; the profile's time counts as device time."""
-        wanted = self.request.profile_kernels if self.request.profile_kernels is not None else self.frozen.vendor in ("cuda", "rocm")
+        wanted = self.request.profile_kernels if self.request.profile_kernels is not None else self.frozen.vendor in GPU
         if not wanted or self.ledger.get("profiled") is not None:
             return
         self.check_search()
