@@ -244,7 +244,7 @@ def test_a_launcher_refuses_tensors_that_do_not_fit_with_what_to_pass(library, c
         call(library, lambda shape: _draw(shape, "float32"))
 
 
-MEAN_ORDER = REPO / "tests" / "fixtures" / "h200_torch_mean_order.npz"  # scripts/device/eager_bits.py --capture, trimmed
+MEAN_ORDER = REPO / "tests" / "fixtures" / "torch_reduce" / "h200_torch_mean_order.npz"  # its README says how it was captured
 
 
 def test_the_rmsnorm_launcher_matches_torchs_cuda_mean_square_bit_for_bit_on_rows_captured_on_the_h200(library):

@@ -30,7 +30,7 @@ def eager_order_sum_of_squares(x_row, n_cols, LANES: tl.constexpr, STEPS: tl.con
     it reads the row as float4 vectors with LANES threads (eager_reduce_lanes): thread t keeps four sums (one per
     vector element) over vectors t, t + LANES, ...; joins them ((s0 + s1) + s2) + s3; then thread t adds thread
     t + LANES / 2's sum, by halves down to one. Same order, same float32 rounding: the same bits as eager (checked on
-    the H200 with torch 2.11, tests/fixtures/h200_torch_mean_order.npz)."""
+    the H200 with torch 2.11, tests/fixtures/torch_reduce/h200_torch_mean_order.npz)."""
     lanes = tl.arange(0, LANES)
     s0 = tl.zeros([LANES], tl.float32)
     s1 = tl.zeros([LANES], tl.float32)
