@@ -1,8 +1,8 @@
 """A class for each kernel and op: GEMM, attention, normalization, elementwise, reduction, communication, memory copy, other.
 
 A kernel is classified by its own name first (library kernels name their job: Tensile's Cijk_, cuBLAS's
-gemm/nvjet, flash attention, Inductor's triton_poi/red/per), then, where the name says nothing, by the
-framework op that launched it.
+gemm/nvjet, flash attention; Inductor's triton_poi/red/per/tem by its kind and fused ops, compiled.py), then, where
+the name says nothing, by the framework op that launched it.
 """
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ from hyperloom.tools.profile.models import KernelClass
 KERNEL_RULES: tuple[tuple[KernelClass, re.Pattern[str]], ...] = (
     ("communication", re.compile(r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce", re.I)),
     ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|mha_", re.I)),
-    ("gemm", re.compile(r"gemm|cutlass|cublas|xmma|wgmma|nvjet|^cijk_|hipblaslt|matmul|triton_tem_|_mm_|mfma|wmma|"
+    ("gemm", re.compile(r"gemm|cutlass|cublas|xmma|wgmma|nvjet|^cijk_|hipblaslt|matmul|_mm_|mfma|wmma|"
                         r"convolution|convolve|conv[123]d|_conv_|xconv|scudnn|hcudnn|_fprop|_dgrad|_wgrad", re.I)),
     ("normalization", re.compile(r"layer_?norm|rms_?norm|group_?norm|batch_?norm|instance_?norm|softmax", re.I)),
     ("memory copy", re.compile(r"memcpy|memset|direct_copy|copy_kernel|catarraybatchedcopy|^memory", re.I)),
-    ("reduction", re.compile(r"reduce|reduction|triton_red_|triton_per_|argmax|argmin|topk|cub::|scan_kernel", re.I)),
-    ("elementwise", re.compile(r"elementwise|triton_poi_|pointwise|fill|silu|gelu|relu|act_and_mul|rotary|multi_tensor_apply", re.I)),
+    ("reduction", re.compile(r"reduce|reduction|argmax|argmin|topk|cub::|scan_kernel", re.I)),
+    ("elementwise", re.compile(r"elementwise|pointwise|fill|silu|gelu|relu|act_and_mul|rotary|multi_tensor_apply", re.I)),
 )
 
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_scaled_mm", "addmv", "mv", "dot", "convolution",

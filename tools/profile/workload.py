@@ -12,6 +12,7 @@ from hyperloom.core.worker import WorkerOutcome, run_worker
 from hyperloom.core.workspace import Workspace
 
 ENTRY = "hyperloom.tools.profile.capture:capture"
+FUNCTION_NAME = re.compile(r"^[A-Za-z_]\w*$")
 MODULE_FUNCTION = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*:[A-Za-z_][\w]*$")
 STDERR_TAIL_CHARS = 600
 
@@ -31,12 +32,24 @@ class Capture:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def file_function(workload: str, workspace: Workspace) -> str | None:
+    """'absolute path.py:function' for a factory in a file (file.py:function, as workload freeze and profile take it),
+    None for any other form; a name after the colon that is no function name is refused."""
+    where, colon, function = workload.rpartition(":")
+    if not (colon and where.endswith(".py")):
+        return None
+    path = workspace.resolve(where, kind="file", what="workload")
+    if not FUNCTION_NAME.match(function):
+        raise HyperloomError(f"{function[:60]!r} is not a function name", "pass file.py:function")
+    return f"{path}:{function}"
+
+
 def describe_workload(workload: str, workspace: Workspace) -> tuple[str, str]:
     """('script', absolute path), ('file_function', 'absolute path.py:function': a factory in a file, as workload
     freeze takes it) or ('function', 'module:function'); anything else is refused."""
-    where, _, function = workload.rpartition(":")
-    if where.endswith(".py") and re.match(r"^[A-Za-z_]\w*$", function):
-        return "file_function", f"{workspace.resolve(where, kind='file', must_exist=True, what='workload')}:{function}"
+    in_file = file_function(workload, workspace)
+    if in_file is not None:
+        return "file_function", in_file
     if workload.endswith(".py") or "/" in workload or ":" not in workload:
         path = workspace.resolve(workload, kind="file", must_exist=True, what="workload")
         if path.suffix != ".py":

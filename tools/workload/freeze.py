@@ -15,7 +15,7 @@ from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.profile.workload import MODULE_FUNCTION
+from hyperloom.tools.profile.workload import MODULE_FUNCTION, file_function
 from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
 from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, WorkloadFreezeRequest, WorkloadFreezeResult
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
@@ -25,12 +25,9 @@ RUNS = 2
 
 def describe_target(workload: str, args: list[str], knobs: dict[str, str], workspace: Workspace) -> Target:
     """The workload as a worker loads it: a script, a file's function or a module's function; anything else is refused."""
-    where, colon, function = workload.rpartition(":")
-    if colon and where.endswith(".py"):
-        path = workspace.resolve(where, kind="file", what="workload")
-        if not re.match(r"^[A-Za-z_]\w*$", function):
-            raise HyperloomError(f"{function[:60]!r} is not a function name", "pass file.py:function")
-        return Target(f"{path}:{function}", "function", tuple(args), dict(knobs))
+    in_file = file_function(workload, workspace)
+    if in_file is not None:
+        return Target(in_file, "function", tuple(args), dict(knobs))
     if workload.endswith(".py"):
         if knobs:
             raise HyperloomError("a script has no knobs", "give the workload as file.py:function (a factory) to use knobs")
