@@ -10,29 +10,22 @@ wrong model names the right count); and how often Triton's rsqrt differs from to
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 
+from hyperloom.tools.triton.entry import load_module
+
 REPO = Path(__file__).resolve().parents[2]
+KERNELS = REPO / "kernels" / "triton"
 SHAPES = [(1, 1536), (16, 1536), (256, 1536), (1, 4096), (512, 4096), (1, 896), (1, 5000), (1, 2048)]
 LANE_COUNTS = (32, 64, 128, 256, 512)
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"eager_bits_{name}", REPO / "kernels" / "triton" / name / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-LIBRARY = _load("rmsnorm")
+LIBRARY = load_module(str(KERNELS / "rmsnorm" / "rmsnorm.py"))
 
 
 @triton.jit

@@ -13,7 +13,6 @@ as a dry run in Triton's interpreter, untimed: `python scripts/device/fusion_lib
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -21,18 +20,12 @@ from pathlib import Path
 
 import torch
 
+from hyperloom.tools.triton.entry import load_module  # imports no triton: the interpreter choice below still holds
+
 LIBRARY = Path(__file__).resolve().parents[2] / "kernels" / "triton"
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 if DEVICE == "cpu":
     os.environ["TRITON_INTERPRET"] = "1"  # read when triton is first imported (below, in main) and at each launch
-
-
-def load(name: str):  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location(f"fusion_{name}", LIBRARY / name / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # Triton's interpreter finds a kernel's globals through its module
-    spec.loader.exec_module(module)
-    return module
 
 
 def hf_rmsnorm(x, weight, eps=1e-6):  # type: ignore[no-untyped-def]
@@ -52,7 +45,7 @@ def cases(dtype: torch.dtype, tokens: int):  # type: ignore[no-untyped-def]
     def draw(*shape: int) -> torch.Tensor:
         return torch.randn(shape, generator=g, device=DEVICE).to(dtype)
 
-    rms, add, ln, silu, gelu, rope = (load(n) for n in ("rmsnorm", "add_rmsnorm", "layernorm", "silu_and_mul", "gelu_and_mul", "rotary"))
+    rms, add, ln, silu, gelu, rope = (load_module(str(LIBRARY / n / f"{n}.py")) for n in ("rmsnorm", "add_rmsnorm", "layernorm", "silu_and_mul", "gelu_and_mul", "rotary"))
     x, residual, weight, bias = draw(1, tokens, 2048), draw(1, tokens, 2048), draw(2048).abs() + 0.5, draw(2048)
     gate, up = draw(1, tokens, 8192), draw(1, tokens, 8192)
     q, cos, sin = draw(1, tokens, 32, 64).transpose(1, 2), draw(1, tokens, 64), draw(1, tokens, 64)

@@ -9,23 +9,16 @@ step is bound by such launches, so this is what an integration can save per call
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import sys
 import time
 from pathlib import Path
 
 import torch
 
+from hyperloom.tools.triton.entry import load_module
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"launch_cost_{name}", REPO / "kernels" / "triton" / name / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+LIBRARY = REPO / "kernels" / "triton"
 
 
 def per_call_us(function, calls: int) -> float:
@@ -50,7 +43,7 @@ def main() -> None:
     from transformers.activations import ACT2FN
     from transformers.models.qwen2.modeling_qwen2 import Qwen2RMSNorm
 
-    rmsnorm, silu = _load("rmsnorm"), _load("silu_and_mul")
+    rmsnorm, silu = (load_module(str(LIBRARY / name / f"{name}.py")) for name in ("rmsnorm", "silu_and_mul"))
 
     def binder_rmsnorm(x, weight, eps):  # the same launch through Triton's binder, kernel[grid](...), as before
         rows = x.reshape(-1, x.shape[-1]).contiguous()
