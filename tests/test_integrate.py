@@ -4,10 +4,15 @@ baseline, and the end-to-end A/B deciding KEEP or REVERT; a wrong kernel REVERTE
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.workload.api import workload_freeze, workload_integrate
+from hyperloom.tools.workload.integrate import write_overrides
 from hyperloom.tools.workload.models import IntegrateRequest, WorkloadFreezeRequest
 
 torch = pytest.importorskip("torch")
@@ -95,3 +100,43 @@ def test_bad_targets_and_adapters_get_a_clear_answer(frozen):
         workload_integrate(IntegrateRequest(name="tiny", kernel="rmsnorm", replace="TinyRMSNorm"), frozen)
     with pytest.raises(HyperloomError, match="outside"):
         workload_integrate(IntegrateRequest(name="tiny", kernel="../elsewhere", replace="wl:TinyRMSNorm.forward"), frozen)
+
+
+COMPILED = '''
+import sys
+import torch
+from hyperloom.core.factory import load_file
+from hyperloom.tools.workload import overrides
+sys.path.insert(0, sys.argv[1])
+import wl
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(64, 64), wl.TinyRMSNorm(64), torch.nn.Linear(64, 64), wl.UnusedNorm(64)).eval()
+x = torch.randn(8, 64)
+with torch.no_grad():
+    reference = model(x)
+    wrong = model[2](model[1](model[0](x))) * model[3].weight  # what the wrong kernel makes of the last norm
+    for index, path in enumerate(sys.argv[2:]):
+        load_file(path, f"overrides_{index}")
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")  # a graph break is an error here
+    compiled(x)
+    out = compiled(x)
+print("calls", overrides.calls()["wl:TinyRMSNorm.forward"], overrides.calls()["wl:UnusedNorm.forward"])
+print("error", float((out - reference).abs().max()))
+print("wrong", float((out - wrong).abs().max()))
+'''
+
+
+def test_an_integrated_kernel_is_one_opaque_op_inside_a_compiled_model(frozen):
+    """torch.compile(fullgraph=True) of a model whose norms are replaced: no graph break at the launcher's Python, the
+    library kernel's output as eager's, and a wrong kernel's output in the compiled graph (the op ran, not a trace of
+    the original forward)."""
+    folder = frozen.root / ".hyperloom" / "compiled"
+    right = write_overrides(folder, "rmsnorm", "wl:TinyRMSNorm.forward", {}, None, frozen)[2]
+    wrong = write_overrides(folder, "wrongnorm", "wl:UnusedNorm.forward", {}, "rmsnorm", frozen)[2]
+    assert "torch.library.custom_op('hyperloom::rmsnorm_" in right.read_text()
+    run = subprocess.run([sys.executable, "-c", COMPILED, str(frozen.root), str(right), str(wrong)], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines["calls"] == "2 2", run.stdout  # each replaced norm once a compiled call, counted (dynamo replays the count)
+    assert float(lines["wrong"]) < 1e-5 < float(lines["error"]), run.stdout  # the compiled graph ran the wrong kernel's x * weight

@@ -2,7 +2,11 @@
 # .whl (carried), sets the environment and writes $OUT/env.txt (GPU, driver, nvcc, Python and package versions).
 # NVLink multicast stays off, as the device's notes require.
 out="${OUT:-/tmp/device-out}"; mkdir -p "$out"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+wheels=$(stat -c '%n %s' .whl/*.whl | sha256sum | cut -c1-16)  # a warm machine's next command skips the install of the same wheels
+if [ "$(cat /tmp/site/.hyperloom-wheels 2>/dev/null)" != "$wheels" ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  echo "$wheels" > /tmp/site/.hyperloom-wheels
+fi
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2; nproc; python3 --version
   python3 -c 'import cuda.bindings, numpy, torch, triton; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__, "torch", torch.__version__, "triton", triton.__version__)'; } > "$out/env.txt" 2>&1

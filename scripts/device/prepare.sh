@@ -2,12 +2,13 @@
 # Run HERE (a machine with network and clang) before a device batch: what the GPU machine (no network, no clang,
 # Python 3.12, x86-64) needs, in folders to carry, git-ignored through .git/info/exclude:
 #   .whl/     the hyperloom wheel and the Python packages the device image lacks (every device script installs from it)
+#   .device-ws/, .device-carry/  a campaign's workspace on the device and its packed state for a cold machine (optimize_h200.sh)
 #   .device/  the foreign kernels (tests/fixtures/foreign, not committed) drafted by spec_init and filled (bench/onboarding.py --prepare)
 # On the device: python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
 #                export PYTHONPATH=/tmp/site
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-for folder in /.whl/ /.device/; do grep -qx "$folder" .git/info/exclude 2>/dev/null || echo "$folder" >> .git/info/exclude; done
+for folder in /.whl/ /.device/ /.device-ws/ /.device-carry/; do grep -qx "$folder" .git/info/exclude 2>/dev/null || echo "$folder" >> .git/info/exclude; done
 python=.venv/bin/python
 rm -rf .whl .device && mkdir -p .whl .device
 "$python" -m pip wheel --quiet --no-deps --no-build-isolation -w .whl .

@@ -13,7 +13,8 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.api import run_profile
 from hyperloom.tools.profile.models import ProfileRequest
 from hyperloom.tools.workload.frozen import Frozen
-from hyperloom.tools.workload.integrate import ADAPTERS, write_overrides
+from hyperloom.tools.workload.adapters import ADAPTERS
+from hyperloom.tools.workload.integrate import write_overrides
 
 NOTE_PREFIX = "profile: "  # how a queued proposal says the campaign made it (its proposer "profile")
 

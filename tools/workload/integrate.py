@@ -3,11 +3,12 @@ workload's own gate and A/B decide KEEP or REVERT.
 
 An overrides module is written in the session folder (`integrate/<kernel>-<digest>/overrides.py`): it loads the
 kernel's launcher and replaces the named method (a module's `forward`, e.g. HF's `Qwen2RMSNorm.forward`) with an
-adapter calling it, through tools/workload/overrides.py's `replace`, which counts the calls. workload_bench then runs
-the candidate `[*with_levers, overrides:FILE]` beside the baseline: the frozen outputs gate it (a wrong kernel:
-REVERT with the first mismatches), its calls are counted in a profiled step (none: NOT_ENGAGED, before any speed is
-believed), the wrapper's own cost per call is measured beside the bare call, and the A/B decides (FASTER: KEEP;
-else REVERT with the reason). The overrides module is what to apply to reproduce the result.
+adapter calling it (through a torch custom op where the model is compiled: tools/workload/adapters.py), through
+tools/workload/overrides.py's `replace`, which counts the calls. workload_bench then runs the candidate
+`[*with_levers, overrides:FILE]` beside the baseline: the frozen outputs gate it (a wrong kernel: REVERT with the
+first mismatches), its calls are counted in a profiled step (none: NOT_ENGAGED, before any speed is believed), the
+wrapper's own cost per call is measured beside the bare call, and the A/B decides (FASTER: KEEP; else REVERT with the
+reason). The overrides module is what to apply to reproduce the result.
 """
 
 from __future__ import annotations
@@ -23,49 +24,12 @@ from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.workload.adapters import ADAPTERS, overrides_source
 from hyperloom.tools.workload.bench import bench_workload
 from hyperloom.tools.workload.frozen import read_frozen
 from hyperloom.tools.workload.models import CandidateResult, IntegrateRequest, IntegrateResult, IntegrateVerdict, WorkloadBenchRequest
 
 TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
-# kernel -> (the attributes of the module it replaces, what they mean; the adapter's body, in terms of `launcher`)
-ADAPTERS: dict[str, tuple[str, str]] = {
-    "rmsnorm": ("an RMSNorm module's forward(hidden_states) with weight and variance_epsilon (HF Llama, Qwen2, Mistral)",
-                "def forward(self, hidden_states):\n"
-                "    eps = getattr(self, 'variance_epsilon', getattr(self, 'eps', 1e-6))\n"
-                "    return launcher.rmsnorm(hidden_states, self.weight, eps, PARAMS)\n"),
-    "silu_and_mul": ("a gated MLP's forward(x) with gate_proj, up_proj, down_proj and SiLU (HF Llama, Qwen2, Mistral)",
-                     "def forward(self, x):\n"
-                     "    return self.down_proj(launcher.silu_mul(self.gate_proj(x), self.up_proj(x), PARAMS))\n"),
-    "layernorm": ("torch.nn.LayerNorm's forward(input) over the last dimension",
-                  "def forward(self, input):\n"
-                  "    return launcher.layernorm(input, self.weight, self.bias, self.eps, PARAMS)\n"),
-}
-TEMPLATE = '''"""Written by hyperloom integrate: {kernel} in place of {replace} (params {params}).
-Import this file before the model is built (or pass the lever overrides:THIS_FILE to workload bench) to reproduce."""
-import importlib.util
-import os
-import sys
-from pathlib import Path
-
-import torch
-
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run in its interpreter on a CPU
-
-from hyperloom.core.shipped import shipped_kernels
-from hyperloom.tools.workload.overrides import replace
-
-_spec = importlib.util.spec_from_file_location("hyperloom_integrated_{name}", {launcher})
-launcher = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = launcher
-_spec.loader.exec_module(launcher)
-PARAMS = {params!r} or None
-
-{adapter}
-
-replace({replace!r}, lambda original: forward)
-'''
 
 
 def integrate(request: IntegrateRequest, workspace: Workspace, progress: ProgressFn | None = None) -> IntegrateResult:
@@ -99,9 +63,7 @@ def write_overrides(session: Path, kernel: str, replace: str, params: dict[str, 
     folder = session / "integrate" / f"{name}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
     overrides = folder / "overrides.py"
-    write_bytes_atomic(overrides, TEMPLATE.format(kernel=name, replace=replace, params=params, name=name,
-                                                 launcher=_launcher_expression(name, launcher, shipped, folder),
-                                                 adapter=ADAPTERS[adapter][1].rstrip()).encode())
+    write_bytes_atomic(overrides, overrides_source(adapter, name, replace, params, _launcher_expression(name, launcher, shipped, folder), digest).encode())
     return name, launcher, overrides
 
 
