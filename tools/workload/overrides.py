@@ -21,18 +21,30 @@ OVERHEAD_CALLS = 2000
 
 
 def replace(target: str, make: Callable[[Callable[..., Any]], Callable[..., Any]]) -> None:
-    """Replace `target` ("module:Attr.path") by make(original), wrapped so that its calls are counted."""
+    """Replace `target` ("module:Attr.path") by make(original), wrapped so that its calls are counted.
+
+    Inside code torch.compile traces nothing is counted here: dynamo would guard on the count's value and compile the
+    graph again at every call. A kernel there runs as a custom op, whose implementation counts with note_call when the
+    compiled graph calls it (a CUDA/HIP graph replay runs no Python: its calls are the ones recorded)."""
+    from torch.compiler import is_compiling  # a worker with overrides runs torch
+
     owner, attribute, original = resolve(target)
     replacement = make(original)
     CALLS[target] = 0
 
     @functools.wraps(original)
     def counted(*args: Any, **kwargs: Any) -> Any:
-        CALLS[target] += 1
+        if not is_compiling():
+            CALLS[target] += 1
         return replacement(*args, **kwargs)
 
     _ORIGINALS[target] = original
     setattr(owner, attribute, counted)
+
+
+def note_call(target: str) -> None:
+    """One call of `target`'s kernel made by compiled code (its custom op's implementation; see replace)."""
+    CALLS[target] = CALLS.get(target, 0) + 1
 
 
 def resolve(target: str) -> tuple[Any, str, Any]:
@@ -55,13 +67,16 @@ def calls() -> dict[str, int]:
 
 def wrapper_overhead_us() -> float:
     """What the counting wrapper adds to one call: the same no-op called through one and bare, side by side (µs)."""
+    from torch.compiler import is_compiling
+
     def bare(*args: Any, **kwargs: Any) -> None:
         return None
 
     box = {"n": 0}
 
     def counted(*args: Any, **kwargs: Any) -> None:
-        box["n"] += 1
+        if not is_compiling():
+            box["n"] += 1
         return bare(*args, **kwargs)
 
     best = []
