@@ -122,6 +122,32 @@ def test_torch_compile_is_a_lever_gated_and_timed_on_the_cpu(mlp):
     (compiled,) = result.candidates
     assert compiled.verdict in ("FASTER", "NOT_FASTER"), compiled.reason
     assert compiled.engagement[0].engaged and "compiled" in compiled.engagement[0].evidence and compiled.pairs == 5
+    assert "recompiles or breaks" not in compiled.reason  # compiled once, as it should be
+
+
+RECOMPILING = '''
+from hyperloom.tools.workload.overrides import replace
+SEEN = {"calls": 0}
+def make(original):
+    def forward(self, input):
+        SEEN["calls"] += 1  # Python state dynamo guards on: each call compiles the model again
+        return original(self, input)
+    return forward
+replace("torch.nn:GELU.forward", make)
+'''
+
+
+def test_a_candidate_that_makes_the_compiled_model_recompile_says_so(mlp):
+    """What the H200 showed (a kernel's call counter guarded by dynamo: the static cache's decode compiled again at
+    every step, 0.2-0.28x): the candidate's reason names the graphs compiled in a warmed-up step. A hand-written
+    replacement inside compiled code is not counted by the wrapper (that count was the guard), so it is NO_OP with the
+    way out: a custom op counting with note_call, as integrate writes."""
+    _freeze(mlp)
+    (mlp.root / "recompiling.py").write_text(RECOMPILING)
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["compile", "overrides:recompiling.py"]], **{**FAST, "timeout_s": 300.0}), mlp)
+    (candidate,) = result.candidates
+    assert candidate.verdict == "NO_OP" and "only a custom op calling overrides.note_call counts" in candidate.reason, candidate.reason
+    assert "graph(s) during a warmed-up step" in candidate.reason and "TORCH_LOGS=recompiles" in candidate.reason, candidate.reason
 
 
 def test_bad_workloads_get_a_clear_error_with_the_next_step(mlp):

@@ -19,7 +19,7 @@ import numpy as np
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
-from hyperloom.tools.workload.engagement import engagement
+from hyperloom.tools.workload.engagement import compile_note, engagement
 from hyperloom.tools.workload.frozen import compare
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
@@ -83,10 +83,12 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
             checks = compare(saved_outputs(process, folder / "outputs"), references, tolerances)
             if not all(c.passed for c in checks):
                 return CandidateResult(levers=names, verdict="REJECTED", reason=mismatch_reason(checks), outputs=checks, warmup_s=sum(warm["wall_s"]))
-            engaged = engagement(levers if new is None else new, process.engagement(), base_evidence, warm)
+            seen = process.engagement()
+            engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
+            note = compile_note(seen, base_evidence)
             if not all(e.engaged for e in engaged):
                 off = [e for e in engaged if not e.engaged]
-                return CandidateResult(levers=names, verdict="NO_OP", reason="; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off),
+                return CandidateResult(levers=names, verdict="NO_OP", reason=_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note),
                                        engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]))
             base_legs, cand_legs, cand_device = interleave(base, process, settings.pairs, settings.steps_per_leg)
             after = compare(saved_outputs(process, folder / "outputs_after"), references, tolerances)
@@ -95,7 +97,12 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     if not all(c.passed for c in after):
         return CandidateResult(levers=names, verdict="REJECTED", reason="after the timed steps: " + mismatch_reason(after), outputs=after,
                                engagement=engaged, baseline_legs_s=base_legs, candidate_legs_s=cand_legs)
-    return judge(names, base_legs, cand_legs, cand_device, settings.noise_band, engaged, checks, sum(warm["wall_s"]))
+    result = judge(names, base_legs, cand_legs, cand_device, settings.noise_band, engaged, checks, sum(warm["wall_s"]))
+    return result.model_copy(update={"reason": _noted(result.reason, note)})
+
+
+def _noted(reason: str, note: str) -> str:
+    return f"{reason}; {note}" if note else reason
 
 
 def interleave(base: WorkloadProcess, candidate: WorkloadProcess, pairs: int, steps_per_leg: int) -> tuple[list[float], list[float], float | None]:

@@ -46,12 +46,29 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         said = ", ".join(f"{target.rsplit(':', 1)[-1]} x{count}" for target, count in counted.items())
         wrapper_us = seen.get("wrapper_overhead_us")
         wrapper = f"; the counting wrapper {wrapper_us:.3f} us a call" if wrapper_us is not None else ""
+        compiled = "; in compiled code only a custom op calling overrides.note_call counts (integrate's modules do)" if silent and seen.get("compiled_graphs") else ""
         return Engagement(lever=lever.name, engaged=not silent, calls=sum(counted.values()), wrapper_us=wrapper_us,
-                          evidence=f"calls in one step: {said}" + (f"; never called: {', '.join(silent)}" if silent else "") + wrapper)
+                          evidence=f"calls the host made in one step: {said}" + (f"; never called: {', '.join(silent)}{compiled}" if silent else "") + wrapper)
     if lever.kind == "knob":
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)
     return Engagement(lever=lever.name, engaged=not changed.startswith("the same"), evidence=changed)
+
+
+def compile_note(seen: dict[str, Any], reference: dict[str, Any]) -> str:
+    """What dynamo did in a candidate's worker that says the candidate made a compiled model compile again or break
+    (each worker warmed up and profiled alike): graphs compiled during the warmed-up profiled step, or, on top of a
+    reference that is compiled too, more graphs or more breaks than it. A kernel whose Python changes a value dynamo
+    guards on recompiles at every call until dynamo gives up and runs eagerly; it shows here whatever its timing
+    says. Empty when nothing of the kind."""
+    graphs, breaks, in_step = (int(seen.get(key, 0)) for key in ("compiled_graphs", "graph_breaks", "graphs_compiled_in_step"))
+    their_graphs, their_breaks = int(reference.get("compiled_graphs", 0)), int(reference.get("graph_breaks", 0))
+    said = []
+    if in_step:
+        said.append(f"dynamo compiled {in_step} graph(s) during a warmed-up step")
+    if their_graphs and (graphs > their_graphs or breaks > their_breaks):
+        said.append(f"dynamo compiled {graphs} graph(s) with {breaks} graph break(s) where its reference, compiled too, compiled {their_graphs} with {their_breaks}")
+    return "; ".join(said) + ": recompiles or breaks the candidate brought (TORCH_LOGS=recompiles,graph_breaks in its worker says where)" if said else ""
 
 
 def _kernel_change(seen: dict[str, Any], baseline: dict[str, Any]) -> str:

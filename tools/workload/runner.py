@@ -128,8 +128,8 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def engagement(payload: dict[str, Any]) -> dict[str, Any]:
-    """What actually ran in one profiled step: op and kernel names with their counts, dynamo's compiled graphs,
-    whether the graph replayed, TunableOp's results file."""
+    """What actually ran in one profiled step: op and kernel names with their counts, dynamo's compiled graphs (all,
+    and those compiled in this step), whether the graph replayed, TunableOp's results file."""
     torch = _torch()
     evidence: dict[str, Any] = {"ops": {}, "kernels": {}}
     replaced = any(lever["kind"] == "overrides" for lever in STATE.levers)
@@ -143,15 +143,17 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if STATE.gpu else [])
+        counters = getattr(getattr(getattr(torch, "_dynamo", None), "utils", None), "counters", None)
+        graphs_before = int(counters["stats"].get("unique_graphs", 0)) if counters is not None else 0
         with profile(activities=activities) as prof:
             _one_step()
         for event in prof.key_averages():
             device_type = str(getattr(event, "device_type", "CPU"))
             table = evidence["ops"] if "CPU" in device_type else evidence["kernels"]
             table[event.key] = table.get(event.key, 0) + int(event.count)
-        counters = getattr(getattr(getattr(torch, "_dynamo", None), "utils", None), "counters", None)
         if counters is not None:
             evidence["compiled_graphs"] = int(counters["stats"].get("unique_graphs", 0))
+            evidence["graphs_compiled_in_step"] = evidence["compiled_graphs"] - graphs_before  # a warmed-up step that compiles: recompiles
             evidence["graph_breaks"] = int(sum(counters["graph_break"].values()))
         if STATE.gpu and any(lever["name"] == "tunableop" for lever in STATE.levers):
             tunable = torch.cuda.tunable
