@@ -16,7 +16,10 @@ import torch
 
 
 class Decoder:
-    """step(): greedy tokens after the prompt; outputs(): the tokens of the last step; model: what levers wrap."""
+    """step(): greedy tokens after the prompt; outputs(): the tokens of the last step; model: what levers wrap;
+    points: where optimize's sweep re-times its final stack (knob values over the campaign's)."""
+
+    points = [{"prompt_tokens": "1024"}, {"new_tokens": "64"}]
 
     def __init__(self, model: torch.nn.Module, prompt: torch.Tensor, new_tokens: int, cache: str) -> None:
         self.model, self.prompt, self.new_tokens, self.cache = model, prompt, new_tokens, cache
