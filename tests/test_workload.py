@@ -82,6 +82,20 @@ def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_less_work_from_
     saved = json.loads((mlp.root / result.result_json).read_text())
     jsonschema.validate(saved, json.loads((REPO / "validators" / "workload_bench.schema.json").read_text()))
     assert (mlp.root / result.report_md).read_text().count("| knob:") == 5
+    assert result.same_work is not None and result.same_work.levers == [] and result.same_work.pairs == 8, result.same_work
+    assert result.noise_band >= 0.02 and "Same work (A/A)" in (mlp.root / result.report_md).read_text()
+
+
+def test_the_noise_band_widens_to_what_a_same_work_worker_measured():
+    from hyperloom.tools.workload.ab import ABSettings, calibrated
+    from hyperloom.tools.workload.models import CandidateResult
+
+    settings = ABSettings(pairs=8, steps_per_leg=2, warmup_steps=1, noise_band=0.02, timeout_s=60.0)
+    leaning = CandidateResult(levers=[], verdict="FASTER", reason="8/8 pairs", speedup=1.063, pairs=8, candidate_faster=8)
+    assert calibrated(settings, leaning).noise_band == pytest.approx(0.063)  # the gap a same-work worker showed, either way
+    assert calibrated(settings, leaning.model_copy(update={"speedup": 0.95})).noise_band == pytest.approx(0.05)
+    assert calibrated(settings, leaning.model_copy(update={"speedup": 1.01})).noise_band == 0.02  # never narrower than asked
+    assert calibrated(settings, CandidateResult(levers=[], verdict="CRASH", reason="died")).noise_band == 0.02
 
 
 def test_an_identical_candidate_is_not_called_faster_over_many_pairs(mlp):

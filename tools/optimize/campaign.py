@@ -1,7 +1,8 @@
 """The campaign over one frozen workload, phase by phase; every measurement is a workload A/B (tools/workload/ab.py):
 gated on the frozen outputs, checked for engagement, interleaved beside a live reference, judged with a sign test.
 
-- baseline: the baseline's step timed alone until its median is tight (the workload was frozen before);
+- baseline: the baseline's step timed alone until its median is tight (the workload was frozen before), then a
+  second worker doing the same work timed against it (A/A): its gap widens the noise band of every later trial;
 - levers: every applicable lever alone against the baseline (cheapest first; independent, so spread over the slots);
   FASTER ones are WINNERs;
 - combine: the fastest winner is kept; each other winner is tried on top of the stack, A/B-timed against the stack
@@ -38,7 +39,7 @@ from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, pr
 from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.pipeline.stats import summarize
-from hyperloom.tools.workload.ab import ABSettings, baseline_legs, load_outputs, target_with, trial
+from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, load_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import reference as reference_of
 from hyperloom.tools.workload.levers import CATALOG, GPU, check_candidate, prepared
@@ -49,6 +50,7 @@ POLL_S = 0.2
 BASELINE_CI = 0.02
 BASELINE_MAX_LEGS = 30
 TIMED = ("FASTER", "NOT_FASTER")
+SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 COST = {"knob": 0, "setting": 1, "env": 2, "sdpa": 3, "graph": 4, "compile": 5}  # cheapest first: a knob costs a build, a compile minutes
 
 
@@ -215,6 +217,9 @@ class Campaign:
                                 inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
             self.ledger.set_json("baseline", {"stats": summarize(legs).model_dump(), "device_step_s": device, "points": info.get("points", []),
                                               "knob_defaults": info.get("knob_defaults", {}), "evidence": evidence.model_dump(mode="json")})
+        key = self.key("same_work", [], [])
+        same = self.ledger.find(key) or self.measure(slot, Job(key, "baseline", [], [], [], "campaign", SAME_WORK), lambda r: "MEASURED")
+        self.settings = calibrated(self.settings, same.result)  # every later trial's noise band (ab.calibrated), on a resume too
 
     def applicable(self) -> list[str]:
         """The levers tried alone: those asked for, else every catalog lever for this vendor and each other value of a Literal knob."""
@@ -353,7 +358,7 @@ class Campaign:
             key = self.key("sweep", [], stack, point)
             if self.ledger.find(key) is None:
                 self.measure(slot, Job(key, "sweep", stack, [], stack, "campaign", "the final stack at a declared point", point),
-                             lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - OptimizeRequest.noise_band else "REGRESSION")
+                             lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - self.settings.noise_band else "REGRESSION")
 
     # one measurement ----------------------------------------------------------------------------
     def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:

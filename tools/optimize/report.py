@@ -125,7 +125,7 @@ def _why(r: Record) -> str:
 
 
 def _row(r: Record) -> str:
-    return (f"| {r.seq} | {r.phase} | {' + '.join(r.result.levers)} | {' + '.join(r.reference) or 'baseline'} | {r.decision} | {r.result.verdict} | "
+    return (f"| {r.seq} | {r.phase} | {' + '.join(r.result.levers) or 'the baseline again (A/A)'} | {' + '.join(r.reference) or 'baseline'} | {r.decision} | {r.result.verdict} | "
             f"{_speed(r)} | {r.device_s:.1f} | {_why(r)} |")
 
 

@@ -7,8 +7,10 @@ with its levers. A candidate is judged in this order, and stops at the first fai
 3. every lever left its evidence in a profiled step (tools/workload/levers.py's `engaged_by`): else NO_OP;
 4. A/B: `pairs` pairs of legs, baseline and candidate interleaved, the order alternating; a leg is the median of
    `steps_per_leg` synchronized steps (wall clock; device events reported beside). The speedup is the median of
-   the pairs' own ratios. FASTER only when the candidate's slowest leg beats the baseline's fastest, or the
-   one-sided sign test says so (p < 0.05) and the lower end of the ratios' 95 % interval lies beyond `noise_band`;
+   the pairs' own ratios. FASTER only when the candidate's slowest leg beats the baseline's fastest with a median
+   beyond the noise band, or the one-sided sign test says so (p < 0.05) and the lower end of the ratios' 95 %
+   interval lies beyond it. The band is `noise_band` or, wider, what a second worker doing the baseline's own work
+   measured against it before any candidate (the A/A, `same_work`: each process keeps its own pace, ab.calibrated);
 5. its outputs are gated once more after the timed steps (a graph that replays stale buffers fails here).
 No figure from an earlier call is compared against; another process on the GPU is a warning (or, with
 `exclusive`, a refusal), since its work would be timed too.
@@ -28,7 +30,7 @@ from hyperloom.core.toolchain import find_tool
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
-from hyperloom.tools.workload.ab import ABSettings, baseline_legs, saved_outputs, target_with, trial
+from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, saved_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import compare, read_frozen, reference
 from hyperloom.tools.workload.levers import prepared
@@ -59,6 +61,8 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             baseline, base_device = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs)
             base_evidence = base.engagement()
             settings = ABSettings(request.pairs, request.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
+            same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target)
+            settings = calibrated(settings, same)
             results = []
             for index, (names, chosen) in enumerate(zip(request.candidates, levers, strict=True)):
                 results.append(trial(names, chosen, base, base_evidence, references, frozen.tolerances, settings, runs / f"candidate{index}", workspace,
@@ -74,7 +78,8 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
         else f"no candidate of {len(results)} faster" if results else "no candidates"))
     evidence = measured("workload_bench", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
                         inputs_sha256=combine_digests([frozen.manifest_sha256, sha256_json(request.model_dump(mode="json"))]))
-    result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=base_device, candidates=results,
+    result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=base_device, same_work=same,
+                                 noise_band=settings.noise_band, candidates=results,
                                  warnings=warnings, report_md="", result_json="", plot=None, vendor=info["vendor"], evidence=evidence)
     return write_report(result, frozen.folder / "bench", workspace)
 

@@ -123,6 +123,8 @@ class WorkloadBenchResult(BaseModel):
     name: str
     baseline: SampleStats | None = Field(description="The baseline's step time over legs (seconds), measured in this call.")
     baseline_device_step_s: float | None = None
+    same_work: CandidateResult | None = Field(None, description="A/A: the baseline's own work in a second worker; its gap widens the noise band.")
+    noise_band: float | None = Field(None, description="The band a gain had to clear in this call, after the A/A.")
     candidates: list[CandidateResult]
     warnings: list[str]
     report_md: str

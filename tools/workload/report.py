@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.workload.ab import same_work_note
 from hyperloom.tools.workload.models import WorkloadBenchResult
 from hyperloom.tools.workload.plot import Bar, speedup_bars
 
@@ -30,6 +31,8 @@ def markdown(result: WorkloadBenchResult) -> str:
         b = result.baseline
         device = f", device {result.baseline_device_step_s * 1e3:.3g} ms" if result.baseline_device_step_s else ""
         lines += [f"Baseline: {b.median_s * 1e3:.4g} ms per step (median of {b.n} legs, 95 % CI ±{b.median_ci95_rel:.1%}{device}).", ""]
+    if result.same_work is not None and result.noise_band is not None:
+        lines += [f"Same work (A/A): {same_work_note(result.same_work, result.noise_band)}.", ""]
     if result.candidates:
         lines += ["| candidate | verdict | speedup | 95 % interval | faster pairs | sign p | why |", "|---|---|---|---|---|---|---|"]
         for c in result.candidates:
