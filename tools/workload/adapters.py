@@ -75,7 +75,9 @@ TARGET = {replace!r}
 
 {kernel_def}
 
+
 {fake_def}
+
 
 @functools.wraps(kernel)  # the op's schema is read from kernel's annotations
 def run(*args):
@@ -92,6 +94,7 @@ def call(*args):
 
 
 {forward_def}
+
 
 replace(TARGET, lambda original: forward)
 '''
