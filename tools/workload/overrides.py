@@ -26,20 +26,24 @@ def replace(target: str, make: Callable[[Callable[..., Any]], Callable[..., Any]
     Inside code torch.compile traces nothing is counted here: dynamo would guard on the count's value and compile the
     graph again at every call. A kernel there runs as a custom op, whose implementation counts with note_call when the
     compiled graph calls it (a CUDA/HIP graph replay runs no Python: its calls are the ones recorded)."""
-    from torch.compiler import is_compiling  # a worker with overrides runs torch
-
     owner, attribute, original = resolve(target)
     replacement = make(original)
     CALLS[target] = 0
+    _ORIGINALS[target] = original
+    setattr(owner, attribute, functools.wraps(original)(_counting(CALLS, target, replacement)))
 
-    @functools.wraps(original)
+
+def _counting(counts: dict[str, int], key: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """`function`, counting its calls in counts[key] outside code torch.compile traces (see replace); the one wrapper
+    replace installs and wrapper_overhead_us times."""
+    from torch.compiler import is_compiling  # a worker with overrides runs torch
+
     def counted(*args: Any, **kwargs: Any) -> Any:
         if not is_compiling():
-            CALLS[target] += 1
-        return replacement(*args, **kwargs)
+            counts[key] += 1
+        return function(*args, **kwargs)
 
-    _ORIGINALS[target] = original
-    setattr(owner, attribute, counted)
+    return counted
 
 
 def note_call(target: str) -> None:
@@ -67,18 +71,10 @@ def calls() -> dict[str, int]:
 
 def wrapper_overhead_us() -> float:
     """What the counting wrapper adds to one call: the same no-op called through one and bare, side by side (µs)."""
-    from torch.compiler import is_compiling
-
     def bare(*args: Any, **kwargs: Any) -> None:
         return None
 
-    box = {"n": 0}
-
-    def counted(*args: Any, **kwargs: Any) -> None:
-        if not is_compiling():
-            box["n"] += 1
-        return bare(*args, **kwargs)
-
+    counted = _counting({"n": 0}, "n", bare)
     best = []
     for function in (bare, counted, bare, counted):
         started = time.perf_counter()
