@@ -4,6 +4,8 @@ levers and knobs in worker processes, each candidate gated on the frozen outputs
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import jsonschema
 import pytest
@@ -162,6 +164,70 @@ def test_a_candidate_that_makes_the_compiled_model_recompile_says_so(mlp):
     (candidate,) = result.candidates
     assert candidate.verdict == "NO_OP" and "only a custom op calling overrides.note_call counts" in candidate.reason, candidate.reason
     assert "graph(s) during a warmed-up step" in candidate.reason and "TORCH_LOGS=recompiles" in candidate.reason, candidate.reason
+
+
+GUARDED = '''
+import torch
+SCALE = {"k": 1.0}  # a Python value the compiled forward reads: dynamo guards on it
+
+class Scaled(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.linear(x) * SCALE["k"]
+
+class Guarded:
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model, self.x = Scaled(), torch.randn(4, 8)
+
+    def step(self):
+        with torch.inference_mode():
+            self.y = self.model(self.x)
+
+def build():
+    return Guarded()
+'''
+
+
+DRIVER = '''
+import json, sys
+import torch
+from hyperloom.tools.workload import runner
+from hyperloom.tools.workload.levers import lever
+root, names = sys.argv[1], json.loads(sys.argv[2])
+levers = [{"name": item.name, "kind": item.kind, "value": item.value} for item in map(lever, names)]
+runner.build({"workload": "guarded.py:build", "kind": "function", "args": [], "root": root, "knobs": {}, "folder": root + "/candidate", "levers": levers})
+runner.warmup({"steps": 2})
+sys.modules["guarded"].SCALE["k"] = 2.0
+runner.time_steps({"steps": 1})
+obj = runner.STATE.obj
+with torch.inference_mode():
+    print(float((obj.y / obj.model.linear(obj.x)).mean()))
+'''
+
+
+@pytest.mark.parametrize(("levers", "scale_seen"), [(["compile"], 2.0), (["compile", "skip_guard_eval"], 1.0)])
+def test_skip_guard_eval_skips_dynamo_guards_in_the_steps_after_warm_up(workspace, levers, scale_seen):
+    """The lever's effect in the worker's own entries (run here in a subprocess of their own): a value the compiled
+    forward reads changes after warm-up. With the guards, dynamo compiles again and the step sees the new value; with
+    them skipped, the warm-up's graph runs on with the old one (what makes the lever unsafe, and what the gate's check
+    after the timed steps catches). The warm-up itself keeps the guards: it is where the graphs are compiled."""
+    (workspace.root / "guarded.py").write_text(GUARDED)
+    run = subprocess.run([sys.executable, "-c", DRIVER, str(workspace.root), json.dumps(levers)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert float(run.stdout.split()[-1]) == pytest.approx(scale_seen, rel=1e-4), run.stdout
+
+
+def test_a_stance_lever_on_an_eager_workload_is_a_no_op_that_says_what_it_needs(mlp):
+    _freeze(mlp)
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["skip_guard_eval"]], **FAST), mlp)
+    (no_op,) = result.candidates
+    assert no_op.verdict == "NO_OP" and "stack it on a compiled candidate" in no_op.reason, no_op.reason
+    with pytest.raises(HyperloomError, match="does not apply on this machine"):
+        workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["cudagraph_step_begin"]], **FAST), mlp)
 
 
 def test_bad_workloads_get_a_clear_error_with_the_next_step(mlp):

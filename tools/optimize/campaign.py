@@ -51,7 +51,7 @@ BASELINE_CI = 0.02
 BASELINE_MAX_LEGS = 30
 TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
-COST = {"knob": 0, "setting": 1, "env": 2, "sdpa": 3, "graph": 4, "compile": 5}  # cheapest first: a knob costs a build, a compile minutes
+COST = {"knob": 0, "setting": 1, "stance": 1, "env": 2, "sdpa": 3, "graph": 4, "compile": 5}  # cheapest first: a knob costs a build, a compile minutes
 
 
 @dataclass
@@ -259,6 +259,18 @@ class Campaign:
                 if not self.try_on_stack(slot, stack, winner.result.levers, "combination", f"winner #{winner.seq} on the stack"):
                     continue
             self.revalidate(slot, stack)
+        self.retry_no_ops(slot)
+
+    def retry_no_ops(self, slot: Slot) -> None:
+        """The levers that took no effect on the baseline, once on the stack: what they act on (compiled graphs,
+        CUDA graphs, float32 matmuls) may be there now. Novelty keeps each (stack, lever) to one measurement."""
+        for record in [r for r in self.ledger.records() if r.phase == "levers" and r.result.verdict == "NO_OP"]:
+            stack = self.stack()
+            if not stack or set(record.result.levers) <= set(stack):
+                continue
+            self.check_search()
+            if self.try_on_stack(slot, stack, record.result.levers, "combination", f"#{record.seq} took no effect on the baseline; on the stack it may"):
+                self.revalidate(slot, stack)
 
     def kernels(self, slot: Slot) -> None:
         """The agent's proposals, stacked one at a time; waits up to proposal_wait_s for the next one."""

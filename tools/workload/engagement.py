@@ -16,6 +16,10 @@ SDPA_OPS = {  # the aten ops each scaled-dot-product attention backend runs (CPU
 }
 
 
+GRAPH_LAUNCH = ("cudaGraphLaunch", "hipGraphLaunch", "cuGraphLaunch")
+GRAPH_CAPTURE = ("cudaStreamBeginCapture", "hipStreamBeginCapture", "cuStreamBeginCapture", "cudaStreamBeginCaptureToGraph")
+
+
 def engagement(levers: list[Lever], seen: dict[str, Any], baseline: dict[str, Any], warm: dict[str, Any]) -> list[Engagement]:
     return [_one(lever, seen, baseline, warm) for lever in levers]
 
@@ -34,6 +38,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         hits = {op: count for op, count in seen.get("ops", {}).items() if any(n in op for n in names)}
         missing = f"no {' or '.join(names)} op ran: the model calls no scaled_dot_product_attention there"
         return Engagement(lever=lever.name, engaged=bool(hits), evidence=", ".join(f"{op} x{count}" for op, count in hits.items()) if hits else missing)
+    if lever.kind == "stance":
+        return _stance(lever, seen)
     if lever.name == "tunableop":
         files = seen.get("tunableop_files") or []
         on = bool(seen.get("tunableop_enabled")) and bool(files)
@@ -53,6 +59,22 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)
     return Engagement(lever=lever.name, engaged=not changed.startswith("the same"), evidence=changed)
+
+
+def _stance(lever: Lever, seen: dict[str, Any]) -> Engagement:
+    """A stance acts on compiled code: engaged where the step ran some (compiled graphs; CUDA graphs launched)."""
+    if lever.value == "skip_guard_eval":
+        graphs = int(seen.get("compiled_graphs", 0))
+        return Engagement(lever=lever.name, engaged=graphs > 0,
+                          evidence=f"{graphs} compiled graph(s) ran with their guards skipped" if graphs else
+                          "nothing was compiled, so no guards to skip: stack it on a compiled candidate (compile, a static KV cache's decode)")
+    ops = seen.get("ops", {})
+    launches = int(sum(count for op, count in ops.items() if op in GRAPH_LAUNCH))
+    captures = int(sum(count for op, count in ops.items() if op in GRAPH_CAPTURE))
+    recorded = f"; {captures} graph capture(s) in the warmed-up step" if captures else "; no graph captured in the warmed-up step"
+    return Engagement(lever=lever.name, engaged=launches > 0,
+                      evidence=f"{launches} CUDA/HIP graph launch(es) in one step{recorded}" if launches else
+                      "no CUDA/HIP graph was launched in a step, so nothing to mark: stack it on compile_reduce_overhead or a static KV cache's decode")
 
 
 def compile_note(seen: dict[str, Any], reference: dict[str, Any]) -> str:

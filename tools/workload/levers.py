@@ -3,7 +3,8 @@ candidate (gated on the frozen outputs, then A/B-timed against the baseline).
 
 A lever is one of: environment variables set before the worker starts (read by torch or its libraries), a torch
 setting made after import, a wrapper around the workload's model or step (torch.compile, a CUDA/HIP graph), a
-context around each step (the scaled-dot-product attention backend), or one of the workload's own knobs
+context around each step (the scaled-dot-product attention backend; a torch.compiler stance or CUDA-graph step mark,
+which act on compiled code only and so are NO_OP on an eager baseline: optimize tries them again on a compiled stack), or one of the workload's own knobs
 (`knob:NAME=VALUE`, a keyword argument of its factory), or an overrides module (`overrides:FILE.py`, imported in the
 worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
 Each names the vendors it applies to (`cuda`: an NVIDIA
@@ -24,7 +25,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 
 Vendor = Literal["cuda", "rocm", "cpu"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "knob", "overrides"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
@@ -66,6 +67,14 @@ CATALOG: tuple[Lever, ...] = (
           "the profiled step's kernel names changed", env={"TORCH_BLAS_PREFER_HIPBLASLT": "1"}),
     Lever("tf32", "setting", frozenset({"cuda"}), "TF32 for float32 matmuls and convolutions (changes numerics: the gate decides)",
           "the profiled step's kernel names changed", value="tf32"),
+    Lever("skip_guard_eval", "stance", ANY, "torch.compiler.set_stance(skip_guard_eval_unsafe=True) around each step after warm-up: "
+          "compiled code runs without evaluating dynamo's guards (host time per call; unsafe where a step's shapes or types "
+          "change, which the gate checks on the workload's own inputs only)", "a compiled graph ran with its guards skipped",
+          value="skip_guard_eval"),
+    Lever("cudagraph_step_begin", "stance", GPU, "torch.compiler.cudagraph_mark_step_begin() before each step: CUDA-graph "
+          "trees (compile mode reduce-overhead, a static KV cache's compiled decode) start a new iteration at each step instead "
+          "of recording graphs for paths the last step's live outputs opened", "the step launched CUDA graphs",
+          value="cudagraph_step_begin"),
     Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
           "the profiled step's kernel names changed", value="cudnn_benchmark"),
 )

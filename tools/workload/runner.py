@@ -23,7 +23,7 @@ import runpy
 import sys
 import time
 from collections.abc import Callable
-from contextlib import nullcontext
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +44,7 @@ class _State:
     gpu: bool = False
     folder: str = ""
     module_file: str | None = None
+    warm: bool = False  # warm-up done: a stance that needs compiled graphs (skip_guard_eval) applies from here
 
 
 STATE = _State()
@@ -93,6 +94,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
 def warmup(payload: dict[str, Any]) -> dict[str, Any]:
     """Run the warm-up steps (a compile happens here), then capture the graph if a lever asks for one."""
     walls = [_one_step()[0] for _ in range(int(payload["steps"]))]
+    STATE.warm = True
     captured = False
     if any(lever["kind"] == "graph" for lever in STATE.levers):
         _capture()
@@ -255,12 +257,23 @@ def _compile(torch: Any, mode: str) -> None:
 
 
 def _step_context() -> Any:
+    """What the levers put around each step: the attention backend, the compiler's stance, a CUDA-graph step mark."""
     sdpa = next((lever["value"] for lever in STATE.levers if lever["kind"] == "sdpa"), None)
-    if sdpa is None:
+    stances = {lever["value"] for lever in STATE.levers if lever["kind"] == "stance"}
+    if sdpa is None and not stances:
         return nullcontext()
-    from torch.nn.attention import SDPBackend, sdpa_kernel
+    import torch
 
-    return sdpa_kernel(getattr(SDPBackend, sdpa))
+    stack = ExitStack()
+    if sdpa is not None:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        stack.enter_context(sdpa_kernel(getattr(SDPBackend, sdpa)))
+    if "skip_guard_eval" in stances and STATE.warm:  # the warm-up compiles with the guards; timed steps skip them
+        stack.enter_context(torch.compiler.set_stance("default", skip_guard_eval_unsafe=True))
+    if "cudagraph_step_begin" in stances:
+        torch.compiler.cudagraph_mark_step_begin()
+    return stack
 
 
 def _one_step(events: bool = False) -> tuple[float, float | None]:
