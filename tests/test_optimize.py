@@ -249,6 +249,13 @@ def test_bad_starts_are_refused_before_anything_is_timed(mlp):
         optimize_status(OptimizeRef(session="nothing"), mlp)
 
 
+def test_the_profile_s_gpu_busy_share_says_whether_kernels_can_help():
+    from hyperloom.tools.optimize.proposals import host_note
+
+    assert "at most that share" in host_note(20.5) and "20.5 %" in host_note(20.5)  # the static cache's decode on the H200
+    assert "most of the step" in host_note(92.0)
+
+
 def test_the_committed_schema_is_the_models():
     committed = json.loads((REPO / "validators" / "optimize_breakdown.schema.json").read_text())
     assert committed == breakdown_schema(), "stale: python -m hyperloom.tools.optimize.schema > validators/optimize_breakdown.schema.json"
@@ -314,5 +321,6 @@ def test_a_campaign_profiles_its_workload_and_proposes_the_library_kernel_a_hand
     assert engaged.engaged and engaged.calls and engaged.calls > 0  # the kernel ran inside the model
     assert tried.result.verdict != "REJECTED", tried.result.reason  # its outputs passed the frozen gate
     assert tried.decision == "REVERT"  # Triton's interpreter is no faster than eager torch: measured, not kept
+    assert "the kernel proposals' profile ran with knob:pause=no" in report.notes, report.notes  # the stack's knobs, not the baseline's
     again = run_campaign(OptimizeRequest(session="norm", **FAST), workspace)  # a resume profiles no second time
     assert [r.key for r in again.records] == [r.key for r in report.records]

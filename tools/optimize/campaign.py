@@ -293,15 +293,16 @@ class Campaign:
             waiting_since = time.monotonic()
 
     def propose_from_profile(self) -> None:
-        """Once a campaign (a resume does not profile again): the library kernels the workload's profile can take,
-        queued as proposals. On a GPU unless the request says otherwise; the profile's time counts as device time."""
+        """Once a campaign (a resume does not profile again): the library kernels the workload's profile, run with the
+        stack's knobs, can take, queued as proposals; its GPU busy share noted (what kernels can act on at most). On a
+        GPU unless the request says otherwise; the profile's time counts as device time."""
         wanted = self.request.profile_kernels if self.request.profile_kernels is not None else self.frozen.vendor in GPU
         if not wanted or self.ledger.get("profiled") is not None:
             return
         self.check_search()
         started = time.perf_counter()
         try:
-            found = profile_proposals(self.frozen, self.session.name, self.workspace, self.request.timeout_s)
+            found = profile_proposals(self.frozen, self.session.name, self.workspace, self.request.timeout_s, self.stack())
         except HyperloomError as exc:
             self.ledger.add_note(f"the profile for kernel proposals failed, none proposed: {exc.cause}")
             found = ProfileProposals()

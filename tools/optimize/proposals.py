@@ -1,8 +1,11 @@
-"""The kernel proposals a campaign makes itself: the frozen workload profiled once at its baseline knobs, and each
+"""The kernel proposals a campaign makes itself: the frozen workload profiled once with the stack the levers left (its
+knob levers; the profile applies no other lever, and says so), and each
 hand-off the fusion library covers, with a module forward to replace and no TODO, put into the model by integrate's
 overrides module (the library's default params) and queued on the stack like an agent's proposal. What the profile
 found but could not propose (no adapter for that kernel, no forward named by the trace's Python stack) becomes a
-note, never a silently skipped candidate."""
+note, never a silently skipped candidate. The profile's GPU busy share says how much of the step a kernel can act on
+at all: a step the host holds (the static KV cache's decode on the H200: GPU busy about a fifth) gains little from
+faster kernels, and the campaign's notes say so before its kernel trials."""
 
 from __future__ import annotations
 
@@ -24,14 +27,30 @@ class ProfileProposals:
     proposals: list[tuple[list[str], str]] = field(default_factory=list)  # (levers, note), most device time first
     notes: list[str] = field(default_factory=list)
     profile_json: str | None = None
+    busy_percent: float | None = None  # MEASURED in the profiled step; None on a CPU
 
 
-def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeout_s: float) -> ProfileProposals:
-    target = frozen.target
+HOST_BOUND_PERCENT = 50.0  # below this GPU busy share a kernel can shorten less than half the step
+
+
+def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeout_s: float, stack: list[str] | None = None) -> ProfileProposals:
+    """Profile the frozen workload with the knob levers of `stack` (later knobs win) and turn its hand-offs into proposals."""
+    target, stack = frozen.target, stack or []
+    knobs = dict(target.knobs)
+    for name in stack:
+        if name.startswith("knob:"):
+            key, value = name.removeprefix("knob:").split("=", 1)
+            knobs[key] = value
     request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s,
                              name=f"optimize-{session}", plot=False)
-    result = run_profile(request, workspace, knobs=dict(target.knobs))
-    out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None))
+    result = run_profile(request, workspace, knobs=knobs)
+    out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None), busy_percent=result.busy_percent)
+    left_out = [name for name in stack if not name.startswith("knob:")]
+    applied = [name for name in stack if name.startswith("knob:")]
+    out.notes.append(f"the kernel proposals' profile ran {'with ' + ' + '.join(applied) if applied else 'at the baseline'}"
+                     + (f", without {' + '.join(left_out)} (a profile applies knobs only)" if left_out else ""))
+    if result.busy_percent is not None:
+        out.notes.append(host_note(result.busy_percent))
     seen: set[tuple[str, str]] = set()
     for handoff in result.handoff:
         if handoff.library is None:
@@ -53,3 +72,12 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
         out.proposals.append(([f"overrides:{workspace.relative(overrides)}"],
                               f"{NOTE_PREFIX}{handoff.library} in place of {handoff.module} ({where}, the library's default params)"))
     return out
+
+
+def host_note(busy_percent: float) -> str:
+    """What the profiled step's GPU busy share (MEASURED) bounds: the share of the step a kernel can act on."""
+    said = f"GPU busy {busy_percent:.1f} % of the profiled step (MEASURED)"
+    if busy_percent >= HOST_BOUND_PERCENT:
+        return f"{said}: kernels act on most of the step"
+    return (f"{said}: the host holds the rest, so a faster kernel shortens at most that share; a gain beyond it needs host "
+            "time cut (compiled or graph-captured code, fewer host syncs and Python per step)")
