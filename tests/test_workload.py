@@ -28,7 +28,8 @@ class Mlp:
         torch.manual_seed(0)
         self.model = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256))
         self.x = torch.randn(256, 256)
-        self.repeat, self.scale, self.die, self.noisy, self.sleep_ms, self.shape_drift = repeat, scale, die, noisy, sleep_ms, shape_drift
+        self.repeat, self.scale, self.die, self.noisy, self.sleep_ms = repeat, scale, die, noisy, sleep_ms
+        self.shape_drift = _next_run() if shape_drift else 0  # rows kept: one more in each process that builds it
         self.calls = 0
 
     def step(self):
@@ -44,8 +45,15 @@ class Mlp:
     def outputs(self):
         y = self.y + (int.from_bytes(os.urandom(2), "little") / 65536 if self.noisy else 0.0)  # differs per process, whatever the seed
         if self.shape_drift:
-            y = y[: 1 + os.getpid() % 7]
+            y = y[: self.shape_drift]
         return {"y": y, "argmax": y.argmax(dim=-1)}
+
+def _next_run():
+    counter = "shape_drift_runs.txt"  # in the workspace, where the worker runs
+    runs = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
+    with open(counter, "w") as out:
+        out.write(str(runs))
+    return runs
 
 def build(repeat: int = 2, scale: float = 1.0, die: bool = False, noisy: bool = False, sleep_ms: int = 0, shape_drift: bool = False,
           mode: Literal["eager", "other"] = "eager"):
@@ -86,6 +94,38 @@ def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_less_work_from_
     assert (mlp.root / result.report_md).read_text().count("| knob:") == 5
     assert result.same_work is not None and result.same_work.levers == [] and result.same_work.pairs == 8, result.same_work
     assert result.noise_band >= 0.02 and "Same work (A/A)" in (mlp.root / result.report_md).read_text()
+
+
+class _Legs:
+    """A stand-in for a worker in ab.paired: each time(steps) call gives the next of its step times."""
+
+    def __init__(self, walls_s):
+        self.walls_s, self.calls = list(walls_s), 0
+
+    def time(self, steps):
+        wall = self.walls_s[self.calls % len(self.walls_s)]
+        self.calls += 1
+        return {"wall_s": [wall] * steps, "device_s": []}
+
+
+def test_an_undecided_candidate_gets_more_pairs_and_a_clear_one_does_not():
+    """What the H200 showed (both kernels on the static cache: 1.09x over 6 pairs, 0.993x over 16): a median beyond
+    the noise band without a sign test yet gets another round of pairs, up to max_pairs; a clear gain, or a median
+    inside the band, is judged at the first look. Each look is judged at ALPHA / looks."""
+    from hyperloom.tools.workload.ab import ABSettings, judge, paired
+
+    settings = ABSettings(pairs=6, steps_per_leg=1, warmup_steps=1, noise_band=0.05, timeout_s=60.0, max_pairs=18)
+    assert settings.looks() == 3 and ABSettings(6, 1, 1, 0.05, 60.0).looks() == 1
+    clear = paired(_Legs([1.0]), _Legs([0.5]), settings)
+    assert len(clear[1]) == 6  # legs apart, 2x: decided at once
+    same = paired(_Legs([1.0]), _Legs([1.0, 1.01]), settings)
+    assert len(same[1]) == 6  # a median inside the band: nothing to look at again
+    # 4 of 6 pairs 1.25x faster, 2 slower: a median of 1.25 without a sign test, at every look
+    base, leaning = _Legs([1.0]), _Legs([0.8, 0.8, 1.1, 0.8, 0.8, 1.1])
+    undecided = paired(base, leaning, settings)
+    assert len(undecided[0]) == len(undecided[1]) == 18 and leaning.calls == 18
+    verdict = judge([], undecided[0], undecided[1], None, 0.05, [], [], 0.0, 0.05 / 3)
+    assert verdict.verdict == "NOT_FASTER" and "p < 0.0167" in verdict.reason, verdict.reason  # 12/18 pairs: p = 0.12
 
 
 def test_the_noise_band_widens_to_what_a_same_work_worker_measured():

@@ -27,7 +27,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device, measured
@@ -51,6 +51,7 @@ BASELINE_CI = 0.02
 BASELINE_MAX_LEGS = 30
 TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
+LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
 COST = {"knob": 0, "setting": 1, "stance": 1, "env": 2, "sdpa": 3, "graph": 4, "compile": 5}  # cheapest first: a knob costs a build, a compile minutes
 
 
@@ -117,7 +118,9 @@ class Campaign:
     def __init__(self, session: Session, request: OptimizeRequest, workspace: Workspace, control: Control, progress: ProgressFn | None = None) -> None:
         self.session, self.request, self.workspace, self.control, self.progress = session, request, workspace, control, progress
         self.ledger, self.frozen = session.ledger, session.frozen
-        self.settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s)
+        # an undecided candidate gets up to twice its pairs again (ab.trial): on the H200 one read 1.09x over 6 pairs and 0.993x over 16
+        self.settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s,
+                                   max_pairs=LOOKS * request.pairs)
         self.started = time.monotonic()
         # levers omitted on a resume: those the campaign was started with (else every applicable one)
         self.chosen = request.levers if request.levers is not None else self.ledger.get_json("request", {}).get("levers")
@@ -383,7 +386,8 @@ class Campaign:
         new = [item for item in levers if item.name in job.new]
         folder = slot.folder / job.key
         started = time.perf_counter()
-        result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, self.settings, folder, self.workspace,
+        settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.settings  # the A/A measures noise: nothing to decide
+        result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
                        target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend)
         device_s = time.perf_counter() - started
         shutil.rmtree(folder, ignore_errors=True)

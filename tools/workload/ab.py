@@ -1,5 +1,7 @@
 """One candidate judged beside a live reference process: built with its levers, gated on reference outputs,
-checked for engagement, then A/B-timed in interleaved pairs and judged with a sign test.
+checked for engagement, then A/B-timed in interleaved pairs and judged with a sign test. A candidate left undecided
+(its median beyond the noise band, the test not yet) gets more pairs, up to `max_pairs`, each look at a share of
+the error rate so that looking again does not make a gain out of noise.
 
 workload_bench calls it with the pure baseline as the reference and the frozen outputs as references; optimize
 also with a stack of kept levers as the reference (so a change is measured on top of what is kept) and, in its
@@ -37,6 +39,11 @@ class ABSettings:
     warmup_steps: int
     noise_band: float
     timeout_s: float
+    max_pairs: int | None = None  # more pairs for an undecided candidate, in rounds of `pairs`; None: `pairs` only
+
+    def looks(self) -> int:
+        """How many times a candidate's pairs may be judged: 1 + the extra rounds max_pairs allows."""
+        return max(1, math.ceil((self.max_pairs or self.pairs) / self.pairs))
 
 
 def target_with(target: Target, levers: list[Lever], knobs: dict[str, str] | None = None) -> Target:
@@ -90,15 +97,17 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
                 off = [e for e in engaged if not e.engaged]
                 return CandidateResult(levers=names, verdict="NO_OP", reason=_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note),
                                        engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]))
-            base_legs, cand_legs, cand_device = interleave(base, process, settings.pairs, settings.steps_per_leg)
+            base_legs, cand_legs, cand_device = paired(base, process, settings)
             after = compare(saved_outputs(process, folder / "outputs_after"), references, tolerances)
     except WorkloadFailure as failure:
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED", reason=failure.message[:600])
     if not all(c.passed for c in after):
         return CandidateResult(levers=names, verdict="REJECTED", reason="after the timed steps: " + mismatch_reason(after), outputs=after,
                                engagement=engaged, baseline_legs_s=base_legs, candidate_legs_s=cand_legs)
-    result = judge(names, base_legs, cand_legs, cand_device, settings.noise_band, engaged, checks, sum(warm["wall_s"]))
-    return result.model_copy(update={"reason": _noted(result.reason, note)})
+    alpha = ALPHA / settings.looks()
+    result = judge(names, base_legs, cand_legs, cand_device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), alpha)
+    extended = f"{len(cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {alpha:.3g}" if len(cand_legs) > settings.pairs else ""
+    return result.model_copy(update={"reason": _noted(_noted(result.reason, extended), note)})
 
 
 def _noted(reason: str, note: str) -> str:
@@ -139,9 +148,24 @@ def interleave(base: WorkloadProcess, candidate: WorkloadProcess, pairs: int, st
     return base_legs, cand_legs, statistics.median(device) if device else None
 
 
+def paired(base: Any, candidate: Any, settings: ABSettings) -> tuple[list[float], list[float], float | None]:
+    """Interleaved pairs (interleave), and another round of `pairs` while the candidate is undecided: not FASTER at
+    its look's share of the error rate (Bonferroni over settings.looks()) yet its median beyond the noise band."""
+    base_legs, cand_legs, device = interleave(base, candidate, settings.pairs, settings.steps_per_leg)
+    alpha = ALPHA / settings.looks()
+    for _ in range(settings.looks() - 1):
+        sofar = judge([], base_legs, cand_legs, device, settings.noise_band, [], [], 0.0, alpha)
+        if sofar.verdict == "FASTER" or (sofar.speedup or 0) <= 1 + settings.noise_band:
+            break
+        more_base, more_cand, more_device = interleave(base, candidate, settings.pairs, settings.steps_per_leg)
+        base_legs, cand_legs, device = base_legs + more_base, cand_legs + more_cand, more_device if device is None else device
+    return base_legs, cand_legs, device
+
+
 def judge(names: list[str], base_legs: list[float], cand_legs: list[float], device: float | None, noise_band: float, engaged: list, checks: list[OutputCheck],
-          warmup_s: float) -> CandidateResult:
-    """FASTER when the candidate's slowest leg beat the reference's fastest, or the sign test says so beyond the noise band."""
+          warmup_s: float, alpha: float = ALPHA) -> CandidateResult:
+    """FASTER when the candidate's slowest leg beat the reference's fastest, or the sign test says so (at `alpha`)
+    beyond the noise band."""
     ratios = [b / c for b, c in zip(base_legs, cand_legs, strict=True) if c > 0]
     wins = sum(r > 1 for r in ratios)
     p = sign_test_p(wins, len(ratios))
@@ -149,8 +173,8 @@ def judge(names: list[str], base_legs: list[float], cand_legs: list[float], devi
     non_overlap = max(cand_legs) < min(base_legs)
     interval = ratio_ci(ratios)
     # the gain's lower bound beyond the noise band, not its median; legs apart count only for a median beyond it too
-    faster = (non_overlap and speedup > 1 + noise_band) or (p < ALPHA and interval[0] > 1 + noise_band)
-    short = "" if faster else f"; its 95 % interval ({interval[0]:.3g}-{interval[1]:.3g}x) not beyond the noise band of {noise_band:.0%} at p < {ALPHA}"
+    faster = (non_overlap and speedup > 1 + noise_band) or (p < alpha and interval[0] > 1 + noise_band)
+    short = "" if faster else f"; its 95 % interval ({interval[0]:.3g}-{interval[1]:.3g}x) not beyond the noise band of {noise_band:.0%} at p < {alpha:.3g}"
     reason = (f"{speedup:.3g}x: slowest candidate leg {max(cand_legs) * 1e3:.3g} ms beat the fastest baseline leg {min(base_legs) * 1e3:.3g} ms" if non_overlap
               else f"{speedup:.3g}x, faster in {wins}/{len(ratios)} pairs (sign test p = {p:.3f}){short}")
     return CandidateResult(levers=names, verdict="FASTER" if faster else "NOT_FASTER", reason=reason, speedup=speedup, speedup_ci95=interval,
