@@ -165,6 +165,24 @@ def test_each_budget_kind_stops_the_campaign_and_starting_it_again_goes_on(mlp):
     assert optimize_report(OptimizeRef(session="mlp"), mlp).status.stop_reason == report.status.stop_reason  # closing again writes the same
 
 
+def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
+    """On the H200 a command's limit cut a campaign in its sweep: the search must leave the sweep its time. Here the
+    sweep's expected time is made larger than any budget once a stack exists: the search ends (a soft stop) right
+    after the first keep, and the sweep still runs at every declared point."""
+    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize.campaign import sweep_reserve
+
+    assert sweep_reserve(0.0, 1.0, 1.0) is None and sweep_reserve(30.0, 100.0, 1000.0) is None
+    assert "before the wall-clock deadline" in sweep_reserve(30.0, 20.0, 1000.0)
+    assert "device-s of the budget left" in sweep_reserve(30.0, None, 29.0)
+    _freeze(mlp, points="true")
+    monkeypatch.setattr(campaign.Campaign, "sweep_reserve_s", lambda self: 1e9 if self.stack() else 0.0)
+    report = _campaign(mlp, levers=["knob:work=half", "knob:pause=no"])
+    assert "which the sweep's expected" in report.status.stop_reason, report.status.stop_reason
+    assert not [r for r in report.records if r.phase == "combine" and r.device_s > 0]  # the second winner was not stacked
+    assert [r.point for r in report.records if r.phase == "sweep"] == [{"rows": "128"}, {"rows": "64"}]
+
+
 def test_stop_ends_a_background_campaign_and_its_report_says_why(mlp):
     _freeze(mlp)
     started = optimize_start(OptimizeRequest(session="mlp", levers=["knob:work=half", "knob:pause=no"], **FAST), mlp)

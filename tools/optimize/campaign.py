@@ -164,6 +164,21 @@ class Campaign:
         gain = self.gain()
         if self.request.target_speedup is not None and gain is not None and gain >= self.request.target_speedup:
             raise Stopped(f"reached the target speedup of {self.request.target_speedup:g}x ({gain:.3g}x measured)", hard=False)
+        left_s = None if self.request.deadline_s is None else self.request.deadline_s - (time.monotonic() - self.started)
+        why = sweep_reserve(self.sweep_reserve_s(), left_s, self.request.budget_device_s - self.ledger.spent_s())
+        if why is not None:
+            raise Stopped(why, hard=False)
+
+    def sweep_reserve_s(self) -> float:
+        """What the sweep still needs: its points not yet swept with this stack, each one trial at the mean device
+        time of the trials so far (a sweep trial builds both sides at the point, as a candidate trial does)."""
+        stack, points = self.stack(), self.ledger.get_json("baseline", {}).get("points", [])
+        trials = [r.device_s for r in self.ledger.records() if r.device_s > 0 and r.phase != "baseline"]
+        if not stack or not points or not trials:
+            return 0.0
+        valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None]
+        left = sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)
+        return left * sum(trials) / len(trials)
 
     def gain(self) -> float | None:
         stack = self.stack()
@@ -396,6 +411,18 @@ class Campaign:
         if self.progress is not None:
             self.progress(len(self.candidates()), self.request.max_candidates)
         return record
+
+
+def sweep_reserve(reserve_s: float, deadline_left_s: float | None, budget_left_s: float) -> str | None:
+    """Why the search ends now so that the sweep still fits (a soft stop: the sweep runs), or None: the deadline's
+    or the budget's remaining seconds no longer cover the sweep's expected time."""
+    if reserve_s <= 0:
+        return None
+    if deadline_left_s is not None and deadline_left_s <= reserve_s:
+        return f"the search ended {deadline_left_s:.0f} s before the wall-clock deadline, which the sweep's expected {reserve_s:.0f} s needs"
+    if budget_left_s <= reserve_s:
+        return f"the search ended with {budget_left_s:.0f} device-s of the budget left, which the sweep's expected {reserve_s:.0f} s needs"
+    return None
 
 
 def _point(raw: object, declared: dict[str, list[str] | None]) -> dict[str, str] | None:
