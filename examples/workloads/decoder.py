@@ -5,7 +5,8 @@ is downloaded), greedy generation after a fixed prompt. One step is one `generat
     hyperloom workload bench --name qwen2 --candidates '[["knob:cache=static"], ["compile"], ["knob:cache=static", "compile"]]'
 
 Knobs (the factory's keyword arguments; a Literal lists a knob's values): `cache` picks generate's KV cache, the
-rest shape the run. On a CPU pass small sizes: --knobs '{"layers": "2", "hidden": "256"}'.
+rest shape the run (`batch` prompts at once: more device work per host step, where the static cache's decode is
+host-bound at batch 1 on the H200). On a CPU pass small sizes: --knobs '{"layers": "2", "hidden": "256"}'.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ class Decoder:
     """step(): greedy tokens after the prompt; outputs(): the tokens of the last step; model: what levers wrap;
     points: where optimize's sweep re-times its final stack (knob values over the campaign's)."""
 
-    points = [{"prompt_tokens": "1024"}, {"new_tokens": "64"}]
+    points = [{"prompt_tokens": "1024"}, {"new_tokens": "64"}, {"batch": "8"}]
 
     def __init__(self, model: torch.nn.Module, prompt: torch.Tensor, new_tokens: int, cache: str) -> None:
         self.model, self.prompt, self.new_tokens, self.cache = model, prompt, new_tokens, cache
@@ -36,7 +37,7 @@ class Decoder:
 
 
 def build(cache: Literal["dynamic", "static"] = "dynamic", layers: int = 8, hidden: int = 1536, prompt_tokens: int = 256, new_tokens: int = 16,
-          dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16") -> Decoder:
+          dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16", batch: int = 1) -> Decoder:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)
@@ -46,5 +47,5 @@ def build(cache: Literal["dynamic", "static"] = "dynamic", layers: int = 8, hidd
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model = Qwen2ForCausalLM(config).to(device=device, dtype=getattr(torch, dtype)).eval()
     model.generation_config.pad_token_id = 0
-    prompt = torch.randint(1, config.vocab_size, (1, prompt_tokens), generator=torch.Generator().manual_seed(1)).to(device)
+    prompt = torch.randint(1, config.vocab_size, (batch, prompt_tokens), generator=torch.Generator().manual_seed(1)).to(device)
     return Decoder(model, prompt, new_tokens, cache)
