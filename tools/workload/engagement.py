@@ -66,7 +66,7 @@ def _stance(lever: Lever, seen: dict[str, Any]) -> Engagement:
     if lever.value == "skip_guard_eval":
         graphs = int(seen.get("compiled_graphs", 0))
         return Engagement(lever=lever.name, engaged=graphs > 0,
-                          evidence=f"{graphs} compiled graph(s) ran with their guards skipped" if graphs else
+                          evidence=f"{graphs} compiled graph(s), their guards skipped in every step after warm-up" if graphs else
                           "nothing was compiled, so no guards to skip: stack it on a compiled candidate (compile, a static KV cache's decode)")
     ops = seen.get("ops", {})
     launches = int(sum(count for op, count in ops.items() if op in GRAPH_LAUNCH))
