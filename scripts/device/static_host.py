@@ -13,23 +13,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
-import time
 from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "examples" / "workloads"))
-from decoder import build  # noqa: E402 - the workload the campaign optimizes
-
-
-def step_s(workload) -> float:
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    workload.step()
-    torch.cuda.synchronize()
-    return time.perf_counter() - start
+from static_decode import build, timed_s  # beside this file: the decoder, and synchronized steps timed
 
 
 def main() -> None:
@@ -43,13 +31,13 @@ def main() -> None:
     for _ in range(3):
         workload.step()
     reference = workload.tokens.clone()
-    sampled_ms = [step_s(workload) * 1e3 for _ in range(args.steps)]
+    sampled_ms = [t * 1e3 for t in timed_s(workload.step, args.steps)]
     legs: dict[str, list[float]] = {"default": [], "skip_guard_eval_unsafe": []}
     same = True
     for _ in range(args.pairs):
-        legs["default"].append(step_s(workload) * 1e3)
+        legs["default"].append(timed_s(workload.step, 1)[0] * 1e3)
         with torch.compiler.set_stance("default", skip_guard_eval_unsafe=True):
-            legs["skip_guard_eval_unsafe"].append(step_s(workload) * 1e3)
+            legs["skip_guard_eval_unsafe"].append(timed_s(workload.step, 1)[0] * 1e3)
             same &= bool(torch.equal(workload.tokens, reference))
     median = {name: statistics.median(times) for name, times in legs.items()}
     result = {"measured": "MEASURED", "device": torch.cuda.get_device_name(), "torch": torch.__version__, "sampled_steps_ms": [round(t, 3) for t in sampled_ms],

@@ -118,7 +118,7 @@ class Campaign:
     def __init__(self, session: Session, request: OptimizeRequest, workspace: Workspace, control: Control, progress: ProgressFn | None = None) -> None:
         self.session, self.request, self.workspace, self.control, self.progress = session, request, workspace, control, progress
         self.ledger, self.frozen = session.ledger, session.frozen
-        # an undecided candidate gets up to twice its pairs again (ab.trial): on the H200 one read 1.09x over 6 pairs and 0.993x over 16
+        # an undecided candidate gets up to twice its pairs again (ab.paired): on the H200 one read 1.09x over 6 pairs and 0.993x over 16
         self.settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s,
                                    max_pairs=LOOKS * request.pairs)
         self.started = time.monotonic()

@@ -16,8 +16,10 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.api import run_profile
 from hyperloom.tools.profile.models import ProfileRequest
 from hyperloom.tools.workload.frozen import Frozen
+from hyperloom.tools.workload.ab import target_with
 from hyperloom.tools.workload.adapters import ADAPTERS
 from hyperloom.tools.workload.integrate import write_overrides
+from hyperloom.tools.workload.levers import lever
 
 NOTE_PREFIX = "profile: "  # how a queued proposal says the campaign made it (its proposer "profile")
 
@@ -35,18 +37,13 @@ HOST_BOUND_PERCENT = 50.0  # below this GPU busy share a kernel can shorten less
 
 def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeout_s: float, stack: list[str] | None = None) -> ProfileProposals:
     """Profile the frozen workload with the knob levers of `stack` (later knobs win) and turn its hand-offs into proposals."""
-    target, stack = frozen.target, stack or []
-    knobs = dict(target.knobs)
-    for name in stack:
-        if name.startswith("knob:"):
-            key, value = name.removeprefix("knob:").split("=", 1)
-            knobs[key] = value
+    target, chosen = frozen.target, [lever(name) for name in stack or []]
     request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s,
                              name=f"optimize-{session}", plot=False)
-    result = run_profile(request, workspace, knobs=knobs)
+    result = run_profile(request, workspace, knobs=dict(target_with(target, chosen).knobs))
     out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None), busy_percent=result.busy_percent)
-    left_out = [name for name in stack if not name.startswith("knob:")]
-    applied = [name for name in stack if name.startswith("knob:")]
+    applied = [item.name for item in chosen if item.kind == "knob"]
+    left_out = [item.name for item in chosen if item.kind != "knob"]
     out.notes.append(f"the kernel proposals' profile ran {'with ' + ' + '.join(applied) if applied else 'at the baseline'}"
                      + (f", without {' + '.join(left_out)} (a profile applies knobs only)" if left_out else ""))
     if result.busy_percent is not None:

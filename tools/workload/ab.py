@@ -45,6 +45,10 @@ class ABSettings:
         """How many times a candidate's pairs may be judged: 1 + the extra rounds max_pairs allows."""
         return max(1, math.ceil((self.max_pairs or self.pairs) / self.pairs))
 
+    def alpha(self) -> float:
+        """The sign test's level at each look: ALPHA shared over the looks (Bonferroni)."""
+        return ALPHA / self.looks()
+
 
 def target_with(target: Target, levers: list[Lever], knobs: dict[str, str] | None = None) -> Target:
     """`target` with `knobs` (a sweep point) over its own, then the knob levers' values over those."""
@@ -104,9 +108,9 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     if not all(c.passed for c in after):
         return CandidateResult(levers=names, verdict="REJECTED", reason="after the timed steps: " + mismatch_reason(after), outputs=after,
                                engagement=engaged, baseline_legs_s=base_legs, candidate_legs_s=cand_legs)
-    alpha = ALPHA / settings.looks()
-    result = judge(names, base_legs, cand_legs, cand_device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), alpha)
-    extended = f"{len(cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {alpha:.3g}" if len(cand_legs) > settings.pairs else ""
+    result = judge(names, base_legs, cand_legs, cand_device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
+    extended = (f"{len(cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
+                if len(cand_legs) > settings.pairs else "")
     return result.model_copy(update={"reason": _noted(_noted(result.reason, extended), note)})
 
 
@@ -152,9 +156,8 @@ def paired(base: Any, candidate: Any, settings: ABSettings) -> tuple[list[float]
     """Interleaved pairs (interleave), and another round of `pairs` while the candidate is undecided: not FASTER at
     its look's share of the error rate (Bonferroni over settings.looks()) yet its median beyond the noise band."""
     base_legs, cand_legs, device = interleave(base, candidate, settings.pairs, settings.steps_per_leg)
-    alpha = ALPHA / settings.looks()
     for _ in range(settings.looks() - 1):
-        sofar = judge([], base_legs, cand_legs, device, settings.noise_band, [], [], 0.0, alpha)
+        sofar = judge([], base_legs, cand_legs, device, settings.noise_band, [], [], 0.0, settings.alpha())
         if sofar.verdict == "FASTER" or (sofar.speedup or 0) <= 1 + settings.noise_band:
             break
         more_base, more_cand, more_device = interleave(base, candidate, settings.pairs, settings.steps_per_leg)

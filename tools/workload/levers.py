@@ -69,7 +69,7 @@ CATALOG: tuple[Lever, ...] = (
           "the profiled step's kernel names changed", value="tf32"),
     Lever("skip_guard_eval", "stance", ANY, "torch.compiler.set_stance(skip_guard_eval_unsafe=True) around each step after warm-up: "
           "compiled code runs without evaluating dynamo's guards (host time per call; unsafe where a step's shapes or types "
-          "change, which the gate checks on the workload's own inputs only)", "a compiled graph ran with its guards skipped",
+          "change, which the gate checks on the workload's own inputs only)", "graphs were compiled, their guards skipped after warm-up",
           value="skip_guard_eval"),
     Lever("cudagraph_step_begin", "stance", GPU, "torch.compiler.cudagraph_mark_step_begin() before each step: CUDA-graph "
           "trees (compile mode reduce-overhead, a static KV cache's compiled decode) start a new iteration at each step instead "
