@@ -55,6 +55,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         compiled = "; in compiled code only a custom op calling overrides.note_call counts (integrate's modules do)" if silent and seen.get("compiled_graphs") else ""
         return Engagement(lever=lever.name, engaged=not silent, calls=sum(counted.values()), wrapper_us=wrapper_us,
                           evidence=f"calls the host made in one step: {said}" + (f"; never called: {', '.join(silent)}{compiled}" if silent else "") + wrapper)
+    if lever.kind == "generate":
+        return _decode_loop(lever, seen)
     if lever.kind == "knob":
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)
@@ -75,6 +77,20 @@ def _stance(lever: Lever, seen: dict[str, Any]) -> Engagement:
     return Engagement(lever=lever.name, engaged=launches > 0,
                       evidence=f"{launches} CUDA/HIP graph launch(es) in one step{recorded}" if launches else
                       "no CUDA/HIP graph was launched in a step, so nothing to mark: stack it on compile_reduce_overhead or a static KV cache's decode")
+
+
+def _decode_loop(lever: Lever, seen: dict[str, Any]) -> Engagement:
+    """Engaged where every generate call of the profiled step took the loop, none fell back to transformers' own."""
+    counted = seen.get("decode_loop") or {}
+    loops, fallbacks = int(counted.get("loop", 0)), dict(counted.get("fallbacks") or {})
+    if fallbacks:
+        said = "; ".join(f"{why} (x{n})" for why, n in fallbacks.items())
+        return Engagement(lever=lever.name, engaged=False, calls=loops, evidence=f"generate fell back to transformers' own loop: {said}")
+    if not loops:
+        return Engagement(lever=lever.name, engaged=False, calls=0, evidence="the step called no generate")
+    graphs = int(seen.get("compiled_graphs", 0))
+    return Engagement(lever=lever.name, engaged=True, calls=loops,
+                      evidence=f"{loops} generate call(s) in one step took the loop, none fell back; {graphs} compiled graph(s)")
 
 
 def compile_note(seen: dict[str, Any], reference: dict[str, Any]) -> str:

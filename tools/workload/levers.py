@@ -4,7 +4,9 @@ candidate (gated on the frozen outputs, then A/B-timed against the baseline).
 A lever is one of: environment variables set before the worker starts (read by torch or its libraries), a torch
 setting made after import, a wrapper around the workload's model or step (torch.compile, a CUDA/HIP graph), a
 context around each step (the scaled-dot-product attention backend; a torch.compiler stance or CUDA-graph step mark,
-which act on compiled code only and so are NO_OP on an eager baseline: optimize tries them again on a compiled stack), or one of the workload's own knobs
+which act on compiled code only and so are NO_OP on an eager baseline: optimize tries them again on a compiled stack),
+a replacement of the model's generate (decode_loop: greedy decode on a static KV cache as replayed graphs; NO_OP where
+the workload's generate uses a dynamic cache, so optimize tries it on a stack that made the cache static), or one of the workload's own knobs
 (`knob:NAME=VALUE`, a keyword argument of its factory), or an overrides module (`overrides:FILE.py`, imported in the
 worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
 Each names the vendors it applies to (`cuda`: an NVIDIA
@@ -25,7 +27,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 
 Vendor = Literal["cuda", "rocm", "cpu"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "knob", "overrides"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "generate", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
@@ -75,6 +77,11 @@ CATALOG: tuple[Lever, ...] = (
           "trees (compile mode reduce-overhead, a static KV cache's compiled decode) start a new iteration at each step instead "
           "of recording graphs for paths the last step's live outputs opened", "the step launched CUDA graphs",
           value="cudagraph_step_begin"),
+    Lever("decode_loop", "generate", ANY, "transformers' greedy generate on a static KV cache as one loop of Hyperloom's: a "
+          "prefill, then per token one step (forward, causal mask, argmax, cache write) compiled once and replayed from CUDA/HIP "
+          "graphs (eager on a CPU), no host sync between tokens; a call it does not cover exactly (a dynamic cache, sampling, "
+          "beams, padding, a logits processor, a possible stop at EOS) runs transformers' own generate, and then the lever did "
+          "not take effect", "every generate call of a profiled step took the loop, none fell back", value="decode_loop"),
     Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
           "the profiled step's kernel names changed", value="cudnn_benchmark"),
 )
@@ -114,6 +121,9 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
                 raise HyperloomError(f"knob {name} takes {', '.join(allowed)}, not {value!r}", f"use one of {', '.join(allowed)}")
     if vendor == "cpu":  # a Triton kernel in an overrides module runs in Triton's interpreter there
         levers = [replace(item, env={"TRITON_INTERPRET": "1"}) if item.kind == "overrides" else item for item in levers]
+    if any(item.kind == "generate" for item in levers) and any(item.kind == "graph" for item in levers):
+        raise HyperloomError("decode_loop replays graphs of its own inside each step; a whole-step graph cannot capture them",
+                             "make them separate candidates")
     for kind in ("compile", "graph", "sdpa"):
         if sum(item.kind == kind for item in levers) > 1:
             raise HyperloomError(f"one candidate has two {kind} levers ({', '.join(i.name for i in levers if i.kind == kind)})",

@@ -84,6 +84,10 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
     for lever in STATE.levers:
         if lever["kind"] == "compile":
             _compile(torch, lever["value"])
+        elif lever["kind"] == "generate":
+            from hyperloom.tools.workload import decode_loop
+
+            decode_loop.install(getattr(STATE.obj, "model", None), compiled=STATE.gpu)
     vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
             "torch": str(torch.__version__) if torch is not None else None,
@@ -139,6 +143,11 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         from hyperloom.tools.workload import overrides
 
         before = overrides.calls()  # the replacements' calls in the profiled step below
+    looped = any(lever["kind"] == "generate" for lever in STATE.levers)
+    if looped:
+        from hyperloom.tools.workload.decode_loop import COUNTS
+
+        loop_before = COUNTS.snapshot()
     if torch is None:
         _one_step()
     else:
@@ -166,6 +175,11 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     if replaced:
         evidence["override_calls"] = {target: count - before.get(target, 0) for target, count in overrides.calls().items()}
         evidence["wrapper_overhead_us"] = overrides.wrapper_overhead_us()
+    if looped:
+        after = COUNTS.snapshot()
+        evidence["decode_loop"] = {"loop": after["loop"] - loop_before["loop"],
+                                   "fallbacks": {why: n - loop_before["fallbacks"].get(why, 0) for why, n in after["fallbacks"].items()
+                                                 if n > loop_before["fallbacks"].get(why, 0)}}
     return evidence
 
 

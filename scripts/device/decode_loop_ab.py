@@ -1,0 +1,65 @@
+"""The decode_loop lever beside transformers' own static-cache generate, in one process on one GPU (issue 32): the
+decoder of examples/workloads/decoder.py (cache=static), its tokens from both compared exactly, then alternating
+synchronized steps (transformers', the loop's, ...) timed as pairs, and one profiled step of each (device time, graph
+launches, kernels outside graphs). An in-process check that the loop runs and what it saves; the campaign's
+interleaved A/B beside an A/A is the evidence.
+
+    python3 scripts/device/decode_loop_ab.py OUT [--layers 8] [--pairs 10] [--knobs '{"batch": "8"}']
+
+Writes OUT/decode_loop_ab.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from static_decode import build, profiled, timed_s  # noqa: E402 - the decoder and the timing of static_decode.py
+
+from hyperloom.tools.workload import decode_loop  # noqa: E402
+
+
+def main(args: argparse.Namespace) -> None:
+    knobs = {"layers": args.layers, "cache": "static", **{k: int(v) if v.isdigit() else v for k, v in json.loads(args.knobs).items()}}
+    decoder = build(**knobs)
+    transformers_generate = decoder.model.generate
+    decode_loop.install(decoder.model, compiled=torch.cuda.is_available())
+    loop_generate = decoder.model.generate
+
+    def step_with(generate):
+        def step() -> torch.Tensor:
+            decoder.model.generate = generate
+            decoder.step()
+            return decoder.tokens
+        return step
+
+    theirs, ours = step_with(transformers_generate), step_with(loop_generate)
+    warm_s = {"transformers": timed_s(theirs, 3), "loop": timed_s(ours, 3)}  # compiles here
+    tokens_equal = bool(torch.equal(theirs().clone(), ours().clone()))
+    pairs = [(timed_s(theirs, 1)[0], timed_s(ours, 1)[0]) for _ in range(args.pairs)]
+    theirs_s, ours_s = [p[0] for p in pairs], [p[1] for p in pairs]
+    result = {"knobs": knobs, "tokens_equal": tokens_equal, "warmup_s": warm_s, "pairs": len(pairs),
+              "transformers_median_ms": round(statistics.median(theirs_s) * 1e3, 3), "loop_median_ms": round(statistics.median(ours_s) * 1e3, 3),
+              "speedup_median_of_ratios": round(statistics.median(t / o for t, o in pairs), 4),
+              "loop_faster_pairs": sum(o < t for t, o in pairs), "counts": decode_loop.COUNTS.snapshot(),
+              "profiled": {"transformers": profiled(theirs), "loop": profiled(ours)},
+              "measured_on": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu", "torch": torch.__version__}
+    print(json.dumps(result, indent=1))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "decode_loop_ab.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out")
+    parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--knobs", default="{}", help="JSON: other knob values of the decoder (batch, prompt_tokens, new_tokens)")
+    main(parser.parse_args())

@@ -1,0 +1,127 @@
+"""The decode_loop lever on the CPU: transformers' greedy static-cache generate replaced by Hyperloom's loop, which
+must give the very tokens transformers gives, take only the calls it covers (each other one runs transformers' own
+generate, with the reason counted), and go through the workload A/B as any lever: NO_OP on a dynamic cache, gated
+and engaged on a static one. The compiled, graph-replayed path runs on a GPU only (results/h200/optimize)."""
+
+from __future__ import annotations
+
+import pytest
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.workload import decode_loop
+from hyperloom.tools.workload.api import workload_bench, workload_freeze
+from hyperloom.tools.workload.levers import check_candidate
+from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadFreezeRequest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
+            max_position_embeddings=256, tie_word_embeddings=True)
+GREEDY = dict(max_new_tokens=10, min_new_tokens=10, do_sample=False, pad_token_id=0, cache_implementation="static")
+
+WORKLOAD = '''
+from typing import Literal
+import torch
+from transformers import Qwen2Config, Qwen2ForCausalLM
+
+class Decoder:
+    def __init__(self, cache):
+        torch.manual_seed(0)
+        torch.set_num_threads(1)
+        self.model = Qwen2ForCausalLM(Qwen2Config(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                                  num_key_value_heads=2, vocab_size=512, max_position_embeddings=256)).eval()
+        self.model.generation_config.pad_token_id = 0
+        self.prompt = torch.randint(1, 512, (2, 16), generator=torch.Generator().manual_seed(1))
+        self.options = {"cache_implementation": "static"} if cache == "static" else {}
+
+    def step(self):
+        with torch.inference_mode():
+            self.tokens = self.model.generate(self.prompt, attention_mask=torch.ones_like(self.prompt), max_new_tokens=8, min_new_tokens=8,
+                                              do_sample=False, pad_token_id=0, **self.options)
+
+    def outputs(self):
+        return {"tokens": self.tokens}
+
+def build(cache: Literal["dynamic", "static"] = "dynamic"):
+    return Decoder(cache)
+'''
+FAST = {"pairs": 4, "steps_per_leg": 2, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 300.0}
+
+
+@pytest.fixture
+def model():
+    torch.manual_seed(0)
+    tiny = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**TINY)).eval()
+    tiny.generation_config.pad_token_id = 0
+    return tiny
+
+
+@pytest.fixture
+def prompt():
+    return torch.randint(1, TINY["vocab_size"], (3, 20), generator=torch.Generator().manual_seed(1))
+
+
+def test_the_loop_gives_the_tokens_transformers_gives_and_counts_its_calls(model, prompt):
+    with torch.inference_mode():
+        theirs = model.generate(prompt, attention_mask=torch.ones_like(prompt), **GREEDY)
+        decode_loop.install(model, compiled=False)
+        before = decode_loop.COUNTS.snapshot()["loop"]
+        ours = [model.generate(prompt, attention_mask=torch.ones_like(prompt), **GREEDY) for _ in range(2)]  # the second on the reset cache
+        shorter = model.generate(prompt[:, :12], **{**GREEDY, "max_new_tokens": 4, "min_new_tokens": 4})  # a second cache shape
+    assert all(torch.equal(tokens, theirs) for tokens in ours), (theirs, ours[0])
+    assert shorter.shape == (3, 16) and torch.equal(shorter[:, :12], prompt[:, :12])
+    assert decode_loop.COUNTS.snapshot()["loop"] - before == 3
+
+
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"cache_implementation": None}, "dynamic KV cache"),
+    ({"do_sample": True}, "sampling or beam search"),
+    ({"num_beams": 2}, "sampling or beam search"),
+    ({"streamer": object()}, "generate argument streamer"),
+    ({"max_new_tokens": None}, "no max_new_tokens"),
+    ({"min_new_tokens": 2, "eos_token_id": 7}, "stop at EOS"),
+    ({"use_cache": False}, "use_cache=False"),
+])
+def test_a_call_the_loop_does_not_cover_exactly_is_named(model, prompt, change, reason):
+    assert decode_loop.uncovered(model, prompt, {**GREEDY, **change}) is not None
+    assert reason in decode_loop.uncovered(model, prompt, {**GREEDY, **change})
+    assert decode_loop.uncovered(model, prompt, dict(GREEDY)) is None
+
+
+def test_padding_and_a_logits_processor_in_the_models_config_are_not_covered(model, prompt):
+    padded = torch.ones_like(prompt)
+    padded[0, :3] = 0
+    assert "padded batch" in decode_loop.uncovered(model, prompt, {**GREEDY, "attention_mask": padded})
+    model.generation_config.repetition_penalty = 1.3
+    assert "repetition_penalty" in decode_loop.uncovered(model, prompt, dict(GREEDY))
+    assert "2-D input_ids" in decode_loop.uncovered(model, prompt[0], dict(GREEDY))
+
+
+def test_a_fallback_runs_transformers_generate_and_gives_its_tokens(model, prompt):
+    with torch.inference_mode():
+        theirs = model.generate(prompt, max_new_tokens=6, do_sample=False, pad_token_id=0)  # dynamic cache
+        decode_loop.install(model, compiled=False)
+        before = dict(decode_loop.COUNTS.fallbacks)
+        ours = model.generate(prompt, max_new_tokens=6, do_sample=False, pad_token_id=0)
+    assert torch.equal(ours, theirs)
+    added = {why: n - before.get(why, 0) for why, n in decode_loop.COUNTS.fallbacks.items() if n > before.get(why, 0)}
+    assert list(added.values()) == [1] and "dynamic KV cache" in next(iter(added))
+
+
+def test_a_workload_without_a_transformers_model_is_refused_with_the_way_out():
+    with pytest.raises(HyperloomError, match="transformers model with generate"):
+        decode_loop.install(torch.nn.Linear(2, 2), compiled=False)
+    with pytest.raises(HyperloomError, match="separate candidates"):
+        check_candidate(["decode_loop", "graph"], "cuda", {})
+
+
+def test_the_lever_is_a_no_op_on_a_dynamic_cache_and_engaged_and_gated_on_a_static_one(workspace):
+    (workspace.root / "tiny_decoder.py").write_text(WORKLOAD)
+    workload_freeze(WorkloadFreezeRequest(workload="tiny_decoder.py:build", name="tiny", timeout_s=300), workspace)
+    result = workload_bench(WorkloadBenchRequest(name="tiny", candidates=[["decode_loop"], ["knob:cache=static", "decode_loop"]], **FAST), workspace)
+    alone, stacked = result.candidates
+    assert alone.verdict == "NO_OP" and "dynamic KV cache" in alone.reason, alone.reason
+    assert stacked.verdict in ("FASTER", "NOT_FASTER"), stacked.reason  # through the gate: the frozen tokens, exactly
+    loop = next(e for e in stacked.engagement if e.lever == "decode_loop")
+    assert loop.engaged and loop.calls == 1 and "took the loop" in loop.evidence, loop.evidence
