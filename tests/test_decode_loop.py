@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.factory import WorkloadContractError
 from hyperloom.tools.workload import decode_loop
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.levers import check_candidate
@@ -46,7 +47,7 @@ class Decoder:
 def build(cache: Literal["dynamic", "static"] = "dynamic"):
     return Decoder(cache)
 '''
-FAST = {"pairs": 4, "steps_per_leg": 2, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 300.0}
+FAST = {"pairs": 5, "steps_per_leg": 2, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 300.0}
 
 
 @pytest.fixture
@@ -110,7 +111,7 @@ def test_a_fallback_runs_transformers_generate_and_gives_its_tokens(model, promp
 
 
 def test_a_workload_without_a_transformers_model_is_refused_with_the_way_out():
-    with pytest.raises(HyperloomError, match="transformers model with generate"):
+    with pytest.raises(WorkloadContractError, match="transformers model with generate"):
         decode_loop.install(torch.nn.Linear(2, 2), compiled=False)
     with pytest.raises(HyperloomError, match="separate candidates"):
         check_candidate(["decode_loop", "graph"], "cuda", {})

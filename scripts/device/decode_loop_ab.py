@@ -1,7 +1,8 @@
 """The decode_loop lever beside transformers' own static-cache generate, in one process on one GPU (issue 32): the
 decoder of examples/workloads/decoder.py (cache=static), its tokens from both compared exactly, then alternating
 synchronized steps (transformers', the loop's, ...) timed as pairs, and one profiled step of each (device time, graph
-launches, kernels outside graphs). An in-process check that the loop runs and what it saves; the campaign's
+launches, kernels outside graphs), and where each of the two parts from the eager dynamic-cache baseline's tokens
+(the campaign's reference). An in-process check that the loop runs and what it saves; the campaign's
 interleaved A/B beside an A/A is the evidence.
 
     python3 scripts/device/decode_loop_ab.py OUT [--layers 8] [--pairs 10] [--knobs '{"batch": "8"}']
@@ -41,10 +42,18 @@ def main(args: argparse.Namespace) -> None:
 
     theirs, ours = step_with(transformers_generate), step_with(loop_generate)
     warm_s = {"transformers": timed_s(theirs, 3), "loop": timed_s(ours, 3)}  # compiles here
-    tokens_equal = bool(torch.equal(theirs().clone(), ours().clone()))
+    static_tokens, loop_tokens = theirs().clone(), ours().clone()
+    tokens_equal = bool(torch.equal(static_tokens, loop_tokens))
+    decoder.cache = "dynamic"  # the eager baseline's tokens, which the campaign gates against
+    eager_tokens = step_with(transformers_generate)().clone()
+    decoder.cache = "static"
+    prompt = decoder.prompt.shape[1]
+    first_unequal = {"static_vs_eager": first_difference(static_tokens, eager_tokens, prompt),
+                     "loop_vs_eager": first_difference(loop_tokens, eager_tokens, prompt),
+                     "loop_vs_static": first_difference(loop_tokens, static_tokens, prompt)}
     pairs = [(timed_s(theirs, 1)[0], timed_s(ours, 1)[0]) for _ in range(args.pairs)]
     theirs_s, ours_s = [p[0] for p in pairs], [p[1] for p in pairs]
-    result = {"knobs": knobs, "tokens_equal": tokens_equal, "warmup_s": warm_s, "pairs": len(pairs),
+    result = {"knobs": knobs, "tokens_equal": tokens_equal, "first_unequal_new_token": first_unequal, "warmup_s": warm_s, "pairs": len(pairs),
               "transformers_median_ms": round(statistics.median(theirs_s) * 1e3, 3), "loop_median_ms": round(statistics.median(ours_s) * 1e3, 3),
               "speedup_median_of_ratios": round(statistics.median(t / o for t, o in pairs), 4),
               "loop_faster_pairs": sum(o < t for t, o in pairs), "counts": decode_loop.COUNTS.snapshot(),
@@ -54,6 +63,16 @@ def main(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "decode_loop_ab.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+def first_difference(a: torch.Tensor, b: torch.Tensor, prompt: int) -> list[dict[str, int]] | None:
+    """Per row that differs, the first generated token (0 = the first after the prompt) where a and b part; None if equal."""
+    rows = []
+    for row in range(a.shape[0]):
+        unequal = (a[row, prompt:] != b[row, prompt:]).nonzero()
+        if unequal.numel():
+            rows.append({"row": row, "new_token": int(unequal[0, 0])})
+    return rows or None
 
 
 if __name__ == "__main__":

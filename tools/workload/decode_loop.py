@@ -17,7 +17,7 @@ from collections import Counter
 from typing import Any
 
 COVERED_ARGUMENTS = frozenset({"input_ids", "attention_mask", "max_new_tokens", "min_new_tokens", "do_sample", "num_beams",
-                               "pad_token_id", "cache_implementation", "use_cache"})
+                               "pad_token_id", "eos_token_id", "cache_implementation", "use_cache"})
 # generation_config fields that shape no token of a greedy decode without EOS: what may differ from the defaults
 INERT_CONFIG = frozenset({"pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "cache_implementation",
                           "max_new_tokens", "min_new_tokens", "max_length", "min_length", "do_sample", "num_beams", "use_cache",
