@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 TINY = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=512,
-            max_position_embeddings=256, tie_word_embeddings=True)
+            max_position_embeddings=256, tie_word_embeddings=True, initializer_range=0.5)  # wide weights: varied tokens, no repeats
 GREEDY = dict(max_new_tokens=10, min_new_tokens=10, do_sample=False, pad_token_id=0, cache_implementation="static")
 
 WORKLOAD = '''
@@ -75,13 +75,34 @@ def test_the_loop_gives_the_tokens_transformers_gives_and_counts_its_calls(model
     assert decode_loop.COUNTS.snapshot()["loop"] - before == 3
 
 
+def test_generate_s_eos_rules_give_the_same_tokens_and_length(model, prompt):
+    """EOS is applied as generate applies it, without a sync per token: banned before min_new_tokens, the pad after a
+    row's EOS, the output cut where the last row stopped. The EOS ids are tokens the free run makes mid-way."""
+    with torch.inference_mode():
+        free = model.generate(prompt, **GREEDY)[:, prompt.shape[1]:]
+        assert len({int(t) for t in free[0]}) > 3  # the rules below only bite on varied tokens
+        mid = [int(free[0, 2]), int(free[1, 4]), int(free[2, 1])]
+        cases = [{"eos_token_id": int(free[0, 3]), "min_new_tokens": 0}, {"eos_token_id": mid, "min_new_tokens": 0},
+                 {"eos_token_id": mid, "min_new_tokens": 3}, {"eos_token_id": int(free[1, 5]), "pad_token_id": None, "min_new_tokens": 0},
+                 {"eos_token_id": mid}]  # the last: min_new_tokens = max_new_tokens, EOS banned throughout
+        theirs = [model.generate(prompt, **{**GREEDY, **case}) for case in cases]
+        decode_loop.install(model, compiled=False)
+        before = decode_loop.COUNTS.snapshot()
+        ours = [model.generate(prompt, **{**GREEDY, **case}) for case in cases]
+    assert theirs[1].shape[1] < prompt.shape[1] + GREEDY["max_new_tokens"]  # every row stopped early: the output is shorter
+    for case, a, b in zip(cases, theirs, ours):
+        assert a.shape == b.shape and torch.equal(a, b), (case, a, b)
+    after = decode_loop.COUNTS.snapshot()
+    assert after["loop"] - before["loop"] == len(cases) and after["fallbacks"] == before["fallbacks"]
+
+
 @pytest.mark.parametrize(("change", "reason"), [
     ({"cache_implementation": None}, "dynamic KV cache"),
     ({"do_sample": True}, "sampling or beam search"),
     ({"num_beams": 2}, "sampling or beam search"),
     ({"streamer": object()}, "generate argument streamer"),
     ({"max_new_tokens": None}, "no max_new_tokens"),
-    ({"min_new_tokens": 2, "eos_token_id": 7}, "stop at EOS"),
+    ({"output_scores": True}, "generate argument output_scores"),
     ({"use_cache": False}, "use_cache=False"),
 ])
 def test_a_call_the_loop_does_not_cover_exactly_is_named(model, prompt, change, reason):

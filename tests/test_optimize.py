@@ -342,3 +342,57 @@ def test_a_campaign_profiles_its_workload_and_proposes_the_library_kernel_a_hand
     assert "the kernel proposals' profile ran with knob:pause=no" in report.notes, report.notes  # the stack's knobs, not the baseline's
     again = run_campaign(OptimizeRequest(session="norm", **FAST), workspace)  # a resume profiles no second time
     assert [r.key for r in again.records] == [r.key for r in report.records]
+
+
+PACED = '''
+import pathlib, time
+from typing import Literal
+
+class Paced:
+    """A step of `repeat` sleeps. Under jitter=on each process keeps a pace of its own (every second one built runs
+    at half speed), as worker processes do on a shared machine; jitter=off sleeps a fifth as long, at one pace."""
+
+    def __init__(self, jitter, repeat):
+        self.sleep_s = 0.005 * _pace() if jitter == "on" else 0.001
+        self.repeat = repeat
+
+    def step(self):
+        for _ in range(self.repeat):
+            time.sleep(self.sleep_s)
+
+    def outputs(self):
+        return {"y": [1.0, 2.0, 3.0]}
+
+def _pace():
+    """1 and 2 by turns: each process built under jitter=on counts itself in a file in the workspace (its folder)."""
+    path = pathlib.Path("paced_runs.txt")
+    runs = int(path.read_text()) + 1 if path.exists() else 1
+    path.write_text(str(runs))
+    return 1 + runs % 2
+
+def build(jitter: Literal["on", "off"] = "on", repeat: int = 4):
+    return Paced(jitter, repeat)
+'''
+
+
+def test_a_trial_against_a_stack_is_judged_by_the_noise_band_of_that_stack_s_own_a_a(workspace):
+    """The baseline's workers keep paces a factor 2 apart, so its A/A sets a band of at least 50 %; the stack's
+    workers keep one pace. A proposal doing a quarter less work on the stack (1.33x) is inside the baseline's band and
+    far beyond the stack's own: it is judged by the A/A of the stack, measured once before the first trial against it."""
+    (workspace.root / "paced.py").write_text(PACED)
+    workload_freeze(WorkloadFreezeRequest(workload="paced.py:build", name="paced", timeout_s=120), workspace)
+    request = OptimizeRequest(session="paced", levers=["knob:jitter=off"], proposal_wait_s=0.0, **FAST)
+    report = run_campaign(request, workspace)
+    baseline_band = abs(report.records[0].result.speedup - 1)
+    assert report.records[0].result.levers == [] and baseline_band >= 0.4, report.records[0].result.reason
+    assert report.status.stack == ["knob:jitter=off"]
+    queued = optimize_propose(OptimizeProposeRequest(session="paced", levers=["knob:repeat=3"], note="a quarter less"), workspace)
+    assert queued.accepted
+    again = run_campaign(OptimizeRequest(session="paced", **FAST), workspace)
+    stack_aa = [r for r in again.records if r.phase == "baseline" and r.result.levers == ["knob:jitter=off"]]
+    assert len(stack_aa) == 1 and stack_aa[0].reference == ["knob:jitter=off"] and stack_aa[0].decision == "MEASURED"
+    assert abs(stack_aa[0].result.speedup - 1) < 0.2, stack_aa[0].result.reason
+    proposal = next(r for r in again.records if r.phase == "kernels")
+    assert proposal.seq > stack_aa[0].seq and proposal.result.speedup < 1 + baseline_band, proposal.result.reason
+    assert proposal.decision == "KEEP", proposal.result.reason
+    _keys_unique(again)

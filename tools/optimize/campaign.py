@@ -2,7 +2,8 @@
 gated on the frozen outputs, checked for engagement, interleaved beside a live reference, judged with a sign test.
 
 - baseline: the baseline's step timed alone until its median is tight (the workload was frozen before), then a
-  second worker doing the same work timed against it (A/A): its gap widens the noise band of every later trial;
+  second worker doing the same work timed against it (A/A): its gap widens the noise band of the trials against
+  the baseline; a trial against a stack is judged by the band of that stack's own A/A, measured once a stack;
 - levers: every applicable lever alone against the baseline (cheapest first; independent, so spread over the slots);
   FASTER ones are WINNERs;
 - combine: the fastest winner is kept; each other winner is tried on top of the stack, A/B-timed against the stack
@@ -51,6 +52,7 @@ BASELINE_CI = 0.02
 BASELINE_MAX_LEGS = 30
 TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
+SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
 COST = {"knob": 0, "setting": 1, "stance": 1, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}  # cheapest first: a knob costs a build, a compile minutes
 
@@ -392,6 +394,20 @@ class Campaign:
                              lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - self.settings.noise_band else "REGRESSION")
 
     # one measurement ----------------------------------------------------------------------------
+    def band_for(self, slot: Slot, reference: list[str]) -> ABSettings:
+        """The A/B settings of a trial against `reference`: against the baseline, the band its A/A set; against a stack,
+        the band an A/A of that stack sets (once a stack, in the ledger, so a resume reads it). Each process keeps its
+        own pace, and the pace spread differs by what a step runs: on the H200 the eager baseline's A/A read 0.759x,
+        a 24 % band that then judged kernels against a graph-replayed stack. If the stack's A/A could not be timed,
+        the baseline's band stays."""
+        if not reference:
+            return self.settings
+        key = self.key("same_work", reference, [])
+        same = self.ledger.find(key) or self.measure(slot, Job(key, "baseline", reference, reference, [], "campaign", SAME_STACK), lambda r: "MEASURED")
+        if same.result.speedup is None:
+            return self.settings
+        return calibrated(replace(self.settings, noise_band=OptimizeRequest.noise_band), same.result)
+
     def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:
         """Run `job` on `slot` beside its reference and record it with its decision and device time."""
         reference = slot.reference(job.reference, job.point)
@@ -400,8 +416,8 @@ class Campaign:
                       else {n: reference_of(self.frozen, n) for n in self.frozen.tolerances})
         new = [item for item in levers if item.name in job.new]
         folder = slot.folder / job.key
+        settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)  # an A/A decides nothing
         started = time.perf_counter()
-        settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.settings  # the A/A measures noise: nothing to decide
         result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
                        target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend)
         device_s = time.perf_counter() - started

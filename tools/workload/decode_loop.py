@@ -5,20 +5,22 @@ once and replayed from CUDA/HIP graphs, with no host sync between tokens.
 transformers' own static-cache generate compiles the model's forward only: around each token it builds the mask,
 runs its logits processors and stopping criteria in Python and syncs the host to check them; on the H200 the GPU
 was busy about a fifth of such a step (results/h200/static_decode). The loop does the same arithmetic as that path
-(the same cache, mask, positions and argmax) and replaces `model.generate` on the workload's model. It takes only a
-call it covers exactly; any other (sampling, beams, padding, a logits processor, a dynamic cache, a possible stop at
-EOS) runs transformers' own generate, counted with its reason: a lever that fell back did not take effect.
+(the same cache, mask, positions and argmax; EOS banned before min_new_tokens, and after a row's EOS its pad, applied
+once at the end instead of a sync each token) and replaces `model.generate` on the workload's model. It takes only a
+call it covers exactly; any other (sampling, beams, padding, a logits processor, a dynamic cache) runs transformers'
+own generate, counted with its reason: a lever that fell back did not take effect.
 """
 
 from __future__ import annotations
 
 import inspect
 from collections import Counter
+from dataclasses import dataclass
 from typing import Any
 
 COVERED_ARGUMENTS = frozenset({"input_ids", "attention_mask", "max_new_tokens", "min_new_tokens", "do_sample", "num_beams",
                                "pad_token_id", "eos_token_id", "cache_implementation", "use_cache"})
-# generation_config fields that shape no token of a greedy decode without EOS: what may differ from the defaults
+# generation_config fields the loop applies (EOS, lengths) or that shape no greedy token: what may differ from the defaults
 INERT_CONFIG = frozenset({"pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "cache_implementation",
                           "max_new_tokens", "min_new_tokens", "max_length", "min_length", "do_sample", "num_beams", "use_cache",
                           "transformers_version", "_from_model_config", "compile_config", "return_dict_in_generate",
@@ -61,29 +63,33 @@ class GreedyDecode:
             COUNTS.fallbacks[reason] += 1
             return self.original(input_ids, **kwargs)
         COUNTS.loop += 1
-        return self.decode(input_ids, int(_setting(self.model, kwargs, "max_new_tokens")))
+        return self.decode(input_ids, plan_of(self.model, input_ids, kwargs))
 
-    def decode(self, input_ids: Any, new_tokens: int) -> Any:
-        """Prefill the prompt, then `new_tokens - 1` replayed steps; the prompt and the tokens, as generate returns them."""
+    def decode(self, input_ids: Any, plan: Plan) -> Any:
+        """Prefill the prompt, then `plan.new_tokens - 1` replayed steps, then EOS applied as generate applies it; the
+        prompt and the tokens, as generate returns them."""
         torch = self.torch
         batch, prompt = input_ids.shape
-        total = prompt + new_tokens
+        total = prompt + plan.new_tokens
         cache = self._cache(batch, total)
-        if self.positions is None or self.positions.numel() < total or self.positions.device != input_ids.device:
-            self.positions = torch.arange(total, device=input_ids.device)
-        tokens = torch.empty(batch, total, dtype=input_ids.dtype, device=input_ids.device)
+        device = input_ids.device
+        if self.positions is None or self.positions.numel() < total or self.positions.device != device:
+            self.positions = torch.arange(total, device=device)
+        tokens = torch.empty(batch, total, dtype=input_ids.dtype, device=device)
         tokens[:, :prompt] = input_ids
         with torch.no_grad():
             logits = self.model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), cache_position=self.positions[:prompt],
                                 use_cache=True, **{self.cache_word: cache}, **self.keep_last).logits
-            token = logits[:, -1, :].argmax(-1, keepdim=True)
+            banned = _banned(torch, plan, logits.shape[-1], device)  # EOS while fewer than min_new_tokens are out, or None
+            token = _greedy(logits[:, -1, :], None if banned is None else banned[0])
             tokens[:, prompt] = token[:, 0]
             for at in range(prompt, total - 1):
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
-                token = self.step(self.model, token, self.positions[at:at + 1], self.positions[:total], {self.cache_word: cache}).clone()
+                token = self.step(self.model, token, self.positions[at:at + 1], self.positions[:total], {self.cache_word: cache},
+                                  None if banned is None else banned[at + 1 - prompt]).clone()
                 tokens[:, at + 1] = token[:, 0]
-        return tokens
+        return _stopped_at_eos(torch, tokens, prompt, plan) if plan.eos else tokens
 
     def _cache(self, batch: int, total: int) -> Any:
         from transformers import StaticCache
@@ -96,11 +102,59 @@ class GreedyDecode:
         return cache
 
 
-def _decode_step(model: Any, token: Any, position: Any, slots: Any, cache: dict[str, Any]) -> Any:
+@dataclass(frozen=True)
+class Plan:
+    """What one covered generate call asks: how many new tokens, and generate's EOS rules (none: `eos` empty)."""
+
+    new_tokens: int
+    eos: tuple[int, ...] = ()
+    min_new_tokens: int = 0  # EOS is banned until this many new tokens are out (min_new_tokens, min_length)
+    pad: int = 0  # what follows a row's EOS
+
+
+def plan_of(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> Plan:
+    eos = _setting(model, kwargs, "eos_token_id")
+    eos_ids = tuple(int(e) for e in (eos if isinstance(eos, list | tuple) else [] if eos is None else [eos]))
+    minimum = max(int(_setting(model, kwargs, "min_new_tokens") or 0), int(_setting(model, kwargs, "min_length") or 0) - input_ids.shape[1])
+    pad = _setting(model, kwargs, "pad_token_id")
+    return Plan(int(_setting(model, kwargs, "max_new_tokens")), eos_ids, minimum, int(pad) if pad is not None else (eos_ids[0] if eos_ids else 0))
+
+
+def _decode_step(model: Any, token: Any, position: Any, slots: Any, cache: dict[str, Any], banned: Any) -> Any:
     """One token: the forward at `position` over the cache (slots past it masked, as generate's padded mask does), argmax."""
     seen = (slots <= position).to(token.dtype).unsqueeze(0).expand(token.shape[0], -1)
     logits = model(input_ids=token, attention_mask=seen, cache_position=position, use_cache=True, **cache).logits
-    return logits[:, -1, :].argmax(-1, keepdim=True)
+    return _greedy(logits[:, -1, :], banned)
+
+
+def _greedy(logits: Any, banned: Any) -> Any:
+    """The argmax, EOS's logits at -inf where generate's min-length processors ban it (`banned`: a bool per vocabulary id)."""
+    if banned is not None:
+        logits = logits.masked_fill(banned, float("-inf"))
+    return logits.argmax(-1, keepdim=True)
+
+
+def _banned(torch: Any, plan: Plan, vocabulary: int, device: Any) -> Any:
+    """Per new token, the vocabulary ids generate bans (EOS before min_new_tokens); None when it bans none."""
+    steps = min(plan.min_new_tokens, plan.new_tokens)
+    if not plan.eos or steps <= 0:
+        return None
+    banned = torch.zeros(plan.new_tokens, vocabulary, dtype=torch.bool, device=device)
+    banned[:steps, list(plan.eos)] = True
+    return banned
+
+
+def _stopped_at_eos(torch: Any, tokens: Any, prompt: int, plan: Plan) -> Any:
+    """Generate's EOS rule on tokens decoded to the end: after a row's first EOS its tokens are the pad, and the output
+    ends where the last row stopped (one host sync per call: the length). Rows do not see each other, so decoding a
+    stopped row on changes no other row."""
+    new = tokens[:, prompt:]
+    stop = torch.isin(new, torch.tensor(plan.eos, device=tokens.device))
+    first = torch.where(stop.any(dim=1), stop.to(torch.int8).argmax(dim=1), plan.new_tokens)
+    index = torch.arange(plan.new_tokens, device=tokens.device)
+    new = torch.where(index.unsqueeze(0) > first.unsqueeze(1), plan.pad, new)
+    end = min(plan.new_tokens, int(first.max()) + 1)
+    return torch.cat([tokens[:, :prompt], new[:, :end]], dim=1)
 
 
 def install(model: Any, compiled: bool) -> None:
@@ -131,8 +185,6 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
     new_tokens = _setting(model, kwargs, "max_new_tokens")
     if not isinstance(new_tokens, int) or new_tokens < 1:
         return "no max_new_tokens"
-    if _setting(model, kwargs, "eos_token_id") is not None and (_setting(model, kwargs, "min_new_tokens") or 0) < new_tokens:
-        return "generation could stop at EOS (min_new_tokens below max_new_tokens)"
     shaping = _shaping_config(model)
     if shaping:
         return f"generation_config.{shaping} shapes the tokens (a logits processor or stopping rule)"

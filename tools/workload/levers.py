@@ -78,10 +78,11 @@ CATALOG: tuple[Lever, ...] = (
           "of recording graphs for paths the last step's live outputs opened", "the step launched CUDA graphs",
           value="cudagraph_step_begin"),
     Lever("decode_loop", "generate", ANY, "transformers' greedy generate on a static KV cache as one loop of Hyperloom's: a "
-          "prefill, then per token one step (forward, causal mask, argmax, cache write) compiled once and replayed from CUDA/HIP "
-          "graphs (eager on a CPU), no host sync between tokens; a call it does not cover exactly (a dynamic cache, sampling, "
-          "beams, padding, a logits processor, a possible stop at EOS) runs transformers' own generate, and then the lever did "
-          "not take effect", "every generate call of a profiled step took the loop, none fell back", value="decode_loop"),
+          "prefill, then per token one step (forward, causal mask, argmax, cache write) compiled once and replayed from "
+          "CUDA/HIP graphs (eager on a CPU), no host sync between tokens (EOS applied once at the end); a call it does not "
+          "cover exactly (a dynamic cache, sampling, beams, padding, a logits processor) runs transformers' own generate, "
+          "and then the lever did not take effect", "every generate call of a profiled step took the loop, none fell back",
+          value="decode_loop"),
     Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
           "the profiled step's kernel names changed", value="cudnn_benchmark"),
 )
