@@ -53,7 +53,8 @@ def main(args: argparse.Namespace) -> None:
                      "loop_vs_static": first_difference(loop_tokens, static_tokens, prompt)}
     pairs = [(timed_s(theirs, 1)[0], timed_s(ours, 1)[0]) for _ in range(args.pairs)]
     theirs_s, ours_s = [p[0] for p in pairs], [p[1] for p in pairs]
-    result = {"knobs": knobs, "tokens_equal": tokens_equal, "first_unequal_new_token": first_unequal, "warmup_s": warm_s, "pairs": len(pairs),
+    eos = eos_check(decoder, transformers_generate, loop_generate, static_tokens) if args.eos else None
+    result = {"knobs": knobs, "tokens_equal": tokens_equal, "eos": eos, "first_unequal_new_token": first_unequal, "warmup_s": warm_s, "pairs": len(pairs),
               "transformers_median_ms": round(statistics.median(theirs_s) * 1e3, 3), "loop_median_ms": round(statistics.median(ours_s) * 1e3, 3),
               "speedup_median_of_ratios": round(statistics.median(t / o for t, o in pairs), 4),
               "loop_faster_pairs": sum(o < t for t, o in pairs), "counts": decode_loop.COUNTS.snapshot(),
@@ -63,6 +64,22 @@ def main(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "decode_loop_ab.json").write_text(json.dumps(result, indent=1) + "\n")
+
+
+def eos_check(decoder, theirs, ours, free: torch.Tensor) -> list[dict[str, object]]:
+    """generate's EOS rules through both: EOS ids the free run makes mid-way, with and without min_new_tokens; each
+    output's length and whether the two are equal."""
+    prompt = decoder.prompt.shape[1]
+    mid = sorted({int(free[row, prompt + 2 + row]) for row in range(free.shape[0])})
+    checks = []
+    for minimum in (0, 4):
+        options = {"attention_mask": torch.ones_like(decoder.prompt), "max_new_tokens": decoder.new_tokens, "min_new_tokens": minimum,
+                   "do_sample": False, "pad_token_id": 0, "cache_implementation": "static", "eos_token_id": mid}
+        with torch.inference_mode():
+            a, b = theirs(decoder.prompt, **options).clone(), ours(decoder.prompt, **options).clone()
+        checks.append({"eos_token_id": mid, "min_new_tokens": minimum, "length_transformers": a.shape[1], "length_loop": b.shape[1],
+                       "equal": a.shape == b.shape and bool(torch.equal(a, b))})
+    return checks
 
 
 def first_difference(a: torch.Tensor, b: torch.Tensor, prompt: int) -> list[dict[str, int]] | None:
@@ -80,5 +97,6 @@ if __name__ == "__main__":
     parser.add_argument("out")
     parser.add_argument("--layers", type=int, default=8)
     parser.add_argument("--pairs", type=int, default=10)
+    parser.add_argument("--eos", action="store_true", help="also check generate's EOS rules through both (eos_check)")
     parser.add_argument("--knobs", default="{}", help="JSON: other knob values of the decoder (batch, prompt_tokens, new_tokens)")
     main(parser.parse_args())
