@@ -15,7 +15,8 @@ from hyperloom.core.background import Runs
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.campaign import Campaign, Control, conflict, measurement_key, stacked
+from hyperloom.tools.optimize.campaign import Campaign, Control
+from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import (OptimizeProposeRequest, OptimizeRef, OptimizeReport, OptimizeRequest, OptimizeStatus, ProposeResult, SweepNote,
                                              WorkloadRow, stack_of)
 from hyperloom.tools.optimize.report import build_report, close, pass_note, status_of

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field, replace
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device, measured
-from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
+from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import Decision, OptimizeRequest, Phase, Record, stack_of
 from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals
 from hyperloom.tools.optimize.session import Session
@@ -84,36 +85,6 @@ class Job:
     note: str = ""
     point: dict[str, str] | None = None
     fallback: list[str] | None = None
-
-
-def identity(name: str, workspace: Workspace) -> str:
-    """A lever as novelty sees it: a lever naming a file (overrides:PATH.py) with the file's content hashed."""
-    kind, colon, path = name.partition(":")
-    if colon and path.endswith(".py") and kind != "knob":
-        try:
-            return f"{name}@{sha256_file(workspace.resolve(path, kind='file', what='lever file'))[:16]}"
-        except HyperloomError:
-            return name
-    return name
-
-
-def measurement_key(kind: str, reference: list[str], levers: list[str], point: dict[str, str] | None, workspace: Workspace) -> str:
-    """What novelty is judged by: the kind of measurement, its reference and its levers (as sets, files hashed), its point."""
-    return sha256_json([kind, sorted(identity(n, workspace) for n in reference), sorted(identity(n, workspace) for n in levers), point])[:24]
-
-
-def stacked(stack: list[str], levers: list[str]) -> list[str]:
-    return [*stack, *(name for name in levers if name not in stack)]
-
-
-def conflict(stack: list[str], levers: list[str]) -> str | None:
-    """Why `levers` cannot go on `stack`: a knob the stack sets to another value (check_candidate finds the rest)."""
-    knobs = {name.split("=", 1)[0]: name for name in stack if name.startswith("knob:")}
-    for name in levers:
-        other = knobs.get(name.split("=", 1)[0]) if name.startswith("knob:") else None
-        if other is not None and other != name:
-            return f"{name} sets the knob {other} already sets"
-    return None
 
 
 class Campaign:
