@@ -2,7 +2,10 @@
 is downloaded), greedy generation after a fixed prompt. One step is one `generate` call; outputs() gates the tokens.
 
     hyperloom workload freeze --workload examples/workloads/decoder.py:build --name qwen2
-    hyperloom workload bench --name qwen2 --candidates '[["knob:cache=static"], ["compile"], ["knob:cache=static", "compile"]]'
+    hyperloom workload bench --name qwen2 --candidates '[["knob:cache=static"], ["compile"], ["knob:cache=static", "decode_loop"]]'
+
+(decode_loop acts on generate with a static cache: one graph-replayed step per token; on the H200 2.38x the static
+cache, results/h200/optimize/README.md.)
 
 Knobs (the factory's keyword arguments; a Literal lists a knob's values): `cache` picks generate's KV cache, the
 rest shape the run (`batch` prompts at once: more device work per host step, where the static cache's decode is
