@@ -124,10 +124,10 @@ def test_a_fallback_runs_transformers_generate_and_gives_its_tokens(model, promp
     with torch.inference_mode():
         theirs = model.generate(prompt, max_new_tokens=6, do_sample=False, pad_token_id=0)  # dynamic cache
         decode_loop.install(model, compiled=False)
-        before = dict(decode_loop.COUNTS.fallbacks)
+        before = decode_loop.COUNTS.snapshot()
         ours = model.generate(prompt, max_new_tokens=6, do_sample=False, pad_token_id=0)
     assert torch.equal(ours, theirs)
-    added = {why: n - before.get(why, 0) for why, n in decode_loop.COUNTS.fallbacks.items() if n > before.get(why, 0)}
+    added = decode_loop.COUNTS.since(before)["fallbacks"]
     assert list(added.values()) == [1] and "dynamic KV cache" in next(iter(added))
 
 

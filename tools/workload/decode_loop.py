@@ -13,6 +13,7 @@ own generate, counted with its reason: a lever that fell back did not take effec
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections import Counter
 from dataclasses import dataclass
@@ -37,6 +38,12 @@ class Counts:
 
     def snapshot(self) -> dict[str, Any]:
         return {"loop": self.loop, "fallbacks": dict(self.fallbacks)}
+
+    def since(self, before: dict[str, Any]) -> dict[str, Any]:
+        """The calls and fallbacks counted after `before` (a snapshot): what one profiled step did."""
+        earlier = before["fallbacks"]
+        return {"loop": self.loop - before["loop"],
+                "fallbacks": {why: n - earlier.get(why, 0) for why, n in self.fallbacks.items() if n > earlier.get(why, 0)}}
 
 
 COUNTS = Counts()
@@ -170,7 +177,8 @@ def install(model: Any, compiled: bool) -> None:
 
 def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
     """Why the loop would not give this generate call's exact tokens (None: it would)."""
-    torch = __import__("torch")
+    import torch
+
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         return "no 2-D input_ids tensor (inputs_embeds or another input)"
     extra = sorted(set(kwargs) - COVERED_ARGUMENTS)
@@ -199,7 +207,13 @@ def _setting(model: Any, kwargs: dict[str, Any], name: str) -> Any:
 
 
 def _shaping_config(model: Any) -> str | None:
+    ours, default = model.generation_config.to_dict(), _default_config()
+    return next((key for key, value in sorted(ours.items()) if key not in INERT_CONFIG and default.get(key, value) != value), None)
+
+
+@functools.cache
+def _default_config() -> dict[str, Any]:
+    """transformers' GenerationConfig defaults, read once (a call builds and serializes one: about 60 us)."""
     from transformers import GenerationConfig
 
-    ours, default = model.generation_config.to_dict(), GenerationConfig().to_dict()
-    return next((key for key, value in sorted(ours.items()) if key not in INERT_CONFIG and default.get(key, value) != value), None)
+    return GenerationConfig().to_dict()

@@ -176,10 +176,7 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         evidence["override_calls"] = {target: count - before.get(target, 0) for target, count in overrides.calls().items()}
         evidence["wrapper_overhead_us"] = overrides.wrapper_overhead_us()
     if looped:
-        after = COUNTS.snapshot()
-        evidence["decode_loop"] = {"loop": after["loop"] - loop_before["loop"],
-                                   "fallbacks": {why: n - loop_before["fallbacks"].get(why, 0) for why, n in after["fallbacks"].items()
-                                                 if n > loop_before["fallbacks"].get(why, 0)}}
+        evidence["decode_loop"] = COUNTS.since(loop_before)
     return evidence
 
 
