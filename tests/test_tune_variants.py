@@ -44,7 +44,7 @@ def test_the_grid_searches_every_variant_and_the_winner_of_another_variant_is_re
     report = tune(specs, revalidate_pairs=3)
     trials = sorted(report.leaderboard + report.rejected, key=lambda t: t.seq)
     assert [t.params for t in trials] == [
-        {}, {"REPEAT": 4}, {"REPEAT": 64}, {VARIANT: "fast", "REPEAT": 1}, {VARIANT: "fast", "REPEAT": 2}, {VARIANT: "broken"},
+        {}, {"REPEAT": 4}, {"REPEAT": 64}, {VARIANT: "fast", "REPEAT": 1}, {VARIANT: "fast", "REPEAT": 8}, {VARIANT: "broken"},
     ]  # REPEAT 16 of the own variant is the baseline: not run twice
     broken = trials[-1]
     assert broken.status == "WRONG" and broken.input_set == "zeros"
@@ -69,7 +69,7 @@ def test_a_proposal_names_a_searched_variant_and_is_recognised_as_the_trial_it_r
     with pytest.raises(HyperloomError, match="does not search variant 'nope'") as error:
         tune_propose(ProposeRequest(session="v", params={VARIANT: "nope", "REPEAT": 1}), specs)
     assert "fast" in error.value.next_step and "broken" in error.value.next_step
-    assert tune_propose(ProposeRequest(session="v", params={VARIANT: "fast", "REPEAT": 2}), specs).accepted
+    assert tune_propose(ProposeRequest(session="v", params={VARIANT: "fast", "REPEAT": 8}), specs).accepted
 
 
 @needs_cc

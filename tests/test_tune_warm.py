@@ -58,7 +58,8 @@ def test_a_crash_and_a_hang_among_good_candidates_leave_the_following_verdicts_a
     for good in trials_of(clean):
         after = ran[json.dumps(good.params, sort_keys=True)]
         assert good.status == after.status == "PASSED"
-        assert 0.5 < after.median_s / good.median_s < 2.0, f"{good.params}: {after.median_s * 1e6:.1f} us after the faults, {good.median_s * 1e6:.1f} us in a clean session"
+        # a third to three times: the two sessions run one after the other on a shared machine whose load changes
+        assert 1 / 3 < after.median_s / good.median_s < 3.0, f"{good.params}: {after.median_s * 1e6:.1f} us after the faults, {good.median_s * 1e6:.1f} us in a clean session"
     workers = breakdown_of(specs, "faulty")["run"]["workers"][0]
     assert workers["worker_mode"] == "warm" and workers["replaced"] == {"CRASH": 1, "TIMEOUT": 1}  # each fault ended its process
     assert workers["processes_started"] == 3 and breakdown_of(specs, "clean")["run"]["workers"][0]["processes_started"] == 1
