@@ -179,6 +179,8 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("workload", "a session that is not there", {"action": "bench", "name": "nope"}),
         ("workload", "integrate into a session that is not there", {"action": "integrate", "name": "nope", "kernel": "rmsnorm", "replace": "m:C.forward"}),
         ("workload", "per_output with an unknown key", {"action": "freeze", "workload": "w.py:build", "per_output": {"y": {"tolerance": 1}}}),
+        ("workload", "outputs() named as a path out", {"action": "freeze", "workload": "escape.py:build", "name": "escape"}),
+        ("workload", "a workload's tolerances for an output it lacks", {"action": "freeze", "workload": "badtol.py:build", "name": "badtol"}),
         ("optimize", "workload outside", {"action": "start", "workload": "link_out/w.py:build", "session": "o"}),
         ("optimize", "workload through ..", {"action": "start", "workload": "../w.py:build", "session": "o"}),
         ("optimize", "not a workload", {"action": "start", "workload": "rm -rf /", "session": "o"}),
@@ -196,6 +198,9 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("optimize", "propose nothing", {"action": "propose", "session": "nothing", "levers": []}),
     ]
     (workspace / "plain.py").write_text("def build():\n    return lambda: None\n")
+    outputs = "import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{{NAME!r}: np.ones(2)}}\ndef build(): return W()\n"
+    (workspace / "escape.py").write_text(outputs.format(TOL="{}", NAME="../" * 12 + "escaped"))
+    (workspace / "badtol.py").write_text(outputs.format(TOL="{'z': {'atol': 1}}", NAME="y"))
     (workspace / ".hyperloom" / "tune").mkdir(parents=True)
     (workspace / ".hyperloom" / "tune" / "dangling").symlink_to(workspace / "gone")
     (workspace / ".hyperloom" / "optimize").mkdir(parents=True)

@@ -96,6 +96,25 @@ def test_generate_s_eos_rules_give_the_same_tokens_and_length(model, prompt):
     assert after["loop"] - before["loop"] == len(cases) and after["fallbacks"] == before["fallbacks"]
 
 
+def test_the_loop_returns_generate_s_output_record_with_each_token_s_raw_logits_when_asked(model, prompt):
+    """return_dict_in_generate with output_logits: the sequences and one float32 logits row per new token, as
+    transformers keeps them (the decoder example's near-tie gate reads them). With an EOS token transformers feeds a
+    stopped row the pad, whose logits the loop does not compute: such a call falls back, named."""
+    asked = {**GREEDY, "return_dict_in_generate": True, "output_logits": True}
+    with torch.inference_mode():
+        theirs = [model.generate(prompt, **case) for case in (asked, {**GREEDY, "return_dict_in_generate": True})]
+        decode_loop.install(model, compiled=False)
+        before = decode_loop.COUNTS.snapshot()
+        ours = [model.generate(prompt, **case) for case in (asked, {**GREEDY, "return_dict_in_generate": True})]
+    assert decode_loop.COUNTS.since(before) == {"loop": 2, "fallbacks": {}}
+    assert type(theirs[0]) is type(ours[0]) and torch.equal(theirs[0].sequences, ours[0].sequences)
+    assert len(theirs[0].logits) == len(ours[0].logits) == GREEDY["max_new_tokens"]
+    assert all(x.dtype == y.dtype == torch.float32 and torch.allclose(x, y, atol=1e-4, rtol=1e-5) for x, y in zip(theirs[0].logits, ours[0].logits))
+    assert ours[1].logits is None and theirs[1].logits is None and torch.equal(ours[1].sequences, theirs[1].sequences)
+    assert "output_scores" in decode_loop.uncovered(model, prompt, {**asked, "output_scores": True})
+    assert "output_logits with an EOS token" in decode_loop.uncovered(model, prompt, {**asked, "eos_token_id": 3})
+
+
 @pytest.mark.parametrize(("change", "reason"), [
     ({"cache_implementation": None}, "dynamic KV cache"),
     ({"do_sample": True}, "sampling or beam search"),

@@ -6,7 +6,8 @@ transformers' own static-cache generate compiles the model's forward only: aroun
 runs its logits processors and stopping criteria in Python and syncs the host to check them; on the H200 the GPU
 was busy about a fifth of such a step (results/h200/static_decode). The loop does the same arithmetic as that path
 (the same cache, mask, positions and argmax; EOS banned before min_new_tokens, and after a row's EOS its pad, applied
-once at the end instead of a sync each token) and replaces `model.generate` on the workload's model. It takes only a
+once at the end instead of a sync each token; each token's raw logits in float32 when the call asks for them with
+return_dict_in_generate and output_logits) and replaces `model.generate` on the workload's model. It takes only a
 call it covers exactly; any other (sampling, beams, padding, a logits processor, a dynamic cache) runs transformers'
 own generate, counted with its reason: a lever that fell back did not take effect.
 """
@@ -20,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 COVERED_ARGUMENTS = frozenset({"input_ids", "attention_mask", "max_new_tokens", "min_new_tokens", "do_sample", "num_beams",
-                               "pad_token_id", "eos_token_id", "cache_implementation", "use_cache"})
+                               "pad_token_id", "eos_token_id", "cache_implementation", "use_cache", "return_dict_in_generate",
+                               "output_logits"})
 # generation_config fields the loop applies (EOS, lengths) or that shape no greedy token: what may differ from the defaults
 INERT_CONFIG = frozenset({"pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id", "cache_implementation",
                           "max_new_tokens", "min_new_tokens", "max_length", "min_length", "do_sample", "num_beams", "use_cache",
@@ -84,19 +86,27 @@ class GreedyDecode:
             self.positions = torch.arange(total, device=device)
         tokens = torch.empty(batch, total, dtype=input_ids.dtype, device=device)
         tokens[:, :prompt] = input_ids
+        kept: list[Any] = []  # each token's raw logits, float32, when the call asks for them
         with torch.no_grad():
             logits = self.model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), cache_position=self.positions[:prompt],
-                                use_cache=True, **{self.cache_word: cache}, **self.keep_last).logits
+                                use_cache=True, **{self.cache_word: cache}, **self.keep_last).logits[:, -1, :]
             banned = _banned(torch, plan, logits.shape[-1], device)  # EOS while fewer than min_new_tokens are out, or None
-            token = _greedy(logits[:, -1, :], None if banned is None else banned[0])
+            token = _greedy(logits, None if banned is None else banned[0])
             tokens[:, prompt] = token[:, 0]
+            if plan.logits:
+                kept.append(logits.float())
             for at in range(prompt, total - 1):
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
-                token = self.step(self.model, token, self.positions[at:at + 1], self.positions[:total], {self.cache_word: cache},
-                                  None if banned is None else banned[at + 1 - prompt]).clone()
+                token, logits = self.step(self.model, token, self.positions[at:at + 1], self.positions[:total], {self.cache_word: cache},
+                                          None if banned is None else banned[at + 1 - prompt])
+                token = token.clone()  # the graph's outputs are overwritten by its next replay
                 tokens[:, at + 1] = token[:, 0]
-        return _stopped_at_eos(torch, tokens, prompt, plan) if plan.eos else tokens
+                if plan.logits:
+                    kept.append(logits.float() if logits.dtype != torch.float32 else logits.clone())
+        if plan.eos:
+            tokens = _stopped_at_eos(torch, tokens, prompt, plan)
+        return _returned(tokens, kept[:tokens.shape[1] - prompt], cache, plan)
 
     def _cache(self, batch: int, total: int) -> Any:
         from transformers import StaticCache
@@ -117,6 +127,8 @@ class Plan:
     eos: tuple[int, ...] = ()
     min_new_tokens: int = 0  # EOS is banned until this many new tokens are out (min_new_tokens, min_length)
     pad: int = 0  # what follows a row's EOS
+    as_dict: bool = False  # return_dict_in_generate: a GenerateDecoderOnlyOutput, not the tokens alone
+    logits: bool = False  # output_logits (with as_dict): each token's raw logits, float32, as generate keeps them
 
 
 def plan_of(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> Plan:
@@ -124,14 +136,17 @@ def plan_of(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> Plan:
     eos_ids = tuple(int(e) for e in (eos if isinstance(eos, list | tuple) else [] if eos is None else [eos]))
     minimum = max(int(_setting(model, kwargs, "min_new_tokens") or 0), int(_setting(model, kwargs, "min_length") or 0) - input_ids.shape[1])
     pad = _setting(model, kwargs, "pad_token_id")
-    return Plan(int(_setting(model, kwargs, "max_new_tokens")), eos_ids, minimum, int(pad) if pad is not None else (eos_ids[0] if eos_ids else 0))
+    as_dict = bool(_setting(model, kwargs, "return_dict_in_generate"))
+    return Plan(int(_setting(model, kwargs, "max_new_tokens")), eos_ids, minimum, int(pad) if pad is not None else (eos_ids[0] if eos_ids else 0),
+                as_dict, as_dict and bool(_setting(model, kwargs, "output_logits")))
 
 
-def _decode_step(model: Any, token: Any, position: Any, slots: Any, cache: dict[str, Any], banned: Any) -> Any:
-    """One token: the forward at `position` over the cache (slots past it masked, as generate's padded mask does), argmax."""
+def _decode_step(model: Any, token: Any, position: Any, slots: Any, cache: dict[str, Any], banned: Any) -> tuple[Any, Any]:
+    """One token: the forward at `position` over the cache (slots past it masked, as generate's padded mask does), argmax;
+    the token and the raw logits it was chosen from."""
     seen = (slots <= position).to(token.dtype).unsqueeze(0).expand(token.shape[0], -1)
-    logits = model(input_ids=token, attention_mask=seen, cache_position=position, use_cache=True, **cache).logits
-    return _greedy(logits[:, -1, :], banned)
+    logits = model(input_ids=token, attention_mask=seen, cache_position=position, use_cache=True, **cache).logits[:, -1, :]
+    return _greedy(logits, banned), logits
 
 
 def _greedy(logits: Any, banned: Any) -> Any:
@@ -164,6 +179,15 @@ def _stopped_at_eos(torch: Any, tokens: Any, prompt: int, plan: Plan) -> Any:
     return torch.cat([tokens[:, :prompt], new[:, :end]], dim=1)
 
 
+def _returned(tokens: Any, logits: list[Any], cache: Any, plan: Plan) -> Any:
+    """What generate returns for the call: the tokens, or with return_dict_in_generate its output record."""
+    if not plan.as_dict:
+        return tokens
+    from transformers.generation.utils import GenerateDecoderOnlyOutput
+
+    return GenerateDecoderOnlyOutput(sequences=tokens, logits=tuple(logits) if plan.logits else None, past_key_values=cache)
+
+
 def install(model: Any, compiled: bool) -> None:
     """Put the loop in place of `model.generate` (the instance's attribute: the class and other models keep theirs)."""
     from hyperloom.core.factory import WorkloadContractError
@@ -193,6 +217,12 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
     new_tokens = _setting(model, kwargs, "max_new_tokens")
     if not isinstance(new_tokens, int) or new_tokens < 1:
         return "no max_new_tokens"
+    if _setting(model, kwargs, "return_dict_in_generate"):
+        asked = next((o for o in ("output_scores", "output_attentions", "output_hidden_states") if _setting(model, kwargs, o)), None)
+        if asked:
+            return f"{asked} (the loop returns the tokens and their logits only)"
+        if _setting(model, kwargs, "output_logits") and _setting(model, kwargs, "eos_token_id") is not None:
+            return "output_logits with an EOS token (after a row's EOS generate feeds it the pad, whose logits the loop does not compute)"
     shaping = _shaping_config(model)
     if shaping:
         return f"generation_config.{shaping} shapes the tokens (a logits processor or stopping rule)"

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+from pydantic import ValidationError
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device, measured
@@ -79,12 +80,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
         raise HyperloomError("the workload's outputs changed names, shapes or dtypes between two runs of the same baseline: "
                              + "; ".join(f"{k}: {saved[0].get(k)} vs {saved[1].get(k)}" for k in sorted(set(saved[0]) | set(saved[1])) if saved[0].get(k) != saved[1].get(k))[:400],
                              "make outputs() return the same tensors each run (fixed seeds and inputs)")
-    default = {"atol": request.atol, "rtol": request.rtol, "match": request.token_match}
-    tolerances = {n: OutputTolerance(**{**default, **request.per_output.get(n, {})}) for n in saved[0]}
-    unknown = set(request.per_output) - set(saved[0])
-    if unknown:
-        raise HyperloomError(f"per_output names {', '.join(sorted(unknown))}, which outputs() does not return (it returns {', '.join(saved[0]) or 'nothing'})",
-                             "name outputs as outputs() returns them")
+    tolerances = _tolerances(request, info.get("tolerances") or {}, list(saved[0]))
     outputs, drift = [], []
     for output, meta in saved[0].items():
         a, b = (np.load(runs / f"baseline{i}" / f"{output}.npy", allow_pickle=False) for i in range(RUNS))
@@ -108,6 +104,28 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated")
     return WorkloadFreezeResult(ok=True, summary=summary, name=name, folder=workspace.relative(folder), workload=request.workload, knobs=knobs,
                                 declared_knobs=info["knobs"], outputs=outputs, gated=gated, vendor=info["vendor"], evidence=evidence)
+
+
+def _tolerances(request: WorkloadFreezeRequest, declared: dict[str, dict[str, float]], names: list[str]) -> dict[str, OutputTolerance]:
+    """Each output's tolerance: the request's atol/rtol/token_match, under what the workload declares for it (its
+    `tolerances`), under the request's per_output; a name no output has is refused."""
+    for source, given in (("per_output", request.per_output), ("the workload's `tolerances`", declared)):
+        unknown = set(given) - set(names)
+        if unknown:
+            raise HyperloomError(f"{source} names {', '.join(sorted(unknown))}, which outputs() does not return (it returns {', '.join(names) or 'nothing'})",
+                                 "name outputs as outputs() returns them")
+    default = {"atol": request.atol, "rtol": request.rtol, "match": request.token_match}
+    tolerances = {}
+    for name in names:
+        try:
+            extra = set(declared.get(name, {})) - set(OutputTolerance.model_fields)
+            if extra:
+                raise TypeError(f"it has {', '.join(sorted(map(str, extra)))}")
+            tolerances[name] = OutputTolerance(**{**default, **declared.get(name, {}), **request.per_output.get(name, {})})
+        except (ValidationError, TypeError) as error:
+            raise HyperloomError(f"the workload's `tolerances` for {name} is not a tolerance: {str(error).splitlines()[0][:200]}",
+                                 "give {atol, rtol, match} with atol, rtol >= 0 and 0 < match <= 1") from None
+    return tolerances
 
 
 def _spread_text(a: np.ndarray, b: np.ndarray, apart: float) -> str:

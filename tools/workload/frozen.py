@@ -3,7 +3,8 @@ and refused when changed), and `workload.json`, which says how to build the base
 
 Layout under the workspace: .hyperloom/workload/NAME/{workload.json, frozen/OUTPUT/ (a reference set), runs/...}.
 Floating outputs are judged by the gate (|c - r| <= atol + rtol |r|, NaN forbidden); integer outputs (token ids)
-by the share of equal elements, at least the declared `match`.
+by the share of equal elements, at least the declared `match`; generated tokens that come with their top-k
+log-probabilities (`NAME.top_ids`, `NAME.top_logprobs`) by the near-tie gate of generated.py.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.freeze import freeze, load_reference_set
 from hyperloom.tools.gate.models import FreezeRequest, Tolerance
 from hyperloom.tools.gate.outputs import judge_arrays
+from hyperloom.tools.workload import generated
 from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target
 
@@ -96,15 +98,23 @@ def reference(frozen: Frozen, output: str) -> np.ndarray:
 
 
 def compare(candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance]) -> list[OutputCheck]:
-    """Each output saved in `candidate` against its reference: shape, dtype kind, then the tolerance."""
+    """Each output saved in `candidate` against its reference: shape, dtype kind, then the tolerance; generated tokens
+    that come with their top-k log-probabilities, by the near-tie gate (generated.py)."""
     checks = []
+    paired = generated.companions(references)
     for name, ref in references.items():
-        path = candidate / f"{name}.npy"
-        if not path.is_file():
-            checks.append(OutputCheck(output=name, passed=False, detail="the candidate's outputs() did not return it"))
+        if any(name in pair for pair in paired.values()):
+            continue  # judged with its tokens
+        names = (name, *paired[name]) if name in paired else (name,)
+        missing = [n for n in names if not (candidate / f"{n}.npy").is_file()]
+        if missing:
+            checks.extend(OutputCheck(output=n, passed=False, detail="the candidate's outputs() did not return it") for n in names if n in missing)
             continue
-        out = np.load(path, allow_pickle=False)
-        checks.append(_check(name, out, ref, tolerances[name]))
+        outs = [np.load(candidate / f"{n}.npy", allow_pickle=False) for n in names]
+        if name in paired:
+            checks.extend(generated.check(name, generated.Generated(*outs), generated.Generated(*(references[n] for n in names)), tolerances[paired[name][1]]))
+        else:
+            checks.append(_check(name, outs[0], ref, tolerances[name]))
     return checks
 
 

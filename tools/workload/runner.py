@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import re
 import runpy
 import sys
 import time
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
+
+OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")
 
 
 
@@ -92,7 +95,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
             "torch": str(torch.__version__) if torch is not None else None,
             "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
-            "module_file": STATE.module_file, "points": _points(STATE.obj), "pid": os.getpid()}
+            "module_file": STATE.module_file, "points": _points(STATE.obj), "tolerances": _tolerances(STATE.obj), "pid": os.getpid()}
 
 
 def warmup(payload: dict[str, Any]) -> dict[str, Any]:
@@ -246,6 +249,17 @@ def _points(obj: Any) -> list[Any]:
     return list(points) if isinstance(points, list | tuple) else []
 
 
+def _tolerances(obj: Any) -> dict[str, Any]:
+    """The tolerances the workload declares for its outputs (`tolerances`: output name -> {atol, rtol, match}), which
+    freeze takes as defaults under the caller's per_output; checked there."""
+    tolerances = getattr(obj, "tolerances", None)
+    if tolerances is None:
+        return {}
+    if not isinstance(tolerances, dict) or not all(isinstance(v, dict) for v in tolerances.values()):
+        raise WorkloadContractError("the workload's `tolerances` must be a dict of output name -> {atol, rtol, match}")
+    return {str(k): dict(v) for k, v in tolerances.items()}
+
+
 def _setting(torch: Any, name: str) -> None:
     if torch is None:
         raise WorkloadContractError(f"the {name} lever needs torch in the worker's Python")
@@ -329,6 +343,10 @@ def _capture() -> None:
 
 def _named(value: Any) -> dict[str, Any]:
     if isinstance(value, dict):
+        bad = [str(k) for k in value if not OUTPUT_NAME.match(str(k))]
+        if bad:
+            raise WorkloadContractError(f"outputs() names {bad[0][:80]!r}: an output's name is a file name here (letters, digits, "
+                                        "'_', '.', '-', up to 80, not starting with '.' or '-')")
         return {str(k): v for k, v in value.items()}
     if isinstance(value, list | tuple):
         return {f"output{i}": v for i, v in enumerate(value)}

@@ -1,0 +1,131 @@
+"""The near-tie gate for generated tokens (tools/workload/generated.py) on hand-built top-k lists: a candidate may part
+from the reference only where the reference was near a tie, after agreeing with its log-probabilities within the
+tolerance at every step before; then the freeze/bench path end to end on a tiny transformers decoder on the CPU."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+
+from helpers import REPO
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.workload.api import workload_bench, workload_freeze
+from hyperloom.tools.workload.generated import Generated, companions, judge
+from hyperloom.tools.workload.models import OutputTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
+
+TOL = OutputTolerance(atol=0.05)
+PROMPT = [7, 8, 9]
+
+
+def side(steps: list[tuple[int, dict[int, float]]], batch: int = 1) -> Generated:
+    """A Generated from (chosen token, {id: log-probability}) per step, the same in every row."""
+    k = len(steps[0][1])
+    tokens = np.array([PROMPT + [token for token, _ in steps]] * batch, dtype=np.int64)
+    ids = np.array([[sorted(top, key=lambda i: -top[i]) for _, top in steps]] * batch, dtype=np.int64)
+    logprobs = np.array([[sorted(top.values(), reverse=True) for _, top in steps]] * batch, dtype=np.float32)
+    assert ids.shape == logprobs.shape == (batch, len(steps), k)
+    return Generated(tokens, ids, logprobs)
+
+
+REFERENCE = [(1, {1: -0.5, 2: -1.5, 3: -2.0}), (2, {2: -1.00, 3: -1.04, 4: -3.0}), (4, {4: -0.2, 5: -2.5, 6: -3.0})]
+
+
+def test_equal_generations_pass_and_the_log_probabilities_may_move_within_the_tolerance():
+    passed, detail = judge(side(REFERENCE, batch=2), side(REFERENCE, batch=2), TOL)
+    assert passed and detail.startswith("2/2 rows equal to the end"), detail
+    moved = [(1, {1: -0.46, 2: -1.53, 3: -2.04}), *REFERENCE[1:]]
+    assert judge(side(moved), side(REFERENCE), TOL)[0]
+
+
+def test_a_parting_at_a_near_tie_passes_and_what_follows_it_is_not_compared():
+    # step 1: the reference chose 2 over 3 by 0.04 nats, within two tolerances (0.1): the candidate may choose 3; after
+    # it, the candidate goes on from another token, so its third step (wildly different) is not compared
+    parted = [REFERENCE[0], (3, {3: -1.01, 2: -1.03, 4: -3.0}), (9, {9: -0.1, 8: -5.0, 7: -6.0})]
+    passed, detail = judge(side(parted), side(REFERENCE), TOL)
+    assert passed and "1 parted at a near tie (steps 1;" in detail and "1 of 3 generated tokens after a parting not compared" in detail, detail
+
+
+def test_a_parting_wider_than_the_tolerance_allows_is_refused():
+    wide = [(2, {2: -0.48, 1: -0.52, 3: -2.0}), *REFERENCE[1:]]  # id 2 moved up by 1.02 nats to win
+    passed, detail = judge(side(wide), side(REFERENCE), TOL)
+    assert not passed and "row 0 step 0: id 2 has log-probability" in detail, detail
+    # the candidate's lists agree with the reference's within the tolerance, yet it chose the second token, 1 nat behind
+    flipped = [(2, {1: -0.5, 2: -1.5, 3: -2.0}), *REFERENCE[1:]]
+    passed, detail = judge(side(flipped), side(REFERENCE), TOL)
+    assert not passed and "token 2 where the reference chose 1 by 1 nats, more than a tie within the tolerance (0.1)" in detail, detail
+
+
+def test_a_token_outside_the_reference_s_top_k_and_an_id_missing_from_a_list_are_refused():
+    outside = [(5, {5: -0.1, 1: -0.5, 2: -1.5}), *REFERENCE[1:]]
+    passed, detail = judge(side(outside), side(REFERENCE), TOL)
+    assert not passed and "id 5 (-0.1) is in the candidate's top 3, not in the reference's" in detail, detail
+    missing = [(1, {1: -0.5, 2: -1.5, 9: -1.6}), *REFERENCE[1:]]  # id 9 at -1.6 would rank in the reference's top 3 (lowest -2.0)
+    passed, detail = judge(side(missing), side(REFERENCE), TOL)
+    assert not passed and "id 9 (-1.6) is in the candidate's top 3" in detail, detail
+    below = [(1, {1: -0.5, 2: -1.5, 9: -2.03}), *REFERENCE[1:]]  # id 3 (-2.0) may sit just below the candidate's lowest (-2.03) within the tolerance
+    assert judge(side(below), side(REFERENCE), TOL)[0]
+
+
+def test_drift_before_a_parting_nan_a_changed_prompt_and_a_shorter_run_are_refused():
+    drifted = [REFERENCE[0], (3, {3: -1.20, 2: -1.21, 4: -3.0}), REFERENCE[2]]
+    passed, detail = judge(side(drifted), side(REFERENCE), TOL)
+    assert not passed and "row 0 step 1: id 2 has log-probability -1.21, the reference's -1 (allowed +-0.05)" in detail, detail
+    nan = side(REFERENCE)
+    nan.logprobs[0, 2, 1] = np.nan
+    assert "NaN or infinite" in judge(nan, side(REFERENCE), TOL)[1]
+    prompt = side(REFERENCE)
+    prompt.tokens[0, 0] = 99
+    assert judge(prompt, side(REFERENCE), TOL) == (False, "the prompt differs from the frozen baseline's")
+    passed, detail = judge(side(REFERENCE[:2]), side(REFERENCE), TOL)
+    assert not passed and "row 0: 2 generated tokens, the reference's 3, with no token apart before" in detail, detail
+    longer = Generated(np.array([[0, *PROMPT, 1, 2]]), side(REFERENCE).ids[:, :2], side(REFERENCE).logprobs[:, :2])  # a prompt of 4
+    assert "batch, prompt and k must match" in judge(longer, side(REFERENCE), TOL)[1]
+
+
+def test_shapes_and_dtypes_that_cannot_be_read_are_named():
+    good = side(REFERENCE)
+    flat = Generated(good.tokens, good.ids[0], good.logprobs[0])
+    assert "must be [batch, prompt + steps]" in judge(flat, good, TOL)[1]
+    floats = Generated(good.tokens.astype(np.float32), good.ids, good.logprobs)
+    assert "must be integers" in judge(floats, good, TOL)[1]
+
+
+def test_only_an_output_with_both_companions_is_read_as_generated_tokens():
+    assert companions(["tokens", "tokens.top_ids", "tokens.top_logprobs", "y"]) == {"tokens": ("tokens.top_ids", "tokens.top_logprobs")}
+    assert companions(["tokens", "tokens.top_ids"]) == {}
+
+
+TINY = {"layers": "1", "hidden": "128", "prompt_tokens": "8", "new_tokens": "6", "top_logprobs": "4"}
+FAST = {"pairs": 5, "steps_per_leg": 1, "warmup_steps": 1, "max_baseline_legs": 5, "timeout_s": 300.0}
+
+
+def test_the_decoder_example_with_top_logprobs_is_frozen_under_its_declared_tolerance_and_gated_by_the_near_tie_rule(workspace):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    shutil.copy(REPO / "examples" / "workloads" / "decoder.py", workspace.root / "decoder.py")
+    frozen = workload_freeze(WorkloadFreezeRequest(workload="decoder.py:build", name="gen", knobs=TINY, timeout_s=300,
+                                                   per_output={"tokens.top_logprobs": {"rtol": 0.01}}), workspace)
+    tolerances = {o.name: o.tolerance for o in frozen.outputs}
+    assert sorted(tolerances) == ["tokens", "tokens.top_ids", "tokens.top_logprobs"]
+    assert tolerances["tokens.top_logprobs"] == OutputTolerance(atol=0.1, rtol=0.01)  # the workload's atol, the caller's rtol
+    result = workload_bench(WorkloadBenchRequest(name="gen", candidates=[["knob:cache=static", "decode_loop"], ["knob:top_logprobs=2"]], **FAST), workspace)
+    looped, fewer = result.candidates
+    assert looped.verdict in ("FASTER", "NOT_FASTER"), looped.reason
+    assert next(e for e in looped.engagement if e.lever == "decode_loop").engaged  # the loop kept the logits, no fallback
+    checks = {c.output: c for c in looped.outputs}
+    assert checks["tokens"].passed and "rows equal to the end, top-4 log-probabilities within atol 0.1, rtol 0.01" in checks["tokens"].detail
+    assert checks["tokens.top_logprobs"].detail == "judged with tokens (its near-tie gate)"
+    assert fewer.verdict == "REJECTED" and "batch, prompt and k must match" in fewer.reason, fewer.reason
+
+
+def test_a_workload_s_declared_tolerances_must_name_its_outputs_and_be_tolerances(workspace):
+    body = "import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{'y': np.ones(2)}}\ndef build(): return W()\n"
+    for name, tolerances, message in (("unknown", "{'z': {'atol': 1}}", "the workload's `tolerances` names z"),
+                                      ("negative", "{'y': {'atol': -1}}", "is not a tolerance"),
+                                      ("misspelled", "{'y': {'tol': 1}}", "it has tol"),
+                                      ("not a dict", "[1]", "must be a dict")):
+        (workspace.root / f"{name.replace(' ', '_')}.py").write_text(body.format(TOL=tolerances))
+        with pytest.raises(HyperloomError, match=message):
+            workload_freeze(WorkloadFreezeRequest(workload=f"{name.replace(' ', '_')}.py:build", name=name.replace(" ", "_"), timeout_s=120), workspace)
