@@ -1,10 +1,10 @@
 """The near-tie gate (tools/workload/generated.py) on the decoder example, in one process on the GPU: for each point
 (knob values), the eager reference's tokens and top-8 log-probabilities against the static cache's, the compiled
-decode_loop's, and two wrong models (one layer's MLP output 1 % and 0.1 % too large, the kind of error a wrong kernel
-makes): the verdict at the example's declared tolerance, where each parted from the reference, and the largest
+decode_loop's, and wrong models (one layer's MLP output too large by 50 %, 10 % and 1 %: the kinds of error a wrong
+kernel makes): the verdict at the example's declared tolerance, where each parted from the reference, and the largest
 log-probability gap seen before parting (the drift a tolerance has to cover). Prints one JSON line per row.
 
-    python3 scripts/device/near_tie.py [--points JSON] [--layers 8]
+    python3 scripts/device/near_tie.py [--points JSON] [--layers 8] [--scales 1.5,1.1,1.01]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from hyperloom.tools.workload.generated import Generated, judge
 from hyperloom.tools.workload.models import OutputTolerance
 
 REPO = Path(__file__).resolve().parents[2]
-POINTS = [{}, {"new_tokens": 64}, {"batch": 8}, {"prompt_tokens": 1024}]
+POINTS = [{"top_logprobs": 8}, {"new_tokens": 64, "top_logprobs": 8}, {"batch": 8, "top_logprobs": 8}, {"prompt_tokens": 1024, "top_logprobs": 8}]
 
 
 def example():
@@ -71,7 +71,7 @@ def main(args: argparse.Namespace) -> None:
         workload.cache = "static"
         rows["static"] = run(workload)
         layer = workload.model.model.layers[0].mlp.down_proj
-        for scale in (1.01, 1.001):
+        for scale in map(float, args.scales.split(",")):
             with torch.no_grad():
                 original = layer.weight.clone()
                 layer.weight.mul_(scale)
@@ -94,5 +94,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--points", default=None, help="JSON list of knob dicts")
     parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--scales", default="1.5,1.1,1.01", help="the wrong models: layer 0's MLP down projection times each")
     main(parser.parse_args())
     sys.exit(0)
