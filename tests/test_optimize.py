@@ -344,6 +344,27 @@ def test_a_campaign_profiles_its_workload_and_proposes_the_library_kernel_a_hand
     assert [r.key for r in again.records] == [r.key for r in report.records]
 
 
+def test_the_kernel_proposals_profile_runs_the_stack_with_every_lever_in_place(workspace):
+    """After a lever that compiles, the next profile must still see what runs: the stack recorded in a workload worker
+    with the lever applied and warmed up, where a profile of the knobs alone recorded the eager model."""
+    from hyperloom.tools.optimize.proposals import profile_proposals
+    from hyperloom.tools.workload.frozen import read_frozen
+
+    (workspace.root / "norm.py").write_text(NORM_WORKLOAD)
+    workload_freeze(WorkloadFreezeRequest(workload="norm.py:build", name="norm", atol=0.05, rtol=0.05, timeout_s=120), workspace)
+    frozen = read_frozen("norm", workspace)
+    traces = workspace.root / ".hyperloom" / "profile"
+    stacked = profile_proposals(frozen, "stacked", workspace, 300.0, ["knob:pause=no", "compile"])
+    assert stacked.notes[0] == "the kernel proposals' profile ran with knob:pause=no + compile (each lever in place, warmed up, in a workload worker)"
+    assert "Torch-Compiled Region" in (traces / "optimize-stacked" / "trace.json").read_text()  # the compiled step, recorded
+    assert stacked.profile_json and (workspace.root / stacked.profile_json).is_file()
+    knobs = profile_proposals(frozen, "knobs", workspace, 300.0, ["knob:pause=no"])
+    assert knobs.notes[0] == "the kernel proposals' profile ran with knob:pause=no"
+    assert "Torch-Compiled Region" not in (traces / "optimize-knobs" / "trace.json").read_text()
+    with pytest.raises(HyperloomError, match="no_such_lever"):
+        profile_proposals(frozen, "bad", workspace, 300.0, ["no_such_lever"])
+
+
 PACED = '''
 import pathlib, time
 from typing import Literal

@@ -1,5 +1,6 @@
-"""The kernel proposals a campaign makes itself: the frozen workload profiled once with the stack the levers left (its
-knob levers; the profile applies no other lever, and says so), and each
+"""The kernel proposals a campaign makes itself: the frozen workload profiled once with the stack the levers left
+(every lever of it in place: knobs as the worker's build takes them, the others applied in a workload worker and
+warmed up, so a compiled or graph-replayed stack is profiled as it runs, not as the eager model ran), and each
 hand-off the fusion library covers, with a module forward to replace and no TODO, put into the model by integrate's
 overrides module (the library's default params) and queued on the stack like an agent's proposal. What the profile
 found but could not propose (no adapter for that kernel, no forward named by the trace's Python stack) becomes a
@@ -10,16 +11,20 @@ faster kernels, and the campaign's notes say so before its kernel trials."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.api import run_profile
 from hyperloom.tools.profile.models import ProfileRequest
+from hyperloom.tools.profile.workload import Capture, capture_of
 from hyperloom.tools.workload.frozen import Frozen
 from hyperloom.tools.workload.ab import target_with
 from hyperloom.tools.workload.adapters import ADAPTERS
 from hyperloom.tools.workload.integrate import write_overrides
-from hyperloom.tools.workload.levers import lever
+from hyperloom.tools.workload.freeze import refusal
+from hyperloom.tools.workload.levers import Lever, prepared
+from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
 
 NOTE_PREFIX = "profile: "  # how a queued proposal says the campaign made it (its proposer "profile")
 
@@ -32,20 +37,23 @@ class ProfileProposals:
     busy_percent: float | None = None  # MEASURED in the profiled step; None on a CPU
 
 
+WARMUP_STEPS = 2  # as a campaign's trials warm up: a compile, then the step that compiled graphs replay in
 HOST_BOUND_PERCENT = 50.0  # below this GPU busy share a kernel can shorten less than half the step
 
 
 def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeout_s: float, stack: list[str] | None = None) -> ProfileProposals:
-    """Profile the frozen workload with the knob levers of `stack` (later knobs win) and turn its hand-offs into proposals."""
-    target, chosen = frozen.target, [lever(name) for name in stack or []]
+    """Profile the frozen workload with every lever of `stack` in place and turn its hand-offs into proposals."""
+    target = frozen.target
+    chosen = prepared(stack or [], frozen.vendor, frozen.declared_knobs, workspace)
     request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s,
                              name=f"optimize-{session}", plot=False)
-    result = run_profile(request, workspace, knobs=dict(target_with(target, chosen).knobs))
+    knobs = dict(target_with(target, chosen).knobs)
+    others = [item for item in chosen if item.kind != "knob"]
+    captured = _stack_capture(frozen, chosen, workspace.state_dir("profile", request.name or ""), workspace, timeout_s) if others else None
+    result = run_profile(request, workspace, knobs=knobs, captured=captured)
     out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None), busy_percent=result.busy_percent)
-    applied = [item.name for item in chosen if item.kind == "knob"]
-    left_out = [item.name for item in chosen if item.kind != "knob"]
-    out.notes.append(f"the kernel proposals' profile ran {'with ' + ' + '.join(applied) if applied else 'at the baseline'}"
-                     + (f", without {' + '.join(left_out)} (a profile applies knobs only)" if left_out else ""))
+    out.notes.append(f"the kernel proposals' profile ran {'with ' + ' + '.join(item.name for item in chosen) if chosen else 'at the baseline'}"
+                     + (" (each lever in place, warmed up, in a workload worker)" if others else ""))
     if result.busy_percent is not None:
         out.notes.append(host_note(result.busy_percent))
     seen: set[tuple[str, str]] = set()
@@ -69,6 +77,19 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
         out.proposals.append(([f"overrides:{workspace.relative(overrides)}"],
                               f"{NOTE_PREFIX}{handoff.library} in place of {handoff.module} ({where}, the library's default params)"))
     return out
+
+
+def _stack_capture(frozen: Frozen, chosen: list[Lever], folder: Path, workspace: Workspace, timeout_s: float) -> Capture:
+    """One step of the stack recorded by torch.profiler in a workload worker that built it with `chosen` and warmed it
+    up (a compile, a graph capture, the decode loop's first graphs happen there, not in the recorded step)."""
+    trace, averages = folder / "trace.json", folder / "key_averages.json"
+    try:
+        with WorkloadProcess(target_with(frozen.target, chosen), chosen, folder / "worker", workspace, timeout_s) as process:
+            process.warmup(WARMUP_STEPS)
+            report = process.trace(trace, averages, steps=1)
+    except WorkloadFailure as failure:
+        raise refusal(failure, frozen.target.workload, timeout_s) from None
+    return capture_of(report, trace, averages)
 
 
 def host_note(busy_percent: float) -> str:

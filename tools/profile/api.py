@@ -78,8 +78,10 @@ def _summary(trace: Trace, device: str, a: Analysis) -> str:
 
 
 def run_profile(request: ProfileRequest, workspace: Workspace, progress: ProgressFn | None = None,
-                knobs: dict[str, str] | None = None) -> ProfileResult:
-    """`knobs` (not a request field): a workload factory's knob values, for callers that profile a frozen workload."""
+                knobs: dict[str, str] | None = None, captured: Capture | None = None) -> ProfileResult:
+    """`knobs` (not a request field): a workload factory's knob values, for callers that profile a frozen workload;
+    `captured`: a run of the request's workload recorded already (optimize records its stack with every lever in
+    place, in a workload worker), analysed instead of a new capture."""
 
     def step(done: int) -> None:
         if progress is not None:
@@ -87,8 +89,10 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
 
     name = request.name or dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M%S-%f")
     folder = workspace.state_dir("profile", name)
-    capture = None
-    if request.workload is not None:
+    capture = captured
+    if capture is not None:
+        trace_path, label = capture.trace, workspace.relative(capture.trace)
+    elif request.workload is not None:
         capture = capture_workload(request.workload, request.args, request.steps, request.warmup_steps, request.timeout_s, folder, workspace,
                                    knobs=knobs)
         trace_path = capture.trace

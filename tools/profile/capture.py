@@ -97,37 +97,45 @@ def _escaped(line: str) -> str:
 def capture(payload: dict[str, Any]) -> dict[str, Any]:
     try:
         import torch
-        from torch.profiler import ProfilerActivity, profile, schedule
     except ImportError as exc:
         raise ProfilerUnavailable(f"torch cannot be imported ({exc})") from exc
     os.chdir(payload["root"])
     step = _step_function(payload)
     gpu = bool(torch.cuda.is_available())
     synchronize: Callable[[], None] = torch.cuda.synchronize if gpu else (lambda: None)
-    warmup, active = int(payload["warmup_steps"]), int(payload["steps"])
-    walls: list[float] = []
 
-    def timed_step() -> None:
+    def timed_step() -> float:
         started = time.perf_counter()
         step()
         synchronize()
-        walls.append(time.perf_counter() - started)
+        return time.perf_counter() - started
 
+    return record(timed_step, int(payload["warmup_steps"]), int(payload["steps"]), payload["trace"] if payload.get("profile", True) else None,
+                  payload["key_averages"], gpu)
+
+
+def record(timed_step: Callable[[], float], warmup: int, active: int, trace: str | None, key_averages: str, gpu: bool) -> dict[str, Any]:
+    """`warmup` then `active` steps (each returns its wall seconds), the active ones recorded by torch.profiler into the
+    Chrome trace `trace` with shapes and Python stacks (no profiler when `trace` is None), and key_averages' device
+    rows into `key_averages`: the report capture_workload reads. The workload runner's `trace` entry calls it too,
+    on a workload built with its levers in place."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, schedule
+
+    walls: list[float] = []
     rows: list[dict[str, Any]] = []
-    if payload.get("profile", True):
+    if trace is not None:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
-        trace = payload["trace"]
         # with_stack: the module forward each op ran in (stack.py), what integrate replaces
         with profile(activities=activities, record_shapes=True, with_stack=True, schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
                      on_trace_ready=lambda p: export_json(p, trace)) as prof:
             for _ in range(warmup + active):
-                timed_step()
+                walls.append(timed_step())
                 prof.step()
         rows = _device_rows(prof, gpu)
-        Path(payload["key_averages"]).write_text(json.dumps(rows, indent=1))
+        Path(key_averages).write_text(json.dumps(rows, indent=1))
     else:
-        for _ in range(warmup + active):
-            timed_step()
+        walls = [timed_step() for _ in range(warmup + active)]
     return {
         "torch": torch.__version__, "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None), "gpu": gpu,
         "device": torch.cuda.get_device_name(0) if gpu else None, "step_wall_s": walls[warmup:], "warmup_wall_s": walls[:warmup],

@@ -94,10 +94,14 @@ def capture_workload(workload: str, args: list[str], steps: int, warmup_steps: i
     outcome = run_worker(ENTRY, payload, timeout_s=timeout_s, cwd=workspace.root)
     if not outcome.ok:
         raise _refuse(workload, outcome, timeout_s)
-    report = outcome.result
     if profile and not trace.is_file():
         raise HyperloomError(f"the workload {workload} finished but torch.profiler wrote no trace",
                              "check that nothing in the workload stops or replaces the profiler (a nested torch.profiler.profile)")
+    return capture_of(outcome.result, trace, averages)
+
+
+def capture_of(report: dict[str, Any], trace: Path, averages: Path) -> Capture:
+    """A Capture from the report of capture.record (this module's worker, or the workload runner's `trace` entry)."""
     toolchain = {"torch": str(report["torch"])}
     for key in ("cuda", "hip"):
         if report.get(key):

@@ -95,6 +95,10 @@ class WorkloadProcess:
     def engagement(self) -> dict[str, Any]:
         return self._call("engagement", {})
 
+    def trace(self, trace: Path, key_averages: Path, steps: int) -> dict[str, Any]:
+        """`steps` steps under torch.profiler, the Chrome trace and key_averages' device rows written (runner.trace)."""
+        return self._call("trace", {"trace": str(trace), "key_averages": str(key_averages), "steps": steps})
+
     def _call(self, entry: str, payload: dict[str, Any]) -> Any:
         outcome = self.worker.call(f"{RUNNER}:{entry}", payload, timeout_s=self.timeout_s)
         if not outcome.ok:

@@ -136,6 +136,17 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
     return {"outputs": saved}
 
 
+def trace(payload: dict[str, Any]) -> dict[str, Any]:
+    """Profile `steps` steps (after one under the profiler's warm-up) of the workload as built, its levers in place and
+    warmed up (compiled, graph captured, the decode loop installed): the stack's own kernels, recorded as profile's
+    capture records an eager run (tools/profile/capture.py), so a profile of the optimized stack ranks what runs."""
+    if _torch() is None:
+        raise WorkloadContractError("a profile needs torch in the workload's Python")
+    from hyperloom.tools.profile.capture import record
+
+    return record(lambda: _one_step()[0], 1, int(payload["steps"]), payload["trace"], payload["key_averages"], STATE.gpu)
+
+
 def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     """What actually ran in one profiled step: op and kernel names with their counts, dynamo's compiled graphs (all,
     and those compiled in this step), whether the graph replayed, TunableOp's results file."""
