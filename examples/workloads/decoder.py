@@ -2,9 +2,10 @@
 is downloaded), greedy generation after a fixed prompt. One step is one `generate` call; outputs() returns the tokens,
 gated exactly. With the knob `top_logprobs` (e.g. 8) it returns as well each generated token's top-k log-probabilities
 (`tokens.top_ids`, `tokens.top_logprobs`), and the gate holds the candidate's log-probabilities within the declared
-0.1 nats of the reference's and lets its tokens part only at a near tie (tools/workload/generated.py): in bf16 a
-faithful kernel flips near ties, and greedy decoding goes on from there. (0.1 nats is ASSUMED, a few bf16 steps of a
-logit near 2, not yet measured on a GPU: scripts/device/near_tie.py measures it.)
+0.04 nats of the reference's and lets its tokens part only at a near tie (tools/workload/generated.py): in bf16 a
+faithful kernel flips near ties, and greedy decoding goes on from there. 0.04 nats is about two bf16 steps of a
+logit between 2 and 4: on this repository's CPU run (results/cpu/near_tie) faithful candidates drifted 0.016 and a
+layer whose MLP output was 10 % too large 0.055; on a GPU it is ASSUMED until scripts/device/near_tie.py measures it.
 
     hyperloom workload freeze --workload examples/workloads/decoder.py:build --name qwen2
     hyperloom workload bench --name qwen2 --candidates '[["knob:cache=static"], ["compile"], ["knob:cache=static", "decode_loop"]]'
@@ -35,7 +36,7 @@ class Decoder:
     def __init__(self, model: torch.nn.Module, prompt: torch.Tensor, new_tokens: int, cache: str, top_logprobs: int) -> None:
         self.model, self.prompt, self.new_tokens, self.cache, self.top_logprobs = model, prompt, new_tokens, cache, top_logprobs
         self.tokens, self.logits = prompt, ()
-        self.tolerances = {"tokens.top_logprobs": {"atol": 0.1}} if top_logprobs else {}
+        self.tolerances = {"tokens.top_logprobs": {"atol": 0.04}} if top_logprobs else {}
 
     def step(self) -> None:
         options = {"cache_implementation": "static"} if self.cache == "static" else {}

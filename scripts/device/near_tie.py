@@ -4,7 +4,7 @@ decode_loop's, and wrong models (one layer's MLP output too large by 50 %, 10 % 
 kernel makes): the verdict at the example's declared tolerance, where each parted from the reference, and the largest
 log-probability gap seen before parting (the drift a tolerance has to cover). Prints one JSON line per row.
 
-    python3 scripts/device/near_tie.py [--points JSON] [--layers 8] [--scales 1.5,1.1,1.01]
+    python3 scripts/device/near_tie.py [--points JSON] [--layers 8] [--scales 1.5,1.1,1.01] [--atol NATS]
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def main(args: argparse.Namespace) -> None:
     for point in json.loads(args.points) if args.points else POINTS:
         knobs = {"layers": args.layers, **point}
         workload = decoder.build(**knobs)
-        tolerance = OutputTolerance(**workload.tolerances["tokens.top_logprobs"])
+        tolerance = OutputTolerance(**({"atol": args.atol} if args.atol is not None else workload.tolerances["tokens.top_logprobs"]))
         reference = run(workload, 1)
         rows = {}
         workload.cache = "static"
@@ -83,7 +83,8 @@ def main(args: argparse.Namespace) -> None:
         for name, candidate in rows.items():
             passed, detail = judge(candidate, reference, tolerance)
             equal = float(np.mean(candidate.tokens == reference.tokens)) if candidate.tokens.shape == reference.tokens.shape else None
-            print(json.dumps({"point": point, "candidate": name, "gate": "PASS" if passed else "FAIL", "tokens_equal_share": equal,
+            print(json.dumps({"point": point, "candidate": name, "gate": "PASS" if passed else "FAIL", "exact_tokens": "PASS" if equal == 1.0 else "FAIL",
+                              "tokens_equal_share": equal,
                               "drift_before_parting_nats": round(drift(candidate, reference), 5), "atol": tolerance.atol, "detail": detail[:400]}), flush=True)
         print(json.dumps({"point": point, "decode_loop_counts": decode_loop.COUNTS.snapshot()}), flush=True)
         del workload
@@ -94,6 +95,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--points", default=None, help="JSON list of knob dicts")
     parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--atol", type=float, default=None, help="the log-probabilities' tolerance (default: what the example declares)")
     parser.add_argument("--scales", default="1.5,1.1,1.01", help="the wrong models: layer 0's MLP down projection times each")
     main(parser.parse_args())
     sys.exit(0)
