@@ -79,9 +79,20 @@ def test_drift_before_a_parting_nan_a_changed_prompt_and_a_shorter_run_are_refus
     prompt.tokens[0, 0] = 99
     assert judge(prompt, side(REFERENCE), TOL) == (False, "the prompt differs from the frozen baseline's")
     passed, detail = judge(side(REFERENCE[:2]), side(REFERENCE), TOL)
-    assert not passed and "row 0: 2 generated tokens, the reference's 3, with no token apart before" in detail, detail
+    assert not passed and "row 0: 2 generated tokens, the reference's 3, with no token apart in any row" in detail, detail
     longer = Generated(np.array([[0, *PROMPT, 1, 2]]), side(REFERENCE).ids[:, :2], side(REFERENCE).logprobs[:, :2])  # a prompt of 4
     assert "batch, prompt and k must match" in judge(longer, side(REFERENCE), TOL)[1]
+
+
+def test_a_row_that_parted_may_change_where_generate_cut_every_row():
+    """generate cuts its output where the last row stopped: a row that parted may stop later, so an unparted row, equal
+    to its end, comes back longer; with no parting anywhere another length is refused (above)."""
+    parted = [REFERENCE[0], (3, {3: -1.01, 2: -1.03, 4: -3.0}), REFERENCE[2], (5, {5: -0.3, 6: -2.0, 7: -2.5})]
+    rows = side(parted, batch=2)
+    rows.tokens[1, 3 + 1:] = [2, 4, 0]  # row 1 is the reference's, padded after its end
+    rows.ids[1, 1], rows.logprobs[1, 1] = side(REFERENCE).ids[0, 1], side(REFERENCE).logprobs[0, 1]
+    passed, detail = judge(rows, side(REFERENCE, batch=2), TOL)
+    assert passed and "1/2 rows equal to the end" in detail and "1 parted at a near tie (steps 1;" in detail, detail
 
 
 def test_shapes_and_dtypes_that_cannot_be_read_are_named():
