@@ -131,6 +131,42 @@ def test_the_decoder_example_with_top_logprobs_is_frozen_under_its_declared_tole
     assert fewer.verdict == "REJECTED" and "batch, prompt and k must match" in fewer.reason, fewer.reason
 
 
+TIED = '''
+import pathlib
+import numpy as np
+
+class Tied:
+    tolerances = {"tokens.top_logprobs": {"atol": 0.04}}
+
+    def __init__(self, drift):
+        path = pathlib.Path("builds.txt")  # each build counts itself: the second baseline run is build 1
+        self.n = int(path.read_text()) + 1 if path.exists() else 0
+        path.write_text(str(self.n))
+        self.drift = drift
+
+    def step(self):
+        pass
+
+    def outputs(self):
+        ids = np.array([[[1, 2, 3]]]) if self.n % 2 == 0 else np.array([[[1, 3, 2]]])  # 2 and 3 tie: either order
+        logprobs = np.array([[[-0.5, -1.0, -1.0]]], dtype=np.float32) + (0.2 * self.n if self.drift == "yes" else 0.0)
+        return {"tokens": np.array([[7, 1]]), "tokens.top_ids": ids, "tokens.top_logprobs": logprobs}
+
+def build(drift: str = "no"):
+    return Tied(drift)
+'''
+
+
+def test_freeze_judges_its_two_baseline_runs_by_the_near_tie_gate(workspace):
+    """Two runs of one baseline may list an exact tie in either order (unequal ids, element by element): the gate
+    candidates meet reads them as equal; log-probabilities that move beyond the tolerance between runs are refused."""
+    (workspace.root / "tied.py").write_text(TIED)
+    frozen = workload_freeze(WorkloadFreezeRequest(workload="tied.py:build", name="tied", timeout_s=120), workspace)
+    assert frozen.ok and {o.name: o.spread for o in frozen.outputs}["tokens.top_ids"] > 0  # unequal ids, recorded
+    with pytest.raises(HyperloomError, match="tokens with its top-k log-probabilities: 1/1 rows fail: row 0 step 0"):
+        workload_freeze(WorkloadFreezeRequest(workload="tied.py:build", name="drifting", knobs={"drift": "yes"}, timeout_s=120), workspace)
+
+
 def test_a_workload_s_declared_tolerances_must_name_its_outputs_and_be_tolerances(workspace):
     body = "import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{'y': np.ones(2)}}\ndef build(): return W()\n"
     for name, tolerances, message in (("unknown", "{'z': {'atol': 1}}", "the workload's `tolerances` names z"),

@@ -17,6 +17,7 @@ from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.workload import MODULE_FUNCTION, file_function
+from hyperloom.tools.workload import generated
 from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
 from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, WorkloadFreezeRequest, WorkloadFreezeResult
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
@@ -82,14 +83,21 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                              "make outputs() return the same tensors each run (fixed seeds and inputs)")
     tolerances = _tolerances(request, info.get("tolerances") or {}, list(saved[0]))
     outputs, drift = [], []
+    paired = generated.companions(saved[0])
+    grouped = set(paired) | {n for pair in paired.values() for n in pair}  # judged as candidates will be: the near-tie gate
     for output, meta in saved[0].items():
         a, b = (np.load(runs / f"baseline{i}" / f"{output}.npy", allow_pickle=False) for i in range(RUNS))
         apart = spread(a, b, tolerances[output])
         limit = 1 - tolerances[output].match if a.dtype.kind in "iu" else 1.0
-        if apart > limit + 1e-12:
+        if apart > limit + 1e-12 and output not in grouped:
             drift.append(f"{output}: {_spread_text(a, b, apart)}")
         outputs.append(FrozenOutput(name=output, shape=meta["shape"], dtype=meta["dtype"], original_dtype=meta["original_dtype"], tolerance=tolerances[output],
                                     spread=apart, sha256=sha256_file(runs / "baseline0" / f"{output}.npy")))
+    for name, (ids, logprobs) in paired.items():
+        runs_of = [generated.Generated(*(np.load(runs / f"baseline{i}" / f"{n}.npy", allow_pickle=False) for n in (name, ids, logprobs))) for i in range(RUNS)]
+        agree, detail = generated.judge(runs_of[1], runs_of[0], tolerances[logprobs])
+        if not agree:
+            drift.append(f"{name} with its top-k log-probabilities: {detail}")
     if drift:
         raise HyperloomError("the baseline disagrees with itself beyond the declared tolerance (two runs, same inputs): " + "; ".join(drift)[:600],
                              "make the workload deterministic (seeds, deterministic algorithms), or declare a tolerance that covers its own noise "
