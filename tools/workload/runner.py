@@ -31,10 +31,7 @@ from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
 
-OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")
-
-
-
+OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
 
 
 @dataclass
@@ -266,9 +263,9 @@ def _tolerances(obj: Any) -> dict[str, Any]:
     tolerances = getattr(obj, "tolerances", None)
     if tolerances is None:
         return {}
-    if not isinstance(tolerances, dict) or not all(isinstance(v, dict) for v in tolerances.values()):
-        raise WorkloadContractError("the workload's `tolerances` must be a dict of output name -> {atol, rtol, match}")
-    return {str(k): dict(v) for k, v in tolerances.items()}
+    if not isinstance(tolerances, dict) or not all(isinstance(v, dict) and all(isinstance(x, int | float) for x in v.values()) for v in tolerances.values()):
+        raise WorkloadContractError("the workload's `tolerances` must be a dict of output name -> {atol, rtol, match} (numbers)")
+    return {str(k): {str(key): float(x) for key, x in v.items()} for k, v in tolerances.items()}
 
 
 def _setting(torch: Any, name: str) -> None:
