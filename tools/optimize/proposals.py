@@ -45,11 +45,11 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
     """Profile the frozen workload with every lever of `stack` in place and turn its hand-offs into proposals."""
     target = frozen.target
     chosen = prepared(stack or [], frozen.vendor, frozen.declared_knobs, workspace)
-    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s,
-                             name=f"optimize-{session}", plot=False)
+    name = f"optimize-{session}"  # the profile's folder, where a stack's capture is recorded too
+    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s, name=name, plot=False)
     knobs = dict(target_with(target, chosen).knobs)
     others = [item for item in chosen if item.kind != "knob"]
-    captured = _stack_capture(frozen, chosen, workspace.state_dir("profile", request.name or ""), workspace, timeout_s) if others else None
+    captured = _stack_capture(frozen, chosen, workspace.state_dir("profile", name), workspace, timeout_s) if others else None
     result = run_profile(request, workspace, knobs=knobs, captured=captured)
     out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None), busy_percent=result.busy_percent)
     out.notes.append(f"the kernel proposals' profile ran {'with ' + ' + '.join(item.name for item in chosen) if chosen else 'at the baseline'}"

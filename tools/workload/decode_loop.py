@@ -94,7 +94,7 @@ class GreedyDecode:
             token = _greedy(logits, None if banned is None else banned[0])
             tokens[:, prompt] = token[:, 0]
             if plan.logits:
-                kept.append(logits.float())
+                kept.append(logits.to(torch.float32, copy=True))
             for at in range(prompt, total - 1):
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
@@ -103,7 +103,7 @@ class GreedyDecode:
                 token = token.clone()  # the graph's outputs are overwritten by its next replay
                 tokens[:, at + 1] = token[:, 0]
                 if plan.logits:
-                    kept.append(logits.float() if logits.dtype != torch.float32 else logits.clone())
+                    kept.append(logits.to(torch.float32, copy=True))  # a copy: the graph's next replay overwrites its outputs
         if plan.eos:
             tokens = _stopped_at_eos(torch, tokens, prompt, plan)
         return _returned(tokens, kept[:tokens.shape[1] - prompt], cache, plan)

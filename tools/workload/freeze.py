@@ -84,9 +84,10 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     tolerances = _tolerances(request, info.get("tolerances") or {}, list(saved[0]))
     outputs, drift = [], []
     paired = generated.companions(saved[0])
-    grouped = set(paired) | {n for pair in paired.values() for n in pair}  # judged as candidates will be: the near-tie gate
+    grouped = generated.grouped(paired)  # judged as candidates will be: the near-tie gate, below
+    loaded = {}
     for output, meta in saved[0].items():
-        a, b = (np.load(runs / f"baseline{i}" / f"{output}.npy", allow_pickle=False) for i in range(RUNS))
+        a, b = loaded[output] = tuple(np.load(runs / f"baseline{i}" / f"{output}.npy", allow_pickle=False) for i in range(RUNS))
         apart = spread(a, b, tolerances[output])
         limit = 1 - tolerances[output].match if a.dtype.kind in "iu" else 1.0
         if apart > limit + 1e-12 and output not in grouped:
@@ -94,7 +95,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
         outputs.append(FrozenOutput(name=output, shape=meta["shape"], dtype=meta["dtype"], original_dtype=meta["original_dtype"], tolerance=tolerances[output],
                                     spread=apart, sha256=sha256_file(runs / "baseline0" / f"{output}.npy")))
     for name, (ids, logprobs) in paired.items():
-        runs_of = [generated.Generated(*(np.load(runs / f"baseline{i}" / f"{n}.npy", allow_pickle=False) for n in (name, ids, logprobs))) for i in range(RUNS)]
+        runs_of = [generated.Generated(*(loaded[n][i] for n in (name, ids, logprobs))) for i in range(RUNS)]
         agree, detail = generated.judge(runs_of[1], runs_of[0], tolerances[logprobs])
         if not agree:
             drift.append(f"{name} with its top-k log-probabilities: {detail}")

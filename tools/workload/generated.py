@@ -39,9 +39,14 @@ def companions(names: Iterable[str]) -> dict[str, tuple[str, str]]:
     return {name: (name + IDS, name + LOGPROBS) for name in present if name + IDS in present and name + LOGPROBS in present}
 
 
+def grouped(paired: dict[str, tuple[str, str]]) -> set[str]:
+    """Every output `companions` paired: the tokens and their two companions, judged together by this gate."""
+    return set(paired) | {n for pair in paired.values() for n in pair}
+
+
 @dataclass(frozen=True)
 class Generated:
-    """One side's tokens and top-k lists, checked for shape by `generated`."""
+    """One side's tokens and top-k lists, checked for shape by `judge`."""
 
     tokens: np.ndarray  # [batch, prompt + steps]
     ids: np.ndarray  # [batch, steps, k]
