@@ -94,11 +94,11 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
             drift.append(f"{output}: {_spread_text(a, b, apart)}")
         outputs.append(FrozenOutput(name=output, shape=meta["shape"], dtype=meta["dtype"], original_dtype=meta["original_dtype"], tolerance=tolerances[output],
                                     spread=apart, sha256=sha256_file(runs / "baseline0" / f"{output}.npy")))
-    for name, (ids, logprobs) in paired.items():
-        runs_of = [generated.Generated(*(loaded[n][i] for n in (name, ids, logprobs))) for i in range(RUNS)]
+    for tokens, (ids, logprobs) in paired.items():
+        runs_of = [generated.Generated(*(loaded[n][i] for n in (tokens, ids, logprobs))) for i in range(RUNS)]
         agree, detail = generated.judge(runs_of[1], runs_of[0], tolerances[logprobs])
         if not agree:
-            drift.append(f"{name} with its top-k log-probabilities: {detail}")
+            drift.append(f"{tokens} with its top-k log-probabilities: {detail}")
     if drift:
         raise HyperloomError("the baseline disagrees with itself beyond the declared tolerance (two runs, same inputs): " + "; ".join(drift)[:600],
                              "make the workload deterministic (seeds, deterministic algorithms), or declare a tolerance that covers its own noise "
