@@ -43,7 +43,7 @@ from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, load_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
-from hyperloom.tools.workload.frozen import reference as reference_of
+from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import CATALOG, GPU, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import WorkloadFailure
@@ -384,7 +384,7 @@ class Campaign:
         reference = slot.reference(job.reference, job.point)
         levers = prepared(job.levers, self.frozen.vendor, self.frozen.declared_knobs, self.workspace)
         references = (load_outputs(reference.outputs, list(self.frozen.tolerances)) if job.point is not None
-                      else {n: reference_of(self.frozen, n) for n in self.frozen.tolerances})
+                      else frozen_references(self.frozen))
         new = [item for item in levers if item.name in job.new]
         folder = slot.folder / job.key
         settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)  # an A/A decides nothing

@@ -18,7 +18,7 @@ from hyperloom.core.hashing import sha256_json
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.tune.devices import idle_gpus
 from hyperloom.tools.workload.ab import ABSettings, saved_outputs, target_with
-from hyperloom.tools.workload.frozen import Frozen, compare, reference
+from hyperloom.tools.workload.frozen import Frozen, compare, references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
 
@@ -70,9 +70,10 @@ class Slot:
         try:
             process.__enter__()
             process.warmup(self.settings.warmup_steps)
-            outputs = saved_outputs(process, folder / "outputs")
+            frozen = references(self.frozen)
+            outputs = saved_outputs(process, folder / "outputs", frozen if point is None else None)
             if not levers and point is None:
-                checks = compare(outputs, {n: reference(self.frozen, n) for n in self.frozen.tolerances}, self.frozen.tolerances)
+                checks = compare(outputs, frozen, self.frozen.tolerances)
                 if not all(c.passed for c in checks):
                     raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:500],
                                          "freeze the workload again (workload freeze, overwrite) and start a new session, or find what changed")

@@ -26,6 +26,7 @@ from hyperloom.tools.workload.frozen import compare
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.twin import TEACHER, teacher_of
 
 ALPHA = 0.05
 
@@ -60,14 +61,15 @@ def target_with(target: Target, levers: list[Lever], knobs: dict[str, str] | Non
     return replace(target, knobs=merged)
 
 
-def saved_outputs(process: WorkloadProcess, folder: Path) -> Path:
-    process.outputs(folder)
+def saved_outputs(process: WorkloadProcess, folder: Path, references: dict[str, np.ndarray] | None = None) -> Path:
+    """The process's outputs saved in `folder`, with the teacher-forced logits `references` hold for its tokens (twin.py)."""
+    process.outputs(folder, teacher_of(references or {}))
     return folder
 
 
 def load_outputs(folder: Path, names: list[str]) -> dict[str, np.ndarray]:
-    """Outputs a process saved (saved_outputs), read back as references."""
-    return {name: np.load(folder / f"{name}.npy", allow_pickle=False) for name in names}
+    """Outputs a process saved (saved_outputs), read back as references; teacher-forced logits only where saved."""
+    return {name: np.load(folder / f"{name}.npy", allow_pickle=False) for name in names if not name.endswith(TEACHER) or (folder / f"{name}.npy").is_file()}
 
 
 def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int) -> tuple[list[float], float | None]:
@@ -91,7 +93,7 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     try:
         with WorkloadProcess(target, levers, folder, workspace, settings.timeout_s, device=device, backend=backend) as process:
             warm = process.warmup(settings.warmup_steps)
-            checks = compare(saved_outputs(process, folder / "outputs"), references, tolerances)
+            checks = compare(saved_outputs(process, folder / "outputs", references), references, tolerances)
             if not all(c.passed for c in checks):
                 return CandidateResult(levers=names, verdict="REJECTED", reason=mismatch_reason(checks), outputs=checks, warmup_s=sum(warm["wall_s"]))
             seen = process.engagement()
@@ -102,7 +104,7 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
                 return CandidateResult(levers=names, verdict="NO_OP", reason=_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note),
                                        engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]))
             base_legs, cand_legs, cand_device = paired(base, process, settings)
-            after = compare(saved_outputs(process, folder / "outputs_after"), references, tolerances)
+            after = compare(saved_outputs(process, folder / "outputs_after", references), references, tolerances)
     except WorkloadFailure as failure:
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED", reason=failure.message[:600])
     if not all(c.passed for c in after):

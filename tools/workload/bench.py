@@ -32,7 +32,8 @@ from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, saved_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
-from hyperloom.tools.workload.frozen import compare, read_frozen, reference
+from hyperloom.tools.workload.frozen import compare, read_frozen
+from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadBenchResult
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
@@ -45,7 +46,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     runs = frozen.folder / "runs" / "bench"
     if runs.exists():
         shutil.rmtree(runs)
-    references = {name: reference(frozen, name) for name in frozen.tolerances}
+    references = frozen_references(frozen)
     warnings: list[str] = []
     if not frozen.gated:
         warnings.append("the workload has no outputs(): candidates are timed, not gated")
@@ -54,7 +55,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             info = base.info
             base.warmup(request.warmup_steps)
             warnings += _others_on_gpu(info, [base.pid], request.exclusive)
-            base_checks = compare(saved_outputs(base, runs / "baseline" / "outputs"), references, frozen.tolerances)
+            base_checks = compare(saved_outputs(base, runs / "baseline" / "outputs", references), references, frozen.tolerances)
             if not all(c.passed for c in base_checks):
                 raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in base_checks if not c.passed)[:500],
                                      "freeze the workload again (overwrite) if the change is intended; else find what changed (the workload's code, a library)")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -17,9 +18,10 @@ from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.workload import MODULE_FUNCTION, file_function
-from hyperloom.tools.workload import generated
+from hyperloom.tools.workload import derived, generated, twin
 from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
 from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, WorkloadFreezeRequest, WorkloadFreezeResult
+from hyperloom.tools.workload.pinned import pin
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 
 RUNS = 2
@@ -62,7 +64,10 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     runs = folder / "runs" / "freeze"
     if runs.exists():
         shutil.rmtree(runs)
-    infos, saved = [], []
+    infos, saved, k = [], [], derived.rule_k(request)
+    twin_run: dict[str, Any] | None = None
+    twin_failure = ""
+    chosen: list[str] = []
     for index in range(RUNS):
         try:
             with WorkloadProcess(target, [], runs / f"baseline{index}", workspace, request.timeout_s) as process:
@@ -70,26 +75,87 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                     process.warmup(request.warmup_steps)
                 else:
                     process.time(1)
-                saved.append(process.outputs(runs / f"baseline{index}"))
+                teacher = _teacher(saved[0], runs / "baseline0") if index and chosen else {}
+                saved.append(process.outputs(runs / f"baseline{index}", teacher))
                 infos.append(process.info)
+                if index == 0:
+                    _refuse_reserved(list(saved[0]))
+                    chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
+                elif chosen:
+                    try:
+                        twin_run = process.twin(runs / "twin", teacher)
+                    except WorkloadFailure as failure:
+                        twin_failure = failure.message
         except WorkloadFailure as failure:
             raise refusal(failure, request.workload, request.timeout_s) from None
         if progress is not None:
             progress(index + 1, RUNS)
     info = infos[0]
-    if saved[0].keys() != saved[1].keys() or any(saved[0][k]["shape"] != saved[1][k]["shape"] or saved[0][k]["dtype"] != saved[1][k]["dtype"] for k in saved[0]):
+    teachers = [n for n in saved[1] if n.endswith(twin.TEACHER)]
+    for teacher_output in teachers:  # scored in the second run only: frozen beside the first run's outputs
+        shutil.copyfile(runs / "baseline1" / f"{teacher_output}.npy", runs / "baseline0" / f"{teacher_output}.npy")
+    second = {n: m for n, m in saved[1].items() if n not in teachers}
+    if saved[0].keys() != second.keys() or any(saved[0][k]["shape"] != second[k]["shape"] or saved[0][k]["dtype"] != second[k]["dtype"] for k in saved[0]):
         raise HyperloomError("the workload's outputs changed names, shapes or dtypes between two runs of the same baseline: "
-                             + "; ".join(f"{k}: {saved[0].get(k)} vs {saved[1].get(k)}" for k in sorted(set(saved[0]) | set(saved[1])) if saved[0].get(k) != saved[1].get(k))[:400],
+                             + "; ".join(f"{k}: {saved[0].get(k)} vs {second.get(k)}" for k in sorted(set(saved[0]) | set(second)) if saved[0].get(k) != second.get(k))[:400],
                              "make outputs() return the same tensors each run (fixed seeds and inputs)")
-    tolerances = _tolerances(request, info.get("tolerances") or {}, list(saved[0]))
-    outputs, drift = [], []
-    paired = generated.companions(saved[0])
-    grouped = generated.grouped(paired)  # judged as candidates will be: the near-tie gate, below
-    loaded = {}
-    for output, meta in saved[0].items():
+    tolerances = _tolerances(request, info.get("tolerances") or {}, [n for n in saved[0] if n not in chosen])
+    twins: dict[str, Path] = {}
+    if chosen:
+        if twin_run is None:
+            raise HyperloomError(f"no float32 twin of {request.workload} could be made ({twin_failure[:300]}), and no tolerance is declared for "
+                                 f"{', '.join(chosen[:6])}", "declare one: atol/rtol (or token_match), per_output, or the workload's `tolerances`")
+        metas = {**saved[0], **{n: saved[1][n] for n in teachers}}
+        tolerances.update(derived.tolerances(runs / "baseline0", runs / "twin", chosen, metas, k or twin.DEFAULT_K, twin_run["dtype"]))
+        twins = {twin.twin_name(n): runs / "twin" / f"{n}.npy" for n, t in tolerances.items() if t.derived is not None and n in metas
+                 and not n.endswith(generated.LOGPROBS)}
+    outputs, drift = _judge_spread(runs, saved[0], tolerances)
+    if drift:
+        raise HyperloomError("the baseline disagrees with itself beyond the declared tolerance (two runs, same inputs): " + "; ".join(drift)[:600],
+                             "make the workload deterministic (seeds, deterministic algorithms), or declare a tolerance that covers its own noise "
+                             "(atol/rtol, token_match, per_output)")
+    outputs += [FrozenOutput(name=n, shape=saved[1][n]["shape"], dtype=saved[1][n]["dtype"], original_dtype=saved[1][n]["original_dtype"], tolerance=tolerances[n],
+                             spread=0.0, sha256=sha256_file(runs / "baseline0" / f"{n}.npy")) for n in teachers if n in tolerances]
+    knobs = {k: str(v) for k, v in target.knobs.items()}
+    pinned = pin(info.get("module_file") if target.kind == "function" else target.workload, workspace)
+    write_frozen(folder, runs / "baseline0", target, {n: tolerances[n] for n in (*saved[0], *teachers) if n in tolerances}, info["knobs"], info["vendor"], workspace,
+                 twins, pinned)
+    evidence = measured("workload_freeze", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
+                        inputs_sha256=combine_digests([sha256_json([target.workload, target.args, knobs])] + [o.sha256 for o in outputs] + list(pinned.values())))
+    gated = bool(outputs)
+    rule = (f"; {len([o for o in outputs if o.tolerance.derived])} judged by the twin rule (error against the {twin_run['dtype']} twin <= {k:g}x the baseline's)"
+            if twin_run is not None else "")
+    floats = any(o.dtype.startswith(("float", "bfloat")) for o in outputs)
+    summary = (f"froze {len(outputs)} output(s) of {request.workload} ({', '.join(o.name for o in outputs)}); two baseline runs agree within the tolerance{rule}"
+               + ("" if floats or not gated else "; integer outputs only (tokens alone)")
+               if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated")
+    return WorkloadFreezeResult(ok=True, summary=summary, name=name, folder=workspace.relative(folder), workload=request.workload, knobs=knobs,
+                                declared_knobs=info["knobs"], outputs=outputs, gated=gated, vendor=info["vendor"], evidence=evidence)
+
+
+def _refuse_reserved(names: list[str]) -> None:
+    reserved = [n for n in names if twin.is_twin(n) or n.endswith(twin.TEACHER)]
+    if reserved:
+        raise HyperloomError(f"outputs() names {reserved[0]!r}: names ending in {twin.TWIN} or {twin.TEACHER} are the gate's own", "rename that output")
+
+
+def _teacher(first: dict[str, Any], run: Path) -> dict[str, Any]:
+    """What the second run and the twin score: the first run's tokens of each generated group (twin.teacher_request)."""
+    groups = generated.companions(first)
+    return {tokens: twin.teacher_request(*(np.load(run / f"{n}.npy", allow_pickle=False) for n in (tokens, ids))) for tokens, (ids, _) in groups.items()}
+
+
+def _judge_spread(runs: Path, saved: dict[str, Any], tolerances: dict[str, OutputTolerance]) -> tuple[list[FrozenOutput], list[str]]:
+    """Each output of the two baseline runs, judged as candidates will be (the twin rule, the near-tie gate, the
+    declared tolerance): the frozen outputs, and the drifts beyond the tolerance."""
+    outputs, drift, loaded = [], [], {}
+    paired = generated.companions(saved)
+    grouped = generated.grouped(paired)
+    for output, meta in saved.items():
         a, b = loaded[output] = tuple(np.load(runs / f"baseline{i}" / f"{output}.npy", allow_pickle=False) for i in range(RUNS))
-        apart = spread(a, b, tolerances[output])
-        limit = 1 - tolerances[output].match if a.dtype.kind in "iu" else 1.0
+        rule = tolerances[output].derived
+        apart = derived.self_spread(a, b, rule) if rule is not None and output not in grouped else spread(a, b, tolerances[output])
+        limit = 1 - tolerances[output].match if a.dtype.kind in "iu" and rule is None else 1.0
         if apart > limit + 1e-12 and output not in grouped:
             drift.append(f"{output}: {_spread_text(a, b, apart)}")
         outputs.append(FrozenOutput(name=output, shape=meta["shape"], dtype=meta["dtype"], original_dtype=meta["original_dtype"], tolerance=tolerances[output],
@@ -99,20 +165,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
         agree, detail = generated.judge(runs_of[1], runs_of[0], tolerances[logprobs])
         if not agree:
             drift.append(f"{tokens} with its top-k log-probabilities: {detail}")
-    if drift:
-        raise HyperloomError("the baseline disagrees with itself beyond the declared tolerance (two runs, same inputs): " + "; ".join(drift)[:600],
-                             "make the workload deterministic (seeds, deterministic algorithms), or declare a tolerance that covers its own noise "
-                             "(atol/rtol, token_match, per_output)")
-    knobs = {k: str(v) for k, v in target.knobs.items()}
-    write_frozen(folder, runs / "baseline0", target, tolerances, info["knobs"], info["vendor"], workspace)
-    evidence = measured("workload_freeze", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
-                        inputs_sha256=combine_digests([sha256_json([target.workload, target.args, knobs])] + [o.sha256 for o in outputs]
-                                                      + ([sha256_file(Path(info["module_file"]))] if info.get("module_file") and Path(info["module_file"]).is_file() else [])))
-    gated = bool(outputs)
-    summary = (f"froze {len(outputs)} output(s) of {request.workload} ({', '.join(o.name for o in outputs)}); two baseline runs agree within the tolerance"
-               if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated")
-    return WorkloadFreezeResult(ok=True, summary=summary, name=name, folder=workspace.relative(folder), workload=request.workload, knobs=knobs,
-                                declared_knobs=info["knobs"], outputs=outputs, gated=gated, vendor=info["vendor"], evidence=evidence)
+    return outputs, drift
 
 
 def _tolerances(request: WorkloadFreezeRequest, declared: dict[str, dict[str, float]], names: list[str]) -> dict[str, OutputTolerance]:

@@ -4,7 +4,9 @@ and refused when changed), and `workload.json`, which says how to build the base
 Layout under the workspace: .hyperloom/workload/NAME/{workload.json, frozen/OUTPUT/ (a reference set), runs/...}.
 Floating outputs are judged by the gate (|c - r| <= atol + rtol |r|, NaN forbidden); integer outputs (token ids)
 by the share of equal elements, at least the declared `match`; generated tokens that come with their top-k
-log-probabilities (`NAME.top_ids`, `NAME.top_logprobs`) by the near-tie gate of generated.py.
+log-probabilities (`NAME.top_ids`, `NAME.top_logprobs`) by the near-tie gate of generated.py. An output whose
+tolerance was derived from the model's float32 twin is judged by the twin rule (twin.py) against the twin's output,
+frozen beside it as the reference set NAME.twin (against a live baseline's output where no twin is at hand).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.freeze import freeze, load_reference_set
 from hyperloom.tools.gate.models import FreezeRequest, Tolerance
 from hyperloom.tools.gate.outputs import judge_arrays
-from hyperloom.tools.workload import generated
+from hyperloom.tools.workload import generated, pinned, twin
 from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target
 
@@ -49,6 +51,7 @@ class Frozen:
     declared_knobs: dict[str, list[str] | None]
     vendor: str
     manifest_sha256: str
+    twins: tuple[str, ...] = ()  # reference sets of the twin's outputs (NAME.twin), beside the outputs' own
 
     @property
     def gated(self) -> bool:
@@ -56,19 +59,22 @@ class Frozen:
 
 
 def write_frozen(folder: Path, run: Path, target: Target, tolerances: dict[str, OutputTolerance], declared_knobs: dict[str, list[str] | None],
-                 vendor: str, workspace: Workspace) -> dict[str, str]:
-    """Freeze the outputs saved in `run` (one .npy per output) as reference sets beside workload.json; returns each
-    output's manifest digest."""
+                 vendor: str, workspace: Workspace, twins: dict[str, Path] | None = None, pinned: dict[str, str] | None = None) -> dict[str, str]:
+    """Freeze the outputs saved in `run` (one .npy per output) as reference sets beside workload.json, and each twin
+    output in `twins` (NAME.twin -> its .npy); `pinned`: the workload's source files' digests; returns each set's
+    manifest digest."""
     digests = {}
     frozen = folder / "frozen"
     if frozen.exists():
         shutil.rmtree(frozen)
-    for name, tolerance in tolerances.items():
-        result = freeze(FreezeRequest(out=workspace.relative(frozen / name), references=[workspace.relative(run / f"{name}.npy")],
-                                      atol=tolerance.atol, rtol=tolerance.rtol, case_names=[name]), workspace)
+    sources = {name: (run / f"{name}.npy", tolerance.atol, tolerance.rtol) for name, tolerance in tolerances.items()}
+    sources.update({name: (path, 0.0, 0.0) for name, path in (twins or {}).items()})
+    for name, (path, atol, rtol) in sources.items():
+        result = freeze(FreezeRequest(out=workspace.relative(frozen / name), references=[workspace.relative(path)], atol=atol, rtol=rtol, case_names=[name]), workspace)
         digests[name] = result.manifest_sha256
     manifest = {"format": FORMAT, "workload": target.workload, "kind": target.kind, "args": list(target.args), "knobs": target.knobs,
-                "declared_knobs": declared_knobs, "vendor": vendor, "outputs": {n: t.model_dump() for n, t in tolerances.items()}, "sets": digests}
+                "declared_knobs": declared_knobs, "vendor": vendor, "outputs": {n: t.model_dump() for n, t in tolerances.items()}, "sets": digests,
+                "twins": sorted(twins or {}), "pinned": pinned or {}}
     manifest["content_sha256"] = sha256_json(manifest)
     write_bytes_atomic(folder / "workload.json", json.dumps(manifest, indent=2).encode() + b"\n")
     return digests
@@ -86,26 +92,34 @@ def read_frozen(name: str, workspace: Workspace) -> Frozen:
         raise HyperloomError(f"{workspace.relative(path)} is not a workload manifest", "freeze the workload again (overwrite)") from exc
     if manifest.get("format") != FORMAT or sha256_json(manifest) != stored:
         raise HyperloomError(f"{workspace.relative(path)} changed after it was frozen", "freeze the workload again (overwrite), or restore the file")
-    for output in manifest["outputs"]:
+    pinned.check(manifest.get("pinned") or {}, workspace, name)
+    twins = tuple(manifest.get("twins", []))
+    for output in (*manifest["outputs"], *twins):
         load_reference_set(folder / "frozen" / output, workspace)  # refuses a set whose files changed
     target = Target(manifest["workload"], manifest["kind"], tuple(manifest["args"]), dict(manifest["knobs"]))
     tolerances = {n: OutputTolerance(**t) for n, t in manifest["outputs"].items()}
-    return Frozen(folder, target, tolerances, manifest["declared_knobs"], manifest["vendor"], stored)
+    return Frozen(folder, target, tolerances, manifest["declared_knobs"], manifest["vendor"], stored, twins)
 
 
 def reference(frozen: Frozen, output: str) -> np.ndarray:
     return np.load(next((frozen.folder / "frozen" / output).glob("ref_*.npy")), allow_pickle=False)
 
 
+def references(frozen: Frozen) -> dict[str, np.ndarray]:
+    """Every frozen reference a candidate is judged against: the outputs' own and their twins'."""
+    return {name: reference(frozen, name) for name in (*frozen.tolerances, *frozen.twins)}
+
+
 def compare(candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance]) -> list[OutputCheck]:
-    """Each output saved in `candidate` against its reference: shape, dtype kind, then the tolerance; generated tokens
-    that come with their top-k log-probabilities, by the near-tie gate (generated.py)."""
+    """Each output saved in `candidate` against its reference: shape, dtype kind, then the tolerance (a derived one by
+    the twin rule against NAME.twin when the references hold it); generated tokens that come with their top-k
+    log-probabilities, by the near-tie gate (generated.py)."""
     checks = []
     paired = generated.companions(references)
     companions = generated.grouped(paired) - set(paired)
     for name, ref in references.items():
-        if name in companions:
-            continue  # judged with its tokens
+        if name in companions or twin.is_twin(name):
+            continue  # judged with its tokens, or the twin of another output
         names = (name, *paired[name]) if name in paired else (name,)
         missing = [n for n in names if not (candidate / f"{n}.npy").is_file()]
         if missing:
@@ -114,6 +128,9 @@ def compare(candidate: Path, references: dict[str, np.ndarray], tolerances: dict
         outs = [np.load(candidate / f"{n}.npy", allow_pickle=False) for n in names]
         if name in paired:
             checks.extend(generated.check(name, generated.Generated(*outs), generated.Generated(*(references[n] for n in names)), tolerances[paired[name][1]]))
+        elif tolerances[name].derived is not None:
+            derived, twin_ref = tolerances[name].derived, references.get(twin.twin_name(name))
+            checks.append(twin.check(name, outs[0], twin_ref, derived) if twin_ref is not None else twin.check_live(name, outs[0], ref, derived))
         else:
             checks.append(_check(name, outs[0], ref, tolerances[name]))
     return checks

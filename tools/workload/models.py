@@ -15,13 +15,29 @@ WORKLOAD_DESCRIPTION = "file.py:function or module:function (a factory), or scri
 Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "NO_OP", "CRASH", "TIMEOUT", "RAISED"]
 
 
+class DerivedTolerance(BaseModel):
+    """A tolerance derived at freeze from the model's own numerics (tools/workload/twin.py): a candidate's error against
+    the workload's float32 (float64 on a CPU) twin may be at most `k` times the baseline's, each measure floored at
+    `floor` (the unit roundoff of the output's dtype: rounding the output alone costs about that)."""
+
+    k: float = Field(ge=1, allow_inf_nan=False)
+    twin_dtype: str
+    baseline_error: dict[str, float] = Field(description="Measure -> the baseline's own error against the twin, MEASURED at freeze.")
+    floor: float = Field(ge=0, allow_inf_nan=False)
+
+    def bound(self, measure: str) -> float:
+        """The most a candidate's error against the twin may be under `measure`."""
+        return self.k * max(self.baseline_error[measure], self.floor)
+
+
 class OutputTolerance(BaseModel):
     """One output's tolerance: floats match when |c - r| <= atol + rtol * |r|; integers (token ids) when the share of
-    equal elements is at least `match`."""
+    equal elements is at least `match`; with `derived`, by the twin rule instead (DerivedTolerance)."""
 
     atol: float = Field(0.0, ge=0, allow_inf_nan=False)
     rtol: float = Field(0.0, ge=0, allow_inf_nan=False)
     match: float = Field(1.0, gt=0, le=1, description="Integer outputs: the share of elements that must be equal (1: exact).")
+    derived: DerivedTolerance | None = None
 
 
 class WorkloadFreezeRequest(Request):
@@ -33,6 +49,7 @@ class WorkloadFreezeRequest(Request):
     rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Floats' rtol.")
     token_match: float = Field(1.0, gt=0, le=1, description="Integers: share equal (1: exact).")
     per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Name: {atol, rtol, match}.")
+    k: float | None = Field(None, ge=1, le=100, allow_inf_nan=False, description="Twin rule: error vs the float32 twin <= k x the baseline's (default 3 when nothing is declared).")
 
     @field_validator("per_output")
     @classmethod

@@ -89,8 +89,13 @@ class WorkloadProcess:
     def time(self, steps: int) -> dict[str, Any]:
         return self._call("time_steps", {"steps": steps})
 
-    def outputs(self, folder: Path) -> dict[str, Any]:
-        return self._call("outputs", {"folder": str(folder)})["outputs"]
+    def outputs(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Save the last step's outputs in `folder`; `teacher`: tokens name -> {ids, prompt} to score (runner.outputs)."""
+        return self._call("outputs", {"folder": str(folder), "teacher": teacher or {}})["outputs"]
+
+    def twin(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Upcast this worker's workload in place and save its twin's outputs (runner.twin): the worker is the twin after."""
+        return self._call("twin", {"folder": str(folder), "teacher": teacher or {}})
 
     def engagement(self) -> dict[str, Any]:
         return self._call("engagement", {})

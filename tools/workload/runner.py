@@ -118,19 +118,44 @@ def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def outputs(payload: dict[str, Any]) -> dict[str, Any]:
-    """Save what outputs() returns (from the last step) as one .npy per output in `folder`."""
+    """Save what outputs() returns (from the last step) as one .npy per output in `folder`; with `teacher` (tokens
+    name -> {ids, prompt}), also the logits the model gives those tokens (NAME.teacher, teacher forcing)."""
     if STATE.outputs is None:
         return {"outputs": {}}
     import numpy as np
 
     folder = Path(payload["folder"])
     folder.mkdir(parents=True, exist_ok=True)
+    named = _named(STATE.outputs())
+    for tokens, asked in (payload.get("teacher") or {}).items():
+        logits = _teacher_forced(asked["ids"], int(asked["prompt"]))
+        if logits is not None:
+            named[tokens + ".teacher"] = logits
     saved = {}
-    for name, value in _named(STATE.outputs()).items():
+    for name, value in named.items():
         array, original = _to_numpy(value)
         np.save(folder / f"{name}.npy", array)
         saved[name] = {"shape": list(array.shape), "dtype": str(array.dtype), "original_dtype": original}
     return {"outputs": saved}
+
+
+def twin(payload: dict[str, Any]) -> dict[str, Any]:
+    """Make the built baseline its own twin, in place: the model's weights and the workload's tensors upcast to float32
+    (float64 on a CPU), inputs cast on their way into the model; then one step and its outputs saved as `outputs`
+    saves them. The derived tolerance measures every output against these (tools/workload/twin.py)."""
+    torch = _torch()
+    model = getattr(STATE.obj, "model", None)
+    if torch is None or not isinstance(model, torch.nn.Module):
+        raise WorkloadContractError("the workload has no `model` attribute holding a torch.nn.Module, so no float32 twin of it can be made")
+    narrow = next(((name, p.dtype) for name, p in model.named_parameters() if not p.dtype.is_floating_point), None)
+    if narrow is not None:
+        raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
+    dtype = torch.float32 if STATE.gpu else torch.float64
+    model.to(dtype)
+    STATE.obj.__dict__.update({key: _upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
+    model.register_forward_pre_hook(lambda _module, args, kwargs: (_upcast(torch, args, dtype), _upcast(torch, kwargs, dtype)), with_kwargs=True)
+    _one_step()
+    return {**outputs(payload), "dtype": str(dtype).removeprefix("torch.")}
 
 
 def trace(payload: dict[str, Any]) -> dict[str, Any]:
@@ -347,6 +372,32 @@ def _capture() -> None:
         STATE.step()
     torch.cuda.synchronize()
     STATE.graph = graph
+
+
+def _upcast(torch: Any, value: Any, dtype: Any) -> Any:
+    """Floating tensors in `value` (a tensor, or a list, tuple or dict of them, one level) as `dtype`; the rest as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, list | tuple):
+        return type(value)(_upcast(torch, v, dtype) if isinstance(v, torch.Tensor) else v for v in value)
+    if isinstance(value, dict):
+        return {k: _upcast(torch, v, dtype) if isinstance(v, torch.Tensor) else v for k, v in value.items()}
+    return value
+
+
+def _teacher_forced(ids: list[list[int]], prompt: int) -> Any:
+    """The logits the workload's model gives the generated positions of `ids` (one forward over the whole sequence),
+    in float32; None where the model takes no input_ids or returns no logits."""
+    torch = _torch()
+    model = getattr(STATE.obj, "model", None)
+    if torch is None or not isinstance(model, torch.nn.Module) or prompt < 1:
+        return None
+    device = next(model.parameters()).device
+    extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
+    with torch.inference_mode(), _step_context():
+        result = model(input_ids=torch.tensor(ids, device=device), **extra)
+    logits = getattr(result, "logits", None)
+    return None if logits is None else logits[:, prompt - 1:-1].float()
 
 
 def _named(value: Any) -> dict[str, Any]:
