@@ -98,8 +98,7 @@ def test_generate_s_eos_rules_give_the_same_tokens_and_length(model, prompt):
 
 def test_the_loop_returns_generate_s_output_record_with_each_token_s_raw_logits_when_asked(model, prompt):
     """return_dict_in_generate with output_logits: the sequences and one float32 logits row per new token, as
-    transformers keeps them (the decoder example's near-tie gate reads them). With an EOS token transformers feeds a
-    stopped row the pad, whose logits the loop does not compute: such a call falls back, named."""
+    transformers keeps them (the decoder example's near-tie gate reads them)."""
     asked = {**GREEDY, "return_dict_in_generate": True, "output_logits": True}
     with torch.inference_mode():
         theirs = [model.generate(prompt, **case) for case in (asked, {**GREEDY, "return_dict_in_generate": True})]
@@ -112,7 +111,21 @@ def test_the_loop_returns_generate_s_output_record_with_each_token_s_raw_logits_
     assert all(x.dtype == y.dtype == torch.float32 and torch.allclose(x, y, atol=1e-4, rtol=1e-5) for x, y in zip(theirs[0].logits, ours[0].logits))
     assert ours[1].logits is None and theirs[1].logits is None and torch.equal(ours[1].sequences, theirs[1].sequences)
     assert "output_scores" in decode_loop.uncovered(model, prompt, {**asked, "output_scores": True})
-    assert "output_logits with an EOS token" in decode_loop.uncovered(model, prompt, {**asked, "eos_token_id": 3})
+
+
+def test_with_an_eos_the_loop_feeds_a_stopped_row_the_pad_and_keeps_generate_s_logits(model, prompt):
+    """After a row's EOS generate feeds it the pad, and its later logits are the model's on the pad: the loop does
+    the same on the device, so a plain generate asking for its logits (a user's top-k log-probabilities) takes it."""
+    with torch.inference_mode():
+        free = model.generate(prompt, **GREEDY)[:, prompt.shape[1]:]
+        asked = {**GREEDY, "return_dict_in_generate": True, "output_logits": True, "eos_token_id": int(free[0, 2]), "pad_token_id": 0}
+        theirs = model.generate(prompt, **asked)
+        decode_loop.install(model, compiled=False)
+        before = decode_loop.COUNTS.snapshot()
+        ours = model.generate(prompt, **asked)
+    assert decode_loop.COUNTS.since(before) == {"loop": 1, "fallbacks": {}}
+    assert torch.equal(theirs.sequences, ours.sequences) and len(theirs.logits) == len(ours.logits)
+    assert all(torch.allclose(x, y, atol=1e-4, rtol=1e-5) for x, y in zip(theirs.logits, ours.logits))
 
 
 @pytest.mark.parametrize(("change", "reason"), [

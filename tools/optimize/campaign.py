@@ -55,7 +55,8 @@ TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
-COST = {"knob": 0, "setting": 1, "stance": 1, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}  # cheapest first: a knob costs a build, a compile minutes
+# cheapest first: a knob costs a build, a compile minutes
+COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
 
 
 @dataclass

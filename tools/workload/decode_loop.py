@@ -5,11 +5,11 @@ once and replayed from CUDA/HIP graphs, with no host sync between tokens.
 transformers' own static-cache generate compiles the model's forward only: around each token it builds the mask,
 runs its logits processors and stopping criteria in Python and syncs the host to check them; on the H200 the GPU
 was busy about a fifth of such a step (results/h200/static_decode). The loop does the same arithmetic as that path
-(the same cache, mask, positions and argmax; EOS banned before min_new_tokens, and after a row's EOS its pad, applied
-once at the end instead of a sync each token; each token's raw logits in float32 when the call asks for them with
-return_dict_in_generate and output_logits) and replaces `model.generate` on the workload's model. It takes only a
-call it covers exactly; any other (sampling, beams, padding, a logits processor, a dynamic cache) runs transformers'
-own generate, counted with its reason: a lever that fell back did not take effect.
+(the same cache, mask, positions and argmax; EOS banned before min_new_tokens; after a row's EOS the pad, fed back as
+generate feeds it, on the device; the output cut where the last row stopped, once at the end instead of a sync each
+token; each token's raw logits in float32 when the call asks for them with return_dict_in_generate and output_logits)
+and replaces `model.generate` on the workload's model. It takes only a call it covers exactly; any other (sampling,
+beams, padding, a logits processor, a dynamic cache) runs transformers' own generate, counted with its reason: a lever that fell back did not take effect.
 """
 
 from __future__ import annotations
@@ -92,6 +92,8 @@ class GreedyDecode:
                                 use_cache=True, **{self.cache_word: cache}, **self.keep_last).logits[:, -1, :]
             banned = _banned(torch, plan, logits.shape[-1], device)  # EOS while fewer than min_new_tokens are out, or None
             token = _greedy(logits, None if banned is None else banned[0])
+            stops = torch.tensor(plan.eos, device=device) if plan.eos else None
+            done = torch.isin(token, stops) if stops is not None else None  # rows past their EOS: generate feeds them the pad
             tokens[:, prompt] = token[:, 0]
             if plan.logits:
                 kept.append(logits.to(torch.float32, copy=True))
@@ -101,6 +103,9 @@ class GreedyDecode:
                 token, logits = self.step(self.model, token, self.positions[at:at + 1], self.positions[:total], {self.cache_word: cache},
                                           None if banned is None else banned[at + 1 - prompt])
                 token = token.clone()  # the graph's outputs are overwritten by its next replay
+                if done is not None:
+                    token = torch.where(done, plan.pad, token)
+                    done = done | torch.isin(token, stops)
                 tokens[:, at + 1] = token[:, 0]
                 if plan.logits:
                     kept.append(logits.to(torch.float32, copy=True))  # a copy: the graph's next replay overwrites its outputs
@@ -221,8 +226,6 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
         asked = next((o for o in ("output_scores", "output_attentions", "output_hidden_states") if _setting(model, kwargs, o)), None)
         if asked:
             return f"{asked} (the loop returns the tokens and their logits only)"
-        if _setting(model, kwargs, "output_logits") and _setting(model, kwargs, "eos_token_id") is not None:
-            return "output_logits with an EOS token (after a row's EOS generate feeds it the pad, whose logits the loop does not compute)"
     shaping = _shaping_config(model)
     if shaping:
         return f"generation_config.{shaping} shapes the tokens (a logits processor or stopping rule)"

@@ -57,6 +57,17 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
                           evidence=f"calls the host made in one step: {said}" + (f"; never called: {', '.join(silent)}{compiled}" if silent else "") + wrapper)
     if lever.kind == "generate":
         return _decode_loop(lever, seen)
+    if lever.kind == "cache":
+        counted = seen.get("static_cache") or {}
+        calls, overridden = int(counted.get("calls", 0)), int(counted.get("overridden", 0))
+        engaged = calls > 0 and not overridden
+        return Engagement(lever=lever.name, engaged=engaged, calls=calls, evidence=(
+            f"{calls} generate call(s) in one step on the static cache" if engaged else f"{overridden} of {calls} generate call(s) passed another cache_implementation"
+            if overridden else "the step called no generate of the model's"))
+    if lever.kind == "layout":
+        count = int(seen.get("channels_last") or 0)
+        return Engagement(lever=lever.name, engaged=count > 0, evidence=f"{count} 4-D weight(s) in channels_last; " + _kernel_change(seen, baseline) if count
+                          else "the model has no 4-D weights (no convolutions): nothing for the format to change")
     if lever.kind == "knob":
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)

@@ -7,7 +7,8 @@ context around each step (the scaled-dot-product attention backend; a torch.comp
 which act on compiled code only and so are NO_OP on an eager baseline: optimize tries them again on a compiled stack),
 a replacement of the model's generate (decode_loop: greedy decode on a static KV cache as replayed graphs; NO_OP where
 the workload's generate uses a dynamic cache, so optimize tries it on a stack that made the cache static), or one of the workload's own knobs
-(`knob:NAME=VALUE`, a keyword argument of its factory), or an overrides module (`overrides:FILE.py`, imported in the
+(`knob:NAME=VALUE`, a keyword argument of its factory), a change made to the built model (a static KV cache for its generate,
+channels_last memory format), or an overrides module (`overrides:FILE.py`, imported in the
 worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
 Each names the vendors it applies to (`cuda`: an NVIDIA
 build of torch, `rocm`: a ROCm build, `cpu`: no GPU) and the evidence that it took effect; a lever that left no
@@ -27,7 +28,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 
 Vendor = Literal["cuda", "rocm", "cpu"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "generate", "knob", "overrides"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "generate", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
@@ -52,6 +53,13 @@ CATALOG: tuple[Lever, ...] = (
           "dynamo compiled at least one graph", value="reduce-overhead"),
     Lever("compile_max_autotune", "compile", ANY, "torch.compile, mode max-autotune (Inductor tunes its kernels; long compile)",
           "dynamo compiled at least one graph", value="max-autotune"),
+    Lever("compile_max_autotune_no_cudagraphs", "compile", ANY, "torch.compile, mode max-autotune-no-cudagraphs (Inductor tunes its "
+          "kernels, no CUDA graphs: for steps whose outputs a graph would overwrite)", "dynamo compiled at least one graph", value="max-autotune-no-cudagraphs"),
+    Lever("static_cache", "cache", ANY, "a static KV cache for the model's generate (generation_config.cache_implementation = 'static'; "
+          "transformers compiles the decode step on it), so decode_loop can take a plain generate", "every generate call of a profiled step "
+          "decoded on the static cache (none overrode cache_implementation)", value="static"),
+    Lever("channels_last", "layout", ANY, "the model's 4-D weights and the workload's 4-D tensors in channels_last memory format (NHWC "
+          "convolutions)", "the model has 4-D weights, now channels_last", value="channels_last"),
     Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
           "no host sync; e.g. a static KV cache)", "the graph was captured and each timed step replayed it"),
     Lever("sdpa_flash", "sdpa", ANY, "scaled_dot_product_attention restricted to the flash backend",

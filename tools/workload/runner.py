@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
+from hyperloom.tools.workload import model_changes
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
 
@@ -45,6 +46,7 @@ class _State:
     folder: str = ""
     module_file: str | None = None
     warm: bool = False  # warm-up done: a stance that needs compiled graphs (skip_guard_eval) applies from here
+    channels_last: int | None = None  # the channels_last lever: the model's 4-D parameters it put in that format
 
 
 STATE = _State()
@@ -81,6 +83,11 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
             STATE.step = obj
         else:
             raise WorkloadContractError(f"{payload['workload']} returned {type(obj).__name__}, which has no step() and is not callable")
+    for lever in STATE.levers:  # changes to the built model first: compile and decode_loop act on the changed model
+        if lever["kind"] == "cache":
+            model_changes.static_cache(getattr(STATE.obj, "model", None))
+        elif lever["kind"] == "layout":
+            STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
     for lever in STATE.levers:
         if lever["kind"] == "compile":
             _compile(torch, lever["value"])
@@ -184,6 +191,7 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         from hyperloom.tools.workload.decode_loop import COUNTS
 
         loop_before = COUNTS.snapshot()
+    cache_before = model_changes.CACHE.snapshot()
     if torch is None:
         _one_step()
     else:
@@ -213,6 +221,10 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         evidence["wrapper_overhead_us"] = overrides.wrapper_overhead_us()
     if looped:
         evidence["decode_loop"] = COUNTS.since(loop_before)
+    if any(lever["kind"] == "cache" for lever in STATE.levers):
+        evidence["static_cache"] = {key: count - cache_before[key] for key, count in model_changes.CACHE.snapshot().items()}
+    if STATE.channels_last is not None:
+        evidence["channels_last"] = STATE.channels_last
     return evidence
 
 
@@ -370,6 +382,7 @@ def _capture() -> None:
     graph = torch.cuda.CUDAGraph()
     with _step_context(), torch.cuda.graph(graph):
         STATE.step()
+    graph.replay()  # a capture records the kernels without running them: the step's outputs exist after the first replay
     torch.cuda.synchronize()
     STATE.graph = graph
 
@@ -397,7 +410,7 @@ def _teacher_forced(ids: list[list[int]], prompt: int) -> Any:
     with torch.inference_mode(), _step_context():
         result = model(input_ids=torch.tensor(ids, device=device), **extra)
     logits = getattr(result, "logits", None)
-    return None if logits is None else logits[:, prompt - 1:-1].float()
+    return None if logits is None else logits[:, prompt - 1:-1]
 
 
 def _named(value: Any) -> dict[str, Any]:

@@ -1,0 +1,56 @@
+"""Levers that change the built model itself, worker side: a static KV cache for its generate (static_cache) and
+channels_last memory format (channels_last). Each counts what it can show took effect, for runner.engagement."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from hyperloom.core.factory import WorkloadContractError
+
+
+class CacheCounts:
+    """generate calls since the lever was put in place: all, and those that overrode cache_implementation."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.overridden = 0
+
+    def snapshot(self) -> dict[str, int]:
+        return {"calls": self.calls, "overridden": self.overridden}
+
+
+CACHE = CacheCounts()
+
+
+def static_cache(model: Any) -> None:
+    """Set the model's generation_config to a static KV cache and count its generate calls (those that pass another
+    cache_implementation keep theirs: counted as overridden)."""
+    config = getattr(model, "generation_config", None)
+    if model is None or config is None or not callable(getattr(model, "generate", None)):
+        raise WorkloadContractError("the static_cache lever needs the workload's `model` attribute to be a transformers model with generate() "
+                                    "and a generation_config; this workload has none: leave the lever out")
+    config.cache_implementation = "static"
+    original = model.generate
+
+    @functools.wraps(original)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        CACHE.calls += 1
+        if kwargs.get("cache_implementation", "static") != "static":
+            CACHE.overridden += 1
+        return original(*args, **kwargs)
+
+    model.generate = counted
+
+
+def channels_last(torch: Any, obj: Any) -> int:
+    """The model's 4-D parameters and the workload object's 4-D float tensors (its inputs) in channels_last; returns how
+    many of the model's parameters are 4-D (0: nothing for the format to change)."""
+    model = getattr(obj, "model", None)
+    if torch is None or not isinstance(model, torch.nn.Module):
+        raise WorkloadContractError("the channels_last lever needs the workload's `model` attribute to be a torch.nn.Module; this workload has none")
+    model.to(memory_format=torch.channels_last)
+    for key, value in list(vars(obj).items()):
+        if isinstance(value, torch.Tensor) and value.dim() == 4 and value.is_floating_point():
+            setattr(obj, key, value.contiguous(memory_format=torch.channels_last))
+    return sum(1 for p in model.parameters() if p.dim() == 4 and p.is_contiguous(memory_format=torch.channels_last))
