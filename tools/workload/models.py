@@ -18,7 +18,7 @@ Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "NO_OP", "CRASH", "TIMEOUT
 class DerivedTolerance(BaseModel):
     """A tolerance derived at freeze from the model's own numerics (tools/workload/twin.py): a candidate's error against
     the workload's float32 (float64 on a CPU) twin may be at most `k` times the baseline's, each measure floored at
-    `floor` (the unit roundoff of the output's dtype: rounding the output alone costs about that)."""
+    `floor` (one machine epsilon of the output's dtype)."""
 
     k: float = Field(ge=1, allow_inf_nan=False)
     twin_dtype: str
@@ -49,7 +49,7 @@ class WorkloadFreezeRequest(Request):
     rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Floats' rtol.")
     token_match: float = Field(1.0, gt=0, le=1, description="Integers: share equal (1: exact).")
     per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Name: {atol, rtol, match}.")
-    k: float | None = Field(None, ge=1, le=100, allow_inf_nan=False, description="Twin rule: error vs the float32 twin <= k x the baseline's (default 3 when nothing is declared).")
+    k: float | None = Field(None, ge=1, le=100, allow_inf_nan=False, description="Twin rule: error vs the float32 twin <= k x the baseline's (default 1.5 if none declared).")
 
     @field_validator("per_output")
     @classmethod

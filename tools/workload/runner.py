@@ -83,10 +83,8 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
             STATE.step = obj
         else:
             raise WorkloadContractError(f"{payload['workload']} returned {type(obj).__name__}, which has no step() and is not callable")
-    for lever in STATE.levers:  # changes to the built model first: compile and decode_loop act on the changed model
-        if lever["kind"] == "cache":
-            model_changes.static_cache(getattr(STATE.obj, "model", None))
-        elif lever["kind"] == "layout":
+    for lever in STATE.levers:  # the memory format first: compile acts on the changed model
+        if lever["kind"] == "layout":
             STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
     for lever in STATE.levers:
         if lever["kind"] == "compile":
@@ -95,6 +93,9 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
             from hyperloom.tools.workload import decode_loop
 
             decode_loop.install(getattr(STATE.obj, "model", None), compiled=STATE.gpu)
+    for lever in STATE.levers:  # last: its count wraps whatever generate is now (decode_loop's reads the setting at each call)
+        if lever["kind"] == "cache":
+            model_changes.static_cache(getattr(STATE.obj, "model", None))
     vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
             "torch": str(torch.__version__) if torch is not None else None,

@@ -1,0 +1,136 @@
+"""The tolerance derived from the model's own numerics, on the CPU: workloads written as a user would (a Llama-family
+decoder with a plain generate, a conv net; no knobs, no tolerance declared) frozen against their float64 twin, honest
+levers accepted, wrong candidates refused; the rule's bad inputs; the workload pinned at freeze."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.workload import twin
+from hyperloom.tools.workload.api import workload_bench, workload_freeze
+from hyperloom.tools.workload.models import DerivedTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
+
+torch = pytest.importorskip("torch")
+FIXTURES = Path(__file__).parent / "fixtures" / "twin"
+FAST = {"pairs": 5, "steps_per_leg": 1, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 240.0}
+
+
+@pytest.fixture
+def user(workspace):
+    for source in FIXTURES.glob("*.py"):
+        shutil.copy(source, workspace.root / source.name)
+    return workspace
+
+
+def _verdicts(result):
+    return {"+".join(c.levers): c for c in result.candidates}
+
+
+def test_a_plain_decoder_frozen_with_no_tolerance_takes_honest_levers_and_refuses_wrong_ones(user):
+    pytest.importorskip("transformers")
+    frozen = workload_freeze(WorkloadFreezeRequest(workload="decoder.py:build", name="dec", timeout_s=240), user)
+    rules = {o.name: o.tolerance.derived for o in frozen.outputs}
+    assert frozen.name == "dec" and rules["tokens.top_logprobs"] is not None and rules["tokens.teacher"] is not None
+    assert rules["tokens.teacher"].twin_dtype == "float64" and rules["tokens.teacher"].baseline_error["rel_l2"] > 0
+    candidates = [["sdpa_math"], ["static_cache", "decode_loop"], ["overrides:mlp_too_large.py"], ["overrides:skipped_layer.py"], ["overrides:truncated_prompt.py"]]
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="dec", candidates=candidates, **FAST), user))
+    for honest in ("sdpa_math", "static_cache+decode_loop"):
+        assert seen[honest].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), (honest, seen[honest].reason)
+    assert all(e.engaged for e in seen["static_cache+decode_loop"].engagement), seen["static_cache+decode_loop"].engagement
+    for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"):
+        assert seen[wrong].verdict == "REJECTED", (wrong, seen[wrong].reason)
+    teacher = next(o for o in seen["overrides:skipped_layer.py"].outputs if o.output == "tokens.teacher")
+    assert not teacher.passed and "against the twin" in teacher.detail
+
+
+def test_a_conv_net_frozen_with_no_tolerance_takes_compile_and_channels_last_and_refuses_a_wrong_block(user):
+    frozen = workload_freeze(WorkloadFreezeRequest(workload="convnet.py:build", name="conv", timeout_s=240), user)
+    assert frozen.outputs[0].tolerance.derived is not None and frozen.outputs[0].tolerance.derived.floor == pytest.approx(2.0 ** -7)
+    candidates = [["compile"], ["channels_last"], ["overrides:mlp_too_large.py"], ["overrides:skipped_layer.py"]]
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="conv", candidates=candidates, **FAST), user))
+    for honest in ("compile", "channels_last"):
+        assert seen[honest].verdict in ("FASTER", "NOT_FASTER"), (honest, seen[honest].reason)
+    for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py"):
+        assert seen[wrong].verdict == "REJECTED" and "against the twin" in seen[wrong].reason, (wrong, seen[wrong].reason)
+
+
+def test_the_rule_bounds_each_measure_by_k_times_the_baseline_s_error_floored_at_the_unit_roundoff():
+    rng = np.random.default_rng(0)
+    exact = rng.standard_normal(4096)
+    baseline = exact * (1 + 1e-3 * rng.standard_normal(4096))
+    rule = twin.derive(baseline.astype(np.float32), exact, "bfloat16", 3.0, "float64")
+    assert rule.floor == 2.0 ** -7 and rule.bound("rel_l2") == pytest.approx(3 * 2.0 ** -7)  # the baseline sits below bf16's epsilon
+    assert twin.check("y", (exact * 1.005).astype(np.float32), exact, rule).passed
+    refused = twin.check("y", (exact * 1.05).astype(np.float32), exact, rule)  # 0.05 > 3 x 2^-7
+    assert not refused.passed and "rel_l2" in refused.detail and "k = 3" in refused.detail
+    corrupted = exact.copy()
+    corrupted[7] += 10
+    assert not twin.check("y", corrupted, exact, rule).passed  # one element far off: max_rel sees it
+    nan = exact.copy()
+    nan[0] = np.nan
+    assert not twin.check("y", nan, exact, rule).passed
+    live = twin.check_live("y", baseline * 1.005, baseline, rule)
+    assert live.passed and "live baseline" in live.detail
+
+
+def test_a_k_below_one_is_refused():
+    with pytest.raises(ValueError):
+        WorkloadFreezeRequest(workload="w.py:build", k=0.5)
+    with pytest.raises(ValueError):
+        DerivedTolerance(k=0.9, twin_dtype="float32", baseline_error={}, floor=0.0)
+
+
+QUANTIZED = '''
+import torch
+
+class W:
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model = torch.nn.Linear(8, 8)
+        self.model.register_parameter("codes", torch.nn.Parameter(torch.zeros(8, dtype=torch.int8), requires_grad=False))
+        self.x = torch.ones(2, 8)
+
+    def step(self):
+        with torch.inference_mode():
+            self.y = self.model(self.x)
+
+    def outputs(self):
+        return {"y": self.y}
+
+def build():
+    return W()
+
+def bare():
+    class B:
+        def step(self):
+            self.y = torch.ones(3)
+        def outputs(self):
+            return {"y": self.y}
+    return B()
+'''
+
+
+def test_a_model_that_cannot_be_upcast_needs_a_declared_tolerance_and_says_why(workspace):
+    (workspace.root / "quantized.py").write_text(QUANTIZED)
+    with pytest.raises(HyperloomError) as caught:
+        workload_freeze(WorkloadFreezeRequest(workload="quantized.py:build", name="q", timeout_s=120), workspace)
+    assert "twin" in str(caught.value) and "codes is int8" in str(caught.value) and "declare" in caught.value.next_step
+    with pytest.raises(HyperloomError) as bare:
+        workload_freeze(WorkloadFreezeRequest(workload="quantized.py:bare", name="b", timeout_s=120), workspace)
+    assert "no `model` attribute" in str(bare.value)
+    declared = workload_freeze(WorkloadFreezeRequest(workload="quantized.py:build", name="q", atol=1e-6, timeout_s=120), workspace)
+    assert declared.outputs[0].tolerance.derived is None and declared.outputs[0].tolerance.atol == 1e-6
+
+
+def test_a_workload_edited_after_freeze_is_refused_with_both_digests(user):
+    workload_freeze(WorkloadFreezeRequest(workload="convnet.py:build", name="conv", timeout_s=240), user)
+    source = user.root / "convnet.py"
+    source.write_text(source.read_text().replace("self.logits = self.model(self.images)", "self.logits = self.model(self.images); __import__('time').sleep(0.1)"))
+    with pytest.raises(HyperloomError) as caught:
+        workload_bench(WorkloadBenchRequest(name="conv", candidates=[["compile"]], **FAST), user)
+    assert "convnet.py changed since session 'conv' was frozen" in str(caught.value) and "at freeze" in str(caught.value)
