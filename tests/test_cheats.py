@@ -137,3 +137,19 @@ def test_the_cli_prints_a_refused_candidates_evidence_on_the_device_its_worker_r
     assert main(["bench", "--spec", "cheats", "--variant", "cached_outputs", "--target", "host", *timing]) == EXIT_FAILED_VERDICT
     evidence = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("evidence:"))
     assert f"on {RECORDED_GPU}, target host" in evidence, evidence
+
+
+@needs_cc
+def test_the_mcp_bench_tool_answers_a_refused_candidates_evidence_on_the_device_its_worker_reported(corpus, on_a_recorded_gpu):
+    import anyio
+    from mcp import Client
+
+    from hyperloom.mcp_server.server import build_server
+
+    async def call():  # type: ignore[no-untyped-def]
+        async with Client(build_server(), mode="legacy") as client:
+            return await client.call_tool("bench", {"spec": "cheats", "variant": "cached_outputs", "target": "host", **TIMING})
+
+    result = anyio.run(call)
+    assert not result.is_error and result.structured_content["ok"] is False, result.content
+    assert result.structured_content["evidence"]["device"] == result.structured_content["device"] == RECORDED_GPU
