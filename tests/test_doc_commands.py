@@ -1,4 +1,6 @@
-"""Every command README.md and SKILL.md give in a fenced shell block runs as written, after setup, in a fresh shell.
+"""Every command README.md and SKILL.md give in a fenced shell block runs as written, after setup, in a fresh shell; and
+every `hyperloom …` command README.md, the skill's pages and the examples' docstrings write, usage lines included, is
+one the CLI's parser takes (tests/doc_usage.py reads them).
 
 After setup means a clone with its `.venv` (scripts/setup.sh's); the clone here is a copy of this working tree whose
 `.venv` is the environment running these tests (in CI, the clone's own .venv; on a development machine, whatever runs
@@ -201,6 +203,8 @@ def test_a_usage_line_stands_for_each_command_its_groups_and_alternatives_allow(
     (["bench", "--spec", "S", "--target", "T", "--shape", "first"], "invalid int value: 'first'"),
     (["tune", "start", "--spec", "S", "--strategy", "annealing"], "invalid choice: 'annealing'"),
     (["gate", "check", "--candidate", "a.npy"], None),  # its references come from --reference or --reference-set
+    (["workload", "bench"], None),  # the command named by its words: prose about it
+    (["workload", "bench", "--candidate", '["compile"]'], "the following arguments are required: --name"),  # a call, without its session
     (["bench", "--spec", "S", "--target", "T", "--shape", "I"], None),  # a placeholder where an int goes
 ])
 def test_the_parser_refuses_what_the_cli_refuses_and_takes_placeholders(argv, refused):
