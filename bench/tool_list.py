@@ -1,5 +1,5 @@
 """What tools/list costs a host's context: each tool's share of the compact JSON a plain MCP client receives (the
-SDK's list_tools, dumped without nulls), against the 40 KB budget tests/test_mcp_memory.py keeps.
+SDK's list_tools, dumped without nulls), against the 40,000-byte budget tests/test_mcp_memory.py keeps.
 
     .venv/bin/python bench/tool_list.py
 """
@@ -13,7 +13,7 @@ from mcp import Client
 
 from hyperloom.mcp_server.server import build_server
 
-BUDGET_BYTES = 40 * 1024
+BUDGET_BYTES = 40_000
 
 
 def _bytes(value: object) -> int:
@@ -27,9 +27,9 @@ async def main() -> None:
     total = _bytes(dumped)
     print(f"{'tool':18} {'bytes':>6} {'share':>6} {'descr':>6} {'input':>6} {'output':>6}")
     for tool in dumped:
-        size = _bytes(tool)
-        print(f"{tool['name']:18} {size:6} {size / total:6.1%} {len(tool['description']):6} {_bytes(tool['inputSchema']):6} {_bytes(tool.get('outputSchema', {})):6}")
-    print(f"tools/list: {total} bytes for {len(dumped)} tools, budget {BUDGET_BYTES} ({total / BUDGET_BYTES:.1%}); MEASURED with mcp's Client")
+        size, output = _bytes(tool), _bytes(tool["outputSchema"]) if "outputSchema" in tool else "-"  # a family lists none
+        print(f"{tool['name']:18} {size:6} {size / total:6.1%} {len(tool['description']):6} {_bytes(tool['inputSchema']):6} {output:>6}")
+    print(f"tools/list: {total} bytes for {len(dumped)} tools, budget {BUDGET_BYTES} ({total / BUDGET_BYTES:.1%}, {BUDGET_BYTES - total} left); MEASURED with mcp's Client")
 
 
 if __name__ == "__main__":

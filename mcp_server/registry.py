@@ -149,7 +149,9 @@ def build_tool(entry: ToolDef | Family) -> Tool:
 def build_family_tool(family: Family) -> Tool:
     """One MCP tool for a family's verbs: `action` picks the entry, whose request model validates the other arguments
     (an argument of another action is refused naming the actions it belongs to). The input schema is every verb's
-    parameters side by side (a parameter not every action takes says which do), the output schema every result's fields."""
+    parameters side by side (a parameter not every action takes says which do). It has no output schema: which fields
+    come back depends on the action, so the union of every verb's result, all optional, would validate almost anything
+    while hosts list it in every session (issue 47); its answers are structured all the same, each verb's result model."""
     verbs = {action: catalog_entry(name) for action, name in family.actions}
     built = {action: build_tool(entry) for action, entry in verbs.items()}
 
@@ -183,7 +185,6 @@ def build_family_tool(family: Family) -> Tool:
     )
     tool.fn_metadata.arg_model = RawArguments
     tool.parameters = _family_input(family.name, {action: t.parameters for action, t in built.items()})
-    tool.fn_metadata.output_schema = _family_output([t.fn_metadata.output_schema for t in built.values()])
     return tool
 
 
@@ -199,14 +200,3 @@ def _family_input(name: str, schemas: dict[str, dict[str, Any]]) -> dict[str, An
         if len(which) < len(actions) and properties[field].get("description"):
             properties[field]["description"] = f"({', '.join(which)}) " + properties[field]["description"]
     return {"type": "object", "properties": properties, "required": ["action"]}
-
-
-def _family_output(schemas: list[dict[str, Any] | None]) -> dict[str, Any]:
-    properties: dict[str, Any] = {}
-    for schema in schemas:
-        for field, prop in (schema or {}).get("properties", {}).items():
-            if field in properties and properties[field] != prop:
-                properties[field] = {"anyOf": [properties[field], prop]}
-            else:
-                properties[field] = prop
-    return {"type": "object", "properties": properties}

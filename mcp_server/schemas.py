@@ -9,7 +9,8 @@ hyperloom.core.arguments still enforces every limit and its refusal names it.
 Output schemas keep the JSON type of every field to one level (hosts validate structured results
 against them) and lose titles, descriptions, defaults, value enumerations and `required` (every
 field of a result is always sent): the result's meaning is in the tool's description and in each
-result's own text. A value that may be null is typed with a list of types.
+result's own text. A value that may be null is typed with a list of types. A family of verbs lists no output schema
+(registry.build_family_tool says why).
 """
 
 from __future__ import annotations

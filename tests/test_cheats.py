@@ -99,3 +99,57 @@ def test_spec_check_reports_a_degenerate_reference_and_one_that_ignores_an_input
         "import numpy as np\n\ndef axpb(inputs, shape):\n    return {'y': (2 * np.arange(shape['n']) + 1).astype(np.float32)}\n")
     ignores = run_spec_check(SpecCheckRequest(spec="cheats"), corpus)
     assert any(p.severity == "warning" and "does not read x" in p.cause for p in ignores.problems), ignores.problems
+
+
+RECORDED_GPU = "NVIDIA H200"  # the device name the H200's worker reported in issue 47's run
+
+
+@pytest.fixture
+def on_a_recorded_gpu(monkeypatch):
+    """bench's evaluation with every worker's report naming RECORDED_GPU, as a GPU worker's does: the host's name differs."""
+    import functools
+
+    import hyperloom.tools.bench.api as bench_api
+    from hyperloom.tools.pipeline.evaluate import evaluate
+    from hyperloom.tools.runtime.launcher import run_trial
+
+    def relabelled(request, **kwargs):
+        return run_trial(request, **kwargs).model_copy(update={"device": RECORDED_GPU})
+
+    monkeypatch.setattr(bench_api, "evaluate", functools.partial(evaluate, runner=relabelled))
+    assert host_device() != RECORDED_GPU
+
+
+@needs_cc
+@pytest.mark.parametrize(("cheat", "check"), [("cached_outputs", "fresh_inputs"), ("partial_output", "gate"), ("writes_past_end", "guard")])
+def test_a_refused_candidates_evidence_names_the_device_its_worker_reported_not_the_host(corpus, on_a_recorded_gpu, cheat, check):
+    """Issue 47: refused at fresh_inputs on an H200, the evidence named the host's CPU; the passing run named the H200."""
+    result = run_bench(BenchRequest(spec="cheats", variant=cheat, target="host", **TIMING), corpus)
+    assert not result.ok and check in refused_by(result), result.summary
+    assert result.evidence.device == result.device == RECORDED_GPU
+
+
+@needs_cc
+def test_the_cli_prints_a_refused_candidates_evidence_on_the_device_its_worker_reported(corpus, on_a_recorded_gpu, capsys):
+    from hyperloom.cli.main import EXIT_FAILED_VERDICT, main
+
+    timing = [f"--{name.replace('_', '-')}={value}" for name, value in TIMING.items()]
+    assert main(["bench", "--spec", "cheats", "--variant", "cached_outputs", "--target", "host", *timing]) == EXIT_FAILED_VERDICT
+    evidence = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("evidence:"))
+    assert f"on {RECORDED_GPU}, target host" in evidence, evidence
+
+
+@needs_cc
+def test_the_mcp_bench_tool_answers_a_refused_candidates_evidence_on_the_device_its_worker_reported(corpus, on_a_recorded_gpu):
+    import anyio
+    from mcp import Client
+
+    from hyperloom.mcp_server.server import build_server
+
+    async def call():  # type: ignore[no-untyped-def]
+        async with Client(build_server(), mode="legacy") as client:
+            return await client.call_tool("bench", {"spec": "cheats", "variant": "cached_outputs", "target": "host", **TIMING})
+
+    result = anyio.run(call)
+    assert not result.is_error and result.structured_content["ok"] is False, result.content
+    assert result.structured_content["evidence"]["device"] == result.structured_content["device"] == RECORDED_GPU

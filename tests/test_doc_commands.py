@@ -1,4 +1,6 @@
-"""Every command README.md and SKILL.md give in a fenced shell block runs as written, after setup, in a fresh shell.
+"""Every command README.md and SKILL.md give in a fenced shell block runs as written, after setup, in a fresh shell; and
+every `hyperloom …` command README.md, the skill's pages and the examples' docstrings write, usage lines included, is
+one the CLI's parser takes (tests/doc_usage.py reads them).
 
 After setup means a clone with its `.venv` (scripts/setup.sh's); the clone here is a copy of this working tree whose
 `.venv` is the environment running these tests (in CI, the clone's own .venv; on a development machine, whatever runs
@@ -8,6 +10,8 @@ environment and a new HOME, which activates the venv first, as README says to in
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import re
 import shlex
@@ -20,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from doc_usage import documented, expansions, lenient
 from helpers import FIXTURES, REPO
 from hyperloom.cli.tree import build_parser, choose
 
@@ -152,26 +157,63 @@ def test_every_command_of_the_docs_runs_as_written_after_setup(clone, doc, tmp_p
     assert ran, f"{doc} gives no command that runs here"
 
 
-# --- commands quoted in the prose: the ones written out in full must parse ----------------------------------------
+# --- every command the docs write, run or not, usage lines included: the CLI's parser takes it --------------------------
 
-PLACEHOLDER_RE = re.compile(r"[\[\]|…<>]|(?:^|\s)(?:[A-Z][A-Z0-9_]*)(?=\s|$)")
-
-
-def prose_commands() -> list[tuple[str, str]]:
-    """`hyperloom …` in inline code, written out in full (no placeholder such as TARGET, [--x], a|b or …)."""
-    found = set()
-    for doc, path in DOCS.items():
-        found |= {(doc, span) for span in re.findall(r"`(hyperloom [^`\n]+)`", path.read_text()) if not PLACEHOLDER_RE.search(span)}
-    return sorted(found)
+PARSED_DOCS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "skill" / "hyperloom-kernel-optimizer").glob("*.md")),
+               *sorted(str(p.relative_to(REPO)) for p in (REPO / "examples").rglob("*.py"))]
+DOCUMENTED = documented(REPO, PARSED_DOCS)
 
 
-@pytest.mark.parametrize(("doc", "span"), prose_commands())
-def test_a_command_written_in_full_in_the_prose_is_one_the_cli_takes(doc, span, capsys):
-    words = shlex.split(span)[1:]
-    chosen, words = choose(words)
+def cli_refusal(argv: list[str]) -> str | None:
+    """What the real parser says against `argv` (placeholders taken as values); None when it takes it. A command named
+    by its words alone (`hyperloom gate check`) is prose about the command: its required options may be left out."""
+    chosen, words = choose(argv)
+    parser = lenient(build_parser(chosen, every=False))
+    error = io.StringIO()
     try:
-        build_parser(chosen, every=False).parse_args(words)
+        with contextlib.redirect_stderr(error), contextlib.redirect_stdout(io.StringIO()):
+            parser.parse_args(words)
     except SystemExit as exc:
-        error = capsys.readouterr().err
-        # A command named without its required options (`hyperloom gate check`) is prose about the command, not a call.
-        assert exc.code == 0 or "the following arguments are required" in error, f"{doc}: `{span}`: {error.strip().splitlines()[-1:]}"
+        said = (error.getvalue().strip().splitlines() or [f"exit {exc.code}"])[-1]
+        named_only = len(argv) <= len(chosen) and "the following arguments are required" in said
+        return None if exc.code == 0 or named_only else said
+    return None
+
+
+def test_the_docs_give_commands_in_prose_blocks_and_docstrings_and_the_reader_finds_them():
+    where = {c.doc for c in DOCUMENTED}
+    assert {"README.md", "skill/hyperloom-kernel-optimizer/SKILL.md", "skill/hyperloom-kernel-optimizer/workload.md", "examples/workloads/decoder.py"} <= where
+    assert {c.text for c in DOCUMENTED} >= {c.text for c in ALL if c.text.startswith("hyperloom ")}  # the fenced blocks' lines too
+    assert len(DOCUMENTED) >= 60
+
+
+@pytest.mark.parametrize(("usage", "commands"), [
+    ("hyperloom tune status|stop|report --session NAME", [["tune", s, "--session", "NAME"] for s in ("status", "stop", "report")]),
+    ("hyperloom census TARGET… [--detail \\| --match TEXT]", [["census", "TARGET"], ["census", "TARGET", "--detail"], ["census", "TARGET", "--match", "TEXT"]]),
+    ("hyperloom profile [WORKLOAD [ARG …]]", [["profile"], ["profile", "WORKLOAD"], ["profile", "WORKLOAD", "ARG"]]),
+    ("hyperloom uninstall claude [--scope …]", [["uninstall", "claude"], ["uninstall", "claude", "--scope", "VALUE"]]),
+    ("hyperloom workload bench --candidate '[\"a|b\"]'", [["workload", "bench", "--candidate", '["a|b"]']]),
+])
+def test_a_usage_line_stands_for_each_command_its_groups_and_alternatives_allow(usage, commands):
+    assert expansions(usage) == commands
+
+
+@pytest.mark.parametrize(("argv", "refused"), [
+    (["workload", "bench", "--name", "N", "--candidates", '[["compile"]]'], "unrecognized arguments: --candidates"),  # issue 47's
+    (["bench", "--spec", "S", "--target", "T", "--shape", "first"], "invalid int value: 'first'"),
+    (["tune", "start", "--spec", "S", "--strategy", "annealing"], "invalid choice: 'annealing'"),
+    (["gate", "check", "--candidate", "a.npy"], None),  # its references come from --reference or --reference-set
+    (["workload", "bench"], None),  # the command named by its words: prose about it
+    (["workload", "bench", "--candidate", '["compile"]'], "the following arguments are required: --name"),  # a call, without its session
+    (["bench", "--spec", "S", "--target", "T", "--shape", "I"], None),  # a placeholder where an int goes
+])
+def test_the_parser_refuses_what_the_cli_refuses_and_takes_placeholders(argv, refused):
+    said = cli_refusal(argv)
+    assert (said is None) if refused is None else (said is not None and refused in said), said
+
+
+@pytest.mark.parametrize("command", DOCUMENTED, ids=str)
+def test_every_command_the_docs_skill_and_examples_write_is_one_the_cli_takes(command):
+    for argv in expansions(command.text):
+        said = cli_refusal(argv)
+        assert said is None, f"{command}\n  as {shlex.join(argv)}\n  {said}"

@@ -8,7 +8,7 @@ logit between 2 and 4: on this repository's CPU run (results/cpu/near_tie) faith
 layer whose MLP output was 10 % too large 0.055; on a GPU it is ASSUMED until scripts/device/near_tie.py measures it.
 
     hyperloom workload freeze --workload examples/workloads/decoder.py:build --name qwen2
-    hyperloom workload bench --name qwen2 --candidates '[["knob:cache=static"], ["compile"], ["knob:cache=static", "decode_loop"]]'
+    hyperloom workload bench --name qwen2 --candidate '["knob:cache=static"]' --candidate '["compile"]' --candidate '["knob:cache=static", "decode_loop"]'
 
 (decode_loop acts on generate with a static cache: one graph-replayed step per token; on the H200 2.38x the static
 cache, results/h200/optimize/README.md.)

@@ -37,7 +37,7 @@ from hyperloom.tools.pipeline.roof import UNBOUNDED
 from hyperloom.tools.pipeline.secret import DrawnMeanwhile
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.pipeline.trial import stage_input_set, staged_set
-from hyperloom.tools.runtime.models import Timing
+from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing
 from hyperloom.tools.runtime.probe import require_backend
 
 
@@ -81,7 +81,7 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
     if progress is not None:
         progress(len(sets) + 1, len(sets) + 1)
     kernel, wall = (summarize(trial.kernel_s), summarize(trial.wall_s)) if trial is not None else (None, None)
-    device_name, late_reps = (trial.device, trial.late_reps) if trial is not None else ("", 0)
+    device_name, late_reps = evaluation.device, trial.late_reps if trial is not None else 0  # refused or not, the worker's device
     bytes_moved = evaluate_int(spec.metric.bytes, shape, "metric bytes") if spec.metric.bytes is not None else None
     flops = evaluate_int(spec.metric.flops, shape, "metric flops") if spec.metric.flops is not None else None
     ok = evaluation.passed and kernel is not None
@@ -106,9 +106,15 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
         late_reps=late_reps, state_before=state_before, state_after=device_state(backend, request.device), artifacts=workspace.relative(run_dir),
         evidence=measured(
             "bench", inputs_sha256=combine_digests([sha256_file(workspace.root / build.code_object), sha256_json(request.model_dump()), sha256_json(shape)]),
-            target=request.target, device=device_name or None, toolchain={build.compiler.name: build.compiler.version or "unknown", "numpy": np.__version__},
+            target=request.target, device=device_name or _unnamed(backend, request.device),
+            toolchain={build.compiler.name: build.compiler.version or "unknown", "numpy": np.__version__},
         ),
     )
+
+
+def _unnamed(backend: str, device: int | None) -> str | None:
+    """The evidence's device when no launch reported one: the host for a CPU backend (None), else the GPU asked for."""
+    return None if backend in HOST_BACKENDS else f"{backend} device {device or 0} (no launch reported its name)"
 
 
 REPORT_EXAMPLE = '{"samples_s": [0.00105, 0.00101, ...], "bytes": 1048576}'

@@ -28,7 +28,7 @@ from hyperloom.tools.pipeline.roof import HOST_MARGIN, MARGIN, Roof, impossible,
 from hyperloom.tools.pipeline.secret import DrawnMeanwhile, SecretSets
 from hyperloom.tools.pipeline.trial import TrialRunner, check_input_set, guard_verdict, time_kernel
 from hyperloom.tools.runtime.launcher import run_trial
-from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing, TrialResult
+from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing, TrialRequest, TrialResult
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,26 @@ def evaluate(
     """Gate the candidate on every input set in order, then time it (with `timing`; None: gate only) on the secret sets'
     timed inputs (without `secret`: the first set's), and judge what the timing ran. The first failing set ends it,
     unless `keep_going` (every set is gated, none is timed after a failure). A failed `reference_audit` refuses a
-    candidate that passed every set: against a degenerate reference, a pass says nothing."""
+    candidate that passed every set: against a degenerate reference, a pass says nothing. Passed or refused, the
+    evaluation names the device its worker reported (evidence names it, not the host running this loop)."""
+    reported: list[str] = []
+
+    def recording(request: TrialRequest, **kwargs: object) -> TrialResult:
+        result = runner(request, **kwargs)
+        if result.device:
+            reported.append(result.device)
+        return result
+
+    evaluation = _evaluate(launchable, code_object, sets, workspace, timing=timing, timeout_s=timeout_s, device=device, runner=recording,
+                           launch=launch, keep_going=keep_going, secret=secret, roof=roof, reference_audit=reference_audit)
+    return evaluation.model_copy(update={"device": reported[-1] if reported else ""})
+
+
+def _evaluate(
+    launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, *, timing: Timing | None, timeout_s: float,
+    device: int | None, runner: TrialRunner, launch: Launch | None, keep_going: bool,
+    secret: SecretSets | DrawnMeanwhile | None, roof: Roof | None, reference_audit: InputSetVerdict | None,
+) -> Evaluation:
     run = launch or (lambda step: step(timeout_s))
     verdicts: list[InputSetVerdict] = []
     first: Evaluation | None = None

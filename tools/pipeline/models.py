@@ -37,6 +37,7 @@ class Evaluation(BaseModel):
     timing: TrialResult | None = Field(None, description="The timing run, when it completed.")
     integrity: list[InputSetVerdict] = Field(default_factory=list, description="What the timing ran, judged: guards, timed launches, roof.")
     check: Check | None = Field(None, description="The check that refused it.")
+    device: str = Field("", description="The device its worker reported on the last launch that named one ('' when none did).")
 
     @property
     def passed(self) -> bool:

@@ -82,8 +82,9 @@ def run_compiled(
         outcome.status, outcome.reason, outcome.input_set = evaluation.status, evaluation.reason, evaluation.input_set
         if evaluation.status in ("WRONG", "NAN", "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE"):
             runner.discard("verdict")  # its code misbehaved: a warm process it ran in is not trusted with the next
+        outcome.device_name = evaluation.device  # refused or not, the device its worker reported
         if evaluation.timing is not None:
-            outcome.kernel, outcome.device_name, outcome.samples_s = summarize(evaluation.timing.kernel_s), evaluation.timing.device, evaluation.timing.kernel_s
+            outcome.kernel, outcome.samples_s = summarize(evaluation.timing.kernel_s), evaluation.timing.kernel_s
         return outcome
     except BudgetExhausted:
         outcome.finished, outcome.reason = False, "the device-second budget ran out before this candidate finished"
