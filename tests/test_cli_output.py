@@ -87,3 +87,16 @@ def test_a_host_bench_summary_gives_its_rate_in_significant_digits(workspace, ca
     summary = capsys.readouterr().out.rstrip().splitlines()[-1]
     rate = summary.split(" TFLOP/s")[0].rsplit(", ", 1)[-1]
     assert float(rate) > 0 and len(rate.lstrip("0.")) >= 3, summary  # a CPU's 0.001 TFLOP/s, not 0.00
+
+
+def test_progress_off_a_terminal_is_one_line_per_step_done_with_its_seconds(capsys, monkeypatch):
+    from hyperloom.cli import tool_command
+
+    monkeypatch.setattr(tool_command, "LINE_EVERY_S", 0.0)
+    show = tool_command.progress_printer()
+    assert show is not None  # pytest's stderr is no terminal: a logged run gets lines
+    for done in (1, 2, 3):
+        show(done, 3)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" after ")[0] for line in lines] == ["progress: 1/3 (33 %)", "progress: 2/3 (67 %)", "progress: 3/3 (100 %)"]
+    assert all(line.endswith(" s") and "\r" not in line for line in lines)

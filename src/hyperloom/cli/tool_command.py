@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -86,10 +87,23 @@ def emit(result: BaseModel, args: argparse.Namespace, render: Callable[[BaseMode
     print(result.model_dump_json(indent=2) if args.json else render(result))
 
 
+LINE_EVERY_S = 1.0
+
+
 def progress_printer() -> ProgressFn | None:
-    """A one-line progress display on stderr, only when a person is watching."""
+    """Progress on stderr: a line redrawn in place on a terminal; elsewhere (a log file, a pipe) one line per step
+    done with the seconds since the call began, so a logged overnight run can be followed with `tail -f`."""
+    began = time.monotonic()
     if not sys.stderr.isatty():
-        return None
+        said = [began - LINE_EVERY_S]
+
+        def line(done: int, total: int) -> None:
+            now = time.monotonic()
+            if done >= total or now - said[0] >= LINE_EVERY_S:  # a fast loop (a census) prints a line a second, not one a unit
+                said[0] = now
+                print(f"progress: {done}/{total} ({100 * done / max(total, 1):.0f} %) after {now - began:.0f} s", file=sys.stderr, flush=True)
+
+        return line
 
     def show(done: int, total: int) -> None:
         end = "" if done < total else "\n"
