@@ -72,7 +72,7 @@ def main() -> None:
             root = Path(tmp)
             (root / "mlp.py").write_text(WORKLOAD)
             ws = Workspace(root)
-            workload_freeze(WorkloadFreezeRequest(workload="mlp.py:build", name="mlp", knobs={"repeat": str(args.repeat)}, timeout_s=120), ws)
+            workload_freeze(WorkloadFreezeRequest(workload="mlp.py:build", name="mlp", knobs={"repeat": str(args.repeat)}, atol=1e-5, rtol=1e-5, timeout_s=120), ws)
             same_calibrated = same_fixed = same_total = found = 0
             for index in range(args.rounds):
                 candidates = [[f"knob:repeat={args.repeat}"]] * args.same + [[f"knob:repeat={args.repeat - 1}"]]

@@ -228,6 +228,8 @@ def test_a_pass_runs_each_workload_in_turn_and_one_that_cannot_be_kept_honestly_
     plain, mlp_row = status.workloads
     assert plain.state == "not running" and "nothing could be kept honestly" in plain.stop_reason
     assert mlp_row.state == "closed" and mlp_row.stack == ["knob:work=half"] and mlp_row.gain > 1.2
+    member = optimize_status(OptimizeRef(session="two.1"), mlp)
+    assert status.candidates == member.candidates >= 1 and f"{member.candidates} candidate(s) tried" in status.summary  # the members' sum, not 0
     assert "one after another" in " ".join(optimize_report(OptimizeRef(session="two"), mlp).notes)
 
 
@@ -401,7 +403,7 @@ def test_a_trial_against_a_stack_is_judged_by_the_noise_band_of_that_stack_s_own
     workers keep one pace. A proposal doing a quarter less work on the stack (1.33x) is inside the baseline's band and
     far beyond the stack's own: it is judged by the A/A of the stack, measured once before the first trial against it."""
     (workspace.root / "paced.py").write_text(PACED)
-    workload_freeze(WorkloadFreezeRequest(workload="paced.py:build", name="paced", timeout_s=120), workspace)
+    workload_freeze(WorkloadFreezeRequest(workload="paced.py:build", name="paced", atol=1e-6, timeout_s=120), workspace)  # no `model`: no twin, a tolerance declared
     request = OptimizeRequest(session="paced", levers=["knob:jitter=off"], proposal_wait_s=0.0, **FAST)
     report = run_campaign(request, workspace)
     baseline_band = abs(report.records[0].result.speedup - 1)

@@ -192,7 +192,7 @@ def _error(name: str) -> str | None:
 
 
 def _pass_status(name: str, stored: dict, workspace: Workspace) -> OptimizeStatus:
-    rows, spent, budget = [], 0.0, 0.0
+    rows, spent, budget, tried, phases = [], 0.0, 0.0, 0, []
     for member, workload in zip(stored["members"], stored["workloads"], strict=True):
         if not (folder_of(member, workspace) / MANIFEST).is_file():
             rows.append(WorkloadRow(session=member, workload=workload, state="not running", baseline_step_s=None, stack=[], gain=None, spent_device_s=0.0,
@@ -200,15 +200,16 @@ def _pass_status(name: str, stored: dict, workspace: Workspace) -> OptimizeStatu
             continue
         with open_existing(member, workspace) as session:
             status = status_of(session, workspace, _state(session))
-        spent, budget = spent + status.spent_device_s, status.budget_device_s
+        spent, budget, tried = spent + status.spent_device_s, status.budget_device_s, tried + status.candidates
+        phases += [status.phase] if status.state == "running" else []
         rows.append(WorkloadRow(session=member, workload=workload, state=status.state, baseline_step_s=status.baseline_step_s, stack=status.stack,
                                 gain=status.gain, spent_device_s=status.spent_device_s, stop_reason=status.stop_reason))
     running = RUNS.running(name) or any(r.state == "running" for r in rows)
     state = "running" if running else "closed" if all(r.state == "closed" for r in rows) else "stopped"
     done = sum(r.state == "closed" for r in rows)
-    summary = f"pass {name}: {state}; {done} of {len(rows)} workloads closed; " + "; ".join(
+    summary = f"pass {name}: {state}; {done} of {len(rows)} workloads closed, {tried} candidate(s) tried; " + "; ".join(
         f"{r.session} {' + '.join(r.stack) or 'nothing kept'}{f' {r.gain:.3g}x' if r.gain else ''}" for r in rows)
     return OptimizeStatus(session=name, workload=f"a pass over {len(stored['workloads'])} workloads", folder=workspace.relative(folder_of(name, workspace)), state=state,
-                          phase="closed" if state == "closed" else "baseline",
-                          summary=summary, candidates=0, pending_proposals=0, stack=[], gain=None, baseline_step_s=None, budget_device_s=budget,
+                          phase="closed" if state == "closed" else phases[0] if phases else "baseline",
+                          summary=summary, candidates=tried, pending_proposals=0, stack=[], gain=None, baseline_step_s=None, budget_device_s=budget,
                           spent_device_s=spent, stop_reason=None, error=_error(name), workloads=rows)

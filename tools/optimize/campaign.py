@@ -335,8 +335,17 @@ class Campaign:
         return record.decision == "KEEP"
 
     def revalidate(self, slot: Slot, previous: list[str]) -> None:
-        """The whole stack against the pure baseline; a stack not faster than it is reverted to `previous`."""
+        """The whole stack against the pure baseline; a stack not faster than it is reverted to `previous`. The phase
+        reads revalidate while it runs, then the phase it interrupted again."""
+        interrupted = self.ledger.get("phase")
         self.set_phase("revalidate")
+        try:
+            self._revalidate(slot, previous)
+        finally:
+            if interrupted:
+                self.set_phase(interrupted)
+
+    def _revalidate(self, slot: Slot, previous: list[str]) -> None:
         self.check()
         stack = self.stack()
         key = self.key("revalidate", [], stack)
