@@ -176,3 +176,29 @@ def test_a_workload_s_declared_tolerances_must_name_its_outputs_and_be_tolerance
         (workspace.root / f"{name.replace(' ', '_')}.py").write_text(body.format(TOL=tolerances))
         with pytest.raises(HyperloomError, match=message):
             workload_freeze(WorkloadFreezeRequest(workload=f"{name.replace(' ', '_')}.py:build", name=name.replace(" ", "_"), timeout_s=120), workspace)
+
+
+def _continuation_case():
+    """One row, prompt [5], three steps: the reference picks 1, 2, 3; at step 1 it rates 2 and 4 a near tie."""
+    ids = np.array([[[1, 0], [2, 4], [3, 0]]])
+    logprobs = np.array([[[-0.1, -3.0], [-0.70, -0.71], [-0.2, -2.5]]], dtype=np.float32)
+    reference = Generated(np.array([[5, 1, 2, 3]]), ids, logprobs)
+    scored = np.full((1, 3, 8), -10.0)
+    scored[0, 0, 1] = scored[0, 1, 2] = scored[0, 1, 4] = scored[0, 2, 6] = 0.0  # on the candidate's prefix the model picks 6 last
+    return reference, scored
+
+
+def test_after_a_near_tie_parting_the_candidate_s_own_tokens_must_be_the_reference_model_s_picks():
+    from hyperloom.tools.workload import continuation
+
+    reference, scored = _continuation_case()
+    tolerance = OutputTolerance(atol=0.02)
+    parted = np.array([[[1, 0], [4, 2], [6, 0]]]), np.array([[[-0.1, -3.0], [-0.70, -0.71], [-0.1, -3.0]]], dtype=np.float32)
+    honest = Generated(np.array([[5, 1, 4, 6]]), *parted)
+    padded = Generated(np.array([[5, 1, 4, 0]]), *parted)  # parts at the tie, then pads
+    assert continuation.judge("tokens", honest, reference, scored, tolerance, eos=[], pad=None).passed
+    refused = continuation.judge("tokens", padded, reference, scored, tolerance, eos=[], pad=None)
+    assert not refused.passed and "token 0" in refused.detail and "its own pick 6" in refused.detail
+    stopped = continuation.judge("tokens", Generated(np.array([[5, 1, 4, 6]]), *parted), reference, scored, tolerance, eos=[4], pad=9)
+    assert not stopped.passed and "not the pad 9" in stopped.detail  # after EOS 4 only the pad may follow
+    assert continuation.judge("tokens", reference, reference, scored, tolerance, eos=[], pad=None) is None  # no parting: nothing to score

@@ -106,6 +106,14 @@ def judge(candidate: Generated, reference: Generated, tolerance: OutputTolerance
     return True, _summary(rows, reference, tolerance)
 
 
+def parted_rows(candidate: Generated, reference: Generated, tolerance: OutputTolerance) -> dict[int, int]:
+    """Row -> the step where it parted at a near tie, for a candidate that passed `judge` (the rows not compared after)."""
+    if candidate.tokens.shape[0] != reference.tokens.shape[0]:
+        return {}
+    rows = {b: _row(b, candidate, reference, tolerance) for b in range(reference.tokens.shape[0])}
+    return {b: r.parted_at for b, r in rows.items() if r.parted_at is not None and r.failure is None}
+
+
 def _row(b: int, candidate: Generated, reference: Generated, tolerance: OutputTolerance) -> Row:
     k = reference.ids.shape[2]
     steps_c, steps_r = candidate.ids.shape[1], reference.ids.shape[1]

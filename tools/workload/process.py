@@ -93,6 +93,10 @@ class WorkloadProcess:
         """Save the last step's outputs in `folder`; `teacher`: tokens name -> {ids, prompt} to score (runner.outputs)."""
         return self._call("outputs", {"folder": str(folder), "teacher": teacher or {}})["outputs"]
 
+    def score(self, folder: Path, teacher: dict[str, Any]) -> dict[str, Any]:
+        """This worker's model's logits for other tokens (runner.score): NAME.scored.npy in `folder`, the EOS and pad ids."""
+        return self._call("score", {"folder": str(folder), "teacher": teacher})
+
     def twin(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
         """Upcast this worker's workload in place and save its twin's outputs (runner.twin): the worker is the twin after."""
         return self._call("twin", {"folder": str(folder), "teacher": teacher or {}})

@@ -147,6 +147,25 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
     return {"outputs": saved}
 
 
+def score(payload: dict[str, Any]) -> dict[str, Any]:
+    """The logits this worker's model gives other tokens (`teacher`: name -> {ids, prompt}), saved as NAME.scored.npy
+    in `folder`, with the model's EOS and pad ids: the reference's judgement of a candidate's own continuation."""
+    import numpy as np
+
+    folder = Path(payload["folder"])
+    folder.mkdir(parents=True, exist_ok=True)
+    scored = []
+    for tokens, asked in (payload.get("teacher") or {}).items():
+        logits = _teacher_forced(asked["ids"], int(asked["prompt"]))
+        if logits is not None:
+            np.save(folder / f"{tokens}.scored.npy", _to_numpy(logits)[0])
+            scored.append(tokens)
+    config = getattr(getattr(STATE.obj, "model", None), "generation_config", None)
+    eos = getattr(config, "eos_token_id", None)
+    return {"scored": scored, "eos": [int(e) for e in (eos if isinstance(eos, list | tuple) else [] if eos is None else [eos])],
+            "pad": getattr(config, "pad_token_id", None)}
+
+
 def twin(payload: dict[str, Any]) -> dict[str, Any]:
     """Make the built baseline its own twin, in place: the model's weights and the workload's tensors upcast to float32
     (float64 on a CPU), inputs cast on their way into the model; then one step and its outputs saved as `outputs`

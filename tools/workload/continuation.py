@@ -1,0 +1,85 @@
+"""After a near-tie parting, the candidate's own continuation judged by the reference's model.
+
+The near-tie gate (generated.py) stops comparing a row where the candidate parted from the reference at a near tie:
+the two go on from different tokens. Left there, a candidate may part at the first tie and pad the rest (a cheat
+that passed). So the reference's worker scores the candidate's whole sequence (teacher forcing: one forward over
+the candidate's tokens), and every token the candidate generated after its parting must be what the reference's
+model would pick on the candidate's own prefix, or a near tie of it (within the two tokens' tolerances added, the
+margin the parting itself was allowed). After a row's EOS (the model's own ids) only its pad may follow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from hyperloom.tools.workload.generated import Generated, companions, parted_rows
+from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
+from hyperloom.tools.workload.twin import teacher_request
+
+if TYPE_CHECKING:
+    from hyperloom.tools.workload.process import WorkloadProcess
+
+
+def log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits.astype(np.float64)
+    z = z - z.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def judge(name: str, candidate: Generated, reference: Generated, scored: np.ndarray, tolerance: OutputTolerance, eos: Sequence[int],
+          pad: int | None) -> OutputCheck | None:
+    """None when no row parted; else whether every token after each parting is the reference model's pick, or a near
+    tie of it, on the candidate's prefix. `scored`: the reference model's logits at the candidate's generated
+    positions [batch, steps, vocabulary]."""
+    parted = parted_rows(candidate, reference, tolerance)
+    if not parted:
+        return None
+    steps = candidate.ids.shape[1]
+    if scored.shape[:2] != (candidate.tokens.shape[0], steps):
+        generated = [candidate.tokens.shape[0], steps]
+        return OutputCheck(output=name, passed=False, detail=f"the reference scored {list(scored.shape[:2])} positions, the candidate generated {generated}")
+    checked = 0
+    for row, at in parted.items():
+        logprobs = log_softmax(scored[row])
+        stopped = int(candidate.tokens[row, candidate.prompt + at]) in eos  # the parting token itself may be the EOS
+        for step in range(at + 1, steps):
+            token = int(candidate.tokens[row, candidate.prompt + step])
+            if stopped:
+                if pad is not None and token != pad:
+                    return OutputCheck(output=name, passed=False, detail=f"row {row} step {step}: token {token} after the row's EOS, not the pad {pad}")
+                continue
+            best = int(np.argmax(logprobs[step]))
+            margin = float(logprobs[step, best] - logprobs[step, token])
+            bound = 2 * (tolerance.atol + tolerance.rtol * abs(float(logprobs[step, best])))
+            if margin > bound:
+                return OutputCheck(output=name, passed=False, detail=(
+                    f"row {row} step {step}, after its parting at step {at}: token {token}, which the reference's model rates {margin:.3g} nats below "
+                    f"its own pick {best} on the candidate's prefix (a near tie allows {bound:.3g})"))
+            checked += 1
+            stopped = token in eos
+    return OutputCheck(output=name, passed=True, detail=f"{checked} token(s) after {len(parted)} parting(s) scored by the reference's model: each its pick or a near tie")
+
+
+def checks(reference: WorkloadProcess, candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance], folder: Path) -> list[OutputCheck]:
+    """The continuation check of every generated output in `references` whose candidate (saved in `candidate`) parted
+    at a near tie, scored by the `reference` worker's model; nothing where no row parted or the model gives no logits."""
+    found = []
+    for tokens, (ids, logprobs) in companions(references).items():
+        paths = [candidate / f"{n}.npy" for n in (tokens, ids, logprobs)]
+        if not all(p.is_file() for p in paths):
+            continue
+        mine = Generated(*(np.load(p, allow_pickle=False) for p in paths))
+        theirs = Generated(*(references[n] for n in (tokens, ids, logprobs)))
+        if not parted_rows(mine, theirs, tolerances[logprobs]):
+            continue
+        said = reference.score(folder, {tokens: teacher_request(mine.tokens, mine.ids)})
+        if tokens not in said["scored"]:
+            continue
+        check = judge(tokens, mine, theirs, np.load(folder / f"{tokens}.scored.npy", allow_pickle=False), tolerances[logprobs], said["eos"], said["pad"])
+        if check is not None:
+            found.append(check.model_copy(update={"output": f"{tokens} after its parting"}))
+    return found
