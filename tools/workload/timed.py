@@ -17,12 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from time import perf_counter
+from time import perf_counter, sleep
 from typing import Any
 
 SEED_BITS = 63
 CLOCK_AGREEMENT = 0.7
 """The worker's account of its legs below this share of the controller's clock (round trips taken off): it lied."""
+STOP_WAIT_S = 0.2
 SOLO_PACE = 1.5
 """The reference's paired legs slower than this many times its solo legs: something slowed it beside the candidate."""
 
@@ -89,11 +90,22 @@ def stopped(process: Any) -> Iterator[None]:
     family = _family(pid) if pid is not None else []
     for member in family:
         _signal(member, signal.SIGSTOP)
+    _until_stopped(family)
     try:
         yield
     finally:
         for member in family:
             _signal(member, signal.SIGCONT)
+
+
+def _until_stopped(family: list[int]) -> None:
+    """Wait (briefly) until every member is seen stopped: a signal is delivered when the process is next scheduled."""
+    deadline = perf_counter() + STOP_WAIT_S
+    waiting = list(family)
+    while waiting and perf_counter() < deadline:
+        waiting = [pid for pid in waiting if _state(pid) not in ("T", "t", "Z", "X", None)]
+        if waiting:
+            sleep(0.0005)
 
 
 def _family(pid: int) -> list[int]:
@@ -114,6 +126,15 @@ def _family(pid: int) -> list[int]:
         grew = bool(more)
     members.discard(os.getpid())
     return sorted(members)
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            text = handle.read().decode(errors="replace")
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2:].split()[0]
 
 
 def _stat(pid: int) -> tuple[int, int, int] | None:
