@@ -1,16 +1,23 @@
 """The worker side of a workload: runs in a warm worker process (hyperloom.core.warm), one workload per process.
 
-The controller (tools/workload/process.py) calls these entries in order: `build` (import the workload, apply the
-candidate's levers, call its factory), `warmup`, then any of `time`, `outputs` and `engagement`. The built
-workload lives in this module's state until the process ends.
+The controller (tools/workload/process.py) calls these entries in order: `build_guarded` (`build`: import the
+workload, apply the candidate's levers, call its factory; between two looks at the timing path, tamper.py), `warmup`,
+then any of `time_steps`, `outputs` and `engagement`. The built workload lives in this module's state until the
+process ends.
 
 The contract (skill/hyperloom-kernel-optimizer/workload.md): `module:function` or `file.py:function` names a
 factory; its keyword arguments with defaults are the workload's knobs (a `Literal[...]` annotation lists their
 values); it returns an object with `step()` (one unit of work, the same each call: a prefill, a decode of N
 tokens, a training step on fixed data) and optionally `outputs()` (the tensors to gate, from the last step: a
-tensor, a list or a dict of them), `model` (the torch module levers such as torch.compile wrap) and `points` (the
-workload's sweep points, recorded). A factory may also return a bare callable, and a plain script is one step:
-both are timed, nothing is gated.
+tensor, a list or a dict of them), `inputs(seed)` (make the inputs the next step() consumes from `seed`: new values,
+the same shapes; without it the inputs are fixed and a memo cannot be told from a gain), `model` (the torch module
+levers such as torch.compile wrap) and `points` (the workload's sweep points, recorded). A factory may also return a
+bare callable, and a plain script is one step: both are timed, nothing is gated.
+
+What the candidate's code cannot own (tools/workload/timed.py, the controller's side): the seeds, sent in each
+`time_steps` call one per step and drawn after the build; the clock (the controller's, around the call; this
+module's walls are the worker's account, checked against it); the reference outputs (the reference worker's on the
+same seeds). Each timed step's window covers step() and outputs() materialized on the host, synchronized on a GPU.
 """
 
 from __future__ import annotations
