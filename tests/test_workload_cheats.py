@@ -153,9 +153,13 @@ def _leg(worker_s: float, controller_s: float) -> timed.Leg:
     return timed.Leg(step_s=controller_s, controller_s=controller_s, worker_s=worker_s, worker_step_s=[worker_s], device_s=[], tampered=[], seeds=None)
 
 
-@pytest.mark.parametrize(("worker_s", "controller_s", "lied"), [(0.25, 1.0, True), (0.69, 1.0, True), (0.9, 1.0, False), (1.0, 1.0, False)])
-def test_a_worker_that_accounts_for_far_less_than_the_controller_timed_is_called_a_liar(worker_s, controller_s, lied):
-    said = timed.disagreement([_leg(worker_s, controller_s)] * 5)
+@pytest.mark.parametrize(("worker_s", "reference_share", "lied"), [(0.25, None, True), (0.69, None, True), (0.9, None, False), (1.0, None, False),
+                                                                   (0.5, 0.8, True), (0.6, 0.8, False), (0.05, 0.1, True), (0.08, 0.1, False)])
+def test_a_worker_that_accounts_for_far_less_than_the_controller_timed_is_called_a_liar(worker_s, reference_share, lied):
+    """Against 1, or against the share of the controller's time the reference's worker accounted for (a short step's
+    call costs more than its steps, in both processes alike)."""
+    reference = [_leg(reference_share, 1.0)] * 5 if reference_share is not None else None
+    said = timed.disagreement([_leg(worker_s, 1.0)] * 5, reference)
     assert (said is not None) == lied and (not lied or "disagrees with the controller's" in said), said
 
 

@@ -121,7 +121,8 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     try:
         with WorkloadProcess(target, levers, folder, workspace, settings.timeout_s, device=device, backend=backend) as process:
             if process.info.get("tampered"):
-                return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(describe(process.info["tampered"]), fixed), inputs_fresh=fresh)
+                said = describe(process.info["tampered"], "when its overrides module was imported")
+                return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)
             warm = process.warmup(settings.warmup_steps)
             checks = compare(saved_outputs(process, folder / "outputs"), references, tolerances)
             if not all(c.passed for c in checks):
@@ -139,7 +140,7 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED",
                                reason=_noted(failure.message[:600], fixed), inputs_fresh=fresh)
     told = [statistics.median(x.worker_step_s) for x in run.candidate if x.worker_step_s]
-    rejected = run.rejected or disagreement(run.candidate)
+    rejected = run.rejected or disagreement(run.candidate, run.reference)
     if rejected is not None:
         return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=checks, engagement=engaged,
                                baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told)
@@ -199,10 +200,11 @@ class Paired:
     device: float | None = None
     rejected: str | None = None
     candidate: list[Leg] = field(default_factory=list)
+    reference: list[Leg] = field(default_factory=list)
 
     def extended(self, more: Paired) -> Paired:
         return Paired(self.base_legs + more.base_legs, self.cand_legs + more.cand_legs, more.device if self.device is None else self.device,
-                      more.rejected, self.candidate + more.candidate)
+                      more.rejected, self.candidate + more.candidate, self.reference + more.reference)
 
 
 def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: PairGate | None = None) -> Paired:
@@ -223,6 +225,7 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
             timed = leg(process, steps_per_leg, seeds, folder, other=candidate if mine else base)
             if mine:
                 run.base_legs.append(timed.step_s)
+                run.reference.append(timed)
                 if folder is not None:
                     references = load_outputs(folder, list(gate.references))
                     shutil.rmtree(folder, ignore_errors=True)
@@ -232,7 +235,7 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
             run.candidate.append(timed)
             device += timed.device_s
             if timed.tampered:
-                run.rejected = describe(timed.tampered) + f" (seen after timed leg {len(run.cand_legs)})"
+                run.rejected = describe(timed.tampered, f"after its timed leg {len(run.cand_legs)}")
         if run.rejected is None and where is not None:
             checks = compare(where / "candidate", references, gate.tolerances)
             if not all(c.passed for c in checks):

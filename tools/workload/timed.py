@@ -60,14 +60,23 @@ def leg(process: Any, steps: int, seeds: list[int] | None, folder: Path | None, 
                worker_step_s=walls, device_s=list(reported.get("device_s", [])), tampered=list(reported.get("tampered", [])), seeds=seeds)
 
 
-def disagreement(legs: list[Leg]) -> str | None:
-    """Why the worker's clock cannot be believed, or None: over all its legs, it accounted for less than
-    CLOCK_AGREEMENT of what the controller timed (a patched timer, a step that shrank the time it was seen to take)."""
+def disagreement(legs: list[Leg], reference: list[Leg] | None = None) -> str | None:
+    """Why the worker's clock cannot be believed, or None: over all its legs it accounted for less than CLOCK_AGREEMENT
+    of the share of the controller's time the reference's worker accounted for over its own legs (what a call costs
+    beyond its steps, the same in both processes, cancels out; 1 without a reference): a patched timer, a step that
+    shrank the time it was seen to take."""
     worker_s, controller_s = sum(x.worker_s for x in legs), sum(x.controller_s for x in legs)
-    if not legs or controller_s <= 0 or worker_s >= CLOCK_AGREEMENT * controller_s:
+    honest = _share(reference or []) or 1.0
+    if not legs or controller_s <= 0 or worker_s >= CLOCK_AGREEMENT * honest * controller_s:
         return None
     return (f"the worker's clock disagrees with the controller's: it accounted for {worker_s * 1e3:.3g} ms over {len(legs)} legs that the "
-            f"controller timed at {controller_s * 1e3:.3g} ms ({worker_s / controller_s:.2f}x, round trips taken off)")
+            f"controller timed at {controller_s * 1e3:.3g} ms ({worker_s / controller_s:.2f}x, round trips taken off; the reference's worker "
+            f"{honest:.2f}x)")
+
+
+def _share(legs: list[Leg]) -> float | None:
+    controller_s = sum(x.controller_s for x in legs)
+    return min(1.0, sum(x.worker_s for x in legs) / controller_s) if controller_s > 0 else None
 
 
 def slowed(paired_s: list[float], solo_s: float | None) -> str | None:
