@@ -166,3 +166,21 @@ def test_a_worker_that_accounts_for_far_less_than_the_controller_timed_is_called
 @pytest.mark.parametrize(("paired", "solo", "flagged"), [([1.6, 1.7, 1.6], 1.0, True), ([1.2, 1.3, 1.4], 1.0, False), ([2.0], None, False)])
 def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paired, solo, flagged):
     assert (timed.slowed(paired, solo) is not None) == flagged
+
+
+class _Work:
+    def step(self):
+        return None
+
+
+def test_the_tamper_check_names_a_replaced_timer_and_a_rebound_step_and_nothing_else(monkeypatch):
+    from hyperloom.tools.workload import runner, tamper
+
+    work = _Work()
+    before, bound = tamper.snapshot(), tamper.methods(work)
+    assert tamper.changed(before, tamper.snapshot()) == [] and tamper.changed(bound, tamper.methods(work)) == []  # a bound method is made anew at each access
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(runner, "_save", lambda folder, arrays: {})
+    work.step = lambda: None
+    assert tamper.changed(before, tamper.snapshot()) == ["time.perf_counter", "hyperloom.tools.workload.runner._save"]
+    assert tamper.changed(bound, tamper.methods(work)) == ["workload.step"]

@@ -1,5 +1,8 @@
 """One candidate judged beside a live reference process: built with its levers, gated on reference outputs,
-checked for engagement, then A/B-timed in interleaved pairs and judged with a sign test. A candidate left undecided
+checked for engagement, then A/B-timed in interleaved pairs and judged with a sign test. Each leg is the
+controller's (timed.py: fresh seeds, its own clock, the other worker stopped); in each pair the candidate's last
+outputs are gated against the reference's on the same seeds, and its worker's account of its time against the
+controller's clock. A candidate left undecided
 (its median beyond the noise band, the test not yet) gets more pairs, up to `max_pairs`, each look at a share of
 the error rate so that looking again does not make a gain out of noise.
 
@@ -142,7 +145,7 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     told = [statistics.median(x.worker_step_s) for x in run.candidate if x.worker_step_s]
     rejected = run.rejected or disagreement(run.candidate, run.reference)
     if rejected is not None:
-        return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=checks, engagement=engaged,
+        return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=run.checks or checks, engagement=engaged,
                                baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told)
     result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
     suspect = slowed(run.base_legs, solo_s)
@@ -201,10 +204,11 @@ class Paired:
     rejected: str | None = None
     candidate: list[Leg] = field(default_factory=list)
     reference: list[Leg] = field(default_factory=list)
+    checks: list[OutputCheck] = field(default_factory=list)  # the failing pair's, when the outputs refused it
 
     def extended(self, more: Paired) -> Paired:
         return Paired(self.base_legs + more.base_legs, self.cand_legs + more.cand_legs, more.device if self.device is None else self.device,
-                      more.rejected, self.candidate + more.candidate, self.reference + more.reference)
+                      more.rejected, self.candidate + more.candidate, self.reference + more.reference, more.checks)
 
 
 def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: PairGate | None = None) -> Paired:
@@ -239,6 +243,7 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
         if run.rejected is None and where is not None:
             checks = compare(where / "candidate", references, gate.tolerances)
             if not all(c.passed for c in checks):
+                run.checks = checks
                 said = f" with seed {seeds[-1]}" if seeds else " (inputs fixed)"
                 run.rejected = f"outputs of timed step {steps_per_leg} of pair {len(run.cand_legs)}{said}, against the reference's of the same inputs: " + mismatch_reason(checks)
         if where is not None:
