@@ -63,7 +63,7 @@ def build(work: Literal["full", "half"] = "full", scale: Literal["1", "2"] = "1"
 def plain():
     return lambda: None
 '''
-FAST = {"pairs": 5, "steps_per_leg": 2, "timeout_s": 120.0}
+FAST = {"pairs": 5, "steps_per_leg": 2, "timeout_s": 120.0, "fixed_inputs": True}  # these workloads have no inputs(seed): consent to keep
 LEVERS = ["knob:work=half", "knob:pause=no", "knob:scale=2", "knob:crash=yes", "sdpa_math"]
 
 
@@ -201,7 +201,7 @@ def test_a_campaign_killed_mid_run_resumes_and_measures_nothing_twice(mlp):
     levers = ["knob:mode=other", "knob:work=half", "knob:pause=no"]
     code = ("import sys; from hyperloom.core.workspace import Workspace; from hyperloom.tools.optimize.api import run_campaign; "
             "from hyperloom.tools.optimize.models import OptimizeRequest; "
-            f"run_campaign(OptimizeRequest(session='mlp', levers={levers!r}, pairs=5, steps_per_leg=2, timeout_s=120.0), Workspace.from_env())")
+            f"run_campaign(OptimizeRequest(session='mlp', levers={levers!r}, pairs=5, steps_per_leg=2, timeout_s=120.0, fixed_inputs=True), Workspace.from_env())")
     process = subprocess.Popen([sys.executable, "-c", code], cwd=mlp.root, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, start_new_session=True)
     ledger = mlp.root / ".hyperloom" / "optimize" / "mlp" / "ledger.sqlite"
     deadline = time.monotonic() + 300

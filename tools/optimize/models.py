@@ -34,6 +34,7 @@ class OptimizeRequest(Request):
     steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Per worker call.")
     devices: list[int] | None = Field(None, max_length=64, description="GPUs; default idle.")
+    fixed_inputs: bool = Field(False, description="Keep gains on fixed inputs (no inputs(seed)).")
 
     @model_validator(mode="after")
     def _one_workload_or_a_list(self) -> OptimizeRequest:
