@@ -417,3 +417,15 @@ def test_a_trial_against_a_stack_is_judged_by_the_noise_band_of_that_stack_s_own
     assert proposal.seq > stack_aa[0].seq and proposal.result.speedup < 1 + baseline_band, proposal.result.reason
     assert proposal.decision == "KEEP", proposal.result.reason
     _keys_unique(again)
+
+
+@pytest.mark.parametrize(("verdict", "fresh", "consent", "kept"), [("FASTER", True, False, True), ("FASTER", None, False, True), ("FASTER", False, False, False),
+                                                                   ("FASTER", False, True, True), ("NOT_FASTER", True, True, False)])
+def test_an_unattended_campaign_keeps_a_gain_on_fixed_inputs_only_with_the_caller_s_consent(verdict, fresh, consent, kept):
+    from types import SimpleNamespace
+
+    from hyperloom.tools.optimize.campaign import Campaign
+    from hyperloom.tools.workload.models import CandidateResult
+
+    result = CandidateResult(levers=["knob:work=half"], verdict=verdict, reason="", inputs_fresh=fresh)
+    assert Campaign.keepable(SimpleNamespace(request=SimpleNamespace(fixed_inputs=consent)), result) == kept
