@@ -388,6 +388,13 @@ class Campaign:
             return self.settings
         return calibrated(replace(self.settings, noise_band=OptimizeRequest.noise_band), same.result)
 
+    def solo_s(self, job: Job) -> float | None:
+        """The baseline's step alone (its legs before any candidate), for a trial against the pure baseline at its own
+        point: its paired legs far slower than that are named (ab.trial)."""
+        if job.reference or job.point is not None:
+            return None
+        return self.ledger.get_json("baseline", {}).get("stats", {}).get("median_s")
+
     def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:
         """Run `job` on `slot` beside its reference and record it with its decision and device time."""
         reference = slot.reference(job.reference, job.point)
@@ -399,7 +406,7 @@ class Campaign:
         settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)  # an A/A decides nothing
         started = time.perf_counter()
         result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
-                       target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend)
+                       target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job))
         device_s = time.perf_counter() - started
         shutil.rmtree(folder, ignore_errors=True)
         record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,
