@@ -163,6 +163,12 @@ def test_a_worker_that_accounts_for_far_less_than_the_controller_timed_is_called
     assert (said is not None) == lied and (not lied or "disagrees with the controller's" in said), said
 
 
+def test_legs_too_short_for_the_call_s_own_cost_are_not_called_lies():
+    """A 0.2 ms leg the worker accounts 0.05 ms of: within what a call costs beyond its account (CLOCK_SLACK_S a leg)."""
+    assert timed.disagreement([_leg(0.05e-3, 0.2e-3)] * 5) is None
+    assert timed.disagreement([_leg(1e-3, 4e-3)] * 5) is not None  # a quarter of 4 ms legs: 3 ms a leg unaccounted for
+
+
 @pytest.mark.parametrize(("paired", "solo", "flagged"), [([1.6, 1.7, 1.6], 1.0, True), ([1.2, 1.3, 1.4], 1.0, False), ([2.0], None, False)])
 def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paired, solo, flagged):
     assert (timed.slowed(paired, solo) is not None) == flagged

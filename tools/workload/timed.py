@@ -23,6 +23,9 @@ from typing import Any
 SEED_BITS = 63
 CLOCK_AGREEMENT = 0.7
 """The worker's account of its legs below this share of the controller's clock (round trips taken off): it lied."""
+CLOCK_SLACK_S = 1e-3
+"""What a call may cost beyond the worker's account of it and the round trip, a leg: measured 0.05-0.3 ms on a loaded
+2-core CPU, one hiccup 3.8 ms. Legs of steps shorter than that are judged by the controller's clock alone."""
 STOP_WAIT_S = 0.2
 SOLO_PACE = 1.5
 """The reference's paired legs slower than this many times its solo legs: something slowed it beside the candidate."""
@@ -63,11 +66,11 @@ def leg(process: Any, steps: int, seeds: list[int] | None, folder: Path | None, 
 def disagreement(legs: list[Leg], reference: list[Leg] | None = None) -> str | None:
     """Why the worker's clock cannot be believed, or None: over all its legs it accounted for less than CLOCK_AGREEMENT
     of the share of the controller's time the reference's worker accounted for over its own legs (what a call costs
-    beyond its steps, the same in both processes, cancels out; 1 without a reference): a patched timer, a step that
-    shrank the time it was seen to take."""
+    beyond its steps, the same in both processes, cancels out; 1 without a reference) and by more than CLOCK_SLACK_S a
+    leg: a patched timer, a step that shrank the time it was seen to take."""
     worker_s, controller_s = sum(x.worker_s for x in legs), sum(x.controller_s for x in legs)
     honest = _share(reference or []) or 1.0
-    if not legs or controller_s <= 0 or worker_s >= CLOCK_AGREEMENT * honest * controller_s:
+    if not legs or controller_s <= 0 or worker_s >= CLOCK_AGREEMENT * honest * controller_s or controller_s - worker_s <= CLOCK_SLACK_S * len(legs):
         return None
     return (f"the worker's clock disagrees with the controller's: it accounted for {worker_s * 1e3:.3g} ms over {len(legs)} legs that the "
             f"controller timed at {controller_s * 1e3:.3g} ms ({worker_s / controller_s:.2f}x, round trips taken off; the reference's worker "
