@@ -279,7 +279,7 @@ def test_skip_guard_eval_skips_dynamo_guards_in_the_steps_after_warm_up(workspac
     """The lever's effect in the worker's own entries (run here in a subprocess of their own): a value the compiled
     forward reads changes after warm-up. With the guards, dynamo compiles again and the step sees the new value; with
     them skipped, the warm-up's graph runs on with the old one (what makes the lever unsafe, and what the gate's check
-    after the timed steps catches). The warm-up itself keeps the guards: it is where the graphs are compiled."""
+    of each pair's timed outputs catches). The warm-up itself keeps the guards: it is where the graphs are compiled."""
     (workspace.root / "guarded.py").write_text(GUARDED)
     run = subprocess.run([sys.executable, "-c", DRIVER, str(workspace.root), json.dumps(levers)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
