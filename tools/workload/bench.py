@@ -89,8 +89,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
                         inputs_sha256=combine_digests([frozen.manifest_sha256, sha256_json(request.model_dump(mode="json"))]))
     result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=base_device, same_work=same,
                                  noise_band=settings.noise_band, candidates=results,
-                                 warnings=warnings, report_md="", result_json="", plot=None, vendor=info["vendor"], evidence=evidence,
-                                 inputs_fresh=fresh)
+                                 warnings=warnings, report_md="", result_json="", plot=None, vendor=info["vendor"], evidence=evidence)
     return write_report(result, frozen.folder / "bench", workspace)
 
 

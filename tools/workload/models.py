@@ -115,10 +115,8 @@ class CandidateResult(BaseModel):
     warmup_s: float | None = Field(None, description="The candidate's warm-up steps, compile included.")
     engagement: list[Engagement] = Field(default_factory=list)
     outputs: list[OutputCheck] = Field(default_factory=list)
-    inputs_fresh: bool | None = Field(None, description="Each timed step consumed inputs from a seed drawn after the candidate was built (inputs(seed)); "
-                                      "False: the inputs were fixed, so memoization is not excluded.")
-    worker_legs_s: list[float] = Field(default_factory=list, description="The candidate's legs as its own worker timed them (median step): its account, "
-                                       "checked against the controller's clock, which the legs above are.")
+    inputs_fresh: bool | None = Field(None, description="Timed on fresh seeded inputs; False: fixed, memoization not excluded.")
+    worker_legs_s: list[float] = Field(default_factory=list, description="The legs as the candidate's worker timed them.")
 
 
 class WorkloadBenchResult(BaseModel):
@@ -136,8 +134,6 @@ class WorkloadBenchResult(BaseModel):
     plot: str | None
     vendor: str
     evidence: Evidence
-    inputs_fresh: bool | None = Field(None, description="The workload makes its inputs from a seed (inputs(seed)): each timed step's were fresh. "
-                                      "False: inputs fixed, memoization not excluded.")
 
 
 IntegrateVerdict = Literal["KEEP", "REVERT", "NOT_ENGAGED", "CRASH", "TIMEOUT", "RAISED"]

@@ -92,7 +92,8 @@ def slowed(paired_s: list[float], solo_s: float | None) -> str | None:
     if median_s <= SOLO_PACE * solo_s:
         return None
     return (f"the reference ran at {median_s / solo_s:.2f}x its solo pace in the pairs ({median_s * 1e3:.3g} ms a step beside the candidate, "
-            f"{solo_s * 1e3:.3g} ms alone): something slowed it while the candidate's worker was stopped")
+            f"{solo_s * 1e3:.3g} ms alone): something slowed it while the candidate's worker was stopped (a process of the candidate's that "
+            "escaped the stop, or a machine that got busy: measure again on a quiet machine)")
 
 
 @contextmanager
