@@ -190,3 +190,30 @@ def test_the_tamper_check_names_a_replaced_timer_and_a_rebound_step_and_nothing_
     work.step = lambda: None
     assert tamper.changed(before, tamper.snapshot()) == ["time.perf_counter", "hyperloom.tools.workload.runner._save"]
     assert tamper.changed(bound, tamper.methods(work)) == ["workload.step"]
+
+
+DIES_MID_LEG = """
+import os, signal, sys, time
+from hyperloom.tools.workload import timed
+
+class Worker:
+    pid = int(sys.argv[1])
+
+with timed.stopped(Worker()):
+    os.kill(os.getpid(), signal.SIGKILL)  # the controller dies mid-leg: its finally never runs
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="walks /proc")
+def test_a_worker_stopped_by_a_controller_that_dies_mid_leg_is_continued():
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        controller = subprocess.run([sys.executable, "-c", DIES_MID_LEG, str(worker.pid)], capture_output=True, timeout=60)
+        assert controller.returncode == -signal.SIGKILL, controller.stderr.decode()[-2000:]
+        deadline = time.monotonic() + 10
+        while _state(worker.pid) == "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _state(worker.pid) != "T"  # the guardian continued it when the controller's pipe closed
+    finally:
+        worker.kill()
+        worker.wait()

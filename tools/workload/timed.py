@@ -5,7 +5,8 @@ The seeds are drawn here (secrets, after the candidate is built) and sent in the
 is time.perf_counter around the worker's `time_steps` call, less the round trip of an empty call to that process.
 The worker's own account of the call comes back beside it, and is only checked against this clock. While one
 worker's leg runs, the other worker (its process group, and any process it started elsewhere) is stopped with
-SIGSTOP, and continued with SIGCONT whatever happens, so neither can work ahead, nor burn the CPU the timed one needs.
+SIGSTOP, and continued with SIGCONT whatever happens (guardian.py: even when this process dies mid-leg), so neither
+can work ahead, nor burn the CPU the timed one needs.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from time import perf_counter, sleep
 from typing import Any
+
+from hyperloom.tools.workload.guardian import GUARDIAN
 
 SEED_BITS = 63
 CLOCK_AGREEMENT = 0.7
@@ -101,14 +104,19 @@ def stopped(process: Any) -> Iterator[None]:
     """`process`'s worker and every process it started stopped (SIGSTOP) for the block, continued (SIGCONT) after it."""
     pid = getattr(process, "pid", None)
     family = _family(pid) if pid is not None else []
-    for member in family:
-        _signal(member, signal.SIGSTOP)
-    _until_stopped(family)
+    if not family:
+        yield
+        return
+    held = GUARDIAN.hold(family)  # continued by the guardian should this process die before the finally below
     try:
+        for member in family:
+            _signal(member, signal.SIGSTOP)
+        _until_stopped(family)
         yield
     finally:
         for member in family:
             _signal(member, signal.SIGCONT)
+        GUARDIAN.release(held)
 
 
 def _until_stopped(family: list[int]) -> None:
