@@ -63,7 +63,7 @@ def build(work: Literal["full", "half"] = "full", scale: Literal["1", "2"] = "1"
 def plain():
     return lambda: None
 '''
-FAST = {"pairs": 5, "steps_per_leg": 2, "timeout_s": 120.0}
+FAST = {"pairs": 5, "steps_per_leg": 2, "timeout_s": 120.0, "fixed_inputs": True}  # these workloads have no inputs(seed): consent to keep
 LEVERS = ["knob:work=half", "knob:pause=no", "knob:scale=2", "knob:crash=yes", "sdpa_math"]
 
 
@@ -201,7 +201,7 @@ def test_a_campaign_killed_mid_run_resumes_and_measures_nothing_twice(mlp):
     levers = ["knob:mode=other", "knob:work=half", "knob:pause=no"]
     code = ("import sys; from hyperloom.core.workspace import Workspace; from hyperloom.tools.optimize.api import run_campaign; "
             "from hyperloom.tools.optimize.models import OptimizeRequest; "
-            f"run_campaign(OptimizeRequest(session='mlp', levers={levers!r}, pairs=5, steps_per_leg=2, timeout_s=120.0), Workspace.from_env())")
+            f"run_campaign(OptimizeRequest(session='mlp', levers={levers!r}, pairs=5, steps_per_leg=2, timeout_s=120.0, fixed_inputs=True), Workspace.from_env())")
     process = subprocess.Popen([sys.executable, "-c", code], cwd=mlp.root, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, start_new_session=True)
     ledger = mlp.root / ".hyperloom" / "optimize" / "mlp" / "ledger.sqlite"
     deadline = time.monotonic() + 300
@@ -419,3 +419,15 @@ def test_a_trial_against_a_stack_is_judged_by_the_noise_band_of_that_stack_s_own
     assert proposal.seq > stack_aa[0].seq and proposal.result.speedup < 1 + baseline_band, proposal.result.reason
     assert proposal.decision == "KEEP", proposal.result.reason
     _keys_unique(again)
+
+
+@pytest.mark.parametrize(("verdict", "fresh", "consent", "kept"), [("FASTER", True, False, True), ("FASTER", None, False, True), ("FASTER", False, False, False),
+                                                                   ("FASTER", False, True, True), ("NOT_FASTER", True, True, False)])
+def test_an_unattended_campaign_keeps_a_gain_on_fixed_inputs_only_with_the_caller_s_consent(verdict, fresh, consent, kept):
+    from types import SimpleNamespace
+
+    from hyperloom.tools.optimize.campaign import Campaign
+    from hyperloom.tools.workload.models import CandidateResult
+
+    result = CandidateResult(levers=["knob:work=half"], verdict=verdict, reason="", inputs_fresh=fresh)
+    assert Campaign.keepable(SimpleNamespace(request=SimpleNamespace(fixed_inputs=consent)), result) == kept

@@ -96,37 +96,60 @@ def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_less_work_from_
     assert (mlp.root / result.report_md).read_text().count("| knob:") == 5
     assert result.same_work is not None and result.same_work.levers == [] and result.same_work.pairs == 8, result.same_work
     assert result.noise_band >= 0.02 and "Same work (A/A)" in (mlp.root / result.report_md).read_text()
+    # no inputs(seed): benched on fixed inputs, and every verdict, the summary and the report say what that leaves open
+    assert all(c.inputs_fresh is False and "inputs fixed: memoization not excluded" in c.reason for c in result.candidates)
+    assert "memoization not excluded" in result.summary and "Inputs fixed: memoization not excluded" in (mlp.root / result.report_md).read_text()
+
+
+class _Clock:
+    """The controller's clock in a test: it moves only when a stand-in worker says its leg took time."""
+
+    def __init__(self):
+        self.now_s = 0.0
+
+    def __call__(self):
+        return self.now_s
 
 
 class _Legs:
-    """A stand-in for a worker in ab.paired: each time(steps) call gives the next of its step times."""
+    """A stand-in for a worker in ab.paired: each time(steps) call moves the controller's clock by the next of its
+    step times, and the worker tells the same."""
 
-    def __init__(self, walls_s):
-        self.walls_s, self.calls = list(walls_s), 0
+    pid, info = None, {}
 
-    def time(self, steps):
+    def __init__(self, walls_s, clock):
+        self.walls_s, self.calls, self.clock = list(walls_s), 0, clock
+
+    def round_trip_s(self):
+        return 0.0
+
+    def time(self, steps, seeds=None, folder=None):
         wall = self.walls_s[self.calls % len(self.walls_s)]
         self.calls += 1
-        return {"wall_s": [wall] * steps, "device_s": []}
+        self.clock.now_s += wall * steps
+        return {"wall_s": [wall] * steps, "device_s": [], "elapsed_s": wall * steps, "tampered": []}
 
 
-def test_an_undecided_candidate_gets_more_pairs_and_a_clear_one_does_not():
+def test_an_undecided_candidate_gets_more_pairs_and_a_clear_one_does_not(monkeypatch):
     """What the H200 showed (both kernels on the static cache: 1.09x over 6 pairs, 0.993x over 16): a median beyond
     the noise band without a sign test yet gets another round of pairs, up to max_pairs; a clear gain, or a median
     inside the band, is judged at the first look. Each look is judged at ALPHA / looks."""
+    from hyperloom.tools.workload import timed
     from hyperloom.tools.workload.ab import ABSettings, judge, paired
 
+    clock = _Clock()
+    monkeypatch.setattr(timed, "perf_counter", clock)
     settings = ABSettings(pairs=6, steps_per_leg=1, warmup_steps=1, noise_band=0.05, timeout_s=60.0, max_pairs=18)
     assert settings.looks() == 3 and ABSettings(6, 1, 1, 0.05, 60.0).looks() == 1
-    clear = paired(_Legs([1.0]), _Legs([0.5]), settings)
-    assert len(clear[1]) == 6  # legs apart, 2x: decided at once
-    same = paired(_Legs([1.0]), _Legs([1.0, 1.01]), settings)
-    assert len(same[1]) == 6  # a median inside the band: nothing to look at again
+    clear = paired(_Legs([1.0], clock), _Legs([0.5], clock), settings)
+    assert len(clear.cand_legs) == 6 and clear.cand_legs[0] == pytest.approx(0.5)  # legs apart, 2x: decided at once
+    same = paired(_Legs([1.0], clock), _Legs([1.0, 1.01], clock), settings)
+    assert len(same.cand_legs) == 6  # a median inside the band: nothing to look at again
     # 4 of 6 pairs 1.25x faster, 2 slower: a median of 1.25 without a sign test, at every look
-    base, leaning = _Legs([1.0]), _Legs([0.8, 0.8, 1.1, 0.8, 0.8, 1.1])
+    base, leaning = _Legs([1.0], clock), _Legs([0.8, 0.8, 1.1, 0.8, 0.8, 1.1], clock)
     undecided = paired(base, leaning, settings)
-    assert len(undecided[0]) == len(undecided[1]) == 18 and leaning.calls == 18
-    verdict = judge([], undecided[0], undecided[1], None, 0.05, [], [], 0.0, 0.05 / 3)
+    assert len(undecided.base_legs) == len(undecided.cand_legs) == 18 and leaning.calls == 18
+    verdict = judge([], undecided.base_legs, undecided.cand_legs, None, 0.05, [], [], 0.0, 0.05 / 3)
     assert verdict.verdict == "NOT_FASTER" and "p < 0.0167" in verdict.reason, verdict.reason  # 12/18 pairs: p = 0.12
 
 
@@ -256,7 +279,7 @@ def test_skip_guard_eval_skips_dynamo_guards_in_the_steps_after_warm_up(workspac
     """The lever's effect in the worker's own entries (run here in a subprocess of their own): a value the compiled
     forward reads changes after warm-up. With the guards, dynamo compiles again and the step sees the new value; with
     them skipped, the warm-up's graph runs on with the old one (what makes the lever unsafe, and what the gate's check
-    after the timed steps catches). The warm-up itself keeps the guards: it is where the graphs are compiled."""
+    of each pair's timed outputs catches). The warm-up itself keeps the guards: it is where the graphs are compiled."""
     (workspace.root / "guarded.py").write_text(GUARDED)
     run = subprocess.run([sys.executable, "-c", DRIVER, str(workspace.root), json.dumps(levers)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]

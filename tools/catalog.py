@@ -635,7 +635,7 @@ FAMILIES: tuple[Family, ...] = (
         description=(
             "A model's workload (a factory returning step() and outputs()). action: freeze (baseline run twice, outputs "
             "frozen under the tolerance declared now), bench (end to end beside lists of levers, e.g. compile, graph, "
-            "tunableop, knob:NAME=VALUE, overrides:FILE; each gated, checked for engagement, A/B interleaved), integrate "
+            "knob:NAME=VALUE, overrides:FILE; each gated, checked for engagement, A/B interleaved), integrate "
             "(a kernel in place of a method: KEEP or REVERT)."
         ),
         actions=(("freeze", "workload_freeze"), ("bench", "workload_bench"), ("integrate", "workload_integrate")),
@@ -644,9 +644,9 @@ FAMILIES: tuple[Family, ...] = (
         name="optimize",
         title="Optimize a workload",
         description=(
-            "A campaign over a workload (step(), outputs()): frozen, baseline timed, each lever alone, winners and "
-            "proposals stacked (each gated, A/B-timed on the stack), the stack re-timed after each keep, a sweep. action: "
-            "start (or resume), status, propose (levers, e.g. overrides:FILE.py), stop, report."
+            "A campaign over a workload: frozen, baseline timed, each lever alone, winners and "
+            "proposals stacked (each gated, A/B-timed on it), the stack re-timed at each keep, a sweep. action: "
+            "start (or resume), status, propose (levers, e.g. overrides:F.py), stop, report."
         ),
         actions=(("start", "optimize_start"), ("status", "optimize_status"), ("propose", "optimize_propose"), ("stop", "optimize_stop"),
                  ("report", "optimize_report")),

@@ -209,6 +209,10 @@ class Campaign:
                                 inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
             self.ledger.set_json("baseline", {"stats": summarize(legs).model_dump(), "device_step_s": device, "points": info.get("points", []),
                                               "knob_defaults": info.get("knob_defaults", {}), "evidence": evidence.model_dump(mode="json")})
+        if not base.process.info.get("has_inputs") and not self.request.fixed_inputs and not self.ledger.get("fixed_inputs_noted"):
+            self.ledger.add_note("the workload has no inputs(seed): its inputs are fixed, so memoization is not excluded and no gain is kept; "
+                                 "give the workload inputs(seed), or pass fixed_inputs true to keep gains measured on fixed inputs")
+            self.ledger.set("fixed_inputs_noted", "yes")
         key = self.key("same_work", [], [])
         same = self.ledger.find(key) or self.measure(slot, Job(key, "baseline", [], [], [], "campaign", SAME_WORK), lambda r: "MEASURED")
         self.settings = calibrated(self.settings, same.result)  # every later trial's noise band (ab.calibrated), on a resume too
@@ -235,7 +239,7 @@ class Campaign:
             key = self.key("candidate", [], [name])
             if self.ledger.find(key) is None:
                 jobs.append(Job(key, "levers", [name], [], [name], "catalog"))
-        slots.run_many(jobs, lambda slot, job: self.measure(slot, job, lambda r: "WINNER" if r.verdict == "FASTER" else "DROPPED"), self.check_search)
+        slots.run_many(jobs, lambda slot, job: self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED"), self.check_search)
 
     def combine(self, slot: Slot) -> None:
         self.set_phase("combine")
@@ -308,6 +312,11 @@ class Campaign:
                 self.ledger.propose(levers, note)
         self.ledger.set("profiled", found.profile_json or "failed")
 
+    def keepable(self, result: CandidateResult) -> bool:
+        """A FASTER that the campaign may keep: measured on fresh inputs, or on fixed ones with the caller's consent
+        (`fixed_inputs`): an unattended campaign does not keep what a memo could have faked."""
+        return result.verdict == "FASTER" and (result.inputs_fresh is not False or self.request.fixed_inputs)
+
     def keep_first(self, winner: Record) -> None:
         """The fastest single lever starts the stack: its own measurement against the baseline is the evidence."""
         key = self.key("keep", [], winner.result.levers)
@@ -331,7 +340,7 @@ class Campaign:
         phase: Phase = "kernels" if proposer in ("agent", "profile") else "combine"
         key = self.key("candidate", stack, candidate)
         record = self.ledger.find(key) or self.measure(slot, Job(key, phase, candidate, stack, new, proposer, note),
-                                                      lambda r: "KEEP" if r.verdict == "FASTER" else "REVERT")
+                                                      lambda r: "KEEP" if self.keepable(r) else "REVERT")
         return record.decision == "KEEP"
 
     def revalidate(self, slot: Slot, previous: list[str]) -> None:
@@ -389,6 +398,13 @@ class Campaign:
             return self.settings
         return calibrated(replace(self.settings, noise_band=OptimizeRequest.noise_band), same.result)
 
+    def solo_s(self, job: Job) -> float | None:
+        """The baseline's step alone (its legs before any candidate), for a trial against the pure baseline at its own
+        point: its paired legs far slower than that are named (ab.trial)."""
+        if job.reference or job.point is not None:
+            return None
+        return self.ledger.get_json("baseline", {}).get("stats", {}).get("median_s")
+
     def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:
         """Run `job` on `slot` beside its reference and record it with its decision and device time."""
         reference = slot.reference(job.reference, job.point)
@@ -400,7 +416,7 @@ class Campaign:
         settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)  # an A/A decides nothing
         started = time.perf_counter()
         result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
-                       target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend)
+                       target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job))
         device_s = time.perf_counter() - started
         shutil.rmtree(folder, ignore_errors=True)
         record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,

@@ -29,11 +29,12 @@ class OptimizeRequest(Request):
     deadline_s: float | None = Field(None, gt=0, le=30 * 86400, description="Wall-clock limit.")
     target_speedup: float | None = Field(None, gt=1, le=1000, description="Speedup that ends the search.")
     proposal_wait_s: float = Field(0.0, ge=0, le=86400, description="Wait for proposals.")
-    profile_kernels: bool | None = Field(None, description="Profile, propose library kernels; default on a GPU.")
+    profile_kernels: bool | None = Field(None, description="Profile for kernels; default on a GPU.")
     pairs: int = Field(6, ge=5, le=200, description="A/B pairs.")
     steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Per worker call.")
     devices: list[int] | None = Field(None, max_length=64, description="GPUs; default idle.")
+    fixed_inputs: bool = Field(False, description="Keep fixed-input gains.")
 
     @model_validator(mode="after")
     def _one_workload_or_a_list(self) -> OptimizeRequest:

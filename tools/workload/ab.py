@@ -1,5 +1,8 @@
 """One candidate judged beside a live reference process: built with its levers, gated on reference outputs,
-checked for engagement, then A/B-timed in interleaved pairs and judged with a sign test. A candidate left undecided
+checked for engagement, then A/B-timed in interleaved pairs and judged with a sign test. Each leg is the
+controller's (timed.py: fresh seeds, its own clock, the other worker stopped); in each pair the candidate's last
+outputs are gated against the reference's on the same seeds, and its worker's account of its time against the
+controller's clock. A candidate left undecided
 (its median beyond the noise band, the test not yet) gets more pairs, up to `max_pairs`, each look at a share of
 the error rate so that looking again does not make a gain out of noise.
 
@@ -11,21 +14,26 @@ sweep, with a baseline rebuilt at another point and its live outputs. The order 
 from __future__ import annotations
 
 import math
+import shutil
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
+from hyperloom.tools.workload import continuation
 from hyperloom.tools.workload.engagement import compile_note, engagement
 from hyperloom.tools.workload.frozen import compare
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.tamper import describe
+from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, slowed
 from hyperloom.tools.workload.twin import TEACHER, teacher_of
 
 ALPHA = 0.05
@@ -72,48 +80,88 @@ def load_outputs(folder: Path, names: list[str]) -> dict[str, np.ndarray]:
     return {name: np.load(folder / f"{name}.npy", allow_pickle=False) for name in names if not name.endswith(TEACHER) or (folder / f"{name}.npy").is_file()}
 
 
-def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int) -> tuple[list[float], float | None]:
-    """Legs of the reference alone until its median's CI is within target_ci (or max_legs)."""
+def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int, references: dict[str, np.ndarray] | None = None,
+                  folder: Path | None = None) -> tuple[list[float], float | None]:
+    """Legs of the reference alone (the controller's clock, fresh seeds when the workload takes them) until its median's
+    CI is within target_ci (or max_legs). With `references` and `folder`, each leg's last outputs are saved there and
+    their shapes checked against the references' (inputs(seed) must keep them)."""
     legs, device = [], []
+    seeded = fresh_inputs(base)
     while len(legs) < max_legs:
-        timed = base.time(steps_per_leg)
-        legs.append(statistics.median(timed["wall_s"]))
-        device += timed["device_s"]
+        seeds = draw_seeds(steps_per_leg) if seeded else None
+        saved = folder / f"solo{len(legs)}" if references and folder is not None else None
+        timed = leg(base, steps_per_leg, seeds, saved)
+        if saved is not None:
+            same_shapes(load_outputs(saved, list(references or {})), references or {}, seeds)
+            shutil.rmtree(saved, ignore_errors=True)
+        legs.append(timed.step_s)
+        device += timed.device_s
         if len(legs) >= 6 and median_ci_halfwidth(legs) <= target_ci:
             break
     return legs, statistics.median(device) if device else None
 
 
+def fresh_inputs(process: Any) -> bool:
+    """Whether the workload makes its inputs from a seed (inputs(seed)), as the reference's worker reported at build."""
+    return bool(getattr(process, "info", {}).get("has_inputs"))
+
+
+def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], seeds: list[int] | None) -> None:
+    """Refuse a workload whose outputs change shape with the seed: candidates could not be gated on them."""
+    moved = [f"{name} {list(outputs[name].shape)}, frozen {list(ref.shape)}" for name, ref in references.items()
+             if name in outputs and outputs[name].shape != ref.shape]
+    if moved:
+        raise HyperloomError(f"the workload's outputs changed shape with the inputs of seed {seeds[-1] if seeds else None}: " + "; ".join(moved)[:400],
+                             "make inputs(seed) draw new values of the same shapes (the seed picks values, not sizes)")
+
+
 def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
           tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, workspace: Workspace, target: Target,
-          new: list[Lever] | None = None, device: int | None = None, backend: str = "cuda") -> CandidateResult:
+          new: list[Lever] | None = None, device: int | None = None, backend: str = "cuda", solo_s: float | None = None) -> CandidateResult:
     """The candidate `names` (built from `target` with `levers`) judged beside `base`; engagement is checked for
     `new` (default every lever): levers the reference already holds left their evidence there too. `device` pins the
-    candidate's worker to a GPU through `backend`'s variable (tools/runtime/visible.py)."""
+    candidate's worker to a GPU through `backend`'s variable (tools/runtime/visible.py). `solo_s`: the reference's
+    step alone (baseline_legs' median), against which its paired legs are checked."""
+    fresh = fresh_inputs(base)
+    fixed = "" if fresh else INPUTS_FIXED
     try:
         with WorkloadProcess(target, levers, folder, workspace, settings.timeout_s, device=device, backend=backend) as process:
+            if process.info.get("tampered"):
+                said = describe(process.info["tampered"], "when its overrides module was imported")
+                return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)
             warm = process.warmup(settings.warmup_steps)
             checks = compare(saved_outputs(process, folder / "outputs", references), references, tolerances)
+            if all(c.passed for c in checks):  # a row that parted at a near tie: its own tokens after, scored by the reference's model
+                checks += continuation.checks(base, folder / "outputs", references, tolerances, folder / "scored")
             if not all(c.passed for c in checks):
-                return CandidateResult(levers=names, verdict="REJECTED", reason=mismatch_reason(checks), outputs=checks, warmup_s=sum(warm["wall_s"]))
+                return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(mismatch_reason(checks), fixed), outputs=checks,
+                                       warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
             seen = process.engagement()
             engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
             note = compile_note(seen, base_evidence)
             if not all(e.engaged for e in engaged):
                 off = [e for e in engaged if not e.engaged]
-                return CandidateResult(levers=names, verdict="NO_OP", reason=_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note),
-                                       engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]))
-            base_legs, cand_legs, cand_device = paired(base, process, settings)
-            after = compare(saved_outputs(process, folder / "outputs_after", references), references, tolerances)
+                return CandidateResult(levers=names, verdict="NO_OP", reason=_noted(_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note), fixed),
+                                       engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
+            run = paired(base, process, settings, PairGate(tolerances, references, folder / "pairs"))
     except WorkloadFailure as failure:
-        return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED", reason=failure.message[:600])
-    if not all(c.passed for c in after):
-        return CandidateResult(levers=names, verdict="REJECTED", reason="after the timed steps: " + mismatch_reason(after), outputs=after,
-                               engagement=engaged, baseline_legs_s=base_legs, candidate_legs_s=cand_legs)
-    result = judge(names, base_legs, cand_legs, cand_device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
-    extended = (f"{len(cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
-                if len(cand_legs) > settings.pairs else "")
-    return result.model_copy(update={"reason": _noted(_noted(result.reason, extended), note)})
+        return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED",
+                               reason=_noted(failure.message[:600], fixed), inputs_fresh=fresh)
+    told = [statistics.median(x.worker_step_s) for x in run.candidate if x.worker_step_s]
+    rejected = run.rejected or disagreement(run.candidate, run.reference)
+    if rejected is not None:
+        return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=run.checks or checks, engagement=engaged,
+                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told)
+    result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
+    suspect = slowed(run.base_legs, solo_s)  # named, not judged: a machine that got busy since the solo legs reads the same
+    if suspect is not None:
+        result = result.model_copy(update={"reason": _noted(result.reason, suspect)})
+    extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
+                if len(run.cand_legs) > settings.pairs else "")
+    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), note), fixed), "inputs_fresh": fresh, "worker_legs_s": told})
+
+
+INPUTS_FIXED = "inputs fixed: memoization not excluded (the workload has no inputs(seed))"
 
 
 def _noted(reason: str, note: str) -> str:
@@ -138,33 +186,89 @@ def same_work_note(same: CandidateResult, band: float) -> str:
             f"faster): process-to-process noise; a gain counted beyond {band:.1%}")
 
 
-def interleave(base: WorkloadProcess, candidate: WorkloadProcess, pairs: int, steps_per_leg: int) -> tuple[list[float], list[float], float | None]:
-    """`pairs` pairs of legs, the order alternating: (reference legs, candidate legs, the candidate's median device step)."""
-    base_legs, cand_legs, device = [], [], []
+@dataclass(frozen=True)
+class PairGate:
+    """What each pair's outputs are gated with: the reference's outputs of the same seeds stand for the references;
+    `tolerances` empty: nothing gated (the workload has no outputs)."""
+
+    tolerances: dict[str, OutputTolerance]
+    references: dict[str, np.ndarray]
+    folder: Path
+
+
+@dataclass
+class Paired:
+    """The interleaved pairs: the reference's and the candidate's legs (seconds a step, the controller's clock), the
+    candidate's legs as its worker told them, its median device step, and why it is refused (None: it is not)."""
+
+    base_legs: list[float] = field(default_factory=list)
+    cand_legs: list[float] = field(default_factory=list)
+    device: float | None = None
+    rejected: str | None = None
+    candidate: list[Leg] = field(default_factory=list)
+    reference: list[Leg] = field(default_factory=list)
+    checks: list[OutputCheck] = field(default_factory=list)  # the failing pair's, when the outputs refused it
+
+    def extended(self, more: Paired) -> Paired:
+        return Paired(self.base_legs + more.base_legs, self.cand_legs + more.cand_legs, more.device if self.device is None else self.device,
+                      more.rejected, self.candidate + more.candidate, self.reference + more.reference, more.checks)
+
+
+def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: PairGate | None = None) -> Paired:
+    """`pairs` pairs of legs, the order alternating, each worker stopped while the other's leg runs. Both legs of a pair
+    consume the same fresh seeds (when the workload takes them); with a gate, the candidate's last outputs are judged
+    against the reference's of the same pair, which are read and deleted before the candidate's leg can see them."""
+    run, device = Paired(), []
+    seeded = fresh_inputs(base)
+    gated = gate is not None and bool(gate.tolerances)
     for index in range(pairs):
+        seeds = draw_seeds(steps_per_leg) if seeded else None
+        where = gate.folder / f"pair{len(run.cand_legs)}" if gate is not None and gated else None
         order = (base, candidate) if index % 2 == 0 else (candidate, base)
+        references: dict[str, np.ndarray] = {}
         for process in order:
-            timed = process.time(steps_per_leg)
-            leg = statistics.median(timed["wall_s"])
-            if process is base:
-                base_legs.append(leg)
-            else:
-                cand_legs.append(leg)
-                device += timed["device_s"]
-    return base_legs, cand_legs, statistics.median(device) if device else None
+            mine = process is base
+            folder = where / ("reference" if mine else "candidate") if where is not None else None
+            timed = leg(process, steps_per_leg, seeds, folder, other=candidate if mine else base)
+            if mine:
+                run.base_legs.append(timed.step_s)
+                run.reference.append(timed)
+                if folder is not None:
+                    references = load_outputs(folder, list(gate.references))
+                    shutil.rmtree(folder, ignore_errors=True)
+                    same_shapes(references, gate.references, seeds)
+                continue
+            run.cand_legs.append(timed.step_s)
+            run.candidate.append(timed)
+            device += timed.device_s
+            if timed.tampered:
+                run.rejected = describe(timed.tampered, f"after its timed leg {len(run.cand_legs)}")
+        if run.rejected is None and where is not None:
+            checks = compare(where / "candidate", references, gate.tolerances)
+            if not all(c.passed for c in checks):
+                run.checks = checks
+                said = f" with seed {seeds[-1]}" if seeds else " (inputs fixed)"
+                run.rejected = f"outputs of timed step {steps_per_leg} of pair {len(run.cand_legs)}{said}, against the reference's of the same inputs: " + mismatch_reason(checks)
+        if where is not None:
+            shutil.rmtree(where, ignore_errors=True)
+        if run.rejected is not None:
+            break
+    run.device = statistics.median(device) if device else None
+    return run
 
 
-def paired(base: Any, candidate: Any, settings: ABSettings) -> tuple[list[float], list[float], float | None]:
+def paired(base: Any, candidate: Any, settings: ABSettings, gate: PairGate | None = None) -> Paired:
     """Interleaved pairs (interleave), and another round of `pairs` while the candidate is undecided: not FASTER at
     its look's share of the error rate (Bonferroni over settings.looks()) yet its median beyond the noise band."""
-    base_legs, cand_legs, device = interleave(base, candidate, settings.pairs, settings.steps_per_leg)
+    run = interleave(base, candidate, settings.pairs, settings.steps_per_leg, gate)
     for _ in range(settings.looks() - 1):
-        sofar = judge([], base_legs, cand_legs, device, settings.noise_band, [], [], 0.0, settings.alpha())
+        if run.rejected is not None:
+            break
+        sofar = judge([], run.base_legs, run.cand_legs, run.device, settings.noise_band, [], [], 0.0, settings.alpha())
         if sofar.verdict == "FASTER" or (sofar.speedup or 0) <= 1 + settings.noise_band:
             break
-        more_base, more_cand, more_device = interleave(base, candidate, settings.pairs, settings.steps_per_leg)
-        base_legs, cand_legs, device = base_legs + more_base, cand_legs + more_cand, more_device if device is None else device
-    return base_legs, cand_legs, device
+        run = run.extended(interleave(base, candidate, settings.pairs, settings.steps_per_leg, gate))
+    return run
 
 
 def judge(names: list[str], base_legs: list[float], cand_legs: list[float], device: float | None, noise_band: float, engaged: list, checks: list[OutputCheck],

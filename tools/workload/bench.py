@@ -6,12 +6,16 @@ with its levers. A candidate is judged in this order, and stops at the first fai
 2. its outputs match the frozen baseline's within the declared tolerance: else REJECTED with the first mismatches;
 3. every lever left its evidence in a profiled step (tools/workload/levers.py's `engaged_by`): else NO_OP;
 4. A/B: `pairs` pairs of legs, baseline and candidate interleaved, the order alternating; a leg is the median of
-   `steps_per_leg` synchronized steps (wall clock; device events reported beside). The speedup is the median of
+   `steps_per_leg` synchronized steps on the controller's clock (timed.py: fresh seeds, the other worker stopped;
+   device events reported beside). The speedup is the median of
    the pairs' own ratios. FASTER only when the candidate's slowest leg beats the baseline's fastest with a median
    beyond the noise band, or the one-sided sign test says so (p < 0.05) and the lower end of the ratios' 95 %
    interval lies beyond it. The band is `noise_band` or, wider, what a second worker doing the baseline's own work
    measured against it before any candidate (the A/A, `same_work`: each process keeps its own pace, ab.calibrated);
-5. its outputs are gated once more after the timed steps (a graph that replays stale buffers fails here).
+5. in each pair the candidate's last timed outputs are gated against the baseline's of the same seeds (a graph that
+   replays stale buffers, a memo, a cache fail here), its worker's account of its legs against the controller's
+   clock, and the functions its timing path calls against what they were before its code ran (tamper.py): else
+   REJECTED. A workload without inputs(seed) is timed on fixed inputs, and every reason says memoization is not excluded.
 No figure from an earlier call is compared against; another process on the GPU is a warning (or, with
 `exclusive`, a refusal), since its work would be timed too.
 """
@@ -19,6 +23,7 @@ No figure from an earlier call is compared against; another process on the GPU i
 from __future__ import annotations
 
 import shutil
+import statistics
 import subprocess
 from typing import Any
 
@@ -30,7 +35,7 @@ from hyperloom.core.toolchain import find_tool
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
-from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, saved_outputs, target_with, trial
+from hyperloom.tools.workload.ab import INPUTS_FIXED, ABSettings, baseline_legs, calibrated, fresh_inputs, saved_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import compare, read_frozen
 from hyperloom.tools.workload.frozen import references as frozen_references
@@ -59,15 +64,19 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             if not all(c.passed for c in base_checks):
                 raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in base_checks if not c.passed)[:500],
                                      "freeze the workload again (overwrite) if the change is intended; else find what changed (the workload's code, a library)")
-            baseline, base_device = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs)
+            baseline, base_device = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs, references, runs / "baseline" / "solo")
+            fresh = fresh_inputs(base)
+            if not fresh:
+                warnings.append(INPUTS_FIXED + ": a candidate could return what it computed before, so a gain here is not proof")
+            solo_s = statistics.median(baseline)
             base_evidence = base.engagement()
             settings = ABSettings(request.pairs, request.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
-            same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target)
+            same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target, solo_s=solo_s)
             settings = calibrated(settings, same)
             results = []
             for index, (names, chosen) in enumerate(zip(request.candidates, levers, strict=True)):
                 results.append(trial(names, chosen, base, base_evidence, references, frozen.tolerances, settings, runs / f"candidate{index}", workspace,
-                                     target_with(frozen.target, chosen)))
+                                     target_with(frozen.target, chosen), solo_s=solo_s))
                 if progress is not None:
                     progress(index + 1, len(request.candidates))
     except WorkloadFailure as failure:
@@ -76,7 +85,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     faster = [r for r in results if r.verdict == "FASTER"]
     summary = (f"baseline {stats.median_s * 1e3:.3g} ms/step (±{stats.median_ci95_rel:.1%}); " + (
         f"{len(faster)} of {len(results)} candidate(s) faster: " + ", ".join(f"{'+'.join(r.levers)} {r.speedup:.3g}x" for r in faster) if faster
-        else f"no candidate of {len(results)} faster" if results else "no candidates"))
+        else f"no candidate of {len(results)} faster" if results else "no candidates") + ("" if fresh else "; inputs fixed: memoization not excluded"))
     evidence = measured("workload_bench", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
                         inputs_sha256=combine_digests([frozen.manifest_sha256, sha256_json(request.model_dump(mode="json"))]))
     result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=base_device, same_work=same,

@@ -132,6 +132,8 @@ class CandidateResult(BaseModel):
     warmup_s: float | None = Field(None, description="The candidate's warm-up steps, compile included.")
     engagement: list[Engagement] = Field(default_factory=list)
     outputs: list[OutputCheck] = Field(default_factory=list)
+    inputs_fresh: bool | None = Field(None, description="Timed on fresh seeded inputs; False: fixed, memoization not excluded.")
+    worker_legs_s: list[float] = Field(default_factory=list, description="The legs as the candidate's worker timed them.")
 
 
 class WorkloadBenchResult(BaseModel):

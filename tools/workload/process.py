@@ -9,6 +9,7 @@ A baseline and a candidate live in two such processes at once, so their legs can
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from hyperloom.tools.workload.levers import Lever, environment
 
 RUNNER = "hyperloom.tools.workload.runner"
 OUTPUT_TAIL_CHARS = 600
+ROUND_TRIPS = 5
 
 
 class WorkloadFailure(Exception):
@@ -56,6 +58,7 @@ class WorkloadProcess:
         env = pinned_environ({**os.environ, **environment(levers, str(folder))}, backend, device)
         self.worker = WarmWorker(env=env, cwd=workspace.root)
         self.info: dict[str, Any] = {}
+        self._round_trip_s: float | None = None
 
     def __enter__(self) -> WorkloadProcess:
         self.worker.start(timeout_s=self.timeout_s)
@@ -67,11 +70,11 @@ class WorkloadProcess:
         return self
 
     def _build(self) -> dict[str, Any]:
-        return self._call("build", {
+        return self._call("build_guarded", {
             "workload": self.target.workload, "kind": self.target.kind, "args": list(self.target.args), "root": str(self.workspace.root),
             "knobs": dict(self.target.knobs), "folder": str(self.folder),
             "levers": [{"name": lever.name, "kind": lever.kind, "value": lever.value} for lever in self.levers],
-        })
+        }, step="build")
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -86,8 +89,27 @@ class WorkloadProcess:
     def warmup(self, steps: int) -> dict[str, Any]:
         return self._call("warmup", {"steps": steps})
 
-    def time(self, steps: int) -> dict[str, Any]:
-        return self._call("time_steps", {"steps": steps})
+    def time(self, steps: int, seeds: list[int] | None = None, folder: Path | None = None) -> dict[str, Any]:
+        """`steps` timed steps (runner.time_steps); with `seeds`, one step per seed, each after inputs(seed); the last
+        step's outputs saved in `folder` when given."""
+        payload: dict[str, Any] = {"steps": steps if seeds is None else len(seeds)}
+        if seeds is not None:
+            payload["seeds"] = list(seeds)
+        if folder is not None:
+            payload["folder"] = str(folder)
+        return self._call("time_steps", payload)
+
+    def round_trip_s(self) -> float:
+        """The seconds an empty call takes here and back (the fastest of a few, measured once): what the controller's
+        clock takes off each timed leg."""
+        if self._round_trip_s is None:
+            calls = []
+            for _ in range(ROUND_TRIPS):
+                began = time.perf_counter()
+                self._call("ping", {})
+                calls.append(time.perf_counter() - began)
+            self._round_trip_s = min(calls)
+        return self._round_trip_s
 
     def outputs(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
         """Save the last step's outputs in `folder`; `teacher`: tokens name -> {ids, prompt} to score (runner.outputs)."""
@@ -108,8 +130,8 @@ class WorkloadProcess:
         """`steps` steps under torch.profiler, the Chrome trace and key_averages' device rows written (runner.trace)."""
         return self._call("trace", {"trace": str(trace), "key_averages": str(key_averages), "steps": steps})
 
-    def _call(self, entry: str, payload: dict[str, Any]) -> Any:
+    def _call(self, entry: str, payload: dict[str, Any], step: str | None = None) -> Any:
         outcome = self.worker.call(f"{RUNNER}:{entry}", payload, timeout_s=self.timeout_s)
         if not outcome.ok:
-            raise WorkloadFailure(outcome.status, entry, outcome)
+            raise WorkloadFailure(outcome.status, step or entry, outcome)
         return outcome.result

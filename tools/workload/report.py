@@ -31,6 +31,11 @@ def markdown(result: WorkloadBenchResult) -> str:
         b = result.baseline
         device = f", device {result.baseline_device_step_s * 1e3:.3g} ms" if result.baseline_device_step_s else ""
         lines += [f"Baseline: {b.median_s * 1e3:.4g} ms per step (median of {b.n} legs, 95 % CI ±{b.median_ci95_rel:.1%}{device}).", ""]
+    fresh = result.same_work.inputs_fresh if result.same_work is not None else None  # the baseline's, as every trial's
+    if fresh is not None:
+        lines += [("Inputs: fresh for every timed step (inputs(seed), seeds drawn by the controller after each candidate was built; both legs of a "
+                   "pair on the same seeds, the candidate's outputs gated against the baseline's)." if fresh else
+                   "Inputs fixed: memoization not excluded (the workload has no inputs(seed)): a candidate could return what it computed before."), ""]
     if result.same_work is not None and result.noise_band is not None:
         lines += [f"Same work (A/A): {same_work_note(result.same_work, result.noise_band)}.", ""]
     if result.candidates:

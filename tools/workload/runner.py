@@ -1,16 +1,23 @@
 """The worker side of a workload: runs in a warm worker process (hyperloom.core.warm), one workload per process.
 
-The controller (tools/workload/process.py) calls these entries in order: `build` (import the workload, apply the
-candidate's levers, call its factory), `warmup`, then any of `time`, `outputs` and `engagement`. The built
-workload lives in this module's state until the process ends.
+The controller (tools/workload/process.py) calls these entries in order: `build_guarded` (`build`: import the
+workload, apply the candidate's levers, call its factory; between two looks at the timing path, tamper.py), `warmup`,
+then any of `time_steps`, `outputs` and `engagement`. The built workload lives in this module's state until the
+process ends.
 
 The contract (skill/hyperloom-kernel-optimizer/workload.md): `module:function` or `file.py:function` names a
 factory; its keyword arguments with defaults are the workload's knobs (a `Literal[...]` annotation lists their
 values); it returns an object with `step()` (one unit of work, the same each call: a prefill, a decode of N
 tokens, a training step on fixed data) and optionally `outputs()` (the tensors to gate, from the last step: a
-tensor, a list or a dict of them), `model` (the torch module levers such as torch.compile wrap) and `points` (the
-workload's sweep points, recorded). A factory may also return a bare callable, and a plain script is one step:
-both are timed, nothing is gated.
+tensor, a list or a dict of them), `inputs(seed)` (make the inputs the next step() consumes from `seed`: new values,
+the same shapes; without it the inputs are fixed and a memo cannot be told from a gain), `model` (the torch module
+levers such as torch.compile wrap) and `points` (the workload's sweep points, recorded). A factory may also return a
+bare callable, and a plain script is one step: both are timed, nothing is gated.
+
+What the candidate's code cannot own (tools/workload/timed.py, the controller's side): the seeds, sent in each
+`time_steps` call one per step and drawn after the build; the clock (the controller's, around the call; this
+module's walls are the worker's account, checked against it); the reference outputs (the reference worker's on the
+same seeds). Each timed step's window covers step() and outputs() materialized on the host, synchronized on a GPU.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
-from hyperloom.tools.workload import model_changes
+from hyperloom.tools.workload import model_changes, tamper
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
 
@@ -114,15 +121,44 @@ def warmup(payload: dict[str, Any]) -> dict[str, Any]:
     return {"wall_s": walls, "graph_captured": captured}
 
 
+def build_guarded(payload: dict[str, Any]) -> dict[str, Any]:
+    """`build`, between two looks at the timing path (tamper.py): its functions before the overrides module is imported,
+    then the workload's step/outputs/inputs as bound once built. `tampered` names what the build replaced."""
+    _torch()  # imported first, so that torch's timing functions are in the snapshot taken before the candidate's code
+    GUARD.path = tamper.snapshot()
+    info = build(payload)
+    inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None
+    GUARD.inputs = inputs if callable(inputs) else None
+    GUARD.methods = _methods()
+    return {**info, "has_inputs": GUARD.inputs is not None, "tampered": _tampered()}
+
+
+def ping(payload: dict[str, Any]) -> dict[str, Any]:
+    """Nothing: the controller times this call to know the round trip it takes off each timed leg."""
+    return {}
+
+
 def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
-    """Time `steps` steps, each synchronized: wall clock and, on a GPU, device events around the step."""
+    """Time `steps` steps. Before each, inputs(seed) with the next of `seeds` (drawn by the controller) when given; each
+    step's window covers step() and outputs() materialized on the host (after a synchronize on a GPU), so work moved
+    into outputs() or onto a thread it waits for is timed. The last step's outputs are saved in `folder` when given.
+    `elapsed_s` is the worker's account of the whole call, which the controller checks against its own clock."""
+    began = time.perf_counter()
+    seeds = payload.get("seeds")
+    steps = len(seeds) if seeds is not None else int(payload["steps"])
+    if seeds is not None and GUARD.inputs is None:
+        raise WorkloadContractError("the controller sent input seeds, but the workload has no inputs(seed) (or no outputs())")
     walls, device = [], []
-    for _ in range(int(payload["steps"])):
-        wall_s, device_s = _one_step(events=STATE.gpu)
+    arrays: dict[str, tuple[Any, str]] = {}
+    for index in range(steps):
+        if seeds is not None:
+            GUARD.inputs(int(seeds[index]))
+        wall_s, device_s, arrays = _timed_step(events=STATE.gpu)
         walls.append(wall_s)
         if device_s is not None:
             device.append(device_s)
-    return {"wall_s": walls, "device_s": device}
+    saved = _save(Path(payload["folder"]), arrays) if payload.get("folder") and STATE.outputs is not None else {}
+    return {"wall_s": walls, "device_s": device, "outputs": saved, "tampered": _tampered(), "elapsed_s": time.perf_counter() - began}
 
 
 def outputs(payload: dict[str, Any]) -> dict[str, Any]:
@@ -130,21 +166,12 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
     name -> {ids, prompt}), also the logits the model gives those tokens (NAME.teacher, teacher forcing)."""
     if STATE.outputs is None:
         return {"outputs": {}}
-    import numpy as np
-
-    folder = Path(payload["folder"])
-    folder.mkdir(parents=True, exist_ok=True)
-    named = _named(STATE.outputs())
+    arrays = _materialized()
     for tokens, asked in (payload.get("teacher") or {}).items():
         logits = _teacher_forced(asked["ids"], int(asked["prompt"]))
         if logits is not None:
-            named[tokens + ".teacher"] = logits
-    saved = {}
-    for name, value in named.items():
-        array, original = _to_numpy(value)
-        np.save(folder / f"{name}.npy", array)
-        saved[name] = {"shape": list(array.shape), "dtype": str(array.dtype), "original_dtype": original}
-    return {"outputs": saved}
+            arrays[tokens + ".teacher"] = _to_numpy(logits)
+    return {"outputs": _save(Path(payload["folder"]), arrays)}
 
 
 def score(payload: dict[str, Any]) -> dict[str, Any]:
@@ -464,3 +491,55 @@ def _to_numpy(value: Any) -> tuple[Any, str]:
     if array.dtype.kind not in "fiu":
         raise WorkloadContractError(f"an output of dtype {array.dtype} cannot be gated (numbers only)")
     return array, str(array.dtype)
+
+
+@dataclass
+class _Guard:
+    """What the timed path checks against: its functions before the candidate's code ran, the workload's methods as
+    bound at build, and the workload's inputs(seed) (None: its inputs are fixed)."""
+
+    path: tamper.Snapshot = field(default_factory=dict)
+    methods: tamper.Snapshot = field(default_factory=dict)
+    inputs: Callable[[int], Any] | None = None
+
+
+GUARD = _Guard()
+
+
+def _methods() -> tamper.Snapshot:
+    held = {f"runner.STATE.{name}": (getattr(fn, "__func__", fn), getattr(fn, "__self__", None))
+            for name, fn in (("step", STATE.step), ("outputs", STATE.outputs), ("inputs", GUARD.inputs)) if fn is not None}
+    return {**tamper.methods(STATE.obj), **held}
+
+
+def _tampered() -> list[str]:
+    return tamper.changed(GUARD.path, tamper.snapshot()) + tamper.changed(GUARD.methods, _methods())
+
+
+def _timed_step(events: bool) -> tuple[float, float | None, dict[str, tuple[Any, str]]]:
+    """One step and its outputs on the host: (wall seconds of both, device seconds of the step or None, the outputs)."""
+    began = time.perf_counter()
+    _, device_s = _one_step(events=events)
+    arrays = _materialized()
+    return time.perf_counter() - began, device_s, arrays
+
+
+def _materialized() -> dict[str, tuple[Any, str]]:
+    """outputs() as numpy arrays on the host (name -> (array, original dtype)), the device synchronized after the copies."""
+    if STATE.outputs is None:
+        return {}
+    arrays = {name: _to_numpy(value) for name, value in _named(STATE.outputs()).items()}
+    if STATE.gpu:
+        _torch().cuda.synchronize()
+    return arrays
+
+
+def _save(folder: Path, arrays: dict[str, tuple[Any, str]]) -> dict[str, dict[str, Any]]:
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = {}
+    for name, (array, original) in arrays.items():
+        np.save(folder / f"{name}.npy", array)
+        saved[name] = {"shape": list(array.shape), "dtype": str(array.dtype), "original_dtype": original}
+    return saved

@@ -1,0 +1,219 @@
+"""The workload gate against a corpus of cheats (tests/fixtures/workload_cheats/, one overrides module each, its
+docstring naming the trick): none is called FASTER, each is stopped by the defence its trick meets, and an honest
+replacement and a genuinely faster knob are still judged."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO
+from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.workload import timed
+from hyperloom.tools.workload.api import workload_bench, workload_freeze
+from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadFreezeRequest
+
+torch = pytest.importorskip("torch")
+
+CORPUS = REPO / "tests" / "fixtures" / "workload_cheats"
+FAST = {"pairs": 5, "steps_per_leg": 2, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 120.0}
+TIMED = "outputs of timed step"
+CHEATS = {  # overrides module -> (verdict, what the reason names); NOT_FASTER where the defence is that the work is timed
+    "memo_input_hash": ("NOT_FASTER", ""),
+    "first_result_forever": ("REJECTED", TIMED),
+    "background_thread": ("NOT_FASTER", ""),
+    "honest_off_the_clock": ("REJECTED", TIMED),
+    "cache_after_warmup": ("REJECTED", TIMED),
+    "frozen_references": ("REJECTED", TIMED),
+    "work_in_outputs": ("NOT_FASTER", ""),
+    "quarter_clock": ("REJECTED", "time.perf_counter"),
+    "runner_timer": ("REJECTED", "runner._timed_step"),
+    "code_swap_clock": ("REJECTED", "the worker's clock disagrees with the controller's"),
+    "burn_during_baseline": ("NOT_FASTER", ""),
+    "thread_burn": ("NOT_FASTER", ""),
+    "seeds_read_ahead": ("NOT_FASTER", ""),
+    "ignore_seed": ("REJECTED", TIMED),
+    "child_ahead": ("REJECTED", TIMED),
+    "saver_copies_reference": ("REJECTED", "runner._save"),
+    "zeros": ("REJECTED", "outputs out of tolerance"),
+    "late_swap": ("REJECTED", "runner.STATE.step"),
+}
+
+
+@pytest.fixture
+def seeded(workspace):
+    shutil.copy(CORPUS / "workload" / "seeded.py", workspace.root / "seeded.py")
+    shutil.copytree(CORPUS, workspace.root / "cheats", ignore=shutil.ignore_patterns("workload", "__pycache__"))
+    workload_freeze(WorkloadFreezeRequest(workload="seeded.py:build", name="seeded", atol=1e-5, rtol=1e-5, timeout_s=120), workspace)
+    return workspace
+
+
+def test_the_corpus_holds_every_cheat_the_test_expects_and_each_names_its_trick():
+    modules = {path.stem for path in CORPUS.glob("*.py")} - {"honest_gelu"}
+    assert modules == set(CHEATS), modules ^ set(CHEATS)
+    assert all(len((CORPUS / f"{name}.py").read_text().split('"""')[1]) > 60 for name in CHEATS)
+
+
+def test_no_cheat_is_faster_each_meets_its_defence_and_honest_candidates_are_still_judged(seeded):
+    candidates = [[f"overrides:cheats/{name}.py"] for name in CHEATS] + [["overrides:cheats/honest_gelu.py"], ["knob:redundant=0"]]
+    result = workload_bench(WorkloadBenchRequest(name="seeded", candidates=candidates, **FAST), seeded)
+    *cheats, honest, fast = result.candidates
+    said = {name: (c.verdict, c.reason) for name, c in zip(CHEATS, cheats, strict=True)}
+    for name, (verdict, reason) in CHEATS.items():
+        assert said[name][0] == verdict and reason in said[name][1], (name, said[name])
+    assert all(c.inputs_fresh for c in [result.same_work, *result.candidates]) and "memoization not excluded" not in result.summary
+    ahead = cheats[list(CHEATS).index("seeds_read_ahead")]  # its trick worked on the worker's step windows; the controller's clock saw the work
+    assert sorted(ahead.worker_legs_s)[2] < 0.5 * sorted(ahead.candidate_legs_s)[2], (ahead.worker_legs_s, ahead.candidate_legs_s)
+    assert honest.verdict in ("NOT_FASTER", "FASTER") and honest.pairs == 5, honest.reason
+    assert fast.verdict == "FASTER" and fast.speedup > 1.5, fast.reason  # a third of the work, the same outputs on every seed
+
+
+SHAPES = '''
+import torch
+
+class Ragged:
+    def __init__(self):
+        self.x = torch.ones(4, 8)
+    def inputs(self, seed):
+        self.x = torch.ones(4 + seed % 3 + 1, 8)  # the seed picks a size: outputs no longer line up with the frozen ones
+    def step(self):
+        self.y = self.x * 2
+    def outputs(self):
+        return {"y": self.y}
+
+def build():
+    return Ragged()
+'''
+
+
+def test_a_workload_whose_outputs_change_shape_with_the_seed_is_refused_with_the_shapes(workspace):
+    (workspace.root / "ragged.py").write_text(SHAPES)
+    workload_freeze(WorkloadFreezeRequest(workload="ragged.py:build", name="ragged", timeout_s=120), workspace)
+    with pytest.raises(HyperloomError, match=r"changed shape with the inputs of seed \d+: y \[\d, 8\], frozen \[4, 8\]"):
+        workload_bench(WorkloadBenchRequest(name="ragged", **FAST), workspace)
+
+
+ESCAPES = '''
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+time.sleep(60)
+'''
+
+
+class _Process:
+    def __init__(self, pid):
+        self.pid = pid
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def _children(pid: int) -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _parent(int(p.name)) == pid]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="walks /proc")
+def test_the_other_worker_is_stopped_with_a_child_that_left_its_session_and_continued_after():
+    worker = subprocess.Popen([sys.executable, "-c", ESCAPES], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not _children(worker.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        (child,) = _children(worker.pid)
+        assert os.getsid(child) != os.getsid(worker.pid)  # the child left the worker's session and group
+        with timed.stopped(_Process(worker.pid)):
+            assert _state(worker.pid) == "T" and _state(child) == "T"
+        assert _state(worker.pid) != "T" and _state(child) != "T"
+        with pytest.raises(RuntimeError), timed.stopped(_Process(worker.pid)):
+            raise RuntimeError("a leg that fails")
+        assert _state(worker.pid) != "T"  # continued whatever happened in the leg
+    finally:
+        for pid in _children(worker.pid):
+            os.kill(pid, signal.SIGKILL)
+        worker.kill()
+        worker.wait()
+
+
+def _leg(worker_s: float, controller_s: float) -> timed.Leg:
+    return timed.Leg(step_s=controller_s, controller_s=controller_s, worker_s=worker_s, worker_step_s=[worker_s], device_s=[], tampered=[], seeds=None)
+
+
+@pytest.mark.parametrize(("worker_s", "reference_share", "lied"), [(0.25, None, True), (0.69, None, True), (0.9, None, False), (1.0, None, False),
+                                                                   (0.5, 0.8, True), (0.6, 0.8, False), (0.05, 0.1, True), (0.08, 0.1, False)])
+def test_a_worker_that_accounts_for_far_less_than_the_controller_timed_is_called_a_liar(worker_s, reference_share, lied):
+    """Against 1, or against the share of the controller's time the reference's worker accounted for (a short step's
+    call costs more than its steps, in both processes alike)."""
+    reference = [_leg(reference_share, 1.0)] * 5 if reference_share is not None else None
+    said = timed.disagreement([_leg(worker_s, 1.0)] * 5, reference)
+    assert (said is not None) == lied and (not lied or "disagrees with the controller's" in said), said
+
+
+def test_legs_too_short_for_the_call_s_own_cost_are_not_called_lies():
+    """A 0.2 ms leg the worker accounts 0.05 ms of: within what a call costs beyond its account (CLOCK_SLACK_S a leg)."""
+    assert timed.disagreement([_leg(0.05e-3, 0.2e-3)] * 5) is None
+    assert timed.disagreement([_leg(1e-3, 4e-3)] * 5) is not None  # a quarter of 4 ms legs: 3 ms a leg unaccounted for
+
+
+@pytest.mark.parametrize(("paired", "solo", "flagged"), [([1.6, 1.7, 1.6], 1.0, True), ([1.2, 1.3, 1.4], 1.0, False), ([2.0], None, False)])
+def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paired, solo, flagged):
+    assert (timed.slowed(paired, solo) is not None) == flagged
+
+
+class _Work:
+    def step(self):
+        return None
+
+
+def test_the_tamper_check_names_a_replaced_timer_and_a_rebound_step_and_nothing_else(monkeypatch):
+    from hyperloom.tools.workload import runner, tamper
+
+    work = _Work()
+    before, bound = tamper.snapshot(), tamper.methods(work)
+    assert tamper.changed(before, tamper.snapshot()) == [] and tamper.changed(bound, tamper.methods(work)) == []  # a bound method is made anew at each access
+    monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
+    monkeypatch.setattr(runner, "_save", lambda folder, arrays: {})
+    work.step = lambda: None
+    assert tamper.changed(before, tamper.snapshot()) == ["time.perf_counter", "hyperloom.tools.workload.runner._save"]
+    assert tamper.changed(bound, tamper.methods(work)) == ["workload.step"]
+
+
+DIES_MID_LEG = """
+import os, signal, sys, time
+from hyperloom.tools.workload import timed
+
+class Worker:
+    pid = int(sys.argv[1])
+
+with timed.stopped(Worker()):
+    os.kill(os.getpid(), signal.SIGKILL)  # the controller dies mid-leg: its finally never runs
+"""
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="walks /proc")
+def test_a_worker_stopped_by_a_controller_that_dies_mid_leg_is_continued():
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        controller = subprocess.run([sys.executable, "-c", DIES_MID_LEG, str(worker.pid)], capture_output=True, timeout=60)
+        assert controller.returncode == -signal.SIGKILL, controller.stderr.decode()[-2000:]
+        deadline = time.monotonic() + 10
+        while _state(worker.pid) == "T" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _state(worker.pid) != "T"  # the guardian continued it when the controller's pipe closed
+    finally:
+        worker.kill()
+        worker.wait()
