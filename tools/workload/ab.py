@@ -34,7 +34,7 @@ from hyperloom.tools.workload.models import CandidateResult, OutputCheck, Output
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.tamper import describe
 from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, slowed
-from hyperloom.tools.workload.twin import TEACHER, teacher_of
+from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
 
 ALPHA = 0.05
 
@@ -76,8 +76,10 @@ def saved_outputs(process: WorkloadProcess, folder: Path, references: dict[str, 
 
 
 def load_outputs(folder: Path, names: list[str]) -> dict[str, np.ndarray]:
-    """Outputs a process saved (saved_outputs), read back as references; teacher-forced logits only where saved."""
-    return {name: np.load(folder / f"{name}.npy", allow_pickle=False) for name in names if not name.endswith(TEACHER) or (folder / f"{name}.npy").is_file()}
+    """Outputs a process saved (saved_outputs), read back as references; teacher-forced logits only where saved, twins
+    never (a live worker has none)."""
+    return {name: np.load(folder / f"{name}.npy", allow_pickle=False) for name in names
+            if not is_twin(name) and (not name.endswith(TEACHER) or (folder / f"{name}.npy").is_file())}
 
 
 def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int, references: dict[str, np.ndarray] | None = None,
