@@ -320,3 +320,20 @@ def test_a_frozen_output_changed_after_freezing_is_refused(mlp):
 def test_the_committed_schema_is_the_models():
     committed = json.loads((REPO / "validators" / "workload_bench.schema.json").read_text())
     assert committed == result_schema(), "stale: python -m hyperloom.tools.workload.schema > validators/workload_bench.schema.json"
+
+
+def test_a_campaign_s_deadline_cuts_a_running_call_and_says_so(mlp):
+    """A worker call still running at the deadline (a campaign's, passed as deadline_at) is cut there, not at its own
+    timeout: the worker is killed and the failure names the deadline."""
+    import time
+    from pathlib import Path
+
+    from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+
+    target = Target("mlp.py:build", "function", (), {"sleep_ms": "60000"})
+    started = time.monotonic()
+    with pytest.raises(WorkloadFailure) as caught:
+        with WorkloadProcess(target, [], Path(mlp.root) / "cut", mlp, timeout_s=120.0, deadline_at=time.monotonic() + 20.0) as process:
+            process.warmup(1)  # a step that sleeps a minute
+    assert caught.value.status == "TIMEOUT" and "cut at the campaign's deadline" in caught.value.message
+    assert time.monotonic() - started < 50, "cut at the deadline, not at the call's 120 s timeout"

@@ -55,6 +55,7 @@ TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
+DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long to answer, then its workers are killed
 # cheapest first: a knob costs a build, a compile minutes
 COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
 
@@ -414,6 +415,8 @@ class Campaign:
         new = [item for item in levers if item.name in job.new]
         folder = slot.folder / job.key
         settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)  # an A/A decides nothing
+        if self.request.deadline_s is not None:  # a trial running at the deadline is cut within DEADLINE_GRACE_S of it
+            settings = replace(settings, deadline_at=self.started + self.request.deadline_s + DEADLINE_GRACE_S)
         started = time.perf_counter()
         result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
                        target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job))

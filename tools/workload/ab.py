@@ -49,6 +49,7 @@ class ABSettings:
     noise_band: float
     timeout_s: float
     max_pairs: int | None = None  # more pairs for an undecided candidate, in rounds of `pairs`; None: `pairs` only
+    deadline_at: float | None = None  # time.monotonic(): the trial's worker calls, the reference's too, are cut there
 
     def looks(self) -> int:
         """How many times a candidate's pairs may be judged: 1 + the extra rounds max_pairs allows."""
@@ -127,7 +128,8 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     fresh = fresh_inputs(base)
     fixed = "" if fresh else INPUTS_FIXED
     try:
-        with WorkloadProcess(target, levers, folder, workspace, settings.timeout_s, device=device, backend=backend) as process:
+        base.deadline_at = settings.deadline_at
+        with WorkloadProcess(target, levers, folder, workspace, settings.timeout_s, device=device, backend=backend, deadline_at=settings.deadline_at) as process:
             if process.info.get("tampered"):
                 said = describe(process.info["tampered"], "when its overrides module was imported")
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)

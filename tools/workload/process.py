@@ -21,6 +21,7 @@ from hyperloom.tools.runtime.visible import pinned_environ
 from hyperloom.tools.workload.levers import Lever, environment
 
 RUNNER = "hyperloom.tools.workload.runner"
+MIN_CALL_S = 1.0  # the least a call gets past a deadline: a worker is not killed before it can answer
 OUTPUT_TAIL_CHARS = 600
 ROUND_TRIPS = 5
 
@@ -50,7 +51,7 @@ class WorkloadProcess:
     """A built workload in its own process. Use as a context manager; close() kills the process group."""
 
     def __init__(self, target: Target, levers: list[Lever], folder: Path, workspace: Workspace, timeout_s: float, device: int | None = None,
-                 backend: str = "cuda") -> None:
+                 backend: str = "cuda", deadline_at: float | None = None) -> None:
         """`device`: the GPU (as this process numbers them) the worker is pinned to, through `backend`'s visible-devices
         variable (cuda or hip); None leaves the environment's."""
         self.target, self.levers, self.folder, self.workspace, self.timeout_s = target, levers, folder, workspace, timeout_s
@@ -58,6 +59,7 @@ class WorkloadProcess:
         env = pinned_environ({**os.environ, **environment(levers, str(folder))}, backend, device)
         self.worker = WarmWorker(env=env, cwd=workspace.root)
         self.info: dict[str, Any] = {}
+        self.deadline_at = deadline_at  # time.monotonic(): no call runs past it (a campaign's deadline; _call)
         self._round_trip_s: float | None = None
 
     def __enter__(self) -> WorkloadProcess:
@@ -131,7 +133,13 @@ class WorkloadProcess:
         return self._call("trace", {"trace": str(trace), "key_averages": str(key_averages), "steps": steps})
 
     def _call(self, entry: str, payload: dict[str, Any], step: str | None = None) -> Any:
-        outcome = self.worker.call(f"{RUNNER}:{entry}", payload, timeout_s=self.timeout_s)
+        """One call of the worker, under timeout_s and, when set, what is left to `deadline_at` (time.monotonic; a
+        campaign's wall-clock deadline cuts a running trial: the worker is killed, the call is a TIMEOUT saying so)."""
+        timeout_s, cut = self.timeout_s, False
+        if self.deadline_at is not None and self.deadline_at - time.monotonic() < timeout_s:
+            timeout_s, cut = max(MIN_CALL_S, self.deadline_at - time.monotonic()), True
+        outcome = self.worker.call(f"{RUNNER}:{entry}", payload, timeout_s=timeout_s)
         if not outcome.ok:
-            raise WorkloadFailure(outcome.status, step or entry, outcome)
+            named = f"{step or entry}, cut at the campaign's deadline" if cut and outcome.status == "TIMEOUT" else step or entry
+            raise WorkloadFailure(outcome.status, named, outcome)
         return outcome.result
