@@ -134,3 +134,13 @@ def test_a_workload_edited_after_freeze_is_refused_with_both_digests(user):
     with pytest.raises(HyperloomError) as caught:
         workload_bench(WorkloadBenchRequest(name="conv", candidates=[["compile"]], **FAST), user)
     assert "convnet.py changed since session 'conv' was frozen" in str(caught.value) and "at freeze" in str(caught.value)
+
+
+def test_the_cli_shows_an_output_s_twin_rule_with_the_baseline_s_measured_errors():
+    from hyperloom.cli.render.workload import _rule
+    from hyperloom.tools.workload.models import OutputTolerance
+
+    rule = DerivedTolerance(k=1.5, twin_dtype="float32", baseline_error={"rel_l2": 0.0279, "max_rel": 0.0242}, floor=2.0 ** -7)
+    shown = _rule(OutputTolerance(derived=rule))
+    assert "twin rule: <= 1.5x" in shown and "float32 twin" in shown and "rel_l2 0.0279" in shown
+    assert _rule(OutputTolerance(atol=0.04)) == "atol 0.04 rtol 0 match 1"

@@ -38,6 +38,12 @@ class Decoder:
         self.tokens, self.logits = prompt, ()
         self.tolerances = {"tokens.top_logprobs": {"atol": 0.04}} if top_logprobs else {}
 
+    def inputs(self, seed: int) -> None:
+        """A new prompt of the same shape, drawn from `seed` and written into the tensor step() reads (the gate's fresh
+        inputs; in place, so a captured graph sees it)."""
+        fresh = torch.randint(1, self.model.config.vocab_size, tuple(self.prompt.shape), generator=torch.Generator().manual_seed(seed))
+        self.prompt.copy_(fresh.to(self.prompt.device))
+
     def step(self) -> None:
         options = {"cache_implementation": "static"} if self.cache == "static" else {}
         with torch.inference_mode():

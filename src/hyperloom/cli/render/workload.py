@@ -5,16 +5,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hyperloom.tools.workload.models import IntegrateResult, WorkloadBenchResult, WorkloadFreezeResult
+    from hyperloom.tools.workload.models import IntegrateResult, OutputTolerance, WorkloadBenchResult, WorkloadFreezeResult
 
 
 def freeze_report(result: WorkloadFreezeResult) -> str:
     lines = [result.summary, f"  session: {result.name} ({result.folder}), {result.vendor}"]
-    lines += [f"  {o.name}: {o.shape} {o.original_dtype}, atol {o.tolerance.atol:g} rtol {o.tolerance.rtol:g} match {o.tolerance.match:g}, "
-              f"two runs {o.spread:.3g} apart" for o in result.outputs]
+    lines += [f"  {o.name}: {o.shape} {o.original_dtype}, {_rule(o.tolerance)}, two runs {o.spread:.3g} apart" for o in result.outputs]
     if result.declared_knobs:
         lines.append("  knobs: " + ", ".join(f"{k}={'|'.join(v) if v else '*'}" for k, v in result.declared_knobs.items()))
     return "\n".join(lines)
+
+
+def _rule(tolerance: OutputTolerance) -> str:
+    """An output's tolerance as a reader checks it: the twin rule with the baseline's measured errors, or the declared one."""
+    rule = tolerance.derived
+    if rule is None:
+        return f"atol {tolerance.atol:g} rtol {tolerance.rtol:g} match {tolerance.match:g}"
+    errors = ", ".join(f"{m} {v:.3g}" for m, v in rule.baseline_error.items())
+    extra = f" (near-tie atol {tolerance.atol:.3g})" if tolerance.atol else ""
+    return f"twin rule: <= {rule.k:g}x the baseline's error against its {rule.twin_dtype} twin ({errors}; floor {rule.floor:.3g}){extra}"
 
 
 def bench_report(result: WorkloadBenchResult) -> str:
