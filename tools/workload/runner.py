@@ -167,29 +167,18 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
     if STATE.outputs is None:
         return {"outputs": {}}
     arrays = _materialized()
-    for tokens, asked in (payload.get("teacher") or {}).items():
-        logits = _teacher_forced(asked["ids"], int(asked["prompt"]))
-        if logits is not None:
-            arrays[tokens + ".teacher"] = _to_numpy(logits)
+    arrays.update({f"{tokens}.teacher": _to_numpy(logits) for tokens, logits in _teacher_logits(payload.get("teacher")).items()})
     return {"outputs": _save(Path(payload["folder"]), arrays)}
 
 
 def score(payload: dict[str, Any]) -> dict[str, Any]:
     """The logits this worker's model gives other tokens (`teacher`: name -> {ids, prompt}), saved as NAME.scored.npy
     in `folder`, with the model's EOS and pad ids: the reference's judgement of a candidate's own continuation."""
-    import numpy as np
-
-    folder = Path(payload["folder"])
-    folder.mkdir(parents=True, exist_ok=True)
-    scored = []
-    for tokens, asked in (payload.get("teacher") or {}).items():
-        logits = _teacher_forced(asked["ids"], int(asked["prompt"]))
-        if logits is not None:
-            np.save(folder / f"{tokens}.scored.npy", _to_numpy(logits)[0])
-            scored.append(tokens)
+    scored = _teacher_logits(payload.get("teacher"))
+    _save(Path(payload["folder"]), {f"{tokens}.scored": _to_numpy(logits) for tokens, logits in scored.items()})
     config = getattr(getattr(STATE.obj, "model", None), "generation_config", None)
     eos = getattr(config, "eos_token_id", None)
-    return {"scored": scored, "eos": [int(e) for e in (eos if isinstance(eos, list | tuple) else [] if eos is None else [eos])],
+    return {"scored": list(scored), "eos": [int(e) for e in (eos if isinstance(eos, list | tuple) else [] if eos is None else [eos])],
             "pad": getattr(config, "pad_token_id", None)}
 
 
@@ -445,9 +434,20 @@ def _upcast(torch: Any, value: Any, dtype: Any) -> Any:
     return value
 
 
+def _teacher_logits(requests: dict[str, Any] | None) -> dict[str, Any]:
+    """tokens name -> the logits the model gives those tokens (`requests`: name -> {ids, prompt}), for each the model
+    can score: what outputs saves as NAME.teacher and score as NAME.scored."""
+    found = {}
+    for tokens, asked in (requests or {}).items():
+        logits = _teacher_forced(asked["ids"], int(asked["prompt"]))
+        if logits is not None:
+            found[tokens] = logits
+    return found
+
+
 def _teacher_forced(ids: list[list[int]], prompt: int) -> Any:
     """The logits the workload's model gives the generated positions of `ids` (one forward over the whole sequence),
-    in float32; None where the model takes no input_ids or returns no logits."""
+    in the model's dtype; None where the model takes no input_ids or returns no logits."""
     torch = _torch()
     model = getattr(STATE.obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module) or prompt < 1:
