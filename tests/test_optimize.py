@@ -178,7 +178,7 @@ def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
     _freeze(mlp, points="true")
     monkeypatch.setattr(campaign.Campaign, "sweep_reserve_s", lambda self: 1e9 if self.stack() else 0.0)
     report = _campaign(mlp, levers=["knob:work=half", "knob:pause=no"])
-    assert "which the sweep's expected" in report.status.stop_reason, report.status.stop_reason
+    assert "which what follows it (keeping the best winner, the sweep) needs" in report.status.stop_reason, report.status.stop_reason
     assert not [r for r in report.records if r.phase == "combine" and r.device_s > 0]  # the second winner was not stacked
     assert [r.point for r in report.records if r.phase == "sweep"] == [{"rows": "128"}, {"rows": "64"}]
 
@@ -431,3 +431,49 @@ def test_an_unattended_campaign_keeps_a_gain_on_fixed_inputs_only_with_the_calle
 
     result = CandidateResult(levers=["knob:work=half"], verdict=verdict, reason="", inputs_fresh=fresh)
     assert Campaign.keepable(SimpleNamespace(request=SimpleNamespace(fixed_inputs=consent)), result) == kept
+
+
+def test_levers_that_cannot_act_on_the_workload_are_not_built_and_those_a_stack_can_enable_wait_for_one(mlp):
+    """No levers listed: what the baseline's profiled step and model show decides which catalog levers are worth a
+    worker. The MLP has no convolution, attention or generate (not tried, each with its reason) and runs no compiled
+    code (skip_guard_eval recorded NO_OP without a run, so the retry on a stack tries it)."""
+    _freeze(mlp)
+    report = _campaign(mlp, max_candidates=1)
+    notes = " / ".join(report.notes)
+    assert "lever channels_last not tried: the baseline's profiled step ran no convolution" in notes
+    assert "lever sdpa_math not tried: the baseline's profiled step called no scaled_dot_product_attention" in notes
+    assert "lever decode_loop not tried: the workload's model has no transformers generate" in notes
+    assert "compile not tried" not in notes
+    waiting = [r for r in report.records if r.result.levers == ["skip_guard_eval"]]
+    assert len(waiting) == 1 and waiting[0].result.verdict == "NO_OP" and waiting[0].device_s == 0.0
+    assert waiting[0].result.reason.startswith("not run alone: the baseline runs no compiled code")
+    assert report.status.candidates == 1 and "candidates per device-hour" in report.status.summary
+
+
+def test_a_lever_s_need_is_read_from_the_baseline_and_only_an_unknown_is_tried():
+    from hyperloom.tools.optimize.applies import unmet
+    from hyperloom.tools.workload.levers import lever
+
+    conv = {"ops": {"aten::convolution": 53, "aten::addmm": 1}, "compiled_graphs": 0}
+    assert unmet(lever("channels_last"), {"module": True, "conv_weights": 53}, conv) is None
+    assert unmet(lever("cudnn_benchmark"), {}, conv) is None
+    assert unmet(lever("tunableop"), {}, conv) is None
+    assert unmet(lever("sdpa_flash"), {}, conv).deferred is False
+    assert unmet(lever("cudagraph_step_begin"), {}, conv).deferred is True
+    assert unmet(lever("cudagraph_step_begin"), {}, {"ops": {"cudaGraphLaunch": 2}}) is None
+    assert unmet(lever("tf32"), {"module": True, "float32_weights": 0}, conv).reason.startswith("the workload's model has no float32 weights")
+    assert unmet(lever("tf32"), {}, conv) is None  # no torch module to read: tried
+    assert unmet(lever("sdpa_flash"), {}, {}) is None  # no profiled step: tried
+    assert unmet(lever("compile"), {}, {}) is None
+
+
+def test_a_search_cut_in_its_levers_phase_still_keeps_and_revalidates_its_best_winner(mlp):
+    """max_candidates reached before combine: the fastest winner is kept and re-timed against the baseline (settle),
+    where before the campaign ended with winners and nothing kept."""
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:pause=no", "knob:work=half", "knob:mode=other"], max_candidates=2)
+    assert report.status.stop_reason == "reached max_candidates (2)"
+    winners = sorted((r for r in report.records if r.decision == "WINNER"), key=lambda r: -(r.result.speedup or 0))
+    assert winners and report.status.stack == winners[0].result.levers
+    assert [r.decision for r in report.records if r.phase == "revalidate"] == ["MEASURED"]
+    assert report.status.gain is not None and report.status.gain > 1

@@ -35,6 +35,7 @@ from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.optimize.applies import unmet
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import Decision, OptimizeRequest, Phase, Record, stack_of
 from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals
@@ -145,15 +146,34 @@ class Campaign:
             raise Stopped(why, hard=False)
 
     def sweep_reserve_s(self) -> float:
-        """What the sweep still needs: its points not yet swept with this stack, each one trial at the mean device
-        time of the trials so far (a sweep trial builds both sides at the point, as a candidate trial does)."""
-        stack, points = self.stack(), self.ledger.get_json("baseline", {}).get("points", [])
+        """What the campaign still needs after its search, each trial at the mean device time of the trials so far (a
+        sweep trial builds both sides at the point, as a candidate trial does): with winners but no stack yet, the
+        best winner's revalidation (settle); with a stack, its points not yet swept."""
+        points = self.ledger.get_json("baseline", {}).get("points", [])
         trials = [r.device_s for r in self.ledger.records() if r.device_s > 0 and r.phase != "baseline"]
-        if not stack or not points or not trials:
+        if not trials:
             return 0.0
-        valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None]
-        left = sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)
+        stack, winners = self.stack(), self.winners()
+        settle = 0 if stack or not winners else 1
+        stack = stack or (winners[0].result.levers if winners else [])
+        valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None] if stack else []
+        left = settle + sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)
         return left * sum(trials) / len(trials)
+
+    def winners(self) -> list[Record]:
+        """The levers phase's winners, fastest first."""
+        return sorted((r for r in self.ledger.records() if r.phase == "levers" and r.decision == "WINNER"), key=lambda r: -(r.result.speedup or 0))
+
+    def settle(self, slot: Slot) -> None:
+        """After a search that ended early (count, patience, the time the rest needs) with winners but nothing kept yet:
+        the fastest winner kept and revalidated, as combine's first step would, so that a campaign cut in its levers
+        phase still reports what it found."""
+        winners = self.winners()
+        if self.stack() or not winners:
+            return
+        self.set_phase("combine")
+        self.keep_first(winners[0])
+        self.revalidate(slot, [])
 
     def gain(self) -> float | None:
         stack = self.stack()
@@ -183,6 +203,7 @@ class Campaign:
                         if stop.hard:
                             raise
                         reason = stop.reason
+                        self.settle(slots.first)
                     self.sweep(slots.first)
                 except Stopped as stop:
                     reason = stop.reason
@@ -230,22 +251,37 @@ class Campaign:
 
     def levers(self, slots: Slots) -> None:
         self.set_phase("levers")
+        base = slots.first.reference([])
         jobs = []
         for name in self.applicable():
             try:
-                check_candidate([name], self.frozen.vendor, self.frozen.declared_knobs)
+                [item] = check_candidate([name], self.frozen.vendor, self.frozen.declared_knobs)
             except HyperloomError as exc:
                 self.ledger.add_note(f"lever {name} not tried: {exc.cause}")
                 continue
             key = self.key("candidate", [], [name])
-            if self.ledger.find(key) is None:
+            if self.ledger.find(key) is not None:
+                continue
+            lacking = unmet(item, base.info.get("model_facts") or {}, base.evidence) if self.chosen is None else None
+            if lacking is None:
                 jobs.append(Job(key, "levers", [name], [], [name], "catalog"))
+            elif lacking.deferred:
+                self.not_run(key, name, lacking.reason)
+            elif not self.ledger.get(f"unmet:{name}"):
+                self.ledger.add_note(f"lever {name} not tried: {lacking.reason}")
+                self.ledger.set(f"unmet:{name}", "noted")
         slots.run_many(jobs, lambda slot, job: self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED"), self.check_search)
+
+    def not_run(self, key: str, name: str, reason: str) -> None:
+        """A lever whose need only a stack can bring, recorded NO_OP without a worker (no device time), so that
+        retry_no_ops tries it on the stack."""
+        result = CandidateResult(levers=[name], verdict="NO_OP", reason=f"not run alone: {reason}; tried on the stack once one is kept")
+        self.ledger.record(Record(seq=0, key=key, phase="levers", reference=[], proposer="catalog", note="precondition", decision="DROPPED", result=result,
+                                  device="none", device_s=0.0, finished_at=_now()))
 
     def combine(self, slot: Slot) -> None:
         self.set_phase("combine")
-        winners = sorted((r for r in self.ledger.records() if r.phase == "levers" and r.decision == "WINNER"), key=lambda r: -(r.result.speedup or 0))
-        for winner in winners:
+        for winner in self.winners():
             stack = self.stack()
             if set(winner.result.levers) <= set(stack):
                 continue
@@ -435,9 +471,9 @@ def sweep_reserve(reserve_s: float, deadline_left_s: float | None, budget_left_s
     if reserve_s <= 0:
         return None
     if deadline_left_s is not None and deadline_left_s <= reserve_s:
-        return f"the search ended {deadline_left_s:.0f} s before the wall-clock deadline, which the sweep's expected {reserve_s:.0f} s needs"
+        return f"the search ended {deadline_left_s:.0f} s before the wall-clock deadline, which what follows it (keeping the best winner, the sweep) needs: {reserve_s:.0f} s expected"
     if budget_left_s <= reserve_s:
-        return f"the search ended with {budget_left_s:.0f} device-s of the budget left, which the sweep's expected {reserve_s:.0f} s needs"
+        return f"the search ended with {budget_left_s:.0f} device-s of the budget left, which what follows it (keeping the best winner, the sweep) needs: {reserve_s:.0f} s expected"
     return None
 
 

@@ -41,12 +41,20 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
                + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated)" if last and last.speedup
                   else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
                + (f"; baseline {base_s * 1e3:.3g} ms/step" if base_s else "")
-               + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f"; stopped: {stop}" if stop and state != "running" else ""))
+               + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f" ({pace(len(tried), spent)})" if tried else "")
+               + (f"; stopped: {stop}" if stop and state != "running" else ""))
     return OptimizeStatus(session=session.name, workload=session.frozen.target.workload, folder=workspace.relative(session.folder), state=state, phase=phase,
                           summary=summary,
                           candidates=len(tried), pending_proposals=len(ledger.queued()), stack=stack, gain=last.speedup if last else None,
                           gain_ci95=last.speedup_ci95 if last else None, baseline_step_s=base_s, budget_device_s=request.budget_device_s,
                           spent_device_s=spent, stop_reason=stop, error=error)
+
+
+def pace(candidates: int, spent_s: float) -> str:
+    """The campaign's cost per candidate: every device-second spent (the baseline, the A/A, reference builds,
+    revalidations included) over the candidates timed or refused, and what that makes an hour."""
+    each_s = spent_s / candidates
+    return f"{each_s:.0f} device-s a candidate, all costs shared, {3600 / each_s:.0f} candidates per device-hour" if each_s > 0 else "no device time"
 
 
 def build_report(session: Session, workspace: Workspace, state: State | None = None, error: str | None = None) -> OptimizeReport:

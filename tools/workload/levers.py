@@ -28,6 +28,11 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 
 Vendor = Literal["cuda", "rocm", "cpu"]
+# What a lever acts on, read from the baseline before it is tried (tools/optimize/applies.py): a convolution, a
+# scaled-dot-product attention or a GEMM in the baseline's profiled step, a transformers generate or float32 weights on
+# its model, compiled code or CUDA/HIP graph launches in the step (these two a stack can bring: a lever needing them is
+# tried on a compiled stack instead of alone).
+Need = Literal["convolution", "attention", "gemm", "generate", "float32_weights", "compiled", "graph_launch"]
 LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "generate", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
@@ -44,6 +49,7 @@ class Lever:
     engaged_by: str  # the evidence that it took effect
     env: dict[str, str] = field(default_factory=dict)  # for kind env; "{folder}" is the candidate's folder in the workspace
     value: str = ""  # compile: the mode; sdpa: the backend; setting: the setting's name; knob: NAME=VALUE
+    needs: Need | None = None  # what it acts on; None: anything
 
 
 CATALOG: tuple[Lever, ...] = (
@@ -57,42 +63,42 @@ CATALOG: tuple[Lever, ...] = (
           "kernels, no CUDA graphs: for steps whose outputs a graph would overwrite)", "dynamo compiled at least one graph", value="max-autotune-no-cudagraphs"),
     Lever("static_cache", "cache", ANY, "a static KV cache for the model's generate (generation_config.cache_implementation = 'static'; "
           "transformers compiles the decode step on it), so decode_loop can take a plain generate", "every generate call of a profiled step "
-          "decoded on the static cache (none overrode cache_implementation)", value="static"),
+          "decoded on the static cache (none overrode cache_implementation)", value="static", needs="generate"),
     Lever("channels_last", "layout", ANY, "the model's 4-D weights and the workload's 4-D tensors in channels_last memory format (NHWC "
-          "convolutions)", "the model has 4-D weights, now channels_last", value="channels_last"),
+          "convolutions)", "the model has 4-D weights, now channels_last", value="channels_last", needs="convolution"),
     Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
           "no host sync; e.g. a static KV cache)", "the graph was captured and each timed step replayed it"),
     Lever("sdpa_flash", "sdpa", ANY, "scaled_dot_product_attention restricted to the flash backend",
-          "a flash attention op ran in a profiled step", value="FLASH_ATTENTION"),
+          "a flash attention op ran in a profiled step", value="FLASH_ATTENTION", needs="attention"),
     Lever("sdpa_efficient", "sdpa", GPU, "scaled_dot_product_attention restricted to the memory-efficient backend",
-          "an efficient attention op ran in a profiled step", value="EFFICIENT_ATTENTION"),
+          "an efficient attention op ran in a profiled step", value="EFFICIENT_ATTENTION", needs="attention"),
     Lever("sdpa_cudnn", "sdpa", frozenset({"cuda"}), "scaled_dot_product_attention restricted to the cuDNN backend",
-          "a cuDNN attention op ran in a profiled step", value="CUDNN_ATTENTION"),
+          "a cuDNN attention op ran in a profiled step", value="CUDNN_ATTENTION", needs="attention"),
     Lever("sdpa_math", "sdpa", ANY, "scaled_dot_product_attention restricted to the math (unfused) backend",
-          "the math attention path ran in a profiled step", value="MATH"),
+          "the math attention path ran in a profiled step", value="MATH", needs="attention"),
     Lever("tunableop", "env", GPU, "PyTorch TunableOp: GEMMs tuned on first use, the choices kept in the candidate's folder",
           "TunableOp was enabled and wrote its results file",
-          env={"PYTORCH_TUNABLEOP_ENABLED": "1", "PYTORCH_TUNABLEOP_TUNING": "1", "PYTORCH_TUNABLEOP_FILENAME": "{folder}/tunableop_results%d.csv"}),
+          env={"PYTORCH_TUNABLEOP_ENABLED": "1", "PYTORCH_TUNABLEOP_TUNING": "1", "PYTORCH_TUNABLEOP_FILENAME": "{folder}/tunableop_results%d.csv"}, needs="gemm"),
     Lever("hipblaslt", "env", frozenset({"rocm"}), "prefer hipBLASLt over rocBLAS for torch's GEMMs (TORCH_BLAS_PREFER_HIPBLASLT=1)",
-          "the profiled step's kernel names changed", env={"TORCH_BLAS_PREFER_HIPBLASLT": "1"}),
+          "the profiled step's kernel names changed", env={"TORCH_BLAS_PREFER_HIPBLASLT": "1"}, needs="gemm"),
     Lever("tf32", "setting", frozenset({"cuda"}), "TF32 for float32 matmuls and convolutions (changes numerics: the gate decides)",
-          "the profiled step's kernel names changed", value="tf32"),
+          "the profiled step's kernel names changed", value="tf32", needs="float32_weights"),
     Lever("skip_guard_eval", "stance", ANY, "torch.compiler.set_stance(skip_guard_eval_unsafe=True) around each step after warm-up: "
           "compiled code runs without evaluating dynamo's guards (host time per call; unsafe where a step's shapes or types "
           "change, which the gate checks on the workload's own inputs only)", "graphs were compiled, their guards skipped after warm-up",
-          value="skip_guard_eval"),
+          value="skip_guard_eval", needs="compiled"),
     Lever("cudagraph_step_begin", "stance", GPU, "torch.compiler.cudagraph_mark_step_begin() before each step: CUDA-graph "
           "trees (compile mode reduce-overhead, a static KV cache's compiled decode) start a new iteration at each step instead "
           "of recording graphs for paths the last step's live outputs opened", "the step launched CUDA graphs",
-          value="cudagraph_step_begin"),
+          value="cudagraph_step_begin", needs="graph_launch"),
     Lever("decode_loop", "generate", ANY, "transformers' greedy generate on a static KV cache as one loop of Hyperloom's: a "
           "prefill, then per token one step (forward, causal mask, argmax, cache write) compiled once and replayed from "
           "CUDA/HIP graphs (eager on a CPU), no host sync between tokens (EOS applied once at the end); a call it does not "
           "cover exactly (a dynamic cache, sampling, beams, padding, a logits processor) runs transformers' own generate, "
           "and then the lever did not take effect", "every generate call of a profiled step took the loop, none fell back",
-          value="decode_loop"),
+          value="decode_loop", needs="generate"),
     Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
-          "the profiled step's kernel names changed", value="cudnn_benchmark"),
+          "the profiled step's kernel names changed", value="cudnn_benchmark", needs="convolution"),
 )
 BY_NAME = {lever.name: lever for lever in CATALOG}
 

@@ -107,7 +107,8 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
             "torch": str(torch.__version__) if torch is not None else None,
             "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
-            "module_file": STATE.module_file, "points": _points(STATE.obj), "tolerances": _tolerances(STATE.obj), "pid": os.getpid()}
+            "module_file": STATE.module_file, "points": _points(STATE.obj), "tolerances": _tolerances(STATE.obj), "pid": os.getpid(),
+            "model_facts": model_changes.facts(torch, STATE.obj)}
 
 
 def warmup(payload: dict[str, Any]) -> dict[str, Any]:
