@@ -56,6 +56,7 @@ TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
+AFTER_SEARCH = "what follows it (keeping the best winner, the sweep)"
 DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long to answer, then its workers are killed
 # cheapest first: a knob costs a build, a compile minutes
 COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
@@ -471,9 +472,9 @@ def sweep_reserve(reserve_s: float, deadline_left_s: float | None, budget_left_s
     if reserve_s <= 0:
         return None
     if deadline_left_s is not None and deadline_left_s <= reserve_s:
-        return f"the search ended {deadline_left_s:.0f} s before the wall-clock deadline, which what follows it (keeping the best winner, the sweep) needs: {reserve_s:.0f} s expected"
+        return f"the search ended {deadline_left_s:.0f} s before the wall-clock deadline, which {AFTER_SEARCH} needs: {reserve_s:.0f} s expected"
     if budget_left_s <= reserve_s:
-        return f"the search ended with {budget_left_s:.0f} device-s of the budget left, which what follows it (keeping the best winner, the sweep) needs: {reserve_s:.0f} s expected"
+        return f"the search ended with {budget_left_s:.0f} device-s of the budget left, which {AFTER_SEARCH} needs: {reserve_s:.0f} s expected"
     return None
 
 
