@@ -465,6 +465,12 @@ def test_a_lever_s_need_is_read_from_the_baseline_and_only_an_unknown_is_tried()
     assert unmet(lever("tf32"), {}, conv) is None  # no torch module to read: tried
     assert unmet(lever("sdpa_flash"), {}, {}) is None  # no profiled step: tried
     assert unmet(lever("compile"), {}, {}) is None
+    decoder = {"module": True, "generate": True, "cache_implementation": ""}
+    assert unmet(lever("static_cache"), decoder, conv) is None
+    waits = unmet(lever("decode_loop"), decoder, conv)
+    assert waits.deferred and "default (dynamic) cache" in waits.reason
+    assert unmet(lever("decode_loop"), {**decoder, "cache_implementation": "static"}, conv) is None
+    assert unmet(lever("decode_loop"), {"module": True, "generate": False}, conv).deferred is False
 
 
 def test_a_search_cut_in_its_levers_phase_still_keeps_and_revalidates_its_best_winner(mlp):
@@ -477,3 +483,30 @@ def test_a_search_cut_in_its_levers_phase_still_keeps_and_revalidates_its_best_w
     assert winners and report.status.stack == winners[0].result.levers
     assert [r.decision for r in report.records if r.phase == "revalidate"] == ["MEASURED"]
     assert report.status.gain is not None and report.status.gain > 1
+
+
+def test_a_winner_s_follow_ups_are_measured_at_once_and_the_pair_can_start_the_stack(mlp, monkeypatch):
+    """The lever a stack must enable (here skip_guard_eval, waiting for compiled code) is tried with the winner that
+    brings it right after that winner, before the next lever alone, so a deadline cannot leave the pair unmeasured;
+    the pair, faster than either, starts the stack. Trials are stood in for (their verdicts are the point here);
+    the baseline's worker and its profile are real."""
+    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize.models import Record
+    from hyperloom.tools.workload.models import CandidateResult
+
+    speed = {("compile",): 2.0, ("compile", "skip_guard_eval"): 2.5}
+
+    def measure(self, slot, job, decide):
+        gain = speed.get(tuple(job.levers))
+        result = CandidateResult(levers=job.levers, verdict="FASTER" if gain else "NOT_FASTER", reason="stood in", speedup=gain or 1.0, inputs_fresh=True)
+        return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
+                                         decision=decide(result), result=result, device=slot.label, device_s=1.0, finished_at="now"))
+
+    monkeypatch.setattr(campaign.Campaign, "measure", measure)
+    _freeze(mlp)
+    report = _campaign(mlp)
+    order = [r.result.levers for r in report.records if r.phase == "levers" and r.device_s > 0]
+    at = order.index(["compile"])
+    assert order[at + 1] == ["compile", "skip_guard_eval"], order
+    assert report.status.stack == ["compile", "skip_guard_eval"]
+    assert not [r for r in report.records if r.phase == "combine" and r.result.levers == ["compile", "skip_guard_eval"] and r.device_s > 0]

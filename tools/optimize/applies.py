@@ -5,7 +5,8 @@ the built model (tools/workload/model_changes.facts). A candidate costs a worker
 NO_OP after all of it.
 
 Two kinds of unmet need: one no stack can bring (no convolution, no attention, no generate: the lever is not tried,
-with a note saying why), and one a kept lever can bring (compiled code, CUDA/HIP graph launches: the lever is not
+with a note saying why), and one a kept lever can bring (compiled code, CUDA/HIP graph launches, a static KV cache
+for a generate on the default one: the lever is not
 tried alone but recorded NO_OP without a run, so the campaign's retry on the stack tries it there). Where the evidence
 is missing (no profile, no torch module), the lever is tried: an unknown is never a reason to skip.
 """
@@ -36,13 +37,15 @@ def unmet(lever: Lever, facts: dict[str, Any], evidence: dict[str, Any]) -> Unme
     """The need of `lever` that the baseline lacks, or None (met, or not known: tried)."""
     if lever.needs is None:
         return None
+    if lever.needs == "static_cache" and facts.get("generate") and facts.get("cache_implementation") != "static":
+        return Unmet(lever.name, f"the model's generate decodes on the {facts.get('cache_implementation') or 'default (dynamic)'} cache, not a static one", True)
     lacks = _lacks(lever.needs, facts, evidence)
     return None if lacks is None else Unmet(lever.name, lacks, lever.needs in STACK_MAY_BRING)
 
 
 def _lacks(need: Need, facts: dict[str, Any], evidence: dict[str, Any]) -> str | None:
     ops: dict[str, int] = evidence.get("ops") or {}
-    if need == "generate":
+    if need in ("generate", "static_cache"):
         return None if not facts or facts.get("generate") else "the workload's model has no transformers generate with a generation_config"
     if need == "float32_weights":
         return None if not facts or facts.get("float32_weights") else "the workload's model has no float32 weights (TF32 acts on float32 matmuls)"

@@ -45,7 +45,7 @@ from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, load_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import references as frozen_references
-from hyperloom.tools.workload.levers import CATALOG, GPU, check_candidate, prepared
+from hyperloom.tools.workload.levers import BY_NAME, CATALOG, GPU, Lever, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import WorkloadFailure
 
@@ -56,6 +56,7 @@ TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
+NOT_RUN = "its need was not in the baseline: not run alone"
 AFTER_SEARCH = "what follows it (keeping the best winner, the sweep)"
 DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long to answer, then its workers are killed
 # cheapest first: a knob costs a build, a compile minutes
@@ -271,13 +272,40 @@ class Campaign:
             elif not self.ledger.get(f"unmet:{name}"):
                 self.ledger.add_note(f"lever {name} not tried: {lacking.reason}")
                 self.ledger.set(f"unmet:{name}", "noted")
-        slots.run_many(jobs, lambda slot, job: self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED"), self.check_search)
+        slots.run_many(jobs, self.lever_trial, self.check_search)
+
+    def lever_trial(self, slot: Slot, job: Job) -> list[Job]:
+        """One lever (or a winner with a follow-up) against the baseline; a WINNER's follow-ups: each lever waiting for
+        what it brings (applies.py: a static cache for decode_loop, compiled code for a stance) tried with it at once,
+        so that a campaign cut by its deadline has already measured the pair."""
+        record = self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED")
+        if record.decision != "WINNER":
+            return []
+        brought = frozenset().union(*(BY_NAME[name].brings for name in job.levers if name in BY_NAME))
+        follow = []
+        for waiting in self.waiting():
+            if waiting.needs not in brought or waiting.name in job.levers:
+                continue
+            names = job.levers + [waiting.name]
+            try:
+                check_candidate(names, self.frozen.vendor, self.frozen.declared_knobs)
+            except HyperloomError as exc:
+                self.ledger.add_note(f"{waiting.name} not tried with {' + '.join(job.levers)}: {exc.cause}")
+                continue
+            key = self.key("candidate", [], names)
+            if self.ledger.find(key) is None:
+                follow.append(Job(key, "levers", names, [], names, "catalog", f"{waiting.name} waited for what {' + '.join(job.levers)} brings"))
+        return follow
+
+    def waiting(self) -> list[Lever]:
+        """The levers recorded NO_OP without a run (not_run): their need a stack may bring."""
+        return [BY_NAME[r.result.levers[0]] for r in self.ledger.records() if r.phase == "levers" and r.note == NOT_RUN]
 
     def not_run(self, key: str, name: str, reason: str) -> None:
         """A lever whose need only a stack can bring, recorded NO_OP without a worker (no device time), so that
         retry_no_ops tries it on the stack."""
         result = CandidateResult(levers=[name], verdict="NO_OP", reason=f"not run alone: {reason}; tried on the stack once one is kept")
-        self.ledger.record(Record(seq=0, key=key, phase="levers", reference=[], proposer="catalog", note="precondition", decision="DROPPED", result=result,
+        self.ledger.record(Record(seq=0, key=key, phase="levers", reference=[], proposer="catalog", note=NOT_RUN, decision="DROPPED", result=result,
                                   device="none", device_s=0.0, finished_at=_now()))
 
     def combine(self, slot: Slot) -> None:
@@ -302,6 +330,8 @@ class Campaign:
             stack = self.stack()
             if not stack or set(record.result.levers) <= set(stack):
                 continue
+            if record.note == NOT_RUN and not any(BY_NAME[record.result.levers[0]].needs in BY_NAME[name].brings for name in stack if name in BY_NAME):
+                continue  # what it waits for is not on the stack either
             self.check_search()
             if self.try_on_stack(slot, stack, record.result.levers, "combination", f"#{record.seq} took no effect on the baseline; on the stack it may"):
                 self.revalidate(slot, stack)

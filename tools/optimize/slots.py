@@ -110,9 +110,10 @@ class Slots:
         for slot in self.slots:
             slot.close()
 
-    def run_many(self, jobs: list[T], run: Callable[[Slot, T], None], check: Callable[[], None]) -> None:
-        """Run every job on the first free slot; `check` (a stop rule, raising) runs before each job starts. The first
-        exception stops the hand-out; jobs in flight finish; it is raised once every slot is idle."""
+    def run_many(self, jobs: list[T], run: Callable[[Slot, T], list[T]], check: Callable[[], None]) -> None:
+        """Run every job on the first free slot; the jobs a run returns (its follow-ups) go first in the queue. `check`
+        (a stop rule, raising) runs before each job starts. The first exception stops the hand-out; jobs in flight
+        finish; it is raised once every slot is idle."""
         pending = list(jobs)
         lock = threading.Lock()
         failures: list[BaseException] = []
@@ -129,7 +130,9 @@ class Slots:
                         return
                     job = pending.pop(0)
                 try:
-                    run(slot, job)
+                    follow = run(slot, job)
+                    with lock:
+                        pending[:0] = follow
                 except BaseException as exc:  # noqa: BLE001 - handed to the caller below
                     with lock:
                         failures.append(exc)

@@ -30,9 +30,9 @@ from hyperloom.core.workspace import Workspace
 Vendor = Literal["cuda", "rocm", "cpu"]
 # What a lever acts on, read from the baseline before it is tried (tools/optimize/applies.py): a convolution, a
 # scaled-dot-product attention or a GEMM in the baseline's profiled step, a transformers generate or float32 weights on
-# its model, compiled code or CUDA/HIP graph launches in the step (these two a stack can bring: a lever needing them is
-# tried on a compiled stack instead of alone).
-Need = Literal["convolution", "attention", "gemm", "generate", "float32_weights", "compiled", "graph_launch"]
+# its model (a generate on a static KV cache), compiled code or CUDA/HIP graph launches in the step (a stack can bring
+# these three: a lever needing them is tried on the stack instead of alone).
+Need = Literal["convolution", "attention", "gemm", "generate", "static_cache", "float32_weights", "compiled", "graph_launch"]
 LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "generate", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
@@ -50,20 +50,22 @@ class Lever:
     env: dict[str, str] = field(default_factory=dict)  # for kind env; "{folder}" is the candidate's folder in the workspace
     value: str = ""  # compile: the mode; sdpa: the backend; setting: the setting's name; knob: NAME=VALUE
     needs: Need | None = None  # what it acts on; None: anything
+    brings: frozenset[Need] = frozenset()  # what it puts in the step that another lever may need (a static cache, compiled code)
 
 
 CATALOG: tuple[Lever, ...] = (
     Lever("compile", "compile", ANY, "torch.compile of the workload's model (its `model` attribute) or, without one, of its step",
-          "dynamo compiled at least one graph", value="default"),
+          "dynamo compiled at least one graph", value="default", brings=frozenset({"compiled"})),
     Lever("compile_reduce_overhead", "compile", GPU, "torch.compile, mode reduce-overhead (Inductor with CUDA/HIP graphs)",
-          "dynamo compiled at least one graph", value="reduce-overhead"),
+          "dynamo compiled at least one graph", value="reduce-overhead", brings=frozenset({"compiled", "graph_launch"})),
     Lever("compile_max_autotune", "compile", ANY, "torch.compile, mode max-autotune (Inductor tunes its kernels; long compile)",
-          "dynamo compiled at least one graph", value="max-autotune"),
+          "dynamo compiled at least one graph", value="max-autotune", brings=frozenset({"compiled"})),
     Lever("compile_max_autotune_no_cudagraphs", "compile", ANY, "torch.compile, mode max-autotune-no-cudagraphs (Inductor tunes its "
-          "kernels, no CUDA graphs: for steps whose outputs a graph would overwrite)", "dynamo compiled at least one graph", value="max-autotune-no-cudagraphs"),
+          "kernels, no CUDA graphs: for steps whose outputs a graph would overwrite)", "dynamo compiled at least one graph", value="max-autotune-no-cudagraphs",
+          brings=frozenset({"compiled"})),
     Lever("static_cache", "cache", ANY, "a static KV cache for the model's generate (generation_config.cache_implementation = 'static'; "
           "transformers compiles the decode step on it), so decode_loop can take a plain generate", "every generate call of a profiled step "
-          "decoded on the static cache (none overrode cache_implementation)", value="static", needs="generate"),
+          "decoded on the static cache (none overrode cache_implementation)", value="static", needs="generate", brings=frozenset({"static_cache"})),
     Lever("channels_last", "layout", ANY, "the model's 4-D weights and the workload's 4-D tensors in channels_last memory format (NHWC "
           "convolutions)", "the model has 4-D weights, now channels_last", value="channels_last", needs="convolution"),
     Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
@@ -96,7 +98,7 @@ CATALOG: tuple[Lever, ...] = (
           "CUDA/HIP graphs (eager on a CPU), no host sync between tokens (EOS applied once at the end); a call it does not "
           "cover exactly (a dynamic cache, sampling, beams, padding, a logits processor) runs transformers' own generate, "
           "and then the lever did not take effect", "every generate call of a profiled step took the loop, none fell back",
-          value="decode_loop", needs="generate"),
+          value="decode_loop", needs="static_cache"),
     Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
           "the profiled step's kernel names changed", value="cudnn_benchmark", needs="convolution"),
 )

@@ -1,6 +1,7 @@
 """A user's decoder, written from the skill's workload page alone: a Llama-3.2-1B-shaped model with random weights in
 bf16, a plain greedy `generate` of 32 tokens after a 128-token prompt on the default cache, its tokens and their top-8
-log-probabilities returned. No knobs, no tolerance declared."""
+log-probabilities returned; `inputs(seed)` writes a new prompt in place (the skill's workload page: the gate's fresh
+inputs). No knobs, no tolerance declared."""
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
@@ -13,6 +14,10 @@ class Decoder:
                              vocab_size=128256, max_position_embeddings=4096, tie_word_embeddings=True, rope_theta=500000.0)
         self.model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
         self.prompt = torch.randint(0, config.vocab_size, (1, 128), device="cuda")
+
+    def inputs(self, seed):
+        generator = torch.Generator(device="cuda").manual_seed(seed)
+        self.prompt.copy_(torch.randint(0, self.model.config.vocab_size, self.prompt.shape, generator=generator, device="cuda"))
 
     def step(self):
         with torch.inference_mode():

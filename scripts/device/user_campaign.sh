@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Run ON THE DEVICE (one H200, no network), carrying .whl. Issue 44's acceptance: one `optimize start` per user
+# workload (scripts/device/user_workloads/NAME.py), as a user would start it: no levers listed, no tolerance declared
+# (the twin rule derives one at freeze), a wall-clock deadline per campaign. Outputs: $OUT/NAME.optimize.json (the
+# report model), $OUT/NAME.report.md, $OUT/NAME.breakdown.json, $OUT/user_campaign.log (progress lines, one per candidate).
+#   DEADLINE_S=540 bash scripts/device/user_campaign.sh decoder_llama
+#   DEADLINE_S=240 bash scripts/device/user_campaign.sh conv_resnet encoder_bert
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/device/env.sh
+export HYPERLOOM_WORKSPACE="$PWD"
+log="$out/user_campaign.log"
+for name in "$@"; do
+  started=$(date +%s)
+  python3 -m hyperloom.cli.main optimize start --workload "scripts/device/user_workloads/$name.py:build" --session "$name" \
+    --deadline-s "${DEADLINE_S:-540}" --timeout-s "${TIMEOUT_S:-150}" --json > "$out/$name.optimize.json" 2>>"$log"
+  echo "$name: optimize exit $? after $(( $(date +%s) - started )) s" | tee -a "$log"
+  python3 - "$out" "$name" <<'PY' 2>&1 | tee -a "$log"
+import json, shutil, sys
+from pathlib import Path
+out, name = Path(sys.argv[1]), sys.argv[2]
+report = json.loads((out / f"{name}.optimize.json").read_text())
+print(report["status"]["summary"])
+for r in report["records"]:
+    result = r["result"]
+    print(f"  #{r['seq']} {r['phase']:<10} {'+'.join(result['levers']) or 'A/A':<48} {r['decision']:<9} {result['verdict']:<10} "
+          f"{result.get('speedup') or 0:6.3g}x {r['device_s']:6.1f} s  {result['reason'][:150]}")
+for note in report["notes"]:
+    print("  note:", note[:220])
+for key, suffix in (("report_md", "report.md"), ("breakdown_json", "breakdown.json")):
+    if report.get(key):
+        shutil.copy(report[key], out / f"{name}.{suffix}")
+PY
+done
