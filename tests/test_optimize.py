@@ -510,3 +510,28 @@ def test_a_winner_s_follow_ups_are_measured_at_once_and_the_pair_can_start_the_s
     assert order[at + 1] == ["compile", "skip_guard_eval"], order
     assert report.status.stack == ["compile", "skip_guard_eval"]
     assert not [r for r in report.records if r.phase == "combine" and r.result.levers == ["compile", "skip_guard_eval"] and r.device_s > 0]
+
+
+def test_a_trial_the_deadline_cut_is_not_recorded_so_a_resume_runs_it_and_the_stack_is_not_reverted(mlp, monkeypatch):
+    """On the H200 a revalidation cut at the deadline was recorded as a REGRESSION and reverted a 3.87x stack. A cut
+    trial says nothing of its candidate: it is noted, unrecorded, and the campaign stops (the deadline)."""
+    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.workload.models import CandidateResult
+
+    real = campaign.trial
+
+    def cut_revalidation(names, *args, **kwargs):
+        if kwargs.get("new") and len(names) == 1 and names == ["knob:pause=no"] and campaign_state["kept"]:
+            return CandidateResult(levers=names, verdict="TIMEOUT", reason="warmup, cut at the campaign's deadline: did not finish within 3 s and was killed")
+        result = real(names, *args, **kwargs)
+        campaign_state["kept"] = campaign_state["kept"] or result.verdict == "FASTER"
+        return result
+
+    campaign_state = {"kept": False}
+    monkeypatch.setattr(campaign, "trial", cut_revalidation)
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:pause=no"], deadline_s=600)
+    assert report.status.stop_reason == "wall-clock deadline of 600 s reached", report.status.stop_reason
+    assert not [r for r in report.records if r.phase == "revalidate"]
+    assert report.status.stack == ["knob:pause=no"]
+    assert any("was cut at the campaign's deadline" in n and "starting the campaign again runs it" in n for n in report.notes)

@@ -47,7 +47,7 @@ from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import BY_NAME, CATALOG, GPU, Lever, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
-from hyperloom.tools.workload.process import WorkloadFailure
+from hyperloom.tools.workload.process import CUT, WorkloadFailure
 
 POLL_S = 0.2
 BASELINE_CI = 0.02
@@ -125,7 +125,7 @@ class Campaign:
         if spent >= self.request.budget_device_s:
             raise Stopped(f"device-hour budget spent ({spent:.1f} of {self.request.budget_device_s:g} device-s)", hard=True)
         if self.request.deadline_s is not None and time.monotonic() - self.started >= self.request.deadline_s:
-            raise Stopped(f"wall-clock deadline of {self.request.deadline_s:g} s reached", hard=True)
+            raise Stopped(f"wall-clock deadline of {self.request.deadline_s or 0:g} s reached", hard=True)
 
     def check_search(self) -> None:
         """The hard rules, then those that end the search (the sweep still runs): count, patience, target."""
@@ -150,7 +150,8 @@ class Campaign:
     def sweep_reserve_s(self) -> float:
         """What the campaign still needs after its search, each trial at the mean device time of the trials so far (a
         sweep trial builds both sides at the point, as a candidate trial does): with winners but no stack yet, the
-        best winner's revalidation (settle); with a stack, its points not yet swept."""
+        best winner's revalidation (settle); with a stack, its points not yet swept; and when any of that is due, the
+        trial the search is about to start (on the H200 a 66 s trial started with 53 s left left none for settle)."""
         points = self.ledger.get_json("baseline", {}).get("points", [])
         trials = [r.device_s for r in self.ledger.records() if r.device_s > 0 and r.phase != "baseline"]
         if not trials:
@@ -160,7 +161,7 @@ class Campaign:
         stack = stack or (winners[0].result.levers if winners else [])
         valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None] if stack else []
         left = settle + sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)
-        return left * sum(trials) / len(trials)
+        return (left + 1) * sum(trials) / len(trials) if left else 0.0
 
     def winners(self) -> list[Record]:
         """The levers phase's winners, fastest first."""
@@ -489,6 +490,11 @@ class Campaign:
                        target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job))
         device_s = time.perf_counter() - started
         shutil.rmtree(folder, ignore_errors=True)
+        if result.verdict == "TIMEOUT" and CUT in result.reason:  # not a verdict on the candidate: unrecorded, so a resume runs it again
+            self.ledger.add_spent(device_s)
+            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({result.reason[:160]}): "
+                                 "not recorded; starting the campaign again runs it")
+            raise Stopped(f"wall-clock deadline of {self.request.deadline_s:g} s reached", hard=True)
         record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,
                                            decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=device_s, finished_at=_now()))
         if self.progress is not None:

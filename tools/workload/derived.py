@@ -58,7 +58,7 @@ def tolerances(folder_base: Path, folder_twin: Path, names: list[str], metas: di
         (bt, tt), (bi, ti), (bl, tl) = load(tokens), load(ids), load(logprobs)
         drift = twin.logprob_drift(bi, bl, ti, tl, bt, tt)
         rule = DerivedTolerance(k=k, twin_dtype=twin_dtype, baseline_error={"top_logprob_drift": drift}, floor=twin.NATS_FLOOR)
-        result.update({tokens: OutputTolerance(), ids: OutputTolerance(), logprobs: OutputTolerance(atol=rule.bound("top_logprob_drift"), derived=rule)})
+        result.update({tokens: OutputTolerance(), ids: OutputTolerance(), logprobs: OutputTolerance(atol=rule.live_bound("top_logprob_drift"), derived=rule)})
         teacher = tokens + twin.TEACHER
         if (folder_base / f"{teacher}.npy").is_file() and (folder_twin / f"{teacher}.npy").is_file():
             base, other = load(teacher)

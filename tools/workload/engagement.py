@@ -41,9 +41,10 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
     if lever.kind == "stance":
         return _stance(lever, seen)
     if lever.name == "tunableop":
-        files = seen.get("tunableop_files") or []
-        on = bool(seen.get("tunableop_enabled")) and bool(files)
-        return Engagement(lever=lever.name, engaged=on, evidence=f"TunableOp enabled, results in {', '.join(files)}" if on else "TunableOp wrote no results (no GEMM it tunes ran)")
+        files, tuned = seen.get("tunableop_files") or [], int(seen.get("tunableop_results") or 0)
+        on = bool(seen.get("tunableop_enabled")) and bool(files or tuned)
+        said = f"results in {', '.join(files)}" if files else f"{tuned} GEMM(s) tuned"
+        return Engagement(lever=lever.name, engaged=on, evidence=f"TunableOp enabled, {said}" if on else "TunableOp wrote no results (no GEMM it tunes ran)")
     if lever.kind == "overrides":
         counted = seen.get("override_calls") or {}
         silent = [target for target, count in counted.items() if count == 0]

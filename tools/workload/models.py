@@ -29,6 +29,11 @@ class DerivedTolerance(BaseModel):
         """The most a candidate's error against the twin may be under `measure`."""
         return self.k * max(self.baseline_error[measure], self.floor)
 
+    def live_bound(self, measure: str) -> float:
+        """The most a candidate may be from the baseline itself (not the twin) under `measure`: the triangle bound
+        |c - b| <= |c - t| + |t - b|, (k + 1) x the baseline's error (floored)."""
+        return (self.k + 1) * max(self.baseline_error[measure], self.floor)
+
 
 class OutputTolerance(BaseModel):
     """One output's tolerance: floats match when |c - r| <= atol + rtol * |r|; integers (token ids) when the share of

@@ -22,6 +22,7 @@ from hyperloom.tools.workload.levers import Lever, environment
 
 RUNNER = "hyperloom.tools.workload.runner"
 MIN_CALL_S = 1.0  # the least a call gets past a deadline: a worker is not killed before it can answer
+CUT = "cut at the campaign's deadline"  # how a call the deadline cut names itself (a campaign does not record that trial)
 OUTPUT_TAIL_CHARS = 600
 ROUND_TRIPS = 5
 
@@ -140,6 +141,6 @@ class WorkloadProcess:
             timeout_s, cut = max(MIN_CALL_S, self.deadline_at - time.monotonic()), True
         outcome = self.worker.call(f"{RUNNER}:{entry}", payload, timeout_s=timeout_s)
         if not outcome.ok:
-            named = f"{step or entry}, cut at the campaign's deadline" if cut and outcome.status == "TIMEOUT" else step or entry
+            named = f"{step or entry}, {CUT}" if cut and outcome.status == "TIMEOUT" else step or entry
             raise WorkloadFailure(outcome.status, named, outcome)
         return outcome.result

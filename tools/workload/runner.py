@@ -250,7 +250,9 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         if STATE.gpu and any(lever["name"] == "tunableop" for lever in STATE.levers):
             tunable = torch.cuda.tunable
             evidence["tunableop_enabled"] = bool(tunable.is_enabled())
-            tunable.write_file()
+            if hasattr(tunable, "write_file"):  # torch before 2.10; later ones write at exit and list what they tuned
+                tunable.write_file()
+            evidence["tunableop_results"] = len(tunable.get_results()) if hasattr(tunable, "get_results") else 0
             evidence["tunableop_files"] = sorted(p.name for p in Path(STATE.folder).glob("tunableop_results*.csv") if p.stat().st_size > 0)
     evidence["graph_replayed"] = STATE.graph is not None
     if replaced:
