@@ -44,6 +44,7 @@ class Lever:
     engaged_by: str  # the evidence that it took effect
     env: dict[str, str] = field(default_factory=dict)  # for kind env; "{folder}" is the candidate's folder in the workspace
     value: str = ""  # compile: the mode; sdpa: the backend; setting: the setting's name; knob: NAME=VALUE
+    less_work: str = ""  # why a step with it may do far less gemm/attention work than the baseline's (a cache, a quantization): proof of work is waived
 
 
 CATALOG: tuple[Lever, ...] = (
