@@ -44,6 +44,7 @@ CHEATS = {  # overrides module -> (verdict, what the reason names); NOT_FASTER w
     "saver_copies_reference": ("REJECTED", "runner._save"),
     "zeros": ("REJECTED", "outputs out of tolerance"),
     "late_swap": ("REJECTED", "runner.STATE.step"),
+    "profiler_aware": ("REJECTED", TIMED),
 }
 
 
@@ -62,17 +63,20 @@ def test_the_corpus_holds_every_cheat_the_test_expects_and_each_names_its_trick(
 
 
 def test_no_cheat_is_faster_each_meets_its_defence_and_honest_candidates_are_still_judged(seeded):
-    candidates = [[f"overrides:cheats/{name}.py"] for name in CHEATS] + [["overrides:cheats/honest_gelu.py"], ["knob:redundant=0"]]
+    candidates = [[f"overrides:cheats/{name}.py"] for name in CHEATS] + [["overrides:cheats/honest_gelu.py"], ["knob:redundant=0"], ["compile"]]
     result = workload_bench(WorkloadBenchRequest(name="seeded", candidates=candidates, **FAST), seeded)
-    *cheats, honest, fast = result.candidates
+    *cheats, honest, fast, compiled = result.candidates
     said = {name: (c.verdict, c.reason) for name, c in zip(CHEATS, cheats, strict=True)}
-    for name, (verdict, reason) in CHEATS.items():
-        assert said[name][0] == verdict and reason in said[name][1], (name, said[name])
+    wrong = {name: said[name] for name, (verdict, reason) in CHEATS.items() if said[name][0] != verdict or reason not in said[name][1]}
+    assert not wrong, wrong
     assert all(c.inputs_fresh for c in [result.same_work, *result.candidates]) and "memoization not excluded" not in result.summary
     ahead = cheats[list(CHEATS).index("seeds_read_ahead")]  # its trick worked on the worker's step windows; the controller's clock saw the work
     assert sorted(ahead.worker_legs_s)[2] < 0.5 * sorted(ahead.candidate_legs_s)[2], (ahead.worker_legs_s, ahead.candidate_legs_s)
     assert honest.verdict in ("NOT_FASTER", "FASTER") and honest.pairs == 5, honest.reason
     assert fast.verdict == "FASTER" and fast.speedup > 1.5, fast.reason  # a third of the work, the same outputs on every seed
+    assert compiled.verdict in ("NOT_FASTER", "FASTER") and compiled.work.compute().flops == result.baseline_work.compute().flops, compiled.reason
+    assert result.roof.roof_s is None and any("no roof: no ceiling known for this CPU" in w for w in result.warnings), (result.roof, result.warnings)
+    assert all(c.gate_s is not None and c.gate_s > 0 for c in result.candidates)
 
 
 SHAPES = '''
