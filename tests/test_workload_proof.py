@@ -8,13 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from helpers import REPO
-from hyperloom.core.evidence import host_device, measured
-from hyperloom.tools.roofline.models import Ceiling, RooflineResult
+from helpers import REPO, write_roofline
+from hyperloom.core.evidence import host_device
 from hyperloom.tools.workload.levers import lever
 from hyperloom.tools.workload.models import ClassWork, StepWork
 from hyperloom.tools.workload.proof import POW_FRACTION, short_of_work
-from hyperloom.tools.workload.roof import ROOF_SLACK, ROOFLINE_FILE, impossible, known_ceilings, step_roof
+from hyperloom.tools.workload.roof import ROOF_SLACK, impossible, known_ceilings, step_roof
 from hyperloom.tools.workload.work import step_work
 
 PROFILES = REPO / "tests" / "fixtures" / "workload_profile"
@@ -24,17 +23,6 @@ STEP_FLOPS = 6 * 2 * 64 * 256 * 1024  # three forwards (redundant=2) of two 64 x
 
 def _work(name: str) -> StepWork:
     return step_work(PROFILES / f"{name}.json", PARAMETER_BYTES)
-
-
-def write_roofline(workspace, device: str, fma_tflops: float, memory_gbps: float) -> None:
-    """A roofline result as `hyperloom roofline` leaves it in the workspace: the seam through which ceilings reach the roof."""
-    evidence = measured("roofline", inputs_sha256="0" * 64, device=device)
-    ceilings = [Ceiling(name="fma", kind="compute", value=fma_tflops, unit="TFLOP/s", source="test", evidence=evidence),
-                Ceiling(name="copy", kind="memory", value=memory_gbps, unit="GB/s", source="test", evidence=evidence)]
-    result = RooflineResult(summary="test ceilings", target="host", device=device, measured=ceilings, datasheet=[], placements=[], files=[], evidence=evidence)
-    path = workspace.root / ROOFLINE_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.model_dump_json())
 
 
 @pytest.mark.parametrize("name", ["seeded_cpu_step", "seeded_cpu_compiled_step"])
