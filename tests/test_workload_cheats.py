@@ -79,8 +79,7 @@ def test_no_cheat_is_faster_each_meets_its_defence_and_honest_candidates_are_sti
     assert compiled.verdict in ("NOT_FASTER", "FASTER") and compiled.work.compute().flops == result.baseline_work.compute().flops, compiled.reason
     assert result.roof.roof_s is None and any("no roof: no ceiling known for this CPU" in w for w in result.warnings), (result.roof, result.warnings)
     timed = [c for c in result.candidates if c.pairs]
-    assert all(c.gate_s is not None for c in result.candidates) and all(c.gate_s > 0 and c.timed_s > 0 for c in timed), [(c.levers, c.gate_s, c.timed_s) for c in timed]
-    print("gate cost (share of judging plus timed legs):", {" + ".join(c.levers)[-28:]: round(c.gate_s / (c.gate_s + c.timed_s), 3) for c in timed})
+    assert all(c.gate_s is not None and c.trial_s > c.gate_s for c in result.candidates) and all(c.gate_s > 0 for c in timed), [(c.levers, c.gate_s, c.trial_s) for c in timed]
 
 
 FIXED = '''
@@ -97,16 +96,19 @@ def build_fixed(redundant: int = 2) -> Fixed:
 
 def test_on_fixed_inputs_a_memo_fails_proof_of_work_and_a_profiler_aware_one_is_impossible_under_a_measured_roof(workspace):
     """Where the outputs cannot tell: the memo's profiled step did no matmul; the cheat that works while profiled is timed
-    under the roof of ceilings injected as a roofline result (above what one core reaches, so honest legs stay over it)."""
+    under the roof of ceilings injected as a roofline result. The step is 21 forwards (1.4 GFLOP, one thread) and the
+    fp32 ceiling 0.4 TFLOP/s, twice a core's peak: the roof (0.5 x 3.5 ms) sits 4x under an honest step on the fastest
+    core and 3x over the cost of a call that does no work (about 0.6 ms a step on the 2-core host this was written on)."""
     (workspace.root / "seeded.py").write_text((CORPUS / "workload" / "seeded.py").read_text() + FIXED)
     shutil.copytree(CORPUS, workspace.root / "cheats", ignore=shutil.ignore_patterns("workload", "__pycache__"))
     write_roofline(workspace, host_device(), fma_tflops=0.4, memory_gbps=200.0)
-    workload_freeze(WorkloadFreezeRequest(workload="seeded.py:build_fixed", name="fixed", atol=1e-5, rtol=1e-5, timeout_s=120), workspace)
+    workload_freeze(WorkloadFreezeRequest(workload="seeded.py:build_fixed", name="fixed", knobs={"redundant": "20"}, atol=1e-5, rtol=1e-5, timeout_s=120),
+                    workspace)
     candidates = [["overrides:cheats/memo_input_hash.py"], ["overrides:cheats/profiler_aware.py"], ["overrides:cheats/honest_gelu.py"]]
     result = workload_bench(WorkloadBenchRequest(name="fixed", candidates=candidates, **FAST), workspace)
     memo, aware, honest = result.candidates
     assert result.roof.roof_s is not None and result.roof.tag == "MEASURED", result.roof
-    assert memo.verdict == "REJECTED" and "proof of work" in memo.reason and "0 ops against 6" in memo.reason, memo.reason
+    assert memo.verdict == "REJECTED" and "proof of work" in memo.reason and "0 ops against 42" in memo.reason, memo.reason
     assert aware.verdict == "IMPOSSIBLE" and "under the baseline step's roof" in aware.reason and "(MEASURED)" in aware.reason, aware.reason
     assert honest.verdict in ("NOT_FASTER", "FASTER") and honest.pairs == 5, honest.reason
     assert "IMPOSSIBLE" in (workspace.root / result.report_md).read_text()

@@ -132,9 +132,9 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     step alone (baseline_legs' median), against which its paired legs are checked. `base_evidence` holds the reference
     step's work and roof where proof.reference_evidence made it: then proof of work and the roof are checked too.
     The result's gate_s: the seconds spent judging (GateClock), not timing."""
-    clock = GateClock()
+    clock, began = GateClock(), perf_counter()
     result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, workspace, target, new, device, backend, solo_s, clock)
-    return result.model_copy(update={"gate_s": clock.spent_s, "timed_s": clock.timed_s})
+    return result.model_copy(update={"gate_s": clock.spent_s, "trial_s": perf_counter() - began})
 
 
 @dataclass
@@ -144,7 +144,6 @@ class GateClock:
     inside the worker's calls (build and each timed leg) and are not separable from them."""
 
     spent_s: float = 0.0
-    timed_s: float | None = None  # the candidate's timed legs, the controller's clock: what spent_s is compared with
 
     @contextmanager
     def judging(self) -> Iterator[None]:
@@ -188,7 +187,6 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
             run = paired(base, process, settings, PairGate(tolerances, references, folder / "pairs"))
             clock.spent_s += run.gate_s
-            clock.timed_s = sum(x.controller_s for x in run.candidate)
     except WorkloadFailure as failure:
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED",
                                reason=_noted(failure.message[:600], fixed), inputs_fresh=fresh)

@@ -52,11 +52,11 @@ def markdown(result: WorkloadBenchResult) -> str:
             lines.append(f"| {' + '.join(c.levers)} | {c.verdict} | {f'{c.speedup:.3g}x' if c.speedup else '-'} | {ci} | {pairs} | {p} | {_gate(c)} "
                          f"| {c.reason.replace('|', '/')[:300]} |")
         lines.append("")
-        shares = [share for c in result.candidates if (share := gate_share(c)) is not None]
+        shares = [share for c in result.candidates if c.pairs and (share := gate_share(c)) is not None]
         if shares:
-            lines += [f"Gate cost: the controller judged (outputs compared, continuation scored, the proof-of-work profile read) for "
-                      f"{max(shares):.0%} at most, {sum(shares) / len(shares):.0%} on average, of a timed candidate's time in this call "
-                      f"(judging plus its timed legs; target <= 15 %).", ""]
+            lines += [f"Gate cost: the controller spent {max(shares):.0%} at most, {sum(shares) / len(shares):.0%} on average, of a timed "
+                      "candidate's trial (build, warm-up, judging, both workers' legs) judging it: outputs compared, continuation scored, "
+                      "the proof-of-work profile taken and read (target <= 15 %).", ""]
         for c in result.candidates:
             if c.engagement:
                 lines.append(f"- {' + '.join(c.levers)}: " + "; ".join(f"{g.lever} {'engaged' if g.engaged else 'NOT engaged'} ({g.evidence})" for g in c.engagement))
@@ -65,10 +65,8 @@ def markdown(result: WorkloadBenchResult) -> str:
 
 
 def gate_share(c: CandidateResult) -> float | None:
-    """The share of a timed candidate's time (judging plus its timed legs, the controller's clock) spent judging."""
-    if c.gate_s is None or not c.timed_s:
-        return None
-    return c.gate_s / (c.gate_s + c.timed_s)
+    """The share of a candidate's trial (the device time it cost, the controller's clock) spent judging."""
+    return c.gate_s / c.trial_s if c.gate_s is not None and c.trial_s else None
 
 
 def _gate(c: CandidateResult) -> str:

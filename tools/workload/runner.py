@@ -213,10 +213,10 @@ def trace(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def engagement(payload: dict[str, Any]) -> dict[str, Any]:
-    """What actually ran in one profiled step, run as a timed step runs (inputs(`seed`) when given, step, outputs on
-    the host, all under the profiler: what the controller's clock times; profiled_step.py): op and kernel names with their counts, with `trace` the Chrome trace with
-    shapes and the model's parameter bytes (proof of work), dynamo's compiled graphs (all, and those compiled in this
-    step), whether the graph replayed, TunableOp's results file."""
+    """What actually ran in one step profiled as a timed step runs (inputs(`seed`) when given, step, outputs on the
+    host: what the controller's clock times; profiled_step.py): op and kernel names with their counts; with `trace`,
+    the Chrome trace with shapes and the model's parameter bytes (proof of work); dynamo's compiled graphs (all, and
+    those compiled in this step), whether the graph replayed, TunableOp's results file."""
     torch = _torch()
     evidence: dict[str, Any] = {"ops": {}, "kernels": {}}
     seed = payload.get("seed") if GUARD.inputs is not None else None
@@ -238,7 +238,12 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
 
         counters = getattr(getattr(getattr(torch, "_dynamo", None), "utils", None), "counters", None)
         graphs_before = int(counters["stats"].get("unique_graphs", 0)) if counters is not None else 0
-        evidence.update(profiled(lambda: (seed is None or GUARD.inputs(int(seed)), _timed_step(events=STATE.gpu)), STATE.gpu, payload.get("trace")))
+        def as_timed() -> None:
+            if seed is not None:
+                GUARD.inputs(int(seed))
+            _timed_step(events=STATE.gpu)
+
+        evidence.update(profiled(as_timed, STATE.gpu, payload.get("trace")))
         evidence["parameter_bytes"] = parameter_bytes(torch, STATE.obj)
         if counters is not None:
             evidence["compiled_graphs"] = int(counters["stats"].get("unique_graphs", 0))
