@@ -9,9 +9,12 @@ from typing import Any
 import numpy as np
 
 from hyperloom.core.dtypes import save_npy
+from hyperloom.core.evidence import measured
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest, GateResult
+from hyperloom.tools.roofline.models import Ceiling, RooflineResult
+from hyperloom.tools.workload.roof import ROOFLINE_FILE
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent
@@ -84,3 +87,14 @@ def fingerprint_the_seed(spec_path: Path, workspace: Workspace, shape_index: int
 def refused_by(result: Any) -> set[str]:
     """The checks that refused a bench result (the gate on an input set, or a check of the timed launches)."""
     return {v.check for v in [*result.gate, *result.checks] if not v.passed}
+
+
+def write_roofline(workspace: Workspace, device: str, fma_tflops: float, memory_gbps: float) -> None:
+    """A roofline result as `hyperloom roofline` leaves it in the workspace: the seam through which ceilings reach the roof."""
+    evidence = measured("roofline", inputs_sha256="0" * 64, device=device)
+    ceilings = [Ceiling(name="fma", kind="compute", value=fma_tflops, unit="TFLOP/s", source="test", evidence=evidence),
+                Ceiling(name="copy", kind="memory", value=memory_gbps, unit="GB/s", source="test", evidence=evidence)]
+    result = RooflineResult(summary="test ceilings", target="host", device=device, measured=ceilings, datasheet=[], placements=[], files=[], evidence=evidence)
+    path = workspace.root / ROOFLINE_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.model_dump_json())

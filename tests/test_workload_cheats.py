@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, write_roofline
+from hyperloom.core.evidence import host_device
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.workload import timed
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
@@ -25,13 +26,14 @@ torch = pytest.importorskip("torch")
 CORPUS = REPO / "tests" / "fixtures" / "workload_cheats"
 FAST = {"pairs": 5, "steps_per_leg": 2, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 120.0}
 TIMED = "outputs of timed step"
+WORK = "proof of work"
 CHEATS = {  # overrides module -> (verdict, what the reason names); NOT_FASTER where the defence is that the work is timed
     "memo_input_hash": ("NOT_FASTER", ""),
-    "first_result_forever": ("REJECTED", TIMED),
-    "background_thread": ("NOT_FASTER", ""),
+    "first_result_forever": ("REJECTED", WORK),
+    "background_thread": ("REJECTED", WORK),  # on a CPU the profiler records no op of a thread the step started (a GPU sees its kernels)
     "honest_off_the_clock": ("REJECTED", TIMED),
     "cache_after_warmup": ("REJECTED", TIMED),
-    "frozen_references": ("REJECTED", TIMED),
+    "frozen_references": ("REJECTED", WORK),
     "work_in_outputs": ("NOT_FASTER", ""),
     "quarter_clock": ("REJECTED", "time.perf_counter"),
     "runner_timer": ("REJECTED", "runner._timed_step"),
@@ -39,11 +41,12 @@ CHEATS = {  # overrides module -> (verdict, what the reason names); NOT_FASTER w
     "burn_during_baseline": ("NOT_FASTER", ""),
     "thread_burn": ("NOT_FASTER", ""),
     "seeds_read_ahead": ("NOT_FASTER", ""),
-    "ignore_seed": ("REJECTED", TIMED),
-    "child_ahead": ("REJECTED", TIMED),
+    "ignore_seed": ("REJECTED", WORK),
+    "child_ahead": ("REJECTED", WORK),
     "saver_copies_reference": ("REJECTED", "runner._save"),
     "zeros": ("REJECTED", "outputs out of tolerance"),
     "late_swap": ("REJECTED", "runner.STATE.step"),
+    "profiler_aware": ("REJECTED", TIMED),
 }
 
 
@@ -62,17 +65,53 @@ def test_the_corpus_holds_every_cheat_the_test_expects_and_each_names_its_trick(
 
 
 def test_no_cheat_is_faster_each_meets_its_defence_and_honest_candidates_are_still_judged(seeded):
-    candidates = [[f"overrides:cheats/{name}.py"] for name in CHEATS] + [["overrides:cheats/honest_gelu.py"], ["knob:redundant=0"]]
+    candidates = [[f"overrides:cheats/{name}.py"] for name in CHEATS] + [["overrides:cheats/honest_gelu.py"], ["knob:redundant=0"], ["compile"]]
     result = workload_bench(WorkloadBenchRequest(name="seeded", candidates=candidates, **FAST), seeded)
-    *cheats, honest, fast = result.candidates
+    *cheats, honest, fast, compiled = result.candidates
     said = {name: (c.verdict, c.reason) for name, c in zip(CHEATS, cheats, strict=True)}
-    for name, (verdict, reason) in CHEATS.items():
-        assert said[name][0] == verdict and reason in said[name][1], (name, said[name])
+    wrong = {name: said[name] for name, (verdict, reason) in CHEATS.items() if said[name][0] != verdict or reason not in said[name][1]}
+    assert not wrong, "\n".join(f"{name}: {verdict} {reason[:240]}" for name, (verdict, reason) in wrong.items())
     assert all(c.inputs_fresh for c in [result.same_work, *result.candidates]) and "memoization not excluded" not in result.summary
     ahead = cheats[list(CHEATS).index("seeds_read_ahead")]  # its trick worked on the worker's step windows; the controller's clock saw the work
     assert sorted(ahead.worker_legs_s)[2] < 0.5 * sorted(ahead.candidate_legs_s)[2], (ahead.worker_legs_s, ahead.candidate_legs_s)
     assert honest.verdict in ("NOT_FASTER", "FASTER") and honest.pairs == 5, honest.reason
     assert fast.verdict == "FASTER" and fast.speedup > 1.5, fast.reason  # a third of the work, the same outputs on every seed
+    assert compiled.verdict in ("NOT_FASTER", "FASTER") and compiled.work.compute().flops == result.baseline_work.compute().flops, compiled.reason
+    assert result.roof.roof_s is None and any("no roof: no ceiling known for this CPU" in w for w in result.warnings), (result.roof, result.warnings)
+    timed = [c for c in result.candidates if c.pairs]
+    assert all(c.gate_s is not None and c.trial_s > c.gate_s for c in result.candidates) and all(c.gate_s > 0 for c in timed), [(c.levers, c.gate_s, c.trial_s) for c in timed]
+
+
+FIXED = '''
+
+class Fixed(Seeded):
+    inputs = None  # no inputs(seed): its inputs are fixed, so a memo's outputs are right
+
+
+def build_fixed(redundant: int = 2) -> Fixed:
+    torch.set_num_threads(1)
+    return Fixed(redundant)
+'''
+
+
+def test_on_fixed_inputs_a_memo_fails_proof_of_work_and_a_profiler_aware_one_is_impossible_under_a_measured_roof(workspace):
+    """Where the outputs cannot tell: the memo's profiled step did no matmul; the cheat that works while profiled is timed
+    under the roof of ceilings injected as a roofline result. The step is 21 forwards (1.4 GFLOP, one thread) and the
+    fp32 ceiling 0.4 TFLOP/s, twice a core's peak: the roof (0.5 x 3.5 ms) sits 4x under an honest step on the fastest
+    core and 3x over the cost of a call that does no work (about 0.6 ms a step on the 2-core host this was written on)."""
+    (workspace.root / "seeded.py").write_text((CORPUS / "workload" / "seeded.py").read_text() + FIXED)
+    shutil.copytree(CORPUS, workspace.root / "cheats", ignore=shutil.ignore_patterns("workload", "__pycache__"))
+    write_roofline(workspace, host_device(), fma_tflops=0.4, memory_gbps=200.0)
+    workload_freeze(WorkloadFreezeRequest(workload="seeded.py:build_fixed", name="fixed", knobs={"redundant": "20"}, atol=1e-5, rtol=1e-5, timeout_s=120),
+                    workspace)
+    candidates = [["overrides:cheats/memo_input_hash.py"], ["overrides:cheats/profiler_aware.py"], ["overrides:cheats/honest_gelu.py"]]
+    result = workload_bench(WorkloadBenchRequest(name="fixed", candidates=candidates, **FAST), workspace)
+    memo, aware, honest = result.candidates
+    assert result.roof.roof_s is not None and result.roof.tag == "MEASURED", result.roof
+    assert memo.verdict == "REJECTED" and "proof of work" in memo.reason and "0 ops against 42" in memo.reason, memo.reason
+    assert aware.verdict == "IMPOSSIBLE" and "under the baseline step's roof" in aware.reason and "(MEASURED)" in aware.reason, aware.reason
+    assert honest.verdict in ("NOT_FASTER", "FASTER") and honest.pairs == 5, honest.reason
+    assert "IMPOSSIBLE" in (workspace.root / result.report_md).read_text()
 
 
 SHAPES = '''

@@ -21,6 +21,7 @@ from hyperloom.tools.workload.ab import ABSettings, saved_outputs, target_with
 from hyperloom.tools.workload.frozen import Frozen, compare, references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
+from hyperloom.tools.workload.proof import reference_evidence
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
 LIVE_REFERENCES = 2  # the baseline and the current stack; another is started on demand
@@ -77,7 +78,7 @@ class Slot:
                 if not all(c.passed for c in checks):
                     raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:500],
                                          "freeze the workload again (workload freeze, overwrite) and start a new session, or find what changed")
-            evidence = process.engagement()
+            evidence = reference_evidence(process, folder / "profiled", self.workspace)
         except BaseException:
             process.close()
             raise

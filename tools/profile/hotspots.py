@@ -8,7 +8,8 @@ from hyperloom.tools.profile.roof import HOST_LINK, Roofs, place_work
 from hyperloom.tools.profile.tensors import arguments
 
 
-def _dtype(item: WorkItem) -> str | None:
+def item_dtype(item: WorkItem) -> str | None:
+    """The dtype of the first tensor its op was called with (None without an op or shapes)."""
     tensors = [t for t in arguments(item.op) if t is not None] if item.op is not None else []
     return tensors[0].dtype if tensors else None
 
@@ -20,7 +21,7 @@ def hotspot(item: WorkItem, roofs: Roofs, device_us: float) -> Hotspot:
     total_bytes = work.bytes_moved * calls if work else None
     total_flops = work.flops * calls if work else None
     host_link = item.op is None and item.kernel_class == "memory copy" and not is_device_copy(item.label)
-    placed = place_work(item.kernel_class, _dtype(item), total_bytes, total_flops, seconds, roofs, host_link=host_link)
+    placed = place_work(item.kernel_class, item_dtype(item), total_bytes, total_flops, seconds, roofs, host_link=host_link)
     headroom = seconds * max(0.0, 1 - placed.percent / 100) if placed.percent is not None else None
     model = work.model if work else item.model_note or "no byte/flop model for this class"
     if placed.percent is None and work and not host_link and roofs.ceilings:

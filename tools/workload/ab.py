@@ -16,8 +16,11 @@ from __future__ import annotations
 import math
 import shutil
 import statistics
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -32,6 +35,8 @@ from hyperloom.tools.workload.frozen import compare
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.proof import profiled_work, short_of_work
+from hyperloom.tools.workload.roof import impossible
 from hyperloom.tools.workload.tamper import describe
 from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, slowed
 from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
@@ -124,7 +129,34 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     """The candidate `names` (built from `target` with `levers`) judged beside `base`; engagement is checked for
     `new` (default every lever): levers the reference already holds left their evidence there too. `device` pins the
     candidate's worker to a GPU through `backend`'s variable (tools/runtime/visible.py). `solo_s`: the reference's
-    step alone (baseline_legs' median), against which its paired legs are checked."""
+    step alone (baseline_legs' median), against which its paired legs are checked. `base_evidence` holds the reference
+    step's work and roof where proof.reference_evidence made it: then proof of work and the roof are checked too.
+    The result's gate_s: the seconds spent judging (GateClock), not timing."""
+    clock, began = GateClock(), perf_counter()
+    result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, workspace, target, new, device, backend, solo_s, clock)
+    return result.model_copy(update={"gate_s": clock.spent_s, "trial_s": perf_counter() - began})
+
+
+@dataclass
+class GateClock:
+    """The seconds the controller spent judging a candidate rather than timing it: its outputs saved and compared
+    (the first check and each pair's), the continuation scored, the proof-of-work profile read. The tamper checks run
+    inside the worker's calls (build and each timed leg) and are not separable from them."""
+
+    spent_s: float = 0.0
+
+    @contextmanager
+    def judging(self) -> Iterator[None]:
+        began = perf_counter()
+        try:
+            yield
+        finally:
+            self.spent_s += perf_counter() - began
+
+
+def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
+           tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, workspace: Workspace, target: Target,
+           new: list[Lever] | None, device: int | None, backend: str, solo_s: float | None, clock: GateClock) -> CandidateResult:
     fresh = fresh_inputs(base)
     fixed = "" if fresh else INPUTS_FIXED
     try:
@@ -134,20 +166,27 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
                 said = describe(process.info["tampered"], "when its overrides module was imported")
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)
             warm = process.warmup(settings.warmup_steps)
-            checks = compare(saved_outputs(process, folder / "outputs", references), references, tolerances)
-            if all(c.passed for c in checks):  # a row that parted at a near tie: its own tokens after, scored by the reference's model
-                checks += continuation.checks(base, folder / "outputs", references, tolerances, folder / "scored")
+            with clock.judging():
+                checks = compare(saved_outputs(process, folder / "outputs", references), references, tolerances)
+                if all(c.passed for c in checks):  # a row that parted at a near tie: its own tokens after, scored by the reference's model
+                    checks += continuation.checks(base, folder / "outputs", references, tolerances, folder / "scored")
             if not all(c.passed for c in checks):
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(mismatch_reason(checks), fixed), outputs=checks,
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
-            seen = process.engagement()
+            with clock.judging():
+                seen, work = profiled_work(process, folder / "profiled")
             engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
             note = compile_note(seen, base_evidence)
             if not all(e.engaged for e in engaged):
                 off = [e for e in engaged if not e.engaged]
                 return CandidateResult(levers=names, verdict="NO_OP", reason=_noted(_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note), fixed),
-                                       engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
+                                       engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
+            short = short_of_work(base_evidence.get("work"), work, levers)
+            if short is not None:
+                return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(short, fixed), engagement=engaged, outputs=checks,
+                                       warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
             run = paired(base, process, settings, PairGate(tolerances, references, folder / "pairs"))
+            clock.spent_s += run.gate_s
     except WorkloadFailure as failure:
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED",
                                reason=_noted(failure.message[:600], fixed), inputs_fresh=fresh)
@@ -155,14 +194,20 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     rejected = run.rejected or disagreement(run.candidate, run.reference)
     if rejected is not None:
         return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=run.checks or checks, engagement=engaged,
-                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told)
+                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told, work=work)
+    too_fast = impossible(base_evidence.get("roof"), statistics.median(run.cand_legs))
+    if too_fast is not None:
+        return CandidateResult(levers=names, verdict="IMPOSSIBLE", reason=_noted(too_fast, fixed), outputs=checks, engagement=engaged,
+                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told, work=work,
+                               pairs=len(run.cand_legs))
     result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
     suspect = slowed(run.base_legs, solo_s)  # named, not judged: a machine that got busy since the solo legs reads the same
     if suspect is not None:
         result = result.model_copy(update={"reason": _noted(result.reason, suspect)})
     extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
                 if len(run.cand_legs) > settings.pairs else "")
-    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), note), fixed), "inputs_fresh": fresh, "worker_legs_s": told})
+    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), note), fixed), "inputs_fresh": fresh, "worker_legs_s": told,
+                                     "work": work})
 
 
 INPUTS_FIXED = "inputs fixed: memoization not excluded (the workload has no inputs(seed))"
@@ -212,10 +257,11 @@ class Paired:
     candidate: list[Leg] = field(default_factory=list)
     reference: list[Leg] = field(default_factory=list)
     checks: list[OutputCheck] = field(default_factory=list)  # the failing pair's, when the outputs refused it
+    gate_s: float = 0.0  # the controller's seconds reading, comparing and deleting the pairs' outputs
 
     def extended(self, more: Paired) -> Paired:
         return Paired(self.base_legs + more.base_legs, self.cand_legs + more.cand_legs, more.device if self.device is None else self.device,
-                      more.rejected, self.candidate + more.candidate, self.reference + more.reference, more.checks)
+                      more.rejected, self.candidate + more.candidate, self.reference + more.reference, more.checks, self.gate_s + more.gate_s)
 
 
 def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: PairGate | None = None) -> Paired:
@@ -238,15 +284,18 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
                 run.base_legs.append(timed.step_s)
                 run.reference.append(timed)
                 if folder is not None:
+                    began = perf_counter()
                     references = load_outputs(folder, list(gate.references))
                     shutil.rmtree(folder, ignore_errors=True)
                     same_shapes(references, gate.references, seeds)
+                    run.gate_s += perf_counter() - began
                 continue
             run.cand_legs.append(timed.step_s)
             run.candidate.append(timed)
             device += timed.device_s
             if timed.tampered:
                 run.rejected = describe(timed.tampered, f"after its timed leg {len(run.cand_legs)}")
+        began = perf_counter()
         if run.rejected is None and where is not None:
             checks = compare(where / "candidate", references, gate.tolerances)
             if not all(c.passed for c in checks):
@@ -255,6 +304,7 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
                 run.rejected = f"outputs of timed step {steps_per_leg} of pair {len(run.cand_legs)}{said}, against the reference's of the same inputs: " + mismatch_reason(checks)
         if where is not None:
             shutil.rmtree(where, ignore_errors=True)
+        run.gate_s += perf_counter() - began
         if run.rejected is not None:
             break
     run.device = statistics.median(device) if device else None

@@ -4,7 +4,9 @@ The baseline runs in one worker for the whole call; each candidate (a lever or a
 with its levers. A candidate is judged in this order, and stops at the first failure:
 1. it builds and warms up (a compile happens here): else CRASH, TIMEOUT or RAISED with the worker's reason;
 2. its outputs match the frozen baseline's within the declared tolerance: else REJECTED with the first mismatches;
-3. every lever left its evidence in a profiled step (tools/workload/levers.py's `engaged_by`): else NO_OP;
+3. every lever left its evidence in a profiled step (tools/workload/levers.py's `engaged_by`): else NO_OP; that step
+   (run as a timed step) did at least a quarter of the baseline's gemm and attention work, unless a lever declares
+   why it does less (proof.py): else REJECTED;
 4. A/B: `pairs` pairs of legs, baseline and candidate interleaved, the order alternating; a leg is the median of
    `steps_per_leg` synchronized steps on the controller's clock (timed.py: fresh seeds, the other worker stopped;
    device events reported beside). The speedup is the median of
@@ -15,7 +17,10 @@ with its levers. A candidate is judged in this order, and stops at the first fai
 5. in each pair the candidate's last timed outputs are gated against the baseline's of the same seeds (a graph that
    replays stale buffers, a memo, a cache fail here), its worker's account of its legs against the controller's
    clock, and the functions its timing path calls against what they were before its code ran (tamper.py): else
-   REJECTED. A workload without inputs(seed) is timed on fixed inputs, and every reason says memoization is not excluded.
+   REJECTED. A workload without inputs(seed) is timed on fixed inputs, and every reason says memoization is not excluded;
+6. a candidate whose timed step (the controller's clock, its legs' median) is under the baseline step's roof (roof.py:
+   its flops and parameter bytes at the known ceilings, halved) is IMPOSSIBLE. No ceiling known (a CPU without a
+   roofline result): no roof, and a warning says so.
 No figure from an earlier call is compared against; another process on the GPU is a warning (or, with
 `exclusive`, a refusal), since its work would be timed too.
 """
@@ -42,6 +47,7 @@ from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadBenchResult
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.proof import reference_evidence
 from hyperloom.tools.workload.report import write_report
 
 
@@ -69,7 +75,10 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             if not fresh:
                 warnings.append(INPUTS_FIXED + ": a candidate could return what it computed before, so a gain here is not proof")
             solo_s = statistics.median(baseline)
-            base_evidence = base.engagement()
+            base_evidence = reference_evidence(base, runs / "baseline" / "profiled", workspace)
+            roof = base_evidence["roof"]
+            if roof.roof_s is None:
+                warnings.append(roof.note)
             settings = ABSettings(request.pairs, request.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
             same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target, solo_s=solo_s)
             settings = calibrated(settings, same)
@@ -89,7 +98,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     evidence = measured("workload_bench", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
                         inputs_sha256=combine_digests([frozen.manifest_sha256, sha256_json(request.model_dump(mode="json"))]))
     result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=base_device, same_work=same,
-                                 noise_band=settings.noise_band, candidates=results,
+                                 noise_band=settings.noise_band, candidates=results, baseline_work=base_evidence["work"], roof=roof,
                                  warnings=warnings, report_md="", result_json="", plot=None, vendor=info["vendor"], evidence=evidence)
     return write_report(result, frozen.folder / "bench", workspace)
 

@@ -97,7 +97,7 @@ def _verdict(result: CandidateResult, name: str, replace: str) -> tuple[Integrat
         return "NOT_ENGAGED", f"NOT_ENGAGED {where}: {result.reason} (the model never called it: check the replace target)"
     if result.verdict in ("CRASH", "TIMEOUT", "RAISED"):
         return result.verdict, f"{result.verdict} {where}: {result.reason}"
-    why = result.reason if result.verdict == "REJECTED" else f"not faster end to end: {result.reason}"
+    why = result.reason if result.verdict in ("REJECTED", "IMPOSSIBLE") else f"not faster end to end: {result.reason}"
     return "REVERT", f"REVERT {where}: {why}"
 
 

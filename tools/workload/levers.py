@@ -51,6 +51,7 @@ class Lever:
     value: str = ""  # compile: the mode; sdpa: the backend; setting: the setting's name; knob: NAME=VALUE
     needs: Need | None = None  # what it acts on; None: anything
     brings: frozenset[Need] = frozenset()  # what it puts in the step that another lever may need (a static cache, compiled code)
+    less_work: str = ""  # why a step with it may do far less gemm/attention work than the baseline's (a cache, a quantization): proof of work is waived
 
 
 CATALOG: tuple[Lever, ...] = (

@@ -12,7 +12,7 @@ from hyperloom.core.requests import Request
 from hyperloom.tools.pipeline.stats import SampleStats
 
 WORKLOAD_DESCRIPTION = "file.py:function or module:function (a factory), or script.py (timed only)."
-Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "NO_OP", "CRASH", "TIMEOUT", "RAISED"]
+Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "IMPOSSIBLE", "NO_OP", "CRASH", "TIMEOUT", "RAISED"]
 
 
 class DerivedTolerance(BaseModel):
@@ -121,6 +121,45 @@ class OutputCheck(BaseModel):
     detail: str
 
 
+class ClassWork(BaseModel):
+    """One op class's work in one profiled step: its ops (or unlinked kernels), their modelled flops and bytes (from the
+    recorded shapes, tools/profile/work.py), and their time (device kernel time on a GPU, operator self time on a CPU)."""
+
+    ops: int = 0
+    flops: int = 0
+    bytes_moved: int = 0
+    time_s: float = 0.0
+
+
+class StepWork(BaseModel):
+    """The work of one profiled step, by class (gemm, attention, other), MEASURED in the worker by torch.profiler."""
+
+    classes: dict[str, ClassWork]
+    compute_flops_by_dtype: dict[str, int] = Field(default_factory=dict, description="gemm and attention flops by the dtype of their first operand.")
+    parameter_bytes: int | None = Field(None, description="The model's parameters (its `model` attribute); None without one.")
+    device_timed: bool = Field(description="time_s is device kernel time (a GPU), not operator self time on the host.")
+
+    def compute(self) -> ClassWork:
+        """gemm and attention together: the work proof of work compares."""
+        parts = [self.classes[c] for c in ("gemm", "attention") if c in self.classes]
+        return ClassWork(ops=sum(p.ops for p in parts), flops=sum(p.flops for p in parts), bytes_moved=sum(p.bytes_moved for p in parts),
+                         time_s=sum(p.time_s for p in parts))
+
+
+class StepRoof(BaseModel):
+    """The least time a step doing the baseline's work can take: its gemm and attention flops at the compute ceilings
+    and its parameters read once at the memory ceiling, the larger of the two, times `slack`. None where no ceiling
+    is known (`note` says so)."""
+
+    roof_s: float | None
+    compute_s: float | None = None
+    memory_s: float | None = None
+    slack: float
+    tag: str | None = Field(None, description="MEASURED where a measured ceiling set it, else ASSUMED (datasheet).")
+    source: str
+    note: str = Field(description="The roof as a reader checks it, or why there is none.")
+
+
 class CandidateResult(BaseModel):
     levers: list[str]
     verdict: Verdict
@@ -139,6 +178,11 @@ class CandidateResult(BaseModel):
     outputs: list[OutputCheck] = Field(default_factory=list)
     inputs_fresh: bool | None = Field(None, description="Timed on fresh seeded inputs; False: fixed, memoization not excluded.")
     worker_legs_s: list[float] = Field(default_factory=list, description="The legs as the candidate's worker timed them.")
+    gate_s: float | None = Field(None, description="Seconds the controller spent judging rather than timing: output compares, continuation "
+                                 "scoring, tamper checks, the proof-of-work profile (time.perf_counter around those calls).")
+    trial_s: float | None = Field(None, description="Seconds its whole trial took on the controller's clock (build, warm-up, judging, both workers' "
+                                  "legs): the device time this candidate cost, of which gate_s is a share.")
+    work: StepWork | None = Field(None, description="The candidate's profiled step's work (proof of work).")
 
 
 class WorkloadBenchResult(BaseModel):
@@ -149,6 +193,8 @@ class WorkloadBenchResult(BaseModel):
     baseline_device_step_s: float | None = None
     same_work: CandidateResult | None = Field(None, description="A/A: the baseline's own work in a second worker; its gap widens the noise band.")
     noise_band: float | None = Field(None, description="The band a gain had to clear in this call, after the A/A.")
+    baseline_work: StepWork | None = Field(None, description="The baseline's profiled step: work by op class.")
+    roof: StepRoof | None = Field(None, description="The baseline step's roof: a candidate timed below it is IMPOSSIBLE.")
     candidates: list[CandidateResult]
     warnings: list[str]
     report_md: str

@@ -126,8 +126,13 @@ class WorkloadProcess:
         """Upcast this worker's workload in place and save its twin's outputs (runner.twin): the worker is the twin after."""
         return self._call("twin", {"folder": str(folder), "teacher": teacher or {}})
 
-    def engagement(self) -> dict[str, Any]:
-        return self._call("engagement", {})
+    def engagement(self, trace: Path | None = None, seed: int | None = None) -> dict[str, Any]:
+        """One step profiled as a timed step (runner.engagement): after inputs(`seed`) when given; with `trace`, the
+        Chrome trace with shapes written there and the model's parameter bytes reported (proof of work)."""
+        payload: dict[str, Any] = {} if trace is None else {"trace": str(trace)}
+        if seed is not None:
+            payload["seed"] = seed
+        return self._call("engagement", payload)
 
     def trace(self, trace: Path, key_averages: Path, steps: int) -> dict[str, Any]:
         """`steps` steps under torch.profiler, the Chrome trace and key_averages' device rows written (runner.trace)."""

@@ -8,8 +8,9 @@ from pathlib import Path
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload.ab import same_work_note
-from hyperloom.tools.workload.models import WorkloadBenchResult
+from hyperloom.tools.workload.models import CandidateResult, WorkloadBenchResult
 from hyperloom.tools.workload.plot import Bar, speedup_bars
+from hyperloom.tools.workload.work import describe
 
 
 def write_report(result: WorkloadBenchResult, folder: Path, workspace: Workspace) -> WorkloadBenchResult:
@@ -38,19 +39,39 @@ def markdown(result: WorkloadBenchResult) -> str:
                    "Inputs fixed: memoization not excluded (the workload has no inputs(seed)): a candidate could return what it computed before."), ""]
     if result.same_work is not None and result.noise_band is not None:
         lines += [f"Same work (A/A): {same_work_note(result.same_work, result.noise_band)}.", ""]
+    if result.baseline_work is not None:
+        lines += [f"Baseline step's work (one profiled step, MEASURED): {describe(result.baseline_work)}.", ""]
+    if result.roof is not None:
+        lines += [f"Roof: {result.roof.note}; source: {result.roof.source}. A candidate timed under it is IMPOSSIBLE.", ""]
     if result.candidates:
-        lines += ["| candidate | verdict | speedup | 95 % interval | faster pairs | sign p | why |", "|---|---|---|---|---|---|---|"]
+        lines += ["| candidate | verdict | speedup | 95 % interval | faster pairs | sign p | gate s (share) | why |", "|---|---|---|---|---|---|---|---|"]
         for c in result.candidates:
             ci = f"{c.speedup_ci95[0]:.3g}-{c.speedup_ci95[1]:.3g}" if c.speedup_ci95 else "-"
             pairs = f"{c.candidate_faster}/{c.pairs}" if c.pairs else "-"
             p = f"{c.sign_test_p:.3f}" if c.sign_test_p is not None else "-"
-            lines.append(f"| {' + '.join(c.levers)} | {c.verdict} | {f'{c.speedup:.3g}x' if c.speedup else '-'} | {ci} | {pairs} | {p} | {c.reason.replace('|', '/')[:300]} |")
+            lines.append(f"| {' + '.join(c.levers)} | {c.verdict} | {f'{c.speedup:.3g}x' if c.speedup else '-'} | {ci} | {pairs} | {p} | {_gate(c)} "
+                         f"| {c.reason.replace('|', '/')[:300]} |")
         lines.append("")
+        shares = [share for c in result.candidates if c.pairs and (share := gate_share(c)) is not None]
+        if shares:
+            lines += [f"Gate cost: the controller spent {max(shares):.0%} at most, {sum(shares) / len(shares):.0%} on average, of a timed "
+                      "candidate's trial (build, warm-up, judging, both workers' legs) judging it: outputs compared, continuation scored, "
+                      "the proof-of-work profile taken and read (target <= 15 %).", ""]
         for c in result.candidates:
             if c.engagement:
                 lines.append(f"- {' + '.join(c.levers)}: " + "; ".join(f"{g.lever} {'engaged' if g.engaged else 'NOT engaged'} ({g.evidence})" for g in c.engagement))
     lines += [""] + [f"Warning: {w}" for w in result.warnings]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def gate_share(c: CandidateResult) -> float | None:
+    """The share of a candidate's trial (the device time it cost, the controller's clock) spent judging."""
+    return c.gate_s / c.trial_s if c.gate_s is not None and c.trial_s else None
+
+
+def _gate(c: CandidateResult) -> str:
+    share = gate_share(c)
+    return "-" if c.gate_s is None else f"{c.gate_s:.3g}" + (f" ({share:.0%})" if share is not None else "")
 
 
 def _plot(result: WorkloadBenchResult, path: Path) -> Path | None:

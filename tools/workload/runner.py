@@ -214,10 +214,13 @@ def trace(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def engagement(payload: dict[str, Any]) -> dict[str, Any]:
-    """What actually ran in one profiled step: op and kernel names with their counts, dynamo's compiled graphs (all,
-    and those compiled in this step), whether the graph replayed, TunableOp's results file."""
+    """What actually ran in one step profiled as a timed step runs (inputs(`seed`) when given, step, outputs on the
+    host: what the controller's clock times; profiled_step.py): op and kernel names with their counts; with `trace`,
+    the Chrome trace with shapes and the model's parameter bytes (proof of work); dynamo's compiled graphs (all, and
+    those compiled in this step), whether the graph replayed, TunableOp's results file."""
     torch = _torch()
     evidence: dict[str, Any] = {"ops": {}, "kernels": {}}
+    seed = payload.get("seed") if GUARD.inputs is not None else None
     replaced = any(lever["kind"] == "overrides" for lever in STATE.levers)
     if replaced:
         from hyperloom.tools.workload import overrides
@@ -232,17 +235,17 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     if torch is None:
         _one_step()
     else:
-        from torch.profiler import ProfilerActivity, profile
+        from hyperloom.tools.workload.profiled_step import parameter_bytes, profiled
 
-        activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if STATE.gpu else [])
         counters = getattr(getattr(getattr(torch, "_dynamo", None), "utils", None), "counters", None)
         graphs_before = int(counters["stats"].get("unique_graphs", 0)) if counters is not None else 0
-        with profile(activities=activities) as prof:
-            _one_step()
-        for event in prof.key_averages():
-            device_type = str(getattr(event, "device_type", "CPU"))
-            table = evidence["ops"] if "CPU" in device_type else evidence["kernels"]
-            table[event.key] = table.get(event.key, 0) + int(event.count)
+        def as_timed() -> None:
+            if seed is not None:
+                GUARD.inputs(int(seed))
+            _timed_step(events=STATE.gpu)
+
+        evidence.update(profiled(as_timed, STATE.gpu, payload.get("trace")))
+        evidence["parameter_bytes"] = parameter_bytes(torch, STATE.obj)
         if counters is not None:
             evidence["compiled_graphs"] = int(counters["stats"].get("unique_graphs", 0))
             evidence["graphs_compiled_in_step"] = evidence["compiled_graphs"] - graphs_before  # a warmed-up step that compiles: recompiles

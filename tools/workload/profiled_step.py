@@ -1,0 +1,40 @@
+"""The worker side of engagement and proof of work: one step profiled as a timed step runs (the controller's seed
+through inputs(seed), then step() and outputs() on the host), so a candidate cannot tell it from a timed step by
+what is called; its op and kernel names counted and, given a path, its ops' shapes recorded and the Chrome trace
+written for the controller to weigh (tools/workload/work.py). Imported by runner.engagement, in the worker.
+
+Known limit: a candidate can still ask torch whether a profiler is on and behave differently under it. The roof
+(IMPOSSIBLE) and the fresh-input gate do not read this profile, so they hold whatever it does here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+
+def profiled(run: Callable[[], Any], gpu: bool, trace: str | None) -> dict[str, dict[str, int]]:
+    """`run` once under torch.profiler (CPU, and CUDA/HIP on a GPU): {"ops": name -> count, "kernels": name -> count};
+    with `trace`, shapes recorded and the Chrome trace written there."""
+    from torch.profiler import ProfilerActivity, profile
+
+    from hyperloom.tools.profile.capture import export_json
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
+    with profile(activities=activities, record_shapes=trace is not None) as prof:
+        run()
+    seen: dict[str, dict[str, int]] = {"ops": {}, "kernels": {}}
+    for event in prof.key_averages():
+        table = seen["ops"] if "CPU" in str(getattr(event, "device_type", "CPU")) else seen["kernels"]
+        table[event.key] = table.get(event.key, 0) + int(event.count)
+    if trace is not None:
+        export_json(prof, trace)
+    return seen
+
+
+def parameter_bytes(torch: Any, obj: Any) -> int | None:
+    """The bytes of the workload's model's parameters (each once, tied ones too), or None without a torch model."""
+    model = getattr(obj, "model", None)
+    if torch is None or not isinstance(model, torch.nn.Module):
+        return None
+    return int(sum(p.numel() * p.element_size() for p in model.parameters()))
