@@ -24,7 +24,12 @@ print(report["status"]["summary"])
 for r in report["records"]:
     result = r["result"]
     print(f"  #{r['seq']} {r['phase']:<10} {'+'.join(result['levers']) or 'A/A':<48} {r['decision']:<9} {result['verdict']:<10} "
-          f"{result.get('speedup') or 0:6.3g}x {r['device_s']:6.1f} s  {result['reason'][:150]}")
+          f"{result.get('speedup') or 0:6.3g}x {r['device_s']:6.1f} s gate {result.get('gate_s') or 0:5.1f} s  {result['reason'][:150]}")
+gated = [(r["result"].get("gate_s"), r["result"].get("trial_s")) for r in report["records"]]
+gated = [(g, t) for g, t in gated if g and t]
+if gated:
+    print(f"  gate cost: {sum(g for g, _ in gated):.1f} of {sum(t for _, t in gated):.1f} trial-s ({100 * sum(g for g, _ in gated) / sum(t for _, t in gated):.1f} %), "
+          f"per trial at most {100 * max(g / t for g, t in gated):.1f} %")
 for note in report["notes"]:
     print("  note:", note[:220])
 for key, suffix in (("report_md", "report.md"), ("breakdown_json", "breakdown.json")):

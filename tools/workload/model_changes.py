@@ -59,9 +59,8 @@ def channels_last(torch: Any, obj: Any) -> int:
 def facts(torch: Any, obj: Any) -> dict[str, Any]:
     """What the built workload's `model` has that a lever acts on, read without running it (optimize's preconditions,
     tools/optimize/applies.py): a torch module at all, a transformers generate with a generation_config (and its
-    cache_implementation), 4-D weights
-    (convolutions), float32 weights of two or more dimensions (TF32's matmuls), and its parameter bytes. Empty when the
-    workload has no `model` that is a torch module (then every lever is tried)."""
+    cache_implementation), 4-D weights (convolutions) and float32 weights of two or more dimensions (TF32's matmuls).
+    Empty when the workload has no `model` that is a torch module (then every lever is tried)."""
     model = getattr(obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
         return {}
@@ -69,5 +68,4 @@ def facts(torch: Any, obj: Any) -> dict[str, Any]:
     config = getattr(model, "generation_config", None)
     return {"module": True, "generate": callable(getattr(model, "generate", None)) and config is not None,
             "cache_implementation": str(getattr(config, "cache_implementation", None) or ""),
-            "conv_weights": sum(1 for p in params if p.dim() == 4), "float32_weights": sum(1 for p in params if p.dim() >= 2 and p.dtype == torch.float32),
-            "parameter_bytes": sum(p.numel() * p.element_size() for p in params)}
+            "conv_weights": sum(1 for p in params if p.dim() == 4), "float32_weights": sum(1 for p in params if p.dim() >= 2 and p.dtype == torch.float32)}
