@@ -8,6 +8,13 @@ time.process_time() around run_campaign (this process only: its threads, not its
 is the ledger's device seconds. Printed: both per candidate, and the driver's share of the campaign's wall time.
 
     .venv/bin/python bench/optimize_overhead.py [--candidates 8] [--step-ms 2] [--pairs 5]
+
+With --decoder: what a campaign costs per candidate on a decoder as a user writes it: a small Llama-family model
+(tests/fixtures/twin/decoder.py: random weights, a plain greedy `generate`), no levers listed, no tolerance declared (the twin rule),
+under --deadline-s; printed: candidates per device-hour (every device-second the campaign spent, the freeze's
+baseline, A/A and reference builds included, over the candidates it tried), each trial's seconds and the gate's share.
+
+    .venv/bin/python bench/optimize_overhead.py --decoder [--deadline-s 240]
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from pathlib import Path
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.api import optimize_report, run_campaign
 from hyperloom.tools.optimize.models import OptimizeRef, OptimizeRequest
+from hyperloom.tools.optimize.report import pace
 
 WORKLOAD = '''
 import time
@@ -45,13 +53,44 @@ def build(variant: Literal[{values}] = "v0", step_ms: float = 2.0):
 '''
 
 
+DECODER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "twin" / "decoder.py"  # a user's plain Llama generate, as the twin tests use it
+
+
+def decoder(deadline_s: float, pairs: int, steps_per_leg: int) -> None:
+    """One campaign over the small decoder, no levers listed: its cost per candidate."""
+    with tempfile.TemporaryDirectory(prefix="hyperloom-optimize-decoder-") as tmp:
+        root = Path(tmp)
+        (root / "decoder.py").write_text(DECODER.read_text())
+        workspace = Workspace(root)
+        request = OptimizeRequest(workload="decoder.py:build", session="decoder", pairs=pairs, steps_per_leg=steps_per_leg, deadline_s=deadline_s, timeout_s=120.0,
+                                  fixed_inputs=True)  # it has no inputs(seed): what a candidate costs is the point here, not what is kept
+        wall0 = time.perf_counter()
+        run_campaign(request, workspace)
+        wall_s = time.perf_counter() - wall0
+        report = optimize_report(OptimizeRef(session="decoder"), workspace)
+    tried = [r for r in report.records if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
+    spent = report.status.spent_device_s
+    print(f"MEASURED on this machine's CPU: one campaign over a 4-layer Llama decoder (plain generate, no levers listed), {wall_s:.0f} s wall, "
+          f"deadline {deadline_s:g} s")
+    print(f"  {len(tried)} candidates tried, {spent:.0f} device-s spent: " + (pace(len(tried), spent) if tried else "none tried"))
+    for r in report.records:
+        share = f", gate {r.result.gate_s / r.result.trial_s:.0%}" if r.result.gate_s and r.result.trial_s else ""
+        print(f"  #{r.seq} {r.phase:<10} {' + '.join(r.result.levers) or 'A/A':<40} {r.result.verdict:<10} {r.device_s:6.1f} s{share}")
+    print(f"  stack: {' + '.join(report.status.stack) or 'nothing kept'}; stop: {report.status.stop_reason}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidates", type=int, default=8)
     parser.add_argument("--step-ms", type=float, default=2.0)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--steps-per-leg", type=int, default=2)
+    parser.add_argument("--decoder", action="store_true", help="a campaign over a small decoder, no levers listed: candidates per device-hour")
+    parser.add_argument("--deadline-s", type=float, default=240.0)
     args = parser.parse_args()
+    if args.decoder:
+        decoder(args.deadline_s, args.pairs, args.steps_per_leg)
+        return
     values = [f"v{i}" for i in range(args.candidates + 1)]
     with tempfile.TemporaryDirectory(prefix="hyperloom-optimize-overhead-") as tmp:
         root = Path(tmp)

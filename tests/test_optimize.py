@@ -490,11 +490,33 @@ def test_a_winner_s_follow_ups_are_measured_at_once_and_the_pair_can_start_the_s
     brings it right after that winner, before the next lever alone, so a deadline cannot leave the pair unmeasured;
     the pair, faster than either, starts the stack. Trials are stood in for (their verdicts are the point here);
     the baseline's worker and its profile are real."""
+    _stand_in_trials(monkeypatch, {("compile",): 2.0, ("compile", "skip_guard_eval"): 2.5})
+    _freeze(mlp)
+    report = _campaign(mlp)
+    order = [r.result.levers for r in report.records if r.phase == "levers" and r.device_s > 0]
+    at = order.index(["compile"])
+    assert order[at + 1] == ["compile", "skip_guard_eval"], order
+    assert report.status.stack == ["compile", "skip_guard_eval"]
+    assert not [r for r in report.records if r.phase == "combine" and r.result.levers == ["compile", "skip_guard_eval"] and r.device_s > 0]
+
+
+def test_a_follow_up_that_did_not_win_is_not_tried_again_on_its_winner_s_stack(mlp, monkeypatch):
+    """compile + skip_guard_eval measured as compile's follow-up (not faster): the retry on the stack [compile] would be
+    the same candidate again (on the CPU it cost a second compile of the decoder)."""
+    _stand_in_trials(monkeypatch, {("compile",): 2.0})
+    _freeze(mlp)
+    report = _campaign(mlp)
+    assert report.status.stack == ["compile"]
+    tried = [r.result.levers for r in report.records if r.device_s > 0 and r.phase in ("levers", "combine")]
+    assert tried.count(["compile", "skip_guard_eval"]) == 1, tried
+
+
+def _stand_in_trials(monkeypatch, speed):
+    """Every trial stood in for: FASTER at `speed`'s gain for its levers, NOT_FASTER otherwise (the baseline's worker
+    and profile stay real)."""
     from hyperloom.tools.optimize import campaign
     from hyperloom.tools.optimize.models import Record
     from hyperloom.tools.workload.models import CandidateResult
-
-    speed = {("compile",): 2.0, ("compile", "skip_guard_eval"): 2.5}
 
     def measure(self, slot, job, decide):
         gain = speed.get(tuple(job.levers))
@@ -503,13 +525,6 @@ def test_a_winner_s_follow_ups_are_measured_at_once_and_the_pair_can_start_the_s
                                          decision=decide(result), result=result, device=slot.label, device_s=1.0, finished_at="now"))
 
     monkeypatch.setattr(campaign.Campaign, "measure", measure)
-    _freeze(mlp)
-    report = _campaign(mlp)
-    order = [r.result.levers for r in report.records if r.phase == "levers" and r.device_s > 0]
-    at = order.index(["compile"])
-    assert order[at + 1] == ["compile", "skip_guard_eval"], order
-    assert report.status.stack == ["compile", "skip_guard_eval"]
-    assert not [r for r in report.records if r.phase == "combine" and r.result.levers == ["compile", "skip_guard_eval"] and r.device_s > 0]
 
 
 def test_a_trial_the_deadline_cut_is_not_recorded_so_a_resume_runs_it_and_the_stack_is_not_reverted(mlp, monkeypatch):

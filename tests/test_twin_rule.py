@@ -37,9 +37,10 @@ def test_a_plain_decoder_frozen_with_no_tolerance_takes_honest_levers_and_refuse
     rules = {o.name: o.tolerance.derived for o in frozen.outputs}
     assert frozen.name == "dec" and rules["tokens.top_logprobs"] is not None and rules["tokens.teacher"] is not None
     assert rules["tokens.teacher"].twin_dtype == "float64" and rules["tokens.teacher"].baseline_error["rel_l2"] > 0
-    candidates = [["sdpa_math"], ["static_cache", "decode_loop"], ["overrides:mlp_too_large.py"], ["overrides:skipped_layer.py"], ["overrides:truncated_prompt.py"]]
+    candidates = [["sdpa_math"], ["static_cache", "decode_loop"], ["compile", "skip_guard_eval"], ["overrides:mlp_too_large.py"], ["overrides:skipped_layer.py"],
+                  ["overrides:truncated_prompt.py"]]
     seen = _verdicts(workload_bench(WorkloadBenchRequest(name="dec", candidates=candidates, **FAST), user))
-    for honest in ("sdpa_math", "static_cache+decode_loop"):
+    for honest in ("sdpa_math", "static_cache+decode_loop", "compile+skip_guard_eval"):  # the stance RAISED in teacher forcing's new shapes before
         assert seen[honest].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), (honest, seen[honest].reason)
     assert all(e.engaged for e in seen["static_cache+decode_loop"].engagement), seen["static_cache+decode_loop"].engagement
     for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"):

@@ -298,6 +298,10 @@ class Campaign:
                 follow.append(Job(key, "levers", names, [], names, "catalog", f"{waiting.name} waited for what {' + '.join(job.levers)} brings"))
         return follow
 
+    def followed(self) -> set[frozenset[str]]:
+        """The lever sets the levers phase ran (follow-ups included)."""
+        return {frozenset(r.result.levers) for r in self.ledger.records() if r.phase == "levers" and r.device_s > 0}
+
     def waiting(self) -> list[Lever]:
         """The levers recorded NO_OP without a run (not_run): their need a stack may bring."""
         return [BY_NAME[r.result.levers[0]] for r in self.ledger.records() if r.phase == "levers" and r.note == NOT_RUN]
@@ -333,6 +337,8 @@ class Campaign:
                 continue
             if record.note == NOT_RUN and not any(BY_NAME[record.result.levers[0]].needs in BY_NAME[name].brings for name in stack if name in BY_NAME):
                 continue  # what it waits for is not on the stack either
+            if frozenset(stacked(stack, record.result.levers)) in self.followed():
+                continue  # measured as a winner's follow-up already: the same candidate
             self.check_search()
             if self.try_on_stack(slot, stack, record.result.levers, "combination", f"#{record.seq} took no effect on the baseline; on the stack it may"):
                 self.revalidate(slot, stack)

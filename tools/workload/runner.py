@@ -368,10 +368,12 @@ def _compile(torch: Any, mode: str) -> None:
         STATE.step = torch.compile(STATE.step, **options)
 
 
-def _step_context() -> Any:
-    """What the levers put around each step: the attention backend, the compiler's stance, a CUDA-graph step mark."""
+def _step_context(stances_too: bool = True) -> Any:
+    """What the levers put around each step: the attention backend, the compiler's stance, a CUDA-graph step mark.
+    Without `stances_too` the backend only: teacher forcing runs the model on other shapes than a step, and compiling
+    for them is no recompilation the skip_guard_eval stance should refuse (it RAISED every compiled decoder on a CPU)."""
     sdpa = next((lever["value"] for lever in STATE.levers if lever["kind"] == "sdpa"), None)
-    stances = {lever["value"] for lever in STATE.levers if lever["kind"] == "stance"}
+    stances = {lever["value"] for lever in STATE.levers if lever["kind"] == "stance"} if stances_too else set()
     if sdpa is None and not stances:
         return nullcontext()
     import torch
@@ -460,7 +462,7 @@ def _teacher_forced(ids: list[list[int]], prompt: int) -> Any:
         return None
     device = next(model.parameters()).device
     extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
-    with torch.inference_mode(), _step_context():
+    with torch.inference_mode(), _step_context(stances_too=False):
         result = model(input_ids=torch.tensor(ids, device=device), **extra)
     logits = getattr(result, "logits", None)
     return None if logits is None else logits[:, prompt - 1:-1]

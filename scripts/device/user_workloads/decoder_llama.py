@@ -7,11 +7,13 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 
+LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
+
+
 class Decoder:
-    def __init__(self):
+    def __init__(self, shape=LLAMA_1B):
         torch.manual_seed(0)
-        config = LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
-                             vocab_size=128256, max_position_embeddings=4096, tie_word_embeddings=True, rope_theta=500000.0)
+        config = LlamaConfig(**shape, max_position_embeddings=4096, tie_word_embeddings=True, rope_theta=500000.0)
         self.model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
         self.prompt = torch.randint(0, config.vocab_size, (1, 128), device="cuda")
 

@@ -1,34 +1,15 @@
-"""A small Llama-family decoder for the GPU cheat run (issue 45): 4 layers, hidden 512, random weights in
-bf16, a plain greedy `generate` of 32 tokens after a 128-token prompt on the default cache, its tokens and their top-8
-log-probabilities returned; `inputs(seed)` writes a new prompt in place (the skill's workload page: the gate's fresh
-inputs). No knobs, no tolerance declared."""
+"""A small Llama-family decoder for the GPU cheat run (issue 45): decoder_llama.py's workload (a plain greedy generate,
+its top-8 log-probabilities, inputs(seed)) at 4 layers, hidden 512."""
 
-import torch
-from transformers import LlamaConfig, LlamaForCausalLM
+import sys
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
 
-class Decoder:
-    def __init__(self):
-        torch.manual_seed(0)
-        config = LlamaConfig(hidden_size=512, intermediate_size=2048, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
-                             vocab_size=32000, max_position_embeddings=4096, tie_word_embeddings=True, rope_theta=500000.0)
-        self.model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
-        self.prompt = torch.randint(0, config.vocab_size, (1, 128), device="cuda")
+from decoder_llama import Decoder  # noqa: E402
 
-    def inputs(self, seed):
-        generator = torch.Generator(device="cuda").manual_seed(seed)
-        self.prompt.copy_(torch.randint(0, self.model.config.vocab_size, self.prompt.shape, generator=generator, device="cuda"))
-
-    def step(self):
-        with torch.inference_mode():
-            out = self.model.generate(self.prompt, attention_mask=torch.ones_like(self.prompt), max_new_tokens=32, do_sample=False,
-                                      pad_token_id=0, return_dict_in_generate=True, output_logits=True)
-        top = torch.stack(out.logits, dim=1).float().log_softmax(-1).topk(8, dim=-1)
-        self.result = {"tokens": out.sequences, "tokens.top_ids": top.indices, "tokens.top_logprobs": top.values}
-
-    def outputs(self):
-        return self.result
+SMALL = dict(hidden_size=512, intermediate_size=2048, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, vocab_size=32000)
 
 
 def build():
-    return Decoder()
+    return Decoder(SMALL)
