@@ -513,3 +513,23 @@ def test_the_h200_llama_capture_links_its_gemms_to_bf16_shapes_and_finds_fusion_
     assert all(h.input_types[:2] in (["c10::BFloat16", "c10::BFloat16"], ["float", "float"]) for h in gemms)
     assert all(h.roof_tag.value == "ASSUMED" for h in gemms)  # datasheet roofs here: the device run measures its own
     assert a.fusion and a.fusion[0].bytes_saved_total > 0  # eager RMSNorm (pow, mean, rsqrt, mul) unless transformers fuses it
+
+
+def test_a_convolution_s_work_is_read_from_a_real_trace_with_its_stride_padding_and_groups(tmp_path):
+    """torch.profiler on this CPU, shapes recorded: each convolution op of a strided, a padded and a grouped layer
+    gets 2·N·O·(C/groups)·prod(kernel)·prod(output) flops (ResNet-50's step read 262 MFLOP of GEMM on the H200, its fc
+    layer alone, before convolutions had a model)."""
+    torch = pytest.importorskip("torch")
+    from hyperloom.tools.profile.load import read_trace
+
+    layers = [torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.Conv2d(16, 16, 3, padding=1, groups=4, bias=False), torch.nn.Conv2d(16, 4, 1)]
+    x = torch.randn(2, 8, 32, 32)
+    with torch.profiler.profile(record_shapes=True) as prof, torch.inference_mode():
+        for layer in layers:
+            x = layer(x)
+    prof.export_chrome_trace(str(tmp_path / "conv.json"))
+    trace = read_trace(tmp_path / "conv.json", "conv.json")
+    expected = {2 * 2 * 16 * 8 * 9 * 16 * 16, 2 * 2 * 16 * 4 * 9 * 16 * 16, 2 * 2 * 4 * 16 * 1 * 16 * 16}
+    for name in ("aten::conv2d", "aten::convolution"):
+        seen = {op_work(op).flops for op in trace.ops if op.name == name}
+        assert seen == expected, (name, seen)

@@ -26,7 +26,7 @@ KERNEL_RULES: tuple[tuple[KernelClass, re.Pattern[str]], ...] = (
 )
 
 GEMM_OPS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "_scaled_mm", "addmv", "mv", "dot", "convolution",
-            "_convolution", "cudnn_convolution", "conv2d", "conv1d", "_int_mm", "_weight_int4pack_mm"}
+            "_convolution", "cudnn_convolution", "mkldnn_convolution", "conv2d", "conv1d", "conv3d", "_int_mm", "_weight_int4pack_mm"}
 ATTENTION_OPS = {"scaled_dot_product_attention", "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
                  "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu", "_flash_attention_forward",
                  "_efficient_attention_forward"}

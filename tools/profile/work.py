@@ -63,7 +63,7 @@ def op_work(op: Op) -> Work | None:
 
 def _model(op: Op, name: str, cls: str, tensors: list[Tensor | None]) -> Work | None:
     if cls == "gemm":
-        return _gemm(name, tensors)
+        return _convolution(op, name, tensors) if name in CONV_ARGUMENTS else _gemm(name, tensors)
     if cls == "attention":
         return _attention(op, tensors)
     if cls == "normalization":
@@ -75,6 +75,52 @@ def _model(op: Op, name: str, cls: str, tensors: list[Tensor | None]) -> Work | 
     if cls == "elementwise":
         return _elementwise(op, name, tensors)
     return None
+
+
+# Where each convolution op takes its stride, padding, dilation and groups (aten's signatures): cudnn_convolution puts
+# padding before stride and has no bias.
+CONV_ARGUMENTS = {"convolution": (3, 4, 5, 8), "_convolution": (3, 4, 5, 8), "conv2d": (3, 4, 5, 6), "conv1d": (3, 4, 5, 6),
+                  "conv3d": (3, 4, 5, 6), "cudnn_convolution": (3, 2, 4, 5), "mkldnn_convolution": (4, 3, 5, 6)}
+
+
+def _convolution(op: Op, name: str, t: list[Tensor | None]) -> Work | None:
+    """A forward convolution: 2·N·O·(C/groups)·prod(kernel)·prod(output spatial) flops; input, weight (and bias) read,
+    output written once. The output's size from the stride, padding and dilation the op was given; a transposed
+    convolution or arguments that do not parse: no model."""
+    x, w = t[0], t[1]
+    where = CONV_ARGUMENTS.get(name)
+    if where is None or x is None or w is None or len(x.dims) != len(w.dims) or len(x.dims) < 3 or (name in ("convolution", "_convolution") and concrete(op, 6) == "True"):
+        return None
+    rank = len(x.dims) - 2
+    stride, padding, dilation = (_ints(concrete(op, i), rank, default) for i, default in zip(where[:3], (1, 0, 1)))
+    groups = int(concrete(op, where[3]) or 1)
+    if stride is None or dilation is None:
+        return None
+    kernel = w.dims[2:]
+    if padding is None:  # 'same' or 'valid' (conv2d's string overload)
+        text = (concrete(op, where[1]) or "").strip("'\"")
+        padding = tuple(d * (k - 1) // 2 for d, k in zip(dilation, kernel)) if text == "same" else (0,) * rank if text == "valid" else None
+        if padding is None:
+            return None
+    spatial = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, p, d, k, s in zip(x.dims[2:], padding, dilation, kernel, stride))
+    if min(spatial, default=0) < 1:
+        return None
+    out = x.like((x.dims[0], w.dims[0], *spatial))
+    bias = t[2] if name not in ("cudnn_convolution",) and len(t) > 2 else None
+    flops = 2 * x.dims[0] * w.dims[0] * (x.dims[1] // max(groups, 1)) * math.prod(kernel) * math.prod(spatial)
+    read = sum(v.nbytes for v in (x, w, bias) if v is not None)
+    return Work(read + out.nbytes, flops, out, f"{name}: 2·N·O·(C/groups)·prod(kernel)·prod(output) flops; input, weight, bias read and output written once")
+
+
+def _ints(text: str | None, rank: int, default: int) -> tuple[int, ...] | None:
+    """'[2, 2]' or '2' as `rank` ints; missing: `default` each; anything else (a string padding): None."""
+    if text is None:
+        return (default,) * rank
+    values = [v.strip() for v in text.strip("[]()").split(",") if v.strip()]
+    if not values or not all(v.lstrip("-").isdigit() for v in values):
+        return None
+    ints = tuple(int(v) for v in values)
+    return ints * rank if len(ints) == 1 else ints if len(ints) == rank else None
 
 
 def _gemm(name: str, t: list[Tensor | None]) -> Work | None:
