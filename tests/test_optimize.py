@@ -511,15 +511,23 @@ def test_a_follow_up_that_did_not_win_is_not_tried_again_on_its_winner_s_stack(m
     assert tried.count(["compile", "skip_guard_eval"]) == 1, tried
 
 
-def _stand_in_trials(monkeypatch, speed):
-    """Every trial stood in for: FASTER at `speed`'s gain for its levers, NOT_FASTER otherwise (the baseline's worker
-    and profile stay real)."""
+def test_a_stack_revalidated_far_below_the_gain_it_was_kept_on_is_noted_as_unsteady(mlp, monkeypatch):
+    _stand_in_trials(monkeypatch, {("compile",): 2.37}, revalidated=1.22)
+    _freeze(mlp)
+    report = _campaign(mlp)
+    assert report.status.stack == ["compile"] and report.status.gain == 1.22
+    assert any("kept at 2.37x against the baseline and revalidated at 1.22x" in n for n in report.notes), report.notes
+
+
+def _stand_in_trials(monkeypatch, speed, revalidated=None):
+    """Every trial stood in for: FASTER at `speed`'s gain for its levers (`revalidated` for a revalidation, when
+    given), NOT_FASTER otherwise (the baseline's worker and profile stay real)."""
     from hyperloom.tools.optimize import campaign
     from hyperloom.tools.optimize.models import Record
     from hyperloom.tools.workload.models import CandidateResult
 
     def measure(self, slot, job, decide):
-        gain = speed.get(tuple(job.levers))
+        gain = revalidated if revalidated and job.phase == "revalidate" else speed.get(tuple(job.levers))
         result = CandidateResult(levers=job.levers, verdict="FASTER" if gain else "NOT_FASTER", reason="stood in", speedup=gain or 1.0, inputs_fresh=True)
         return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
                                          decision=decide(result), result=result, device=slot.label, device_s=1.0, finished_at="now"))

@@ -56,6 +56,7 @@ TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
+UNSTEADY = 1.5  # a kept gain this many times its revalidation is noted as unsteady
 NOT_RUN = "its need was not in the baseline: not run alone"
 AFTER_SEARCH = "what follows it (keeping the best winner, the sweep)"
 DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long to answer, then its workers are killed
@@ -440,6 +441,20 @@ class Campaign:
             if record.decision == "REGRESSION":
                 self.ledger.add_note(f"the stack {' + '.join(stack)} failed its revalidation ({record.result.verdict}: {record.result.reason[:200]}); "
                                      f"reverted to {' + '.join(previous) or 'the baseline'}")
+            else:
+                self.note_unsteady(stack, record.result.speedup)
+
+    def note_unsteady(self, stack: list[str], revalidated: float | None) -> None:
+        """A note when the whole stack re-timed against the baseline reads far below the gain it was kept on (on the
+        H200 a reduce-overhead compile of ResNet-50: kept at 2.37x, revalidated at 1.22x): that gain does not hold
+        from one worker to the next, and the report says so beside the figure."""
+        kept = next((r for r in reversed(self.ledger.records()) if r.decision == "KEEP" and r.result.levers == stack), None)
+        if kept is None or kept.reference or not kept.result.speedup or not revalidated:
+            return
+        if kept.result.speedup > UNSTEADY * revalidated:
+            self.ledger.add_note(f"the stack {' + '.join(stack)} was kept at {kept.result.speedup:.3g}x against the baseline and revalidated at "
+                                 f"{revalidated:.3g}x: its gain does not hold from one pair of workers to the next (a graph re-recorded, a "
+                                 "compile that differs per process?); run the campaign again or profile the stack before trusting either figure")
 
     def sweep(self, slot: Slot) -> None:
         self.set_phase("sweep")
