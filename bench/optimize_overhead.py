@@ -68,11 +68,10 @@ def decoder(deadline_s: float, pairs: int, steps_per_leg: int) -> None:
         run_campaign(request, workspace)
         wall_s = time.perf_counter() - wall0
         report = optimize_report(OptimizeRef(session="decoder"), workspace)
-    tried = [r for r in report.records if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
-    spent = report.status.spent_device_s
+    tried, spent = report.status.candidates, report.status.spent_device_s
     print(f"MEASURED on this machine's CPU: one campaign over a 4-layer Llama decoder (plain generate, no levers listed), {wall_s:.0f} s wall, "
           f"deadline {deadline_s:g} s")
-    print(f"  {len(tried)} candidates tried, {spent:.0f} device-s spent: " + (pace(len(tried), spent) if tried else "none tried"))
+    print(f"  {tried} candidates tried, {spent:.0f} device-s spent: " + (pace(tried, spent) if tried else "none tried"))
     for r in report.records:
         share = f", gate {r.result.gate_s / r.result.trial_s:.0%}" if r.result.gate_s and r.result.trial_s else ""
         print(f"  #{r.seq} {r.phase:<10} {' + '.join(r.result.levers) or 'A/A':<40} {r.result.verdict:<10} {r.device_s:6.1f} s{share}")

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperloom.tools.profile.classify import op_class
-from hyperloom.tools.workload.engagement import GRAPH_LAUNCH, SDPA_OPS
-from hyperloom.tools.workload.levers import Lever, Need
+from hyperloom.tools.workload.engagement import GRAPH_LAUNCH
+from hyperloom.tools.workload.levers import BY_NAME, Lever, Need
 
-ATTENTION_OPS = ("scaled_dot_product",) + tuple(name for names in SDPA_OPS.values() for name in names)
 STACK_MAY_BRING: frozenset[Need] = frozenset({"compiled", "graph_launch"})
 
 
@@ -31,6 +30,11 @@ class Unmet:
     lever: str
     reason: str
     deferred: bool
+
+
+def brought(levers: list[str]) -> frozenset[Need]:
+    """What the catalog levers among `levers` put in the step that a waiting lever may need (Lever.brings)."""
+    return frozenset().union(*(BY_NAME[name].brings for name in levers if name in BY_NAME))
 
 
 def unmet(lever: Lever, facts: dict[str, Any], evidence: dict[str, Any]) -> Unmet | None:
@@ -54,7 +58,7 @@ def _lacks(need: Need, facts: dict[str, Any], evidence: dict[str, Any]) -> str |
     if need == "convolution":
         return None if any("convolution" in op for op in ops) else "the baseline's profiled step ran no convolution"
     if need == "attention":
-        return None if any(name in op for op in ops for name in ATTENTION_OPS) else "the baseline's profiled step called no scaled_dot_product_attention"
+        return None if any(op_class(op) == "attention" for op in ops) else "the baseline's profiled step called no scaled_dot_product_attention"
     if need == "gemm":
         return None if any(op_class(op) == "gemm" for op in ops) else "the baseline's profiled step ran no GEMM"
     if need == "compiled":

@@ -35,7 +35,7 @@ from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.applies import unmet
+from hyperloom.tools.optimize.applies import brought, unmet
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import Decision, OptimizeRequest, Phase, Record, stack_of
 from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals
@@ -126,7 +126,10 @@ class Campaign:
         if spent >= self.request.budget_device_s:
             raise Stopped(f"device-hour budget spent ({spent:.1f} of {self.request.budget_device_s:g} device-s)", hard=True)
         if self.request.deadline_s is not None and time.monotonic() - self.started >= self.request.deadline_s:
-            raise Stopped(f"wall-clock deadline of {self.request.deadline_s or 0:g} s reached", hard=True)
+            raise self.deadline_reached()
+
+    def deadline_reached(self) -> Stopped:
+        return Stopped(f"wall-clock deadline of {self.request.deadline_s or 0:g} s reached", hard=True)
 
     def check_search(self) -> None:
         """The hard rules, then those that end the search (the sweep still runs): count, patience, target."""
@@ -283,10 +286,10 @@ class Campaign:
         record = self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED")
         if record.decision != "WINNER":
             return []
-        brought = frozenset().union(*(BY_NAME[name].brings for name in job.levers if name in BY_NAME))
+        brings = brought(job.levers)
         follow = []
         for waiting in self.waiting():
-            if waiting.needs not in brought or waiting.name in job.levers:
+            if waiting.needs not in brings or waiting.name in job.levers:
                 continue
             names = job.levers + [waiting.name]
             try:
@@ -336,7 +339,7 @@ class Campaign:
             stack = self.stack()
             if not stack or set(record.result.levers) <= set(stack):
                 continue
-            if record.note == NOT_RUN and not any(BY_NAME[record.result.levers[0]].needs in BY_NAME[name].brings for name in stack if name in BY_NAME):
+            if record.note == NOT_RUN and BY_NAME[record.result.levers[0]].needs not in brought(stack):
                 continue  # what it waits for is not on the stack either
             if frozenset(stacked(stack, record.result.levers)) in self.followed():
                 continue  # measured as a winner's follow-up already: the same candidate
@@ -515,7 +518,7 @@ class Campaign:
             self.ledger.add_spent(device_s)
             self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({result.reason[:160]}): "
                                  "not recorded; starting the campaign again runs it")
-            raise Stopped(f"wall-clock deadline of {self.request.deadline_s:g} s reached", hard=True)
+            raise self.deadline_reached()
         record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,
                                            decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=device_s, finished_at=_now()))
         if self.progress is not None:
