@@ -1,20 +1,23 @@
-"""A cheat for the GPU run: the small decoder's first generate result returned forever (memoization of a fixed
-prompt). Fresh prompts (inputs(seed)) must refuse it, and proof of work (no GEMM in the profiled step) too."""
+"""A cheat for the GPU run (memo): generate's result memoized on a hash of the prompt's tokens, so a repeated prompt
+costs a dictionary lookup. Fresh prompts (inputs(seed), a new seed each timed step) must leave it nothing to reuse,
+and a step whose profile holds no GEMM must be refused by proof of work."""
 
+import hashlib
 import sys
 
 from hyperloom.tools.workload.overrides import replace
 
 sys.path.insert(0, "scripts/device/user_workloads")
-FIRST = {}
+SEEN = {}
 
 
 def make(original):
     def step(self):
-        if "result" not in FIRST:
+        key = hashlib.sha256(self.prompt.cpu().numpy().tobytes()).hexdigest()
+        if key not in SEEN:
             original(self)
-            FIRST["result"] = dict(self.result)
-        self.result = FIRST["result"]
+            SEEN[key] = dict(self.result)
+        self.result = SEEN[key]
     return step
 
 
