@@ -519,18 +519,33 @@ def test_a_stack_revalidated_far_below_the_gain_it_was_kept_on_is_noted_as_unste
     assert any("kept at 2.37x against the baseline and revalidated at 1.22x" in n for n in report.notes), report.notes
 
 
+def test_a_winner_measured_above_the_stack_s_revalidation_is_revalidated_alone_and_replaces_it(mlp, monkeypatch):
+    """ResNet-50 on the H200: reduce-overhead kept at 2.37x, revalidated at 1.22x, compile alone 1.95x and never tried
+    again. The runner-up is revalidated against the baseline and kept when it holds; one that does not hold is not."""
+    _stand_in_trials(monkeypatch, {("knob:pause=no",): 2.37, ("knob:scale=2",): 1.95, ("knob:work=half",): 1.5},
+                     revalidated={("knob:pause=no",): 1.22, ("knob:scale=2",): 1.9, ("knob:work=half",): 1.1})
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:pause=no", "knob:scale=2", "knob:work=half"])
+    assert report.status.stack == ["knob:scale=2"] and report.status.gain == 1.9, (report.status, report.notes)
+    rivals = [r for r in report.records if r.phase == "revalidate" and r.result.levers != ["knob:pause=no"]]
+    assert [r.result.levers for r in rivals] == [["knob:scale=2"]], "work=half (1.5x alone) cannot beat the new stack's 1.9x: not revalidated"
+    kept = [r for r in report.records if r.decision == "KEEP"]
+    assert kept[-1].result.levers == ["knob:scale=2"] and "replaces it" in kept[-1].note
+
+
 def _stand_in_trials(monkeypatch, speed, revalidated=None):
     """Every trial stood in for: FASTER at `speed`'s gain for its levers (`revalidated` for a revalidation, when
-    given), NOT_FASTER otherwise (the baseline's worker and profile stay real)."""
+    given: one gain, or a gain per levers), NOT_FASTER otherwise (the baseline's worker and profile stay real)."""
     from hyperloom.tools.optimize import campaign
     from hyperloom.tools.optimize.models import Record
     from hyperloom.tools.workload.models import CandidateResult
 
     def measure(self, slot, job, decide):
-        gain = revalidated if revalidated and job.phase == "revalidate" else speed.get(tuple(job.levers))
+        again = revalidated.get(tuple(job.levers)) if isinstance(revalidated, dict) else revalidated
+        gain = again if again and job.phase == "revalidate" else speed.get(tuple(job.levers))
         result = CandidateResult(levers=job.levers, verdict="FASTER" if gain else "NOT_FASTER", reason="stood in", speedup=gain or 1.0, inputs_fresh=True)
         return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
-                                         decision=decide(result), result=result, device=slot.label, device_s=1.0, finished_at="now"))
+                                         decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0, finished_at="now"))
 
     monkeypatch.setattr(campaign.Campaign, "measure", measure)
 

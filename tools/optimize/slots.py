@@ -22,6 +22,7 @@ from hyperloom.tools.workload.frozen import Frozen, compare, references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
 from hyperloom.tools.workload.proof import reference_evidence
+from hyperloom.tools.workload.spare import Spare
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
 LIVE_REFERENCES = 2  # the baseline and the current stack; another is started on demand
@@ -55,6 +56,7 @@ class Slot:
         self.backend = BACKENDS.get(frozen.vendor, "cuda")
         self.label = "cpu" if device is None else f"gpu {device}"
         self.live: dict[str, Reference] = {}
+        self.spare = Spare()  # a kept candidate worker: the next candidate is served a copy of the workload, not built again
 
     def reference(self, levers: list[str], point: dict[str, str] | None = None) -> Reference:
         """The reference worker for `levers` at `point`, started (its time charged) unless it is live already."""
@@ -91,6 +93,7 @@ class Slot:
         for ref in self.live.values():
             ref.process.close()
         self.live.clear()
+        self.spare.close()
 
 
 class Slots:

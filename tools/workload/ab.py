@@ -37,6 +37,7 @@ from hyperloom.tools.workload.models import CandidateResult, OutputCheck, Output
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.proof import profiled_work, short_of_work
 from hyperloom.tools.workload.roof import impossible
+from hyperloom.tools.workload.spare import Spare, Where
 from hyperloom.tools.workload.tamper import describe
 from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, slowed
 from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
@@ -125,16 +126,19 @@ def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray
 
 def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
           tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, workspace: Workspace, target: Target,
-          new: list[Lever] | None = None, device: int | None = None, backend: str = "cuda", solo_s: float | None = None) -> CandidateResult:
+          new: list[Lever] | None = None, device: int | None = None, backend: str = "cuda", solo_s: float | None = None,
+          spare: Spare | None = None) -> CandidateResult:
     """The candidate `names` (built from `target` with `levers`) judged beside `base`; engagement is checked for
     `new` (default every lever): levers the reference already holds left their evidence there too. `device` pins the
     candidate's worker to a GPU through `backend`'s variable (tools/runtime/visible.py). `solo_s`: the reference's
     step alone (baseline_legs' median), against which its paired legs are checked. `base_evidence` holds the reference
     step's work and roof where proof.reference_evidence made it: then proof of work and the roof are checked too.
-    The result's gate_s: the seconds spent judging (GateClock), not timing."""
-    clock, began = GateClock(), perf_counter()
-    result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, workspace, target, new, device, backend, solo_s, clock)
-    return result.model_copy(update={"gate_s": clock.spent_s, "trial_s": perf_counter() - began})
+    The result's gate_s: the seconds spent judging (GateClock), not timing. `spare`: the kept worker that may serve
+    the candidate a copy of the workload instead of a build (spare.py); None: a fresh worker, closed after."""
+    clock, began, spare = GateClock(), perf_counter(), spare or Spare(enabled=False)
+    where = Where(target, workspace, settings.timeout_s, device, backend)
+    result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, where, new, solo_s, clock, spare)
+    return result.model_copy(update={"gate_s": clock.spent_s, "trial_s": perf_counter() - began, "worker_turn": spare.turn})
 
 
 @dataclass
@@ -155,13 +159,13 @@ class GateClock:
 
 
 def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
-           tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, workspace: Workspace, target: Target,
-           new: list[Lever] | None, device: int | None, backend: str, solo_s: float | None, clock: GateClock) -> CandidateResult:
+           tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, where: Where, new: list[Lever] | None,
+           solo_s: float | None, clock: GateClock, spare: Spare) -> CandidateResult:
     fresh = fresh_inputs(base)
     fixed = "" if fresh else INPUTS_FIXED
     try:
         base.deadline_at = settings.deadline_at
-        with WorkloadProcess(target, levers, folder, workspace, settings.timeout_s, device=device, backend=backend, deadline_at=settings.deadline_at) as process:
+        with spare.candidate(where, levers, folder, settings.deadline_at) as process:
             if process.info.get("tampered"):
                 said = describe(process.info["tampered"], "when its overrides module was imported")
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)

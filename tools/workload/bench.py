@@ -46,6 +46,7 @@ from hyperloom.tools.workload.frozen import compare, read_frozen
 from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadBenchResult
+from hyperloom.tools.workload.spare import Spare
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.proof import reference_evidence
 from hyperloom.tools.workload.report import write_report
@@ -62,7 +63,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     if not frozen.gated:
         warnings.append("the workload has no outputs(): candidates are timed, not gated")
     try:
-        with WorkloadProcess(frozen.target, [], runs / "baseline", workspace, request.timeout_s) as base:
+        with WorkloadProcess(frozen.target, [], runs / "baseline", workspace, request.timeout_s) as base, Spare() as spare:
             info = base.info
             base.warmup(request.warmup_steps)
             warnings += _others_on_gpu(info, [base.pid], request.exclusive)
@@ -80,12 +81,13 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             if roof.roof_s is None:
                 warnings.append(roof.note)
             settings = ABSettings(request.pairs, request.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
-            same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target, solo_s=solo_s)
+            same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target, solo_s=solo_s,
+                         spare=spare)
             settings = calibrated(settings, same)
             results = []
             for index, (names, chosen) in enumerate(zip(request.candidates, levers, strict=True)):
                 results.append(trial(names, chosen, base, base_evidence, references, frozen.tolerances, settings, runs / f"candidate{index}", workspace,
-                                     target_with(frozen.target, chosen), solo_s=solo_s))
+                                     target_with(frozen.target, chosen), solo_s=solo_s, spare=spare))
                 if progress is not None:
                     progress(index + 1, len(request.candidates))
     except WorkloadFailure as failure:

@@ -38,6 +38,9 @@ GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
 OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
+# The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
+# built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
+SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "generate"})
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,8 @@ class CandidateResult(BaseModel):
     trial_s: float | None = Field(None, description="Seconds its whole trial took on the controller's clock (build, warm-up, judging, both workers' "
                                   "legs): the device time this candidate cost, of which gate_s is a share.")
     work: StepWork | None = Field(None, description="The candidate's profiled step's work (proof of work).")
+    worker_turn: int = Field(1, description="The candidate's turn in its worker: 1 when the workload was built for it, n when a kept worker "
+                             "served it a fresh copy of the workload as built after n - 1 other candidates (tools/workload/spare.py).")
 
 
 class WorkloadBenchResult(BaseModel):

@@ -52,10 +52,12 @@ class WorkloadProcess:
     """A built workload in its own process. Use as a context manager; close() kills the process group."""
 
     def __init__(self, target: Target, levers: list[Lever], folder: Path, workspace: Workspace, timeout_s: float, device: int | None = None,
-                 backend: str = "cuda", deadline_at: float | None = None) -> None:
+                 backend: str = "cuda", deadline_at: float | None = None, keep: bool = False) -> None:
         """`device`: the GPU (as this process numbers them) the worker is pinned to, through `backend`'s visible-devices
-        variable (cuda or hip); None leaves the environment's."""
+        variable (cuda or hip); None leaves the environment's. `keep`: the worker keeps the workload as built, so it can
+        `serve` further candidates (info's `reusable` says whether it could)."""
         self.target, self.levers, self.folder, self.workspace, self.timeout_s = target, levers, folder, workspace, timeout_s
+        self.keep, self.served = keep, 1  # served: the candidates this worker has been built or served for
         self.folder.mkdir(parents=True, exist_ok=True)
         env = pinned_environ({**os.environ, **environment(levers, str(folder))}, backend, device)
         self.worker = WarmWorker(env=env, cwd=workspace.root)
@@ -76,8 +78,17 @@ class WorkloadProcess:
         return self._call("build_guarded", {
             "workload": self.target.workload, "kind": self.target.kind, "args": list(self.target.args), "root": str(self.workspace.root),
             "knobs": dict(self.target.knobs), "folder": str(self.folder),
-            "levers": [{"name": lever.name, "kind": lever.kind, "value": lever.value} for lever in self.levers],
+            "levers": _payload(self.levers), "keep": self.keep,
         }, step="build")
+
+    def serve(self, levers: list[Lever], folder: Path, deadline_at: float | None) -> dict[str, Any]:
+        """Give this worker's kept workload to another candidate (runner.serve): a fresh copy with `levers` applied;
+        `folder` is the candidate's. Returns the build's info as the new candidate sees it."""
+        self.levers, self.folder, self.deadline_at = levers, folder, deadline_at
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.info = {**self.info, **self._call("serve", {"levers": _payload(levers), "folder": str(folder)}, step="build (a served copy)")}
+        self.served += 1
+        return self.info
 
     def __exit__(self, *exc: object) -> None:
         self.close()
@@ -149,3 +160,7 @@ class WorkloadProcess:
             named = f"{step or entry}, {CUT}" if cut and outcome.status == "TIMEOUT" else step or entry
             raise WorkloadFailure(outcome.status, named, outcome)
         return outcome.result
+
+
+def _payload(levers: list[Lever]) -> list[dict[str, str]]:
+    return [{"name": lever.name, "kind": lever.kind, "value": lever.value} for lever in levers]

@@ -3,7 +3,9 @@
 The controller (tools/workload/process.py) calls these entries in order: `build_guarded` (`build`: import the
 workload, apply the candidate's levers, call its factory; between two looks at the timing path, tamper.py), `warmup`,
 then any of `time_steps`, `outputs` and `engagement`. The built workload lives in this module's state until the
-process ends.
+process ends; a worker built with `keep` keeps the workload as built and can `serve` the next candidate a fresh copy
+of it with that candidate's levers (those that act on the built workload), so a 1.2B model is built once, not per
+candidate.
 
 The contract (skill/hyperloom-kernel-optimizer/workload.md): `module:function` or `file.py:function` names a
 factory; its keyword arguments with defaults are the workload's knobs (a `Literal[...]` annotation lists their
@@ -22,6 +24,8 @@ same seeds). Each timed step's window covers step() and outputs() materialized o
 
 from __future__ import annotations
 
+import copy
+import gc
 import importlib
 import importlib.util
 import inspect
@@ -38,6 +42,7 @@ from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
 from hyperloom.tools.workload import model_changes, tamper
+from hyperloom.tools.workload.levers import SERVED_KINDS
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
 
@@ -54,13 +59,17 @@ class _State:
     module_file: str | None = None
     warm: bool = False  # warm-up done: a stance that needs compiled graphs (skip_guard_eval) applies from here
     channels_last: int | None = None  # the channels_last lever: the model's 4-D parameters it put in that format
+    kept: Any = None  # the workload as built, when kept for `serve` (the candidate runs on a copy)
+    not_kept: str = ""  # why it could not be kept
 
 
 STATE = _State()
 
 
 def build(payload: dict[str, Any]) -> dict[str, Any]:
-    """Import the workload, apply the levers that act before it is built, build it, wrap its step."""
+    """Import the workload, apply the levers that act before it is built, build it, apply the rest, wrap its step.
+    With `keep`, the workload as built is kept and the levers act on a copy of it, so `serve` can give the next
+    candidate a fresh copy without building again (`reusable` says whether the copy could be made)."""
     os.chdir(payload["root"])
     if payload["root"] not in sys.path:
         sys.path.insert(0, payload["root"])
@@ -82,15 +91,43 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
         defaults = {name: str(p.default) for name, p in inspect.signature(factory).parameters.items() if name in knobs}
         STATE.module_file = inspect.getsourcefile(factory)
         obj = factory(**knob_values(knobs, payload["knobs"]))
-        STATE.obj = obj
-        if callable(getattr(obj, "step", None)):
-            STATE.step = obj.step
-            STATE.outputs = obj.outputs if callable(getattr(obj, "outputs", None)) else None
-        elif callable(obj):
-            STATE.step = obj
-        else:
-            raise WorkloadContractError(f"{payload['workload']} returned {type(obj).__name__}, which has no step() and is not callable")
-    for lever in STATE.levers:  # the memory format first: compile acts on the changed model
+        keep = payload.get("keep") and all(lever["kind"] in SERVED_KINDS for lever in STATE.levers)
+        _bind(_kept(obj) if keep else obj, payload["workload"])
+    _apply_levers(torch)
+    vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
+    return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
+            "torch": str(torch.__version__) if torch is not None else None,
+            "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
+            "module_file": STATE.module_file, "points": _points(STATE.obj), "tolerances": _tolerances(STATE.obj), "pid": os.getpid(),
+            "model_facts": model_changes.facts(torch, STATE.obj), "reusable": STATE.kept is not None, "not_reusable": STATE.not_kept}
+
+
+def _kept(obj: Any) -> Any:
+    """Keep `obj` as built and return a copy for the candidate; `obj` itself when it cannot be copied (said in not_kept)."""
+    try:
+        copied = copy.deepcopy(obj)
+    except Exception as exc:  # noqa: BLE001 - any failure to copy a user's object means: build afresh for each candidate
+        STATE.not_kept = f"the built workload cannot be deep-copied ({type(exc).__name__}: {str(exc)[:200]})"
+        return obj
+    STATE.kept = obj
+    return copied
+
+
+def _bind(obj: Any, workload: str) -> None:
+    STATE.obj = obj
+    if callable(getattr(obj, "step", None)):
+        STATE.step = obj.step
+        STATE.outputs = obj.outputs if callable(getattr(obj, "outputs", None)) else None
+    elif callable(obj):
+        STATE.step, STATE.outputs = obj, None
+    else:
+        raise WorkloadContractError(f"{workload} returned {type(obj).__name__}, which has no step() and is not callable")
+
+
+def _apply_levers(torch: Any) -> None:
+    """The levers that act on the built workload, in their order: the memory format first (compile acts on the changed
+    model), then compile and the decode loop, then the static cache (its count wraps whatever generate is now)."""
+    for lever in STATE.levers:
         if lever["kind"] == "layout":
             STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
     for lever in STATE.levers:
@@ -100,15 +137,37 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
             from hyperloom.tools.workload import decode_loop
 
             decode_loop.install(getattr(STATE.obj, "model", None), compiled=STATE.gpu)
-    for lever in STATE.levers:  # last: its count wraps whatever generate is now (decode_loop's reads the setting at each call)
+    for lever in STATE.levers:
         if lever["kind"] == "cache":
             model_changes.static_cache(getattr(STATE.obj, "model", None))
-    vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
-    return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
-            "torch": str(torch.__version__) if torch is not None else None,
-            "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
-            "module_file": STATE.module_file, "points": _points(STATE.obj), "tolerances": _tolerances(STATE.obj), "pid": os.getpid(),
-            "model_facts": model_changes.facts(torch, STATE.obj)}
+
+
+def serve(payload: dict[str, Any]) -> dict[str, Any]:
+    """Serve another candidate in this worker: drop the last one (its copy of the workload, its captured graph, dynamo's
+    compiled code and counters), then apply `levers` to a fresh copy of the workload as built. Only levers that act on
+    the built workload (SERVED_KINDS): a setting, an environment variable or an overrides module cannot be undone."""
+    if STATE.kept is None:
+        raise WorkloadContractError("this worker kept no copy of the workload (built without keep, or it could not be copied)")
+    foreign = sorted({lever["kind"] for lever in payload["levers"]} - SERVED_KINDS)
+    if foreign:
+        raise WorkloadContractError(f"a lever of kind {foreign[0]} changes the process, not the workload: build a fresh worker for it")
+    torch = _torch()
+    STATE.obj = STATE.step = STATE.outputs = STATE.graph = None
+    STATE.warm, STATE.channels_last = False, None
+    gc.collect()
+    if torch is not None:
+        dynamo = getattr(torch, "_dynamo", None)
+        if dynamo is not None:
+            dynamo.reset()
+            dynamo.utils.counters.clear()
+        if STATE.gpu:
+            torch.cuda.empty_cache()
+    STATE.levers, STATE.folder = list(payload["levers"]), payload["folder"]
+    _bind(copy.deepcopy(STATE.kept), "the kept workload")
+    _apply_levers(torch)
+    GUARD.inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None
+    GUARD.methods = _methods()
+    return {"model_facts": model_changes.facts(torch, STATE.obj), "has_inputs": GUARD.inputs is not None, "tampered": _tampered(), "pid": os.getpid()}
 
 
 def warmup(payload: dict[str, Any]) -> dict[str, Any]:

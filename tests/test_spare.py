@@ -1,0 +1,121 @@
+"""A kept candidate worker (tools/workload/spare.py, runner.serve): the workload built once, each candidate served a
+fresh copy with its levers; what one candidate did (compiled code, dynamo's counters, a changed model) gone before
+the next; levers that change the process, a workload that cannot be copied and a failed trial get fresh workers."""
+
+from __future__ import annotations
+
+
+import pytest
+
+from hyperloom.tools.workload.levers import lever
+from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.spare import Spare, Where, servable
+
+torch = pytest.importorskip("torch")
+
+WORKLOAD = '''
+import torch
+
+BUILDS = []
+
+class Small:
+    def __init__(self, lock):
+        BUILDS.append(1)
+        torch.manual_seed(0)
+        self.model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
+        self.x = torch.randn(8, 16)
+        self.builds = len(BUILDS)
+        if lock:
+            self.lock = threading.Lock()  # cannot be deep-copied
+
+    def inputs(self, seed):
+        self.x.copy_(torch.randn(8, 16, generator=torch.Generator().manual_seed(seed)))
+
+    def step(self):
+        with torch.inference_mode():
+            self.y = self.model(self.x)
+
+    def outputs(self):
+        return {"y": self.y, "builds": torch.tensor([self.builds])}
+
+def build(lock: bool = False):
+    return Small(lock)
+'''
+
+
+@pytest.fixture
+def small(workspace):
+    (workspace.root / "small.py").write_text(WORKLOAD)
+    return workspace
+
+
+def _where(ws, **knobs):
+    return Where(Target("small.py:build", "function", (), knobs), ws, timeout_s=120.0)
+
+
+def test_a_kept_worker_serves_the_next_candidates_a_fresh_copy_without_building_again(small, tmp_path):
+    spare, where = Spare(), _where(small)
+    with spare.candidate(where, [lever("compile")], tmp_path / "a", None) as first:
+        assert first.info["reusable"] and spare.turn == 1
+        first.warmup(2)
+        compiled = first.engagement()
+        assert compiled["compiled_graphs"] >= 1
+        pid = first.pid
+    with spare.candidate(where, [], tmp_path / "b", None) as second:
+        assert second.pid == pid and spare.turn == 2 and second.folder == tmp_path / "b"
+        second.warmup(1)
+        plain = second.engagement()
+        assert plain.get("compiled_graphs", 0) == 0, "dynamo's compiled code and counters are reset between candidates"
+        second.outputs(tmp_path / "b" / "out")
+    import numpy as np
+
+    assert int(np.load(tmp_path / "b" / "out" / "builds.npy")[0]) == 1, "the copy is of the workload as built once"
+    spare.close()
+    assert spare.process is None
+
+
+def test_levers_that_change_the_process_get_a_fresh_worker_each_and_leave_the_kept_one(small, tmp_path):
+    assert servable([lever("compile"), lever("static_cache"), lever("channels_last")])
+    assert not servable([lever("cudnn_benchmark")]) and not servable([lever("tf32")])
+    spare, where = Spare(), _where(small)
+    with spare.candidate(where, [], tmp_path / "a", None) as kept:
+        pid = kept.pid
+    with spare.candidate(where, [lever("cudnn_benchmark")], tmp_path / "b", None) as fresh:
+        assert fresh.pid != pid and spare.turn == 1
+    assert spare.process is not None and spare.process.pid == pid  # the kept worker is still there for the next
+    with spare.candidate(_where(small, lock="False"), [], tmp_path / "c", None) as other:  # another target: not the kept one
+        assert other.pid != pid
+    spare.close()
+
+
+def test_a_workload_that_cannot_be_copied_is_built_for_each_candidate_and_says_why(small, tmp_path):
+    spare, where = Spare(), _where(small, lock="True")
+    with spare.candidate(where, [], tmp_path / "a", None) as first:
+        assert not first.info["reusable"] and "deep-copied" in first.info["not_reusable"]
+        pid = first.pid
+    assert spare.process is None
+    with spare.candidate(where, [], tmp_path / "b", None) as second:
+        assert second.pid != pid and spare.turn == 1
+
+
+def test_a_trial_that_fails_closes_its_worker_and_the_next_candidate_is_built_afresh(small, tmp_path):
+    spare, where = Spare(), _where(small)
+    with pytest.raises(RuntimeError):
+        with spare.candidate(where, [], tmp_path / "a", None) as doomed:
+            pid = doomed.pid
+            raise RuntimeError("the trial failed")
+    assert spare.process is None
+    with spare.candidate(where, [], tmp_path / "b", None) as fresh:
+        assert fresh.pid != pid and spare.turn == 1
+    spare.close()
+
+
+def test_the_worker_refuses_to_serve_a_lever_that_changes_the_process(small, tmp_path):
+    with WorkloadProcess(_where(small).target, [], tmp_path / "a", small, 120.0, keep=True) as process:
+        with pytest.raises(WorkloadFailure) as caught:
+            process.serve([lever("cudnn_benchmark")], tmp_path / "b", None)
+        assert caught.value.status == "RAISED" and "kind setting" in caught.value.message
+    with WorkloadProcess(_where(small).target, [], tmp_path / "c", small, 120.0) as unkept:  # built without keep
+        with pytest.raises(WorkloadFailure) as caught:
+            unkept.serve([], tmp_path / "d", None)
+        assert "kept no copy" in caught.value.message

@@ -1,0 +1,96 @@
+"""A warm candidate worker kept between trials: the workload built once, each candidate served a fresh copy of it with
+its levers (runner.serve), so a trial costs its levers' own work (a compile, a capture, the legs), not another build
+of the model (33 s of a 57 s trial for a 1.2B decoder on the H200: results/h200/workload-gate/README.md).
+
+Only levers that act on the built workload are served (levers.SERVED_KINDS: compile, a graph, the attention backend, a
+stance, the static cache, the memory format, the decode loop). A candidate with an environment variable, a torch
+setting, an overrides module or a knob changes the process or the build, so it gets a fresh worker, closed after its
+trial; so does one after a trial that ended in a worker failure (a crash, a timeout: the worker is gone or suspect).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from hyperloom.core.workspace import Workspace
+from hyperloom.tools.workload.levers import SERVED_KINDS, Lever
+from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+
+
+def servable(levers: list[Lever]) -> bool:
+    """Whether a kept worker can serve these levers (each acts on the built workload)."""
+    return all(lever.kind in SERVED_KINDS for lever in levers)
+
+
+@dataclass(frozen=True)
+class Where:
+    """What a worker is started with besides its levers: the workload, the device and the limits."""
+
+    target: Target
+    workspace: Workspace
+    timeout_s: float
+    device: int | None = None
+    backend: str = "cuda"
+
+
+class Spare:
+    """At most one kept worker, for one target and device. `enabled` False: every candidate gets a fresh worker."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.process: WorkloadProcess | None = None
+        self.where: Where | None = None
+        self.turn = 1  # the last candidate's turn in its worker (1: a fresh build)
+
+    def __enter__(self) -> Spare:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.process is not None:
+            self.process.close()
+        self.process = self.where = None
+
+    @contextmanager
+    def candidate(self, where: Where, levers: list[Lever], folder: Path, deadline_at: float | None) -> Iterator[WorkloadProcess]:
+        """A worker with the candidate's levers in place: the kept one served a copy when it can, else a fresh one
+        (kept after the trial when its levers allow). A trial that raises closes its worker."""
+        keep, self.turn = self.enabled and servable(levers), 1
+        process = self._served(where, levers, folder, deadline_at) if keep else None
+        if process is None:
+            process = WorkloadProcess(where.target, levers, folder, where.workspace, where.timeout_s, device=where.device, backend=where.backend,
+                                      deadline_at=deadline_at, keep=keep)
+            process.__enter__()
+        self.turn = process.served
+        try:
+            yield process
+        except BaseException:
+            process.close()
+            raise
+        if keep and process.info.get("reusable"):
+            self.close()
+            self.process, self.where = process, where
+        else:
+            process.close()
+
+    def _served(self, where: Where, levers: list[Lever], folder: Path, deadline_at: float | None) -> WorkloadProcess | None:
+        """The kept worker serving this candidate, taken out of the spare; None when there is none for `where` or
+        serving failed (the worker is closed: the candidate is built afresh)."""
+        process, kept_for = self.process, self.where
+        self.process = self.where = None
+        if process is None:
+            return None
+        if kept_for != where:
+            process.close()
+            return None
+        try:
+            process.serve(levers, folder, deadline_at)
+        except WorkloadFailure:
+            process.close()
+            return None
+        return process
