@@ -24,7 +24,7 @@ print(report["status"]["summary"])
 for r in report["records"]:
     result = r["result"]
     print(f"  #{r['seq']} {r['phase']:<10} {'+'.join(result['levers']) or 'A/A':<48} {r['decision']:<9} {result['verdict']:<10} "
-          f"{result.get('speedup') or 0:6.3g}x {r['device_s']:6.1f} s gate {result.get('gate_s') or 0:5.1f} s  {result['reason'][:150]}")
+          f"{result.get('speedup') or 0:6.3g}x {r['device_s']:6.1f} s gate {result.get('gate_s') or 0:5.1f} s turn {result.get('worker_turn', 1)}  {result['reason'][:150]}")
 gated = [(r["result"].get("gate_s"), r["result"].get("trial_s")) for r in report["records"]]
 gated = [(g, t) for g, t in gated if g and t]
 if gated:

@@ -41,7 +41,7 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
                + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated)" if last and last.speedup
                   else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
                + (f"; baseline {base_s * 1e3:.3g} ms/step" if base_s else "")
-               + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f" ({pace(len(tried), spent)})" if tried else "")
+               + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f" ({pace(len(tried), spent)}; {served(tried)})" if tried else "")
                + (f"; stopped: {stop}" if stop and state != "running" else ""))
     return OptimizeStatus(session=session.name, workload=session.frozen.target.workload, folder=workspace.relative(session.folder), state=state, phase=phase,
                           summary=summary,
@@ -55,6 +55,11 @@ def pace(candidates: int, spent_s: float) -> str:
     revalidations included) over the candidates timed or refused, and what that makes an hour."""
     each_s = spent_s / candidates
     return f"{each_s:.0f} device-s a candidate, all costs shared, {3600 / each_s:.0f} candidates per device-hour" if each_s > 0 else "no device time"
+
+
+def served(tried: list[Record]) -> str:
+    """How many candidates a kept worker served a copy of the workload (no build of their own: tools/workload/spare.py)."""
+    return f"{sum(1 for r in tried if r.result.worker_turn > 1)} of {len(tried)} served by a kept worker, not built again"
 
 
 def build_report(session: Session, workspace: Workspace, state: State | None = None, error: str | None = None) -> OptimizeReport:
