@@ -14,6 +14,7 @@ from hyperloom.tools.workload.spare import Spare, Where, servable
 torch = pytest.importorskip("torch")
 
 WORKLOAD = '''
+import threading
 import torch
 
 BUILDS = []

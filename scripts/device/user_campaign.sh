@@ -30,6 +30,9 @@ gated = [(g, t) for g, t in gated if g and t]
 if gated:
     print(f"  gate cost: {sum(g for g, _ in gated):.1f} of {sum(t for _, t in gated):.1f} trial-s ({100 * sum(g for g, _ in gated) / sum(t for _, t in gated):.1f} %), "
           f"per trial at most {100 * max(g / t for g, t in gated):.1f} %")
+for r in report["records"]:
+    if r["result"].get("gate_parts_s"):
+        print(f"  #{r['seq']} gate parts", {k: round(v, 1) for k, v in r["result"]["gate_parts_s"].items()})
 for note in report["notes"]:
     print("  note:", note[:220])
 for key, suffix in (("report_md", "report.md"), ("breakdown_json", "breakdown.json")):

@@ -22,6 +22,7 @@ import json, sys
 r = json.load(open(sys.argv[1])); print(r.get('summary'))
 for c in r.get('candidates', []):
     print(' ', '+'.join(c['levers']), c['verdict'], (c.get('speedup') or 0), c['reason'][:200])
+    print('     trial', round(c.get('trial_s') or 0, 1), 's gate', round(c.get('gate_s') or 0, 1), 's', {k: round(v, 1) for k, v in (c.get('gate_parts_s') or {}).items()}, 'turn', c.get('worker_turn'))
     for o in c['outputs']:
         print('     ', o['output'], o['passed'], o['detail'][:220])
 " "$out/$name.bench.json" 2>&1 | tee -a "$log"

@@ -138,7 +138,7 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     clock, began, spare = GateClock(), perf_counter(), spare or Spare(enabled=False)
     where = Where(target, workspace, settings.timeout_s, device, backend)
     result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, where, new, solo_s, clock, spare)
-    return result.model_copy(update={"gate_s": clock.spent_s, "trial_s": perf_counter() - began, "worker_turn": spare.turn})
+    return result.model_copy(update={"gate_s": clock.spent_s, "gate_parts_s": clock.parts_s, "trial_s": perf_counter() - began, "worker_turn": spare.turn})
 
 
 @dataclass
@@ -147,15 +147,22 @@ class GateClock:
     (the first check and each pair's), the continuation scored, the proof-of-work profile read. The tamper checks run
     inside the worker's calls (build and each timed leg) and are not separable from them."""
 
-    spent_s: float = 0.0
+    parts_s: dict[str, float] = field(default_factory=dict)  # by part: outputs, continuation, profile, pairs
+
+    @property
+    def spent_s(self) -> float:
+        return sum(self.parts_s.values())
+
+    def add(self, part: str, seconds: float) -> None:
+        self.parts_s[part] = self.parts_s.get(part, 0.0) + seconds
 
     @contextmanager
-    def judging(self) -> Iterator[None]:
+    def judging(self, part: str) -> Iterator[None]:
         began = perf_counter()
         try:
             yield
         finally:
-            self.spent_s += perf_counter() - began
+            self.add(part, perf_counter() - began)
 
 
 def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
@@ -170,14 +177,15 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                 said = describe(process.info["tampered"], "when its overrides module was imported")
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)
             warm = process.warmup(settings.warmup_steps)
-            with clock.judging():
+            with clock.judging("outputs"):
                 checks = compare(saved_outputs(process, folder / "outputs", references), references, tolerances)
-                if all(c.passed for c in checks):  # a row that parted at a near tie: its own tokens after, scored by the reference's model
+            if all(c.passed for c in checks):  # a row that parted at a near tie: its own tokens after, scored by the reference's model
+                with clock.judging("continuation"):
                     checks += continuation.checks(base, folder / "outputs", references, tolerances, folder / "scored")
             if not all(c.passed for c in checks):
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(mismatch_reason(checks), fixed), outputs=checks,
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
-            with clock.judging():
+            with clock.judging("profile"):
                 seen, work = profiled_work(process, folder / "profiled")
             engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
             note = compile_note(seen, base_evidence)
@@ -190,7 +198,7 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(short, fixed), engagement=engaged, outputs=checks,
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
             run = paired(base, process, settings, PairGate(tolerances, references, folder / "pairs"))
-            clock.spent_s += run.gate_s
+            clock.add("pairs", run.gate_s)
     except WorkloadFailure as failure:
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED",
                                reason=_noted(failure.message[:600], fixed), inputs_fresh=fresh)

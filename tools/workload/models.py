@@ -180,6 +180,8 @@ class CandidateResult(BaseModel):
     worker_legs_s: list[float] = Field(default_factory=list, description="The legs as the candidate's worker timed them.")
     gate_s: float | None = Field(None, description="Seconds the controller spent judging rather than timing: output compares, continuation "
                                  "scoring, tamper checks, the proof-of-work profile (time.perf_counter around those calls).")
+    gate_parts_s: dict[str, float] = Field(default_factory=dict, description="gate_s by part: outputs (the first check, teacher forcing "
+                                           "included), continuation (a parting's tokens scored), profile (the proof-of-work step), pairs (each pair's outputs).")
     trial_s: float | None = Field(None, description="Seconds its whole trial took on the controller's clock (build, warm-up, judging, both workers' "
                                   "legs): the device time this candidate cost, of which gate_s is a share.")
     work: StepWork | None = Field(None, description="The candidate's profiled step's work (proof of work).")

@@ -23,12 +23,23 @@ def profiled(run: Callable[[], Any], gpu: bool, trace: str | None) -> dict[str, 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     with profile(activities=activities, record_shapes=trace is not None) as prof:
         run()
-    seen: dict[str, dict[str, int]] = {"ops": {}, "kernels": {}}
-    for event in prof.key_averages():
-        table = seen["ops"] if "CPU" in str(getattr(event, "device_type", "CPU")) else seen["kernels"]
-        table[event.key] = table.get(event.key, 0) + int(event.count)
+    seen = counted(prof)
     if trace is not None:
         export_json(prof, trace)
+    return seen
+
+
+def counted(prof: Any) -> dict[str, dict[str, int]]:
+    """{"ops": name -> count, "kernels": name -> count} from the profiler's raw events (CPU ops and runtime calls are
+    ops, device activity kernels): a tenth of key_averages' time, which builds every event's Python object and tree
+    first (1 s of a 1.8 s proof-of-work profile of a small decoder on a CPU)."""
+    raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    pairs = ((str(e.device_type()), e.name(), 1) for e in raw.events()) if raw is not None else (
+        (str(getattr(e, "device_type", "CPU")), e.key, int(e.count)) for e in prof.key_averages())
+    seen: dict[str, dict[str, int]] = {"ops": {}, "kernels": {}}
+    for device, name, count in pairs:
+        table = seen["ops"] if "CPU" in device else seen["kernels"]
+        table[name] = table.get(name, 0) + count
     return seen
 
 
