@@ -533,6 +533,16 @@ def test_a_winner_measured_above_the_stack_s_revalidation_is_revalidated_alone_a
     assert kept[-1].result.levers == ["knob:scale=2"] and "replaces it" in kept[-1].note
 
 
+def test_the_catalog_is_tried_cheapest_first_and_the_max_autotune_compiles_last():
+    from hyperloom.tools.optimize.campaign import catalog_order
+
+    for vendor in ("cuda", "rocm", "cpu"):
+        order = catalog_order(vendor)
+        assert sorted(order[-2:]) == ["compile_max_autotune", "compile_max_autotune_no_cudagraphs"], (vendor, order)
+        assert order.index("channels_last") < order.index("compile") < order.index("compile_max_autotune")
+    assert "hipblaslt" in catalog_order("rocm") and "hipblaslt" not in catalog_order("cuda")
+
+
 def _stand_in_trials(monkeypatch, speed, revalidated=None):
     """Every trial stood in for: FASTER at `speed`'s gain for its levers (`revalidated` for a revalidation, when
     given: one gain, or a gain per levers), NOT_FASTER otherwise (the baseline's worker and profile stay real)."""
