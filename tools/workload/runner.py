@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
-from hyperloom.tools.workload import model_changes, tamper
+from hyperloom.tools.workload import model_changes, tamper, teacher
 from hyperloom.tools.workload.levers import SERVED_KINDS
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
@@ -255,8 +255,8 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
         raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
     dtype = torch.float32 if STATE.gpu else torch.float64
     model.to(dtype)
-    STATE.obj.__dict__.update({key: _upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
-    model.register_forward_pre_hook(lambda _module, args, kwargs: (_upcast(torch, args, dtype), _upcast(torch, kwargs, dtype)), with_kwargs=True)
+    STATE.obj.__dict__.update({key: teacher.upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
+    model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, dtype), teacher.upcast(torch, kwargs, dtype)), with_kwargs=True)
     _one_step()
     return {**outputs(payload), "dtype": str(dtype).removeprefix("torch.")}
 
@@ -490,46 +490,15 @@ def _capture() -> None:
     STATE.graph = graph
 
 
-def _upcast(torch: Any, value: Any, dtype: Any) -> Any:
-    """Floating tensors in `value` (a tensor, or a list, tuple or dict of them, one level) as `dtype`; the rest as it is."""
-    if isinstance(value, torch.Tensor):
-        return value.to(dtype) if value.is_floating_point() else value
-    if isinstance(value, list | tuple):
-        return type(value)(_upcast(torch, v, dtype) if isinstance(v, torch.Tensor) else v for v in value)
-    if isinstance(value, dict):
-        return {k: _upcast(torch, v, dtype) if isinstance(v, torch.Tensor) else v for k, v in value.items()}
-    return value
-
-
 def _teacher_logits(requests: dict[str, Any] | None) -> dict[str, Any]:
-    """tokens name -> the logits the model gives those tokens (`requests`: name -> {ids, prompt}), for each the model
-    can score: what outputs saves as NAME.teacher and score as NAME.scored."""
-    found = {}
-    for tokens, asked in (requests or {}).items():
-        logits = _teacher_forced(asked["ids"], int(asked["prompt"]))
-        if logits is not None:
-            found[tokens] = logits
-    return found
-
-
-def _teacher_forced(ids: list[list[int]], prompt: int) -> Any:
-    """The logits the workload's model gives the generated positions of `ids` (one forward over the whole sequence),
-    in the model's dtype; None where the model takes no input_ids or returns no logits."""
+    """teacher.logits for the built workload's model, with the step's attention backend around the forward (not its
+    stances: the whole sequence is a shape no step ran) and compiled code where the candidate has a compile lever."""
     torch = _torch()
     model = getattr(STATE.obj, "model", None)
-    if torch is None or not isinstance(model, torch.nn.Module) or prompt < 1:
-        return None
-    device = next(model.parameters()).device
-    extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
-    compiled = any(lever["kind"] == "compile" for lever in STATE.levers) and hasattr(torch.compiler, "set_stance")
-    # a compiled model runs its compiled code where it has some for this call, eager where it would compile anew: the
-    # whole sequence in one call is a shape no step ran, and its compile cost 11.7 s of a 43 s trial on the H200 (the
-    # compiled numerics are gated on the generated steps' log-probabilities and the pairs' outputs all the same)
-    stance = torch.compiler.set_stance("eager_on_recompile") if compiled else nullcontext()
-    with torch.inference_mode(), _step_context(stances_too=False), stance:
-        result = model(input_ids=torch.tensor(ids, device=device), **extra)
-    logits = getattr(result, "logits", None)
-    return None if logits is None else logits[:, prompt - 1:-1]
+    if torch is None or not isinstance(model, torch.nn.Module):
+        return {}
+    compiled = any(lever["kind"] == "compile" for lever in STATE.levers)
+    return teacher.logits(torch, model, requests, lambda: _step_context(stances_too=False), compiled)
 
 
 def _named(value: Any) -> dict[str, Any]:

@@ -1,0 +1,52 @@
+"""Worker side: the model's numerics beside the step, for the gate's twin rule (tools/workload/twin.py). Teacher
+forcing: the logits a workload's model gives a given token sequence in one forward (the reference's tokens scored by
+the candidate's model, so a parting at a near tie does not end the comparison; a candidate's own continuation scored
+by the reference's model). Upcasting: the workload's floating tensors as float32/float64, for its twin. Called by
+runner.outputs, runner.score and runner.twin, never on the timed path.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+
+def logits(torch: Any, model: Any, requests: dict[str, Any] | None, context: Callable[[], AbstractContextManager[Any]],
+           compiled: bool) -> dict[str, Any]:
+    """tokens name -> the logits `model` gives those tokens (`requests`: name -> {ids, prompt}), for each it can score."""
+    found = {}
+    for tokens, asked in (requests or {}).items():
+        scored = forced(torch, model, asked["ids"], int(asked["prompt"]), context, compiled)
+        if scored is not None:
+            found[tokens] = scored
+    return found
+
+
+def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: Callable[[], AbstractContextManager[Any]], compiled: bool) -> Any:
+    """The logits `model` gives the generated positions of `ids` (one forward over the whole sequence, inside
+    `context()`), in the model's dtype; None where the model takes no input_ids or returns no logits. A `compiled`
+    model runs its compiled code where it has some for this call and eagerly where it would compile anew: the whole
+    sequence in one call is a shape no step ran, and its compile cost 11.7 s of a 43 s trial on the H200 (the compiled
+    numerics are gated on the generated steps' log-probabilities and in the timed pairs all the same)."""
+    if prompt < 1:
+        return None
+    device = next(model.parameters()).device
+    extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
+    stance = torch.compiler.set_stance("eager_on_recompile") if compiled and hasattr(torch.compiler, "set_stance") else nullcontext()
+    with torch.inference_mode(), context(), stance:
+        result = model(input_ids=torch.tensor(ids, device=device), **extra)
+    out = getattr(result, "logits", None)
+    return None if out is None else out[:, prompt - 1:-1]
+
+
+def upcast(torch: Any, value: Any, dtype: Any) -> Any:
+    """Floating tensors in `value` (a tensor, or a list, tuple or dict of them, one level) as `dtype`; the rest as it is."""
+    if isinstance(value, torch.Tensor):
+        return value.to(dtype) if value.is_floating_point() else value
+    if isinstance(value, list | tuple):
+        return type(value)(upcast(torch, v, dtype) if isinstance(v, torch.Tensor) else v for v in value)
+    if isinstance(value, dict):
+        return {k: upcast(torch, v, dtype) if isinstance(v, torch.Tensor) else v for k, v in value.items()}
+    return value
