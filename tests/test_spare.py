@@ -71,6 +71,8 @@ def test_a_kept_worker_serves_the_next_candidates_a_fresh_copy_without_building_
     import numpy as np
 
     assert int(np.load(tmp_path / "b" / "out" / "builds.npy")[0]) == 1, "the copy is of the workload as built once"
+    with pytest.raises(WorkloadFailure):  # between candidates the kept worker holds no copy to step: it was released
+        spare.process.warmup(1)
     spare.close()
     assert spare.process is None
 

@@ -90,6 +90,11 @@ class WorkloadProcess:
         self.served += 1
         return self.info
 
+    def release(self) -> None:
+        """Drop the last candidate's copy of the workload and its compiled code (runner.release): a kept worker waits
+        for its next candidate holding only the workload as built."""
+        self._call("release", {})
+
     def __exit__(self, *exc: object) -> None:
         self.close()
 

@@ -152,6 +152,20 @@ def serve(payload: dict[str, Any]) -> dict[str, Any]:
     if foreign:
         raise WorkloadContractError(f"a lever of kind {foreign[0]} changes the process, not the workload: build a fresh worker for it")
     torch = _torch()
+    release({})
+    STATE.levers, STATE.folder = list(payload["levers"]), payload["folder"]
+    _bind(copy.deepcopy(STATE.kept), "the kept workload")
+    _apply_levers(torch)
+    GUARD.inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None
+    GUARD.methods = _methods()
+    return {"model_facts": model_changes.facts(torch, STATE.obj), "has_inputs": GUARD.inputs is not None, "tampered": _tampered(), "pid": os.getpid()}
+
+
+def release(payload: dict[str, Any]) -> dict[str, Any]:
+    """Drop the last candidate (its copy of the workload, its captured graph, dynamo's compiled code, CUDA graphs and
+    counters) and give its device memory back, so that a kept worker waiting for its next candidate holds only the
+    workload as built. Idempotent."""
+    torch = _torch()
     STATE.obj = STATE.step = STATE.outputs = STATE.graph = None
     STATE.warm, STATE.channels_last = False, None
     gc.collect()
@@ -162,12 +176,7 @@ def serve(payload: dict[str, Any]) -> dict[str, Any]:
             dynamo.utils.counters.clear()
         if STATE.gpu:
             torch.cuda.empty_cache()
-    STATE.levers, STATE.folder = list(payload["levers"]), payload["folder"]
-    _bind(copy.deepcopy(STATE.kept), "the kept workload")
-    _apply_levers(torch)
-    GUARD.inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None
-    GUARD.methods = _methods()
-    return {"model_facts": model_changes.facts(torch, STATE.obj), "has_inputs": GUARD.inputs is not None, "tampered": _tampered(), "pid": os.getpid()}
+    return {}
 
 
 def warmup(payload: dict[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,8 @@
 """A warm candidate worker kept between trials: the workload built once, each candidate served a fresh copy of it with
 its levers (runner.serve), so a trial costs its levers' own work (a compile, a capture, the legs), not another build
-of the model (33 s of a 57 s trial for a 1.2B decoder on the H200: results/h200/workload-gate/README.md).
+of the model (33 s of a 57 s trial for a 1.2B decoder on the H200: results/h200/workload-gate/README.md). Between
+candidates the kept worker holds only the workload as built: the last copy, its compiled code and graphs are
+released (runner.release), so a fresh worker started meanwhile finds the device memory free.
 
 Only levers that act on the built workload are served (levers.SERVED_KINDS: compile, a graph, the attention backend, a
 stance, the static cache, the memory format, the decode loop). A candidate with an environment variable, a torch
@@ -72,11 +74,21 @@ class Spare:
         except BaseException:
             process.close()
             raise
-        if keep and process.info.get("reusable"):
+        if keep and process.info.get("reusable") and self._released(process):
             self.close()
             self.process, self.where = process, where
         else:
             process.close()
+
+    @staticmethod
+    def _released(process: WorkloadProcess) -> bool:
+        """The last candidate's copy dropped, its device memory given back (a fresh worker for another candidate may
+        need it while this one waits); False when the worker failed doing so (it is closed then)."""
+        try:
+            process.release()
+        except WorkloadFailure:
+            return False
+        return True
 
     def _served(self, where: Where, levers: list[Lever], folder: Path, deadline_at: float | None) -> WorkloadProcess | None:
         """The kept worker serving this candidate, taken out of the spare; None when there is none for `where` or
