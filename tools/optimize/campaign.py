@@ -158,15 +158,20 @@ class Campaign:
         best winner's revalidation (settle); with a stack, its points not yet swept; and when any of that is due, the
         trial the search is about to start (on the H200 a 66 s trial started with 53 s left left none for settle)."""
         points = self.ledger.get_json("baseline", {}).get("points", [])
-        trials = [r.device_s for r in self.ledger.records() if r.device_s > 0 and r.phase != "baseline"]
-        if not trials:
+        mean_s = self.mean_trial_s()
+        if mean_s is None:
             return 0.0
         stack, winners = self.stack(), self.winners()
         settle = 0 if stack or not winners else 1
         stack = stack or (winners[0].result.levers if winners else [])
         valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None] if stack else []
         left = settle + sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)
-        return (left + 1) * sum(trials) / len(trials) if left else 0.0
+        return (left + 1) * mean_s if left else 0.0
+
+    def mean_trial_s(self) -> float | None:
+        """The mean device seconds of the trials so far (the baseline's own left out), or None before the first."""
+        trials = [r.device_s for r in self.ledger.records() if r.device_s > 0 and r.phase != "baseline"]
+        return sum(trials) / len(trials) if trials else None
 
     def winners(self) -> list[Record]:
         """The levers phase's winners, fastest first."""
@@ -345,11 +350,9 @@ class Campaign:
             stack, gain = self.stack(), self.gain()
             if not stack or gain is None or set(winner.result.levers) <= set(stack):
                 continue
-            if (winner.result.speedup or 0) <= gain * (1 + self.settings.noise_band):
-                return  # fastest first: none after it beats the stack either
+            if (winner.result.speedup or 0) <= gain * (1 + self.settings.noise_band) or tried == RIVALS:
+                return  # fastest first: none after it beats the stack either; or enough rivals tried
             levers = winner.result.levers
-            if tried == RIVALS:
-                return
             if not self.room_for_a_trial():
                 self.ledger.add_note(f"{' + '.join(levers)} ({winner.result.speedup:.3g}x alone) was not revalidated against the stack's "
                                      f"{gain:.3g}x: no time left before the deadline for one more trial")
@@ -368,10 +371,10 @@ class Campaign:
 
     def room_for_a_trial(self) -> bool:
         """Whether one more trial, at the mean device time of those so far, ends before the deadline."""
-        trials = [r.device_s for r in self.ledger.records() if r.device_s > 0 and r.phase != "baseline"]
-        if self.request.deadline_s is None or not trials:
+        mean_s = self.mean_trial_s()
+        if self.request.deadline_s is None or mean_s is None:
             return True
-        return time.monotonic() - self.started + sum(trials) / len(trials) < self.request.deadline_s
+        return time.monotonic() - self.started + mean_s < self.request.deadline_s
 
     def retry_no_ops(self, slot: Slot) -> None:
         """The levers that took no effect on the baseline, once on the stack: what they act on (compiled graphs,

@@ -21,6 +21,7 @@ starts, the worker (tools/workload/runner.py) applies what a lever names.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -41,6 +42,11 @@ OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
 # built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
 SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "generate"})
+
+
+def unserved(kinds: Iterable[str]) -> list[str]:
+    """The lever kinds among `kinds` a kept worker cannot apply to a copy of the workload (sorted; empty: it can)."""
+    return sorted(set(kinds) - SERVED_KINDS)
 
 
 @dataclass(frozen=True)

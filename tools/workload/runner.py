@@ -42,7 +42,7 @@ from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
 from hyperloom.tools.workload import model_changes, tamper, teacher
-from hyperloom.tools.workload.levers import SERVED_KINDS
+from hyperloom.tools.workload.levers import unserved
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
 
@@ -91,7 +91,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
         defaults = {name: str(p.default) for name, p in inspect.signature(factory).parameters.items() if name in knobs}
         STATE.module_file = inspect.getsourcefile(factory)
         obj = factory(**knob_values(knobs, payload["knobs"]))
-        keep = payload.get("keep") and all(lever["kind"] in SERVED_KINDS for lever in STATE.levers)
+        keep = payload.get("keep") and not unserved(lever["kind"] for lever in STATE.levers)
         _bind(_kept(obj) if keep else obj, payload["workload"])
     _apply_levers(torch)
     vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
@@ -145,10 +145,10 @@ def _apply_levers(torch: Any) -> None:
 def serve(payload: dict[str, Any]) -> dict[str, Any]:
     """Serve another candidate in this worker: drop the last one (its copy of the workload, its captured graph, dynamo's
     compiled code and counters), then apply `levers` to a fresh copy of the workload as built. Only levers that act on
-    the built workload (SERVED_KINDS): a setting, an environment variable or an overrides module cannot be undone."""
+    the built workload (levers.SERVED_KINDS): a setting, an environment variable or an overrides module cannot be undone."""
     if STATE.kept is None:
         raise WorkloadContractError("this worker kept no copy of the workload (built without keep, or it could not be copied)")
-    foreign = sorted({lever["kind"] for lever in payload["levers"]} - SERVED_KINDS)
+    foreign = unserved(lever["kind"] for lever in payload["levers"])
     if foreign:
         raise WorkloadContractError(f"a lever of kind {foreign[0]} changes the process, not the workload: build a fresh worker for it")
     torch = _torch()
@@ -164,7 +164,10 @@ def serve(payload: dict[str, Any]) -> dict[str, Any]:
 def release(payload: dict[str, Any]) -> dict[str, Any]:
     """Drop the last candidate (its copy of the workload, its captured graph, dynamo's compiled code, CUDA graphs and
     counters) and give its device memory back, so that a kept worker waiting for its next candidate holds only the
-    workload as built. Idempotent."""
+    workload as built. Idempotent: with nothing held since the last release (the kept worker releases when a trial
+    ends, then serve releases again) dynamo is not reset twice."""
+    if STATE.obj is None and STATE.step is None and STATE.graph is None:
+        return {}
     torch = _torch()
     STATE.obj = STATE.step = STATE.outputs = STATE.graph = None
     STATE.warm, STATE.channels_last = False, None

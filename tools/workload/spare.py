@@ -4,7 +4,7 @@ of the model (33 s of a 57 s trial for a 1.2B decoder on the H200: results/h200/
 candidates the kept worker holds only the workload as built: the last copy, its compiled code and graphs are
 released (runner.release), so a fresh worker started meanwhile finds the device memory free.
 
-Only levers that act on the built workload are served (levers.SERVED_KINDS: compile, a graph, the attention backend, a
+Only levers that act on the built workload are served (levers.SERVED_KINDS, levers.unserved: compile, a graph, the attention backend, a
 stance, the static cache, the memory format, the decode loop). A candidate with an environment variable, a torch
 setting, an overrides module or a knob changes the process or the build, so it gets a fresh worker, closed after its
 trial; so does one after a trial that ended in a worker failure (a crash, a timeout: the worker is gone or suspect).
@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.workload.levers import SERVED_KINDS, Lever
+from hyperloom.tools.workload.levers import Lever, unserved
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 
 
 def servable(levers: list[Lever]) -> bool:
     """Whether a kept worker can serve these levers (each acts on the built workload)."""
-    return all(lever.kind in SERVED_KINDS for lever in levers)
+    return not unserved(lever.kind for lever in levers)
 
 
 @dataclass(frozen=True)
