@@ -583,3 +583,29 @@ def test_a_trial_the_deadline_cut_is_not_recorded_so_a_resume_runs_it_and_the_st
     assert not [r for r in report.records if r.phase == "revalidate"]
     assert report.status.stack == ["knob:pause=no"]
     assert any("was cut at the campaign's deadline" in n and "starting the campaign again runs it" in n for n in report.notes)
+
+
+def test_a_search_trial_is_cut_where_keeping_its_winner_must_start_and_the_winner_is_still_kept(mlp, monkeypatch):
+    """On the H200 a max-autotune compile ran to its 150 s timeout at the end of a conv net's levers phase and left the
+    rival check no time. A search trial is cut where what follows the search must start (after_search_s before the
+    deadline, not at it): the search ends there and its winner is kept and revalidated in the time left."""
+    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.workload.models import CandidateResult
+
+    real, cut_at = campaign.trial, {}
+
+    def slow_second_lever(names, *args, **kwargs):
+        cut_at[tuple(names)] = args[5].deadline_at
+        if names == ["knob:scale=2"]:
+            return CandidateResult(levers=names, verdict="TIMEOUT", reason="warmup, cut at the campaign's deadline: did not finish and was killed")
+        return real(names, *args, **kwargs)
+
+    monkeypatch.setattr(campaign, "trial", slow_second_lever)
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:pause=no", "knob:scale=2"], deadline_s=600)
+    assert report.status.stop_reason.startswith("the search's last trial was cut"), report.status.stop_reason
+    assert report.status.stack == ["knob:pause=no"]
+    assert [r.decision for r in report.records if r.phase == "revalidate"] == ["MEASURED"]
+    winner = next(r for r in report.records if r.result.levers == ["knob:pause=no"] and r.phase == "levers")
+    assert cut_at[()] - cut_at[("knob:scale=2",)] >= 0.9 * winner.device_s > 0, (cut_at, winner.device_s)
+    assert cut_at[("knob:pause=no",)] == cut_at[()], "before any winner the search runs to the deadline"

@@ -59,8 +59,9 @@ LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max
 UNSTEADY = 1.5  # a kept gain this many times its revalidation is noted as unsteady
 RIVALS = 2  # at most this many winners revalidated alone against a stack whose revalidation fell below them
 NOT_RUN = "its need was not in the baseline: not run alone"
-AFTER_SEARCH = "what follows it (keeping the best winner, the sweep)"
+AFTER_SEARCH = "what follows it (keeping the best winner, a rival's revalidation, the sweep)"
 DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long to answer, then its workers are killed
+SEARCH: frozenset[Phase] = frozenset({"levers", "combine", "kernels"})  # the phases a stop rule may end early (what follows: settle, the sweep)
 # cheapest first: a knob costs a build, a compile minutes
 COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
 
@@ -153,20 +154,36 @@ class Campaign:
             raise Stopped(why, hard=False)
 
     def sweep_reserve_s(self) -> float:
+        """What the campaign needs when it ends its search now: what follows the search (after_search_s), and when any
+        of that is due, the trial the search is about to start (on the H200 a 66 s trial started with 53 s left left
+        none for settle)."""
+        after_s, mean_s = self.after_search_s(), self.mean_trial_s()
+        return after_s + mean_s if after_s and mean_s else 0.0
+
+    def after_search_s(self) -> float:
         """What the campaign still needs after its search, each trial at the mean device time of the trials so far (a
         sweep trial builds both sides at the point, as a candidate trial does): with winners but no stack yet, the
-        best winner's revalidation (settle); with a stack, its points not yet swept; and when any of that is due, the
-        trial the search is about to start (on the H200 a 66 s trial started with 53 s left left none for settle)."""
+        best winner's revalidation (settle) and, with another winner, one rival's (a stack whose revalidation falls
+        short tries the next winner alone: on the H200 a conv net's did not hold, and its rival found no time); with a
+        stack, its points not yet swept."""
         points = self.ledger.get_json("baseline", {}).get("points", [])
         mean_s = self.mean_trial_s()
         if mean_s is None:
             return 0.0
         stack, winners = self.stack(), self.winners()
-        settle = 0 if stack or not winners else 1
+        settle = 0 if stack or not winners else 1 + (len(winners) > 1)
         stack = stack or (winners[0].result.levers if winners else [])
         valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None] if stack else []
         left = settle + sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)
-        return (left + 1) * mean_s if left else 0.0
+        return left * mean_s
+
+    def ends_at(self, phase: Phase) -> float | None:
+        """time.monotonic() at which a trial of `phase` is cut: a search trial where what follows the search must start
+        (after_search_s before the deadline: a max-autotune compile that runs to its timeout cannot take the time
+        keeping a winner needs), any other at the deadline; each with DEADLINE_GRACE_S to answer. None: no deadline."""
+        if self.request.deadline_s is None:
+            return None
+        return self.started + self.request.deadline_s - (self.after_search_s() if phase in SEARCH else 0.0) + DEADLINE_GRACE_S
 
     def mean_trial_s(self) -> float | None:
         """The mean device seconds of the trials so far (the baseline's own left out), or None before the first."""
@@ -551,8 +568,9 @@ class Campaign:
         new = [item for item in levers if item.name in job.new]
         folder = slot.folder / job.key
         settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)  # an A/A decides nothing
-        if self.request.deadline_s is not None:  # a trial running at the deadline is cut within DEADLINE_GRACE_S of it
-            settings = replace(settings, deadline_at=self.started + self.request.deadline_s + DEADLINE_GRACE_S)
+        ends_at = self.ends_at(job.phase)
+        if ends_at is not None:
+            settings = replace(settings, deadline_at=ends_at)
         started = time.perf_counter()
         result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
                        target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job),
@@ -563,6 +581,9 @@ class Campaign:
             self.ledger.add_spent(device_s)
             self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({result.reason[:160]}): "
                                  "not recorded; starting the campaign again runs it")
+            left_s = self.request.deadline_s - (time.monotonic() - self.started) if self.request.deadline_s is not None else 0.0
+            if job.phase in SEARCH and left_s > 0:
+                raise Stopped(f"the search's last trial was cut {left_s:.0f} s before the wall-clock deadline, which {AFTER_SEARCH} needs", hard=False)
             raise self.deadline_reached()
         record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,
                                            decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=device_s, finished_at=_now()))
