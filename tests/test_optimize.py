@@ -609,3 +609,22 @@ def test_a_search_trial_is_cut_where_keeping_its_winner_must_start_and_the_winne
     winner = next(r for r in report.records if r.result.levers == ["knob:pause=no"] and r.phase == "levers")
     assert cut_at[()] - cut_at[("knob:scale=2",)] >= 0.9 * winner.device_s > 0, (cut_at, winner.device_s)
     assert cut_at[("knob:pause=no",)] == cut_at[()], "before any winner the search runs to the deadline"
+
+
+def test_rivals_that_share_no_lever_with_an_unsteady_stack_are_tried_first():
+    """The conv net on the H200: reduce-overhead kept, revalidated at half its gain; the two fastest other winners
+    were reduce-overhead variants, compile alone came after them. A disjoint winner goes first, each group fastest first."""
+    from hyperloom.tools.optimize.campaign import rival_order
+    from hyperloom.tools.optimize.models import Record
+    from hyperloom.tools.workload.models import CandidateResult
+
+    def winner(levers, gain):
+        return Record(seq=0, key="+".join(levers), phase="levers", reference=[], proposer="campaign", note="", decision="WINNER",
+                      result=CandidateResult(levers=levers, verdict="FASTER", reason="", speedup=gain), device="gpu0", device_s=1.0, finished_at="now")
+
+    stack = ["compile_reduce_overhead", "skip_guard_eval"]
+    winners = [winner(["compile_reduce_overhead", "cudagraph_step_begin"], 2.22), winner(["compile_reduce_overhead"], 2.17),
+               winner(["compile"], 1.72), winner(["graph"], 1.35), winner(["compile", "skip_guard_eval"], 1.74)]
+    order = [w.result.levers for w in rival_order(winners, stack)]
+    assert order == [["compile"], ["graph"], ["compile_reduce_overhead", "cudagraph_step_begin"], ["compile_reduce_overhead"],
+                     ["compile", "skip_guard_eval"]], order
