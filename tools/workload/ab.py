@@ -32,7 +32,7 @@ from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
 from hyperloom.tools.workload import continuation
 from hyperloom.tools.workload.engagement import compile_note, engagement
 from hyperloom.tools.workload.frozen import compare
-from hyperloom.tools.workload.levers import Lever
+from hyperloom.tools.workload.levers import Lever, unreviewed
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.proof import profiled_work, short_of_work
@@ -185,15 +185,15 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
             if not all(c.passed for c in checks):
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(mismatch_reason(checks), fixed), outputs=checks,
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
-            with clock.judging("profile"):
-                seen, work = profiled_work(process, folder / "profiled")
+            with clock.judging("profile"):  # the work only where the candidate runs code Hyperloom did not write (proof.py)
+                seen, work = profiled_work(process, folder / "profiled", proof=unreviewed(levers))
             engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
             note = compile_note(seen, base_evidence)
             if not all(e.engaged for e in engaged):
                 off = [e for e in engaged if not e.engaged]
                 return CandidateResult(levers=names, verdict="NO_OP", reason=_noted(_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note), fixed),
                                        engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
-            short = short_of_work(base_evidence.get("work"), work, levers)
+            short = short_of_work(base_evidence.get("work"), work, levers) if work is not None else None
             if short is not None:
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(short, fixed), engagement=engaged, outputs=checks,
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)

@@ -44,6 +44,17 @@ OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "generate"})
 
 
+# The kinds whose code Hyperloom did not write: an overrides module (an agent's, a kernel's integration) and a knob (a
+# path of the user's own workload). A candidate with one proves its step's work (proof.py); the catalog's other levers
+# are Hyperloom's code, judged by their outputs, their engagement, the tamper checks and the controller's clock.
+UNREVIEWED_KINDS: frozenset[str] = frozenset({"overrides", "knob"})
+
+
+def unreviewed(levers: Iterable[Lever]) -> bool:
+    """Whether any of `levers` runs code Hyperloom did not write (UNREVIEWED_KINDS): its step must prove its work."""
+    return any(lever.kind in UNREVIEWED_KINDS for lever in levers)
+
+
 def unserved(kinds: Iterable[str]) -> list[str]:
     """The lever kinds among `kinds` a kept worker cannot apply to a copy of the workload (sorted; empty: it can)."""
     return sorted(set(kinds) - SERVED_KINDS)

@@ -10,6 +10,9 @@ refused only when both are under POW_FRACTION. A quarter: honest levers change h
 the flops), while the cheats it exists for did none (a memo, a result kept from warm-up: 0 of 600 matmuls) or an
 eighth (a decode cut after the prefill: 75 of 600); a quarter keeps a factor two from each side.
 
+Only a candidate that runs code Hyperloom did not write proves its work (levers.unreviewed: an overrides module, a
+knob): the catalog's other levers are Hyperloom's own code, and the cheats this check exists for come as overrides.
+
 The known limit: a candidate can ask torch whether a profiler is on. The roof (roof.py: the controller's clock only)
 and the fresh-input gate (every timed step's outputs) do not depend on this profile.
 """
@@ -30,13 +33,18 @@ POW_FRACTION = 0.25
 TRACE = "profiled_step.json"
 
 
-def profiled_work(process: Any, folder: Path) -> tuple[dict[str, Any], StepWork]:
+def profiled_work(process: Any, folder: Path, proof: bool = True) -> tuple[dict[str, Any], StepWork | None]:
     """One step of `process` profiled as a timed step (a fresh seed when its workload takes one): its engagement
-    evidence and its work. The trace is read and deleted here."""
+    evidence and its work. The trace is read and deleted here. Without `proof` the step's ops and kernels are counted
+    only (engagement), no trace written nor read: the work is None. Writing and reading the trace is most of the cost
+    (a CPU decoder's eight-token generate: 0.12 s profiled, 0.32 s to write the trace, 0.47 s to read it; on the H200
+    2.9 s of a 7.5 s trial of an eager-generate candidate)."""
     folder.mkdir(parents=True, exist_ok=True)
     trace = folder / TRACE
     seed = draw_seeds(1)[0] if process.info.get("has_inputs") else None
-    evidence = process.engagement(trace=trace, seed=seed)
+    evidence = process.engagement(trace=trace if proof else None, seed=seed)
+    if not proof:
+        return evidence, None
     try:
         work = step_work(trace, evidence.get("parameter_bytes")) if trace.is_file() else None
     finally:
