@@ -190,3 +190,20 @@ def test_the_cli_profiles_a_script_with_its_arguments_after_the_options(workspac
     assert main(["profile", "--trace", ".hyperloom/profile/cli/trace.json", "--json", "--no-plot"]) == 0
     assert '"tool": "torch.profiler"' in capsys.readouterr().out
     assert os.path.isfile(workspace.root / ".hyperloom/profile/cli/report.md")
+
+
+def test_a_trace_written_unchecked_is_repaired_by_its_reader(tmp_path):
+    """Proof of work writes its trace unchecked (one decode fewer); the reader repairs an unescaped frame name."""
+    from hyperloom.tools.profile.capture import export_json
+    from hyperloom.tools.profile.load import read_trace
+
+    class Prof:
+        def export_chrome_trace(self, path: str) -> None:
+            Path(path).write_text('{"traceEvents": [\n  {\n    "ph": "X", "cat": "cpu_op",\n    "name": """"",\n    "ts": 1, "dur": 2, "pid": 1, "tid": 1\n  },\n'
+                                  '  {\n    "ph": "X", "cat": "cpu_op",\n    "name": "aten::mm",\n    "ts": 4, "dur": 3, "pid": 1, "tid": 1\n  }\n]}\n')
+
+    trace = tmp_path / "trace.json"
+    export_json(Prof(), str(trace), checked=False)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(trace.read_text())
+    assert sorted(op.name for op in read_trace(trace, "trace").ops) == ['"""', "aten::mm"]

@@ -12,13 +12,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import re
 import runpy
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from hyperloom.tools.profile.names import repaired
 
 
 class ProfilerUnavailable(RuntimeError):
@@ -68,30 +69,18 @@ def _device_rows(prof: Any, gpu: bool) -> list[dict[str, Any]]:
     return rows
 
 
-NAME_LINE = re.compile(r'^(?P<indent>\s*)"name": "(?P<name>.*)",\s*$')
-
-
-def export_json(prof: Any, trace: str) -> None:
-    """The chrome trace, as JSON: torch's export writes frame names unescaped (torch 2.13 wrote a frame named by
-    three double quotes, a docstring's line), so a trace that does not parse has its name lines re-escaped."""
+def export_json(prof: Any, trace: str, checked: bool = True) -> None:
+    """The chrome trace, as JSON: a trace that does not parse has its name lines re-escaped (names.py). Unchecked, it
+    is written as torch writes it, for a reader that repairs it itself (load.read_trace): the check decodes the whole
+    trace once more, as much as its reader will (proof of work's profile, written and read once)."""
     prof.export_chrome_trace(trace)
+    if not checked:
+        return
     text = Path(trace).read_text(encoding="utf-8", errors="replace")
     try:
         json.loads(text)
     except json.JSONDecodeError:
-        Path(trace).write_text("\n".join(_escaped(line) for line in text.splitlines()), encoding="utf-8")
-
-
-def _escaped(line: str) -> str:
-    """A `"name": ...,` line whose string is not valid JSON, with the name escaped; any other line as it is."""
-    match = NAME_LINE.match(line)
-    if match is None:
-        return line
-    try:
-        json.loads(f'"{match["name"]}"')
-        return line
-    except json.JSONDecodeError:
-        return f'{match["indent"]}"name": {json.dumps(match["name"])},'
+        Path(trace).write_text(repaired(text), encoding="utf-8")
 
 
 def capture(payload: dict[str, Any]) -> dict[str, Any]:

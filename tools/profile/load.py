@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.tools.profile.names import repaired
 from hyperloom.tools.profile.parse_chrome import NEXT_STEP, parse_chrome
 from hyperloom.tools.profile.parse_rocprof import is_kernel_trace_header, parse_rocprof
 from hyperloom.tools.profile.trace import Trace
@@ -71,6 +72,10 @@ def _json(raw: bytes, label: str) -> Any:
     try:
         return _loads(raw)
     except ValueError as exc:  # json.JSONDecodeError and orjson.JSONDecodeError are both ValueErrors
+        try:  # torch's export can leave frame names unescaped (names.py)
+            return _loads(repaired(raw.decode("utf-8", "replace")).encode())
+        except ValueError:
+            pass
         end = raw.rstrip()
         if not end.endswith((b"}", b"]")):  # a whole JSON document ends by closing its object or array
             raise HyperloomError(f"{label} ends before its JSON does (at byte {len(end)}): the file is truncated",
