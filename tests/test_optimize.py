@@ -178,7 +178,7 @@ def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
     _freeze(mlp, points="true")
     monkeypatch.setattr(campaign.Campaign, "sweep_reserve_s", lambda self: 1e9 if self.stack() else 0.0)
     report = _campaign(mlp, levers=["knob:work=half", "knob:pause=no"])
-    assert "which what follows it (keeping the best winner, the sweep) needs" in report.status.stop_reason, report.status.stop_reason
+    assert "which what follows it (keeping the best winner, a rival's revalidation, the sweep) needs" in report.status.stop_reason, report.status.stop_reason
     assert not [r for r in report.records if r.phase == "combine" and r.device_s > 0]  # the second winner was not stacked
     assert [r.point for r in report.records if r.phase == "sweep"] == [{"rows": "128"}, {"rows": "64"}]
 
