@@ -7,7 +7,9 @@ one plain process; scripts/device/leg_probe.py: in most trials' legs). Run ON TH
   interleaved  the reference's legs between the candidate's (timed.leg both ways), as ab.interleave does
 then beside and interleaved again after the candidate's proof-of-work profile (torch.profiler in its worker).
 Prints one JSON line per phase: the candidate's steps (worker's clock, ms), how many over 1.5x the median.
-then ab.interleave's own pairs, outputs gated, when a frozen session of the workload is named.
+then ab.interleave's own pairs, outputs gated, when a frozen session of the workload is named; then stopping and
+interleaved again after the reference's own profile (a bench and a campaign profile the reference before any
+candidate: CUPTI then lives in the process that is stopped while the candidate's legs run).
     python3 scripts/device/worker_probe.py [WORKLOAD LEVER [FROZEN]]   (default: the conv net, compile_reduce_overhead)"""
 
 import json
@@ -86,4 +88,7 @@ with WorkloadProcess(target, [lever(candidate_lever)], folder / "candidate", wor
         phase("after_profile_interleaved", candidate, base, "interleaved")
         if frozen_name:
             gated(candidate, base)
+        profiled_work(base, folder / "reference_profiled")  # the reference's proof-of-work profile, as a bench takes it first
+        phase("after_reference_profile_stopping", candidate, base, "stopping")
+        phase("after_reference_profile_interleaved", candidate, base, "interleaved")
     phase("alone_again", candidate)
