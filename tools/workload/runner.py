@@ -2,8 +2,8 @@
 
 The controller (tools/workload/process.py) calls these entries in order: `build_guarded` (`build`: import the
 workload, apply the candidate's levers, call its factory; between two looks at the timing path, tamper.py), `warmup`,
-then any of `time_steps`, `outputs` and `engagement`. The built workload lives in this module's state until the
-process ends; a worker built with `keep` keeps the workload as built and can `serve` the next candidate a fresh copy
+then any of `time_steps`, `outputs` and `engagement`. The built workload lives in worker_state.py's STATE until
+the process ends (worker_build.py builds it); a worker built with `keep` keeps the workload as built and can `serve` the next candidate a fresh copy
 of it with that candidate's levers (those that act on the built workload), so a 1.2B model is built once, not per
 candidate.
 
@@ -26,44 +26,21 @@ from __future__ import annotations
 
 import copy
 import gc
-import importlib
-import importlib.util
 import inspect
 import os
 import re
-import runpy
 import sys
 import time
-from collections.abc import Callable
 from contextlib import ExitStack, nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
-from hyperloom.tools.workload import model_changes, tamper, teacher
+from hyperloom.tools.workload import model_changes, tamper, teacher, worker_build
 from hyperloom.tools.workload.levers import unserved
+from hyperloom.tools.workload.worker_state import GUARD, STATE
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
-
-
-@dataclass
-class _State:
-    obj: Any = None
-    step: Callable[[], Any] | None = None
-    outputs: Callable[[], Any] | None = None
-    levers: list[dict[str, str]] = field(default_factory=list)
-    graph: Any = None
-    gpu: bool = False
-    folder: str = ""
-    module_file: str | None = None
-    warm: bool = False  # warm-up done: a stance that needs compiled graphs (skip_guard_eval) applies from here
-    channels_last: int | None = None  # the channels_last lever: the model's 4-D parameters it put in that format
-    kept: Any = None  # the workload as built, when kept for `serve` (the candidate runs on a copy)
-    not_kept: str = ""  # why it could not be kept
-
-
-STATE = _State()
 
 
 def build(payload: dict[str, Any]) -> dict[str, Any]:
@@ -78,68 +55,28 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
     STATE.gpu = bool(torch is not None and torch.cuda.is_available())
     for lever in STATE.levers:
         if lever["kind"] == "setting":
-            _setting(torch, lever["value"])
+            worker_build.setting(torch, lever["value"])
         elif lever["kind"] == "overrides":
             load_file(lever["value"], f"hyperloom_overrides_{abs(hash(lever['value']))}")
     knobs: dict[str, Any] = {}
     defaults: dict[str, str] = {}
     if payload["kind"] == "script":
-        STATE.step, STATE.module_file = _script_step(payload["workload"], list(payload.get("args", []))), payload["workload"]
+        STATE.step, STATE.module_file = worker_build.script_step(payload["workload"], list(payload.get("args", []))), payload["workload"]
     else:
-        factory = _factory(payload["workload"])
+        factory = worker_build.factory(payload["workload"])
         knobs = declared_knobs(factory)
         defaults = {name: str(p.default) for name, p in inspect.signature(factory).parameters.items() if name in knobs}
         STATE.module_file = inspect.getsourcefile(factory)
         obj = factory(**knob_values(knobs, payload["knobs"]))
         keep = payload.get("keep") and not unserved(lever["kind"] for lever in STATE.levers)
-        _bind(_kept(obj) if keep else obj, payload["workload"])
-    _apply_levers(torch)
+        worker_build.bind(worker_build.kept_copy(obj) if keep else obj, payload["workload"])
+    worker_build.apply_levers(torch)
     vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
             "torch": str(torch.__version__) if torch is not None else None,
-            "toolchain": _toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
-            "module_file": STATE.module_file, "points": _points(STATE.obj), "tolerances": _tolerances(STATE.obj), "pid": os.getpid(),
+            "toolchain": worker_build.toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
+            "module_file": STATE.module_file, "points": worker_build.points(STATE.obj), "tolerances": worker_build.tolerances(STATE.obj), "pid": os.getpid(),
             "model_facts": model_changes.facts(torch, STATE.obj), "reusable": STATE.kept is not None, "not_reusable": STATE.not_kept}
-
-
-def _kept(obj: Any) -> Any:
-    """Keep `obj` as built and return a copy for the candidate; `obj` itself when it cannot be copied (said in not_kept)."""
-    try:
-        copied = copy.deepcopy(obj)
-    except Exception as exc:  # noqa: BLE001 - any failure to copy a user's object means: build afresh for each candidate
-        STATE.not_kept = f"the built workload cannot be deep-copied ({type(exc).__name__}: {str(exc)[:200]})"
-        return obj
-    STATE.kept = obj
-    return copied
-
-
-def _bind(obj: Any, workload: str) -> None:
-    STATE.obj = obj
-    if callable(getattr(obj, "step", None)):
-        STATE.step = obj.step
-        STATE.outputs = obj.outputs if callable(getattr(obj, "outputs", None)) else None
-    elif callable(obj):
-        STATE.step, STATE.outputs = obj, None
-    else:
-        raise WorkloadContractError(f"{workload} returned {type(obj).__name__}, which has no step() and is not callable")
-
-
-def _apply_levers(torch: Any) -> None:
-    """The levers that act on the built workload, in their order: the memory format first (compile acts on the changed
-    model), then compile and the decode loop, then the static cache (its count wraps whatever generate is now)."""
-    for lever in STATE.levers:
-        if lever["kind"] == "layout":
-            STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
-    for lever in STATE.levers:
-        if lever["kind"] == "compile":
-            _compile(torch, lever["value"])
-        elif lever["kind"] == "generate":
-            from hyperloom.tools.workload import decode_loop
-
-            decode_loop.install(getattr(STATE.obj, "model", None), compiled=STATE.gpu)
-    for lever in STATE.levers:
-        if lever["kind"] == "cache":
-            model_changes.static_cache(getattr(STATE.obj, "model", None))
 
 
 def serve(payload: dict[str, Any]) -> dict[str, Any]:
@@ -154,8 +91,8 @@ def serve(payload: dict[str, Any]) -> dict[str, Any]:
     torch = _torch()
     release({})
     STATE.levers, STATE.folder = list(payload["levers"]), payload["folder"]
-    _bind(copy.deepcopy(STATE.kept), "the kept workload")
-    _apply_levers(torch)
+    worker_build.bind(copy.deepcopy(STATE.kept), "the kept workload")
+    worker_build.apply_levers(torch)
     GUARD.inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None
     GUARD.methods = _methods()
     return {"model_facts": model_changes.facts(torch, STATE.obj), "has_inputs": GUARD.inputs is not None, "tampered": _tampered(), "pid": os.getpid()}
@@ -341,9 +278,6 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     return evidence
 
 
-
-
-
 # ----------------------------------------------------------------------------------------------------------------
 def _torch() -> Any:
     try:
@@ -351,92 +285,6 @@ def _torch() -> Any:
     except ImportError:
         return None
     return torch
-
-
-def _toolchain(torch: Any) -> dict[str, str]:
-    versions = {"python": sys.version.split()[0]}
-    if torch is not None:
-        versions["torch"] = str(torch.__version__)
-        for key in ("cuda", "hip"):
-            value = getattr(torch.version, key, None)
-            if value:
-                versions[key] = str(value)
-    for package in ("transformers", "triton"):
-        module = sys.modules.get(package)
-        if module is not None and getattr(module, "__version__", None):
-            versions[package] = str(module.__version__)
-    return versions
-
-
-
-
-
-def _factory(workload: str) -> Callable[..., Any]:
-    where, _, name = workload.rpartition(":")
-    loaded = sys.modules.get(Path(where).stem) if where.endswith(".py") else None
-    if loaded is not None and getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == Path(where).resolve():
-        module = loaded  # imported already (an overrides module patched it): the same module, its patches kept
-    else:
-        module = load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
-    factory = getattr(module, name)
-    if not callable(factory):
-        raise WorkloadContractError(f"{workload} is not a function")
-    return factory
-
-
-def _script_step(path: str, args: list[str]) -> Callable[[], None]:
-    sys.argv = [path, *args]
-
-    def run_script() -> None:
-        try:
-            runpy.run_path(path, run_name="__main__")
-        except SystemExit as exc:
-            if exc.code not in (None, 0):
-                raise
-    return run_script
-
-
-
-
-
-
-
-
-def _points(obj: Any) -> list[Any]:
-    points = getattr(obj, "points", None)
-    return list(points) if isinstance(points, list | tuple) else []
-
-
-def _tolerances(obj: Any) -> dict[str, Any]:
-    """The tolerances the workload declares for its outputs (`tolerances`: output name -> {atol, rtol, match}), which
-    freeze takes as defaults under the caller's per_output; checked there."""
-    tolerances = getattr(obj, "tolerances", None)
-    if tolerances is None:
-        return {}
-    if not isinstance(tolerances, dict) or not all(isinstance(v, dict) and all(isinstance(x, int | float) for x in v.values()) for v in tolerances.values()):
-        raise WorkloadContractError("the workload's `tolerances` must be a dict of output name -> {atol, rtol, match} (numbers)")
-    return {str(k): {str(key): float(x) for key, x in v.items()} for k, v in tolerances.items()}
-
-
-def _setting(torch: Any, name: str) -> None:
-    if torch is None:
-        raise WorkloadContractError(f"the {name} lever needs torch in the worker's Python")
-    if name == "tf32":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    elif name == "cudnn_benchmark":
-        torch.backends.cudnn.benchmark = True
-
-
-def _compile(torch: Any, mode: str) -> None:
-    if torch is None:
-        raise WorkloadContractError("torch.compile needs torch in the worker's Python")
-    model = getattr(STATE.obj, "model", None)
-    options = {} if mode == "default" else {"mode": mode}
-    if isinstance(model, torch.nn.Module):
-        model.forward = torch.compile(model.forward, **options)
-    else:
-        STATE.step = torch.compile(STATE.step, **options)
 
 
 def _step_context(stances_too: bool = True) -> Any:
@@ -544,19 +392,6 @@ def _to_numpy(value: Any) -> tuple[Any, str]:
     if array.dtype.kind not in "fiu":
         raise WorkloadContractError(f"an output of dtype {array.dtype} cannot be gated (numbers only)")
     return array, str(array.dtype)
-
-
-@dataclass
-class _Guard:
-    """What the timed path checks against: its functions before the candidate's code ran, the workload's methods as
-    bound at build, and the workload's inputs(seed) (None: its inputs are fixed)."""
-
-    path: tamper.Snapshot = field(default_factory=dict)
-    methods: tamper.Snapshot = field(default_factory=dict)
-    inputs: Callable[[int], Any] | None = None
-
-
-GUARD = _Guard()
 
 
 def _methods() -> tamper.Snapshot:

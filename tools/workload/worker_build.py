@@ -1,0 +1,145 @@
+"""How a workload worker builds its workload (tools/workload/runner.py's build and serve): the factory or script
+loaded, the workload as built kept for the next candidates (a deep copy for this one), its step bound, the levers that
+act on the built workload applied, and what the build reports (toolchain, points, declared tolerances). Not on the
+timed path: the runner's timing functions are the ones the tamper check watches.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import runpy
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hyperloom.core.factory import WorkloadContractError, load_file
+from hyperloom.tools.workload import model_changes
+from hyperloom.tools.workload.worker_state import STATE
+
+
+def kept_copy(obj: Any) -> Any:
+    """Keep `obj` as built and return a copy for the candidate; `obj` itself when it cannot be copied (said in not_kept)."""
+    try:
+        copied = copy.deepcopy(obj)
+    except Exception as exc:  # noqa: BLE001 - any failure to copy a user's object means: build afresh for each candidate
+        STATE.not_kept = f"the built workload cannot be deep-copied ({type(exc).__name__}: {str(exc)[:200]})"
+        return obj
+    STATE.kept = obj
+    return copied
+
+
+def bind(obj: Any, workload: str) -> None:
+    STATE.obj = obj
+    if callable(getattr(obj, "step", None)):
+        STATE.step = obj.step
+        STATE.outputs = obj.outputs if callable(getattr(obj, "outputs", None)) else None
+    elif callable(obj):
+        STATE.step, STATE.outputs = obj, None
+    else:
+        raise WorkloadContractError(f"{workload} returned {type(obj).__name__}, which has no step() and is not callable")
+
+
+def apply_levers(torch: Any) -> None:
+    """The levers that act on the built workload, in their order: the memory format first (compile acts on the changed
+    model), then compile and the decode loop, then the static cache (its count wraps whatever generate is now)."""
+    for lever in STATE.levers:
+        if lever["kind"] == "layout":
+            STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
+    for lever in STATE.levers:
+        if lever["kind"] == "compile":
+            compile_model(torch, lever["value"])
+        elif lever["kind"] == "generate":
+            from hyperloom.tools.workload import decode_loop
+
+            decode_loop.install(getattr(STATE.obj, "model", None), compiled=STATE.gpu)
+    for lever in STATE.levers:
+        if lever["kind"] == "cache":
+            model_changes.static_cache(getattr(STATE.obj, "model", None))
+
+
+def toolchain(torch: Any) -> dict[str, str]:
+    versions = {"python": sys.version.split()[0]}
+    if torch is not None:
+        versions["torch"] = str(torch.__version__)
+        for key in ("cuda", "hip"):
+            value = getattr(torch.version, key, None)
+            if value:
+                versions[key] = str(value)
+    for package in ("transformers", "triton"):
+        module = sys.modules.get(package)
+        if module is not None and getattr(module, "__version__", None):
+            versions[package] = str(module.__version__)
+    return versions
+
+
+
+
+
+def factory(workload: str) -> Callable[..., Any]:
+    where, _, name = workload.rpartition(":")
+    loaded = sys.modules.get(Path(where).stem) if where.endswith(".py") else None
+    if loaded is not None and getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == Path(where).resolve():
+        module = loaded  # imported already (an overrides module patched it): the same module, its patches kept
+    else:
+        module = load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
+    factory = getattr(module, name)
+    if not callable(factory):
+        raise WorkloadContractError(f"{workload} is not a function")
+    return factory
+
+
+def script_step(path: str, args: list[str]) -> Callable[[], None]:
+    sys.argv = [path, *args]
+
+    def run_script() -> None:
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as exc:
+            if exc.code not in (None, 0):
+                raise
+    return run_script
+
+
+
+
+
+
+
+
+def points(obj: Any) -> list[Any]:
+    points = getattr(obj, "points", None)
+    return list(points) if isinstance(points, list | tuple) else []
+
+
+def tolerances(obj: Any) -> dict[str, Any]:
+    """The tolerances the workload declares for its outputs (`tolerances`: output name -> {atol, rtol, match}), which
+    freeze takes as defaults under the caller's per_output; checked there."""
+    tolerances = getattr(obj, "tolerances", None)
+    if tolerances is None:
+        return {}
+    if not isinstance(tolerances, dict) or not all(isinstance(v, dict) and all(isinstance(x, int | float) for x in v.values()) for v in tolerances.values()):
+        raise WorkloadContractError("the workload's `tolerances` must be a dict of output name -> {atol, rtol, match} (numbers)")
+    return {str(k): {str(key): float(x) for key, x in v.items()} for k, v in tolerances.items()}
+
+
+def setting(torch: Any, name: str) -> None:
+    if torch is None:
+        raise WorkloadContractError(f"the {name} lever needs torch in the worker's Python")
+    if name == "tf32":
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    elif name == "cudnn_benchmark":
+        torch.backends.cudnn.benchmark = True
+
+
+def compile_model(torch: Any, mode: str) -> None:
+    if torch is None:
+        raise WorkloadContractError("torch.compile needs torch in the worker's Python")
+    model = getattr(STATE.obj, "model", None)
+    options = {} if mode == "default" else {"mode": mode}
+    if isinstance(model, torch.nn.Module):
+        model.forward = torch.compile(model.forward, **options)
+    else:
+        STATE.step = torch.compile(STATE.step, **options)

@@ -1,0 +1,43 @@
+"""The state of a workload worker (tools/workload/runner.py): the built workload and its levers (STATE), and what the
+timed path checks against (GUARD). One per worker process; the runner's entries and the build (worker_build.py) share it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hyperloom.tools.workload import tamper
+
+
+@dataclass
+class _State:
+    obj: Any = None
+    step: Callable[[], Any] | None = None
+    outputs: Callable[[], Any] | None = None
+    levers: list[dict[str, str]] = field(default_factory=list)
+    graph: Any = None
+    gpu: bool = False
+    folder: str = ""
+    module_file: str | None = None
+    warm: bool = False  # warm-up done: a stance that needs compiled graphs (skip_guard_eval) applies from here
+    channels_last: int | None = None  # the channels_last lever: the model's 4-D parameters it put in that format
+    kept: Any = None  # the workload as built, when kept for `serve` (the candidate runs on a copy)
+    not_kept: str = ""  # why it could not be kept
+
+
+STATE = _State()
+
+
+@dataclass
+class _Guard:
+    """What the timed path checks against: its functions before the candidate's code ran, the workload's methods as
+    bound at build, and the workload's inputs(seed) (None: its inputs are fixed)."""
+
+    path: tamper.Snapshot = field(default_factory=dict)
+    methods: tamper.Snapshot = field(default_factory=dict)
+    inputs: Callable[[int], Any] | None = None
+
+
+GUARD = _Guard()
