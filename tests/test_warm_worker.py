@@ -314,3 +314,16 @@ def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kern
     fake.on_launch = look
     assert warm_trial.run_payload(request)["status"] == "OK" and copied == [252, 252]  # made again from the host
     assert np.array_equal(seen[-1], np.arange(63, dtype=np.float32))
+
+
+@pytest.mark.parametrize("ending", ["close", "timeout"])
+def test_a_child_that_left_the_worker_s_process_group_dies_with_the_worker(worker, ending):
+    """A group kill misses a child in a session of its own; left alive it would run beside every later leg (and, once
+    the worker is gone, nothing could find it by its parent)."""
+    child = worker.call("warm_calls:detaches", {}, timeout_s=10).result["child"]
+    assert os.getpgid(child) != worker.pid
+    if ending == "close":
+        worker.close()
+    else:
+        assert worker.call("warm_calls:hang", {}, timeout_s=1).status == "TIMEOUT"
+    assert _gone(child), f"the detached child {child} outlived its worker"

@@ -33,3 +33,11 @@ def exits(payload: dict[str, Any]) -> None:
 def dies(payload: dict[str, Any]) -> None:
     print("going away", flush=True)
     os._exit(4)
+
+
+def detaches(payload: dict[str, Any]) -> dict[str, Any]:
+    """Start a child in a session of its own (out of the worker's process group) that would run for minutes."""
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+    return {"child": child.pid}

@@ -21,6 +21,7 @@ from pathlib import Path
 from time import perf_counter, sleep
 from typing import Any
 
+from hyperloom.core.family import family as members_of
 from hyperloom.tools.workload.guardian import GUARDIAN
 
 SEED_BITS = 63
@@ -103,7 +104,7 @@ def slowed(paired_s: list[float], solo_s: float | None) -> str | None:
 def stopped(process: Any) -> Iterator[None]:
     """`process`'s worker and every process it started stopped (SIGSTOP) for the block, continued (SIGCONT) after it."""
     pid = getattr(process, "pid", None)
-    family = _family(pid) if pid is not None else []
+    family = members_of(pid) if pid is not None else []
     if not family:
         yield
         return
@@ -129,26 +130,6 @@ def _until_stopped(family: list[int]) -> None:
             sleep(0.0005)
 
 
-def _family(pid: int) -> list[int]:
-    """`pid`, its process group and session (the worker starts one of its own), and its descendants wherever they moved."""
-    if not os.path.isdir("/proc"):
-        return [pid]  # no process table to walk: the worker alone
-    table: dict[int, tuple[int, int, int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None:
-                table[int(entry.name)] = stat
-    members = {pid} | {p for p, (_, group, session) in table.items() if group == pid or session == pid}
-    grew = True
-    while grew:
-        more = {p for p, (parent, _, _) in table.items() if parent in members and p not in members}
-        members |= more
-        grew = bool(more)
-    members.discard(os.getpid())
-    return sorted(members)
-
-
 def _state(pid: int) -> str | None:
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
@@ -156,17 +137,6 @@ def _state(pid: int) -> str | None:
     except OSError:
         return None
     return text[text.rfind(")") + 2:].split()[0]
-
-
-def _stat(pid: int) -> tuple[int, int, int] | None:
-    """(parent, process group, session) from /proc/PID/stat, or None for a process gone meanwhile."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            text = handle.read().decode(errors="replace")
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2:].split()
-    return int(fields[1]), int(fields[2]), int(fields[3])
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.family import family, kill_all
 from hyperloom.core.worker import STDERR_CHARS, WorkerOutcome, _kill_group, died, outcome_of
 
 _CLOSED = b"\0closed"  # not a line a worker can write: its answers are JSON
@@ -108,7 +109,9 @@ class WarmWorker:
             return outcome_of(report, self._output(), time.perf_counter() - started)
 
     def close(self) -> None:
-        """End the process (its requests pipe closed, then the group killed) and free the pipes and log."""
+        """End the process (its requests pipe closed, then the group killed, and every process it started that left the
+        group: a detached child would otherwise run on beside every later leg) and free the pipes and log."""
+        escaped = family(self._proc.pid) if self.alive and self._proc is not None else []  # before it exits and its children lose their parent
         if self._requests >= 0:
             os.close(self._requests)
             self._requests = -1
@@ -118,6 +121,7 @@ class WarmWorker:
             except subprocess.TimeoutExpired:
                 pass
             self._kill()
+        kill_all(escaped)
         if self._responses >= 0:
             os.close(self._responses)
             self._responses = -1
@@ -128,7 +132,9 @@ class WarmWorker:
     # plumbing ------------------------------------------------------------------------------------
     def _kill(self) -> None:
         assert self._proc is not None
+        escaped = family(self._proc.pid) if self.alive else []
         _kill_group(self._proc.pid)
+        kill_all(escaped)
         try:
             self._proc.wait(timeout=EXIT_WAIT_S)
         except subprocess.TimeoutExpired:  # stuck in the kernel (a GPU tearing down): reported, not waited for
