@@ -112,17 +112,23 @@ def test_a_workload_factory_is_profiled_through_its_step_with_the_module_integra
     assert any(h.module == "wl:Norm.forward" for h in result.handoff), [h.module for h in result.handoff]
 
 
+class _Exported:
+    """Stands in for a profiler whose Chrome export writes `text` as it is (torch's leaves frame names unescaped)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def export_chrome_trace(self, path: str) -> None:
+        Path(path).write_text(self.text)
+
+
 def test_a_trace_with_unescaped_frame_names_is_repaired_into_json(tmp_path):
     """torch's chrome export writes frame names as they are; one holding quotes made the trace unreadable."""
     from hyperloom.tools.profile.capture import export_json
 
-    class Prof:
-        def export_chrome_trace(self, path: str) -> None:
-            Path(path).write_text('{"traceEvents": [\n  {\n    "ph": "X",\n    "name": """"",\n    "ts": 1\n  },\n'
-                                  '  {\n    "name": "kept \\"as\\" is",\n    "ts": 2\n  }\n]}\n')
-
     trace = tmp_path / "trace.json"
-    export_json(Prof(), str(trace))
+    export_json(_Exported('{"traceEvents": [\n  {\n    "ph": "X",\n    "name": """"",\n    "ts": 1\n  },\n'
+                          '  {\n    "name": "kept \\"as\\" is",\n    "ts": 2\n  }\n]}\n'), str(trace))
     events = json.loads(trace.read_text())["traceEvents"]
     assert [e["name"] for e in events] == ['"""', 'kept "as" is']
 
@@ -197,13 +203,10 @@ def test_a_trace_written_unchecked_is_repaired_by_its_reader(tmp_path):
     from hyperloom.tools.profile.capture import export_json
     from hyperloom.tools.profile.load import read_trace
 
-    class Prof:
-        def export_chrome_trace(self, path: str) -> None:
-            Path(path).write_text('{"traceEvents": [\n  {\n    "ph": "X", "cat": "cpu_op",\n    "name": """"",\n    "ts": 1, "dur": 2, "pid": 1, "tid": 1\n  },\n'
-                                  '  {\n    "ph": "X", "cat": "cpu_op",\n    "name": "aten::mm",\n    "ts": 4, "dur": 3, "pid": 1, "tid": 1\n  }\n]}\n')
-
     trace = tmp_path / "trace.json"
-    export_json(Prof(), str(trace), checked=False)
+    export_json(_Exported('{"traceEvents": [\n  {\n    "ph": "X", "cat": "cpu_op",\n    "name": """"",\n    "ts": 1, "dur": 2, "pid": 1, "tid": 1\n  },\n'
+                          '  {\n    "ph": "X", "cat": "cpu_op",\n    "name": "aten::mm",\n    "ts": 4, "dur": 3, "pid": 1, "tid": 1\n  }\n]}\n'),
+                str(trace), checked=False)
     with pytest.raises(json.JSONDecodeError):
         json.loads(trace.read_text())
     assert sorted(op.name for op in read_trace(trace, "trace").ops) == ['"""', "aten::mm"]

@@ -11,7 +11,6 @@ can work ahead, nor burn the CPU the timed one needs.
 
 from __future__ import annotations
 
-import os
 import secrets
 import signal
 from collections.abc import Iterator
@@ -21,7 +20,7 @@ from pathlib import Path
 from time import perf_counter, sleep
 from typing import Any
 
-from hyperloom.core.family import family as members_of
+from hyperloom.core.family import family as members_of, signal_all, state
 from hyperloom.tools.workload.guardian import GUARDIAN
 
 SEED_BITS = 63
@@ -110,13 +109,11 @@ def stopped(process: Any) -> Iterator[None]:
         return
     held = GUARDIAN.hold(family)  # continued by the guardian should this process die before the finally below
     try:
-        for member in family:
-            _signal(member, signal.SIGSTOP)
+        signal_all(family, signal.SIGSTOP)
         _until_stopped(family)
         yield
     finally:
-        for member in family:
-            _signal(member, signal.SIGCONT)
+        signal_all(family, signal.SIGCONT)
         GUARDIAN.release(held)
 
 
@@ -125,22 +122,6 @@ def _until_stopped(family: list[int]) -> None:
     deadline = perf_counter() + STOP_WAIT_S
     waiting = list(family)
     while waiting and perf_counter() < deadline:
-        waiting = [pid for pid in waiting if _state(pid) not in ("T", "t", "Z", "X", None)]
+        waiting = [pid for pid in waiting if state(pid) not in ("T", "t", "Z", "X", None)]
         if waiting:
             sleep(0.0005)
-
-
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            text = handle.read().decode(errors="replace")
-    except OSError:
-        return None
-    return text[text.rfind(")") + 2:].split()[0]
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

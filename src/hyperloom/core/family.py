@@ -29,21 +29,37 @@ def family(pid: int) -> list[int]:
     return sorted(members)
 
 
-def kill_all(members: list[int]) -> None:
-    """SIGKILL each of `members` still there (one gone meanwhile, or not ours, is passed over)."""
+def signal_all(members: list[int], sig: signal.Signals) -> None:
+    """Send `sig` to each of `members` still there (one gone meanwhile, or not ours, is passed over)."""
     for member in members:
         try:
-            os.kill(member, signal.SIGKILL)
+            os.kill(member, sig)
         except (ProcessLookupError, PermissionError):
             pass
 
 
+def kill_all(members: list[int]) -> None:
+    """SIGKILL each of `members` still there."""
+    signal_all(members, signal.SIGKILL)
+
+
+def state(pid: int) -> str | None:
+    """The process's state letter from /proc/PID/stat ("R", "S", "T" stopped, "Z" zombie...), or None when it is gone."""
+    fields = _fields(pid)
+    return fields[0] if fields else None
+
+
 def _stat(pid: int) -> tuple[int, int, int] | None:
     """(parent, process group, session) from /proc/PID/stat, or None for a process gone meanwhile."""
+    fields = _fields(pid)
+    return (int(fields[1]), int(fields[2]), int(fields[3])) if fields else None
+
+
+def _fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (which may hold spaces and parentheses), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             text = handle.read().decode(errors="replace")
     except OSError:
         return None
-    fields = text[text.rfind(")") + 2:].split()
-    return int(fields[1]), int(fields[2]), int(fields[3])
+    return text[text.rfind(")") + 2:].split()

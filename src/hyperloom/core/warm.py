@@ -120,8 +120,7 @@ class WarmWorker:
                 self._proc.wait(timeout=0.5)  # it exits by itself at the end of its requests
             except subprocess.TimeoutExpired:
                 pass
-            self._kill()
-        kill_all(escaped)
+            self._kill(escaped)
         if self._responses >= 0:
             os.close(self._responses)
             self._responses = -1
@@ -130,9 +129,10 @@ class WarmWorker:
             self._log = None
 
     # plumbing ------------------------------------------------------------------------------------
-    def _kill(self) -> None:
+    def _kill(self, escaped: list[int] | None = None) -> None:
+        """The group killed, and the family (`escaped`, taken earlier while the worker lived; else taken now)."""
         assert self._proc is not None
-        escaped = family(self._proc.pid) if self.alive else []
+        escaped = escaped if escaped is not None else family(self._proc.pid) if self.alive else []
         _kill_group(self._proc.pid)
         kill_all(escaped)
         try:
