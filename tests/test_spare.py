@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from hyperloom.tools.workload.ab import load_outputs
 from hyperloom.tools.workload.levers import lever
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.spare import Spare, Where, servable
@@ -122,3 +123,29 @@ def test_the_worker_refuses_to_serve_a_lever_that_changes_the_process(small, tmp
         with pytest.raises(WorkloadFailure) as caught:
             unkept.serve([], tmp_path / "d", None)
         assert "kept no copy" in caught.value.message
+
+
+ENVIRON_PROBE = '''
+import os
+import torch
+
+class Probe:
+    def step(self):
+        pass
+
+    def outputs(self):
+        return {"teardown": torch.tensor([int(os.environ.get("TEARDOWN_CUPTI", "-1"))])}
+
+def build():
+    return Probe()
+'''
+
+
+def test_a_workload_worker_tears_cupti_down_after_a_profile_whatever_its_parent_set(workspace, tmp_path, monkeypatch):
+    """Without kineto's CUPTI teardown a profiled process stays slower for good (profiled_step.PROFILER_ENVIRON: 25-35 %
+    on the H200), and every worker is profiled before its timed legs."""
+    (workspace.root / "probe.py").write_text(ENVIRON_PROBE)
+    monkeypatch.setenv("TEARDOWN_CUPTI", "0")
+    with WorkloadProcess(Target("probe.py:build", "function", (), {}), [], tmp_path / "a", workspace, 120.0) as process:
+        process.outputs(tmp_path / "out")
+    assert load_outputs(tmp_path / "out", ["teardown"])["teardown"].tolist() == [1]

@@ -19,6 +19,7 @@ from hyperloom.core.worker import WorkerOutcome
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.runtime.visible import pinned_environ
 from hyperloom.tools.workload.levers import Lever, environment
+from hyperloom.tools.workload.profiled_step import PROFILER_ENVIRON
 
 RUNNER = "hyperloom.tools.workload.runner"
 MIN_CALL_S = 1.0  # the least a call gets past a deadline: a worker is not killed before it can answer
@@ -59,7 +60,7 @@ class WorkloadProcess:
         self.target, self.levers, self.folder, self.workspace, self.timeout_s = target, levers, folder, workspace, timeout_s
         self.keep, self.served = keep, 1  # served: the candidates this worker has been built or served for
         self.folder.mkdir(parents=True, exist_ok=True)
-        env = pinned_environ({**os.environ, **environment(levers, str(folder))}, backend, device)
+        env = pinned_environ({**os.environ, **environment(levers, str(folder)), **PROFILER_ENVIRON}, backend, device)
         self.worker = WarmWorker(env=env, cwd=workspace.root)
         self.info: dict[str, Any] = {}
         self.deadline_at = deadline_at  # time.monotonic(): no call runs past it (a campaign's deadline; _call)
