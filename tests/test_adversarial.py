@@ -171,6 +171,8 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("isa", "a directive", {"action": "probe", "target": "gfx1201", "lines": [".include \"/etc/passwd\""]}),
         ("isa", "paths outside", {"action": "audit", "target": "gfx1201", "paths": ["link_out"]}),
         ("profile", "trace outside", {"trace": "link_out/trace.json"}),
+        ("profile", "a negative replay byte count", {"trace": "ok.npy", "bytes_per_replay": -1}),
+        ("profile", "a replay byte count past any GPU", {"trace": "ok.npy", "bytes_per_replay": 10**18}),
         ("serve_sweep", "prompts outside", {"base_url": "http://127.0.0.1:9", "model": "m", "prompts_file": "link_out/p.jsonl"}),
         ("workload", "workload outside", {"action": "freeze", "workload": "link_out/evil.py:build", "name": "w"}),
         ("workload", "a script outside", {"action": "freeze", "workload": "../outside/evil.py"}),

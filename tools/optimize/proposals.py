@@ -56,6 +56,8 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
                      + (" (each lever in place, warmed up, in a workload worker)" if others else ""))
     if result.busy_percent is not None:
         out.notes.append(host_note(result.busy_percent))
+    if result.replays is not None:  # a decode loop's token graph: where a token's time goes (profile/replays.py)
+        out.notes += result.replays.findings
     seen: set[tuple[str, str]] = set()
     for handoff in result.handoff:
         if handoff.library is None:

@@ -17,8 +17,9 @@ from hyperloom.tools.profile.analyse import Analysis, analyse
 from hyperloom.tools.profile.handoff import draft_files, handoffs
 from hyperloom.tools.profile.load import paused_gc, read_trace
 from hyperloom.tools.profile.parse_chrome import EmptyTrace
-from hyperloom.tools.profile.models import ProfileRequest, ProfileResult
+from hyperloom.tools.profile.models import ProfileRequest, ProfileResult, ReplayRoof
 from hyperloom.tools.profile.plot import draw, matplotlib_available
+from hyperloom.tools.profile.replays import attribute_replays
 from hyperloom.tools.profile.report import render
 from hyperloom.tools.profile.trace import Trace
 from hyperloom.tools.profile.workload import Capture, capture_workload
@@ -49,6 +50,17 @@ def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Worksp
         findings.append("no roof: no roofline given and no datasheet for this device, so no hotspot has a percent of roof "
                         "(ranked by time); pass roofline= or roof_target=")
     return roofs
+
+
+def replay_roof(bytes_per_replay: int | None, roofs: roof.Roofs, findings: list[str]) -> ReplayRoof | None:
+    """The replay roof: the caller's bytes at the best memory ceiling (measured before datasheet), or None."""
+    if bytes_per_replay is None:
+        return None
+    memory = roofs.memory()
+    if memory is None:
+        findings.append("no replay roof: bytes_per_replay was given but there is no memory ceiling (pass roofline= or roof_target=)")
+        return None
+    return ReplayRoof(bytes_per_replay=bytes_per_replay, bandwidth_gb_s=memory.value, source=f"{memory.name}, {memory.evidence.tag.value}")
 
 
 def _evidence(trace_path: Path, label: str, trace: Trace, device: str, capture: Capture | None) -> Evidence:
@@ -136,6 +148,8 @@ def _profile(request: ProfileRequest, workspace: Workspace, folder: Path, trace_
     step(3)
     a = analyse(trace, roofs)
     findings += a.findings
+    replays = attribute_replays(trace, replay_roof(request.bytes_per_replay, roofs, findings))
+    findings += replays.findings if replays is not None else []
     step(4)
     if capture is not None and capture.profiler_device_time_s:
         gap = 100 * (a.device_time_us / 1e6 - capture.profiler_device_time_s) / capture.profiler_device_time_s
@@ -152,7 +166,7 @@ def _profile(request: ProfileRequest, workspace: Workspace, folder: Path, trace_
         launch_bound=a.launch_bound, devices=a.devices, profiler_device_time_s=capture.profiler_device_time_s if capture else None,
         steps=request.steps if capture else None, step_wall_s=capture.step_wall_s if capture else [], classes=a.classes,
         kernels=a.kernels[:top], kernel_groups=len(a.kernels), hotspots=[h for h, _ in a.ranked[:top]], fusion=a.fusion[:top],
-        handoff=handoffs(a.ranked[:top], a.fusion, a.fusion_runs, folder, workspace, label), roofs=roofs.ceilings, roof_source=roofs.source,
+        handoff=handoffs(a.ranked[:top], a.fusion, a.fusion_runs, folder, workspace, label), replays=replays, roofs=roofs.ceilings, roof_source=roofs.source,
         findings=findings, files=[], evidence=_evidence(trace_path, label, trace, device, capture),
     )
     files = [folder / "report.md", folder / "profile.json"]

@@ -27,6 +27,8 @@ class ProfileRequest(Request):
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="Output folder name.")
     top: int = Field(15, ge=1, le=500, description="Rows per ranked table.")
     plot: bool = Field(True, description="Write PNG and SVG plots.")
+    bytes_per_replay: int | None = Field(None, ge=1, le=10**15, description="Bytes one replay of the step's graph must move (a decode token: "
+                                         "the weights plus the KV cache read once): sets the replay roof at the memory ceiling.")
 
     @model_validator(mode="after")
     def _one_source(self) -> ProfileRequest:
@@ -154,6 +156,45 @@ class DeviceBusy(BaseModel):
     busy_percent: float = Field(description="busy_s as a percent of the profiled window.")
 
 
+class ReplayRoof(BaseModel):
+    """The bytes one replay must move (a token: the weights and the cache read once) and the bandwidth it moves them at."""
+
+    bytes_per_replay: int = Field(ge=0, description="Bytes one replay reads at least (a decode token: the weights plus the KV cache read once).")
+    bandwidth_gb_s: float = Field(gt=0, description="The memory bandwidth, GB/s.")
+    source: str = Field(description="Where both came from, MEASURED or ASSUMED (a roofline run, a datasheet, the workload's parameter bytes).")
+
+    def roof_us(self) -> float:
+        return self.bytes_per_replay / (self.bandwidth_gb_s * 1e9) * 1e6
+
+    def describe(self) -> str:
+        return f"{self.bytes_per_replay / 1e6:.1f} MB at {self.bandwidth_gb_s:.0f} GB/s ({self.source})"
+
+
+class ReplayKernel(BaseModel):
+    name: str
+    us: float = Field(description="Its time in the mean replay (summed over its calls there), microseconds.")
+    count: float = Field(description="Its calls in the mean replay.")
+    share_of_period: float = Field(description="us as a share of the replay period.")
+
+
+class ReplayAttribution(BaseModel):
+    """A replayed graph's period (a decode token's time) split into its parts, MEASURED from the trace (replays.py)."""
+
+    replays: int = Field(description="Launches of the most launched graph in the trace.")
+    kernels_per_replay: int
+    period_us: float = Field(description="Median time from one replay's first kernel to the next one's.")
+    graph_busy_us: float = Field(description="Median time the graph's own kernels ran in one replay.")
+    graph_gaps_us: float = Field(description="Median idle time between the graph's kernels, inside one replay.")
+    outside_kernels_us: float = Field(description="Median time of kernels and copies launched outside the graph between two replays.")
+    outside_kernels_per_period: float
+    idle_us: float = Field(description="The rest of the period: the device idle between replays while the host works.")
+    classes_us: dict[str, float] = Field(description="The graph's kernel time in the mean replay by class (gemm, attention, normalization, ...).")
+    kernels: list[ReplayKernel] = Field(description="The graph's kernels by time in one replay, most first.")
+    roof: ReplayRoof | None = None
+    roof_percent: float | None = Field(None, description="The roof's time for one replay as a percent of the period.")
+    findings: list[str] = Field(default_factory=list)
+
+
 class ProfileResult(BaseModel):
     summary: str
     tool: TraceTool = Field(description="Which profiler wrote the trace.")
@@ -176,6 +217,7 @@ class ProfileResult(BaseModel):
     hotspots: list[Hotspot] = Field(description="Ops (or unlinked kernels) ranked by score_s.")
     fusion: list[FusionCandidate] = Field(description="Chains of memory-bound ops, most bytes saved first.")
     handoff: list[Handoff] = Field(description="Draft spec folders for the top hotspots and fusion candidates (library kernels where a chain matches).")
+    replays: ReplayAttribution | None = Field(None, description="A graph replayed many times (a decode loop's token): each replay's period split into its parts; null without one.")
     roofs: list[Ceiling] = Field(description="The ceilings hotspots were placed under.")
     roof_source: str = Field(description="Where the roofs came from: a roofline file, a roofline run, a datasheet (ASSUMED), or none.")
     findings: list[str] = Field(description="What a reader must know: CPU-only runs, launch-bound runs, missing links, ASSUMED roofs, skipped plots.")

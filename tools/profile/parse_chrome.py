@@ -16,6 +16,7 @@ from hyperloom.tools.profile.trace import Kernel, Op, Trace, launch_text
 
 DEVICE_CATEGORIES = {"kernel": "kernel", "gpu_memcpy": "memcpy", "gpu_memset": "memset"}
 RUNTIME_CATEGORIES = ("cuda_runtime", "cuda_driver")
+GRAPH_LAUNCH = ("GraphLaunch",)  # cudaGraphLaunch, hipGraphLaunch, cuGraphLaunch
 TORCH_CATEGORIES = {"cpu_op", "kernel", "gpu_memcpy", "gpu_memset", "cuda_runtime", "cuda_driver", "user_annotation",
                     "gpu_user_annotation", "python_function", "ac2g", "Trace", "cpu_instant_event"}
 class EmptyTrace(HyperloomError):
@@ -49,6 +50,7 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     kernels: list[Kernel] = []
     ops: list[Op] = []
     launches: dict[int, dict] = {}  # correlation → the runtime call's args
+    graphs: list[tuple[float, int | None]] = []  # (host start, correlation) of each graph launch: its kernels carry that correlation
     steps: list[tuple[float, float]] = []
     categories: set[str] = set()
     frames: list[Frame] = []  # module calls and forward frames (with_stack=True)
@@ -77,6 +79,8 @@ def parse_chrome(doc: Any, label: str) -> Trace:
             correlation = args.get("correlation")
             if correlation is not None and ("grid" in args or "size" in args):
                 launches[_int(correlation)] = args
+            elif correlation is not None and str(event.get("name", "")).endswith(GRAPH_LAUNCH):
+                graphs.append((float(event.get("ts", 0.0)), _int(correlation)))
         elif cat == "python_function" and keep(str(event.get("name", ""))):
             start = float(event.get("ts", 0.0))
             frames.append(Frame(str(event["name"]), start, start + float(event.get("dur", 0.0)), event.get("tid", "")))
@@ -93,7 +97,8 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     _link(kernels, ops, launches)
     attach_modules(ops, frames)
     names = {str(p.get("id")): str(p.get("name")) for p in meta.get("deviceProperties") or [] if isinstance(p, dict)}
-    trace = Trace("torch.profiler", kernels, ops, _window(steps, kernels, ops), names)
+    trace = Trace("torch.profiler", kernels, ops, _window(steps, kernels, ops), names,
+                  graph_launches=[c for _, c in sorted(graphs, key=lambda g: g[0]) if c is not None])
     if not kernels:
         _to_cpu_only(trace)
     return trace

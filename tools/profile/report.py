@@ -51,6 +51,22 @@ def _library(result: ProfileResult) -> list[str]:
     return ["Fusion library:", "", *lines, ""] if lines else []
 
 
+def _replays(result: ProfileResult) -> list[str]:
+    """One replay of the step's graph (a decode token) split into its parts, and its kernels by time."""
+    r = result.replays
+    if r is None:
+        return []
+    parts = [("the graph's kernels", r.graph_busy_us), ("gaps inside the graph", r.graph_gaps_us),
+             (f"kernels outside the graph ({r.outside_kernels_per_period:g} a period)", r.outside_kernels_us), ("device idle between replays", r.idle_us)]
+    lines = [f"## One replay of the graph ({r.replays} replays, {r.kernels_per_replay} kernels each)", ""]
+    lines += _table(["part", "us a replay", "% of the period"], [[name, f"{us:.1f}", f"{100 * us / r.period_us:.1f}"] for name, us in parts])
+    if r.roof is not None and r.roof_percent is not None:
+        lines += [f"Period {r.period_us:.1f} us; roof {r.roof.roof_us():.1f} us ({r.roof.describe()}): {r.roof_percent:.1f} % of the roof.", ""]
+    lines += _table(["kernel in the graph", "us a replay", "calls", "% of the period"],
+                    [[_short(k.name), f"{k.us:.1f}", f"{k.count:g}", f"{100 * k.share_of_period:.1f}"] for k in r.kernels])
+    return lines
+
+
 def render(result: ProfileResult) -> str:
     e = result.evidence
     lines = [
@@ -71,6 +87,7 @@ def render(result: ProfileResult) -> str:
     lines.append("")
     if result.findings:
         lines += ["## Findings", "", *(f"- {f}" for f in result.findings), ""]
+    lines += _replays(result)
     lines += ["## Time by class", ""]
     lines += _table(["class", "count", "time (ms)", "% of device time"],
                     [[c.kernel_class, str(c.count), f"{c.total_s * 1e3:.4g}", f"{c.percent_of_device_time:.1f}"] for c in result.classes])

@@ -53,6 +53,7 @@ class Trace:
     device_names: dict[str, str] = field(default_factory=dict)
     cpu_only: bool = False
     notes: list[str] = field(default_factory=list)
+    graph_launches: list[int] = field(default_factory=list)  # correlation ids of CUDA/HIP graph launches, in launch order
 
     @property
     def window_s(self) -> float:

@@ -1,0 +1,82 @@
+"""A replayed graph's period split into its parts (tools/profile/replays.py), on an H200 trace of a decode loop
+(tests/fixtures/profile/h200_decode_loop_trace.json.gz: 31 replays of one CUDA graph, one per token); every figure the
+tests check is computed again here from the raw events, not through the parser."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+
+import pytest
+from pydantic import ValidationError
+
+from helpers import FIXTURES
+from hyperloom.tools.profile.api import run_profile
+from hyperloom.tools.profile.load import read_trace
+from hyperloom.tools.profile.models import ProfileRequest, ReplayRoof
+from hyperloom.tools.profile.replays import attribute_replays
+
+TRACE = FIXTURES / "profile" / "h200_decode_loop_trace.json.gz"
+PARAMETER_BYTES = 63185920  # decoder_small's parameters as the worker reported them (the fixture's README)
+
+
+def _raw():
+    """Per replay, the graph's kernels (start, end) from the raw events: kernels carrying a graph launch's correlation."""
+    events = json.loads(gzip.decompress(TRACE.read_bytes()))["traceEvents"]
+    launches = {e["args"]["correlation"] for e in events if e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch"}
+    replays: dict[int, list[tuple[float, float]]] = {}
+    for e in events:
+        if e.get("cat") == "kernel" and e["args"].get("correlation") in launches:
+            replays.setdefault(e["args"]["correlation"], []).append((e["ts"], e["ts"] + e["dur"]))
+    return sorted((sorted(r) for r in replays.values()), key=lambda r: r[0][0])
+
+
+def test_a_decode_loop_s_token_period_is_split_into_the_graph_its_gaps_and_the_host_between_replays():
+    raw = _raw()
+    a = attribute_replays(read_trace(TRACE, "fixture"))
+    assert a is not None and (a.replays, a.kernels_per_replay) == (len(raw), 75) == (31, 75)
+    starts = [r[0][0] for r in raw]
+    assert a.period_us == pytest.approx(statistics.median(b - s for s, b in zip(starts, starts[1:])))
+    assert a.graph_busy_us == pytest.approx(statistics.median(sum(e - s for s, e in r) for r in raw))  # one stream: no overlaps
+    parts = a.graph_busy_us + a.graph_gaps_us + a.outside_kernels_us + a.idle_us
+    assert parts == pytest.approx(a.period_us, rel=0.05), "the parts are medians of their own; together about one period"
+    assert a.idle_us > a.graph_busy_us > a.graph_gaps_us > 0  # this small decoder's token: mostly the host between replays
+    assert sum(a.classes_us.values()) == pytest.approx(statistics.mean(sum(e - s for s, e in r) for r in raw))  # classes: the mean replay
+    assert max(a.classes_us, key=a.classes_us.__getitem__) == "gemm" and a.classes_us["attention"] > 0
+    assert a.kernels[0].name.startswith("nvjet") and sum(k.count for k in a.kernels) <= 75
+    assert any("device idle between replays" in f and "capture more of the token" in f for f in a.findings), a.findings
+
+
+def test_the_replay_roof_is_the_bytes_at_the_bandwidth_and_its_percent_of_the_period():
+    roof = ReplayRoof(bytes_per_replay=PARAMETER_BYTES, bandwidth_gb_s=4800.0, source="datasheet (ASSUMED)")
+    a = attribute_replays(read_trace(TRACE, "fixture"), roof)
+    assert roof.roof_us() == pytest.approx(PARAMETER_BYTES / 4.8e12 * 1e6)
+    assert a.roof_percent == pytest.approx(100 * roof.roof_us() / a.period_us)
+    assert any("% of the roof" in f and "ASSUMED" in f for f in a.findings)
+
+
+def test_a_trace_without_a_replayed_graph_has_no_replay_attribution():
+    assert attribute_replays(read_trace(FIXTURES / "profile" / "a100_alexnet_trace.json.gz", "alexnet")) is None
+    trace = read_trace(TRACE, "fixture")
+    trace.graph_launches = trace.graph_launches[:1]  # one capture replayed once: no period
+    assert attribute_replays(trace) is None
+    trace.graph_launches = [10**12]  # a launch no kernel carries
+    assert attribute_replays(trace) is None
+
+
+def test_profile_reports_the_replay_and_its_roof_at_the_device_s_memory_ceiling(workspace):
+    (workspace.root / "t.json.gz").write_bytes(TRACE.read_bytes())
+    result = run_profile(ProfileRequest(trace="t.json.gz", bytes_per_replay=PARAMETER_BYTES, plot=False), workspace)
+    assert result.replays is not None and result.replays.roof is not None
+    assert "ASSUMED" in result.replays.roof.source and result.replays.roof.bandwidth_gb_s > 1000  # the H200's datasheet
+    report = (workspace.root / next(f for f in result.files if f.endswith("report.md"))).read_text()
+    assert "## One replay of the graph (31 replays, 75 kernels each)" in report and "% of the roof" in report
+    bare = run_profile(ProfileRequest(trace="t.json.gz", plot=False, name="bare"), workspace)
+    assert bare.replays is not None and bare.replays.roof is None
+
+
+@pytest.mark.parametrize("bad", [0, -5, 10**16])
+def test_a_replay_byte_count_out_of_range_is_refused_naming_the_field(bad):
+    with pytest.raises(ValidationError, match="bytes_per_replay"):
+        ProfileRequest(trace="t.json", bytes_per_replay=bad)
