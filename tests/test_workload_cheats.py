@@ -47,6 +47,7 @@ CHEATS = {  # overrides module -> (verdict, what the reason names); NOT_FASTER w
     "zeros": ("REJECTED", "outputs out of tolerance"),
     "late_swap": ("REJECTED", "runner.STATE.step"),
     "profiler_aware": ("REJECTED", TIMED),
+    "forged_work": ("REJECTED", "profiled_step.profiled"),
 }
 
 

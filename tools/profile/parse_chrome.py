@@ -97,10 +97,10 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     _link(kernels, ops, launches)
     attach_modules(ops, frames)
     names = {str(p.get("id")): str(p.get("name")) for p in meta.get("deviceProperties") or [] if isinstance(p, dict)}
-    trace = Trace("torch.profiler", kernels, ops, _window(steps, kernels, ops), names,
+    trace = Trace("torch.profiler", kernels, ops, window_of(steps, kernels, ops), names,
                   graph_launches=[c for _, c in sorted(graphs, key=lambda g: g[0]) if c is not None])
     if not kernels:
-        _to_cpu_only(trace)
+        to_cpu_only(trace)
     return trace
 
 
@@ -116,14 +116,14 @@ def _link(kernels: list[Kernel], ops: list[Op], launches: dict[int, dict]) -> No
                 k.bytes = _int(launch.get("size"))
 
 
-def _window(steps: list[tuple[float, float]], kernels: list[Kernel], ops: list[Op]) -> tuple[float, float]:
+def window_of(steps: list[tuple[float, float]], kernels: list[Kernel], ops: list[Op]) -> tuple[float, float]:
     """The recorded steps, stretched to the device work they launched; first to last event without steps."""
     spans = steps or [(o.start_us, o.start_us + o.dur_us) for o in ops]
     spans = spans + [(k.start_us, k.end_us) for k in kernels]
     return min(s for s, _ in spans), max(e for _, e in spans)
 
 
-def _to_cpu_only(trace: Trace) -> None:
+def to_cpu_only(trace: Trace) -> None:
     """No device activity: each operator's self time (its time minus that of the operators it calls, on its thread)
     stands in for a kernel, as key_averages' self CPU time does; each op learns its parent."""
     by_thread: dict[str | int, list[Op]] = {}

@@ -36,7 +36,8 @@ TRACE = "profiled_step.json"
 def profiled_work(process: Any, folder: Path, proof: bool = True) -> tuple[dict[str, Any], StepWork | None]:
     """One step of `process` profiled as a timed step (a fresh seed when its workload takes one): its engagement
     evidence and its work. The trace is read and deleted here. Without `proof` the step's ops and kernels are counted
-    only (engagement), no trace written nor read: the work is None. The trace is most of the cost (a CPU decoder's
+    only (engagement), no trace written nor read: the work is None. A CPU step is weighed in the worker from the
+    profiler's raw events, no trace written. The trace is most of the cost (a CPU decoder's
     eight-token generate: the step profiled in 0.12 s, its 3.4 MB trace decoded in about 0.2 s and weighed in 0.1 s;
     on the H200 the profile was 2.9 s of a 7.5 s trial of an eager-generate candidate)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -45,8 +46,9 @@ def profiled_work(process: Any, folder: Path, proof: bool = True) -> tuple[dict[
     evidence = process.engagement(trace=trace if proof else None, seed=seed)
     if not proof:
         return evidence, None
+    weighed = evidence.pop("work", None)  # weighed in the worker from the raw events (a CPU step: profile/kineto.py)
     try:
-        work = step_work(trace, evidence.get("parameter_bytes")) if trace.is_file() else None
+        work = StepWork.model_validate(weighed) if weighed is not None else step_work(trace, evidence.get("parameter_bytes")) if trace.is_file() else None
     finally:
         trace.unlink(missing_ok=True)
     if work is None:  # no torch in the worker: nothing was profiled

@@ -133,7 +133,10 @@ def warmup(payload: dict[str, Any]) -> dict[str, Any]:
 def build_guarded(payload: dict[str, Any]) -> dict[str, Any]:
     """`build`, between two looks at the timing path (tamper.py): its functions before the overrides module is imported,
     then the workload's step/outputs/inputs as bound once built. `tampered` names what the build replaced."""
-    _torch()  # imported first, so that torch's timing functions are in the snapshot taken before the candidate's code
+    if _torch() is not None:  # imported first, so that torch's timing functions are in the snapshot taken before the candidate's code
+        import hyperloom.tools.workload.profiled_step  # noqa: F401 - proof of work's modules too (tamper.WORKER_MODULES)
+        import hyperloom.tools.profile.kineto  # noqa: F401
+        import hyperloom.tools.workload.work  # noqa: F401
     GUARD.path = tamper.snapshot()
     info = build(payload)
     inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None
@@ -252,8 +255,8 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
                 GUARD.inputs(int(seed))
             _timed_step(events=STATE.gpu)
 
-        evidence.update(profiled(as_timed, STATE.gpu, payload.get("trace")))
         evidence["parameter_bytes"] = parameter_bytes(torch, STATE.obj)
+        evidence.update(profiled(as_timed, STATE.gpu, payload.get("trace"), evidence["parameter_bytes"]))
         if counters is not None:
             evidence["compiled_graphs"] = int(counters["stats"].get("unique_graphs", 0))
             evidence["graphs_compiled_in_step"] = evidence["compiled_graphs"] - graphs_before  # a warmed-up step that compiles: recompiles

@@ -15,8 +15,10 @@ from typing import Any
 TIMING_PATH = (("time", "perf_counter"), ("time", "monotonic"), ("time", "perf_counter_ns"), ("numpy", "save"), ("numpy", "asarray"),
                ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch", "from_numpy"))
 """(module, attribute) pairs the timed step reads, where the module is imported."""
-WORKER_MODULES = ("hyperloom.tools.workload.runner", "hyperloom.tools.workload.tamper", "hyperloom.core.worker_main", "hyperloom.core.warm_main")
-"""Modules whose own functions (and the functions they imported by name) make up the worker's timing path."""
+WORKER_MODULES = ("hyperloom.tools.workload.runner", "hyperloom.tools.workload.tamper", "hyperloom.core.worker_main", "hyperloom.core.warm_main",
+                  "hyperloom.tools.workload.profiled_step", "hyperloom.tools.profile.kineto", "hyperloom.tools.workload.work")
+"""Modules whose own functions (and the functions they imported by name) make up the worker's timing path and its
+proof of work (a CPU step is weighed in the worker: profiled_step.profiled); imported before the snapshot (runner)."""
 
 Snapshot = dict[str, Any]
 

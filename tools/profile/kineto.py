@@ -1,0 +1,48 @@
+"""A Trace straight from torch.profiler's raw (kineto) events, without the Chrome JSON: writing, decoding and reading
+that file was most of proof of work's cost for an eager `generate` (on a CPU: the gate 41.7 % of a trial traced, 10.5 %
+counted; bench/workload_gate_cost.py). Each operator keeps what the JSON would have given it (name, times, thread,
+shapes, dtypes, concrete inputs as text), so work.py weighs it the same (tests/test_profile_kineto.py).
+
+CPU-only steps only: on a GPU a kernel's link to the operator that launched it (the JSON's "External id") has not been
+read off the raw events on a device yet (scripts/device/kineto_fields.py), so a step with device activity returns
+None and its caller writes the JSON as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hyperloom.tools.profile.parse_chrome import to_cpu_only, window_of
+from hyperloom.tools.profile.trace import Op, Trace
+
+
+def trace_of(prof: Any) -> Trace | None:
+    """The Trace of a finished torch.profiler session's CPU operators, or None: no raw events (an older torch), device
+    activity in the step (the JSON then), or no operator at all."""
+    raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    if raw is None:
+        return None
+    ops: list[Op] = []
+    steps: list[tuple[float, float]] = []
+    for event in raw.events():
+        if "CPU" not in str(event.device_type()):
+            return None
+        start_us, dur_us = event.start_ns() / 1e3, event.duration_ns() / 1e3
+        if event.is_user_annotation():
+            if event.name().startswith("ProfilerStep#"):
+                steps.append((start_us, start_us + dur_us))
+            continue
+        if str(event.activity_type()) != "cpu_op" or event.is_python_function():
+            continue
+        ops.append(Op(event.name(), start_us, dur_us, event.start_thread_id(), event.correlation_id(),
+                      event.shapes(), event.dtypes(), [_concrete(v) for v in event.concrete_inputs()]))
+    if not ops:
+        return None
+    trace = Trace("torch.profiler", [], ops, window_of(steps, [], ops))
+    to_cpu_only(trace)
+    return trace
+
+
+def _concrete(value: object) -> str:
+    """A concrete input as the Chrome export writes it: "" for a tensor (None here), else its text."""
+    return "" if value is None else str(value)
