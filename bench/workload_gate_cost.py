@@ -3,8 +3,9 @@
 Issue 45's target: the gate at most 15 % of a candidate's time. A candidate whose levers are all the catalog's
 (Hyperloom's own code) has its profiled step's ops and kernels counted for engagement only; one that runs code
 Hyperloom did not write (an overrides module, a knob) also has the step's work weighed for proof of work (proof.py):
-in the worker from the profiler's raw events on a CPU (profile/kineto.py), from the Chrome trace it writes on a GPU. This prices the difference on a decoder as a user writes it (tests/fixtures/twin/decoder.py: a small
-Llama-family model, a plain greedy `generate`, frozen with no tolerance declared): `sdpa_math` benched `--rounds`
+in the worker from the profiler's raw events on a CPU (profile/kineto.py), from the Chrome trace it writes on a GPU.
+This prices the difference on a decoder as a user writes it (tests/fixtures/twin/decoder.py: a small Llama-family
+model, a plain greedy `generate`, frozen with no tolerance declared): `sdpa_math` benched `--rounds`
 times in one process, alternating the catalog's path (`counted`) with the trace forced (`traced`: ab.unreviewed made
 to answer yes, as for an overrides module); each round two candidates (the first in the A/A's kept worker, served).
 Printed per mode: the median trial, gate and profile seconds and the gate's share. The forced leg exists only here.

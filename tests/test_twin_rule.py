@@ -166,3 +166,22 @@ def test_the_cli_shows_an_output_s_twin_rule_with_the_baseline_s_measured_errors
     shown = _rule(OutputTolerance(derived=rule))
     assert "twin rule: <= 1.5x" in shown and "float32 twin" in shown and "rel_l2 0.0279" in shown
     assert _rule(OutputTolerance(atol=0.04)) == "atol 0.04 rtol 0 match 1"
+
+
+def test_the_twin_error_is_measured_without_blas_whose_threads_spin_beside_the_candidate(monkeypatch):
+    """The controller measures it after every gated pair; numpy's BLAS leaves its threads spinning after each call
+    (twin.l2). The figures are those of the norms it replaces."""
+    rng = np.random.default_rng(0)
+    reference = rng.standard_normal((64, 1000)).astype(np.float16)
+    candidate = (reference.astype(np.float32) + 1e-3 * rng.standard_normal((64, 1000))).astype(np.float16)
+    expected_l2 = np.linalg.norm(candidate.astype(np.float64) - reference.astype(np.float64)) / np.linalg.norm(reference.astype(np.float64))
+
+    def no_blas(*args, **kwargs):
+        raise AssertionError("BLAS called in the controller's twin error")
+
+    monkeypatch.setattr(np.linalg, "norm", no_blas)
+    monkeypatch.setattr(np, "dot", no_blas)
+    monkeypatch.setattr(np, "vdot", no_blas)
+    measured = twin.errors(candidate, reference)
+    assert measured["rel_l2"] == pytest.approx(expected_l2, rel=1e-12) and measured["rel_l2"] > 0
+    assert twin.errors(reference, reference)["rel_l2"] == 0.0
