@@ -215,6 +215,17 @@ def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paire
     assert (timed.slowed(paired, solo) is not None) == flagged
 
 
+@pytest.mark.parametrize(("legs_ms", "flagged"), [
+    ([7.3, 7.1, 7.5, 7.3, 3.5, 3.6, 3.7, 7.6, 7.7, 7.6, 7.8, 7.8], True),  # the H200's compile at turn 4 (run 6)
+    ([4.1, 3.6, 3.9, 3.7, 4.1, 3.9], False),  # a steady candidate, its first leg a little slow
+    ([3.5, 3.6, 3.6, 9.0], False),  # one slow leg is an outlier, not a second pace
+    ([3.5, 3.6, 3.7], False)])
+def test_a_candidate_whose_legs_ran_at_two_paces_is_named(legs_ms, flagged):
+    said = timed.two_paced([ms / 1e3 for ms in legs_ms])
+    assert (said is not None) == flagged, said
+    assert said is None or "two paces: 3 legs near 3.6 ms a step, 9 near 7.6 ms" in said, said
+
+
 class _Work:
     def step(self):
         return None

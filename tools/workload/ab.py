@@ -39,7 +39,7 @@ from hyperloom.tools.workload.proof import profiled_work, short_of_work
 from hyperloom.tools.workload.roof import impossible
 from hyperloom.tools.workload.spare import Spare, Where
 from hyperloom.tools.workload.tamper import describe
-from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, slowed
+from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, slowed, two_paced
 from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
 
 ALPHA = 0.05
@@ -213,9 +213,9 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                                baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told, work=work,
                                pairs=len(run.cand_legs))
     result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
-    suspect = slowed(run.base_legs, solo_s)  # named, not judged: a machine that got busy since the solo legs reads the same
-    if suspect is not None:
-        result = result.model_copy(update={"reason": _noted(result.reason, suspect)})
+    for suspect in (slowed(run.base_legs, solo_s), two_paced(run.cand_legs)):  # named, not judged: a busy machine reads the same
+        if suspect is not None:
+            result = result.model_copy(update={"reason": _noted(result.reason, suspect)})
     extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
                 if len(run.cand_legs) > settings.pairs else "")
     return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), note), fixed), "inputs_fresh": fresh, "worker_legs_s": told,

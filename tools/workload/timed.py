@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import secrets
 import signal
+import statistics
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ CLOCK_SLACK_S = 1e-3
 2-core CPU, one hiccup 3.8 ms. Legs of steps shorter than that are judged by the controller's clock alone."""
 STOP_WAIT_S = 0.2
 SOLO_PACE = 1.5
+SPLIT_PACE = 1.5  # two_paced: a gap in the sorted legs beyond this ratio splits them
 """The reference's paired legs slower than this many times its solo legs: something slowed it beside the candidate."""
 
 
@@ -97,6 +99,22 @@ def slowed(paired_s: list[float], solo_s: float | None) -> str | None:
     return (f"the reference ran at {median_s / solo_s:.2f}x its solo pace in the pairs ({median_s * 1e3:.3g} ms a step beside the candidate, "
             f"{solo_s * 1e3:.3g} ms alone): something slowed it while the candidate's worker was stopped (a process of the candidate's that "
             "escaped the stop, or a machine that got busy: measure again on a quiet machine)")
+
+
+def two_paced(legs_s: list[float]) -> str | None:
+    """Why the candidate's legs cannot be read as one pace, or None: sorted, they split where one leg is more than
+    SPLIT_PACE times the one before, with at least two legs on each side. On the H200 compiled candidates switched
+    leg by leg between their pace and about twice it, the extra time on the host (results/h200/user-workloads/stall/)."""
+    ordered = sorted(legs_s)
+    if len(ordered) < 4 or ordered[0] <= 0:
+        return None
+    ratio, at = max((ordered[i] / ordered[i - 1], i) for i in range(2, len(ordered) - 1))
+    if ratio <= SPLIT_PACE:
+        return None
+    fast, slow = ordered[:at], ordered[at:]
+    return (f"the candidate ran at two paces: {len(fast)} legs near {statistics.median(fast) * 1e3:.3g} ms a step, {len(slow)} near "
+            f"{statistics.median(slow) * 1e3:.3g} ms (something competed with its process in some legs: a busy host, a recompile, "
+            "a graph re-recorded; the verdict is on the mix)")
 
 
 @contextmanager
