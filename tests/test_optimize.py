@@ -627,6 +627,15 @@ def test_what_follows_the_search_is_costed_at_the_trials_that_built_their_worker
     assert built_trial_s([done("levers", 2.0, 2), done("levers", 4.0, 3)]) == 3.0  # none built: every trial's mean
 
 
+def test_a_token_roof_reads_the_baseline_s_weights_as_its_worker_reported_them():
+    from hyperloom.tools.optimize.campaign import weight_bytes
+    from hyperloom.tools.workload.models import StepWork
+
+    assert weight_bytes({"work": StepWork(classes={}, parameter_bytes=63185920, device_timed=True)}) == 63185920
+    assert weight_bytes({"work": None, "parameter_bytes": 1024}) == 1024
+    assert weight_bytes({"work": StepWork(classes={}, parameter_bytes=None, device_timed=False)}) is None and weight_bytes({}) is None
+
+
 def test_rivals_that_share_no_lever_with_an_unsteady_stack_are_tried_first():
     """The conv net on the H200: reduce-overhead kept, revalidated at half its gain; the two fastest other winners
     were reduce-overhead variants, compile alone came after them. A disjoint winner goes first, each group fastest first."""

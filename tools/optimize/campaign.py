@@ -416,7 +416,7 @@ class Campaign:
     def kernels(self, slot: Slot) -> None:
         """The agent's proposals, stacked one at a time; waits up to proposal_wait_s for the next one."""
         self.set_phase("kernels")
-        self.propose_from_profile()
+        self.propose_from_profile(weight_bytes(slot.reference([]).evidence))
         waiting_since = time.monotonic()
         while True:
             self.check_search()
@@ -433,17 +433,18 @@ class Campaign:
             self.ledger.take(proposal_id)  # after its record: a campaign killed mid-trial runs it again on resume
             waiting_since = time.monotonic()
 
-    def propose_from_profile(self) -> None:
+    def propose_from_profile(self, bytes_per_replay: int | None = None) -> None:
         """Once a campaign (a resume does not profile again): the library kernels the workload's profile, run with the
-        stack's knobs, can take, queued as proposals; its GPU busy share noted (what kernels can act on at most). On a
-        GPU unless the request says otherwise; the profile's time counts as device time."""
+        stack's knobs, can take, queued as proposals; its GPU busy share noted (what kernels can act on at most), and a
+        replayed graph's period split into its parts (a decode token's: against `bytes_per_replay`, the model's weights
+        read once). On a GPU unless the request says otherwise; the profile's time counts as device time."""
         wanted = self.request.profile_kernels if self.request.profile_kernels is not None else self.frozen.vendor in GPU
         if not wanted or self.ledger.get("profiled") is not None:
             return
         self.check_search()
         started = time.perf_counter()
         try:
-            found = profile_proposals(self.frozen, self.session.name, self.workspace, self.request.timeout_s, self.stack())
+            found = profile_proposals(self.frozen, self.session.name, self.workspace, self.request.timeout_s, self.stack(), bytes_per_replay)
         except HyperloomError as exc:
             self.ledger.add_note(f"the profile for kernel proposals failed, none proposed: {exc.cause}")
             found = ProfileProposals()
@@ -595,6 +596,13 @@ class Campaign:
         if self.progress is not None:
             self.progress(len(self.candidates()), self.request.max_candidates)
         return record
+
+
+def weight_bytes(evidence: dict) -> int | None:
+    """The model's parameter bytes as the baseline's worker reported them (proof of work's step), or None: a token's
+    roof reads them once at least (the KV cache read is on top, so a roof from them alone is a lower bound)."""
+    work = evidence.get("work")
+    return getattr(work, "parameter_bytes", None) or evidence.get("parameter_bytes") or None
 
 
 def built_trial_s(records: list[Record]) -> float | None:

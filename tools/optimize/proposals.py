@@ -41,12 +41,15 @@ WARMUP_STEPS = 2  # as a campaign's trials warm up: a compile, then the step tha
 HOST_BOUND_PERCENT = 50.0  # below this GPU busy share a kernel can shorten less than half the step
 
 
-def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeout_s: float, stack: list[str] | None = None) -> ProfileProposals:
-    """Profile the frozen workload with every lever of `stack` in place and turn its hand-offs into proposals."""
+def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeout_s: float, stack: list[str] | None = None,
+                      bytes_per_replay: int | None = None) -> ProfileProposals:
+    """Profile the frozen workload with every lever of `stack` in place and turn its hand-offs into proposals;
+    `bytes_per_replay` sets a replayed graph's roof (profile/replays.py)."""
     target = frozen.target
     chosen = prepared(stack or [], frozen.vendor, frozen.declared_knobs, workspace)
     name = f"optimize-{session}"  # the profile's folder, where a stack's capture is recorded too
-    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s, name=name, plot=False)
+    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s, name=name, plot=False,
+                             bytes_per_replay=bytes_per_replay)
     knobs = dict(target_with(target, chosen).knobs)
     others = [item for item in chosen if item.kind != "knob"]
     captured = _stack_capture(frozen, chosen, workspace.state_dir("profile", name), workspace, timeout_s) if others else None
@@ -58,6 +61,9 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
         out.notes.append(host_note(result.busy_percent))
     if result.replays is not None:  # a decode loop's token graph: where a token's time goes (profile/replays.py)
         out.notes += result.replays.findings
+        if result.replays.roof is not None:
+            out.notes.append("the replay's roof counts the model's weights read once (the baseline's parameter bytes); "
+                             "the KV cache read is on top of it, so its percent of the roof is a lower bound")
     seen: set[tuple[str, str]] = set()
     for handoff in result.handoff:
         if handoff.library is None:
