@@ -180,7 +180,7 @@ class Campaign:
     def ends_at(self, phase: Phase) -> float | None:
         """time.monotonic() at which a trial of `phase` is cut: a search trial where what follows the search must start
         (after_search_s before the deadline: a max-autotune compile that runs to its timeout cannot take the time
-        keeping a winner needs; no grace added: on the H200 the grace put a conv net's cut past the deadline, and its ten
+        keeping a winner needs; no grace added: on the H200 the grace put a conv net's cut past the deadline, and its eight
         winners ended with nothing kept), any other at the deadline with DEADLINE_GRACE_S to answer. None: no deadline."""
         if self.request.deadline_s is None:
             return None
