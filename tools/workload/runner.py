@@ -37,7 +37,7 @@ from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
 from hyperloom.tools.workload import model_changes, tamper, teacher, worker_build
-from hyperloom.tools.workload.levers import unserved
+from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
 from hyperloom.tools.workload.worker_state import GUARD, STATE
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
@@ -133,8 +133,11 @@ def warmup(payload: dict[str, Any]) -> dict[str, Any]:
 def build_guarded(payload: dict[str, Any]) -> dict[str, Any]:
     """`build`, between two looks at the timing path (tamper.py): its functions before the overrides module is imported,
     then the workload's step/outputs/inputs as bound once built. `tampered` names what the build replaced."""
-    if _torch() is not None:  # imported first, so that torch's timing functions are in the snapshot taken before the candidate's code
-        import hyperloom.tools.workload.profiled_step  # noqa: F401 - proof of work's modules too (tamper.WORKER_MODULES)
+    torch = _torch()  # imported first, so that torch's timing functions are in the snapshot taken before the candidate's code
+    if torch is not None and any(lever["kind"] in UNREVIEWED_KINDS for lever in payload["levers"]):
+        # proof of work's modules too (tamper.WORKER_MODULES), where code Hyperloom did not write will run and its step
+        # be weighed here; 0.18 s of imports (pydantic's model machinery) a catalog candidate's worker need not pay
+        import hyperloom.tools.workload.profiled_step  # noqa: F401
         import hyperloom.tools.profile.kineto  # noqa: F401
         import hyperloom.tools.workload.work  # noqa: F401
     GUARD.path = tamper.snapshot()

@@ -32,8 +32,9 @@ CLOCK_SLACK_S = 1e-3
 2-core CPU, one hiccup 3.8 ms. Legs of steps shorter than that are judged by the controller's clock alone."""
 STOP_WAIT_S = 0.2
 SOLO_PACE = 1.5
-SPLIT_PACE = 1.5  # two_paced: a gap in the sorted legs beyond this ratio splits them
 """The reference's paired legs slower than this many times its solo legs: something slowed it beside the candidate."""
+SPLIT_PACE = 1.5
+"""two_paced: a gap in the candidate's sorted legs beyond this ratio splits them into two paces."""
 
 
 @dataclass(frozen=True)
