@@ -63,3 +63,28 @@ def test_no_raw_trace_without_kineto_results_or_operators():
                     return []
 
     assert trace_of(Empty()) is None
+
+
+def test_raw_events_without_a_field_read_give_the_json_path():
+    """torch 2.11's raw events have no `activity_type` (the H200 image's torch): reading it raised inside every
+    profiled step; the Trace is then None and the caller writes the JSON."""
+    from hyperloom.tools.profile.kineto import EVENT_FIELDS
+
+    prof = _profiled(torch.float32)
+    real = prof.profiler.kineto_results.events()
+    assert real and all(hasattr(real[0], field) for field in EVENT_FIELDS)
+
+    class OlderEvent:
+        def __getattr__(self, name):
+            if name == "activity_type":
+                raise AttributeError(name)
+            return getattr(real[0], name)
+
+    class Older:
+        class profiler:  # noqa: N801 - torch's attribute names
+            class kineto_results:  # noqa: N801
+                @staticmethod
+                def events():
+                    return [OlderEvent()]
+
+    assert trace_of(Older()) is None

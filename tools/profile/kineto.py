@@ -3,6 +3,9 @@ that file was most of proof of work's cost for an eager `generate` (on a CPU: th
 counted; bench/workload_gate_cost.py). Each operator keeps what the JSON would have given it (name, times, thread,
 shapes, dtypes, concrete inputs as text), so work.py weighs it the same (tests/test_profile_kineto.py).
 
+An older torch whose raw events lack a field read here (torch 2.11's have no `activity_type`: MEASURED on the H200's
+image, where the read raised inside every profiled step) returns None as well: the JSON path is the fallback.
+
 CPU-only steps only: on a GPU a kernel's link to the operator that launched it (the JSON's "External id") has not been
 read off the raw events on a device yet (scripts/device/kineto_fields.py), so a step with device activity returns
 None and its caller writes the JSON as before.
@@ -16,15 +19,23 @@ from hyperloom.tools.profile.parse_chrome import to_cpu_only, window_of
 from hyperloom.tools.profile.trace import Op, Trace
 
 
+# Every field of a raw event read below; a torch whose events lack one gets the JSON path.
+EVENT_FIELDS = ("device_type", "start_ns", "duration_ns", "is_user_annotation", "name", "activity_type",
+                "is_python_function", "start_thread_id", "correlation_id", "shapes", "dtypes", "concrete_inputs")
+
+
 def trace_of(prof: Any) -> Trace | None:
-    """The Trace of a finished torch.profiler session's CPU operators, or None: no raw events (an older torch), device
-    activity in the step (the JSON then), or no operator at all."""
+    """The Trace of a finished torch.profiler session's CPU operators, or None: no raw events, events without a field
+    read here (an older torch), device activity in the step (the JSON then), or no operator at all."""
     raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
     if raw is None:
         return None
+    events = raw.events()
+    if events and not all(hasattr(events[0], field) for field in EVENT_FIELDS):
+        return None
     ops: list[Op] = []
     steps: list[tuple[float, float]] = []
-    for event in raw.events():
+    for event in events:
         if "CPU" not in str(event.device_type()):
             return None
         start_us, dur_us = event.start_ns() / 1e3, event.duration_ns() / 1e3
