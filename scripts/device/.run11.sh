@@ -6,6 +6,6 @@ source scripts/device/env.sh
   nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader; done ) > "$OUT/threads.log" 2>&1 &
 sampler=$!
 bash scripts/device/user_workloads.sh conv_resnet '["compile"]' '["compile_reduce_overhead", "cudagraph_step_begin"]' '["compile_reduce_overhead", "skip_guard_eval"]' 2>&1 | tail -10
-DEADLINE_S=230 TIMEOUT_S=150 bash scripts/device/user_campaign.sh conv_resnet 2>&1 | tail -22
+[ -s "$OUT/conv_resnet.bench.json" ] && DEADLINE_S=230 TIMEOUT_S=150 bash scripts/device/user_campaign.sh conv_resnet 2>&1 | tail -22
 sleep 3; kill $sampler
 cd "$OUT" && tar czf /tmp/run11.tgz . && rm -rf ./* && mv /tmp/run11.tgz .
