@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers import REPO, write_roofline
@@ -139,6 +140,51 @@ def test_a_workload_whose_outputs_change_shape_with_the_seed_is_refused_with_the
     workload_freeze(WorkloadFreezeRequest(workload="ragged.py:build", name="ragged", atol=1e-6, timeout_s=120), workspace)  # no `model`: a tolerance declared
     with pytest.raises(HyperloomError, match=r"changed shape with the inputs of seed \d+: y \[\d, 8\], frozen \[4, 8\]"):
         workload_bench(WorkloadBenchRequest(name="ragged", **FAST), workspace)
+
+
+EOS = '''
+import numpy as np
+
+class Generate:
+    """A greedy generate of 4 prompt tokens that stops at its end-of-sequence token after 2 to 5 tokens, as the seed's
+    prompt leads it (a random-weight decoder's `generate` did on the H200)."""
+    seed = 0
+    def inputs(self, seed):
+        self.seed = seed
+    def step(self):
+        rng = np.random.default_rng(self.seed)
+        steps = 2 + self.seed % 4
+        self.tokens = np.concatenate([rng.integers(0, 50, (1, 4)), rng.integers(0, 50, (1, steps))], axis=1)
+        self.ids = np.repeat(self.tokens[:, 4:, None], 2, axis=2) + np.array([0, 1])
+        self.logprobs = np.broadcast_to(np.array([-0.1, -3.0], dtype=np.float32), self.ids.shape).copy()
+    def outputs(self):
+        return {"tokens": self.tokens, "tokens.top_ids": self.ids, "tokens.top_logprobs": self.logprobs}
+
+def build():
+    return Generate()
+'''
+
+
+def test_generated_tokens_may_stop_at_their_end_of_sequence_with_the_seed_and_the_prompt_may_not_move():
+    from hyperloom.tools.workload.ab import same_shapes
+
+    frozen = {"tokens": np.zeros((1, 36)), "tokens.top_ids": np.zeros((1, 32, 8)), "tokens.top_logprobs": np.zeros((1, 32, 8)),
+              "tokens.teacher": np.zeros((1, 32, 100)), "pooled": np.zeros((1, 4))}
+    stopped = {"tokens": np.zeros((1, 9)), "tokens.top_ids": np.zeros((1, 5, 8)), "tokens.top_logprobs": np.zeros((1, 5, 8)),
+               "tokens.teacher": np.zeros((1, 5, 100)), "pooled": np.zeros((1, 4))}
+    same_shapes(stopped, frozen, [1])
+    for name, shape, said in (("tokens", (1, 10), r"tokens \[1, 10\], frozen \[1, 36\]"),  # the prompt grew by one
+                              ("tokens.top_ids", (1, 5, 4), r"tokens.top_ids \[1, 5, 4\]"),  # k changed
+                              ("pooled", (2, 4), r"pooled \[2, 4\]")):
+        with pytest.raises(HyperloomError, match=said):
+            same_shapes({**stopped, name: np.zeros(shape)}, frozen, [1])
+
+
+def test_a_generate_that_stops_at_its_end_of_sequence_is_benched_on_fresh_seeds(workspace):
+    (workspace.root / "eos.py").write_text(EOS)
+    workload_freeze(WorkloadFreezeRequest(workload="eos.py:build", name="eos", atol=0.01, timeout_s=120), workspace)
+    result = workload_bench(WorkloadBenchRequest(name="eos", **FAST), workspace)
+    assert result.ok and result.baseline.median_s > 0, result.summary
 
 
 ESCAPES = '''

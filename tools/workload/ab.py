@@ -29,7 +29,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
-from hyperloom.tools.workload import continuation
+from hyperloom.tools.workload import continuation, generated
 from hyperloom.tools.workload.engagement import compile_note, engagement
 from hyperloom.tools.workload.frozen import compare
 from hyperloom.tools.workload.levers import Lever, unreviewed
@@ -116,12 +116,26 @@ def fresh_inputs(process: Any) -> bool:
 
 
 def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], seeds: list[int] | None) -> None:
-    """Refuse a workload whose outputs change shape with the seed: candidates could not be gated on them."""
+    """Refuse a workload whose outputs change shape with the seed: candidates could not be gated on them. Generated
+    tokens and their top-k lists (generated.py) may hold another count of generated tokens: a `generate` stops at its
+    end-of-sequence token wherever the new prompt leads it (the H200 decoder's campaign: 5 of 32 tokens for one seed)."""
+    tokens = generated.companions(references)
+    steps_free = generated.grouped(tokens) | {name + TEACHER for name in tokens}
     moved = [f"{name} {list(outputs[name].shape)}, frozen {list(ref.shape)}" for name, ref in references.items()
-             if name in outputs and outputs[name].shape != ref.shape]
+             if name in outputs and _layout(outputs, name, steps_free) != _layout(references, name, steps_free)]
     if moved:
         raise HyperloomError(f"the workload's outputs changed shape with the inputs of seed {seeds[-1] if seeds else None}: " + "; ".join(moved)[:400],
                              "make inputs(seed) draw new values of the same shapes (the seed picks values, not sizes)")
+
+
+def _layout(arrays: dict[str, np.ndarray], name: str, steps_free: set[str]) -> tuple[int | None, ...]:
+    """An output's shape as the seed must keep it: a generated group's steps axis left out, its prompt kept."""
+    shape: tuple[int | None, ...] = arrays[name].shape
+    if name not in steps_free or arrays[name].ndim < 2:
+        return shape
+    ids = arrays.get(name + generated.IDS)
+    prompt = shape[1] - ids.shape[1] if ids is not None and ids.ndim >= 2 and shape[1] is not None else None
+    return (shape[0], prompt, *shape[2:])
 
 
 def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
