@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from time import sleep
 from pathlib import Path
 
 import numpy as np
@@ -49,6 +50,7 @@ CHEATS = {  # overrides module -> (verdict, what the reason names); NOT_FASTER w
     "late_swap": ("REJECTED", "runner.STATE.step"),
     "profiler_aware": ("REJECTED", TIMED),
     "forged_work": ("REJECTED", "profiled_step.profiled"),
+    "work_in_saver": ("REJECTED", "numpy.lib.format.write_array"),
 }
 
 
@@ -259,6 +261,31 @@ def test_legs_too_short_for_the_call_s_own_cost_are_not_called_lies():
 @pytest.mark.parametrize(("paired", "solo", "flagged"), [([1.6, 1.7, 1.6], 1.0, True), ([1.2, 1.3, 1.4], 1.0, False), ([2.0], None, False)])
 def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paired, solo, flagged):
     assert (timed.slowed(paired, solo) is not None) == flagged
+
+
+def test_a_leg_s_outputs_are_written_off_its_clock_and_the_writer_s_tamper_report_is_kept(tmp_path):
+    """Writing the last step's outputs is Hyperloom's work: on the H200 a BERT encoder's 12.6 MB of hidden states written
+    inside the clock read as its reference slowed 1.6-1.8x beside each candidate. What the writer's call reports as
+    tampered still refuses the leg."""
+
+    class Worker:
+        pid = None
+
+        def round_trip_s(self):
+            return 0.0
+
+        def time(self, steps, seeds=None):
+            sleep(0.01 * steps)
+            return {"wall_s": [0.01] * steps, "tampered": []}
+
+        def save_timed(self, folder):
+            sleep(0.2)
+            return {"outputs": {}, "tampered": ["numpy.lib.format.write_array"]}
+
+    leg = timed.leg(Worker(), 2, None, tmp_path / "out")
+    assert 0.01 <= leg.step_s < 0.05, leg
+    assert leg.tampered == ["numpy.lib.format.write_array"]
+    assert timed.leg(Worker(), 2, None, None).tampered == []
 
 
 @pytest.mark.parametrize(("legs_ms", "flagged"), [

@@ -109,15 +109,16 @@ class WorkloadProcess:
     def warmup(self, steps: int) -> dict[str, Any]:
         return self._call("warmup", {"steps": steps})
 
-    def time(self, steps: int, seeds: list[int] | None = None, folder: Path | None = None) -> dict[str, Any]:
-        """`steps` timed steps (runner.time_steps); with `seeds`, one step per seed, each after inputs(seed); the last
-        step's outputs saved in `folder` when given."""
+    def time(self, steps: int, seeds: list[int] | None = None) -> dict[str, Any]:
+        """`steps` timed steps (runner.time_steps); with `seeds`, one step per seed, each after inputs(seed)."""
         payload: dict[str, Any] = {"steps": steps if seeds is None else len(seeds)}
         if seeds is not None:
             payload["seeds"] = list(seeds)
-        if folder is not None:
-            payload["folder"] = str(folder)
         return self._call("time_steps", payload)
+
+    def save_timed(self, folder: Path) -> dict[str, Any]:
+        """The last timed step's outputs saved in `folder` (runner.save_timed), off the leg's clock; {outputs, tampered}."""
+        return self._call("save_timed", {"folder": str(folder)})
 
     def round_trip_s(self) -> float:
         """The seconds an empty call takes here and back (the fastest of a few, measured once): what the controller's

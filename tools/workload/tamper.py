@@ -13,8 +13,10 @@ from types import FunctionType, ModuleType
 from typing import Any
 
 TIMING_PATH = (("time", "perf_counter"), ("time", "monotonic"), ("time", "perf_counter_ns"), ("numpy", "save"), ("numpy", "asarray"),
+               ("numpy.lib.format", "write_array"), ("builtins", "open"),
                ("torch.cuda", "synchronize"), ("torch.cuda", "Event"), ("torch", "from_numpy"))
-"""(module, attribute) pairs the timed step reads, where the module is imported."""
+"""(module, attribute) pairs the timed step reads, where the module is imported; np.save and what it calls write the
+timed step's outputs after the controller's clock stopped (runner.save_timed), so a patch there could do work untimed."""
 WORKER_MODULES = ("hyperloom.tools.workload.runner", "hyperloom.tools.workload.tamper", "hyperloom.core.worker_main", "hyperloom.core.warm_main",
                   "hyperloom.tools.workload.profiled_step", "hyperloom.tools.profile.kineto", "hyperloom.tools.workload.work")
 """Modules whose own functions (and the functions they imported by name) make up the worker's timing path and its

@@ -57,16 +57,19 @@ def draw_seeds(steps: int) -> list[int]:
 
 def leg(process: Any, steps: int, seeds: list[int] | None, folder: Path | None, other: Any = None) -> Leg:
     """`steps` steps of `process` (one per seed when seeded), timed by this process's clock while `other` is stopped;
-    the last step's outputs saved in `folder` when given."""
+    the last step's outputs (materialized on the host inside the clock) saved in `folder` when given, after it."""
     round_trip_s = process.round_trip_s()
     with stopped(other):
         began = perf_counter()
-        reported = process.time(steps, seeds=seeds, folder=folder)
+        reported = process.time(steps, seeds=seeds)
         elapsed_s = perf_counter() - began
+        tampered = list(reported.get("tampered", []))
+        if folder is not None:
+            tampered += [name for name in process.save_timed(folder).get("tampered", []) if name not in tampered]
     controller_s = max(elapsed_s - round_trip_s, 0.0)
     walls = [float(w) for w in reported["wall_s"]]
     return Leg(step_s=controller_s / max(len(walls), 1), controller_s=controller_s, worker_s=float(reported.get("elapsed_s", sum(walls))),
-               worker_step_s=walls, device_s=list(reported.get("device_s", [])), tampered=list(reported.get("tampered", [])), seeds=seeds)
+               worker_step_s=walls, device_s=list(reported.get("device_s", [])), tampered=tampered, seeds=seeds)
 
 
 def disagreement(legs: list[Leg], reference: list[Leg] | None = None) -> str | None:

@@ -25,6 +25,7 @@ class _State:
     channels_last: int | None = None  # the channels_last lever: the model's 4-D parameters it put in that format
     kept: Any = None  # the workload as built, when kept for `serve` (the candidate runs on a copy)
     not_kept: str = ""  # why it could not be kept
+    timed: dict[str, tuple[Any, str]] = field(default_factory=dict)  # the last timed step's outputs on the host (save_timed)
 
 
 STATE = _State()
