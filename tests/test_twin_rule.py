@@ -170,7 +170,7 @@ def test_the_cli_shows_an_output_s_twin_rule_with_the_baseline_s_measured_errors
 
 def test_the_twin_error_is_measured_without_blas_whose_threads_spin_beside_the_candidate(monkeypatch):
     """The controller measures it after every gated pair; numpy's BLAS leaves its threads spinning after each call
-    (twin.l2). The figures are those of the norms it replaces."""
+    (twin.errors). The figures are those of the norms it replaces."""
     rng = np.random.default_rng(0)
     reference = rng.standard_normal((64, 1000)).astype(np.float16)
     candidate = (reference.astype(np.float32) + 1e-3 * rng.standard_normal((64, 1000))).astype(np.float16)
@@ -185,3 +185,17 @@ def test_the_twin_error_is_measured_without_blas_whose_threads_spin_beside_the_c
     measured = twin.errors(candidate, reference)
     assert measured["rel_l2"] == pytest.approx(expected_l2, rel=1e-12) and measured["rel_l2"] > 0
     assert twin.errors(reference, reference)["rel_l2"] == 0.0
+
+
+def test_the_twin_error_of_an_output_larger_than_a_chunk_is_the_whole_output_s():
+    """errors() measures in chunks of twin.CHUNK: the sums and maxima run over every chunk, a NaN in a late one counts."""
+    rng = np.random.default_rng(1)
+    reference = rng.standard_normal(twin.CHUNK * 2 + 5).astype(np.float32)
+    candidate = reference + np.float32(1e-4) * rng.standard_normal(reference.size).astype(np.float32)
+    candidate[-1] += 0.5  # the worst element, in the last (short) chunk
+    c64, r64 = candidate.astype(np.float64), reference.astype(np.float64)
+    measured = twin.errors(candidate, reference)
+    assert measured["rel_l2"] == pytest.approx(np.sqrt(np.sum((c64 - r64) ** 2) / np.sum(r64 ** 2)), rel=1e-9)
+    assert measured["max_rel"] == pytest.approx(np.max(np.abs(c64 - r64)) / np.max(np.abs(r64)), rel=1e-12)
+    candidate[twin.CHUNK + 3] = np.nan
+    assert twin.errors(candidate, reference) == {"rel_l2": float("inf"), "max_rel": float("inf")}

@@ -44,26 +44,34 @@ INTEGER_MEASURE = "unequal"
 NATS_FLOOR = 2.0 ** -6  # one bf16 step of a logit between 2 and 4: the least log-probability drift a bf16 model shows
 
 
+CHUNK = 1 << 18
+"""Elements a float error is measured over at a time: float64 copies of 2 MB, not of the whole output (a BERT
+encoder's 6.3M hidden-state elements: 80 ms over whole-array copies, 20 ms in chunks, on a 2-core CPU)."""
+
+
 def errors(candidate: np.ndarray, twin: np.ndarray) -> dict[str, float]:
-    """The candidate's error against the twin under each measure (floats: FLOAT_MEASURES; integers: INTEGER_MEASURE)."""
+    """The candidate's error against the twin under each measure (floats: FLOAT_MEASURES; integers: INTEGER_MEASURE).
+    Floats in float64, one pass in chunks, sums of squares never through BLAS: the controller runs this after every
+    gated pair, and np.linalg.norm's OpenBLAS threads spin after each call (on this 2-core machine 200 norms of 64k
+    floats with 2 ms pauses cost 0.45 CPU-s in 0.44 s wall, the sums 0.12), on a 16-core GPU host up to 15 threads
+    beside the candidate's launch thread: the controller at 200-530 % CPU during the H200 campaign's compiled trials
+    (results/h200/user-workloads/stall/ps.run10.log), whose candidates switched between their pace and twice it."""
     if twin.dtype.kind in "iu":
         return {INTEGER_MEASURE: float(np.mean(candidate != twin)) if twin.size else 0.0}
-    c, t = candidate.astype(np.float64), twin.astype(np.float64)
-    diff = np.abs(c - t)
-    if not np.all(np.isfinite(c)) or not np.all(np.isfinite(t)):
-        return dict.fromkeys(FLOAT_MEASURES, float("inf"))
-    scale_l2, scale_max = l2(t), float(np.max(np.abs(t))) if t.size else 0.0
-    return {"rel_l2": l2(diff) / scale_l2 if scale_l2 > 0 else l2(diff),
-            "max_rel": float(diff.max()) / scale_max if scale_max > 0 else (float(diff.max()) if diff.size else 0.0)}
-
-
-def l2(array: np.ndarray) -> float:
-    """The L2 norm as a plain sum of squares, never BLAS: the controller runs this after every gated pair, and
-    np.linalg.norm's OpenBLAS threads spin after each call (on this 2-core machine 200 norms of 64k floats with 2 ms
-    pauses cost 0.45 CPU-s in 0.44 s wall, the sums 0.12), on a 16-core GPU host up to 15 threads beside the candidate's
-    launch thread: the controller at 200-530 % CPU during the H200 campaign's compiled trials (results/h200/user-
-    workloads/stall/ps.run10.log), whose candidates switched between their pace and twice it, on the host."""
-    return math.sqrt(float(np.square(array, dtype=np.float64).sum()))
+    c, t = candidate.reshape(-1), twin.reshape(-1)
+    squares_diff = squares_twin = top_diff = top_twin = 0.0
+    for at in range(0, t.size, CHUNK):
+        reference = t[at:at + CHUNK].astype(np.float64)
+        diff = np.subtract(c[at:at + CHUNK], reference, dtype=np.float64)
+        if not np.isfinite(diff).all():  # a NaN or an infinity on either side
+            return dict.fromkeys(FLOAT_MEASURES, float("inf"))
+        np.abs(diff, out=diff)
+        np.abs(reference, out=reference)
+        top_diff, top_twin = max(top_diff, float(diff.max())), max(top_twin, float(reference.max()))
+        squares_diff += float(np.square(diff, out=diff).sum())
+        squares_twin += float(np.square(reference, out=reference).sum())
+    l2_diff, l2_twin = math.sqrt(squares_diff), math.sqrt(squares_twin)
+    return {"rel_l2": l2_diff / l2_twin if l2_twin > 0 else l2_diff, "max_rel": top_diff / top_twin if top_twin > 0 else top_diff}
 
 
 def floor_of(original_dtype: str, array: np.ndarray) -> float:
