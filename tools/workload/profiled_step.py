@@ -36,11 +36,13 @@ def profiled(run: Callable[[], Any], gpu: bool, trace: str | None, parameter_byt
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     with profile(activities=activities, record_shapes=trace is not None) as prof:
         run()
-    seen: dict[str, Any] = dict(counted(prof))
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    events = results.events() if results is not None else None  # built once, for the counts and the weighing
+    seen: dict[str, Any] = dict(counted(prof, events))
     if trace is None:
         return seen
     with paused_gc():  # a decoder step's 8,000 ops: the collector's passes took 0.21 of 0.25 s weighing them, on a CPU
-        raw = trace_of(prof)
+        raw = trace_of(prof, events) if events is not None else None
         if raw is not None:
             from hyperloom.tools.workload.work import work_of
 
@@ -51,16 +53,22 @@ def profiled(run: Callable[[], Any], gpu: bool, trace: str | None, parameter_byt
     return seen
 
 
-def counted(prof: Any) -> dict[str, dict[str, int]]:
-    """{"ops": name -> count, "kernels": name -> count} from the profiler's raw events (CPU ops and runtime calls are
-    ops, device activity kernels): a tenth of key_averages' time, which builds every event's Python object and tree
-    first (1 s of a 1.8 s proof-of-work profile of a small decoder on a CPU)."""
-    raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
-    pairs = ((str(e.device_type()), e.name(), 1) for e in raw.events()) if raw is not None else (
-        (str(getattr(e, "device_type", "CPU")), e.key, int(e.count)) for e in prof.key_averages())
+def counted(prof: Any, events: list[Any] | None = None) -> dict[str, dict[str, int]]:
+    """{"ops": name -> count, "kernels": name -> count} from the profiler's raw events (`events`, else read here; CPU
+    ops and runtime calls are ops, device activity kernels): a tenth of key_averages' time, which builds every event's
+    Python object and tree first (1 s of a 1.8 s proof-of-work profile of a small decoder on a CPU)."""
+    if events is None:
+        raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+        events = raw.events() if raw is not None else None
+    pairs = ((e.device_type(), e.name(), 1) for e in events) if events is not None else (
+        (getattr(e, "device_type", "CPU"), e.key, int(e.count)) for e in prof.key_averages())
     seen: dict[str, dict[str, int]] = {"ops": {}, "kernels": {}}
+    host: dict[Any, bool] = {}  # device type -> an op's (the host's), read as text once per type, not per event
     for device, name, count in pairs:
-        table = seen["ops"] if "CPU" in device else seen["kernels"]
+        on_host = host.get(device)
+        if on_host is None:
+            on_host = host[device] = "CPU" in str(device)
+        table = seen["ops"] if on_host else seen["kernels"]
         table[name] = table.get(name, 0) + count
     return seen
 
