@@ -24,16 +24,21 @@ EVENT_FIELDS = ("device_type", "start_ns", "duration_ns", "is_user_annotation", 
                 "is_python_function", "start_thread_id", "correlation_id", "shapes", "dtypes", "concrete_inputs")
 
 
+def raw_events(prof: Any) -> list[Any] | None:
+    """A finished torch.profiler session's raw events, or None where it has none. Each call builds them anew (10-15 ms
+    for a small decoder's 8,102 on a CPU): read them once and pass them on."""
+    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
+    return results.events() if results is not None else None
+
+
 def trace_of(prof: Any, events: list[Any] | None = None) -> Trace | None:
     """The Trace of a finished torch.profiler session's CPU operators, or None: no raw events, events without a field
     read here (an older torch), device activity in the step (the JSON then), or no operator at all. `events`: the
-    session's raw events when the caller already has them (each call of events() builds them anew: 10-15 ms for a
-    small decoder's 8,102 on a CPU)."""
+    session's raw_events when the caller already has them."""
     if events is None:
-        raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
-        if raw is None:
-            return None
-        events = raw.events()
+        events = raw_events(prof)
+    if events is None:
+        return None
     if events and not all(hasattr(events[0], field) for field in EVENT_FIELDS):
         return None
     cpu = type(events[0].device_type()).CPU if events else None  # torch's DeviceType enum, compared without a str a call

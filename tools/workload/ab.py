@@ -134,7 +134,7 @@ def _layout(arrays: dict[str, np.ndarray], name: str, steps_free: set[str]) -> t
     if name not in steps_free or arrays[name].ndim < 2:
         return shape
     ids = arrays.get(name + generated.IDS)
-    prompt = shape[1] - ids.shape[1] if ids is not None and ids.ndim >= 2 and shape[1] is not None else None
+    prompt = shape[1] - ids.shape[1] if ids is not None and ids.ndim >= 2 else None
     return (shape[0], prompt, *shape[2:])
 
 

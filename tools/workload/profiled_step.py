@@ -30,19 +30,18 @@ def profiled(run: Callable[[], Any], gpu: bool, trace: str | None, parameter_byt
     from torch.profiler import ProfilerActivity, profile
 
     from hyperloom.tools.profile.capture import export_json
-    from hyperloom.tools.profile.kineto import trace_of
+    from hyperloom.tools.profile.kineto import raw_events, trace_of
     from hyperloom.tools.profile.load import paused_gc
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     with profile(activities=activities, record_shapes=trace is not None) as prof:
         run()
-    results = getattr(getattr(prof, "profiler", None), "kineto_results", None)
-    events = results.events() if results is not None else None  # built once, for the counts and the weighing
+    events = raw_events(prof)  # built once, for the counts and the weighing
     seen: dict[str, Any] = dict(counted(prof, events))
     if trace is None:
         return seen
     with paused_gc():  # a decoder step's 8,000 ops: the collector's passes took 0.21 of 0.25 s weighing them, on a CPU
-        raw = trace_of(prof, events) if events is not None else None
+        raw = trace_of(prof, events)
         if raw is not None:
             from hyperloom.tools.workload.work import work_of
 
@@ -58,8 +57,9 @@ def counted(prof: Any, events: list[Any] | None = None) -> dict[str, dict[str, i
     ops and runtime calls are ops, device activity kernels): a tenth of key_averages' time, which builds every event's
     Python object and tree first (1 s of a 1.8 s proof-of-work profile of a small decoder on a CPU)."""
     if events is None:
-        raw = getattr(getattr(prof, "profiler", None), "kineto_results", None)
-        events = raw.events() if raw is not None else None
+        from hyperloom.tools.profile.kineto import raw_events
+
+        events = raw_events(prof)
     pairs = ((e.device_type(), e.name(), 1) for e in events) if events is not None else (
         (getattr(e, "device_type", "CPU"), e.key, int(e.count)) for e in prof.key_averages())
     seen: dict[str, dict[str, int]] = {"ops": {}, "kernels": {}}
