@@ -120,6 +120,9 @@ def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_r
     assert [r.point for r in sweep] == [{"rows": "128"}, {"rows": "64"}] and all(r.result.verdict == "FASTER" for r in sweep)
     assert report.sweep_note.declared == 3 and any("not a point" in n for n in report.notes)
     assert status.state == "closed" and status.stop_reason == "every phase ran to its end" and status.spent_device_s > 0
+    parts = status.spent_by_part_s  # where the device time went, adding up to what was spent
+    assert set(parts) == {"references", "solo legs", "trials"} and abs(sum(parts.values()) - status.spent_device_s) < 1e-6, parts
+    assert parts["trials"] == pytest.approx(sum(r.device_s for r in report.records)) and "by part: " in status.summary
     assert report.evidence is not None and report.evidence.tag.value == "MEASURED"
     saved = json.loads((mlp.root / report.breakdown_json).read_text())
     jsonschema.validate(saved, json.loads((REPO / "validators" / "optimize_breakdown.schema.json").read_text()))

@@ -9,19 +9,25 @@ import pytest
 
 from hyperloom.tools.workload.ab import load_outputs
 from hyperloom.tools.workload.levers import lever
-from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess, enter_together
 from hyperloom.tools.workload.spare import Spare, Where, servable
 
 torch = pytest.importorskip("torch")
 
 WORKLOAD = '''
 import threading
+import time
 import torch
 
 BUILDS = []
 
 class Small:
-    def __init__(self, lock):
+    def __init__(self, lock, pause_s, fail):
+        began = time.time()
+        time.sleep(pause_s)
+        if fail:
+            raise RuntimeError("this build fails")
+        self.built_at = torch.tensor([began, time.time()], dtype=torch.float64)
         BUILDS.append(1)
         torch.manual_seed(0)
         self.model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU(), torch.nn.Linear(16, 4))
@@ -38,10 +44,10 @@ class Small:
             self.y = self.model(self.x)
 
     def outputs(self):
-        return {"y": self.y, "builds": torch.tensor([self.builds])}
+        return {"y": self.y, "builds": torch.tensor([self.builds]), "built_at": self.built_at}
 
-def build(lock: bool = False):
-    return Small(lock)
+def build(lock: bool = False, pause_s: float = 0.0, fail: bool = False):
+    return Small(lock, pause_s, fail)
 '''
 
 
@@ -123,6 +129,53 @@ def test_the_worker_refuses_to_serve_a_lever_that_changes_the_process(small, tmp
         with pytest.raises(WorkloadFailure) as caught:
             unkept.serve([], tmp_path / "d", None)
         assert "kept no copy" in caught.value.message
+
+
+def _built_at(process, folder):
+    import numpy as np
+
+    process.time(1)
+    process.outputs(folder)
+    return np.load(folder / "built_at.npy")
+
+
+def test_the_first_candidates_worker_is_built_beside_the_reference_and_serves_it(small, tmp_path):
+    where = _where(small, pause_s="1.5")
+    reference = WorkloadProcess(where.target, [], tmp_path / "reference", small, 120.0)
+    with Spare() as spare:
+        spare.beside(reference, where, tmp_path / "spare")
+        try:
+            kept = spare.pid
+            assert kept is not None and reference.pid not in (None, kept)
+            with spare.candidate(where, [], tmp_path / "a", None) as first:  # the A/A's worker: served, not built
+                assert first.pid == kept and spare.turn == 2
+                ours, theirs = _built_at(reference, tmp_path / "r"), _built_at(first, tmp_path / "a" / "out")
+            assert ours[0] < theirs[1] and theirs[0] < ours[1], f"the two builds did not overlap: {ours} {theirs}"
+        finally:
+            reference.close()
+
+
+def test_a_spare_that_cannot_be_built_or_kept_is_dropped_and_the_reference_stands(small, tmp_path):
+    where = _where(small, lock="True")  # a lock: the workload cannot be deep-copied
+    reference = WorkloadProcess(where.target, [], tmp_path / "reference", small, 120.0)
+    with Spare() as spare:
+        spare.beside(reference, where, tmp_path / "spare")
+        assert spare.process is None and reference.info["vendor"] == "cpu"
+        reference.close()
+    fine, failing = _where(small), _where(small, fail="True")
+    kept = WorkloadProcess(failing.target, [], tmp_path / "optional", small, 120.0, keep=True)
+    needed = WorkloadProcess(fine.target, [], tmp_path / "needed", small, 120.0)
+    assert enter_together([needed], [kept]) == [] and needed.info["vendor"] == "cpu" and not kept.worker.alive
+    needed.close()
+
+
+def test_when_a_required_build_fails_every_worker_built_beside_it_is_closed(small, tmp_path):
+    fine, failing = _where(small), _where(small, fail="True")
+    needed = WorkloadProcess(failing.target, [], tmp_path / "needed", small, 120.0)
+    beside = WorkloadProcess(fine.target, [], tmp_path / "beside", small, 120.0)
+    with pytest.raises(WorkloadFailure) as caught:
+        enter_together([needed], [beside])
+    assert "this build fails" in caught.value.message and not needed.worker.alive and not beside.worker.alive
 
 
 ENVIRON_PROBE = '''

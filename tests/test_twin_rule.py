@@ -43,9 +43,9 @@ def test_a_plain_decoder_frozen_with_no_tolerance_takes_honest_levers_and_refuse
     for honest in ("sdpa_math", "static_cache+decode_loop", "compile+skip_guard_eval"):  # the stance RAISED in teacher forcing's new shapes before
         assert seen[honest].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), (honest, seen[honest].reason)
     assert all(e.engaged for e in seen["static_cache+decode_loop"].engagement), seen["static_cache+decode_loop"].engagement
-    # one kept worker served the honest levers a copy of the decoder as built (the A/A's worker, built once); an
+    # one kept worker, built beside the baseline, served the A/A and then the honest levers a copy of the decoder as built; an
     # overrides module changes the process: each got a fresh worker
-    assert [seen[h].worker_turn for h in ("sdpa_math", "static_cache+decode_loop", "compile+skip_guard_eval")] == [2, 3, 4]
+    assert [seen[h].worker_turn for h in ("sdpa_math", "static_cache+decode_loop", "compile+skip_guard_eval")] == [3, 4, 5]
     assert all(seen[w].worker_turn == 1 for w in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"))
     for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"):
         assert seen[wrong].verdict == "REJECTED", (wrong, seen[wrong].reason)

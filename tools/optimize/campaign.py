@@ -225,7 +225,8 @@ class Campaign:
         devices = device_slots(self.frozen.vendor, self.request.devices)
         reason = "every phase ran to its end"
         try:
-            with Slots(devices, self.frozen, self.settings, self.session.folder / "runs", self.workspace, self.ledger.add_spent) as slots:
+            with Slots(devices, self.frozen, self.settings, self.session.folder / "runs", self.workspace,
+                       lambda seconds: self.ledger.add_spent(seconds, "references")) as slots:
                 self.control.opened.set()
                 try:
                     self.baseline(slots.first)
@@ -259,7 +260,7 @@ class Campaign:
         if self.ledger.get("baseline") is None:
             started = time.perf_counter()
             legs, device = baseline_legs(base.process, self.settings.steps_per_leg, BASELINE_CI, BASELINE_MAX_LEGS)
-            self.ledger.add_spent(time.perf_counter() - started)
+            self.ledger.add_spent(time.perf_counter() - started, "solo legs")
             info = base.info
             evidence = measured("optimize", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
                                 inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
@@ -449,7 +450,7 @@ class Campaign:
             self.ledger.add_note(f"the profile for kernel proposals failed, none proposed: {exc.cause}")
             found = ProfileProposals()
         finally:
-            self.ledger.add_spent(time.perf_counter() - started)
+            self.ledger.add_spent(time.perf_counter() - started, "profile")
         for note in found.notes:
             self.ledger.add_note(note)
         queued = {tuple(sorted(levers)) for _, levers, _ in self.ledger.queued()}
@@ -584,7 +585,7 @@ class Campaign:
         device_s = time.perf_counter() - started
         shutil.rmtree(folder, ignore_errors=True)
         if result.verdict == "TIMEOUT" and CUT in result.reason:  # not a verdict on the candidate: unrecorded, so a resume runs it again
-            self.ledger.add_spent(device_s)
+            self.ledger.add_spent(device_s, "trials")
             self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({result.reason[:160]}): "
                                  "not recorded; starting the campaign again runs it")
             left_s = self.request.deadline_s - (time.monotonic() - self.started) if self.request.deadline_s is not None else 0.0

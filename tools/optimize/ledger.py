@@ -17,6 +17,10 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.optimize.models import Record
 
 KIND = "hyperloom.optimize.ledger/1"
+# where a campaign's device time goes: freezing the workload (its two runs and the twin), starting reference workers
+# (build, warm-up, outputs, profile; the first candidate's worker built beside the baseline's), the baseline's solo
+# legs, the trials (each record's device_s), the profile for kernel proposals
+PARTS = ("freeze", "references", "solo legs", "trials", "profile")
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS records (seq INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, record TEXT NOT NULL);
@@ -68,7 +72,7 @@ class Ledger:
             seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM records").fetchone()[0]
             record = record.model_copy(update={"seq": seq})
             self._db.execute("INSERT INTO records (seq, key, record) VALUES (?, ?, ?)", (seq, record.key, record.model_dump_json()))
-            self._add_spent(record.device_s)
+            self._add_spent(record.device_s, "trials")
         return record
 
     def records(self) -> list[Record]:
@@ -82,14 +86,23 @@ class Ledger:
     def spent_s(self) -> float:
         return float(self.get("spent_s") or 0.0)
 
-    def add_spent(self, seconds: float) -> None:
-        """Device time no record carries (freezing, reference workers' start-up and warm-up)."""
-        with self._lock, self._db:
-            self._add_spent(seconds)
+    def spent_parts_s(self) -> dict[str, float]:
+        """The device-seconds spent by part (PARTS), in the order they were first spent."""
+        return self.get_json("spent_parts_s", {})
 
-    def _add_spent(self, seconds: float) -> None:
-        row = self._db.execute("SELECT value FROM meta WHERE key = 'spent_s'").fetchone()
-        self._db.execute("INSERT OR REPLACE INTO meta VALUES ('spent_s', ?)", (repr(float(row[0] if row else 0.0) + seconds),))
+    def add_spent(self, seconds: float, part: str) -> None:
+        """Device time no record carries, under its part (PARTS: freezing, reference workers' start, the solo legs, the profile)."""
+        with self._lock, self._db:
+            self._add_spent(seconds, part)
+
+    def _add_spent(self, seconds: float, part: str) -> None:
+        if part not in PARTS:
+            raise ValueError(f"unknown part of the spent device time: {part!r}")
+        rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN ('spent_s', 'spent_parts_s')").fetchall())
+        parts = json.loads(rows.get("spent_parts_s", "{}"))
+        parts[part] = parts.get(part, 0.0) + seconds
+        self._db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             [("spent_s", repr(float(rows.get("spent_s", 0.0)) + seconds)), ("spent_parts_s", json.dumps(parts))])
 
     # the agent's proposals ----------------------------------------------------------------------
     def propose(self, levers: list[str], note: str) -> None:

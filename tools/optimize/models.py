@@ -118,6 +118,8 @@ class OptimizeStatus(BaseModel):
     baseline_step_s: float | None = Field(description="The baseline's median step, MEASURED.")
     budget_device_s: float
     spent_device_s: float
+    spent_by_part_s: dict[str, float] = Field(default_factory=dict, description="spent_device_s by part: freeze, references (their workers' "
+                                              "start: build, warm-up, outputs, profile), solo legs, trials, profile (the kernel proposals').")
     stop_reason: str | None
     error: str | None = None
     workloads: list[WorkloadRow] = Field(default_factory=list, description="A pass over several workloads: one row each.")

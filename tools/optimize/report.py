@@ -35,19 +35,20 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
     tried = [r for r in records if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
     state = state or ("closed" if ledger.get("closed_at") else "stopped" if ledger.get("stop_reason") else "not running")
     phase: Phase = "closed" if state == "closed" else ledger.get("phase") or "baseline"  # type: ignore[assignment]
-    spent = ledger.spent_s()
+    spent, parts = ledger.spent_s(), ledger.spent_parts_s()
     stop = ledger.get("stop_reason")
     summary = (f"{session.name}: {state}, phase {phase}; {len(tried)} candidate(s) tried; "
                + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated)" if last and last.speedup
                   else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
                + (f"; baseline {base_s * 1e3:.3g} ms/step" if base_s else "")
                + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f" ({pace(len(tried), spent)}; {served(tried)})" if tried else "")
+               + (f"; by part: {by_part(parts)}" if parts else "")
                + (f"; stopped: {stop}" if stop and state != "running" else ""))
     return OptimizeStatus(session=session.name, workload=session.frozen.target.workload, folder=workspace.relative(session.folder), state=state, phase=phase,
                           summary=summary,
                           candidates=len(tried), pending_proposals=len(ledger.queued()), stack=stack, gain=last.speedup if last else None,
                           gain_ci95=last.speedup_ci95 if last else None, baseline_step_s=base_s, budget_device_s=request.budget_device_s,
-                          spent_device_s=spent, stop_reason=stop, error=error)
+                          spent_device_s=spent, spent_by_part_s=parts, stop_reason=stop, error=error)
 
 
 def pace(candidates: int, spent_s: float) -> str:
@@ -55,6 +56,11 @@ def pace(candidates: int, spent_s: float) -> str:
     revalidations included) over the candidates timed or refused, and what that makes an hour."""
     each_s = spent_s / candidates
     return f"{each_s:.0f} device-s a candidate, all costs shared, {3600 / each_s:.0f} candidates per device-hour" if each_s > 0 else "no device time"
+
+
+def by_part(parts: dict[str, float]) -> str:
+    """Where the device time went (ledger.PARTS), largest first."""
+    return ", ".join(f"{name} {seconds:.0f} s" for name, seconds in sorted(parts.items(), key=lambda item: -item[1]))
 
 
 def served(tried: list[Record]) -> str:

@@ -80,7 +80,8 @@ def open_campaign(request: OptimizeRequest, workspace: Workspace) -> Session:
         return Session(name, folder, frozen, Ledger(folder / LEDGER, name, create=False))
     folder.mkdir(parents=True, exist_ok=True)
     ledger = Ledger(folder / LEDGER, name, create=True)
-    ledger.add_spent(freeze_s)
+    if freeze_s:  # frozen here, not before by workload freeze
+        ledger.add_spent(freeze_s, "freeze")
     write_bytes_atomic(manifest, json.dumps({"format": FORMAT, "session": name, "workload": frozen.target.workload, "knobs": frozen.target.knobs,
                                              "frozen_sha256": frozen.manifest_sha256, "created_at": dt.datetime.now(dt.timezone.utc).isoformat()},
                                             indent=2).encode() + b"\n")

@@ -22,7 +22,7 @@ from hyperloom.tools.workload.frozen import Frozen, compare, references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
 from hyperloom.tools.workload.proof import reference_evidence
-from hyperloom.tools.workload.spare import Spare
+from hyperloom.tools.workload.spare import Spare, Where
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
 LIVE_REFERENCES = 2  # the baseline and the current stack; another is started on demand
@@ -71,7 +71,11 @@ class Slot:
         process = WorkloadProcess(target_with(self.frozen.target, chosen, point), chosen, folder, self.workspace, self.settings.timeout_s,
                                   device=self.device, backend=self.backend)
         try:
-            process.__enter__()
+            if levers or point is not None:
+                process.__enter__()
+            else:  # the baseline: the first candidate's worker built beside it
+                self.spare.beside(process, Where(target_with(self.frozen.target, [], None), self.workspace, self.settings.timeout_s, self.device,
+                                                 self.backend), self.folder / "spare")
             process.warmup(self.settings.warmup_steps)
             frozen = references(self.frozen)
             outputs = saved_outputs(process, folder / "outputs", frozen if point is None else None)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import shutil
 import statistics
 import subprocess
+from contextlib import closing
 from typing import Any
 
 from hyperloom.core.errors import HyperloomError
@@ -46,7 +47,7 @@ from hyperloom.tools.workload.frozen import compare, read_frozen
 from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadBenchResult
-from hyperloom.tools.workload.spare import Spare
+from hyperloom.tools.workload.spare import Spare, Where
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.proof import reference_evidence
 from hyperloom.tools.workload.report import write_report
@@ -63,10 +64,12 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     if not frozen.gated:
         warnings.append("the workload has no outputs(): candidates are timed, not gated")
     try:
-        with WorkloadProcess(frozen.target, [], runs / "baseline", workspace, request.timeout_s) as base, Spare() as spare:
+        base = WorkloadProcess(frozen.target, [], runs / "baseline", workspace, request.timeout_s)
+        with closing(base), Spare() as spare:
+            spare.beside(base, Where(frozen.target, workspace, request.timeout_s), runs / "spare")  # the A/A's worker built beside the baseline
             info = base.info
             base.warmup(request.warmup_steps)
-            warnings += _others_on_gpu(info, [base.pid], request.exclusive)
+            warnings += _others_on_gpu(info, [base.pid, spare.pid], request.exclusive)
             base_checks = compare(saved_outputs(base, runs / "baseline" / "outputs", references), references, frozen.tolerances)
             if not all(c.passed for c in base_checks):
                 raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in base_checks if not c.passed)[:500],

@@ -22,7 +22,7 @@ from hyperloom.tools.workload import derived, generated, twin
 from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
 from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, WorkloadFreezeRequest, WorkloadFreezeResult
 from hyperloom.tools.workload.pinned import pin
-from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess, enter_together
 
 RUNS = 2
 
@@ -68,9 +68,12 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     twin_run: dict[str, Any] | None = None
     twin_failure = ""
     chosen: list[str] = []
-    for index in range(RUNS):
-        try:
-            with WorkloadProcess(target, [], runs / f"baseline{index}", workspace, request.timeout_s) as process:
+    # the runs' workers built at once, each closed once its run is done (its twin, made in place, then has the memory)
+    processes = [WorkloadProcess(target, [], runs / f"baseline{index}", workspace, request.timeout_s) for index in range(RUNS)]
+    try:
+        enter_together(processes)
+        for index, process in enumerate(processes):
+            try:
                 if request.warmup_steps:
                     process.warmup(request.warmup_steps)
                 else:
@@ -86,10 +89,15 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                         twin_run = process.twin(runs / "twin", teacher)
                     except WorkloadFailure as failure:
                         twin_failure = failure.message
-        except WorkloadFailure as failure:
-            raise refusal(failure, request.workload, request.timeout_s) from None
-        if progress is not None:
-            progress(index + 1, RUNS)
+            finally:
+                process.close()
+            if progress is not None:
+                progress(index + 1, RUNS)
+    except WorkloadFailure as failure:
+        raise refusal(failure, request.workload, request.timeout_s) from None
+    finally:
+        for process in processes:
+            process.close()
     info = infos[0]
     teachers = [n for n in saved[1] if n.endswith(twin.TEACHER)]
     for teacher_output in teachers:  # scored in the second run only: frozen beside the first run's outputs

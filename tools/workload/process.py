@@ -9,7 +9,9 @@ A baseline and a candidate live in two such processes at once, so their legs can
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,6 +169,33 @@ class WorkloadProcess:
             named = f"{step or entry}, {CUT}" if cut and outcome.status == "TIMEOUT" else step or entry
             raise WorkloadFailure(outcome.status, named, outcome)
         return outcome.result
+
+
+def enter_together(processes: Sequence[WorkloadProcess], optional: Sequence[WorkloadProcess] = ()) -> list[WorkloadProcess]:
+    """Start and build every process at once, each in its own worker: a model's build is mostly its host's work (a 1.2B
+    decoder's random weights took 33.5 s of a worker's start on the H200's host, results/h200/workload-gate/build_probe.log),
+    so N builds take about the longest of them, not their sum. Returns those of `optional` that built (one that failed
+    is closed); a failure of one of `processes` closes every one and is raised (the first, in the order given)."""
+    everyone = [*processes, *optional]
+    failures: list[BaseException | None] = [None] * len(everyone)
+
+    def build(index: int) -> None:
+        try:
+            everyone[index].__enter__()  # closes its own worker when it raises
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the caller's thread
+            failures[index] = exc
+
+    threads = [threading.Thread(target=build, args=(index,), name=f"workload-build-{index}", daemon=True) for index in range(len(everyone))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    first = next((failure for failure in failures[: len(processes)] if failure is not None), None)
+    if first is not None:
+        for process in everyone:
+            process.close()
+        raise first
+    return [process for process, failure in zip(optional, failures[len(processes):], strict=True) if failure is None]
 
 
 def _payload(levers: list[Lever]) -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload.levers import Lever, unserved
-from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
+from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess, enter_together
 
 
 def servable(levers: list[Lever]) -> bool:
@@ -53,10 +53,30 @@ class Spare:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def pid(self) -> int | None:
+        """The kept worker's process id, or None when none is kept."""
+        return None if self.process is None else self.process.pid
+
     def close(self) -> None:
         if self.process is not None:
             self.process.close()
         self.process = self.where = None
+
+    def beside(self, reference: WorkloadProcess, where: Where, folder: Path) -> None:
+        """Build `reference` (not started yet) and, when this spare is enabled and empty, a kept worker for `where` with no
+        levers, at once (process.enter_together): the first candidate (an A/A's second worker) is then served a copy
+        instead of being built after the reference. A kept worker that failed to build or could not keep its workload
+        is dropped (that candidate builds its own); the reference's failure is raised."""
+        if not self.enabled or self.process is not None:
+            reference.__enter__()
+            return
+        kept = WorkloadProcess(where.target, [], folder, where.workspace, where.timeout_s, device=where.device, backend=where.backend, keep=True)
+        for process in enter_together([reference], [kept]):
+            if process.info.get("reusable"):
+                self.process, self.where = process, where
+            else:
+                process.close()
 
     @contextmanager
     def candidate(self, where: Where, levers: list[Lever], folder: Path, deadline_at: float | None) -> Iterator[WorkloadProcess]:
