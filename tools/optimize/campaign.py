@@ -63,6 +63,7 @@ AFTER_SEARCH = "what follows it (keeping the best winner, a rival's revalidation
 DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long to answer, then its workers are killed
 SEARCH: frozenset[Phase] = frozenset({"levers", "combine", "kernels"})  # the phases a stop rule may end early (what follows: settle, the sweep)
 # cheapest first: a knob costs a build, a compile minutes
+TUNERS = frozenset({"tunableop", "compile_max_autotune", "compile_max_autotune_no_cudagraphs"})  # tried last, whatever their kind
 COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
 
 
@@ -625,10 +626,11 @@ def rival_order(winners: list[Record], stack: list[str]) -> list[Record]:
 
 
 def catalog_order(vendor: str) -> list[str]:
-    """The catalog's levers for `vendor`, cheapest first, the max-autotune compiles last: Inductor's autotuning of a
-    conv net's Triton convolutions ran past 150 s on the H200 and took 150 of a 264 device-s campaign, where plain
-    compile took 14 s."""
-    levers = sorted((item for item in CATALOG if vendor in item.vendors), key=lambda item: (COST[item.kind], item.name.startswith("compile_max_autotune")))
+    """The catalog's levers for `vendor`, cheapest first, the searching ones last (TUNERS: each tunes per shape; on the
+    H200 Inductor's autotuning of a conv net's Triton convolutions ran past 150 s and took 150 of a 264 device-s
+    campaign, where plain compile took 14 s; TunableOp on a 1.2B decoder was still tuning, a fresh worker's build
+    done, when its campaign's deadline cut it at 40 s, before compile or graph had run)."""
+    levers = sorted((item for item in CATALOG if vendor in item.vendors), key=lambda item: (item.name in TUNERS, COST[item.kind], item.name))
     return [item.name for item in levers]
 
 
