@@ -94,7 +94,7 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     if not kernels and not ops:
         raise EmptyTrace(f"{label} has no GPU kernels and no operators: nothing ran in the profiled window",
                              "profile steps that do work (check the profiler's schedule: wait, warmup and active steps)")
-    _link(kernels, ops, launches)
+    link_kernels(kernels, ops, launches)
     attach_modules(ops, frames)
     names = {str(p.get("id")): str(p.get("name")) for p in meta.get("deviceProperties") or [] if isinstance(p, dict)}
     trace = Trace("torch.profiler", kernels, ops, window_of(steps, kernels, ops), names,
@@ -104,7 +104,9 @@ def parse_chrome(doc: Any, label: str) -> Trace:
     return trace
 
 
-def _link(kernels: list[Kernel], ops: list[Op], launches: dict[int, dict]) -> None:
+def link_kernels(kernels: list[Kernel], ops: list[Op], launches: dict[int, dict]) -> None:
+    """Each kernel its launching op (by the op's external id), and its launch and copy size from the runtime call
+    that launched it (`launches`: correlation -> that call's args) where the trace records them."""
     by_ext = {op.ext_id: op for op in ops if op.ext_id is not None}
     for k in kernels:
         if k.ext_id is not None:

@@ -26,7 +26,7 @@ PROFILER_ENVIRON = {"TEARDOWN_CUPTI": "1"}
 def profiled(run: Callable[[], Any], gpu: bool, trace: str | None, parameter_bytes: int | None = None) -> dict[str, Any]:
     """`run` once under torch.profiler (CPU, and CUDA/HIP on a GPU): {"ops": name -> count, "kernels": name -> count};
     with `trace`, shapes recorded and the step's work weighed: here from the raw events ("work", a StepWork's JSON)
-    where they suffice (a CPU step: kineto.py), else the Chrome trace written there for the controller to weigh."""
+    where they carry what it reads (kineto.py: a CPU step or a GPU one), else the Chrome trace written there for the controller to weigh."""
     from torch.profiler import ProfilerActivity, profile
 
     from hyperloom.tools.profile.capture import export_json
