@@ -657,3 +657,22 @@ def test_rivals_that_share_no_lever_with_an_unsteady_stack_are_tried_first():
     order = [w.result.levers for w in rival_order(winners, stack)]
     assert order == [["compile"], ["graph"], ["compile_reduce_overhead", "cudagraph_step_begin"], ["compile_reduce_overhead"],
                      ["compile", "skip_guard_eval"]], order
+
+
+def test_winners_are_ranked_by_their_own_legs_not_by_a_ratio_whose_reference_moved():
+    """The conv net's levers phase on the H200 (session 24): compile read 2.81x beside a baseline running at 1.5x its
+    solo pace, and was kept by that ratio, then revalidated at 1.82x; by its own legs the reduce-overhead compile was
+    the fastest winner (2.28x by hand in the same session)."""
+    from hyperloom.tools.optimize.campaign import fastest_first, rival_order
+    from hyperloom.tools.optimize.models import Record
+
+    saved = json.loads((REPO / "results" / "h200" / "user-workloads" / "campaign" / "conv_resnet.session24.optimize.json").read_text())
+    winners = [w for w in (Record.model_validate(r) for r in saved["records"]) if w.phase == "levers" and w.decision == "WINNER"]
+    assert max(winners, key=lambda w: w.result.speedup).result.levers == ["compile"]
+    ranked = fastest_first(winners)
+    order = [w.result.levers for w in ranked]
+    assert order[0] == ["compile_reduce_overhead"] and order.index(["compile"]) > 3, order
+    assert rival_order(winners, ["compile_reduce_overhead"])[0].result.levers == ["compile"]  # the one sharing no lever with the stack first
+    for winner in ranked:  # without legs (a record that has none): by ratio, as before
+        winner.result.candidate_legs_s = []
+    assert fastest_first(winners)[0].result.levers == ["compile"]
