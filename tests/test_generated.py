@@ -132,16 +132,18 @@ def test_the_decoder_example_with_top_logprobs_is_frozen_under_its_declared_tole
 
 
 TIED = '''
-import pathlib
+import os
 import numpy as np
 
 class Tied:
     tolerances = {"tokens.top_logprobs": {"atol": 0.04}}
 
     def __init__(self, drift):
-        path = pathlib.Path("builds.txt")  # each build counts itself: the second baseline run is build 1
-        self.n = int(path.read_text()) + 1 if path.exists() else 0
-        path.write_text(str(self.n))
+        try:  # the first build to claim the file is build 0, the other build 1 (freeze builds its two runs at once)
+            os.close(os.open(f"claimed-{drift}", os.O_CREAT | os.O_EXCL))
+            self.n = 0
+        except FileExistsError:
+            self.n = 1
         self.drift = drift
 
     def step(self):

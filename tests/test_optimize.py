@@ -371,7 +371,7 @@ def test_the_kernel_proposals_profile_runs_the_stack_with_every_lever_in_place(w
 
 
 PACED = '''
-import pathlib, time
+import os, time
 from typing import Literal
 
 class Paced:
@@ -390,11 +390,15 @@ class Paced:
         return {"y": [1.0, 2.0, 3.0]}
 
 def _pace():
-    """1 and 2 by turns: each process built under jitter=on counts itself in a file in the workspace (its folder)."""
-    path = pathlib.Path("paced_runs.txt")
-    runs = int(path.read_text()) + 1 if path.exists() else 1
-    path.write_text(str(runs))
-    return 1 + runs % 2
+    """1 and 2 by turns: each process built under jitter=on claims the next number in the workspace (its folder), at
+    once where two are built at once (a file created only if it does not exist)."""
+    runs = 1
+    while True:
+        try:
+            os.close(os.open(f"paced_run_{runs}", os.O_CREAT | os.O_EXCL))
+            return 1 + runs % 2
+        except FileExistsError:
+            runs += 1
 
 def build(jitter: Literal["on", "off"] = "on", repeat: int = 4):
     return Paced(jitter, repeat)
