@@ -120,6 +120,27 @@ def test_a_trial_that_fails_closes_its_worker_and_the_next_candidate_is_built_af
     spare.close()
 
 
+def test_a_candidate_that_raised_in_its_worker_leaves_that_worker_kept_for_the_next(small, tmp_path):
+    """RAISED (the candidate's own exception, the worker alive): the copy released, the worker serves the next
+    candidate; a timeout (a worker suspect) still closes it."""
+    spare, where = Spare(), _where(small)
+    with pytest.raises(WorkloadFailure) as caught:
+        with spare.candidate(where, [], tmp_path / "a", None) as first:
+            pid = first.pid
+            first.serve([lever("cudnn_benchmark")], tmp_path / "b", None)  # refused in the worker: RAISED
+    assert caught.value.status == "RAISED" and spare.process is not None and spare.process.pid == pid
+    with spare.candidate(where, [lever("compile")], tmp_path / "c", None) as second:
+        assert second.pid == pid and spare.turn == 2
+        second.warmup(1)
+    with pytest.raises(WorkloadFailure) as caught:
+        with spare.candidate(where, [], tmp_path / "d", None) as third:
+            assert third.pid == pid
+            third.timeout_s = 0.05
+            third._call("warmup", {"steps": 100000})  # a step loop that runs past its call's limit: TIMEOUT
+    assert caught.value.status == "TIMEOUT" and spare.process is None
+    spare.close()
+
+
 def test_the_worker_refuses_to_serve_a_lever_that_changes_the_process(small, tmp_path):
     with WorkloadProcess(_where(small).target, [], tmp_path / "a", small, 120.0, keep=True) as process:
         with pytest.raises(WorkloadFailure) as caught:

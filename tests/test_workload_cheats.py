@@ -238,8 +238,9 @@ def test_the_other_worker_is_stopped_with_a_child_that_left_its_session_and_cont
         worker.wait()
 
 
-def _leg(worker_s: float, controller_s: float) -> timed.Leg:
-    return timed.Leg(step_s=controller_s, controller_s=controller_s, worker_s=worker_s, worker_step_s=[worker_s], device_s=[], tampered=[], seeds=None)
+def _leg(worker_s: float, controller_s: float, device: list[float] | None = None) -> timed.Leg:
+    return timed.Leg(step_s=controller_s, controller_s=controller_s, worker_s=worker_s, worker_step_s=[worker_s], device_s=device or [], tampered=[],
+                     seeds=None)
 
 
 @pytest.mark.parametrize(("worker_s", "reference_share", "lied"), [(0.25, None, True), (0.69, None, True), (0.9, None, False), (1.0, None, False),
@@ -258,9 +259,21 @@ def test_legs_too_short_for_the_call_s_own_cost_are_not_called_lies():
     assert timed.disagreement([_leg(1e-3, 4e-3)] * 5) is not None  # a quarter of 4 ms legs: 3 ms a leg unaccounted for
 
 
-@pytest.mark.parametrize(("paired", "solo", "flagged"), [([1.6, 1.7, 1.6], 1.0, True), ([1.2, 1.3, 1.4], 1.0, False), ([2.0], None, False)])
+@pytest.mark.parametrize(("paired", "solo", "flagged"), [([1.6, 1.7, 1.6], 1.0, True), ([1.4, 1.49, 1.5], 1.0, True),
+                                                           ([1.1, 1.2, 1.25], 1.0, False), ([2.0], None, False)])
 def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paired, solo, flagged):
     assert (timed.slowed(paired, solo) is not None) == flagged
+
+
+def test_a_slowed_reference_says_its_device_time_so_the_host_s_share_shows():
+    """On the H200 a conv net's eager reference ran 11.4 ms legs beside one candidate and 7.7 ms alone; whether the
+    device or the host took the extra time was not recorded."""
+    said = timed.slowed([11.4e-3, 11.5e-3, 11.2e-3], 7.7e-3, 7.2e-3)
+    assert said is not None and "its device time 7.2 ms a step in the pairs" in said and "11.4 ms a step" in said
+    from hyperloom.tools.workload.ab import Paired
+
+    run = Paired(reference=[_leg(11e-3, 11e-3, device=[7.1e-3, 7.3e-3]), _leg(11e-3, 11e-3, device=[7.2e-3])])
+    assert run.base_device == pytest.approx(7.2e-3) and Paired().base_device is None
 
 
 def test_a_leg_s_outputs_are_written_off_its_clock_and_the_writer_s_tamper_report_is_kept(tmp_path):

@@ -227,7 +227,8 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                                baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told, work=work,
                                pairs=len(run.cand_legs))
     result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
-    for suspect in (slowed(run.base_legs, solo_s), two_paced(run.cand_legs)):  # named, not judged: a busy machine reads the same
+    result = result.model_copy(update={"baseline_device_step_s": run.base_device})
+    for suspect in (slowed(run.base_legs, solo_s, run.base_device), two_paced(run.cand_legs)):  # named, not judged: a busy machine reads the same
         if suspect is not None:
             result = result.model_copy(update={"reason": _noted(result.reason, suspect)})
     extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
@@ -288,6 +289,12 @@ class Paired:
     def extended(self, more: Paired) -> Paired:
         return Paired(self.base_legs + more.base_legs, self.cand_legs + more.cand_legs, more.device if self.device is None else self.device,
                       more.rejected, self.candidate + more.candidate, self.reference + more.reference, more.checks, self.gate_s + more.gate_s)
+
+    @property
+    def base_device(self) -> float | None:
+        """The reference's median device time a step over its paired legs (GPU only): with its legs, where its time went."""
+        device = [s for timed in self.reference for s in timed.device_s]
+        return statistics.median(device) if device else None
 
 
 def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: PairGate | None = None) -> Paired:

@@ -173,6 +173,8 @@ class CandidateResult(BaseModel):
     baseline_legs_s: list[float] = Field(default_factory=list)
     candidate_legs_s: list[float] = Field(default_factory=list)
     device_step_s: float | None = Field(None, description="Median device time per step (events around the step), GPU only.")
+    baseline_device_step_s: float | None = Field(None, description="The reference's median device time per step over its paired legs, GPU "
+                                                 "only: beside baseline_legs_s, whether a slow reference was slow on the device or on the host.")
     warmup_s: float | None = Field(None, description="The candidate's warm-up steps, compile included.")
     engagement: list[Engagement] = Field(default_factory=list)
     outputs: list[OutputCheck] = Field(default_factory=list)

@@ -102,7 +102,8 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
     """Drop the last candidate (its copy of the workload, its captured graph, dynamo's compiled code, CUDA graphs and
     counters) and give its device memory back, so that a kept worker waiting for its next candidate holds only the
     workload as built. Idempotent: with nothing held since the last release (the kept worker releases when a trial
-    ends, then serve releases again) dynamo is not reset twice."""
+    ends, then serve releases again) dynamo is not reset twice. On a GPU the device is synchronized first: a fault the
+    last candidate left (sticky, as an illegal address is) raises here, and the caller closes this worker."""
     if STATE.obj is None and STATE.step is None and STATE.graph is None:
         return {}
     torch = _torch()
@@ -115,6 +116,7 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
             dynamo.reset()
             dynamo.utils.counters.clear()
         if STATE.gpu:
+            torch.cuda.synchronize()  # a sticky device fault (an illegal address) raises here: the worker is not kept
             torch.cuda.empty_cache()
     return {}
 

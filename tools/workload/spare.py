@@ -7,7 +7,8 @@ released (runner.release), so a fresh worker started meanwhile finds the device 
 Only levers that act on the built workload are served (levers.SERVED_KINDS, levers.unserved: compile, a graph, the attention backend, a
 stance, the static cache, the memory format, the decode loop). A candidate with an environment variable, a torch
 setting, an overrides module or a knob changes the process or the build, so it gets a fresh worker, closed after its
-trial; so does one after a trial that ended in a worker failure (a crash, a timeout: the worker is gone or suspect).
+trial; so does one after a trial that ended in a worker failure (a crash, a timeout: the worker is gone or suspect); a
+candidate that raised in a worker still alive leaves that worker kept, once it released the copy and its device answered.
 """
 
 from __future__ import annotations
@@ -81,7 +82,11 @@ class Spare:
     @contextmanager
     def candidate(self, where: Where, levers: list[Lever], folder: Path, deadline_at: float | None) -> Iterator[WorkloadProcess]:
         """A worker with the candidate's levers in place: the kept one served a copy when it can, else a fresh one
-        (kept after the trial when its levers allow). A trial that raises closes its worker."""
+        (kept after the trial when its levers allow). A trial that raises closes its worker, unless what it raised is
+        the candidate's own exception, answered by a worker still alive (RAISED: sdpa_efficient's "No available
+        kernel", a graph capture refused): that worker is kept when it then releases the copy and its device answers
+        (runner.release synchronizes it: a sticky device fault fails there). On the H200 each RAISED candidate of a
+        1.2B decoder's campaign left the next one a 33 s build."""
         keep, self.turn = self.enabled and servable(levers), 1
         process = self._served(where, levers, folder, deadline_at) if keep else None
         if process is None:
@@ -91,9 +96,16 @@ class Spare:
         self.turn = process.served
         try:
             yield process
+        except WorkloadFailure as failure:
+            self._after(process, where, keep and failure.status == "RAISED")
+            raise
         except BaseException:
             process.close()
             raise
+        self._after(process, where, keep)
+
+    def _after(self, process: WorkloadProcess, where: Where, keep: bool) -> None:
+        """The trial's worker kept for the next candidate (its copy released) when `keep` and it can be; else closed."""
         if keep and process.info.get("reusable") and self._released(process):
             self.close()
             self.process, self.where = process, where
