@@ -197,6 +197,14 @@ def test_a_lever_that_leaves_no_trace_is_a_no_op(mlp):
     assert no_op.verdict == "NO_OP" and "scaled_dot_product_attention" in no_op.reason and no_op.speedup is None
 
 
+def test_a_kept_worker_serves_the_a_a_and_the_candidates_unless_fresh_workers_are_asked_for(mlp):
+    _freeze(mlp)
+    served = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["sdpa_math"], ["sdpa_math"]], **FAST), mlp)
+    assert [r.worker_turn for r in (served.same_work, *served.candidates)] == [2, 3, 4]  # the A/A's worker was built beside the baseline
+    fresh = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["sdpa_math"], ["sdpa_math"]], fresh_workers=True, **FAST), mlp)
+    assert [r.worker_turn for r in (fresh.same_work, *fresh.candidates)] == [1, 1, 1]
+
+
 def test_torch_compile_is_a_lever_gated_and_timed_on_the_cpu(mlp):
     _freeze(mlp)
     result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["compile"]], **{**FAST, "timeout_s": 300.0}), mlp)

@@ -65,7 +65,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
         warnings.append("the workload has no outputs(): candidates are timed, not gated")
     try:
         base = WorkloadProcess(frozen.target, [], runs / "baseline", workspace, request.timeout_s)
-        with closing(base), Spare() as spare:
+        with closing(base), Spare(enabled=not request.fresh_workers) as spare:
             spare.beside(base, Where(frozen.target, workspace, request.timeout_s), runs / "spare")  # the A/A's worker built beside the baseline
             info = base.info
             base.warmup(request.warmup_steps)

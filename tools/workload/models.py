@@ -104,6 +104,8 @@ class WorkloadBenchRequest(Request):
     target_ci: float = Field(0.02, gt=0, le=1, description="Baseline CI target.")
     max_baseline_legs: int = Field(30, ge=5, le=1000, description="Most baseline legs.")
     exclusive: bool = Field(False, description="Refuse a shared GPU.")
+    fresh_workers: bool = Field(False, description="Build every candidate its own worker (no kept worker serving copies): "
+                                "as a user's process runs it; on the H200 one compiled stack ran 6 ms legs served and 12 ms fresh.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
 
 
