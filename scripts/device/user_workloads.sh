@@ -15,7 +15,7 @@ started=$(date +%s)
 python3 -m hyperloom.cli.main workload freeze --workload "scripts/device/user_workloads/$name.py:build" --name "$name" --overwrite --json > "$out/$name.freeze.json" 2>>"$log"
 echo "$name: freeze exit $? after $(( $(date +%s) - started )) s" | tee -a "$log"
 python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r.get('summary')); [print(' ', o['name'], o['tolerance'].get('derived')) for o in r.get('outputs', [])]" "$out/$name.freeze.json" 2>&1 | tee -a "$log"
-python3 -m hyperloom.cli.main workload bench --name "$name" "${candidates[@]}" --pairs 5 --steps-per-leg 2 --json > "$out/$name.bench.json" 2>>"$log"
+python3 -m hyperloom.cli.main workload bench --name "$name" "${candidates[@]}" --pairs 5 --steps-per-leg 2 ${BENCH_ARGS:-} --json > "$out/$name.bench${TAG:-}.json" 2>>"$log"
 echo "$name: bench exit $? after $(( $(date +%s) - started )) s" | tee -a "$log"
 python3 -c "
 import json, sys
@@ -25,4 +25,4 @@ for c in r.get('candidates', []):
     print('     trial', round(c.get('trial_s') or 0, 1), 's gate', round(c.get('gate_s') or 0, 1), 's', {k: round(v, 1) for k, v in (c.get('gate_parts_s') or {}).items()}, 'turn', c.get('worker_turn'))
     for o in c['outputs']:
         print('     ', o['output'], o['passed'], o['detail'][:220])
-" "$out/$name.bench.json" 2>&1 | tee -a "$log"
+" "$out/$name.bench${TAG:-}.json" 2>&1 | tee -a "$log"
