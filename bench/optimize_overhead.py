@@ -27,7 +27,7 @@ from pathlib import Path
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.api import optimize_report, run_campaign
 from hyperloom.tools.optimize.models import OptimizeRef, OptimizeRequest
-from hyperloom.tools.optimize.report import pace
+from hyperloom.tools.optimize.report import by_part, pace
 
 WORKLOAD = '''
 import time
@@ -72,6 +72,7 @@ def decoder(deadline_s: float, pairs: int, steps_per_leg: int) -> None:
     print(f"MEASURED on this machine's CPU: one campaign over a 4-layer Llama decoder (plain generate, no levers listed), {wall_s:.0f} s wall, "
           f"deadline {deadline_s:g} s")
     print(f"  {tried} candidates tried, {spent:.0f} device-s spent: " + (pace(tried, spent) if tried else "none tried"))
+    print(f"  by part: {by_part(report.status.spent_by_part_s)}")
     for r in report.records:
         share = f", gate {r.result.gate_s / r.result.trial_s:.0%}" if r.result.gate_s and r.result.trial_s else ""
         print(f"  #{r.seq} {r.phase:<10} {' + '.join(r.result.levers) or 'A/A':<40} {r.result.verdict:<10} {r.device_s:6.1f} s{share}")
