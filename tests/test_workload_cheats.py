@@ -265,6 +265,22 @@ def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paire
     assert (timed.slowed(paired, solo) is not None) == flagged
 
 
+def test_a_candidate_faster_only_beside_a_slowed_reference_is_not_faster():
+    """Beside a reference slowed to 1.5x its solo pace, a candidate at the baseline's own pace reads 1.5x: judged against
+    the solo pace it gains nothing. One at twice the solo pace keeps its FASTER."""
+    from hyperloom.tools.workload.ab import held_alone, judge
+
+    solo = 10e-3
+    matched = judge(["x"], [15e-3] * 6, [10e-3] * 6, None, 0.02, [], [], 0.0)
+    assert matched.verdict == "FASTER" and matched.speedup == pytest.approx(1.5)
+    held = held_alone(matched, solo, 0.02)
+    assert held.verdict == "NOT_FASTER" and held.reason.startswith("faster only beside a slowed reference: 1x") and held.speedup == matched.speedup
+    faster = judge(["x"], [15e-3] * 6, [5e-3] * 6, None, 0.02, [], [], 0.0)
+    assert held_alone(faster, solo, 0.02).verdict == "FASTER"
+    slower = judge(["x"], [15e-3] * 6, [20e-3] * 6, None, 0.02, [], [], 0.0)
+    assert held_alone(slower, solo, 0.02) == slower  # only a FASTER is reconsidered
+
+
 def test_a_slowed_reference_says_its_device_time_so_the_host_s_share_shows():
     """On the H200 a conv net's eager reference ran 11.4 ms legs beside one candidate and 7.7 ms alone; whether the
     device or the host took the extra time was not recorded."""
