@@ -74,8 +74,7 @@ class Slot:
             if levers or point is not None:
                 process.__enter__()
             else:  # the baseline: the first candidate's worker built beside it
-                self.spare.beside(process, Where(target_with(self.frozen.target, [], None), self.workspace, self.settings.timeout_s, self.device,
-                                                 self.backend), self.folder / "spare")
+                self.spare.beside(process, Where(process.target, self.workspace, self.settings.timeout_s, self.device, self.backend), self.folder / "spare")
             process.warmup(self.settings.warmup_steps)
             frozen = references(self.frozen)
             outputs = saved_outputs(process, folder / "outputs", frozen if point is None else None)

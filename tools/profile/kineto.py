@@ -28,7 +28,8 @@ from hyperloom.tools.profile.trace import Kernel, Op, Trace
 # Every field of a raw event read below for every event; a torch whose events lack one gets the JSON path.
 EVENT_FIELDS = ("device_type", "device_index", "device_resource_id", "start_ns", "duration_ns", "name", "start_thread_id", "correlation_id",
                 "linked_correlation_id", "shapes", "dtypes", "concrete_inputs")
-RUNTIME_KINDS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "privateuse1_runtime", "privateuse1_driver"})
+# a host event's kind that is a runtime or driver call: torch's activity types, and _host_kind's "runtime" without them
+RUNTIME_KINDS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "privateuse1_runtime", "privateuse1_driver", "runtime"})
 RUNTIME_CALL = re.compile(r"(cuda|cu|hip|hsa)[A-Z_]")  # cudaLaunchKernel, cuLaunchKernelEx, hipMemcpyAsync, hsa_signal_wait...
 COPY_KINDS = (("Memcpy", "memcpy"), ("Memset", "memset"))  # a device event's kind by its name's start; else a kernel
 
@@ -69,7 +70,7 @@ def trace_of(prof: Any, events: list[Any] | None = None) -> Trace | None:
                 steps.append((start_us, start_us + dur_us))
             continue
         kind = event.activity_type() if typed else _host_kind(event, name)
-        if kind in RUNTIME_KINDS or kind == "runtime":
+        if kind in RUNTIME_KINDS:
             if name.endswith(GRAPH_LAUNCH):
                 graphs.append((start_us, event.correlation_id()))
             continue

@@ -73,24 +73,22 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     try:
         enter_together(processes)
         for index, process in enumerate(processes):
-            try:
-                if request.warmup_steps:
-                    process.warmup(request.warmup_steps)
-                else:
-                    process.time(1)
-                teacher = _teacher(saved[0], runs / "baseline0") if index and chosen else {}
-                saved.append(process.outputs(runs / f"baseline{index}", teacher))
-                infos.append(process.info)
-                if index == 0:
-                    _refuse_reserved(list(saved[0]))
-                    chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
-                elif chosen:
-                    try:
-                        twin_run = process.twin(runs / "twin", teacher)
-                    except WorkloadFailure as failure:
-                        twin_failure = failure.message
-            finally:
-                process.close()
+            if request.warmup_steps:
+                process.warmup(request.warmup_steps)
+            else:
+                process.time(1)
+            teacher = _teacher(saved[0], runs / "baseline0") if index and chosen else {}
+            saved.append(process.outputs(runs / f"baseline{index}", teacher))
+            infos.append(process.info)
+            if index == 0:
+                _refuse_reserved(list(saved[0]))
+                chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
+            elif chosen:
+                try:
+                    twin_run = process.twin(runs / "twin", teacher)
+                except WorkloadFailure as failure:
+                    twin_failure = failure.message
+            process.close()  # its memory free before the next run's twin; on a failure, the finally below
             if progress is not None:
                 progress(index + 1, RUNS)
     except WorkloadFailure as failure:
