@@ -51,6 +51,9 @@ def _lacks(need: Need, facts: dict[str, Any], evidence: dict[str, Any]) -> str |
     ops: dict[str, int] = evidence.get("ops") or {}
     if need in ("generate", "static_cache"):
         return None if not facts or facts.get("generate") else "the workload's model has no transformers generate with a generation_config"
+    if need == "projections":
+        return None if not facts or facts.get("projection_groups") else ("the workload's model has no sibling projections to fuse (q/k/v, "
+                                                                         "query/key/value or gate/up as plain Linear layers on one input width)")
     if need == "float32_weights":
         return None if not facts or facts.get("float32_weights") else "the workload's model has no float32 weights (TF32 acts on float32 matmuls)"
     if not ops:  # no profiled step to read: not known

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hyperloom.tools.profile.classify import kernel_class, op_class
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import Engagement
 
@@ -69,6 +70,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         count = int(seen.get("channels_last") or 0)
         return Engagement(lever=lever.name, engaged=count > 0, evidence=f"{count} 4-D weight(s) in channels_last; " + _kernel_change(seen, baseline) if count
                           else "the model has no 4-D weights (no convolutions): nothing for the format to change")
+    if lever.kind == "fusion":
+        return _fused(lever, seen, baseline)
     if lever.kind == "knob":
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)
@@ -103,6 +106,34 @@ def _decode_loop(lever: Lever, seen: dict[str, Any]) -> Engagement:
     graphs = int(seen.get("compiled_graphs", 0))
     return Engagement(lever=lever.name, engaged=True, calls=loops,
                       evidence=f"{loops} generate call(s) in one step took the loop, none fell back; {graphs} compiled graph(s)")
+
+
+def _fused(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Engagement:
+    """Engaged where groups were fused and the step ran fewer GEMMs than its reference (a fused group whose members the
+    model calls on different inputs computes each apart: no fewer GEMMs, not engaged)."""
+    placement = seen.get("fused_projections") or {}
+    placed, apart = dict(placement.get("placed") or {}), dict(placement.get("not_placed") or {})
+    left = ("; left apart: " + "; ".join(f"{why} (x{n})" for why, n in apart.items())) if apart else ""
+    if not placed:
+        return Engagement(lever=lever.name, engaged=False, evidence="no sibling projections were fused" + left)
+    fused = ", ".join(f"{n} x {label}" for label, n in placed.items())
+    mine, theirs, key = _gemms(seen, baseline)
+    if mine is None:
+        return Engagement(lever=lever.name, engaged=False, evidence=f"fused {fused}, but the profiled step showed no GEMM to count{left}")
+    fewer = mine < theirs
+    return Engagement(lever=lever.name, engaged=fewer, evidence=f"fused {fused}; GEMM {key} in one step {theirs} -> {mine}"
+                      + ("" if fewer else ": no fewer than the reference's (the model calls the members on different inputs)") + left)
+
+
+def _gemms(seen: dict[str, Any], baseline: dict[str, Any]) -> tuple[int | None, int, str]:
+    """The GEMMs one step ran, the candidate's and its reference's: device kernels where both profiles have them (a
+    replayed graph's kernels show there, its ops do not), else CPU ops; None where neither shows one."""
+    for key, classify in (("kernels", kernel_class), ("ops", op_class)):
+        mine = sum(count for name, count in (seen.get(key) or {}).items() if classify(name) == "gemm")
+        theirs = sum(count for name, count in (baseline.get(key) or {}).items() if classify(name) == "gemm")
+        if mine and theirs:
+            return mine, theirs, key
+    return None, 0, ""
 
 
 def compile_note(seen: dict[str, Any], reference: dict[str, Any]) -> str:

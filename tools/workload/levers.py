@@ -8,7 +8,7 @@ which act on compiled code only and so are NO_OP on an eager baseline: optimize 
 a replacement of the model's generate (decode_loop: greedy decode on a static KV cache as replayed graphs; NO_OP where
 the workload's generate uses a dynamic cache, so optimize tries it on a stack that made the cache static), or one of the workload's own knobs
 (`knob:NAME=VALUE`, a keyword argument of its factory), a change made to the built model (a static KV cache for its generate,
-channels_last memory format), or an overrides module (`overrides:FILE.py`, imported in the
+channels_last memory format, sibling projections fused into one GEMM), or an overrides module (`overrides:FILE.py`, imported in the
 worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
 Each names the vendors it applies to (`cuda`: an NVIDIA
 build of torch, `rocm`: a ROCm build, `cpu`: no GPU) and the evidence that it took effect; a lever that left no
@@ -31,17 +31,17 @@ from hyperloom.core.workspace import Workspace
 Vendor = Literal["cuda", "rocm", "cpu"]
 # What a lever acts on, read from the baseline before it is tried (tools/optimize/applies.py): a convolution, a
 # scaled-dot-product attention or a GEMM in the baseline's profiled step, a transformers generate or float32 weights on
-# its model (a generate on a static KV cache), compiled code or CUDA/HIP graph launches in the step (a stack can bring
+# its model (a generate on a static KV cache), sibling projections on one input (q/k/v, gate/up), compiled code or CUDA/HIP graph launches in the step (a stack can bring
 # these three: a lever needing them is tried on the stack instead of alone).
-Need = Literal["convolution", "attention", "gemm", "generate", "static_cache", "float32_weights", "compiled", "graph_launch"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "generate", "knob", "overrides"]
+Need = Literal["convolution", "attention", "gemm", "generate", "static_cache", "float32_weights", "projections", "compiled", "graph_launch"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "generate", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
 OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
 # built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
-SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "generate"})
+SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "generate"})
 
 
 # The kinds whose code Hyperloom did not write: an overrides module (an agent's, a kernel's integration) and a knob (a
@@ -89,6 +89,9 @@ CATALOG: tuple[Lever, ...] = (
           "decoded on the static cache (none overrode cache_implementation)", value="static", needs="generate", brings=frozenset({"static_cache"})),
     Lever("channels_last", "layout", ANY, "the model's 4-D weights and the workload's 4-D tensors in channels_last memory format (NHWC "
           "convolutions)", "the model has 4-D weights, now channels_last", value="channels_last", needs="convolution"),
+    Lever("fuse_projections", "fusion", ANY, "sibling linear projections that read one input fused into one GEMM each: attention's "
+          "q/k/v (query/key/value) and a gated MLP's gate/up (fewer, wider GEMMs; at decode fewer GEMV launches per token)",
+          "projection groups were fused and the step ran fewer GEMMs than its reference", value="projections", needs="projections"),
     Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
           "no host sync; e.g. a static KV cache)", "the graph was captured and each timed step replayed it"),
     Lever("sdpa_flash", "sdpa", ANY, "scaled_dot_product_attention restricted to the flash backend",

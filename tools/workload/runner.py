@@ -108,7 +108,7 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
         return {}
     torch = _torch()
     STATE.obj = STATE.step = STATE.outputs = STATE.graph = None
-    STATE.warm, STATE.channels_last = False, None
+    STATE.warm, STATE.channels_last, STATE.fused = False, None, None
     gc.collect()
     if torch is not None:
         dynamo = getattr(torch, "_dynamo", None)
@@ -290,6 +290,8 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         evidence["static_cache"] = {key: count - cache_before[key] for key, count in model_changes.CACHE.snapshot().items()}
     if STATE.channels_last is not None:
         evidence["channels_last"] = STATE.channels_last
+    if STATE.fused is not None:
+        evidence["fused_projections"] = STATE.fused
     return evidence
 
 

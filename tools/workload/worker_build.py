@@ -42,10 +42,15 @@ def bind(obj: Any, workload: str) -> None:
 
 
 def apply_levers(torch: Any) -> None:
-    """The levers that act on the built workload, in their order: the memory format first (compile acts on the changed
-    model), then compile and the decode loop, then the static cache (its count wraps whatever generate is now)."""
+    """The levers that act on the built workload, in their order: the model's own changes first (fused projections, the
+    memory format: compile acts on the changed model), then compile and the decode loop, then the static cache (its
+    count wraps whatever generate is now)."""
     for lever in STATE.levers:
-        if lever["kind"] == "layout":
+        if lever["kind"] == "fusion":
+            from hyperloom.tools.workload import fused_projections
+
+            STATE.fused = fused_projections.fuse(torch, getattr(STATE.obj, "model", None)).as_dict()
+        elif lever["kind"] == "layout":
             STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
     for lever in STATE.levers:
         if lever["kind"] == "compile":
