@@ -450,6 +450,7 @@ def test_levers_that_cannot_act_on_the_workload_are_not_built_and_those_a_stack_
     assert "lever channels_last not tried: the baseline's profiled step ran no convolution" in notes
     assert "lever sdpa_math not tried: the baseline's profiled step called no scaled_dot_product_attention" in notes
     assert "lever decode_loop not tried: the workload's model has no transformers generate" in notes
+    assert "lever int8_weight_only not tried: it changes numerics beyond the model's own" in notes  # atol/rtol declared, no looser twin rule
     assert "compile not tried" not in notes
     waiting = [r for r in report.records if r.result.levers == ["skip_guard_eval"]]
     assert len(waiting) == 1 and waiting[0].result.verdict == "NO_OP" and waiting[0].device_s == 0.0

@@ -72,9 +72,11 @@ def test_an_int8_weight_only_quantization_is_refused_by_the_derived_rule_and_tak
     int8 weight rounding cannot be told from bf16's own."""
     pytest.importorskip("transformers")
     workload_freeze(WorkloadFreezeRequest(workload="decoder.py:build", name="derived", timeout_s=240), user)
-    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="derived", candidates=[["overrides:int8_weight_only.py"]], **FAST), user))
-    refused = seen["overrides:int8_weight_only.py"]
-    assert refused.verdict == "REJECTED" and "against the twin" in refused.reason, refused.reason
+    candidates = [["overrides:int8_weight_only.py"], ["int8_weight_only"], ["fp8_weight_only"]]  # simulated, and the catalog's levers
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="derived", candidates=candidates, **FAST), user))
+    for name in ("overrides:int8_weight_only.py", "int8_weight_only", "fp8_weight_only"):
+        refused = seen[name]
+        assert refused.verdict == "REJECTED" and "against the twin" in refused.reason, (name, refused.reason)
     workload_freeze(WorkloadFreezeRequest(workload="convnet.py:build", name="declared", atol=0.1, rtol=0.05, timeout_s=240), user)
     seen = _verdicts(workload_bench(WorkloadBenchRequest(name="declared", candidates=[["overrides:int8_weight_only.py"]], **FAST), user))
     taken = seen["overrides:int8_weight_only.py"]

@@ -37,6 +37,13 @@ def brought(levers: list[str]) -> frozenset[Need]:
     return frozenset().union(*(BY_NAME[name].brings for name in levers if name in BY_NAME))
 
 
+def present(evidence: dict[str, Any]) -> frozenset[Need]:
+    """What a stack may bring that a reference's profiled step shows it has (compiled code, graph launches): a stack
+    can bring them without a lever that lists them (decode_loop compiles its step on a GPU, a static KV cache's generate
+    compiles its decode in transformers)."""
+    return frozenset(need for need in STACK_MAY_BRING if evidence.get("ops") and _lacks(need, {}, evidence) is None)
+
+
 def unmet(lever: Lever, facts: dict[str, Any], evidence: dict[str, Any]) -> Unmet | None:
     """The need of `lever` that the baseline lacks, or None (met, or not known: tried)."""
     if lever.needs is None:

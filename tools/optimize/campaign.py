@@ -36,13 +36,14 @@ from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.applies import brought, unmet
+from hyperloom.tools.optimize.applies import brought, present, unmet
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import Decision, OptimizeRequest, Phase, Record, stack_of
 from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals
 from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.pipeline.stats import summarize
+from hyperloom.tools.workload import twin
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, load_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import references as frozen_references
@@ -65,7 +66,7 @@ DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long 
 SEARCH: frozenset[Phase] = frozenset({"levers", "combine", "kernels"})  # the phases a stop rule may end early (what follows: settle, the sweep)
 # cheapest first: a knob costs a build, a compile minutes
 TUNERS = frozenset({"tunableop", "compile_max_autotune", "compile_max_autotune_no_cudagraphs"})  # tried last, whatever their kind
-COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "fusion": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
+COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "fusion": 1, "quantize": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
 
 
 @dataclass
@@ -298,6 +299,11 @@ class Campaign:
             key = self.key("candidate", [], [name])
             if self.ledger.find(key) is not None:
                 continue
+            if item.lossy and self.chosen is None and not self.frozen.looser_twin_rule():
+                self.ledger.add_note(f"lever {name} not tried: it changes numerics beyond the model's own ({item.lossy}); freeze with k above "
+                                     f"{twin.DEFAULT_K:g} (the error against the float32 twin you accept, as a multiple of the model's own) to try "
+                                     "it, or list it in levers")
+                continue
             lacking = unmet(item, base.info.get("model_facts") or {}, base.evidence) if self.chosen is None else None
             if lacking is None:
                 jobs.append(Job(key, "levers", [name], [], [name], "catalog"))
@@ -408,8 +414,9 @@ class Campaign:
             stack = self.stack()
             if not stack or set(record.result.levers) <= set(stack):
                 continue
-            if record.note == NOT_RUN and BY_NAME[record.result.levers[0]].needs not in brought(stack):
-                continue  # what it waits for is not on the stack either
+            need = BY_NAME[record.result.levers[0]].needs
+            if record.note == NOT_RUN and need not in brought(stack) and need not in present(slot.reference(stack).evidence):
+                continue  # what it waits for is not on the stack either (by the catalog, nor in the stack's profiled step)
             if frozenset(stacked(stack, record.result.levers)) in self.followed():
                 continue  # measured as a winner's follow-up already: the same candidate
             self.check_search()

@@ -72,6 +72,11 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
                           else "the model has no 4-D weights (no convolutions): nothing for the format to change")
     if lever.kind == "fusion":
         return _fused(lever, seen, baseline)
+    if lever.kind == "quantize":
+        counted = seen.get("weight_only") or {}
+        layers, before, after = (int(counted.get(key, 0)) for key in ("layers", "bytes_before", "bytes_after"))
+        return Engagement(lever=lever.name, engaged=layers > 0, evidence=f"{layers} Linear layer(s) in {lever.value}: their weights "
+                          f"{before / 1e6:.1f} -> {after / 1e6:.1f} MB" if layers else "the model has no plain floating-point Linear layer to quantize")
     if lever.kind == "knob":
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)

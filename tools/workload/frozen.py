@@ -57,6 +57,12 @@ class Frozen:
     def gated(self) -> bool:
         return bool(self.tolerances)
 
+    def looser_twin_rule(self) -> bool:
+        """Whether the user declared, for some output, a twin rule looser than the default (k above it: how many times
+        the model's own error against its float32 twin they accept): what a lossy lever (a quantization) needs to be
+        tried by optimize unasked. An atol/rtol says nothing of the model's own error, so it does not count."""
+        return any(t.derived is not None and t.derived.k > twin.DEFAULT_K for t in self.tolerances.values())
+
 
 def write_frozen(folder: Path, run: Path, target: Target, tolerances: dict[str, OutputTolerance], declared_knobs: dict[str, list[str] | None],
                  vendor: str, workspace: Workspace, twins: dict[str, Path] | None = None, pinned: dict[str, str] | None = None) -> dict[str, str]:

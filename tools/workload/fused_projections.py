@@ -47,15 +47,23 @@ class Placement:
 
 
 class _Shared:
-    """One fused group's linear layer and, while its parent's forward runs, the input it last saw and its split output."""
+    """One fused group's layer (`name` on its parent: a plain linear layer, or what a later lever put there, e.g. a
+    weight-only quantized one) and, while its parent's forward runs, the input it last saw and its split output."""
 
-    def __init__(self, fused: Any, sizes: list[int]) -> None:
-        self.fused, self.sizes = fused, sizes
+    def __init__(self, fused: Any, sizes: list[int], name: str) -> None:
+        self.fused, self.sizes, self.name = fused, sizes, name
         self.input: Any = None
         self.parts: Any = None
 
     def clear(self) -> None:
         self.input = self.parts = None
+
+
+def refresh(model: Any) -> None:
+    """Point each fused group at the layer now registered under its name (a lever that replaced it: quantization)."""
+    for parent in model.modules():
+        for shared in getattr(parent, GROUPS_ATTR, ()):
+            shared.fused = getattr(parent, shared.name)
 
 
 @functools.cache
@@ -78,10 +86,13 @@ def _part_class(torch: Any) -> type:
                 return shared.parts[self.index]
             if shared.input is None:
                 shared.input = x
-                shared.parts = functional.linear(x, shared.fused.weight, shared.fused.bias).split(shared.sizes, dim=-1)
+                shared.parts = shared.fused(x).split(shared.sizes, dim=-1)
                 return shared.parts[self.index]
-            bias = None if shared.fused.bias is None else shared.fused.bias[self.start:self.stop]
-            return functional.linear(x, shared.fused.weight[self.start:self.stop], bias)
+            fused = shared.fused
+            if type(fused) is not torch.nn.Linear:  # replaced by another lever: its own product, these rows of it
+                return fused(x)[..., self.start:self.stop]
+            bias = None if fused.bias is None else fused.bias[self.start:self.stop]
+            return functional.linear(x, fused.weight[self.start:self.stop], bias)
 
         def extra_repr(self) -> str:
             return f"rows {self.start}:{self.stop} of a fused projection"
@@ -145,8 +156,9 @@ def _fuse_group(torch: Any, part_class: type, parent: Any, names: tuple[str, ...
     fused.weight = torch.nn.Parameter(weight, requires_grad=False)
     if bias is not None:
         fused.bias = torch.nn.Parameter(bias, requires_grad=False)
-    parent.add_module("fused_" + "_".join(names), fused)
-    shared = _Shared(fused, [m.out_features for m in members])
+    name = "fused_" + "_".join(names)
+    parent.add_module(name, fused)
+    shared = _Shared(fused, [m.out_features for m in members], name)
     start = 0
     for index, (name, member) in enumerate(zip(names, members, strict=True)):
         setattr(parent, name, part_class(shared, index, start, start + member.out_features))

@@ -8,7 +8,7 @@ which act on compiled code only and so are NO_OP on an eager baseline: optimize 
 a replacement of the model's generate (decode_loop: greedy decode on a static KV cache as replayed graphs; NO_OP where
 the workload's generate uses a dynamic cache, so optimize tries it on a stack that made the cache static), or one of the workload's own knobs
 (`knob:NAME=VALUE`, a keyword argument of its factory), a change made to the built model (a static KV cache for its generate,
-channels_last memory format, sibling projections fused into one GEMM), or an overrides module (`overrides:FILE.py`, imported in the
+channels_last memory format, sibling projections fused into one GEMM, weights stored in int8 or fp8), or an overrides module (`overrides:FILE.py`, imported in the
 worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
 Each names the vendors it applies to (`cuda`: an NVIDIA
 build of torch, `rocm`: a ROCm build, `cpu`: no GPU) and the evidence that it took effect; a lever that left no
@@ -34,14 +34,14 @@ Vendor = Literal["cuda", "rocm", "cpu"]
 # its model (a generate on a static KV cache), sibling projections on one input (q/k/v, gate/up), compiled code or CUDA/HIP graph launches in the step (a stack can bring
 # these three: a lever needing them is tried on the stack instead of alone).
 Need = Literal["convolution", "attention", "gemm", "generate", "static_cache", "float32_weights", "projections", "compiled", "graph_launch"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "generate", "knob", "overrides"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "generate", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
 OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
 # built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
-SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "generate"})
+SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "generate"})
 
 
 # The kinds whose code Hyperloom did not write: an overrides module (an agent's, a kernel's integration) and a knob (a
@@ -72,6 +72,7 @@ class Lever:
     needs: Need | None = None  # what it acts on; None: anything
     brings: frozenset[Need] = frozenset()  # what it puts in the step that another lever may need (a static cache, compiled code)
     less_work: str = ""  # why a step with it may do far less gemm/attention work than the baseline's (a cache, a quantization): proof of work is waived
+    lossy: str = ""  # how it changes numerics beyond the model's own: optimize tries it only under a tolerance the user declared
 
 
 CATALOG: tuple[Lever, ...] = (
@@ -92,6 +93,12 @@ CATALOG: tuple[Lever, ...] = (
     Lever("fuse_projections", "fusion", ANY, "sibling linear projections that read one input fused into one GEMM each: attention's "
           "q/k/v (query/key/value) and a gated MLP's gate/up (fewer, wider GEMMs; at decode fewer GEMV launches per token)",
           "projection groups were fused and the step ran fewer GEMMs than its reference", value="projections", needs="projections"),
+    Lever("int8_weight_only", "quantize", ANY, "every Linear layer's weights stored in int8 with a scale per output row (half of bf16's "
+          "bytes; converted inside the GEMM where compiled: stack it on compile or decode_loop)", "Linear layers were quantized: their "
+          "weights' bytes before -> after", value="int8", needs="compiled", lossy="each weight rounded to one of 255 levels of its row"),
+    Lever("fp8_weight_only", "quantize", ANY, "every Linear layer's weights stored in fp8 (e4m3) with a scale per output row (half of "
+          "bf16's bytes; converted inside the GEMM where compiled: stack it on compile or decode_loop)", "Linear layers were quantized: "
+          "their weights' bytes before -> after", value="fp8", needs="compiled", lossy="each weight rounded to e4m3's 3 mantissa bits"),
     Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
           "no host sync; e.g. a static KV cache)", "the graph was captured and each timed step replayed it"),
     Lever("sdpa_flash", "sdpa", ANY, "scaled_dot_product_attention restricted to the flash backend",
@@ -165,7 +172,7 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
     if any(item.kind == "generate" for item in levers) and any(item.kind == "graph" for item in levers):
         raise HyperloomError("decode_loop replays graphs of its own inside each step; a whole-step graph cannot capture them",
                              "make them separate candidates")
-    for kind in ("compile", "graph", "sdpa"):
+    for kind in ("compile", "graph", "sdpa", "quantize"):
         if sum(item.kind == kind for item in levers) > 1:
             raise HyperloomError(f"one candidate has two {kind} levers ({', '.join(i.name for i in levers if i.kind == kind)})",
                                  "make them separate candidates")

@@ -108,7 +108,7 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
         return {}
     torch = _torch()
     STATE.obj = STATE.step = STATE.outputs = STATE.graph = None
-    STATE.warm, STATE.channels_last, STATE.fused = False, None, None
+    STATE.warm, STATE.channels_last, STATE.fused, STATE.quantized = False, None, None, None
     gc.collect()
     if torch is not None:
         dynamo = getattr(torch, "_dynamo", None)
@@ -292,6 +292,8 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         evidence["channels_last"] = STATE.channels_last
     if STATE.fused is not None:
         evidence["fused_projections"] = STATE.fused
+    if STATE.quantized is not None:
+        evidence["weight_only"] = STATE.quantized
     return evidence
 
 

@@ -42,14 +42,19 @@ def bind(obj: Any, workload: str) -> None:
 
 
 def apply_levers(torch: Any) -> None:
-    """The levers that act on the built workload, in their order: the model's own changes first (fused projections, the
-    memory format: compile acts on the changed model), then compile and the decode loop, then the static cache (its
+    """The levers that act on the built workload, in their order: the model's own changes first (fused projections, then
+    weight-only quantization, the memory format: compile acts on the changed model), then compile and the decode loop, then the static cache (its
     count wraps whatever generate is now)."""
     for lever in STATE.levers:
         if lever["kind"] == "fusion":
             from hyperloom.tools.workload import fused_projections
 
             STATE.fused = fused_projections.fuse(torch, getattr(STATE.obj, "model", None)).as_dict()
+    for lever in STATE.levers:
+        if lever["kind"] == "quantize":  # after the fusion: a fused group's layer is quantized too
+            from hyperloom.tools.workload import weight_only
+
+            STATE.quantized = weight_only.quantize(torch, getattr(STATE.obj, "model", None), lever["value"])
         elif lever["kind"] == "layout":
             STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
     for lever in STATE.levers:
