@@ -1,0 +1,168 @@
+"""Issue 46 by hand, in one process on one GPU: a Llama-3.2-1B-shaped decoder (bf16, random weights, tied embeddings)
+decoding greedily on the static cache through Hyperloom's decode_loop, per stack of model levers (none, fuse_projections,
+int8_weight_only, fp8_weight_only, fused + int8) and per batch: ms a decode token ((T(N) - T(1)) / (N - 1), medians of
+synchronized repeats), its percent of the bytes roof (the weights as stored plus the mean filled KV cache read once a
+token, at the device-copy bandwidth measured in this process), tokens equal to the plain stack's, and the replayed
+graph's attribution (profile's replays.py) for one generate of N tokens. What the campaign keeps is judged by the gate;
+this says how far each stack is from the roof and where its token goes.
+
+    python3 scripts/device/roof_decode.py OUT [--batches 1,8,32] [--tokens 64] [--stacks plain,fused,int8,fused+int8]
+    python3 scripts/device/roof_decode.py OUT --small        # a 2-layer model on the CPU: the script's own check
+
+Writes OUT/roof_decode.json and prints a table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+from transformers import LlamaConfig, LlamaForCausalLM
+
+from hyperloom.tools.profile.kineto import trace_of
+from hyperloom.tools.profile.models import ReplayRoof
+from hyperloom.tools.profile.replays import attribute_replays
+from hyperloom.tools.workload import decode_loop, fused_projections, weight_only
+
+LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
+SMALL = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=512)
+PROMPT = 128
+STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8")}
+
+
+def sync(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def build(shape: dict, stack: tuple[str, ...], device: str) -> LlamaForCausalLM:
+    torch.manual_seed(0)
+    config = LlamaConfig(**shape, max_position_embeddings=4096, tie_word_embeddings=True, rope_theta=500000.0)
+    model = LlamaForCausalLM(config).to(device=device, dtype=torch.bfloat16).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.eos_token_id = None  # random weights: no early stop, every token counted
+    if "fuse" in stack:
+        fused_projections.fuse(torch, model)
+    for form in ("int8", "fp8"):
+        if form in stack:
+            weight_only.quantize(torch, model, form)
+    decode_loop.install(model, compiled=device == "cuda")
+    return model
+
+
+def stored_bytes(model: torch.nn.Module) -> int:
+    """The weights a token reads, as stored: parameters and the narrow weights' buffers (each tensor once)."""
+    seen = {}
+    for tensor in [*model.parameters(), *model.buffers()]:
+        if tensor.dim() >= 1 and tensor.numel() > 1024:
+            seen[tensor.data_ptr()] = tensor.numel() * tensor.element_size()
+    return sum(seen.values())
+
+
+def kv_bytes(config: LlamaConfig, batch: int, tokens: int) -> int:
+    """The KV cache a mean decode token reads: the filled part, the prompt and half the new tokens."""
+    head_dim = config.hidden_size // config.num_attention_heads
+    return 2 * config.num_hidden_layers * config.num_key_value_heads * head_dim * (PROMPT + tokens // 2) * batch * 2
+
+
+def copy_bandwidth_gb_s(device: str) -> float:
+    """A device copy of 1 GiB (64 MiB on a CPU), read and written: bytes moved over the median time."""
+    size = (1 << 30) if device == "cuda" else (64 << 20)
+    source, target = torch.empty(size, dtype=torch.uint8, device=device), torch.empty(size, dtype=torch.uint8, device=device)
+    times = []
+    for _ in range(10):
+        sync(device)
+        started = time.perf_counter()
+        target.copy_(source)
+        sync(device)
+        times.append(time.perf_counter() - started)
+    return 2 * size / statistics.median(times[2:]) / 1e9
+
+
+def generate(model: LlamaForCausalLM, prompt: torch.Tensor, tokens: int) -> torch.Tensor:
+    with torch.inference_mode():
+        return model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, pad_token_id=0)
+
+
+def per_token_ms(model: LlamaForCausalLM, prompt: torch.Tensor, tokens: int, repeats: int, device: str) -> tuple[float, list[float]]:
+    """(T(tokens) - T(1)) / (tokens - 1) from medians of alternating synchronized runs, and the per-pair figures."""
+    pairs = []
+    for _ in range(repeats):
+        spans = []
+        for count in (1, tokens):
+            sync(device)
+            started = time.perf_counter()
+            generate(model, prompt, count)
+            sync(device)
+            spans.append(time.perf_counter() - started)
+        pairs.append((spans[1] - spans[0]) / (tokens - 1) * 1e3)
+    return statistics.median(pairs), pairs
+
+
+def attribution(model: LlamaForCausalLM, prompt: torch.Tensor, tokens: int, roof: ReplayRoof, device: str) -> dict | None:
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if device == "cuda" else [])
+    with torch.profiler.profile(activities=activities) as prof:
+        generate(model, prompt, tokens)
+        sync(device)
+    trace = trace_of(prof)
+    found = attribute_replays(trace, roof) if trace is not None else None
+    return None if found is None else found.model_dump(mode="json")
+
+
+def main(args: argparse.Namespace) -> None:
+    device = "cpu" if args.small else "cuda"
+    shape = SMALL if args.small else LLAMA_1B
+    bandwidth = copy_bandwidth_gb_s(device)
+    rows = []
+    for batch in [int(b) for b in args.batches.split(",")]:
+        prompt = torch.randint(0, shape["vocab_size"], (batch, PROMPT), device=device, generator=None)
+        plain_tokens = None
+        for name in args.stacks.split(","):
+            started = time.perf_counter()
+            model = build(shape, STACKS[name], device)
+            first = generate(model, prompt, args.tokens)  # warm-up: compiles and captures
+            build_s = time.perf_counter() - started
+            ms, pairs = per_token_ms(model, prompt, args.tokens, args.repeats, device)
+            weights = stored_bytes(model)
+            token_bytes = weights + kv_bytes(model.config, batch, args.tokens)
+            roof_ms = token_bytes / (bandwidth * 1e9) * 1e3
+            roof = ReplayRoof(bytes_per_replay=token_bytes, bandwidth_gb_s=bandwidth, source="MEASURED: this process's device copy; the weights as stored plus the mean filled KV cache")
+            if plain_tokens is None and name == "plain":
+                plain_tokens = first
+            same = None if plain_tokens is None else float((first[:, PROMPT:] == plain_tokens[:, PROMPT:]).float().mean())
+            found = attribution(model, prompt, args.tokens, roof, device) if args.attribute else None
+            rows.append({"batch": batch, "stack": name, "ms_per_token": ms, "pairs_ms": pairs, "roof_ms": roof_ms, "roof_percent": 100 * roof_ms / ms,
+                         "weight_bytes": weights, "token_bytes": token_bytes, "tokens_equal_to_plain": same, "build_and_warmup_s": build_s,
+                         "attribution": found})
+            print(f"batch {batch:>3} {name:<11} {ms:7.3f} ms/token  roof {roof_ms:6.3f} ms ({100 * roof_ms / ms:5.1f} %)  weights {weights / 1e9:.2f} GB  "
+                  f"tokens = plain {same if same is None else round(same, 3)}  built+warm {build_s:.0f} s", flush=True)
+            if found:
+                top = ", ".join(f"{k['name'][:40]} {k['us']:.0f} us" for k in found["kernels"][:4])
+                print(f"    {found['kernels_per_replay']} kernels a token; busy {found['graph_busy_us']:.0f} us, gaps {found['graph_gaps_us']:.0f}, "
+                      f"outside {found['outside_kernels_us']:.0f}, idle {found['idle_us']:.0f} of {found['period_us']:.0f} us; by class "
+                      f"{ {k: round(v) for k, v in found['classes_us'].items()} }; top: {top}", flush=True)
+            del model
+            if device == "cuda":
+                torch.cuda.empty_cache()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    meta = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__, "copy_bandwidth_gb_s": bandwidth,
+            "tokens": args.tokens, "prompt": PROMPT, "shape": shape}
+    (out / "roof_decode.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    print(f"copy bandwidth {bandwidth:.0f} GB/s (MEASURED here); wrote {out / 'roof_decode.json'}")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--small", action="store_true")
+    parser.add_argument("--batches", default="1")
+    parser.add_argument("--tokens", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--stacks", default="plain,fused,int8,fused+int8")
+    parser.add_argument("--attribute", action="store_true", help="profile one generate per stack and attribute its replays")
+    main(parser.parse_args())
