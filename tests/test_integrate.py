@@ -125,7 +125,29 @@ print("graphs", counters["stats"]["unique_graphs"])
 print("calls", overrides.calls()["wl:TinyRMSNorm.forward"], overrides.calls()["wl:UnusedNorm.forward"])
 print("error", float((out - reference).abs().max()))
 print("wrong", float((out - wrong).abs().max()))
+print("kernels", ",".join(overrides.kernels()["wl:TinyRMSNorm.forward"]))
 '''
+
+
+def test_a_kernel_a_replayed_graph_runs_with_no_host_call_is_engaged_by_its_device_launches():
+    """In a CUDA/HIP graph replay (decode_loop's token) no Python runs: the custom op counts nothing. Its declared device
+    kernels among the profiled step's kernels are the proof; a declared kernel that did not run proves nothing."""
+    from hyperloom.tools.workload.engagement import engagement
+    from hyperloom.tools.workload.levers import lever
+
+    seen = {"override_calls": {"wl:TinyRMSNorm.forward": 0, "wl:UnusedNorm.forward": 0},
+            "override_kernels": {"wl:TinyRMSNorm.forward": ["_mean_square", "rmsnorm_kernel"], "wl:UnusedNorm.forward": ["other_kernel"]},
+            "kernels": {"rmsnorm_kernel": 33, "nvjet_gemv": 64}, "compiled_graphs": 1}
+    [said] = engagement([lever("overrides:norm.py")], seen, {}, {})
+    assert not said.engaged and "TinyRMSNorm.forward by rmsnorm_kernel x33" in said.evidence and "never called: wl:UnusedNorm.forward" in said.evidence
+    seen["override_calls"].pop("wl:UnusedNorm.forward")
+    [said] = engagement([lever("overrides:norm.py")], seen, {}, {})
+    assert said.engaged and "a replayed graph" in said.evidence
+    [said] = engagement([lever("overrides:norm.py")], seen, {"kernels": {"rmsnorm_kernel": 33}}, {})  # its reference runs it too
+    assert not said.engaged and "never called: wl:TinyRMSNorm.forward" in said.evidence
+    seen["kernels"] = {"nvjet_gemv": 64}
+    [said] = engagement([lever("overrides:norm.py")], seen, {}, {})
+    assert not said.engaged and "never called: wl:TinyRMSNorm.forward" in said.evidence
 
 
 def test_an_integrated_kernel_is_one_opaque_op_inside_a_compiled_model(frozen):
@@ -144,3 +166,4 @@ def test_an_integrated_kernel_is_one_opaque_op_inside_a_compiled_model(frozen):
     assert lines["graphs"] == "1", run.stdout  # compiled once: a count dynamo guarded on would compile again at every call
     assert lines["calls"] == "3 3", run.stdout  # each replaced norm once a compiled call, counted by its op's implementation
     assert float(lines["wrong"]) < 1e-5 < float(lines["error"]), run.stdout  # the compiled graph ran the wrong kernel's x * weight
+    assert "rmsnorm_kernel" in lines["kernels"].split(","), run.stdout  # what a replayed graph shows on the device instead of a call

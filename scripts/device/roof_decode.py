@@ -130,7 +130,8 @@ def main(args: argparse.Namespace) -> None:
             weights = stored_bytes(model)
             token_bytes = weights + kv_bytes(model.config, batch, args.tokens)
             roof_ms = token_bytes / (bandwidth * 1e9) * 1e3
-            roof = ReplayRoof(bytes_per_replay=token_bytes, bandwidth_gb_s=bandwidth, source="MEASURED: this process's device copy; the weights as stored plus the mean filled KV cache")
+            roof = ReplayRoof(bytes_per_replay=token_bytes, bandwidth_gb_s=bandwidth,
+                              source="MEASURED: this process's device copy; the weights as stored plus the mean filled KV cache")
             if plain_tokens is None and name == "plain":
                 plain_tokens = first
             same = None if plain_tokens is None else float((first[:, PROMPT:] == plain_tokens[:, PROMPT:]).float().mean())

@@ -47,7 +47,7 @@ from hyperloom.tools.workload import twin
 from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, load_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import references as frozen_references
-from hyperloom.tools.workload.levers import BY_NAME, CATALOG, GPU, Lever, check_candidate, prepared
+from hyperloom.tools.workload.levers import BY_NAME, CATALOG, EXCLUSIVE_KINDS, GPU, Lever, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import CUT, WorkloadFailure
 
@@ -316,16 +316,24 @@ class Campaign:
 
     def lever_trial(self, slot: Slot, job: Job) -> list[Job]:
         """One lever (or a winner with a follow-up) against the baseline; a WINNER's follow-ups: each lever waiting for
-        what it brings (applies.py: a static cache for decode_loop, compiled code for a stance) tried with it at once,
-        so that a campaign cut by its deadline has already measured the pair."""
+        what it brings (applies.py: a static cache for decode_loop, compiled code for a stance or a quantization) tried
+        with it at once, so that a campaign cut by its deadline has already measured the pair. Each waiting lever
+        follows one winner only, the first (the cheapest that brings its need): four compiles each followed by three
+        waiting levers, and by their pairs, made 22 candidates of a CPU decoder's campaign; the stack's retry
+        (retry_no_ops) tries it again on what is kept. One of a kind a candidate holds once (a second quantization)
+        is not a follow-up of a winner that has one."""
         record = self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED")
         if record.decision != "WINNER":
             return []
         brings = brought(job.levers)
         follow = []
+        tried = self.followed()
+        kinds = {BY_NAME[name].kind for name in job.levers if name in BY_NAME}
         for waiting in self.waiting():
-            if waiting.needs not in brings or waiting.name in job.levers:
+            if waiting.needs not in brings or waiting.name in job.levers or (waiting.kind in EXCLUSIVE_KINDS and waiting.kind in kinds):
                 continue
+            if any(waiting.name in levers for levers in tried):
+                continue  # it followed another winner already
             names = job.levers + [waiting.name]
             try:
                 check_candidate(names, self.frozen.vendor, self.frozen.declared_knobs)

@@ -63,7 +63,7 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")  # Triton kernels run in its interpreter on a CPU
 
 from hyperloom.core.shipped import shipped_kernels
-from hyperloom.tools.workload.overrides import note_call, replace
+from hyperloom.tools.workload.overrides import kernel_names, launches, note_call, replace
 
 _spec = importlib.util.spec_from_file_location("hyperloom_integrated_{name}", {launcher})
 launcher = importlib.util.module_from_spec(_spec)
@@ -71,6 +71,7 @@ sys.modules[_spec.name] = launcher
 _spec.loader.exec_module(launcher)
 PARAMS = {params!r} or None
 TARGET = {replace!r}
+launches(TARGET, kernel_names(launcher))  # what a replayed graph shows on the device instead of a call
 
 
 {kernel_def}

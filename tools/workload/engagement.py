@@ -48,10 +48,14 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         return Engagement(lever=lever.name, engaged=on, evidence=f"TunableOp enabled, {said}" if on else "TunableOp wrote no results (no GEMM it tunes ran)")
     if lever.kind == "overrides":
         counted = seen.get("override_calls") or {}
-        silent = [target for target, count in counted.items() if count == 0]
         if not counted:
             return Engagement(lever=lever.name, engaged=False, evidence="the overrides module replaced nothing (it made no replace() call)")
-        said = ", ".join(f"{target.rsplit(':', 1)[-1]} x{count}" for target, count in counted.items())
+        on_device = _device_launches(seen, baseline, [target for target, count in counted.items() if count == 0])
+        silent = [target for target, count in counted.items() if count == 0 and not on_device.get(target)]
+        said = ", ".join(f"{target.rsplit(':', 1)[-1]} x{count}" for target, count in counted.items() if count) or "none"
+        if on_device:
+            said += "; on the device with no host call (a replayed graph): " + ", ".join(
+                f"{target.rsplit(':', 1)[-1]} by {', '.join(f'{name} x{n}' for name, n in names.items())}" for target, names in on_device.items())
         wrapper_us = seen.get("wrapper_overhead_us")
         wrapper = f"; the counting wrapper {wrapper_us:.3f} us a call" if wrapper_us is not None else ""
         compiled = "; in compiled code only a custom op calling overrides.note_call counts (integrate's modules do)" if silent and seen.get("compiled_graphs") else ""
@@ -81,6 +85,17 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)
     return Engagement(lever=lever.name, engaged=not changed.startswith("the same"), evidence=changed)
+
+
+def _device_launches(seen: dict[str, Any], baseline: dict[str, Any], targets: list[str]) -> dict[str, dict[str, int]]:
+    """For each of `targets` (replacements no host call reached), the device kernels it declared (overrides.launches)
+    that ran in the profiled step and not in its reference's (a name the reference runs too proves nothing), with their
+    counts; only targets with some."""
+    ran: dict[str, int] = seen.get("kernels") or {}
+    theirs = set(baseline.get("kernels") or {})
+    declared: dict[str, list[str]] = seen.get("override_kernels") or {}
+    found = {target: {name: ran[name] for name in declared.get(target, []) if ran.get(name) and name not in theirs} for target in targets}
+    return {target: names for target, names in found.items() if names}
 
 
 def _stance(lever: Lever, seen: dict[str, Any]) -> Engagement:

@@ -39,6 +39,7 @@ GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
 OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
+EXCLUSIVE_KINDS = ("compile", "graph", "sdpa", "quantize")  # one candidate holds at most one lever of each
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
 # built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
 SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "generate"})
@@ -172,7 +173,7 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
     if any(item.kind == "generate" for item in levers) and any(item.kind == "graph" for item in levers):
         raise HyperloomError("decode_loop replays graphs of its own inside each step; a whole-step graph cannot capture them",
                              "make them separate candidates")
-    for kind in ("compile", "graph", "sdpa", "quantize"):
+    for kind in EXCLUSIVE_KINDS:
         if sum(item.kind == kind for item in levers) > 1:
             raise HyperloomError(f"one candidate has two {kind} levers ({', '.join(i.name for i in levers if i.kind == kind)})",
                                  "make them separate candidates")

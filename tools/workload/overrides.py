@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 CALLS: dict[str, int] = {}
+KERNELS: dict[str, list[str]] = {}  # target -> the device kernels its replacement launches (launches)
 _ORIGINALS: dict[str, Any] = {}
 OVERHEAD_CALLS = 2000
 
@@ -49,6 +50,25 @@ def _counting(counts: dict[str, int], key: str, function: Callable[..., Any]) ->
 def note_call(target: str) -> None:
     """One call of `target`'s kernel made by compiled code (its custom op's implementation; see replace)."""
     CALLS[target] = CALLS.get(target, 0) + 1
+
+
+def launches(target: str, names: list[str]) -> None:
+    """The device kernels `target`'s replacement launches (its launcher's Triton functions, by name). A replayed
+    CUDA/HIP graph runs them with no host call to count: engagement then finds them among the profiled step's kernels."""
+    KERNELS[target] = sorted(set(names))
+
+
+def kernel_names(launcher: Any) -> list[str]:
+    """The device kernels a launcher module launches: its DEVICE_KERNELS when it lists them (a HIP/CUDA launcher),
+    else its Triton functions (jit or, in Triton's interpreter, interpreted: both KernelInterface), by name."""
+    listed = getattr(launcher, "DEVICE_KERNELS", None)
+    if listed:
+        return [str(name) for name in listed]
+    return [name for name, value in vars(launcher).items() if any(cls.__name__ == "KernelInterface" for cls in type(value).__mro__)]
+
+
+def kernels() -> dict[str, list[str]]:
+    return {target: list(names) for target, names in KERNELS.items()}
 
 
 def resolve(target: str) -> tuple[Any, str, Any]:

@@ -283,6 +283,7 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     evidence["graph_replayed"] = STATE.graph is not None
     if replaced:
         evidence["override_calls"] = {target: count - before.get(target, 0) for target, count in overrides.calls().items()}
+        evidence["override_kernels"] = overrides.kernels()
         evidence["wrapper_overhead_us"] = overrides.wrapper_overhead_us()
     if looped:
         evidence["decode_loop"] = COUNTS.since(loop_before)
