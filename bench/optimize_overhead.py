@@ -14,7 +14,10 @@ With --decoder: what a campaign costs per candidate on a decoder as a user write
 under --deadline-s; printed: candidates per device-hour (every device-second the campaign spent, the freeze's
 baseline, A/A and reference builds included, over the candidates it tried), each trial's seconds and the gate's share.
 
-    .venv/bin/python bench/optimize_overhead.py --decoder [--deadline-s 240]
+    .venv/bin/python bench/optimize_overhead.py --decoder [--deadline-s 240] [--k 4]
+
+With --k: the decoder frozen first under a twin rule k times the model's own error (a looser tolerance declared), so the
+lossy levers (int8_weight_only, fp8_weight_only) are tried too, on a stack that compiles.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.api import optimize_report, run_campaign
 from hyperloom.tools.optimize.models import OptimizeRef, OptimizeRequest
 from hyperloom.tools.optimize.report import by_part, pace
+from hyperloom.tools.workload.api import workload_freeze
+from hyperloom.tools.workload.models import WorkloadFreezeRequest
 
 WORKLOAD = '''
 import time
@@ -56,13 +61,16 @@ def build(variant: Literal[{values}] = "v0", step_ms: float = 2.0):
 DECODER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "twin" / "decoder.py"  # a user's plain Llama generate, as the twin tests use it
 
 
-def decoder(deadline_s: float, pairs: int, steps_per_leg: int) -> None:
-    """One campaign over the small decoder, no levers listed: its cost per candidate."""
+def decoder(deadline_s: float, pairs: int, steps_per_leg: int, k: float | None) -> None:
+    """One campaign over the small decoder, no levers listed: its cost per candidate; with `k`, frozen first under it."""
     with tempfile.TemporaryDirectory(prefix="hyperloom-optimize-decoder-") as tmp:
         root = Path(tmp)
         (root / "decoder.py").write_text(DECODER.read_text())
         workspace = Workspace(root)
-        request = OptimizeRequest(workload="decoder.py:build", session="decoder", pairs=pairs, steps_per_leg=steps_per_leg, deadline_s=deadline_s, timeout_s=120.0,
+        if k is not None:
+            workload_freeze(WorkloadFreezeRequest(workload="decoder.py:build", name="decoder", k=k, timeout_s=240.0), workspace)
+        request = OptimizeRequest(workload=None if k is not None else "decoder.py:build", session="decoder", pairs=pairs, steps_per_leg=steps_per_leg,
+                                  deadline_s=deadline_s, timeout_s=120.0,
                                   fixed_inputs=True)  # it has no inputs(seed): what a candidate costs is the point here, not what is kept
         wall0 = time.perf_counter()
         run_campaign(request, workspace)
@@ -70,12 +78,13 @@ def decoder(deadline_s: float, pairs: int, steps_per_leg: int) -> None:
         report = optimize_report(OptimizeRef(session="decoder"), workspace)
     tried, spent = report.status.candidates, report.status.spent_device_s
     print(f"MEASURED on this machine's CPU: one campaign over a 4-layer Llama decoder (plain generate, no levers listed), {wall_s:.0f} s wall, "
-          f"deadline {deadline_s:g} s")
+          f"deadline {deadline_s:g} s" + (f", frozen with k = {k:g}" if k is not None else ""))
     print(f"  {tried} candidates tried, {spent:.0f} device-s spent: " + (pace(tried, spent) if tried else "none tried"))
     print(f"  by part: {by_part(report.status.spent_by_part_s)}")
     for r in report.records:
         share = f", gate {r.result.gate_s / r.result.trial_s:.0%}" if r.result.gate_s and r.result.trial_s else ""
-        print(f"  #{r.seq} {r.phase:<10} {' + '.join(r.result.levers) or 'A/A':<40} {r.result.verdict:<10} {r.device_s:6.1f} s{share}")
+        gain = f" {r.result.speedup:.2f}x" if r.result.speedup else ""
+        print(f"  #{r.seq} {r.phase:<10} {' + '.join(r.result.levers) or 'A/A':<48} {r.result.verdict:<10}{gain:>7} {r.device_s:6.1f} s{share}")
     print(f"  stack: {' + '.join(report.status.stack) or 'nothing kept'}; stop: {report.status.stop_reason}")
 
 
@@ -87,9 +96,10 @@ def main() -> None:
     parser.add_argument("--steps-per-leg", type=int, default=2)
     parser.add_argument("--decoder", action="store_true", help="a campaign over a small decoder, no levers listed: candidates per device-hour")
     parser.add_argument("--deadline-s", type=float, default=240.0)
+    parser.add_argument("--k", type=float, default=None, help="with --decoder: freeze under this twin rule first (a looser tolerance declared)")
     args = parser.parse_args()
     if args.decoder:
-        decoder(args.deadline_s, args.pairs, args.steps_per_leg)
+        decoder(args.deadline_s, args.pairs, args.steps_per_leg, args.k)
         return
     values = [f"v{i}" for i in range(args.candidates + 1)]
     with tempfile.TemporaryDirectory(prefix="hyperloom-optimize-overhead-") as tmp:
