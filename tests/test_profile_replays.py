@@ -54,6 +54,10 @@ def test_the_replay_roof_is_the_bytes_at_the_bandwidth_and_its_percent_of_the_pe
     assert roof.roof_us() == pytest.approx(PARAMETER_BYTES / 4.8e12 * 1e6)
     assert a.roof_percent == pytest.approx(100 * roof.roof_us() / a.period_us)
     assert any("% of the roof" in f and "ASSUMED" in f for f in a.findings)
+    rate = PARAMETER_BYTES / (a.classes_us["gemm"] * 1e3)  # GB/s: the replay's bytes over the GEMMs' time
+    [gemm] = [f for f in a.findings if f.startswith("GEMMs take")]
+    assert f"at most {rate:.0f} GB/s" in gemm and "fuse_projections" in gemm and "int8_weight_only" in gemm, gemm
+    assert not any(f.startswith("GEMMs take") for f in attribute_replays(read_trace(TRACE, "fixture")).findings)  # no bytes: no rate
 
 
 def test_a_trace_without_a_replayed_graph_has_no_replay_attribution():

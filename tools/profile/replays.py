@@ -71,6 +71,7 @@ def findings(a: ReplayAttribution) -> list[str]:
         said.append(f"{a.roof_percent:.1f} % of the roof: {a.roof.describe()} -> {a.roof.roof_us():.1f} us a replay")
         if a.roof.roof_us() > 0:
             said.append(f"the graph's kernels alone take {a.graph_busy_us / a.roof.roof_us():.1f}x the roof")
+    said += _gemm_finding(a)
     largest = max(parts, key=parts.__getitem__)
     if largest != "the graph's kernels":
         said.append(f"the largest part is {largest}: a faster kernel shortens at most the graph's {100 * a.graph_busy_us / a.period_us:.0f} %; "
@@ -80,6 +81,19 @@ def findings(a: ReplayAttribution) -> list[str]:
         said.append(f"the largest kernel is {top.name}: {top.us:.1f} us a replay ({100 * top.share_of_period:.0f} % of the period, "
                     f"{top.count:g} call(s)); {a.kernels_per_replay} kernels a replay: fewer, larger kernels shorten the gaps")
     return said
+
+
+def _gemm_finding(a: ReplayAttribution) -> list[str]:
+    """Where GEMMs are the graph's largest class and the replay's bytes are known: the bandwidth they read those bytes
+    at (the replay's bytes over the GEMMs' time: an upper bound of theirs, as other kernels read some of the bytes) and
+    the levers that act on them."""
+    gemm_us = a.classes_us.get("gemm", 0.0)
+    if a.roof is None or not a.roof.bytes_per_replay or gemm_us <= 0 or gemm_us < max(a.classes_us.values()):
+        return []
+    rate_gb_s = a.roof.bytes_per_replay / (gemm_us * 1e3)
+    return [f"GEMMs take {gemm_us:.1f} us of the graph's {a.graph_busy_us:.1f} us: the replay's {a.roof.bytes_per_replay / 1e6:.1f} MB over them is "
+            f"at most {rate_gb_s:.0f} GB/s, {100 * rate_gb_s / a.roof.bandwidth_gb_s:.0f} % of the roof's {a.roof.bandwidth_gb_s:.0f} GB/s; what acts "
+            "on them: fewer, wider GEMMs (the fuse_projections lever) and narrower weights (int8_weight_only, under a looser tolerance declared at freeze)"]
 
 
 def _replays(trace: Trace) -> list[list[Kernel]]:
