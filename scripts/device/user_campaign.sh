@@ -5,6 +5,7 @@
 # report model), $OUT/NAME.report.md, $OUT/NAME.breakdown.json, $OUT/user_campaign.log (progress lines, one per candidate).
 #   DEADLINE_S=540 bash scripts/device/user_campaign.sh decoder_llama
 #   DEADLINE_S=240 bash scripts/device/user_campaign.sh conv_resnet encoder_bert
+#   FREEZE_ARGS="--k 4" DEADLINE_S=540 bash scripts/device/user_campaign.sh decoder_roof    # a looser tolerance declared: lossy levers tried
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
@@ -12,7 +13,14 @@ export HYPERLOOM_WORKSPACE="$PWD"
 log="$out/user_campaign.log"
 for name in "$@"; do
   started=$(date +%s)
-  python3 -m hyperloom.cli.main optimize start --workload "scripts/device/user_workloads/$name.py:build" --session "$name" \
+  source_args=(--workload "scripts/device/user_workloads/$name.py:build" --session "$name")
+  if [ -n "${FREEZE_ARGS:-}" ] && [ ! -f ".hyperloom/optimize/$name/ledger.sqlite" ]; then  # a tolerance declared first (e.g. --k 4); a resume keeps its freeze
+    python3 -m hyperloom.cli.main workload freeze --workload "scripts/device/user_workloads/$name.py:build" --name "$name" --overwrite $FREEZE_ARGS \
+      --json > "$out/$name.freeze.json" 2>>"$log"
+    echo "$name: freeze ($FREEZE_ARGS) exit $? after $(( $(date +%s) - started )) s" | tee -a "$log"
+  fi
+  if [ -n "${FREEZE_ARGS:-}" ]; then source_args=(--session "$name"); fi
+  python3 -m hyperloom.cli.main optimize start "${source_args[@]}" \
     --deadline-s "${DEADLINE_S:-540}" --timeout-s "${TIMEOUT_S:-150}" --json > "$out/$name.optimize.json" 2>>"$log"
   echo "$name: optimize exit $? after $(( $(date +%s) - started )) s" | tee -a "$log"
   python3 - "$out" "$name" <<'PY' 2>&1 | tee -a "$log"
