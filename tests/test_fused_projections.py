@@ -54,6 +54,8 @@ def test_a_llama_s_projections_fuse_into_two_gemms_a_layer_with_the_same_logits_
         assert placement.as_dict() == {"placed": {"q_proj+k_proj+v_proj": 2, "gate_proj+up_proj": 2}, "not_placed": {}}
         assert sum(p.numel() for p in model.parameters()) == params  # the separate weights are gone, not kept beside
         assert torch.equal(model(ids).logits, reference)
+        k_proj = model.model.layers[1].self_attn.k_proj  # what code reading a projection's weight sees: its rows, a view
+        assert k_proj.weight.shape == (64, 128) and k_proj.weight.data_ptr() != 0 and k_proj.bias is None
         assert _gemm_ops(model, ids) == gemms - 2 * (2 + 1)  # per layer q, k, v -> one; gate, up -> one
         copied = copy.deepcopy(model)  # a kept worker's copy: a fused model of its own
         with torch.no_grad():

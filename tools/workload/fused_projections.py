@@ -94,6 +94,15 @@ def _part_class(torch: Any) -> type:
             bias = None if fused.bias is None else fused.bias[self.start:self.stop]
             return functional.linear(x, fused.weight[self.start:self.stop], bias)
 
+        @property
+        def weight(self) -> Any:  # code that reads a projection's weight (its dtype, its device) reads its rows: a view
+            return self.shared.fused.weight[self.start:self.stop]
+
+        @property
+        def bias(self) -> Any:
+            bias = self.shared.fused.bias
+            return None if bias is None else bias[self.start:self.stop]
+
         def extra_repr(self) -> str:
             return f"rows {self.start}:{self.stop} of a fused projection"
 
