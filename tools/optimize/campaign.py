@@ -36,7 +36,7 @@ from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.applies import brought, present, unmet
+from hyperloom.tools.optimize.applies import STACK_MAY_BRING, brought, present, unmet
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import Decision, OptimizeRequest, Phase, Record, stack_of
 from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals
@@ -423,7 +423,7 @@ class Campaign:
             if not stack or set(record.result.levers) <= set(stack):
                 continue
             need = BY_NAME[record.result.levers[0]].needs
-            if record.note == NOT_RUN and need not in brought(stack) and need not in present(slot.reference(stack).evidence):
+            if record.note == NOT_RUN and need not in brought(stack) and (need not in STACK_MAY_BRING or need not in present(slot.reference(stack).evidence)):
                 continue  # what it waits for is not on the stack either (by the catalog, nor in the stack's profiled step)
             if frozenset(stacked(stack, record.result.levers)) in self.followed():
                 continue  # measured as a winner's follow-up already: the same candidate
