@@ -95,3 +95,25 @@ def test_only_a_twin_rule_looser_than_the_default_lets_optimize_try_a_lossy_leve
     assert _frozen(derived=DerivedTolerance(k=4, **rule)).looser_twin_rule()
     assert not _frozen(atol=0.1, rtol=0.05).looser_twin_rule()  # an absolute tolerance says nothing of the model's own error
     assert lever("int8_weight_only").lossy and not lever("compile").lossy
+
+
+def test_inductor_s_coordinate_descent_is_a_gpu_setting_made_before_any_compile_and_engaged_by_compiled_graphs():
+    """gpt-fast's setting for a weight-only layer's fused conversion: it waits for compiled code like the quantizations."""
+    import torch._inductor.config as inductor_config
+
+    from hyperloom.tools.workload import worker_build
+
+    item = lever("inductor_coordinate_descent")
+    assert item.kind == "setting" and item.needs == "compiled" and "cpu" not in item.vendors
+    with pytest.raises(Exception, match="does not apply on this machine"):
+        check_candidate(["inductor_coordinate_descent"], "cpu", {})
+    before = inductor_config.coordinate_descent_tuning
+    try:
+        worker_build.setting(torch, "coordinate_descent")
+        assert inductor_config.coordinate_descent_tuning is True
+    finally:
+        inductor_config.coordinate_descent_tuning = before
+    [said] = engagement([item], {"compiled_graphs": 2}, {}, {})
+    assert said.engaged and "2 graph(s) compiled" in said.evidence
+    [said] = engagement([item], {"compiled_graphs": 0}, {}, {})
+    assert not said.engaged and "stack it on a compiled candidate" in said.evidence

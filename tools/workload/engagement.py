@@ -41,6 +41,10 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         return Engagement(lever=lever.name, engaged=bool(hits), evidence=", ".join(f"{op} x{count}" for op, count in hits.items()) if hits else missing)
     if lever.kind == "stance":
         return _stance(lever, seen)
+    if lever.value == "coordinate_descent":  # a compiler setting: engaged where the step ran code compiled under it
+        graphs = int(seen.get("compiled_graphs", 0))
+        return Engagement(lever=lever.name, engaged=graphs > 0, evidence=f"{graphs} graph(s) compiled with Inductor's coordinate-descent tuning on"
+                          if graphs else "nothing was compiled: stack it on a compiled candidate (compile, decode_loop on a GPU)")
     if lever.name == "tunableop":
         files, tuned = seen.get("tunableop_files") or [], int(seen.get("tunableop_results") or 0)
         on = bool(seen.get("tunableop_enabled")) and bool(files or tuned)

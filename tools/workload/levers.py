@@ -131,6 +131,10 @@ CATALOG: tuple[Lever, ...] = (
           "cover exactly (a dynamic cache, sampling, beams, padding, a logits processor) runs transformers' own generate, "
           "and then the lever did not take effect", "every generate call of a profiled step took the loop, none fell back",
           value="decode_loop", needs="static_cache"),
+    Lever("inductor_coordinate_descent", "setting", GPU, "Inductor's coordinate-descent tuning of its Triton kernels' launch "
+          "configurations (torch._inductor.config.coordinate_descent_tuning; gpt-fast's setting for decode: its GEMV-like reductions, "
+          "a weight-only quantized layer's fused conversion; longer compiles)", "graphs were compiled with the tuning on",
+          value="coordinate_descent", needs="compiled"),
     Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
           "the profiled step's kernel names changed", value="cudnn_benchmark", needs="convolution"),
 )

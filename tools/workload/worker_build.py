@@ -142,6 +142,10 @@ def setting(torch: Any, name: str) -> None:
         torch.backends.cudnn.allow_tf32 = True
     elif name == "cudnn_benchmark":
         torch.backends.cudnn.benchmark = True
+    elif name == "coordinate_descent":  # before any compile: every graph the worker compiles is tuned
+        import torch._inductor.config as inductor_config
+
+        inductor_config.coordinate_descent_tuning = True
 
 
 def compile_model(torch: Any, mode: str) -> None:
