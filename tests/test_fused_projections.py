@@ -148,3 +148,25 @@ def test_a_user_s_plain_decoder_takes_the_lever_alone_and_under_decode_loop_gate
         assert all(e.engaged for e in candidate.engagement), candidate.engagement
     fused = next(e for e in seen["fuse_projections"].engagement if e.lever == "fuse_projections")
     assert "4 x q_proj+k_proj+v_proj, 4 x gate_proj+up_proj" in fused.evidence and "GEMM" in fused.evidence
+
+
+NO_MODEL = '''
+import numpy as np
+
+class Plain:
+    def step(self):
+        self.y = np.arange(4.0)
+    def outputs(self):
+        return {"y": self.y}
+
+def build():
+    return Plain()
+'''
+
+
+def test_a_model_lever_on_a_workload_without_a_torch_model_is_raised_with_what_it_needs(workspace):
+    (workspace.root / "plain.py").write_text(NO_MODEL)
+    workload_freeze(WorkloadFreezeRequest(workload="plain.py:build", name="plain", atol=1e-6, timeout_s=120), workspace)
+    result = workload_bench(WorkloadBenchRequest(name="plain", candidates=[["fuse_projections"], ["int8_weight_only"]], **FAST), workspace)
+    for candidate in result.candidates:
+        assert candidate.verdict == "RAISED" and "needs the workload's `model` attribute to be a torch.nn.Module" in candidate.reason, candidate.reason

@@ -184,7 +184,9 @@ def test_outputs_whose_shape_changes_between_runs_are_refused(mlp):
 def test_levers_that_are_unknown_do_not_apply_here_or_name_no_knob_are_refused_before_anything_runs(mlp):
     _freeze(mlp)
     for candidate, message in ((["turbo"], "unknown lever"), (["graph"], "does not apply on this machine"), (["knob:nope=1"], "declares no knob"),
-                               (["knob:mode=fast"], "takes eager, other"), (["compile", "compile_max_autotune"], "two compile levers")):
+                               (["knob:mode=fast"], "takes eager, other"), (["compile", "compile_max_autotune"], "two compile levers"),
+                               (["int8_weight_only", "fp8_weight_only"], "two quantize levers"), (["inductor_coordinate_descent"], "does not apply on this machine"),
+                               (["fuse_projections", "fuse_projections"], "named twice")):
         with pytest.raises(HyperloomError, match=message):
             workload_bench(WorkloadBenchRequest(name="mlp", candidates=[candidate], **FAST), mlp)
     assert not (mlp.root / ".hyperloom/workload/mlp/runs/bench").exists()
@@ -192,9 +194,10 @@ def test_levers_that_are_unknown_do_not_apply_here_or_name_no_knob_are_refused_b
 
 def test_a_lever_that_leaves_no_trace_is_a_no_op(mlp):
     _freeze(mlp)
-    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["sdpa_math"]], **FAST), mlp)
-    (no_op,) = result.candidates
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["sdpa_math"], ["fuse_projections"]], **FAST), mlp)
+    no_op, unfused = result.candidates
     assert no_op.verdict == "NO_OP" and "scaled_dot_product_attention" in no_op.reason and no_op.speedup is None
+    assert unfused.verdict == "NO_OP" and "no sibling projections were fused" in unfused.reason, unfused.reason  # a Sequential of two Linears
 
 
 def test_a_kept_worker_serves_the_a_a_and_the_candidates_unless_fresh_workers_are_asked_for(mlp):
