@@ -95,7 +95,8 @@ CATALOG: tuple[Lever, ...] = (
           "q/k/v (query/key/value) and a gated MLP's gate/up (fewer, wider GEMMs; at decode fewer GEMV launches per token)",
           "projection groups were fused and the step ran fewer GEMMs than its reference", value="projections", needs="projections"),
     Lever("int8_weight_only", "quantize", ANY, "every Linear layer's weights stored in int8 with a scale per output row (half of bf16's "
-          "bytes; converted inside the GEMM where compiled: stack it on compile or decode_loop)", "Linear layers were quantized: their "
+          "bytes; converted inside the GEMM only where Inductor fuses it: stack it on compile or decode_loop, "
+          "with inductor_coordinate_descent on a GPU)", "Linear layers were quantized: their "
           "weights' bytes before -> after", value="int8", needs="compiled", lossy="each weight rounded to one of 255 levels of its row"),
     Lever("fp8_weight_only", "quantize", ANY, "every Linear layer's weights stored in fp8 (e4m3) with a scale per output row (half of "
           "bf16's bytes; converted inside the GEMM where compiled: stack it on compile or decode_loop)", "Linear layers were quantized: "
