@@ -5,6 +5,7 @@
 # report model), $OUT/NAME.report.md, $OUT/NAME.breakdown.json, $OUT/user_campaign.log (progress lines, one per candidate).
 #   DEADLINE_S=540 bash scripts/device/user_campaign.sh decoder_llama
 #   DEADLINE_S=240 bash scripts/device/user_campaign.sh conv_resnet encoder_bert
+#   LEVER_ARGS="--lever static_cache --lever decode_loop" ...     # levers listed (default: the whole catalog)
 #   FREEZE_ARGS="--k 4" DEADLINE_S=540 bash scripts/device/user_campaign.sh decoder_roof    # a looser tolerance declared: lossy levers tried
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +21,7 @@ for name in "$@"; do
     echo "$name: freeze ($FREEZE_ARGS) exit $? after $(( $(date +%s) - started )) s" | tee -a "$log"
   fi
   if [ -n "${FREEZE_ARGS:-}" ]; then source_args=(--session "$name"); fi
-  python3 -m hyperloom.cli.main optimize start "${source_args[@]}" \
+  python3 -m hyperloom.cli.main optimize start "${source_args[@]}" ${LEVER_ARGS:-} \
     --deadline-s "${DEADLINE_S:-540}" --timeout-s "${TIMEOUT_S:-150}" --json > "$out/$name.optimize.json" 2>>"$log"
   echo "$name: optimize exit $? after $(( $(date +%s) - started )) s" | tee -a "$log"
   python3 - "$out" "$name" <<'PY' 2>&1 | tee -a "$log"
