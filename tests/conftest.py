@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 import pytest
 
@@ -16,6 +17,15 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     monkeypatch.setenv(WORKSPACE_ENV, str(root))
     monkeypatch.chdir(root)
     return Workspace(Path(os.path.realpath(root)))
+
+
+@pytest.fixture
+def user(workspace: Workspace) -> Workspace:
+    """A workspace holding the workloads a user writes from the skill's page (tests/fixtures/twin: a plain decoder, a conv
+    net, and the wrong candidates the twin rule must refuse)."""
+    for source in (Path(__file__).parent / "fixtures" / "twin").glob("*.py"):
+        shutil.copy(source, workspace.root / source.name)
+    return workspace
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,6 @@ under decode_loop; what optimize reads before trying it."""
 from __future__ import annotations
 
 import copy
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -22,7 +20,6 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 from hyperloom.tools.workload import fused_projections, model_changes  # noqa: E402 - after torch is known present
 
-TWIN = Path(__file__).parent / "fixtures" / "twin"
 FAST = {"pairs": 5, "steps_per_leg": 1, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 240.0}
 
 
@@ -128,13 +125,6 @@ def test_the_lever_is_one_of_a_kind_in_a_candidate():
     with pytest.raises(Exception, match="named twice"):
         check_candidate(["fuse_projections", "fuse_projections"], "cpu", {})
     assert [item.kind for item in check_candidate(["fuse_projections", "compile"], "cpu", {})] == ["fusion", "compile"]
-
-
-@pytest.fixture
-def user(workspace):
-    for source in TWIN.glob("*.py"):
-        shutil.copy(source, workspace.root / source.name)
-    return workspace
 
 
 def test_a_user_s_plain_decoder_takes_the_lever_alone_and_under_decode_loop_gated_by_its_twin(user):

@@ -4,8 +4,6 @@ levers accepted, wrong candidates refused; the rule's bad inputs; the workload p
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,15 +14,7 @@ from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.models import DerivedTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
 
 torch = pytest.importorskip("torch")
-FIXTURES = Path(__file__).parent / "fixtures" / "twin"
 FAST = {"pairs": 5, "steps_per_leg": 1, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 240.0}
-
-
-@pytest.fixture
-def user(workspace):
-    for source in FIXTURES.glob("*.py"):
-        shutil.copy(source, workspace.root / source.name)
-    return workspace
 
 
 def _verdicts(result):

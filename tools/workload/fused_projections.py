@@ -39,9 +39,6 @@ class Placement:
     placed: Counter[str] = field(default_factory=Counter)
     not_placed: Counter[str] = field(default_factory=Counter)
 
-    def groups(self) -> int:
-        return sum(self.placed.values())
-
     def as_dict(self) -> dict[str, dict[str, int]]:
         return {"placed": dict(self.placed), "not_placed": dict(self.not_placed)}
 
@@ -165,12 +162,12 @@ def _fuse_group(torch: Any, part_class: type, parent: Any, names: tuple[str, ...
     fused.weight = torch.nn.Parameter(weight, requires_grad=False)
     if bias is not None:
         fused.bias = torch.nn.Parameter(bias, requires_grad=False)
-    name = "fused_" + "_".join(names)
-    parent.add_module(name, fused)
-    shared = _Shared(fused, [m.out_features for m in members], name)
+    fused_name = "fused_" + "_".join(names)
+    parent.add_module(fused_name, fused)
+    shared = _Shared(fused, [m.out_features for m in members], fused_name)
     start = 0
-    for index, (name, member) in enumerate(zip(names, members, strict=True)):
-        setattr(parent, name, part_class(shared, index, start, start + member.out_features))
+    for index, (member_name, member) in enumerate(zip(names, members, strict=True)):
+        setattr(parent, member_name, part_class(shared, index, start, start + member.out_features))
         start += member.out_features
     if not hasattr(parent, GROUPS_ATTR):
         parent.__dict__[GROUPS_ATTR] = []

@@ -99,7 +99,7 @@ CATALOG: tuple[Lever, ...] = (
           "with inductor_coordinate_descent on a GPU)", "Linear layers were quantized: their "
           "weights' bytes before -> after", value="int8", needs="compiled", lossy="each weight rounded to one of 255 levels of its row"),
     Lever("fp8_weight_only", "quantize", ANY, "every Linear layer's weights stored in fp8 (e4m3) with a scale per output row (half of "
-          "bf16's bytes; converted inside the GEMM where compiled: stack it on compile or decode_loop)", "Linear layers were quantized: "
+          "bf16's bytes; converted inside the GEMM only where Inductor fuses it: stack it on compile or decode_loop)", "Linear layers were quantized: "
           "their weights' bytes before -> after", value="fp8", needs="compiled", lossy="each weight rounded to e4m3's 3 mantissa bits"),
     Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
           "no host sync; e.g. a static KV cache)", "the graph was captured and each timed step replayed it"),
