@@ -1,6 +1,7 @@
 """Issue 46 by hand, in one process on one GPU: a Llama-3.2-1B-shaped decoder (bf16, random weights, tied embeddings)
 decoding greedily on the static cache through Hyperloom's decode_loop, per stack of model levers (none, fuse_projections,
-int8_weight_only, fp8_weight_only, fused + int8, each optionally with Inductor's coordinate-descent tuning) and per batch: ms a decode token ((T(N) - T(1)) / (N - 1), medians of
+int8_weight_only, fp8_weight_only, fused + int8, decode_attention, each optionally with Inductor's coordinate-descent tuning;
+fused+argmax1: decode_loop's one-pass argmax, the two-pass one's A/B) and per batch: ms a decode token ((T(N) - T(1)) / (N - 1), medians of
 synchronized repeats), its percent of the bytes roof (the weights as stored plus the mean filled KV cache read once a
 token, at the device-copy bandwidth measured in this process; and against the plain stack's roof, issue 46's, with
 the bf16 weights), tokens equal to the plain stack's, and the replayed
@@ -30,13 +31,16 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from hyperloom.tools.profile.kineto import trace_of
 from hyperloom.tools.profile.models import ReplayRoof
 from hyperloom.tools.profile.replays import attribute_replays
-from hyperloom.tools.workload import decode_loop, fused_projections, weight_only
+from hyperloom.tools.workload import decode_attention, decode_loop, fused_projections, weight_only
 
 LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
 SMALL = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=512)
 PROMPT = 128
 STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8"), "fused+int8+cd": ("fuse", "int8", "cd"),
-          "fused+cd": ("fuse", "cd")}  # cd: Inductor's coordinate-descent tuning for the stack's compiles
+          "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
+          "attn": ("attn",)}
+# cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
+# one's A/B); attn: the decode_attention lever
 
 
 def sync(device: str) -> None:
@@ -61,6 +65,9 @@ def build(shape: dict, stack: tuple[str, ...], device: str) -> LlamaForCausalLM:
     for form in ("int8", "fp8"):
         if form in stack:
             weight_only.quantize(torch, model, form)
+    if "attn" in stack:
+        decode_attention.route(torch, model)
+    decode_loop.ARGMAX_CHUNK = 0 if "argmax1" in stack else 1024  # read when the step compiles, below
     decode_loop.install(model, compiled=device == "cuda")
     return model
 

@@ -158,7 +158,27 @@ def _greedy(logits: Any, banned: Any) -> Any:
     """The argmax, EOS's logits at -inf where generate's min-length processors ban it (`banned`: a bool per vocabulary id)."""
     if banned is not None:
         logits = logits.masked_fill(banned, float("-inf"))
-    return logits.argmax(-1, keepdim=True)
+    return _argmax(logits)
+
+
+ARGMAX_CHUNK = 1024  # the vocabulary's slice the first pass of the argmax reduces per program; 0: one pass
+
+
+def _argmax(logits: Any) -> Any:
+    """The first index of each row's largest logit, as argmax(-1, keepdim=True) gives it, in two passes: the largest of
+    each chunk of ARGMAX_CHUNK ids with its first index, then the first chunk holding the largest. Inductor lowers a
+    one-pass argmax over a 128k vocabulary to one program a row (29.6 us of a 1.28 ms token on the H200,
+    results/h200/roof); the chunks spread the first pass over the device. Exact: the first maximum of the first chunk
+    that holds the row's maximum is the row's first maximum (the padding, -inf after the last id, comes after every id)."""
+    import torch
+
+    vocabulary = logits.shape[-1]
+    if not ARGMAX_CHUNK or vocabulary <= 2 * ARGMAX_CHUNK:
+        return logits.argmax(-1, keepdim=True)
+    padded = torch.nn.functional.pad(logits, (0, -vocabulary % ARGMAX_CHUNK), value=float("-inf"))
+    largest, where = padded.view(*logits.shape[:-1], -1, ARGMAX_CHUNK).max(-1)
+    chunk = largest.argmax(-1, keepdim=True)
+    return chunk * ARGMAX_CHUNK + where.gather(-1, chunk)
 
 
 def _banned(torch: Any, plan: Plan, vocabulary: int, device: Any) -> Any:

@@ -80,6 +80,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
                           else "the model has no 4-D weights (no convolutions): nothing for the format to change")
     if lever.kind == "fusion":
         return _fused(lever, seen, baseline)
+    if lever.kind == "attention":
+        return _attention(lever, seen, baseline)
     if lever.kind == "quantize":
         counted = seen.get("weight_only") or {}
         layers, before, after = (int(counted.get(key, 0)) for key in ("layers", "bytes_before", "bytes_after"))
@@ -147,6 +149,30 @@ def _fused(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Enga
     fewer = mine < theirs
     return Engagement(lever=lever.name, engaged=fewer, evidence=f"fused {fused}; GEMM {key} in one step {theirs} -> {mine}"
                       + ("" if fewer else ": no fewer than the reference's (the model calls the members on different inputs)") + left)
+
+
+def _attention(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Engagement:
+    """Engaged where the model's attention was routed, the kernel ran in the profiled step (its op's host calls, or its
+    device kernels in a replayed graph where the reference ran none) and no decode call fell back to SDPA (a prefill
+    runs SDPA by design and is not counted against it)."""
+    routed = seen.get("decode_attention") or {}
+    if not routed.get("attention_modules") or routed.get("why"):
+        return Engagement(lever=lever.name, engaged=False, evidence=str(routed.get("why") or "the model has no attention modules to route"))
+    fallbacks = {why: n for why, n in (routed.get("fallbacks") or {}).items() if why != "prefill"}
+    calls = int(routed.get("kernel", 0))
+    theirs = set(baseline.get("kernels") or {})
+    on_device = {name: n for name, n in (seen.get("kernels") or {}).items() if name not in theirs
+                 and any(name.startswith(k) for k in routed.get("kernels") or [])}
+    ran = f"{calls} kernel call(s) on the host" if calls else ""
+    if on_device:
+        ran += ("; " if ran else "") + "on the device: " + ", ".join(f"{name} x{n}" for name, n in on_device.items())
+    if fallbacks:
+        said = "; ".join(f"{why} (x{n})" for why, n in fallbacks.items())
+        return Engagement(lever=lever.name, engaged=False, calls=calls, evidence=f"decode attention fell back to SDPA: {said}" + (f"; {ran}" if ran else ""))
+    if not ran:
+        return Engagement(lever=lever.name, engaged=False, calls=0, evidence=f"{routed['attention_modules']} attention module(s) routed, but the "
+                          "profiled step ran no decode attention through the kernel (no single-position attention call)")
+    return Engagement(lever=lever.name, engaged=True, calls=calls, evidence=f"{routed['attention_modules']} attention module(s) routed; {ran}")
 
 
 def _gemms(seen: dict[str, Any], baseline: dict[str, Any]) -> tuple[int | None, int, str]:

@@ -43,7 +43,7 @@ def bind(obj: Any, workload: str) -> None:
 
 def apply_levers(torch: Any) -> None:
     """The levers that act on the built workload, in their order: the model's own changes first (fused projections, then
-    weight-only quantization, the memory format: compile acts on the changed model), then compile and the decode loop, then the static cache (its
+    weight-only quantization, the memory format, the attention's route: compile acts on the changed model), then compile and the decode loop, then the static cache (its
     count wraps whatever generate is now)."""
     for lever in STATE.levers:
         if lever["kind"] == "fusion":
@@ -57,6 +57,10 @@ def apply_levers(torch: Any) -> None:
             STATE.quantized = weight_only.quantize(torch, getattr(STATE.obj, "model", None), lever["value"])
         elif lever["kind"] == "layout":
             STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
+        elif lever["kind"] == "attention":
+            from hyperloom.tools.workload import decode_attention
+
+            STATE.attention = decode_attention.route(torch, getattr(STATE.obj, "model", None))
     for lever in STATE.levers:
         if lever["kind"] == "compile":
             compile_model(torch, lever["value"])
