@@ -150,11 +150,11 @@ def main(args: argparse.Namespace) -> None:
             weights = stored_bytes(model)
             token_bytes = weights + kv_bytes(model.config, batch, args.tokens)
             roof_ms = token_bytes / (bandwidth * 1e9) * 1e3
-            if name == "plain":  # issue 46's roof: the bf16 weights and the KV cache, whatever a stack stores
+            if plain_roof_ms is None and not {"int8", "fp8"} & set(STACKS[name]):  # issue 46's roof: the bf16 weights and the KV cache, whatever a stack stores
                 plain_roof_ms = roof_ms
             roof = ReplayRoof(bytes_per_replay=token_bytes, bandwidth_gb_s=bandwidth,
                               source="MEASURED: this process's device copy; the weights as stored plus the mean filled KV cache")
-            if plain_tokens is None and name == "plain":
+            if plain_tokens is None:  # the first stack's tokens: what the others are compared with
                 plain_tokens = first
             same = None if plain_tokens is None else float((first[:, PROMPT:] == plain_tokens[:, PROMPT:]).float().mean())
             found = attribution(model, prompt, args.tokens, roof, device) if args.attribute else None
@@ -164,7 +164,7 @@ def main(args: argparse.Namespace) -> None:
                          "attribution": found})
             bf16 = f", {100 * plain_roof_ms / ms:5.1f} % of plain's" if plain_roof_ms else ""
             print(f"batch {batch:>3} {name:<14} {ms:7.3f} ms/token  roof {roof_ms:6.3f} ms ({100 * roof_ms / ms:5.1f} %{bf16})  weights {weights / 1e9:.2f} GB  "
-                  f"tokens = plain {same if same is None else round(same, 3)}  built+warm {build_s:.0f} s", flush=True)
+                  f"tokens = first's {same if same is None else round(same, 3)}  built+warm {build_s:.0f} s", flush=True)
             if found:
                 top = ", ".join(f"{k['name'][:40]} {k['us']:.0f} us" for k in found["kernels"][:4])
                 print(f"    {found['kernels_per_replay']} kernels a token; busy {found['graph_busy_us']:.0f} us, gaps {found['graph_gaps_us']:.0f}, "

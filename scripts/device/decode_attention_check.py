@@ -1,0 +1,83 @@
+"""The decode_attention kernel against SDPA on the GPU, at a decode step's shapes (the 1.2B decoder's: 32 query heads,
+8 KV heads, dim 64, bf16), per cache length and fill: its error and SDPA's against a float32 computation of the same
+attention, and each one's time a call (CUDA events over a captured graph of 100 calls, as a replayed decode step
+runs it), SDPA as transformers calls it with a mask (the K/V repeated for the query heads first).
+
+    python3 scripts/device/decode_attention_check.py OUT        # writes OUT/decode_attention_check.json
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from hyperloom.core.shipped import shipped_kernels
+
+spec = importlib.util.spec_from_file_location("decode_attention_kernel", shipped_kernels("triton", "decode_attention", "decode_attention.py"))
+kernel = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(kernel)
+
+
+def reference(q, k, v, mask, scale):  # noqa: ANN001, ANN201
+    group = q.shape[1] // k.shape[1]
+    keys, values = k.repeat_interleave(group, 1).float(), v.repeat_interleave(group, 1).float()
+    scores = (q.float() @ keys.transpose(-1, -2)) * scale
+    return (scores.masked_fill(~mask, float("-inf")).softmax(-1) @ values).transpose(1, 2)
+
+
+def sdpa(q, k, v, mask, scale):  # noqa: ANN001, ANN201
+    group = q.shape[1] // k.shape[1]
+    keys = k[:, :, None].expand(-1, -1, group, -1, -1).reshape(k.shape[0], -1, k.shape[2], k.shape[3])
+    values = v[:, :, None].expand(-1, -1, group, -1, -1).reshape(v.shape[0], -1, v.shape[2], v.shape[3])
+    return torch.nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale).transpose(1, 2).contiguous()
+
+
+def graph_us(call, calls: int = 100) -> float:  # noqa: ANN001
+    """Time a call when replayed from a CUDA graph of `calls` calls: what a decode step's replay costs it."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            call()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(calls):
+            call()
+    times = []
+    for _ in range(7):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / calls)
+    return sorted(times)[len(times) // 2]
+
+
+def main(out: Path) -> None:
+    torch.manual_seed(0)
+    rows = []
+    for batch, slots, filled in ((1, 192, 160), (1, 192, 129), (8, 192, 160), (32, 192, 160), (1, 4096, 1000), (1, 4096, 4000), (8, 4096, 2048)):
+        q = torch.randn(batch, 32, 1, 64, device="cuda", dtype=torch.bfloat16)
+        k, v = (torch.randn(batch, 8, slots, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+        mask = (torch.arange(slots, device="cuda") < filled).view(1, 1, 1, slots).expand(batch, 1, 1, slots).contiguous()
+        scale = 64 ** -0.5
+        exact = reference(q, k, v, mask, scale)
+        mine, theirs = kernel.decode_attention(q, k, v, mask, scale), sdpa(q, k, v, mask, scale)
+        error = {name: float((got.float() - exact).norm() / exact.norm()) for name, got in (("kernel", mine), ("sdpa", theirs))}
+        timed = {"kernel_us": graph_us(lambda: kernel.decode_attention(q, k, v, mask, scale)), "sdpa_us": graph_us(lambda: sdpa(q, k, v, mask, scale))}
+        row = {"batch": batch, "slots": slots, "filled": filled, "rel_l2_vs_float32": error, **timed}
+        rows.append(row)
+        print(f"batch {batch:>2} slots {slots:>5} filled {filled:>5}: kernel {timed['kernel_us']:6.1f} us (rel L2 {error['kernel']:.2e}), "
+              f"sdpa with repeated K/V {timed['sdpa_us']:6.1f} us (rel L2 {error['sdpa']:.2e})", flush=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "decode_attention_check.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
