@@ -9,8 +9,8 @@ The mask is None, a bool tensor (True: attend) or an additive float one (a value
 out), of [batch or 1, 1, 1, slots]. Scores accumulate in float32 from the inputs' dtype (tensor-core dot products for
 bfloat16 and float16, IEEE float32 for float32), the probabilities are rounded to the values' dtype for the second dot
 product, as flash attention rounds them (under Triton's interpreter both dot products take float32 operands). One
-program per (batch row, KV head, split), its query heads padded to 16 rows (the dot product's smallest tile). Launcher: `decode_attention(q, k, v, mask, scale)` -> [batch, 1, heads, dim]
-(the layout transformers' attention functions return)."""
+program per (batch row, KV head, split), its query heads padded to 16 rows (the dot product's smallest tile).
+Launcher: `decode_attention(q, k, v, mask, scale)` -> [batch, 1, heads, dim] (the layout transformers' attention functions return)."""
 
 import os
 

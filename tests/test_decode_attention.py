@@ -1,0 +1,190 @@
+"""The decode_attention lever (issue 46: attention that reads only the filled part of a static cache, inside the
+replayed graph): the library's Triton kernel against a float64 attention in Triton's interpreter (grouped query heads,
+a dim and a group that are no powers of two, bool, additive and no masks, a mask with holes per batch row, the cache
+split over programs), what it refuses and why; the route on a transformers Llama (the same tokens and logits as SDPA,
+prefills left to SDPA, an unrouted model in the same process untouched, a copy routed too, eager attention not
+routed); its engagement from host calls or a replayed graph's kernels; decode_loop's two-pass argmax equal to argmax."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO
+from hyperloom.tools.workload.engagement import engagement
+from hyperloom.tools.workload.levers import check_candidate, lever
+
+torch = pytest.importorskip("torch")
+FRESH = "HYPERLOOM_TEST_DECODE_ATTENTION_FRESH"
+HAS_TRITON = importlib.util.find_spec("triton") is not None
+in_fresh_interpreter = pytest.mark.skipif(os.environ.get(FRESH) != "1", reason="runs in a fresh Python with TRITON_INTERPRET=1 (the test below)")
+
+
+@pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed (pip install 'hyperloom[triton]')")
+def test_the_kernel_tests_run_in_a_python_whose_triton_started_in_its_interpreter():
+    """The tests marked in_fresh_interpreter, in a fresh Python with TRITON_INTERPRET=1 from its start (where another test
+    imported triton first, the interpreter refuses triton.language's own @jit helpers)."""
+    if os.environ.get(FRESH) == "1":
+        pytest.skip("this is the fresh Python")
+    env = {**os.environ, FRESH: "1", "TRITON_INTERPRET": "1"}
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "(kernel_ or route) and not whose_triton"],
+                         env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
+    last = run.stdout.splitlines()[-1] if run.stdout else ""
+    assert run.returncode == 0 and " passed" in last and "skipped" not in last, run.stdout[-3000:] + run.stderr[-2000:]
+
+
+def _launcher():
+    from hyperloom.core.shipped import shipped_kernels
+    from hyperloom.tools.triton.entry import load_module
+
+    return load_module(str(shipped_kernels("triton", "decode_attention", "decode_attention.py")))
+
+
+def _exact(q, k, v, mask, scale):
+    """The attention in float64, the K/V repeated for the query heads; -> [batch, 1, heads, dim]."""
+    group = q.shape[1] // k.shape[1]
+    keys, values = k.double().repeat_interleave(group, 1), v.double().repeat_interleave(group, 1)
+    scores = (q.double() @ keys.transpose(-1, -2)) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.double()
+    return (scores.softmax(-1) @ values).transpose(1, 2)
+
+
+# (batch, heads, kv_heads, slots, dim, params): a group of 3 and a dim of 80; one KV head a query head over a cache split
+# in two; a cache split in three of blocks of 32, a group of 4
+CASES = [(2, 12, 4, 100, 80, None), (1, 8, 8, 700, 64, None), (3, 8, 2, 130, 32, {"SPLIT_SLOTS": 64, "BLOCK_N": 32})]
+TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 2 ** -6}
+
+
+@in_fresh_interpreter
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("masking", ["none", "bool", "additive"])
+def test_the_kernel_matches_attention_in_float64_with_grouped_heads_masks_and_splits(dtype, case, masking):
+    launcher, (batch, heads, kv_heads, slots, dim, params) = _launcher(), case
+    generator = torch.Generator().manual_seed(slots)
+    q = torch.randn(batch, heads, 1, dim, generator=generator).to(dtype)
+    k, v = (torch.randn(batch, kv_heads, slots, dim, generator=generator).to(dtype) for _ in range(2))
+    filled = torch.tensor([slots - 1 - 17 * row for row in range(batch)])  # each batch row filled to its own slot
+    keep = (torch.arange(slots) < filled[:, None]).view(batch, 1, 1, slots)
+    keep[:, :, :, 3:9] = False  # a hole inside a block
+    mask = {"none": None, "bool": keep, "additive": torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)}[masking]
+    got = launcher.decode_attention(q, k, v, mask, dim ** -0.5, params)
+    assert got.shape == (batch, 1, heads, dim) and got.dtype == dtype
+    want = _exact(q, k, v, None if mask is None else keep, dim ** -0.5)
+    assert float((got.double() - want).abs().max()) <= TOLERANCE[dtype] * max(1.0, float(want.abs().max()))
+    if masking == "bool":  # the slots the mask leaves out are not read: poisoning them changes nothing
+        k2, v2 = k.clone(), v.clone()
+        k2.masked_fill_(~keep.view(batch, 1, slots, 1), float("nan"))
+        v2.masked_fill_(~keep.view(batch, 1, slots, 1), float("nan"))
+        assert torch.equal(launcher.decode_attention(q, k2, v2, mask, dim ** -0.5, params), got)
+
+
+@in_fresh_interpreter
+def test_the_kernel_refuses_what_it_does_not_compute_with_why():
+    launcher = _launcher()
+    q, k = torch.randn(1, 8, 1, 16), torch.randn(1, 2, 40, 16)
+    cases = [
+        ((torch.randn(1, 8, 3, 16), k, k, None), "3 query positions"),
+        ((q, torch.randn(1, 3, 40, 16), torch.randn(1, 3, 40, 16), None), "multiple of kv_heads"),
+        ((q, k.half(), k.half(), None), "one of float32"),
+        ((q, k, k, torch.ones(1, 8, 1, 40, dtype=torch.bool)), "one mask row a batch row"),
+        ((q, k, k, torch.ones(1, 1, 1, 40, dtype=torch.int64)), "bool mask"),
+    ]
+    for args, why in cases:
+        assert why in launcher.unsupported(*args)
+        with pytest.raises(ValueError, match=why):
+            launcher.decode_attention(*args, 0.25)
+    assert launcher.unsupported(q, k, k, None) == ""
+
+
+def _llama(implementation: str = "sdpa"):
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=300, attn_implementation=implementation)
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.eos_token_id = None
+    return model
+
+
+def _generate(model, ids):
+    with torch.no_grad():
+        return model.generate(ids, max_new_tokens=5, do_sample=False, return_dict_in_generate=True, output_logits=True)
+
+
+@in_fresh_interpreter
+def test_a_routed_llama_decodes_the_same_tokens_and_logits_with_prefills_left_to_sdpa_and_other_models_untouched():
+    from hyperloom.tools.workload import decode_attention, decode_loop
+
+    plain, ids = _llama(), torch.randint(0, 300, (2, 9))
+    routed = copy.deepcopy(plain)
+    assert decode_attention.route(torch, routed) == {"attention_modules": 2, "implementation": "sdpa", "why": ""}
+    before = decode_attention.COUNTS.snapshot()
+    want = _generate(plain, ids)  # the unrouted model in the same process: SDPA throughout
+    assert decode_attention.COUNTS.since(before) == {"kernel": 0, "fallbacks": {}}
+    got = _generate(routed, ids)
+    assert decode_attention.COUNTS.since(before) == {"kernel": 4 * 2, "fallbacks": {"prefill": 2}}  # 4 decode steps x 2 layers
+    assert torch.equal(got.sequences, want.sequences)
+    for mine, theirs in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+    copied = copy.deepcopy(routed)  # a kept worker's candidate: routed too
+    decode_loop.install(copied, compiled=False)
+    before = decode_attention.COUNTS.snapshot()
+    looped = _generate(copied, ids)
+    assert decode_attention.COUNTS.since(before)["kernel"] == 4 * 2 and torch.equal(looped.sequences, want.sequences)
+
+
+@in_fresh_interpreter
+def test_a_model_on_eager_attention_is_not_routed_and_says_why():
+    from hyperloom.tools.workload import decode_attention
+
+    routed = decode_attention.route(torch, _llama("eager"))
+    assert routed["attention_modules"] == 2 and "'eager'" in routed["why"]
+    [said] = engagement([lever("decode_attention")], {"decode_attention": {**routed, "kernel": 0, "fallbacks": {}}}, {}, {})
+    assert not said.engaged and "'eager'" in said.evidence
+    assert "no `model` attribute" in decode_attention.route(torch, None)["why"]
+
+
+ROUTED = {"attention_modules": 16, "implementation": "sdpa", "why": "", "kernels": ["decode_attention_kernel", "combine_kernel"]}
+
+
+def test_engagement_reads_host_calls_or_a_replayed_graph_s_kernels_and_refuses_decode_fallbacks():
+    attention = lever("decode_attention")
+    [eager] = engagement([attention], {"decode_attention": {**ROUTED, "kernel": 32, "fallbacks": {"prefill": 16}}}, {}, {})
+    assert eager.engaged and eager.calls == 32 and "16 attention module(s) routed; 32 kernel call(s)" in eager.evidence
+    seen = {"decode_attention": {**ROUTED, "kernel": 0, "fallbacks": {"prefill": 16}}, "kernels": {"decode_attention_kernel": 1008, "nvjet_x": 3}}
+    [replayed] = engagement([attention], seen, {"kernels": {"nvjet_x": 3}}, {})
+    assert replayed.engaged and "decode_attention_kernel x1008" in replayed.evidence
+    [theirs_too] = engagement([attention], seen, {"kernels": {"decode_attention_kernel": 1008}}, {})  # the reference ran it: proves nothing
+    assert not theirs_too.engaged and "no decode attention" in theirs_too.evidence
+    [fell_back] = engagement([attention], {"decode_attention": {**ROUTED, "kernel": 8, "fallbacks": {"softcap given": 8}}}, {}, {})
+    assert not fell_back.engaged and "softcap given (x8)" in fell_back.evidence
+
+
+def test_the_lever_is_for_a_gpu_and_needs_attention():
+    attention = lever("decode_attention")
+    assert attention.kind == "attention" and attention.needs == "attention" and not attention.lossy
+    with pytest.raises(Exception, match="decode_attention"):
+        check_candidate(["decode_attention"], "cpu", {})
+    assert [item.name for item in check_candidate(["decode_attention", "fuse_projections", "decode_loop"], "cuda", {})] == [
+        "decode_attention", "fuse_projections", "decode_loop"]
+
+
+def test_decode_loop_s_two_pass_argmax_is_argmax_with_ties_infinities_and_a_ragged_last_chunk():
+    from hyperloom.tools.workload import decode_loop
+
+    generator = torch.Generator().manual_seed(0)
+    for batch, vocabulary in ((3, 128256), (2, 5000), (1, 2049), (4, 2048)):
+        logits = torch.randn(batch, vocabulary, generator=generator).to(torch.bfloat16)  # bfloat16: many ties
+        logits[0, -1] = 100.0  # the maximum in the padded last chunk
+        if batch > 1:
+            logits[1] = 1.0  # a row of ties: the first id
+        for rows in (logits, torch.full_like(logits, float("-inf")), logits.float()):
+            assert torch.equal(decode_loop._argmax(rows), rows.argmax(-1, keepdim=True)), (batch, vocabulary)
