@@ -168,9 +168,17 @@ def test_engagement_reads_host_calls_or_a_replayed_graph_s_kernels_and_refuses_d
     assert not fell_back.engaged and "softcap given (x8)" in fell_back.evidence
 
 
-def test_the_lever_is_for_a_gpu_and_needs_attention():
+def test_the_lever_is_for_a_gpu_acts_on_attention_and_waits_for_replayed_graphs():
+    from hyperloom.tools.optimize.applies import unmet
+
     attention = lever("decode_attention")
-    assert attention.kind == "attention" and attention.needs == "attention" and not attention.lossy
+    assert attention.kind == "attention" and not attention.lossy
+    eager_decoder = {"ops": {"aten::scaled_dot_product_attention": 32, "aten::mm": 96}}
+    waits = unmet(attention, {}, eager_decoder)  # no graph launch yet: tried on a stack that brings one, not alone
+    assert waits is not None and waits.deferred and "graph" in waits.reason
+    assert unmet(attention, {}, {"ops": {**eager_decoder["ops"], "cudaGraphLaunch": 1}}) is None
+    conv = unmet(attention, {}, {"ops": {"aten::cudnn_convolution": 53, "cudaGraphLaunch": 1}})  # nothing a stack brings helps
+    assert conv is not None and not conv.deferred and "scaled_dot_product_attention" in conv.reason
     with pytest.raises(Exception, match="decode_attention"):
         check_candidate(["decode_attention"], "cpu", {})
     assert [item.name for item in check_candidate(["decode_attention", "fuse_projections", "decode_loop"], "cuda", {})] == [

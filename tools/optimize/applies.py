@@ -45,7 +45,10 @@ def present(evidence: dict[str, Any]) -> frozenset[Need]:
 
 
 def unmet(lever: Lever, facts: dict[str, Any], evidence: dict[str, Any]) -> Unmet | None:
-    """The need of `lever` that the baseline lacks, or None (met, or not known: tried)."""
+    """The need of `lever` that the baseline lacks, or None (met, or not known: tried); what it acts on first (no stack
+    brings an attention the model lacks)."""
+    if lever.acts_on is not None and (lacks := _lacks(lever.acts_on, facts, evidence)) is not None:
+        return Unmet(lever.name, lacks, False)
     if lever.needs is None:
         return None
     if lever.needs == "static_cache" and facts.get("generate") and facts.get("cache_implementation") != "static":

@@ -72,6 +72,7 @@ class Lever:
     env: dict[str, str] = field(default_factory=dict)  # for kind env; "{folder}" is the candidate's folder in the workspace
     value: str = ""  # compile: the mode; sdpa: the backend; setting: the setting's name; knob: NAME=VALUE
     needs: Need | None = None  # what it acts on; None: anything
+    acts_on: Need | None = None  # what the baseline itself must have beside `needs` (which a stack may bring): decode_attention's attention
     brings: frozenset[Need] = frozenset()  # what it puts in the step that another lever may need (a static cache, compiled code)
     less_work: str = ""  # why a step with it may do far less gemm/attention work than the baseline's (a cache, a quantization): proof of work is waived
     lossy: str = ""  # how it changes numerics beyond the model's own: optimize tries it only under a tolerance the user declared
@@ -112,9 +113,10 @@ CATALOG: tuple[Lever, ...] = (
           "a cuDNN attention op ran in a profiled step", value="CUDNN_ATTENTION", needs="attention"),
     Lever("decode_attention", "attention", GPU, "a transformers model's attention at one query position (a decode step) by "
           "Hyperloom's Triton kernel (kernels/triton/decode_attention): each KV head's cache read once for its query heads (no repeated "
-          "K/V copies) and only the slots the mask keeps (a static cache where it is filled), a custom op a replayed graph captures; "
+          "K/V copies) and only the slots the mask keeps (a static cache where it is filled), a custom op a replayed graph captures "
+          "(it waits for a stack that replays graphs, decode_loop's: eager, its launch costs more host time than it saves); "
           "prefills and calls it does not cover run transformers' SDPA", "the profiled step ran the kernel (its op on the host, or its "
-          "device kernel in a replayed graph) and no decode call fell back", value="decode_attention", needs="attention"),
+          "device kernel in a replayed graph) and no decode call fell back", value="decode_attention", needs="graph_launch", acts_on="attention"),
     Lever("sdpa_math", "sdpa", ANY, "scaled_dot_product_attention restricted to the math (unfused) backend",
           "the math attention path ran in a profiled step", value="MATH", needs="attention"),
     Lever("tunableop", "env", GPU, "PyTorch TunableOp: GEMMs tuned on first use, the choices kept in the candidate's folder",
