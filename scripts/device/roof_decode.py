@@ -31,16 +31,16 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from hyperloom.tools.profile.kineto import trace_of
 from hyperloom.tools.profile.models import ReplayRoof
 from hyperloom.tools.profile.replays import attribute_replays
-from hyperloom.tools.workload import decode_attention, decode_loop, fused_projections, weight_only
+from hyperloom.tools.workload import decode_attention, decode_gemv, decode_loop, fused_projections, kernel_route, weight_only
 
 LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
 SMALL = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=512)
 PROMPT = 128
 STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8"), "fused+int8+cd": ("fuse", "int8", "cd"),
           "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
-          "attn": ("attn",)}
+          "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+gemv": ("fuse", "gemv")}
 # cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
-# one's A/B); attn: the decode_attention lever
+# one's A/B); attn: the decode_attention lever; gemv: the decode_gemv lever (its launch params from --gemv-params)
 
 
 def sync(device: str) -> None:
@@ -67,6 +67,8 @@ def build(shape: dict, stack: tuple[str, ...], device: str) -> LlamaForCausalLM:
             weight_only.quantize(torch, model, form)
     if "attn" in stack:
         decode_attention.route(torch, model)
+    if "gemv" in stack:
+        decode_gemv.route(torch, model)
     decode_loop.ARGMAX_CHUNK = 0 if "argmax1" in stack else 1024  # read when the step compiles, below
     decode_loop.install(model, compiled=device == "cuda")
     return model
@@ -133,6 +135,9 @@ def attribution(model: LlamaForCausalLM, prompt: torch.Tensor, tokens: int, roof
 
 def main(args: argparse.Namespace) -> None:
     device = "cpu" if args.small else "cuda"
+    if args.gemv_params:  # the sweep's winners, per (N, K)
+        best = json.loads(Path(args.gemv_params).read_text())["best"]
+        kernel_route.launcher(torch, "gemv").TUNED.update({tuple(int(v) for v in key.split(",")): params for key, params in best.items()})
     shape = SMALL if args.small else LLAMA_1B
     bandwidth = copy_bandwidth_gb_s(device)
     rows = []
@@ -189,5 +194,6 @@ if __name__ == "__main__":
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--stacks", default="plain,fused,int8,fused+int8")
+    parser.add_argument("--gemv-params", help="gemv_sweep.py's JSON: the GEMV's launch params per shape")
     parser.add_argument("--attribute", action="store_true", help="profile one generate per stack and attribute its replays")
     main(parser.parse_args())

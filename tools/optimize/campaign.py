@@ -66,7 +66,7 @@ DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long 
 SEARCH: frozenset[Phase] = frozenset({"levers", "combine", "kernels"})  # the phases a stop rule may end early (what follows: settle, the sweep)
 # cheapest first: a knob costs a build, a compile minutes
 TUNERS = frozenset({"tunableop", "compile_max_autotune", "compile_max_autotune_no_cudagraphs", "inductor_coordinate_descent"})  # tried last, whatever their kind
-COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "fusion": 1, "quantize": 1, "attention": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
+COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "fusion": 1, "quantize": 1, "kernel": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
 
 
 @dataclass

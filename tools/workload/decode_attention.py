@@ -16,57 +16,33 @@ unmarked model's) runs transformers' own SDPA. A copy of a marked model is marke
 
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
-from collections import Counter
 from typing import Any
+
+from hyperloom.tools.workload.kernel_route import Counts, launcher
 
 MARK = "_hyperloom_decode_attention"  # set on every module of a routed model
 OP_NAME = "hyperloom::decode_attention"
 UNCOVERED_KWARGS = ("softcap", "s_aux", "sinks")  # arguments some models pass that the kernel does not compute
-
-
-class Counts:
-    """Calls the kernel took (its op executed on the host: eager, or compiled code outside a replayed graph) and calls
-    sent back to SDPA, by reason; counted outside compiled tracing only."""
-
-    def __init__(self) -> None:
-        self.kernel = 0
-        self.fallbacks: Counter[str] = Counter()
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"kernel": self.kernel, "fallbacks": dict(self.fallbacks)}
-
-    def since(self, before: dict[str, Any]) -> dict[str, Any]:
-        earlier = before["fallbacks"]
-        return {"kernel": self.kernel - before["kernel"],
-                "fallbacks": {why: n - earlier.get(why, 0) for why, n in self.fallbacks.items() if n > earlier.get(why, 0)}}
-
-
+EXPECTED = ("prefill",)  # many query positions: transformers' SDPA, by design
+KERNELS = ("decode_attention_kernel", "combine_kernel")
 COUNTS = Counts()
 _STATE: dict[str, Any] = {}  # the loaded launcher, the op, the original SDPA function
-
-
-def kernel_names() -> list[str]:
-    """The device kernels the route launches: what a replayed graph's profile shows instead of a host call."""
-    return ["decode_attention_kernel", "combine_kernel"]
 
 
 def route(torch: Any, model: Any) -> dict[str, Any]:
     """Mark `model` for the kernel and wrap transformers' SDPA attention once: what was routed, for engagement."""
     if model is None or not hasattr(model, "modules"):
-        return {"attention_modules": 0, "implementation": "", "why": "the workload has no `model` attribute with modules"}
+        return {"routed": 0, "what": "attention module(s)", "why": "the workload has no `model` attribute with modules"}
     config = getattr(model, "config", None)
     implementation = str(getattr(config, "_attn_implementation", "") or "")
     attention = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
     if implementation != "sdpa":
-        return {"attention_modules": len(attention), "implementation": implementation,
-                "why": f"the model's attention implementation is {implementation or 'unset'!r}; the kernel takes transformers' 'sdpa' calls"}
+        return {"routed": 0, "what": "attention module(s)", "why": f"the model's attention implementation is {implementation or 'unset'!r} "
+                f"({len(attention)} attention module(s)); the kernel takes transformers' 'sdpa' calls"}
     _install(torch)
     for module in model.modules():
         setattr(module, MARK, True)
-    return {"attention_modules": len(attention), "implementation": implementation, "why": ""}
+    return {"routed": len(attention), "what": "attention module(s)", "why": "" if attention else "the model has no attention module"}
 
 
 def _install(torch: Any) -> None:
@@ -75,19 +51,11 @@ def _install(torch: Any) -> None:
         return
     from transformers.modeling_utils import AttentionInterface
 
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # a CPU: Triton's interpreter runs the kernel (tests)
-    from hyperloom.core.shipped import shipped_kernels
-
-    path = shipped_kernels("triton", "decode_attention", "decode_attention.py")
-    spec = importlib.util.spec_from_file_location("hyperloom_decode_attention_kernel", path)
-    launcher = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = launcher
-    spec.loader.exec_module(launcher)
+    kernel_module = launcher(torch, "decode_attention")
 
     def kernel(q: Any, k: Any, v: Any, mask: Any, scale: float) -> Any:
         COUNTS.kernel += 1
-        return launcher.decode_attention(q, k, v, mask, scale)
+        return kernel_module.decode_attention(q, k, v, mask, scale)
 
     op = torch.library.custom_op(OP_NAME, kernel, mutates_args=(),  # one opaque node to torch.compile; a graph captures its launch
                                  schema="(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> Tensor")
@@ -97,22 +65,19 @@ def _install(torch: Any) -> None:
         return q.new_empty(q.shape[0], 1, q.shape[1], q.shape[3])
 
     original = AttentionInterface._global_mapping["sdpa"]
-    _STATE.update(launcher=launcher, op=op, original=original)
+    _STATE.update(launcher=kernel_module, op=op, original=original)
     AttentionInterface.register("sdpa", _routed)
 
 
 def _routed(module: Any, query: Any, key: Any, value: Any, attention_mask: Any, dropout: float = 0.0, scaling: float | None = None,
             is_causal: bool | None = None, **kwargs: Any) -> tuple[Any, None]:
     """transformers' attention function for "sdpa": the kernel for a marked module's call it covers, else the original."""
-    import torch
-
     original = _STATE["original"]
     if not getattr(module, MARK, False):
         return original(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs)
     why = uncovered(query, key, value, attention_mask, dropout, kwargs)
     if why:
-        if not torch.compiler.is_compiling():
-            COUNTS.fallbacks[why] += 1
+        COUNTS.fell_back(why)
         return original(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, is_causal=is_causal, **kwargs)
     scale = float(scaling) if scaling is not None else query.shape[-1] ** -0.5
     return _STATE["op"](query, key, value, attention_mask, scale), None
@@ -130,8 +95,3 @@ def uncovered(query: Any, key: Any, value: Any, mask: Any, dropout: float, kwarg
     if kwargs.get("output_attentions"):
         return "output_attentions asked"
     return _STATE["launcher"].unsupported(query, key, value, mask)
-
-
-def evidence(routed: dict[str, Any], before: dict[str, Any]) -> dict[str, Any]:
-    """What one profiled step shows of the route: the modules routed, the kernel's host calls and the fallbacks."""
-    return {**routed, **COUNTS.since(before), "kernels": kernel_names()}

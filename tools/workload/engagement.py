@@ -80,8 +80,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
                           else "the model has no 4-D weights (no convolutions): nothing for the format to change")
     if lever.kind == "fusion":
         return _fused(lever, seen, baseline)
-    if lever.kind == "attention":
-        return _attention(lever, seen, baseline)
+    if lever.kind == "kernel":
+        return _routed_kernel(lever, seen, baseline)
     if lever.kind == "quantize":
         counted = seen.get("weight_only") or {}
         layers, before, after = (int(counted.get(key, 0)) for key in ("layers", "bytes_before", "bytes_after"))
@@ -151,14 +151,16 @@ def _fused(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Enga
                       + ("" if fewer else ": no fewer than the reference's (the model calls the members on different inputs)") + left)
 
 
-def _attention(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Engagement:
-    """Engaged where the model's attention was routed, the kernel ran in the profiled step (its op's host calls, or its
-    device kernels in a replayed graph where the reference ran none) and no decode call fell back to SDPA (a prefill
-    runs SDPA by design and is not counted against it)."""
-    routed = seen.get("decode_attention") or {}
-    if not routed.get("attention_modules") or routed.get("why"):
-        return Engagement(lever=lever.name, engaged=False, evidence=str(routed.get("why") or "the model has no attention modules to route"))
-    fallbacks = {why: n for why, n in (routed.get("fallbacks") or {}).items() if why != "prefill"}
+def _routed_kernel(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Engagement:
+    """Engaged where the route placed the kernel in the model, the kernel ran in the profiled step (its op's host
+    calls, or its device kernels in a replayed graph where the reference ran none) and no call the lever is for fell
+    back to torch's code (a fallback by design, a prefill's, is not counted against it)."""
+    routed = seen.get(lever.value) or {}
+    if not routed.get("routed"):
+        return Engagement(lever=lever.name, engaged=False, evidence=str(routed.get("why") or "the route placed the kernel nowhere in the model"))
+    placed = f"{routed['routed']} {routed.get('what', 'module(s)')} routed"
+    expected = set(routed.get("expected") or [])
+    fallbacks = {why: n for why, n in (routed.get("fallbacks") or {}).items() if why not in expected}
     calls = int(routed.get("kernel", 0))
     theirs = set(baseline.get("kernels") or {})
     on_device = {name: n for name, n in (seen.get("kernels") or {}).items() if name not in theirs
@@ -168,11 +170,10 @@ def _attention(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> 
         ran += ("; " if ran else "") + "on the device: " + ", ".join(f"{name} x{n}" for name, n in on_device.items())
     if fallbacks:
         said = "; ".join(f"{why} (x{n})" for why, n in fallbacks.items())
-        return Engagement(lever=lever.name, engaged=False, calls=calls, evidence=f"decode attention fell back to SDPA: {said}" + (f"; {ran}" if ran else ""))
+        return Engagement(lever=lever.name, engaged=False, calls=calls, evidence=f"{placed}, but calls fell back to torch's code: {said}" + (f"; {ran}" if ran else ""))
     if not ran:
-        return Engagement(lever=lever.name, engaged=False, calls=0, evidence=f"{routed['attention_modules']} attention module(s) routed, but the "
-                          "profiled step ran no decode attention through the kernel (no single-position attention call)")
-    return Engagement(lever=lever.name, engaged=True, calls=calls, evidence=f"{routed['attention_modules']} attention module(s) routed; {ran}")
+        return Engagement(lever=lever.name, engaged=False, calls=0, evidence=f"{placed}, but the profiled step ran no call through the kernel")
+    return Engagement(lever=lever.name, engaged=True, calls=calls, evidence=f"{placed}; {ran}")
 
 
 def _gemms(seen: dict[str, Any], baseline: dict[str, Any]) -> tuple[int | None, int, str]:

@@ -9,7 +9,7 @@ a replacement of the model's generate (decode_loop: greedy decode on a static KV
 the workload's generate uses a dynamic cache, so optimize tries it on a stack that made the cache static), or one of the workload's own knobs
 (`knob:NAME=VALUE`, a keyword argument of its factory), a change made to the built model (a static KV cache for its generate,
 channels_last memory format, sibling projections fused into one GEMM, weights stored in int8 or fp8, its decode attention
-routed to a kernel of the library), or an overrides module (`overrides:FILE.py`, imported in the
+or decode GEMVs routed to kernels of the library), or an overrides module (`overrides:FILE.py`, imported in the
 worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
 Each names the vendors it applies to (`cuda`: an NVIDIA
 build of torch, `rocm`: a ROCm build, `cpu`: no GPU) and the evidence that it took effect; a lever that left no
@@ -35,7 +35,7 @@ Vendor = Literal["cuda", "rocm", "cpu"]
 # its model (a generate on a static KV cache), sibling projections on one input (q/k/v, gate/up), compiled code or CUDA/HIP graph launches in the step (a stack can bring
 # these three: a lever needing them is tried on the stack instead of alone).
 Need = Literal["convolution", "attention", "gemm", "generate", "static_cache", "float32_weights", "projections", "compiled", "graph_launch"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "attention", "generate", "knob", "overrides"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate", "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
@@ -43,7 +43,7 @@ OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 EXCLUSIVE_KINDS = ("compile", "graph", "sdpa", "quantize")  # one candidate holds at most one lever of each
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
 # built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
-SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "attention", "generate"})
+SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate"})
 
 
 # The kinds whose code Hyperloom did not write: an overrides module (an agent's, a kernel's integration) and a knob (a
@@ -111,12 +111,17 @@ CATALOG: tuple[Lever, ...] = (
           "an efficient attention op ran in a profiled step", value="EFFICIENT_ATTENTION", needs="attention"),
     Lever("sdpa_cudnn", "sdpa", frozenset({"cuda"}), "scaled_dot_product_attention restricted to the cuDNN backend",
           "a cuDNN attention op ran in a profiled step", value="CUDNN_ATTENTION", needs="attention"),
-    Lever("decode_attention", "attention", GPU, "a transformers model's attention at one query position (a decode step) by "
+    Lever("decode_attention", "kernel", GPU, "a transformers model's attention at one query position (a decode step) by "
           "Hyperloom's Triton kernel (kernels/triton/decode_attention): each KV head's cache read once for its query heads (no repeated "
           "K/V copies) and only the slots the mask keeps (a static cache where it is filled), a custom op a replayed graph captures "
           "(it waits for a stack that replays graphs, decode_loop's: eager, its launch costs more host time than it saves); "
           "prefills and calls it does not cover run transformers' SDPA", "the profiled step ran the kernel (its op on the host, or its "
           "device kernel in a replayed graph) and no decode call fell back", value="decode_attention", needs="graph_launch", acts_on="attention"),
+    Lever("decode_gemv", "kernel", GPU, "a model's plain Linear layers called with at most 8 rows (a decode step's tokens) by Hyperloom's "
+          "Triton GEMV (kernels/triton/gemv): each weight row streamed once along K, a custom op a replayed graph captures (cuBLAS read "
+          "a 1.2B decoder's small projections at 1.8 TB/s of the H200's 4.1); the output embeddings and prefill GEMMs keep cuBLAS; "
+          "waits for a stack that replays graphs (decode_loop)", "the profiled step ran the kernel (its op on the host, or its device "
+          "kernel in a replayed graph) and no decode call fell back", value="decode_gemv", needs="graph_launch", acts_on="gemm"),
     Lever("sdpa_math", "sdpa", ANY, "scaled_dot_product_attention restricted to the math (unfused) backend",
           "the math attention path ran in a profiled step", value="MATH", needs="attention"),
     Lever("tunableop", "env", GPU, "PyTorch TunableOp: GEMMs tuned on first use, the choices kept in the candidate's folder",

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
-from hyperloom.tools.workload import decode_attention, model_changes, tamper, teacher, worker_build
+from hyperloom.tools.workload import kernel_route, model_changes, tamper, teacher, worker_build
 from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
 from hyperloom.tools.workload.worker_state import GUARD, STATE
 
@@ -108,7 +108,7 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
         return {}
     torch = _torch()
     STATE.obj = STATE.step = STATE.outputs = STATE.graph = None
-    STATE.warm, STATE.channels_last, STATE.fused, STATE.quantized, STATE.attention = False, None, None, None, None
+    STATE.warm, STATE.channels_last, STATE.fused, STATE.quantized, STATE.routes = False, None, None, None, {}
     gc.collect()
     if torch is not None:
         dynamo = getattr(torch, "_dynamo", None)
@@ -255,7 +255,7 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
 
         loop_before = COUNTS.snapshot()
     cache_before = model_changes.CACHE.snapshot()
-    attention_before = decode_attention.COUNTS.snapshot()
+    routes_before = kernel_route.snapshots(list(STATE.routes))
     if torch is None:
         _one_step()
     else:
@@ -296,8 +296,8 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         evidence["fused_projections"] = STATE.fused
     if STATE.quantized is not None:
         evidence["weight_only"] = STATE.quantized
-    if STATE.attention is not None:
-        evidence["decode_attention"] = decode_attention.evidence(STATE.attention, attention_before)
+    for value, routed in STATE.routes.items():
+        evidence[value] = kernel_route.evidence(value, routed, routes_before)
     return evidence
 
 

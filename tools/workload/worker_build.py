@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, load_file
-from hyperloom.tools.workload import model_changes
+from hyperloom.tools.workload import kernel_route, model_changes
 from hyperloom.tools.workload.worker_state import STATE
 
 
@@ -43,7 +43,7 @@ def bind(obj: Any, workload: str) -> None:
 
 def apply_levers(torch: Any) -> None:
     """The levers that act on the built workload, in their order: the model's own changes first (fused projections, then
-    weight-only quantization, the memory format, the attention's route: compile acts on the changed model), then compile and the decode loop, then the static cache (its
+    weight-only quantization, the memory format, the kernels' routes: compile acts on the changed model), then compile and the decode loop, then the static cache (its
     count wraps whatever generate is now)."""
     for lever in STATE.levers:
         if lever["kind"] == "fusion":
@@ -57,10 +57,8 @@ def apply_levers(torch: Any) -> None:
             STATE.quantized = weight_only.quantize(torch, getattr(STATE.obj, "model", None), lever["value"])
         elif lever["kind"] == "layout":
             STATE.channels_last = model_changes.channels_last(torch, STATE.obj)
-        elif lever["kind"] == "attention":
-            from hyperloom.tools.workload import decode_attention
-
-            STATE.attention = decode_attention.route(torch, getattr(STATE.obj, "model", None))
+        elif lever["kind"] == "kernel":
+            STATE.routes[lever["value"]] = kernel_route.route_module(lever["value"]).route(torch, getattr(STATE.obj, "model", None))
     for lever in STATE.levers:
         if lever["kind"] == "compile":
             compile_model(torch, lever["value"])

@@ -24,7 +24,7 @@ class _State:
     warm: bool = False  # warm-up done: a stance that needs compiled graphs (skip_guard_eval) applies from here
     channels_last: int | None = None  # the channels_last lever: the model's 4-D parameters it put in that format
     fused: dict[str, dict[str, int]] | None = None  # the fuse_projections lever: groups fused and left apart (fused_projections.Placement)
-    attention: dict[str, Any] | None = None  # the decode_attention lever: the modules it routed (decode_attention.route)
+    routes: dict[str, dict[str, Any]] = field(default_factory=dict)  # the kernel levers: what each routed (kernel_route.py), by lever value
     quantized: dict[str, int] | None = None  # a weight-only lever: layers quantized, their weights' bytes before and after
     kept: Any = None  # the workload as built, when kept for `serve` (the candidate runs on a copy)
     not_kept: str = ""  # why it could not be kept

@@ -1,9 +1,11 @@
-"""The decode_attention lever (issue 46: attention that reads only the filled part of a static cache, inside the
-replayed graph): the library's Triton kernel against a float64 attention in Triton's interpreter (grouped query heads,
+"""The kernel levers (issue 46: library kernels routed into a model, inside the replayed graph). decode_attention
+(attention that reads only the filled part of a static cache): the library's Triton kernel against a float64 attention in Triton's interpreter (grouped query heads,
 a dim and a group that are no powers of two, bool, additive and no masks, a mask with holes per batch row, the cache
 split over programs), what it refuses and why; the route on a transformers Llama (the same tokens and logits as SDPA,
 prefills left to SDPA, an unrouted model in the same process untouched, a copy routed too, eager attention not
-routed); its engagement from host calls or a replayed graph's kernels; decode_loop's two-pass argmax equal to argmax."""
+routed); its engagement from host calls or a replayed graph's kernels; decode_loop's two-pass argmax equal to argmax.
+decode_gemv (a decode step's linear layers): the GEMV against float64 for one to eight rows, its refusals, a fused
+Llama's decode linears through it with the same tokens (prefill GEMMs and the output embeddings left to cuBLAS)."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from hyperloom.tools.workload.engagement import engagement
 from hyperloom.tools.workload.levers import check_candidate, lever
 
 torch = pytest.importorskip("torch")
-FRESH = "HYPERLOOM_TEST_DECODE_ATTENTION_FRESH"
+FRESH = "HYPERLOOM_TEST_KERNEL_ROUTES_FRESH"
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 in_fresh_interpreter = pytest.mark.skipif(os.environ.get(FRESH) != "1", reason="runs in a fresh Python with TRITON_INTERPRET=1 (the test below)")
 
@@ -32,7 +34,7 @@ def test_the_kernel_tests_run_in_a_python_whose_triton_started_in_its_interprete
     if os.environ.get(FRESH) == "1":
         pytest.skip("this is the fresh Python")
     env = {**os.environ, FRESH: "1", "TRITON_INTERPRET": "1"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "(kernel_ or route) and not whose_triton"],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "(kernel_ or route or gemv) and not whose_triton"],
                          env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
     last = run.stdout.splitlines()[-1] if run.stdout else ""
     assert run.returncode == 0 and " passed" in last and "skipped" not in last, run.stdout[-3000:] + run.stderr[-2000:]
@@ -125,7 +127,7 @@ def test_a_routed_llama_decodes_the_same_tokens_and_logits_with_prefills_left_to
 
     plain, ids = _llama(), torch.randint(0, 300, (2, 9))
     routed = copy.deepcopy(plain)
-    assert decode_attention.route(torch, routed) == {"attention_modules": 2, "implementation": "sdpa", "why": ""}
+    assert decode_attention.route(torch, routed) == {"routed": 2, "what": "attention module(s)", "why": ""}
     before = decode_attention.COUNTS.snapshot()
     want = _generate(plain, ids)  # the unrouted model in the same process: SDPA throughout
     assert decode_attention.COUNTS.since(before) == {"kernel": 0, "fallbacks": {}}
@@ -146,13 +148,13 @@ def test_a_model_on_eager_attention_is_not_routed_and_says_why():
     from hyperloom.tools.workload import decode_attention
 
     routed = decode_attention.route(torch, _llama("eager"))
-    assert routed["attention_modules"] == 2 and "'eager'" in routed["why"]
+    assert routed["routed"] == 0 and "'eager' (2 attention module(s))" in routed["why"]
     [said] = engagement([lever("decode_attention")], {"decode_attention": {**routed, "kernel": 0, "fallbacks": {}}}, {}, {})
     assert not said.engaged and "'eager'" in said.evidence
     assert "no `model` attribute" in decode_attention.route(torch, None)["why"]
 
 
-ROUTED = {"attention_modules": 16, "implementation": "sdpa", "why": "", "kernels": ["decode_attention_kernel", "combine_kernel"]}
+ROUTED = {"routed": 16, "what": "attention module(s)", "why": "", "expected": ["prefill"], "kernels": ["decode_attention_kernel", "combine_kernel"]}
 
 
 def test_engagement_reads_host_calls_or_a_replayed_graph_s_kernels_and_refuses_decode_fallbacks():
@@ -163,16 +165,16 @@ def test_engagement_reads_host_calls_or_a_replayed_graph_s_kernels_and_refuses_d
     [replayed] = engagement([attention], seen, {"kernels": {"nvjet_x": 3}}, {})
     assert replayed.engaged and "decode_attention_kernel x1008" in replayed.evidence
     [theirs_too] = engagement([attention], seen, {"kernels": {"decode_attention_kernel": 1008}}, {})  # the reference ran it: proves nothing
-    assert not theirs_too.engaged and "no decode attention" in theirs_too.evidence
+    assert not theirs_too.engaged and "ran no call through the kernel" in theirs_too.evidence
     [fell_back] = engagement([attention], {"decode_attention": {**ROUTED, "kernel": 8, "fallbacks": {"softcap given": 8}}}, {}, {})
-    assert not fell_back.engaged and "softcap given (x8)" in fell_back.evidence
+    assert not fell_back.engaged and "fell back to torch's code: softcap given (x8)" in fell_back.evidence
 
 
 def test_the_lever_is_for_a_gpu_acts_on_attention_and_waits_for_replayed_graphs():
     from hyperloom.tools.optimize.applies import unmet
 
     attention = lever("decode_attention")
-    assert attention.kind == "attention" and not attention.lossy
+    assert attention.kind == "kernel" and not attention.lossy
     eager_decoder = {"ops": {"aten::scaled_dot_product_attention": 32, "aten::mm": 96}}
     waits = unmet(attention, {}, eager_decoder)  # no graph launch yet: tried on a stack that brings one, not alone
     assert waits is not None and waits.deferred and "graph" in waits.reason
@@ -196,3 +198,61 @@ def test_decode_loop_s_two_pass_argmax_is_argmax_with_ties_infinities_and_a_ragg
             logits[1] = 1.0  # a row of ties: the first id
         for rows in (logits, torch.full_like(logits, float("-inf")), logits.float()):
             assert torch.equal(decode_loop._argmax(rows), rows.argmax(-1, keepdim=True)), (batch, vocabulary)
+
+
+# --- decode_gemv ---------------------------------------------------------------------------------------------------
+
+GEMV_CASES = [(1, 100, 300, True), (1, 64, 2048, False), (3, 70, 200, True), (8, 48, 96, False)]  # widths no powers of two, K over many blocks
+
+
+@in_fresh_interpreter
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("case", GEMV_CASES)
+def test_the_gemv_kernel_matches_a_linear_in_float64_for_one_to_eight_rows(dtype, case):
+    from hyperloom.tools.workload.kernel_route import launcher
+
+    gemv, (rows, n_out, k_in, with_bias) = launcher(torch, "gemv"), case
+    generator = torch.Generator().manual_seed(n_out)
+    x = torch.randn(rows, 1, k_in, generator=generator).to(dtype)
+    weight = torch.randn(n_out, k_in, generator=generator).to(dtype)
+    bias = torch.randn(n_out, generator=generator).to(dtype) if with_bias else None
+    got = gemv.gemv(x, weight, bias)
+    assert got.shape == (rows, 1, n_out) and got.dtype == dtype
+    want = x.double() @ weight.double().T + (bias.double() if with_bias else 0.0)
+    assert float((got.double() - want).abs().max()) <= TOLERANCE[dtype] * float(want.abs().max())
+    tiles = {"BLOCK_N": 8, "BLOCK_K": 64, "num_warps": 2, "num_stages": 2}  # a tune winner's params: the same numbers
+    torch.testing.assert_close(gemv.gemv(x, weight, bias, tiles).double(), want, rtol=0, atol=TOLERANCE[dtype] * float(want.abs().max()))
+
+
+@in_fresh_interpreter
+def test_the_gemv_kernel_refuses_a_gemm_and_mismatched_layers_with_why():
+    from hyperloom.tools.workload.kernel_route import launcher
+
+    gemv = launcher(torch, "gemv")
+    weight = torch.randn(16, 32)
+    cases = [((torch.randn(9, 32), weight, None), "more is a GEMM"), ((torch.randn(1, 31), weight, None), "give x [..., K]"),
+             ((torch.randn(1, 32).half(), weight, None), "one of float32"), ((torch.randn(1, 32), weight, torch.randn(15)), "bias (15,)"),
+             ((torch.randn(1, 32), torch.randn(32, 16).T, None), "strided along K")]
+    for args, why in cases:
+        assert why in gemv.unsupported(*args)
+        with pytest.raises(ValueError, match=why.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[").replace(".", r"\.")):
+            gemv.gemv(*args)
+
+
+@in_fresh_interpreter
+def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefill_gemms_left_to_torch():
+    from hyperloom.tools.workload import decode_gemv, fused_projections
+
+    plain, ids = _llama(), torch.randint(0, 300, (1, 9))
+    routed = copy.deepcopy(plain)
+    fused_projections.fuse(torch, routed)  # the fused layers are routed too
+    said = decode_gemv.route(torch, routed)
+    assert said == {"routed": 2 * 4, "what": "linear layer(s)", "why": ""}  # a layer's fused q/k/v, o, fused gate/up and down
+    before = decode_gemv.COUNTS.snapshot()
+    want, got = _generate(plain, ids), _generate(routed, ids)
+    counted = decode_gemv.COUNTS.since(before)
+    assert counted["kernel"] == 4 * 2 * 4 and counted["fallbacks"] == {"a GEMM": 2 * 4}  # 4 decode steps x 2 layers x 4 layers; the prefill's
+    assert torch.equal(got.sequences, want.sequences)
+    for mine, theirs in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+    assert "forward" not in vars(routed.lm_head) and "forward" in vars(routed.model.layers[0].mlp.down_proj)  # the output embeddings keep cuBLAS

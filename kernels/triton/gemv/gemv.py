@@ -1,0 +1,95 @@
+"""A linear layer for a few rows (a decode step's tokens), in Triton: y = x W^T (+ b) for x of [rows, K], rows at most
+MAX_ROWS, W of [N, K] as torch.nn.Linear stores it. At decode the layer is a matrix-vector product bound by the
+weights' bytes: each program streams BLOCK_N rows of W along K (vector loads along the contiguous K, pipelined over
+num_stages), one row of x: products accumulated elementwise in float32 and summed once at the end; a few rows: a
+tensor-core dot product per tile, the rows padded to 16. The output is rounded once to x's dtype, as cuBLAS rounds it.
+
+Launcher: `gemv(x, weight, bias=None, params=None)` for x of [..., K] whose leading dimensions hold at most MAX_ROWS
+rows, weight [N, K] (float32, bfloat16, float16; K contiguous), bias [N] or None; returns [..., N]."""
+
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+MAX_ROWS = 8  # more rows than this: the layer is a GEMM, cuBLAS's work
+TUNED: dict[tuple[int, int], dict] = {}  # (N, K) -> launch params a sweep on the device chose (scripts/device/gemv_sweep.py)
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpreter computes bfloat16 dot products wrong: float32 there
+
+
+@triton.jit
+def gemv_kernel(x, w, bias, y, rows, n_out, k_in, x_stride, w_stride, HAS_BIAS: tl.constexpr, ONE_ROW: tl.constexpr, F32_DOT: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_in = n < n_out
+    if ONE_ROW:
+        acc = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
+        for start in range(0, k_in, BLOCK_K):
+            k = start + tl.arange(0, BLOCK_K)
+            k_in_range = k < k_in
+            wt = tl.load(w + n[:, None] * w_stride + k[None, :], mask=n_in[:, None] & k_in_range[None, :], other=0.0)
+            xk = tl.load(x + k, mask=k_in_range, other=0.0)
+            acc += wt.to(tl.float32) * xk.to(tl.float32)[None, :]
+        total = tl.sum(acc, axis=1)
+        if HAS_BIAS:
+            total += tl.load(bias + n, mask=n_in, other=0.0).to(tl.float32)
+        tl.store(y + n, total.to(y.dtype.element_ty), mask=n_in)
+    else:
+        m = tl.arange(0, 16)
+        m_in = m < rows
+        acc = tl.zeros([16, BLOCK_N], tl.float32)
+        for start in range(0, k_in, BLOCK_K):
+            k = start + tl.arange(0, BLOCK_K)
+            k_in_range = k < k_in
+            wt = tl.load(w + n[None, :] * w_stride + k[:, None], mask=n_in[None, :] & k_in_range[:, None], other=0.0)  # [BLOCK_K, BLOCK_N]
+            xt = tl.load(x + m[:, None] * x_stride + k[None, :], mask=m_in[:, None] & k_in_range[None, :], other=0.0)
+            if F32_DOT:
+                acc += tl.dot(xt.to(tl.float32), wt.to(tl.float32), input_precision="ieee")
+            else:
+                acc += tl.dot(xt, wt)
+        if HAS_BIAS:
+            acc += tl.load(bias + n, mask=n_in, other=0.0).to(tl.float32)[None, :]
+        tl.store(y + m[:, None] * n_out + n[None, :], acc.to(y.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
+
+
+def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
+    """Tile and options of one launch: a tune winner's params (BLOCK_N, BLOCK_K, num_warps, num_stages), else 16 rows of W
+    a program and 256 of K an iteration (one row of x), 32 and 64 (a few)."""
+    chosen = {"BLOCK_N": 16, "BLOCK_K": 256, "num_warps": 4, "num_stages": 4} if rows == 1 else {"BLOCK_N": 32, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
+    return {**chosen, **(params or {})}
+
+
+def unsupported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> str:
+    """Why this kernel does not take the layer's call (empty: it does)."""
+    if weight.dim() != 2 or x.shape[-1] != weight.shape[1]:
+        return f"x {tuple(x.shape)} and weight {tuple(weight.shape)}: give x [..., K] and weight [N, K]"
+    rows = x.numel() // max(x.shape[-1], 1)
+    if rows > MAX_ROWS or rows == 0:
+        return f"{rows} rows: the kernel is for 1 to {MAX_ROWS} (a decode step's tokens); more is a GEMM"
+    if not (x.dtype == weight.dtype) or x.dtype not in (torch.float32, torch.bfloat16, torch.float16):
+        return f"x is {x.dtype}, weight {weight.dtype}: one of float32, bfloat16, float16 for both"
+    if bias is not None and (bias.shape != (weight.shape[0],) or bias.dtype != weight.dtype):
+        return f"bias {tuple(bias.shape)} of {bias.dtype}: give [{weight.shape[0]}] of {weight.dtype}"
+    if weight.stride(1) != 1:
+        return "weight is strided along K: the kernel streams rows of W contiguous along K"
+    return ""
+
+
+def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, params: dict | None = None) -> torch.Tensor:
+    """x W^T (+ bias) for a few rows of x: [..., K] -> [..., N]."""
+    problem = unsupported(x, weight, bias)
+    if problem:
+        raise ValueError(problem)
+    n_out, k_in = weight.shape
+    flat = x.reshape(-1, k_in)
+    if flat.stride(1) != 1:
+        flat = flat.contiguous()
+    rows = flat.shape[0]
+    out = torch.empty(rows, n_out, dtype=x.dtype, device=x.device)
+    chosen = launch_params(rows, n_out, params)
+    gemv_kernel[(triton.cdiv(n_out, chosen["BLOCK_N"]),)](
+        flat, weight, weight if bias is None else bias, out, rows, n_out, k_in, flat.stride(0), weight.stride(0),
+        HAS_BIAS=bias is not None, ONE_ROW=rows == 1, F32_DOT=x.dtype == torch.float32 or INTERPRETED,
+        BLOCK_N=chosen["BLOCK_N"], BLOCK_K=chosen["BLOCK_K"], num_warps=chosen["num_warps"], num_stages=chosen["num_stages"])
+    return out.reshape(*x.shape[:-1], n_out)

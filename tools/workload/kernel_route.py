@@ -1,0 +1,76 @@
+"""Library kernels routed into a model (the `kernel` levers: decode_attention, decode_gemv), worker side: what the
+routes share. Each route (a module of this package) marks or rewires its part of the model (`route(torch, model)`,
+what it routed and, when nothing, why), sends each call the kernel covers to a torch custom op (one opaque node to
+torch.compile, a launch a CUDA/HIP graph captures and replays) and any other call to torch's own code, counting the
+kernel's host calls and each fallback's reason (`COUNTS`); the reasons it falls back by design (a prefill's
+attention, a GEMM's many rows) are its `EXPECTED` ones, not a failure of the lever.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from collections import Counter
+from types import ModuleType
+from typing import Any
+
+ROUTES = {"decode_attention": "hyperloom.tools.workload.decode_attention", "decode_gemv": "hyperloom.tools.workload.decode_gemv"}
+
+
+class Counts:
+    """The kernel's host calls (its op executed: eager, or compiled code outside a replayed graph) and the calls sent
+    back to torch's code, by reason; counted outside compiled tracing only."""
+
+    def __init__(self) -> None:
+        self.kernel = 0
+        self.fallbacks: Counter[str] = Counter()
+
+    def fell_back(self, why: str) -> None:
+        import torch
+
+        if not torch.compiler.is_compiling():
+            self.fallbacks[why] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "fallbacks": dict(self.fallbacks)}
+
+    def since(self, before: dict[str, Any]) -> dict[str, Any]:
+        earlier = before["fallbacks"]
+        return {"kernel": self.kernel - before["kernel"],
+                "fallbacks": {why: n - earlier.get(why, 0) for why, n in self.fallbacks.items() if n > earlier.get(why, 0)}}
+
+
+def launcher(torch: Any, kernel: str) -> ModuleType:
+    """The library kernel's launcher module (kernels/triton/KERNEL/KERNEL.py), loaded once a process; on a CPU under
+    Triton's interpreter (tests: it must be on before triton is first imported)."""
+    name = f"hyperloom_route_{kernel}"
+    if name in sys.modules:
+        return sys.modules[name]
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    from hyperloom.core.shipped import shipped_kernels
+
+    spec = importlib.util.spec_from_file_location(name, shipped_kernels("triton", kernel, f"{kernel}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def route_module(value: str) -> ModuleType:
+    return importlib.import_module(ROUTES[value])
+
+
+def snapshots(values: list[str]) -> dict[str, dict[str, Any]]:
+    """The counts of the routes `values` now (before a profiled step)."""
+    return {value: route_module(value).COUNTS.snapshot() for value in values}
+
+
+def evidence(value: str, routed: dict[str, Any], before: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What one profiled step shows of a route: what it routed, the kernel's host calls and fallbacks since `before`,
+    the reasons it falls back by design, and the device kernels it launches (what a replayed graph's profile shows)."""
+    module = route_module(value)
+    counted = module.COUNTS.since(before.get(value, {"kernel": 0, "fallbacks": {}}))
+    return {**routed, **counted, "expected": list(module.EXPECTED), "kernels": list(module.KERNELS)}
