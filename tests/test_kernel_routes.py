@@ -57,9 +57,10 @@ def _exact(q, k, v, mask, scale):
     return (scores.softmax(-1) @ values).transpose(1, 2)
 
 
-# (batch, heads, kv_heads, slots, dim, params): a group of 3 and a dim of 80; one KV head a query head over a cache split
-# in two; a cache split in three of blocks of 32, a group of 4
-CASES = [(2, 12, 4, 100, 80, None), (1, 8, 8, 700, 64, None), (3, 8, 2, 130, 32, {"SPLIT_SLOTS": 64, "BLOCK_N": 32})]
+# (batch, heads, kv_heads, slots, dim, params): a group of 3 and a dim of 80; one KV head a query head; a cache split in
+# three of blocks of 32, a group of 4
+CASES = [(2, 12, 4, 100, 80, None), (1, 8, 8, 700, 64, None), (3, 8, 2, 130, 32, {"SPLIT_SLOTS": 64, "BLOCK_N": 32}),
+         (1, 4, 1, 300, 16, None)]  # the last: one KV head, split by the default (few programs: about two a processor)
 TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 2 ** -6}
 
 
