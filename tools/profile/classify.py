@@ -17,7 +17,7 @@ from hyperloom.tools.profile.models import KernelClass
 KERNEL_RULES: tuple[tuple[KernelClass, re.Pattern[str]], ...] = (
     ("communication", re.compile(r"nccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|cross_device_reduce", re.I)),
     ("attention", re.compile(r"flash|fmha|attention|attn|sdpa|mha_", re.I)),
-    ("gemm", re.compile(r"gemm|cutlass|cublas|xmma|wgmma|nvjet|^cijk_|hipblaslt|matmul|_mm_|mfma|wmma|"
+    ("gemm", re.compile(r"gemm|gemv|cutlass|cublas|xmma|wgmma|nvjet|^cijk_|hipblaslt|matmul|_mm_|mfma|wmma|"
                         r"convolution|convolve|conv[123]d|_conv_|xconv|scudnn|hcudnn|_fprop|_dgrad|_wgrad", re.I)),
     ("normalization", re.compile(r"layer_?norm|rms_?norm|group_?norm|batch_?norm|instance_?norm|softmax", re.I)),
     ("memory copy", re.compile(r"memcpy|memset|direct_copy|copy_kernel|catarraybatchedcopy|^memory", re.I)),
