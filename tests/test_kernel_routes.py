@@ -248,7 +248,10 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
     routed = copy.deepcopy(plain)
     fused_projections.fuse(torch, routed)  # the fused layers are routed too
     said = decode_gemv.route(torch, routed)
-    assert said == {"routed": 2 * 4, "what": "linear layer(s)", "why": ""}  # a layer's fused q/k/v, o, fused gate/up and down
+    assert said == {"routed": 2 * 4, "what": "linear layer(s), 4 RMSNorm(s) folded into the GEMVs that read them", "why": ""}  # a layer's
+    # fused q/k/v, o, fused gate/up and down; its two norms, each read by one fused layer now
+    assert type(routed.model.layers[0].input_layernorm).__name__ == "FoldedNorm" and type(routed.model.norm).__name__ == "LlamaRMSNorm"
+    assert routed.state_dict().keys() != plain.state_dict().keys() and len(routed.state_dict()) == len(plain.state_dict()) - 2 * 3  # q/k/v, gate/up fused
     before = decode_gemv.COUNTS.snapshot()
     want, got = _generate(plain, ids), _generate(routed, ids)
     counted = decode_gemv.COUNTS.since(before)
@@ -257,3 +260,28 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
     for mine, theirs in zip(got.logits, want.logits, strict=True):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
     assert "forward" not in vars(routed.lm_head) and "forward" in vars(routed.model.layers[0].mlp.down_proj)  # the output embeddings keep cuBLAS
+    unfused = copy.deepcopy(plain)  # without fusion each of q, k, v (gate, up) normalizes its input itself
+    assert decode_gemv.route(torch, unfused)["what"].endswith("4 RMSNorm(s) folded into the GEMVs that read them")
+    assert torch.equal(_generate(unfused, ids).sequences, want.sequences)
+
+
+@in_fresh_interpreter
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_the_gemv_with_a_folded_rmsnorm_matches_the_norm_then_the_linear(dtype, rows):
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    from hyperloom.tools.workload.kernel_route import launcher
+
+    gemv, generator = launcher(torch, "gemv"), torch.Generator().manual_seed(rows)
+    norm = LlamaRMSNorm(300, eps=1e-5).to(dtype)
+    norm.weight.data = torch.randn(300, generator=generator).to(dtype)
+    x, weight = (3 * torch.randn(rows, 1, 300, generator=generator)).to(dtype), torch.randn(100, 300, generator=generator).to(dtype)
+    with torch.no_grad():
+        want = torch.nn.functional.linear(norm(x).double(), weight.double())
+        got = gemv.gemv(x, weight, None, None, norm.weight, 1e-5)
+    # the interpreter rounds to bfloat16 by truncation (a GPU to nearest), twice a normalized element: 2^-5 of the largest
+    assert float((got.double() - want).abs().max()) <= {torch.float32: 1e-5, torch.bfloat16: 2 ** -5}[dtype] * float(want.abs().max())
+    with torch.no_grad():
+        unnormed = gemv.gemv(x, weight)  # the fold is what makes it right: without it the rows' scale is off
+    assert float((unnormed.double() - want).abs().max()) > 0.1 * float(want.abs().max())

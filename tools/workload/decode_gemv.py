@@ -8,16 +8,27 @@ kernel streams each weight row once along its contiguous K. Every `torch.nn.Line
 projection's layer too; not the output embeddings, which cuBLAS reads near the roof, nor a quantized layer) gets a
 forward that sends a call of at most the kernel's MAX_ROWS rows to its custom op and any other (a prefill's GEMM)
 to torch's linear. A copy of a routed model is routed too (a kept worker's candidate).
+
+A decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
+read only by the attention's q/k/v projections, `post_attention_layernorm` only by the MLP's gate/up; an RMSNorm as
+Llama, Mistral and Qwen compute it, with `variance_epsilon`): the norm module returns its input and each of those
+layers normalizes the row itself inside the GEMV, rounding as the norm does; a call with more rows (a prefill) runs
+the norm and torch's linear. The norms' kernels and launches leave the decode step (62 us and 33 launches of a 1.2B
+decoder's token on the H200, results/h200/roof).
 """
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
 from hyperloom.tools.workload.kernel_route import Counts, launcher
 
 OP_NAME = "hyperloom::decode_gemv"
+FOLD_NORMS = True  # False: the norms keep their kernels (an A/B of the fold, scripts/device/roof_decode.py)
+NORM_ATTR = "_hyperloom_folded_norm"  # on a routed layer: the RMSNorm it applies to its input (in __dict__: not a submodule)
+FOLDS = (("input_layernorm", "self_attn", ("q_proj", "k_proj", "v_proj")), ("post_attention_layernorm", "mlp", ("gate_proj", "up_proj")))
 EXPECTED = ("a GEMM",)  # a call with more rows than the kernel takes (a prefill): torch's linear, by design
 KERNELS = ("gemv_kernel",)
 COUNTS = Counts()
@@ -33,7 +44,64 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
     layers = [m for m in model.modules() if type(m) is torch.nn.Linear and m is not head]
     for layer in layers:
         layer.forward = types.MethodType(_forward, layer)
-    return {"routed": len(layers), "what": "linear layer(s)", "why": "" if layers else "the model has no plain torch.nn.Linear layer besides its output embeddings"}
+    folded = _fold_norms(torch, model, set(map(id, layers))) if FOLD_NORMS else 0
+    what = "linear layer(s)" + (f", {folded} RMSNorm(s) folded into the GEMVs that read them" if folded else "")
+    return {"routed": len(layers), "what": what, "why": "" if layers else "the model has no plain torch.nn.Linear layer besides its output embeddings"}
+
+
+def _fold_norms(torch: Any, model: Any, routed: set[int]) -> int:
+    """Fold each decoder layer's RMSNorm into the routed layers that alone read it (FOLDS); how many were folded."""
+    folded = 0
+    for layer in list(model.modules()):
+        for norm_name, block_name, readers in FOLDS:
+            norm, block = getattr(layer, norm_name, None), getattr(layer, block_name, None)
+            if not _plain_rmsnorm(norm) or block is None:
+                continue
+            targets = _computing(torch, block, readers)
+            if not targets or any(id(t) not in routed for t in targets):
+                continue
+            for target in targets:
+                target.__dict__[NORM_ATTR] = norm
+            setattr(layer, norm_name, _folded_class(torch)(norm))
+            folded += 1
+    return folded
+
+
+def _plain_rmsnorm(norm: Any) -> bool:
+    """An RMSNorm computed as Llama's (x * rsqrt(mean(x^2) + variance_epsilon), times its weight; Gemma's 1 + weight has no
+    variance_epsilon): the kernel's fold computes exactly that."""
+    weight = getattr(norm, "weight", None)
+    return type(norm).__name__.endswith("RMSNorm") and hasattr(norm, "variance_epsilon") and weight is not None and weight.dim() == 1
+
+
+def _computing(torch: Any, block: Any, readers: tuple[str, ...]) -> list[Any]:
+    """The linear layers computing `readers` of `block` (a fused group's layer once, its members' own otherwise); empty
+    when one is neither (quantized, custom)."""
+    found: dict[int, Any] = {}
+    for name in readers:
+        member = getattr(block, name, None)
+        shared = getattr(member, "shared", None)
+        layer = shared.fused if shared is not None else member
+        if type(layer) is not torch.nn.Linear:
+            return []
+        found[id(layer)] = layer
+    return list(found.values())
+
+
+@functools.cache
+def _folded_class(torch: Any) -> type:
+    class FoldedNorm(torch.nn.Module):
+        """An RMSNorm whose work the layers reading it do (decode_gemv): its input, unchanged; the norm kept as a child
+        (its weight stays in the model's state)."""
+
+        def __init__(self, norm: Any) -> None:
+            super().__init__()
+            self.norm = norm
+
+        def forward(self, x: Any) -> Any:
+            return x
+
+    return FoldedNorm
 
 
 def _install(torch: Any) -> None:
@@ -41,22 +109,25 @@ def _install(torch: Any) -> None:
         return
     kernel_module = launcher(torch, "gemv")
 
-    def kernel(x: Any, weight: Any, bias: Any) -> Any:
+    def kernel(x: Any, weight: Any, bias: Any, norm: Any, eps: float) -> Any:
         COUNTS.kernel += 1
-        return kernel_module.gemv(x, weight, bias, kernel_module.TUNED.get((weight.shape[0], weight.shape[1])))
+        return kernel_module.gemv(x, weight, bias, kernel_module.TUNED.get((weight.shape[0], weight.shape[1])), norm, eps)
 
-    op = torch.library.custom_op(OP_NAME, kernel, mutates_args=(), schema="(Tensor x, Tensor weight, Tensor? bias) -> Tensor")
+    op = torch.library.custom_op(OP_NAME, kernel, mutates_args=(), schema="(Tensor x, Tensor weight, Tensor? bias, Tensor? norm, float eps) -> Tensor")
 
     @op.register_fake
-    def _(x, weight, bias):  # noqa: ANN001, ANN202
+    def _(x, weight, bias, norm, eps):  # noqa: ANN001, ANN202
         return x.new_empty(*x.shape[:-1], weight.shape[0])
 
     _STATE.update(launcher=kernel_module, op=op, linear=torch.nn.functional.linear)
 
 
 def _forward(self: Any, x: Any) -> Any:
-    why = _STATE["launcher"].unsupported(x, self.weight, self.bias)
+    norm = getattr(self, NORM_ATTR, None)
+    why = _STATE["launcher"].unsupported(x, self.weight, self.bias, None if norm is None else norm.weight)
     if why:
         COUNTS.fell_back("a GEMM" if why.endswith("more is a GEMM") else why)
-        return _STATE["linear"](x, self.weight, self.bias)
-    return _STATE["op"](x, self.weight, self.bias)
+        return _STATE["linear"](x if norm is None else norm(x), self.weight, self.bias)
+    if norm is None:
+        return _STATE["op"](x, self.weight, self.bias, None, 0.0)
+    return _STATE["op"](x, self.weight, self.bias, norm.weight, float(norm.variance_epsilon))

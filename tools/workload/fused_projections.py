@@ -86,7 +86,7 @@ def _part_class(torch: Any) -> type:
                 shared.parts = shared.fused(x).split(shared.sizes, dim=-1)
                 return shared.parts[self.index]
             fused = shared.fused
-            if type(fused) is not torch.nn.Linear:  # replaced by another lever: its own product, these rows of it
+            if type(fused) is not torch.nn.Linear or "forward" in vars(fused):  # replaced or rerouted by another lever: its own product, these rows
                 return fused(x)[..., self.start:self.stop]
             bias = None if fused.bias is None else fused.bias[self.start:self.stop]
             return functional.linear(x, fused.weight[self.start:self.stop], bias)

@@ -3,6 +3,8 @@ MAX_ROWS, W of [N, K] as torch.nn.Linear stores it. At decode the layer is a mat
 weights' bytes: each program streams BLOCK_N rows of W along K (vector loads along the contiguous K, pipelined over
 num_stages), one row of x: products accumulated elementwise in float32 and summed once at the end; a few rows: a
 tensor-core dot product per tile, the rows padded to 16. The output is rounded once to x's dtype, as cuBLAS rounds it.
+An RMSNorm before the layer may be folded in (`norm`): each program normalizes the rows itself (a row is a few KB),
+so the norm's own kernel and its launch leave the decode step.
 
 Launcher: `gemv(x, weight, bias=None, params=None)` for x of [..., K] whose leading dimensions hold at most MAX_ROWS
 rows, weight [N, K] (float32, bfloat16, float16; K contiguous), bias [N] or None; returns [..., N]."""
@@ -19,18 +21,30 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpre
 
 
 @triton.jit
-def gemv_kernel(x, w, bias, y, rows, n_out, k_in, x_stride, w_stride, HAS_BIAS: tl.constexpr, ONE_ROW: tl.constexpr, F32_DOT: tl.constexpr,
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def gemv_kernel(x, w, bias, norm, y, rows, n_out, k_in, x_stride, w_stride, eps, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
+                ONE_ROW: tl.constexpr, F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_in = n < n_out
+    dtype = x.dtype.element_ty
     if ONE_ROW:
+        scale = 1.0
+        if NORM:  # the row's RMS first (x is a few KB, read again from L2 below)
+            squares = tl.zeros([BLOCK_K], tl.float32)
+            for start in range(0, k_in, BLOCK_K):
+                k = start + tl.arange(0, BLOCK_K)
+                xk = tl.load(x + k, mask=k < k_in, other=0.0).to(tl.float32)
+                squares += xk * xk
+            scale = 1.0 / tl.sqrt(tl.sum(squares, axis=0) / k_in + eps)
         acc = tl.zeros([BLOCK_N, BLOCK_K], tl.float32)
         for start in range(0, k_in, BLOCK_K):
             k = start + tl.arange(0, BLOCK_K)
             k_in_range = k < k_in
             wt = tl.load(w + n[:, None] * w_stride + k[None, :], mask=n_in[:, None] & k_in_range[None, :], other=0.0)
-            xk = tl.load(x + k, mask=k_in_range, other=0.0)
-            acc += wt.to(tl.float32) * xk.to(tl.float32)[None, :]
+            xk = tl.load(x + k, mask=k_in_range, other=0.0).to(tl.float32)
+            if NORM:  # as HF's RMSNorm rounds: the normalized row to x's dtype, times the norm's weight, rounded again
+                g = tl.load(norm + k, mask=k_in_range, other=0.0).to(tl.float32)
+                xk = ((xk * scale).to(dtype).to(tl.float32) * g).to(dtype).to(tl.float32)
+            acc += wt.to(tl.float32) * xk[None, :]
         total = tl.sum(acc, axis=1)
         if HAS_BIAS:
             total += tl.load(bias + n, mask=n_in, other=0.0).to(tl.float32)
@@ -38,12 +52,23 @@ def gemv_kernel(x, w, bias, y, rows, n_out, k_in, x_stride, w_stride, HAS_BIAS: 
     else:
         m = tl.arange(0, 16)
         m_in = m < rows
+        scales = tl.full([16], 1.0, tl.float32)
+        if NORM:
+            squares = tl.zeros([16, BLOCK_K], tl.float32)
+            for start in range(0, k_in, BLOCK_K):
+                k = start + tl.arange(0, BLOCK_K)
+                xt = tl.load(x + m[:, None] * x_stride + k[None, :], mask=m_in[:, None] & (k < k_in)[None, :], other=0.0).to(tl.float32)
+                squares += xt * xt
+            scales = 1.0 / tl.sqrt(tl.sum(squares, axis=1) / k_in + eps)
         acc = tl.zeros([16, BLOCK_N], tl.float32)
         for start in range(0, k_in, BLOCK_K):
             k = start + tl.arange(0, BLOCK_K)
             k_in_range = k < k_in
             wt = tl.load(w + n[None, :] * w_stride + k[:, None], mask=n_in[None, :] & k_in_range[:, None], other=0.0)  # [BLOCK_K, BLOCK_N]
             xt = tl.load(x + m[:, None] * x_stride + k[None, :], mask=m_in[:, None] & k_in_range[None, :], other=0.0)
+            if NORM:
+                g = tl.load(norm + k, mask=k_in_range, other=0.0).to(tl.float32)
+                xt = ((xt.to(tl.float32) * scales[:, None]).to(dtype).to(tl.float32) * g[None, :]).to(dtype)
             if F32_DOT:
                 acc += tl.dot(xt.to(tl.float32), wt.to(tl.float32), input_precision="ieee")
             else:
@@ -61,7 +86,7 @@ def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
     return {**chosen, **(params or {})}
 
 
-def unsupported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> str:
+def unsupported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, norm: torch.Tensor | None = None) -> str:
     """Why this kernel does not take the layer's call (empty: it does)."""
     if weight.dim() != 2 or x.shape[-1] != weight.shape[1]:
         return f"x {tuple(x.shape)} and weight {tuple(weight.shape)}: give x [..., K] and weight [N, K]"
@@ -74,12 +99,17 @@ def unsupported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
         return f"bias {tuple(bias.shape)} of {bias.dtype}: give [{weight.shape[0]}] of {weight.dtype}"
     if weight.stride(1) != 1:
         return "weight is strided along K: the kernel streams rows of W contiguous along K"
+    if norm is not None and (norm.shape != (weight.shape[1],) or norm.dtype != weight.dtype or norm.stride(0) != 1):
+        return f"norm weight {tuple(norm.shape)} of {norm.dtype}: give [{weight.shape[1]}] of {weight.dtype}, contiguous"
     return ""
 
 
-def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, params: dict | None = None) -> torch.Tensor:
-    """x W^T (+ bias) for a few rows of x: [..., K] -> [..., N]."""
-    problem = unsupported(x, weight, bias)
+def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, params: dict | None = None,
+         norm: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+    """x W^T (+ bias) for a few rows of x: [..., K] -> [..., N]; with `norm` (an RMSNorm's weight, [K]) the rows are
+    RMS-normalized first (eps inside the root) as HF's Llama RMSNorm computes and rounds them: the norm's own kernel
+    folded into the GEMV."""
+    problem = unsupported(x, weight, bias, norm)
     if problem:
         raise ValueError(problem)
     n_out, k_in = weight.shape
@@ -90,7 +120,7 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     out = torch.empty(rows, n_out, dtype=x.dtype, device=x.device)
     chosen = launch_params(rows, n_out, params)
     gemv_kernel[(triton.cdiv(n_out, chosen["BLOCK_N"]),)](
-        flat, weight, weight if bias is None else bias, out, rows, n_out, k_in, flat.stride(0), weight.stride(0),
-        HAS_BIAS=bias is not None, ONE_ROW=rows == 1, F32_DOT=x.dtype == torch.float32 or INTERPRETED,
+        flat, weight, weight if bias is None else bias, weight if norm is None else norm, out, rows, n_out, k_in, flat.stride(0), weight.stride(0),
+        float(eps), HAS_BIAS=bias is not None, NORM=norm is not None, ONE_ROW=rows == 1, F32_DOT=x.dtype == torch.float32 or INTERPRETED,
         BLOCK_N=chosen["BLOCK_N"], BLOCK_K=chosen["BLOCK_K"], num_warps=chosen["num_warps"], num_stages=chosen["num_stages"])
     return out.reshape(*x.shape[:-1], n_out)
