@@ -11,6 +11,6 @@ python3 -c "
 import json; r = json.load(open('$out/decoder_roof.bench.json'))
 for c in r['candidates']:
     print('+'.join(c['levers']), c['verdict'], c.get('speedup'), [(e['lever'], e['engaged'], e['evidence'][:200]) for e in c['engagement']])
-    print('   ', [(o['name'], o['passed'], o.get('summary', '')[:200]) for o in c['outputs']][:3])
+    print('   ', [(o['output'], o['passed'], o['detail'][:220]) for o in c['outputs']][:3])
 "
 cd "$out" && tar czf /tmp/run26.tgz . && rm -rf ./* && mv /tmp/run26.tgz .
