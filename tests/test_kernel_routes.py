@@ -128,7 +128,7 @@ def test_a_routed_llama_decodes_the_same_tokens_and_logits_with_prefills_left_to
 
     plain, ids = _llama(), torch.randint(0, 300, (2, 9))
     routed = copy.deepcopy(plain)
-    assert decode_attention.route(torch, routed) == {"routed": 2, "what": "attention module(s)", "why": ""}
+    assert decode_attention.route(torch, routed) == {"routed": 2, "what": "attention module(s) routed", "why": ""}
     before = decode_attention.COUNTS.snapshot()
     want = _generate(plain, ids)  # the unrouted model in the same process: SDPA throughout
     assert decode_attention.COUNTS.since(before) == {"kernel": 0, "fallbacks": {}}
@@ -155,7 +155,7 @@ def test_a_model_on_eager_attention_is_not_routed_and_says_why():
     assert "no `model` attribute" in decode_attention.route(torch, None)["why"]
 
 
-ROUTED = {"routed": 16, "what": "attention module(s)", "why": "", "expected": ["prefill"], "kernels": ["decode_attention_kernel", "combine_kernel"]}
+ROUTED = {"routed": 16, "what": "attention module(s) routed", "why": "", "expected": ["prefill"], "kernels": ["decode_attention_kernel", "combine_kernel"]}
 
 
 def test_engagement_reads_host_calls_or_a_replayed_graph_s_kernels_and_refuses_decode_fallbacks():
@@ -241,14 +241,16 @@ def test_the_gemv_kernel_refuses_a_gemm_and_mismatched_layers_with_why():
 
 
 @in_fresh_interpreter
-def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefill_gemms_left_to_torch():
+def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefill_gemms_left_to_torch(monkeypatch):
     from hyperloom.tools.workload import decode_gemv, fused_projections
 
     plain, ids = _llama(), torch.randint(0, 300, (1, 9))
     routed = copy.deepcopy(plain)
     fused_projections.fuse(torch, routed)  # the fused layers are routed too
+    assert decode_gemv.route(torch, copy.deepcopy(routed))["what"] == "linear layer(s) routed"  # the fold is off by default
+    monkeypatch.setattr(decode_gemv, "FOLD_NORMS", True)
     said = decode_gemv.route(torch, routed)
-    assert said == {"routed": 2 * 4, "what": "linear layer(s), 4 RMSNorm(s) folded into the GEMVs that read them", "why": ""}  # a layer's
+    assert said == {"routed": 2 * 4, "what": "linear layer(s) routed, 4 RMSNorm(s) folded into the GEMVs that read them", "why": ""}  # a layer's
     # fused q/k/v, o, fused gate/up and down; its two norms, each read by one fused layer now
     assert type(routed.model.layers[0].input_layernorm).__name__ == "FoldedNorm" and type(routed.model.norm).__name__ == "LlamaRMSNorm"
     assert routed.state_dict().keys() != plain.state_dict().keys() and len(routed.state_dict()) == len(plain.state_dict()) - 2 * 3  # q/k/v, gate/up fused

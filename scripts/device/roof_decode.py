@@ -69,7 +69,7 @@ def build(shape: dict, stack: tuple[str, ...], device: str) -> LlamaForCausalLM:
     if "attn" in stack:
         decode_attention.route(torch, model)
     if "gemv" in stack:
-        decode_gemv.FOLD_NORMS = "nofold" not in stack
+        decode_gemv.FOLD_NORMS = "nofold" not in stack  # the fold on, unless asked off
         decode_gemv.route(torch, model)
     decode_loop.ARGMAX_CHUNK = 0 if "argmax1" in stack else 1024  # read when the step compiles, below
     decode_loop.install(model, compiled=device == "cuda")

@@ -32,17 +32,17 @@ _STATE: dict[str, Any] = {}  # the loaded launcher, the op, the original SDPA fu
 def route(torch: Any, model: Any) -> dict[str, Any]:
     """Mark `model` for the kernel and wrap transformers' SDPA attention once: what was routed, for engagement."""
     if model is None or not hasattr(model, "modules"):
-        return {"routed": 0, "what": "attention module(s)", "why": "the workload has no `model` attribute with modules"}
+        return {"routed": 0, "what": "attention module(s) routed", "why": "the workload has no `model` attribute with modules"}
     config = getattr(model, "config", None)
     implementation = str(getattr(config, "_attn_implementation", "") or "")
     attention = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
     if implementation != "sdpa":
-        return {"routed": 0, "what": "attention module(s)", "why": f"the model's attention implementation is {implementation or 'unset'!r} "
+        return {"routed": 0, "what": "attention module(s) routed", "why": f"the model's attention implementation is {implementation or 'unset'!r} "
                 f"({len(attention)} attention module(s)); the kernel takes transformers' 'sdpa' calls"}
     _install(torch)
     for module in model.modules():
         setattr(module, MARK, True)
-    return {"routed": len(attention), "what": "attention module(s)", "why": "" if attention else "the model has no attention module"}
+    return {"routed": len(attention), "what": "attention module(s) routed", "why": "" if attention else "the model has no attention module"}
 
 
 def _install(torch: Any) -> None:

@@ -4,12 +4,14 @@ computed by the library's Triton GEMV (kernels/triton/gemv) instead of cuBLAS.
 At decode a linear layer is a matrix-vector product bound by its weights' bytes. On the H200 cuBLAS read a 1.2B
 decoder's small projections at about 1.8 TB/s (q/k/v and o, 64x8 tiles) and its down projection at 2.6 TB/s (split-K
 and a reduce kernel), against 4.1 TB/s of device copy (results/h200/roof): a third of the token's GEMM time. The
-kernel streams each weight row once along its contiguous K. Every `torch.nn.Linear` of the model (a fused
+kernel streams each weight row once along its contiguous K: with the weights hot in L2 it beat cuBLAS by 30-40 % at
+those shapes, but inside the decoder's replayed graph (cold weights) it took 677 us where cuBLAS took about 680: a
+lever to try and gate, not a known gain. Every `torch.nn.Linear` of the model (a fused
 projection's layer too; not the output embeddings, which cuBLAS reads near the roof, nor a quantized layer) gets a
 forward that sends a call of at most the kernel's MAX_ROWS rows to its custom op and any other (a prefill's GEMM)
 to torch's linear. A copy of a routed model is routed too (a kept worker's candidate).
 
-A decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
+With FOLD_NORMS, a decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
 read only by the attention's q/k/v projections, `post_attention_layernorm` only by the MLP's gate/up; an RMSNorm as
 Llama, Mistral and Qwen compute it, with `variance_epsilon`): the norm module returns its input and each of those
 layers normalizes the row itself inside the GEMV, rounding as the norm does; a call with more rows (a prefill) runs
@@ -26,7 +28,8 @@ from typing import Any
 from hyperloom.tools.workload.kernel_route import Counts, launcher
 
 OP_NAME = "hyperloom::decode_gemv"
-FOLD_NORMS = True  # False: the norms keep their kernels (an A/B of the fold, scripts/device/roof_decode.py)
+FOLD_NORMS = False  # True: fold the norms (on the H200 no net gain: the norms' 60 us left, the GEMV took 33 more and the
+# residual adds Inductor had fused into the norms came back as kernels; results/h200/roof); roof_decode.py's A/B sets it
 NORM_ATTR = "_hyperloom_folded_norm"  # on a routed layer: the RMSNorm it applies to its input (in __dict__: not a submodule)
 FOLDS = (("input_layernorm", "self_attn", ("q_proj", "k_proj", "v_proj")), ("post_attention_layernorm", "mlp", ("gate_proj", "up_proj")))
 EXPECTED = ("a GEMM",)  # a call with more rows than the kernel takes (a prefill): torch's linear, by design
@@ -38,14 +41,14 @@ _STATE: dict[str, Any] = {}
 def route(torch: Any, model: Any) -> dict[str, Any]:
     """Give every plain linear layer of `model` but its output embeddings the routed forward: what was routed."""
     if model is None or not hasattr(model, "modules"):
-        return {"routed": 0, "what": "linear layer(s)", "why": "the workload has no `model` attribute with modules"}
+        return {"routed": 0, "what": "linear layer(s) routed", "why": "the workload has no `model` attribute with modules"}
     _install(torch)
     head = model.get_output_embeddings() if callable(getattr(model, "get_output_embeddings", None)) else None
     layers = [m for m in model.modules() if type(m) is torch.nn.Linear and m is not head]
     for layer in layers:
         layer.forward = types.MethodType(_forward, layer)
     folded = _fold_norms(torch, model, set(map(id, layers))) if FOLD_NORMS else 0
-    what = "linear layer(s)" + (f", {folded} RMSNorm(s) folded into the GEMVs that read them" if folded else "")
+    what = "linear layer(s) routed" + (f", {folded} RMSNorm(s) folded into the GEMVs that read them" if folded else "")
     return {"routed": len(layers), "what": what, "why": "" if layers else "the model has no plain torch.nn.Linear layer besides its output embeddings"}
 
 

@@ -158,7 +158,7 @@ def _routed_kernel(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any])
     routed = seen.get(lever.value) or {}
     if not routed.get("routed"):
         return Engagement(lever=lever.name, engaged=False, evidence=str(routed.get("why") or "the route placed the kernel nowhere in the model"))
-    placed = f"{routed['routed']} {routed.get('what', 'module(s)')} routed"
+    placed = f"{routed['routed']} {routed.get('what', 'module(s) routed')}"
     expected = set(routed.get("expected") or [])
     fallbacks = {why: n for why, n in (routed.get("fallbacks") or {}).items() if why not in expected}
     calls = int(routed.get("kernel", 0))
