@@ -8,18 +8,16 @@ runs it), SDPA as transformers calls it with a mask (the K/V repeated for the qu
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import torch
 
-from hyperloom.core.shipped import shipped_kernels
+from graph_time import graph_us  # beside this script (its folder is first on sys.path)
+from hyperloom.tools.workload.kernel_route import launcher
 
-spec = importlib.util.spec_from_file_location("decode_attention_kernel", shipped_kernels("triton", "decode_attention", "decode_attention.py"))
-kernel = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(kernel)
+kernel = launcher(torch, "decode_attention")
 
 
 def reference(q, k, v, mask, scale):  # noqa: ANN001, ANN201
@@ -34,29 +32,6 @@ def sdpa(q, k, v, mask, scale):  # noqa: ANN001, ANN201
     keys = k[:, :, None].expand(-1, -1, group, -1, -1).reshape(k.shape[0], -1, k.shape[2], k.shape[3])
     values = v[:, :, None].expand(-1, -1, group, -1, -1).reshape(v.shape[0], -1, v.shape[2], v.shape[3])
     return torch.nn.functional.scaled_dot_product_attention(q, keys, values, attn_mask=mask, scale=scale).transpose(1, 2).contiguous()
-
-
-def graph_us(call, calls: int = 100) -> float:  # noqa: ANN001
-    """Time a call when replayed from a CUDA graph of `calls` calls: what a decode step's replay costs it."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            call()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            call()
-    times = []
-    for _ in range(7):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    return sorted(times)[len(times) // 2]
 
 
 def main(out: Path) -> None:

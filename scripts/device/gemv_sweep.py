@@ -9,43 +9,18 @@ OUT/gemv_sweep.json, whose "best" maps "N,K" to the winning params (roof_decode.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import itertools
 import json
 from pathlib import Path
 
 import torch
 
-from hyperloom.core.shipped import shipped_kernels
+from graph_time import graph_us  # beside this script (its folder is first on sys.path)
+from hyperloom.tools.workload.kernel_route import launcher
 
-spec = importlib.util.spec_from_file_location("gemv_kernel", shipped_kernels("triton", "gemv", "gemv.py"))
-kernel = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(kernel)
+kernel = launcher(torch, "gemv")
 
 SHAPES = {"q+k+v": (3072, 2048), "o": (2048, 2048), "gate+up": (16384, 2048), "down": (2048, 8192), "lm_head": (128256, 2048)}
-
-
-def graph_us(call, calls: int = 50) -> float:  # noqa: ANN001
-    """Median time a call when `calls` of them replay from one CUDA graph."""
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(2):
-            call()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(calls):
-            call()
-    times = []
-    for _ in range(7):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / calls)
-    return sorted(times)[len(times) // 2]
 
 
 def main(args: argparse.Namespace) -> None:
@@ -58,7 +33,7 @@ def main(args: argparse.Namespace) -> None:
         x = torch.randn(1, 1, k_in, device="cuda", dtype=torch.bfloat16)
         w = torch.randn(n_out, k_in, device="cuda", dtype=torch.bfloat16) / k_in ** 0.5
         want = torch.nn.functional.linear(x, w)
-        cublas = graph_us(lambda: torch.nn.functional.linear(x, w))  # noqa: B023
+        cublas = graph_us(lambda: torch.nn.functional.linear(x, w), calls=50)  # noqa: B023
         mb = n_out * k_in * 2 / 1e6
         tried = []
         for values in itertools.product(*grid.values()):
@@ -66,7 +41,7 @@ def main(args: argparse.Namespace) -> None:
             try:
                 got = kernel.gemv(x, w, None, params)
                 error = float((got.float() - want.float()).norm() / want.float().norm())
-                us = graph_us(lambda: kernel.gemv(x, w, None, params))  # noqa: B023
+                us = graph_us(lambda: kernel.gemv(x, w, None, params), calls=50)  # noqa: B023
             except Exception as exc:  # noqa: BLE001 - a configuration the compiler refuses: recorded, not fatal
                 tried.append({"params": params, "error": repr(exc)[:200]})
                 continue

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperloom.tools.workload.kernel_route import Counts, launcher
+from hyperloom.tools.workload.kernel_route import Counts, counted_op, launcher
 
 MARK = "_hyperloom_decode_attention"  # set on every module of a routed model
 OP_NAME = "hyperloom::decode_attention"
@@ -52,18 +52,8 @@ def _install(torch: Any) -> None:
     from transformers.modeling_utils import AttentionInterface
 
     kernel_module = launcher(torch, "decode_attention")
-
-    def kernel(q: Any, k: Any, v: Any, mask: Any, scale: float) -> Any:
-        COUNTS.kernel += 1
-        return kernel_module.decode_attention(q, k, v, mask, scale)
-
-    op = torch.library.custom_op(OP_NAME, kernel, mutates_args=(),  # one opaque node to torch.compile; a graph captures its launch
-                                 schema="(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> Tensor")
-
-    @op.register_fake
-    def _(q, k, v, mask, scale):  # noqa: ANN001, ANN202
-        return q.new_empty(q.shape[0], 1, q.shape[1], q.shape[3])
-
+    op = counted_op(torch, OP_NAME, "(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> Tensor", COUNTS, kernel_module.decode_attention,
+                    lambda q, k, v, mask, scale: q.new_empty(q.shape[0], 1, q.shape[1], q.shape[3]))
     original = AttentionInterface._global_mapping["sdpa"]
     _STATE.update(launcher=kernel_module, op=op, original=original)
     AttentionInterface.register("sdpa", _routed)

@@ -25,7 +25,7 @@ import functools
 import types
 from typing import Any
 
-from hyperloom.tools.workload.kernel_route import Counts, launcher
+from hyperloom.tools.workload.kernel_route import Counts, counted_op, launcher
 
 OP_NAME = "hyperloom::decode_gemv"
 FOLD_NORMS = False  # True: fold the norms (on the H200 no net gain: the norms' 60 us left, the GEMV took 33 more and the
@@ -112,16 +112,11 @@ def _install(torch: Any) -> None:
         return
     kernel_module = launcher(torch, "gemv")
 
-    def kernel(x: Any, weight: Any, bias: Any, norm: Any, eps: float) -> Any:
-        COUNTS.kernel += 1
+    def run(x: Any, weight: Any, bias: Any, norm: Any, eps: float) -> Any:
         return kernel_module.gemv(x, weight, bias, kernel_module.TUNED.get((weight.shape[0], weight.shape[1])), norm, eps)
 
-    op = torch.library.custom_op(OP_NAME, kernel, mutates_args=(), schema="(Tensor x, Tensor weight, Tensor? bias, Tensor? norm, float eps) -> Tensor")
-
-    @op.register_fake
-    def _(x, weight, bias, norm, eps):  # noqa: ANN001, ANN202
-        return x.new_empty(*x.shape[:-1], weight.shape[0])
-
+    op = counted_op(torch, OP_NAME, "(Tensor x, Tensor weight, Tensor? bias, Tensor? norm, float eps) -> Tensor", COUNTS, run,
+                    lambda x, weight, bias, norm, eps: x.new_empty(*x.shape[:-1], weight.shape[0]))
     _STATE.update(launcher=kernel_module, op=op, linear=torch.nn.functional.linear)
 
 

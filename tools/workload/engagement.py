@@ -97,11 +97,17 @@ def _device_launches(seen: dict[str, Any], baseline: dict[str, Any], targets: li
     """For each of `targets` (replacements no host call reached), the device kernels it declared (overrides.launches)
     that ran in the profiled step and not in its reference's (a name the reference runs too proves nothing), with their
     counts; only targets with some."""
+    declared: dict[str, list[str]] = seen.get("override_kernels") or {}
+    found = {target: _new_kernels(seen, baseline, declared.get(target, [])) for target in targets}
+    return {target: names for target, names in found.items() if names}
+
+
+def _new_kernels(seen: dict[str, Any], baseline: dict[str, Any], names: list[str]) -> dict[str, int]:
+    """Those of the device kernels `names` that ran in the profiled step and not in its reference's (a name the
+    reference runs too proves nothing), with their counts."""
     ran: dict[str, int] = seen.get("kernels") or {}
     theirs = set(baseline.get("kernels") or {})
-    declared: dict[str, list[str]] = seen.get("override_kernels") or {}
-    found = {target: {name: ran[name] for name in declared.get(target, []) if ran.get(name) and name not in theirs} for target in targets}
-    return {target: names for target, names in found.items() if names}
+    return {name: ran[name] for name in names if ran.get(name) and name not in theirs}
 
 
 def _stance(lever: Lever, seen: dict[str, Any]) -> Engagement:
@@ -162,9 +168,7 @@ def _routed_kernel(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any])
     expected = set(routed.get("expected") or [])
     fallbacks = {why: n for why, n in (routed.get("fallbacks") or {}).items() if why not in expected}
     calls = int(routed.get("kernel", 0))
-    theirs = set(baseline.get("kernels") or {})
-    on_device = {name: n for name, n in (seen.get("kernels") or {}).items() if name not in theirs
-                 and any(name.startswith(k) for k in routed.get("kernels") or [])}
+    on_device = _new_kernels(seen, baseline, list(routed.get("kernels") or []))
     ran = f"{calls} kernel call(s) on the host" if calls else ""
     if on_device:
         ran += ("; " if ran else "") + "on the device: " + ", ".join(f"{name} x{n}" for name, n in on_device.items())

@@ -9,14 +9,14 @@ attention, a GEMM's many rows) are its `EXPECTED` ones, not a failure of the lev
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import os
-import sys
 from collections import Counter
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 ROUTES = {"decode_attention": "hyperloom.tools.workload.decode_attention", "decode_gemv": "hyperloom.tools.workload.decode_gemv"}
+_LAUNCHERS: dict[str, ModuleType] = {}
 
 
 class Counts:
@@ -45,18 +45,26 @@ class Counts:
 def launcher(torch: Any, kernel: str) -> ModuleType:
     """The library kernel's launcher module (kernels/triton/KERNEL/KERNEL.py), loaded once a process; on a CPU under
     Triton's interpreter (tests: it must be on before triton is first imported)."""
-    name = f"hyperloom_route_{kernel}"
-    if name in sys.modules:
-        return sys.modules[name]
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-    from hyperloom.core.shipped import shipped_kernels
+    if kernel not in _LAUNCHERS:
+        if not torch.cuda.is_available():
+            os.environ.setdefault("TRITON_INTERPRET", "1")
+        from hyperloom.core.shipped import shipped_kernels
+        from hyperloom.tools.triton.entry import load_module
 
-    spec = importlib.util.spec_from_file_location(name, shipped_kernels("triton", kernel, f"{kernel}.py"))
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
+        _LAUNCHERS[kernel] = load_module(str(shipped_kernels("triton", kernel, f"{kernel}.py")))
+    return _LAUNCHERS[kernel]
+
+
+def counted_op(torch: Any, name: str, schema: str, counts: Counts, run: Callable[..., Any], fake: Callable[..., Any]) -> Any:
+    """`run` as the torch custom op `name` (one opaque node to torch.compile; a CUDA/HIP graph captures its launch),
+    each host call counted in `counts`; `fake` gives its output's shape and dtype to the compiler."""
+    def kernel(*args: Any) -> Any:
+        counts.kernel += 1
+        return run(*args)
+
+    op = torch.library.custom_op(name, kernel, mutates_args=(), schema=schema)
+    op.register_fake(fake)
+    return op
 
 
 def route_module(value: str) -> ModuleType:
