@@ -268,6 +268,41 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
 
 
 @in_fresh_interpreter
+def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launch_is_used(monkeypatch, tmp_path):
+    """The device's measured choice per weight shape (kernels/triton/gemv/tuned.json, or a caller's TUNED): "cublas"
+    leaves those layers to torch's linear and says how many; launch params reach the kernel; a device with no entry
+    gets the defaults."""
+    from hyperloom.tools.workload import decode_gemv
+    from hyperloom.tools.workload.kernel_route import launcher
+
+    gemv = launcher(torch, "gemv")
+    table = tmp_path / "tuned.json"
+    table.write_text('{"cpu": {"measured": "a test", "shapes": {"128,256": "cublas", "256,128": {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": 1, "num_stages": 1}}},'
+                     ' "Another GPU": {"shapes": {"128,128": "cublas"}}}')
+    monkeypatch.setattr(gemv, "SHIPPED", table)
+    monkeypatch.setattr(gemv, "_SHIPPED_CACHE", {})
+    assert gemv.choice(128, 256, "cpu") == "cublas" and gemv.choice(128, 128, "cpu") is None and gemv.choice(128, 128, "Another GPU") == "cublas"
+    monkeypatch.setitem(gemv.TUNED, (128, 128), {"BLOCK_N": 2, "BLOCK_K": 32, "num_warps": 1, "num_stages": 1})  # a caller's choice first
+    assert gemv.choice(128, 128, "cpu") == gemv.TUNED[(128, 128)]
+    launched = []
+    real = gemv.gemv
+    monkeypatch.setattr(gemv, "gemv", lambda x, weight, bias=None, params=None, *rest: launched.append(params) or real(x, weight, bias, params, *rest))
+    plain, ids = _llama(), torch.randint(0, 300, (1, 9))
+    routed = copy.deepcopy(plain)
+    said = decode_gemv.route(torch, routed)  # per layer: q, o (128x128), k, v (64x128), gate, up (256x128), down (128x256)
+    assert said["routed"] == 2 * 6 and said["what"].endswith("2 left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)")
+    assert "forward" not in vars(routed.model.layers[0].mlp.down_proj) and "forward" in vars(routed.model.layers[0].mlp.up_proj)
+    assert torch.equal(_generate(routed, ids).sequences, _generate(plain, ids).sequences)
+    assert gemv.TUNED[(128, 128)] in launched and {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": 1, "num_stages": 1} in launched and None in launched
+    monkeypatch.setitem(gemv.TUNED, (128, 256), "cublas")
+    for shape in ((128, 128), (64, 128), (256, 128)):
+        monkeypatch.setitem(gemv.TUNED, shape, "cublas")
+    assert decode_gemv.route(torch, copy.deepcopy(plain)) == {"routed": 0, "what": "linear layer(s) routed, 14 left to cuBLAS (measured faster at their "
+                                                                "shape on this device: kernels/triton/gemv/tuned.json)",
+                                                                "why": "every plain linear layer's shape is one where cuBLAS measured faster on this device"}
+
+
+@in_fresh_interpreter
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("rows", [1, 3])
 def test_the_gemv_with_a_folded_rmsnorm_matches_the_norm_then_the_linear(dtype, rows):

@@ -44,12 +44,28 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
         return {"routed": 0, "what": "linear layer(s) routed", "why": "the workload has no `model` attribute with modules"}
     _install(torch)
     head = model.get_output_embeddings() if callable(getattr(model, "get_output_embeddings", None)) else None
-    layers = [m for m in model.modules() if type(m) is torch.nn.Linear and m is not head]
+    plain = [m for m in model.modules() if type(m) is torch.nn.Linear and m is not head]
+    layers = [m for m in plain if _choice(torch, m) != "cublas"]
     for layer in layers:
         layer.forward = types.MethodType(_forward, layer)
     folded = _fold_norms(torch, model, set(map(id, layers))) if FOLD_NORMS else 0
-    what = "linear layer(s) routed" + (f", {folded} RMSNorm(s) folded into the GEMVs that read them" if folded else "")
-    return {"routed": len(layers), "what": what, "why": "" if layers else "the model has no plain torch.nn.Linear layer besides its output embeddings"}
+    left = len(plain) - len(layers)
+    what = ("linear layer(s) routed" + (f", {folded} RMSNorm(s) folded into the GEMVs that read them" if folded else "")
+            + (f", {left} left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)" if left else ""))
+    why = "" if layers else ("every plain linear layer's shape is one where cuBLAS measured faster on this device" if plain
+                             else "the model has no plain torch.nn.Linear layer besides its output embeddings")
+    return {"routed": len(layers), "what": what, "why": why}
+
+
+def _choice(torch: Any, layer: Any) -> dict | str | None:
+    """The measured choice for the layer's weight shape on its device (launch params, "cublas", or None: defaults)."""
+    return _STATE["launcher"].choice(layer.weight.shape[0], layer.weight.shape[1], _device_name(torch, layer.weight.device))
+
+
+@functools.cache
+def _device_name(torch: Any, device: Any) -> str:
+    """The name the tuned table is keyed by (torch's device name on a GPU: "NVIDIA H200"; "cpu" on a CPU)."""
+    return torch.cuda.get_device_name(device) if device.type == "cuda" else device.type
 
 
 def _fold_norms(torch: Any, model: Any, routed: set[int]) -> int:
@@ -113,7 +129,8 @@ def _install(torch: Any) -> None:
     kernel_module = launcher(torch, "gemv")
 
     def run(x: Any, weight: Any, bias: Any, norm: Any, eps: float) -> Any:
-        return kernel_module.gemv(x, weight, bias, kernel_module.TUNED.get((weight.shape[0], weight.shape[1])), norm, eps)
+        chosen = kernel_module.choice(weight.shape[0], weight.shape[1], _device_name(torch, x.device))
+        return kernel_module.gemv(x, weight, bias, chosen if isinstance(chosen, dict) else None, norm, eps)
 
     op = counted_op(torch, OP_NAME, "(Tensor x, Tensor weight, Tensor? bias, Tensor? norm, float eps) -> Tensor", COUNTS, run,
                     lambda x, weight, bias, norm, eps: x.new_empty(*x.shape[:-1], weight.shape[0]))

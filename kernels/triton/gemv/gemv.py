@@ -9,14 +9,17 @@ so the norm's own kernel and its launch leave the decode step.
 Launcher: `gemv(x, weight, bias=None, params=None)` for x of [..., K] whose leading dimensions hold at most MAX_ROWS
 rows, weight [N, K] (float32, bfloat16, float16; K contiguous), bias [N] or None; returns [..., N]."""
 
+import json
 import os
+from pathlib import Path
 
 import torch
 import triton
 import triton.language as tl
 
 MAX_ROWS = 8  # more rows than this: the layer is a GEMM, cuBLAS's work
-TUNED: dict[tuple[int, int], dict] = {}  # (N, K) -> launch params a sweep on the device chose (scripts/device/gemv_sweep.py)
+TUNED: dict[tuple[int, int], dict | str] = {}  # (N, K) -> launch params, or "cublas": a caller's choice (roof_decode.py --gemv-params)
+SHIPPED = Path(__file__).with_name("tuned.json")  # device name -> {"measured": how, "shapes": {"N,K": params or "cublas"}}, as scripts/device/gemv_sweep.py measured them
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpreter computes bfloat16 dot products wrong: float32 there
 
 
@@ -76,6 +79,23 @@ def gemv_kernel(x, w, bias, norm, y, rows, n_out, k_in, x_stride, w_stride, eps,
         if HAS_BIAS:
             acc += tl.load(bias + n, mask=n_in, other=0.0).to(tl.float32)[None, :]
         tl.store(y + m[:, None] * n_out + n[None, :], acc.to(y.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
+
+
+def choice(n_out: int, k_in: int, device_name: str) -> dict | str | None:
+    """What runs a one-row call of weight [n_out, k_in] on this device: launch params, "cublas" (a cold sweep on this
+    device measured cuBLAS faster at the shape), or None (no measurement: the defaults). TUNED first, then SHIPPED."""
+    if (n_out, k_in) in TUNED:
+        return TUNED[(n_out, k_in)]
+    return _shipped().get(device_name, {}).get("shapes", {}).get(f"{n_out},{k_in}")
+
+
+_SHIPPED_CACHE: dict[str, dict] = {}
+
+
+def _shipped() -> dict:
+    if "table" not in _SHIPPED_CACHE:
+        _SHIPPED_CACHE["table"] = json.loads(SHIPPED.read_text()) if SHIPPED.is_file() else {}
+    return _SHIPPED_CACHE["table"]
 
 
 def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
