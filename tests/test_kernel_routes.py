@@ -268,6 +268,60 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
 
 
 @in_fresh_interpreter
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("rows", [1, 3])
+def test_the_gemv_with_a_folded_activation_matches_silu_gate_times_up_then_the_linear(dtype, rows):
+    """The down projection's GEMV with silu(gate) * up folded in; the gate and up as a fused product's slices (strided
+    rows) as fuse_projections leaves them."""
+    from hyperloom.tools.workload.kernel_route import launcher
+
+    gemv, generator = launcher(torch, "gemv"), torch.Generator().manual_seed(rows)
+    product = (2 * torch.randn(rows, 1, 2 * 300, generator=generator)).to(dtype)
+    gate, up = product[..., :300], product[..., 300:]
+    weight = torch.randn(100, 300, generator=generator).to(dtype)
+    with torch.no_grad():
+        want = torch.nn.functional.linear((torch.nn.functional.silu(gate) * up).double(), weight.double())
+        got = gemv.gemv(gate, weight, None, None, None, 1e-6, up)
+    assert got.shape == (rows, 1, 100)
+    assert float((got.double() - want).abs().max()) <= {torch.float32: 1e-5, torch.bfloat16: 2 ** -5}[dtype] * float(want.abs().max())
+    assert float((gemv.gemv(gate, weight).double() - want).abs().max()) > 0.1 * float(want.abs().max())  # the fold is what makes it right
+    assert "give the gate's shape" in gemv.unsupported(gate, weight, None, None, up[..., :299])
+    assert "folds one of them" in gemv.unsupported(gate, weight, None, torch.ones(300, dtype=dtype), up)
+
+
+@in_fresh_interpreter
+def test_a_routed_llama_with_its_mlp_activations_folded_decodes_the_same_tokens(monkeypatch):
+    from hyperloom.tools.workload import decode_gemv, fused_projections
+
+    plain, ids = _llama(), torch.randint(0, 300, (1, 9))
+    want = _generate(plain, ids)
+    monkeypatch.setattr(decode_gemv, "FOLD_ACTS", True)
+    for fuse in (False, True):  # the gate and up as their own layers, then as a fused product's slices
+        routed = copy.deepcopy(plain)
+        if fuse:
+            fused_projections.fuse(torch, routed)
+        said = decode_gemv.route(torch, routed)
+        assert said["what"] == "linear layer(s) routed, 2 MLP activation(s) folded into their down projection's GEMV", said
+        before = decode_gemv.COUNTS.snapshot()
+        got = _generate(routed, ids)
+        counted = decode_gemv.COUNTS.since(before)
+        layers = 4 if fuse else 7  # a decoder layer's GEMVs now: q/k/v (fused or three), o, gate/up (fused or two), down with the activation
+        assert counted["kernel"] == 4 * 2 * layers and counted["fallbacks"] == {"a GEMM": 2 * layers}  # the prefill's down counted once, by its own forward
+        assert torch.equal(got.sequences, want.sequences)
+        for mine, theirs in zip(got.logits, want.logits, strict=True):
+            torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
+    assert "MLP activation" not in decode_gemv.route(torch, _gelu(plain))["what"]  # another activation: not folded
+
+
+def _gelu(model):
+    """A copy of the model whose MLPs use GELU: an activation the kernel's fold does not compute."""
+    other = copy.deepcopy(model)
+    for layer in other.model.layers:
+        layer.mlp.act_fn = torch.nn.GELU()
+    return other
+
+
+@in_fresh_interpreter
 def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launch_is_used(monkeypatch, tmp_path):
     """The device's measured choice per weight shape (kernels/triton/gemv/tuned.json, or a caller's TUNED): "cublas"
     leaves those layers to torch's linear and says how many; launch params reach the kernel; a device with no entry

@@ -38,10 +38,11 @@ SMALL = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_at
 PROMPT = 128
 STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8"), "fused+int8+cd": ("fuse", "int8", "cd"),
           "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
-          "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"), "fused+gemv": ("fuse", "gemv")}
+          "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"), "fused+gemv": ("fuse", "gemv"),
+          "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act")}
 # cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
 # one's A/B); attn: the decode_attention lever; gemv: the decode_gemv lever (its launch params from --gemv-params;
-# nofold: without folding the RMSNorms into it)
+# nofold: without folding the RMSNorms into it; act: the MLPs' activation folded into the down projection's GEMV)
 
 
 def sync(device: str) -> None:
@@ -70,6 +71,7 @@ def build(shape: dict, stack: tuple[str, ...], device: str) -> LlamaForCausalLM:
         decode_attention.route(torch, model)
     if "gemv" in stack:
         decode_gemv.FOLD_NORMS = "nofold" not in stack  # the fold on, unless asked off
+        decode_gemv.FOLD_ACTS = "act" in stack
         decode_gemv.route(torch, model)
     decode_loop.ARGMAX_CHUNK = 0 if "argmax1" in stack else 1024  # read when the step compiles, below
     decode_loop.install(model, compiled=device == "cuda")

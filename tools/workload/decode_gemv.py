@@ -30,6 +30,8 @@ from hyperloom.tools.workload.kernel_route import Counts, counted_op, launcher
 OP_NAME = "hyperloom::decode_gemv"
 FOLD_NORMS = False  # True: fold the norms (on the H200 no net gain: the norms' 60 us left, the GEMV took 33 more and the
 # residual adds Inductor had fused into the norms came back as kernels; results/h200/roof); roof_decode.py's A/B sets it
+FOLD_ACTS = False  # True: a gated MLP's silu(gate) * up folded into its down projection's GEMV (roof_decode.py's A/B sets it)
+ACTIVATIONS = ("SiLU", "SiLUActivation")  # torch's and transformers' SiLU modules: what the kernel's fold computes
 NORM_ATTR = "_hyperloom_folded_norm"  # on a routed layer: the RMSNorm it applies to its input (in __dict__: not a submodule)
 FOLDS = (("input_layernorm", "self_attn", ("q_proj", "k_proj", "v_proj")), ("post_attention_layernorm", "mlp", ("gate_proj", "up_proj")))
 EXPECTED = ("a GEMM",)  # a call with more rows than the kernel takes (a prefill): torch's linear, by design
@@ -49,8 +51,10 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
     for layer in layers:
         layer.forward = types.MethodType(_forward, layer)
     folded = _fold_norms(torch, model, set(map(id, layers))) if FOLD_NORMS else 0
+    acts = _fold_acts(model, set(map(id, layers))) if FOLD_ACTS else 0
     left = len(plain) - len(layers)
     what = ("linear layer(s) routed" + (f", {folded} RMSNorm(s) folded into the GEMVs that read them" if folded else "")
+            + (f", {acts} MLP activation(s) folded into their down projection's GEMV" if acts else "")
             + (f", {left} left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)" if left else ""))
     why = "" if layers else ("every plain linear layer's shape is one where cuBLAS measured faster on this device" if plain
                              else "the model has no plain torch.nn.Linear layer besides its output embeddings")
@@ -82,6 +86,19 @@ def _fold_norms(torch: Any, model: Any, routed: set[int]) -> int:
             for target in targets:
                 target.__dict__[NORM_ATTR] = norm
             setattr(layer, norm_name, _folded_class(torch)(norm))
+            folded += 1
+    return folded
+
+
+def _fold_acts(model: Any, routed: set[int]) -> int:
+    """Give each gated MLP (gate_proj, up_proj, down_proj, a SiLU act_fn) whose down projection is routed the forward
+    that folds silu(gate) * up into that GEMV; how many."""
+    folded = 0
+    for module in list(model.modules()):
+        down = getattr(module, "down_proj", None)
+        if (id(down) in routed and type(getattr(module, "act_fn", None)).__name__ in ACTIVATIONS
+                and callable(getattr(module, "gate_proj", None)) and callable(getattr(module, "up_proj", None))):
+            module.forward = types.MethodType(_mlp_forward, module)
             folded += 1
     return folded
 
@@ -128,12 +145,12 @@ def _install(torch: Any) -> None:
         return
     kernel_module = launcher(torch, "gemv")
 
-    def run(x: Any, weight: Any, bias: Any, norm: Any, eps: float) -> Any:
+    def run(x: Any, weight: Any, bias: Any, norm: Any, eps: float, up: Any) -> Any:
         chosen = kernel_module.choice(weight.shape[0], weight.shape[1], _device_name(torch, x.device))
-        return kernel_module.gemv(x, weight, bias, chosen if isinstance(chosen, dict) else None, norm, eps)
+        return kernel_module.gemv(x, weight, bias, chosen if isinstance(chosen, dict) else None, norm, eps, up)
 
-    op = counted_op(torch, OP_NAME, "(Tensor x, Tensor weight, Tensor? bias, Tensor? norm, float eps) -> Tensor", COUNTS, run,
-                    lambda x, weight, bias, norm, eps: x.new_empty(*x.shape[:-1], weight.shape[0]))
+    op = counted_op(torch, OP_NAME, "(Tensor x, Tensor weight, Tensor? bias, Tensor? norm, float eps, Tensor? up) -> Tensor", COUNTS, run,
+                    lambda x, weight, bias, norm, eps, up: x.new_empty(*x.shape[:-1], weight.shape[0]))
     _STATE.update(launcher=kernel_module, op=op, linear=torch.nn.functional.linear)
 
 
@@ -144,5 +161,17 @@ def _forward(self: Any, x: Any) -> Any:
         COUNTS.fell_back("a GEMM" if why.endswith("more is a GEMM") else why)
         return _STATE["linear"](x if norm is None else norm(x), self.weight, self.bias)
     if norm is None:
-        return _STATE["op"](x, self.weight, self.bias, None, 0.0)
-    return _STATE["op"](x, self.weight, self.bias, norm.weight, float(norm.variance_epsilon))
+        return _STATE["op"](x, self.weight, self.bias, None, 0.0, None)
+    return _STATE["op"](x, self.weight, self.bias, norm.weight, float(norm.variance_epsilon), None)
+
+
+def _mlp_forward(self: Any, x: Any) -> Any:
+    """A gated MLP with its activation folded into the down projection's GEMV (a call of more rows than the kernel
+    takes: the MLP as written, the down projection's own forward counting its GEMM)."""
+    gate, up, down = self.gate_proj(x), self.up_proj(x), self.down_proj
+    why = _STATE["launcher"].unsupported(gate, down.weight, down.bias, None, up)
+    if why:
+        if not why.endswith("more is a GEMM"):
+            COUNTS.fell_back(why)
+        return down(self.act_fn(gate) * up)
+    return _STATE["op"](gate, down.weight, down.bias, None, 0.0, up)

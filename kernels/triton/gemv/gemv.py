@@ -6,8 +6,12 @@ tensor-core dot product per tile, the rows padded to 16. The output is rounded o
 An RMSNorm before the layer may be folded in (`norm`): each program normalizes the rows itself (a row is a few KB),
 so the norm's own kernel and its launch leave the decode step.
 
-Launcher: `gemv(x, weight, bias=None, params=None)` for x of [..., K] whose leading dimensions hold at most MAX_ROWS
-rows, weight [N, K] (float32, bfloat16, float16; K contiguous), bias [N] or None; returns [..., N]."""
+A gated MLP's activation may be folded in (`up`): x is the gate, each program computes silu(gate) * up as it streams,
+so the activation's kernel leaves the step too.
+
+Launcher: `gemv(x, weight, bias=None, params=None, norm=None, eps=1e-6, up=None)` for x of [..., K] whose leading
+dimensions hold at most MAX_ROWS rows, weight [N, K] (float32, bfloat16, float16; K contiguous), bias [N] or None;
+returns [..., N]."""
 
 import json
 import os
@@ -24,8 +28,8 @@ INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpre
 
 
 @triton.jit
-def gemv_kernel(x, w, bias, norm, y, rows, n_out, k_in, x_stride, w_stride, eps, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
-                ONE_ROW: tl.constexpr, F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+def gemv_kernel(x, up, w, bias, norm, y, rows, n_out, k_in, x_stride, up_stride, w_stride, eps, HAS_BIAS: tl.constexpr, NORM: tl.constexpr,
+                ACT: tl.constexpr, ONE_ROW: tl.constexpr, F32_DOT: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     n = tl.program_id(0).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     n_in = n < n_out
     dtype = x.dtype.element_ty
@@ -47,6 +51,9 @@ def gemv_kernel(x, w, bias, norm, y, rows, n_out, k_in, x_stride, w_stride, eps,
             if NORM:  # as HF's RMSNorm rounds: the normalized row to x's dtype, times the norm's weight, rounded again
                 g = tl.load(norm + k, mask=k_in_range, other=0.0).to(tl.float32)
                 xk = ((xk * scale).to(dtype).to(tl.float32) * g).to(dtype).to(tl.float32)
+            if ACT:  # a gated MLP's silu(gate) * up, rounded as eager rounds each: x is the gate
+                u = tl.load(up + k, mask=k_in_range, other=0.0).to(tl.float32)
+                xk = ((xk * tl.sigmoid(xk)).to(dtype).to(tl.float32) * u).to(dtype).to(tl.float32)
             acc += wt.to(tl.float32) * xk[None, :]
         total = tl.sum(acc, axis=1)
         if HAS_BIAS:
@@ -72,6 +79,10 @@ def gemv_kernel(x, w, bias, norm, y, rows, n_out, k_in, x_stride, w_stride, eps,
             if NORM:
                 g = tl.load(norm + k, mask=k_in_range, other=0.0).to(tl.float32)
                 xt = ((xt.to(tl.float32) * scales[:, None]).to(dtype).to(tl.float32) * g[None, :]).to(dtype)
+            if ACT:
+                ut = tl.load(up + m[:, None] * up_stride + k[None, :], mask=m_in[:, None] & k_in_range[None, :], other=0.0).to(tl.float32)
+                gate = xt.to(tl.float32)
+                xt = ((gate * tl.sigmoid(gate)).to(dtype).to(tl.float32) * ut).to(dtype)
             if F32_DOT:
                 acc += tl.dot(xt.to(tl.float32), wt.to(tl.float32), input_precision="ieee")
             else:
@@ -106,7 +117,8 @@ def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
     return {**chosen, **(params or {})}
 
 
-def unsupported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, norm: torch.Tensor | None = None) -> str:
+def unsupported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, norm: torch.Tensor | None = None,
+                up: torch.Tensor | None = None) -> str:
     """Why this kernel does not take the layer's call (empty: it does)."""
     if weight.dim() != 2 or x.shape[-1] != weight.shape[1]:
         return f"x {tuple(x.shape)} and weight {tuple(weight.shape)}: give x [..., K] and weight [N, K]"
@@ -121,26 +133,32 @@ def unsupported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
         return "weight is strided along K: the kernel streams rows of W contiguous along K"
     if norm is not None and (norm.shape != (weight.shape[1],) or norm.dtype != weight.dtype or norm.stride(0) != 1):
         return f"norm weight {tuple(norm.shape)} of {norm.dtype}: give [{weight.shape[1]}] of {weight.dtype}, contiguous"
+    if up is not None and (up.shape != x.shape or up.dtype != x.dtype or up.stride(-1) != 1):
+        return f"up {tuple(up.shape)} of {up.dtype}: give the gate's shape {tuple(x.shape)} and dtype {x.dtype}, contiguous along K"
+    if up is not None and norm is not None:
+        return "a norm and an activation folded into one call: the kernel folds one of them"
     return ""
 
 
 def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None, params: dict | None = None,
-         norm: torch.Tensor | None = None, eps: float = 1e-6) -> torch.Tensor:
+         norm: torch.Tensor | None = None, eps: float = 1e-6, up: torch.Tensor | None = None) -> torch.Tensor:
     """x W^T (+ bias) for a few rows of x: [..., K] -> [..., N]; with `norm` (an RMSNorm's weight, [K]) the rows are
     RMS-normalized first (eps inside the root) as HF's Llama RMSNorm computes and rounds them: the norm's own kernel
-    folded into the GEMV."""
-    problem = unsupported(x, weight, bias, norm)
+    folded into the GEMV; with `up` (a gated MLP's up projection, x's shape) the product is silu(x) * up, rounded as
+    eager rounds each, times W^T: the activation's kernel folded into the down projection."""
+    problem = unsupported(x, weight, bias, norm, up)
     if problem:
         raise ValueError(problem)
     n_out, k_in = weight.shape
     flat = x.reshape(-1, k_in)
     if flat.stride(1) != 1:
         flat = flat.contiguous()
+    ups = flat if up is None else up.reshape(-1, k_in)
     rows = flat.shape[0]
     out = torch.empty(rows, n_out, dtype=x.dtype, device=x.device)
     chosen = launch_params(rows, n_out, params)
     gemv_kernel[(triton.cdiv(n_out, chosen["BLOCK_N"]),)](
-        flat, weight, weight if bias is None else bias, weight if norm is None else norm, out, rows, n_out, k_in, flat.stride(0), weight.stride(0),
-        float(eps), HAS_BIAS=bias is not None, NORM=norm is not None, ONE_ROW=rows == 1, F32_DOT=x.dtype == torch.float32 or INTERPRETED,
+        flat, ups, weight, weight if bias is None else bias, weight if norm is None else norm, out, rows, n_out, k_in, flat.stride(0), ups.stride(0),
+        weight.stride(0), float(eps), HAS_BIAS=bias is not None, NORM=norm is not None, ACT=up is not None, ONE_ROW=rows == 1, F32_DOT=x.dtype == torch.float32 or INTERPRETED,
         BLOCK_N=chosen["BLOCK_N"], BLOCK_K=chosen["BLOCK_K"], num_warps=chosen["num_warps"], num_stages=chosen["num_stages"])
     return out.reshape(*x.shape[:-1], n_out)
