@@ -39,11 +39,13 @@ PROMPT = 128
 STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8"), "fused+int8+cd": ("fuse", "int8", "cd"),
           "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
           "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"), "fused+gemv": ("fuse", "gemv"),
-          "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"), "fused+attn-sep": ("fuse", "attn", "sep")}
+          "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"), "fused+attn-sep": ("fuse", "attn", "sep"),
+          "fused+attn+combo": ("fuse", "attn", "combo")}
 # cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
 # one's A/B); attn: the decode_attention lever; gemv: the decode_gemv lever (its launch params from --gemv-params;
 # nofold: without folding the RMSNorms into it; act: the MLPs' activation folded into the down projection's GEMV;
-# sep: decode_attention's splits combined by a second kernel, not by the last split to arrive)
+# sep: decode_attention's splits combined by a second kernel, not by the last split to arrive; combo: Inductor's combo
+# kernels, independent small kernels of a graph launched as one)
 
 
 def sync(device: str) -> None:
@@ -153,6 +155,7 @@ def main(args: argparse.Namespace) -> None:
         for name in args.stacks.split(","):
             started = time.perf_counter()
             inductor_config.coordinate_descent_tuning = "cd" in STACKS[name]  # process-wide: set per stack, before its compile
+            inductor_config.combo_kernels = "combo" in STACKS[name]
             torch._dynamo.reset()
             model = build(shape, STACKS[name], device)
             first = generate(model, prompt, args.tokens)  # warm-up: compiles and captures
