@@ -1,7 +1,8 @@
 """The decode_attention kernel against SDPA on the GPU, at a decode step's shapes (the 1.2B decoder's: 32 query heads,
 8 KV heads, dim 64, bf16), per cache length and fill: its error and SDPA's against a float32 computation of the same
 attention, and each one's time a call (CUDA events over a captured graph of 100 calls, as a replayed decode step
-runs it), SDPA as transformers calls it with a mask (the K/V repeated for the query heads first).
+runs it), SDPA as transformers calls it with a mask (the K/V repeated for the query heads first); and the kernel's
+variants: blocks of 16 and 32 slots (more splits), its splits combined by a second kernel (session 26's way).
 
     python3 scripts/device/decode_attention_check.py OUT        # writes OUT/decode_attention_check.json
 """
@@ -18,6 +19,9 @@ from graph_time import graph_us  # beside this script (its folder is first on sy
 from hyperloom.tools.workload.kernel_route import launcher
 
 kernel = launcher(torch, "decode_attention")
+
+
+VARIANTS = {"16 slots a block": {"BLOCK_N": 16}, "32 slots a block": {"BLOCK_N": 32}, "combine kernel": None}
 
 
 def reference(q, k, v, mask, scale):  # noqa: ANN001, ANN201
@@ -46,10 +50,18 @@ def main(out: Path) -> None:
         mine, theirs = kernel.decode_attention(q, k, v, mask, scale), sdpa(q, k, v, mask, scale)
         error = {name: float((got.float() - exact).norm() / exact.norm()) for name, got in (("kernel", mine), ("sdpa", theirs))}
         timed = {"kernel_us": graph_us(lambda: kernel.decode_attention(q, k, v, mask, scale)), "sdpa_us": graph_us(lambda: sdpa(q, k, v, mask, scale))}
-        row = {"batch": batch, "slots": slots, "filled": filled, "rel_l2_vs_float32": error, **timed}
+        variants = {}
+        for label, params in VARIANTS.items():  # blocks of fewer slots (more splits); the splits combined by a second kernel
+            kernel.COMBINE_IN_KERNEL = label != "combine kernel"
+            got = kernel.decode_attention(q, k, v, mask, scale, params)
+            variants[label] = {"us": graph_us(lambda: kernel.decode_attention(q, k, v, mask, scale, params)),  # noqa: B023
+                               "rel_l2_vs_float32": float((got.float() - exact).norm() / exact.norm())}
+        kernel.COMBINE_IN_KERNEL = True
+        row = {"batch": batch, "slots": slots, "filled": filled, "rel_l2_vs_float32": error, **timed, "variants": variants}
         rows.append(row)
         print(f"batch {batch:>2} slots {slots:>5} filled {filled:>5}: kernel {timed['kernel_us']:6.1f} us (rel L2 {error['kernel']:.2e}), "
-              f"sdpa with repeated K/V {timed['sdpa_us']:6.1f} us (rel L2 {error['sdpa']:.2e})", flush=True)
+              f"sdpa with repeated K/V {timed['sdpa_us']:6.1f} us (rel L2 {error['sdpa']:.2e}); "
+              + ", ".join(f"{label} {v['us']:.1f} us ({v['rel_l2_vs_float32']:.1e})" for label, v in variants.items()), flush=True)
     out.mkdir(parents=True, exist_ok=True)
     (out / "decode_attention_check.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, indent=1))
 
