@@ -22,7 +22,7 @@ import triton.language as tl
 
 NO_MASK, KEEP_MASK, ADDITIVE_MASK = 0, 1, 2
 LEFT_OUT = -1.0e30  # an additive mask's value at or below this leaves its slot out (torch.finfo(dtype).min, -inf)
-COMBINE_IN_KERNEL = True  # False: the separate combine kernel (the A/B of scripts/device/roof_decode.py's attn-sep stack)
+COMBINE_IN_KERNEL = False  # True: the last split combines (no faster at a 192-slot cache on the H100, 2x slower at 4,096: results/h100/roof)
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpreter computes bfloat16 dot products wrong: float32 there
 
 
