@@ -89,31 +89,6 @@ def test_the_kernel_matches_attention_in_float64_with_grouped_heads_masks_and_sp
 
 
 @in_fresh_interpreter
-def test_the_splits_combined_by_the_last_to_arrive_equal_the_combine_kernel_and_leave_the_counters_zero(monkeypatch):
-    """The in-kernel combine (the last split of a row to arrive adds them up) against the separate combine kernel, on
-    a masked cache split in four; its counters are zero after every call (a replayed graph's next call starts from
-    them) and grow for a call with more rows; no split, no counter."""
-    launcher, generator = _launcher(), torch.Generator().manual_seed(7)
-    params = {"SPLIT_SLOTS": 32, "BLOCK_N": 16}
-    for batch in (1, 3):
-        q = torch.randn(batch, 6, 1, 32, generator=generator)
-        k, v = (torch.randn(batch, 2, 120, 32, generator=generator) for _ in range(2))
-        keep = (torch.arange(120) < torch.tensor([100 - 30 * row for row in range(batch)])[:, None]).view(batch, 1, 1, 120)
-        monkeypatch.setattr(launcher, "COMBINE_IN_KERNEL", False)
-        separate = launcher.decode_attention(q, k, v, keep, 0.2, params)
-        monkeypatch.setattr(launcher, "COMBINE_IN_KERNEL", True)
-        for _ in range(2):  # the second call starts from the counters the first left
-            assert torch.allclose(launcher.decode_attention(q, k, v, keep, 0.2, params), separate, rtol=1e-6, atol=1e-6)
-        counters = launcher._ARRIVALS[q.device]
-        assert len(counters) == 1 and int(counters[-1].abs().sum()) == 0  # 1024 counters made once, each back at zero
-        want = _exact(q, k, v, keep, 0.2)
-        assert float((separate.double() - want).abs().max()) <= 1e-5
-    launcher._ARRIVALS.clear()  # one split: nothing to combine, no counter made
-    launcher.decode_attention(q, k, v, keep, 0.2, {"SPLIT_SLOTS": 128, "BLOCK_N": 16})
-    assert not launcher._ARRIVALS.get(q.device)
-
-
-@in_fresh_interpreter
 def test_the_kernel_refuses_what_it_does_not_compute_with_why():
     launcher = _launcher()
     q, k = torch.randn(1, 8, 1, 16), torch.randn(1, 2, 40, 16)

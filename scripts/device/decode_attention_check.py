@@ -2,7 +2,8 @@
 8 KV heads, dim 64, bf16), per cache length and fill: its error and SDPA's against a float32 computation of the same
 attention, and each one's time a call (CUDA events over a captured graph of 100 calls, as a replayed decode step
 runs it), SDPA as transformers calls it with a mask (the K/V repeated for the query heads first); and the kernel's
-variants: blocks of 16 and 32 slots (more splits), its splits combined by a second kernel (session 26's way).
+variants: blocks of 16 and 32 slots (more splits). (Session 27 also timed the splits combined by the last to arrive,
+on an atomic counter, instead of the combine kernel: no faster at 192 slots on the H100, 2x slower at 4,096; removed.)
 
     python3 scripts/device/decode_attention_check.py OUT        # writes OUT/decode_attention_check.json
 """
@@ -21,7 +22,7 @@ from hyperloom.tools.workload.kernel_route import launcher
 kernel = launcher(torch, "decode_attention")
 
 
-VARIANTS = {"16 slots a block": {"BLOCK_N": 16}, "32 slots a block": {"BLOCK_N": 32}, "combine kernel": None}
+VARIANTS = {"16 slots a block": {"BLOCK_N": 16}, "32 slots a block": {"BLOCK_N": 32}}
 
 
 def reference(q, k, v, mask, scale):  # noqa: ANN001, ANN201
@@ -51,12 +52,10 @@ def main(out: Path) -> None:
         error = {name: float((got.float() - exact).norm() / exact.norm()) for name, got in (("kernel", mine), ("sdpa", theirs))}
         timed = {"kernel_us": graph_us(lambda: kernel.decode_attention(q, k, v, mask, scale)), "sdpa_us": graph_us(lambda: sdpa(q, k, v, mask, scale))}
         variants = {}
-        for label, params in VARIANTS.items():  # blocks of fewer slots (more splits); the splits combined by a second kernel
-            kernel.COMBINE_IN_KERNEL = label != "combine kernel"
+        for label, params in VARIANTS.items():  # blocks of fewer slots (more splits)
             got = kernel.decode_attention(q, k, v, mask, scale, params)
             variants[label] = {"us": graph_us(lambda: kernel.decode_attention(q, k, v, mask, scale, params)),  # noqa: B023
                                "rel_l2_vs_float32": float((got.float() - exact).norm() / exact.norm())}
-        kernel.COMBINE_IN_KERNEL = True
         row = {"batch": batch, "slots": slots, "filled": filled, "rel_l2_vs_float32": error, **timed, "variants": variants}
         rows.append(row)
         print(f"batch {batch:>2} slots {slots:>5} filled {filled:>5}: kernel {timed['kernel_us']:6.1f} us (rel L2 {error['kernel']:.2e}), "

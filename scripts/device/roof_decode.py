@@ -39,12 +39,12 @@ PROMPT = 128
 STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8"), "fused+int8+cd": ("fuse", "int8", "cd"),
           "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
           "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"), "fused+gemv": ("fuse", "gemv"),
-          "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"), "fused+attn-sep": ("fuse", "attn", "sep"),
+          "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"),
           "fused+attn+combo": ("fuse", "attn", "combo")}
 # cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
 # one's A/B); attn: the decode_attention lever; gemv: the decode_gemv lever (its launch params from --gemv-params;
 # nofold: without folding the RMSNorms into it; act: the MLPs' activation folded into the down projection's GEMV;
-# sep: decode_attention's splits combined by a second kernel, not by the last split to arrive; combo: Inductor's combo
+# combo: Inductor's combo
 # kernels, independent small kernels of a graph launched as one)
 
 
@@ -71,7 +71,6 @@ def build(shape: dict, stack: tuple[str, ...], device: str) -> LlamaForCausalLM:
         if form in stack:
             weight_only.quantize(torch, model, form)
     if "attn" in stack:
-        kernel_route.launcher(torch, "decode_attention").COMBINE_IN_KERNEL = "sep" not in stack  # read when the step's graph is captured
         decode_attention.route(torch, model)
     if "gemv" in stack:
         decode_gemv.FOLD_NORMS = "nofold" not in stack  # the fold on, unless asked off

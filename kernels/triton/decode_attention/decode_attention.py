@@ -1,9 +1,8 @@
 """Attention for one decode position over a KV cache, in Triton: the query heads of each KV head (grouped-query
 attention read natively, no repeated K/V) against the cache, skipping every block of slots the mask leaves out, so a
 static cache is read only where it is filled. Flash-decoding: the cache's slots are split over programs until the
-device has about two a multiprocessor, each keeping its running max, sum and weighted values; the last split of a
-(batch row, KV head) to finish, counted on an atomic counter, combines them (no second kernel: a decode step's graph
-has one launch and one gap less a layer); COMBINE_IN_KERNEL off: a second kernel combines them.
+device has about two a multiprocessor, each keeping its running max, sum and weighted values, then combined by a
+second kernel.
 
     out = softmax(scale * q k^T + mask) v      for q of [batch, heads, 1, dim], k and v of [batch, kv_heads, slots, dim]
 
@@ -22,15 +21,14 @@ import triton.language as tl
 
 NO_MASK, KEEP_MASK, ADDITIVE_MASK = 0, 1, 2
 LEFT_OUT = -1.0e30  # an additive mask's value at or below this leaves its slot out (torch.finfo(dtype).min, -inf)
-COMBINE_IN_KERNEL = False  # True: the last split combines (no faster at a 192-slot cache on the H100, 2x slower at 4,096: results/h100/roof)
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpreter computes bfloat16 dot products wrong: float32 there
 
 
 @triton.jit
-def decode_attention_kernel(q, k, v, mask, out, part_max, part_sum, part_acc, arrivals,
+def decode_attention_kernel(q, k, v, mask, out, part_max, part_sum, part_acc,
                             kv_heads, group, slots, head_dim, split_slots, splits, scale,
                             q_sb, q_sh, k_sb, k_sh, k_sl, v_sb, v_sh, v_sl, m_sb, m_sl,
-                            MASK: tl.constexpr, SPLIT: tl.constexpr, COMBINE: tl.constexpr, IEEE: tl.constexpr,
+                            MASK: tl.constexpr, SPLIT: tl.constexpr, IEEE: tl.constexpr,
                             BLOCK_G: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr):
     row = tl.program_id(0).to(tl.int64)  # batch row * kv_heads + kv head
     split = tl.program_id(1)
@@ -78,35 +76,9 @@ def decode_attention_kernel(q, k, v, mask, out, part_max, part_sum, part_acc, ar
         tl.store(part_max + at, best, mask=g_in)
         tl.store(part_sum + at, total, mask=g_in)
         tl.store(part_acc + at[:, None] * head_dim + d[None, :], acc, mask=g_in[:, None] & d_in[None, :])
-        if COMBINE:  # the last of this row's splits to arrive combines them (every thread's stores issued, then released)
-            tl.debug_barrier()
-            arrived = tl.atomic_add(arrivals + row, 1, sem="acq_rel", scope="gpu")
-            if arrived == splits - 1:
-                _combine_group(part_max, part_sum, part_acc, out, (b * heads + head) * splits, b * heads + head, g_in, d, d_in, splits, head_dim)
-                tl.atomic_xchg(arrivals + row, 0, sem="relaxed", scope="gpu")  # zero again for the next call (a graph's replay)
     else:
         result = acc / tl.where(total > 0.0, total, 1.0)[:, None]  # no slot kept: zeros
         tl.store(out + (b * heads + head[:, None]) * head_dim + d[None, :], result.to(out.dtype.element_ty), mask=g_in[:, None] & d_in[None, :])
-
-
-@triton.jit
-def _combine_group(part_max, part_sum, part_acc, out, first, out_row, g_in, d, d_in, splits, head_dim):
-    """A group of heads' splits (rows `first` + s of the partial buffers) rescaled to their running max and added,
-    read past L1 (other programs wrote them)."""
-    best = tl.load(part_max + first, mask=g_in, other=float("-inf"), cache_modifier=".cg")
-    total = tl.load(part_sum + first, mask=g_in, other=0.0, cache_modifier=".cg")
-    acc = tl.load(part_acc + first[:, None] * head_dim + d[None, :], mask=g_in[:, None] & d_in[None, :], other=0.0, cache_modifier=".cg")
-    for s in range(1, splits):
-        other = tl.load(part_max + first + s, mask=g_in, other=float("-inf"), cache_modifier=".cg")
-        top = tl.maximum(best, other)
-        shift = tl.where(top == float("-inf"), 0.0, top)
-        mine, theirs = tl.exp(best - shift), tl.exp(other - shift)
-        total = total * mine + tl.load(part_sum + first + s, mask=g_in, other=0.0, cache_modifier=".cg") * theirs
-        acc = acc * mine[:, None] + tl.load(part_acc + (first + s)[:, None] * head_dim + d[None, :], mask=g_in[:, None] & d_in[None, :], other=0.0,
-                                            cache_modifier=".cg") * theirs[:, None]
-        best = top
-    result = acc / tl.where(total > 0.0, total, 1.0)[:, None]
-    tl.store(out + out_row[:, None] * head_dim + d[None, :], result.to(out.dtype.element_ty), mask=g_in[:, None] & d_in[None, :])
 
 
 @triton.jit
@@ -171,37 +143,18 @@ def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
         part_acc = torch.empty(batch * heads * splits, dim, dtype=torch.float32, device=q.device)
     else:
         part_max = part_sum = part_acc = out  # never written
-    arrivals = _arrivals(q.device, batch * kv_heads) if splits > 1 and COMBINE_IN_KERNEL else None
-    combine = arrivals is not None
-    arrivals = out if arrivals is None else arrivals  # never touched without the in-kernel combine
     block_d = max(16, triton.next_power_of_2(dim))
     decode_attention_kernel[(batch * kv_heads, splits)](
-        q, k, v, mask_arg, out, part_max, part_sum, part_acc, arrivals,
+        q, k, v, mask_arg, out, part_max, part_sum, part_acc,
         kv_heads, heads // kv_heads, slots, dim, chosen["SPLIT_SLOTS"], splits, float(scale),
         q.stride(0), q.stride(1), k.stride(0), k.stride(1), k.stride(2), v.stride(0), v.stride(1), v.stride(2), m_sb, m_sl,
-        MASK=mask_kind(mask), SPLIT=splits > 1, COMBINE=combine, IEEE=q.dtype == torch.float32 or INTERPRETED,
+        MASK=mask_kind(mask), SPLIT=splits > 1, IEEE=q.dtype == torch.float32 or INTERPRETED,
         BLOCK_G=max(16, triton.next_power_of_2(heads // kv_heads)), BLOCK_N=chosen["BLOCK_N"], BLOCK_D=block_d,
         num_warps=chosen["num_warps"])
-    if splits > 1 and not combine:
+    if splits > 1:
         combine_kernel[(batch * heads,)](part_max, part_sum, part_acc, out, splits, dim,
                                          BLOCK_S=max(2, triton.next_power_of_2(splits)), BLOCK_D=block_d)
     return out
-
-
-_ARRIVALS: dict[torch.device, list[torch.Tensor]] = {}
-
-
-def _arrivals(device: torch.device, rows: int) -> torch.Tensor | None:
-    """The in-kernel combine's counters, one a (batch row, KV head): zeros kept for the process (each call's last split
-    zeroes its own again), every one ever made kept alive (a captured graph may hold it); None during a graph capture
-    with none large enough yet (an allocation there would come from the graph's pool: that call combines in a kernel)."""
-    held = _ARRIVALS.setdefault(device, [])
-    if held and held[-1].numel() >= rows:
-        return held[-1]
-    if device.type == "cuda" and torch.cuda.is_current_stream_capturing():
-        return None
-    held.append(torch.zeros(max(rows, 1024), dtype=torch.int32, device=device))
-    return held[-1]
 
 
 def unsupported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> str:
