@@ -110,10 +110,11 @@ def _shipped() -> dict:
 
 
 def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
-    """Tile and options of one launch: a tune winner's params (BLOCK_N, BLOCK_K, num_warps, num_stages), else 8 rows of W
-    a program and 512 of K an iteration, 3 stages (one row of x: within 7 % of the best of 24 configurations at each of
-    a 1.2B Llama's five decode shapes on the H200, scripts/device/gemv_sweep.py), 32 and 64 (a few rows)."""
-    chosen = {"BLOCK_N": 8, "BLOCK_K": 512, "num_warps": 4, "num_stages": 3} if rows == 1 else {"BLOCK_N": 32, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
+    """Tile and options of one launch: a tune winner's params (BLOCK_N, BLOCK_K, num_warps, num_stages), else, for one
+    row of x, 2 rows of W a program and 1,024 of K an iteration, 4 stages: within 1.2 % of the best of 48
+    configurations per shape summed over a 1.2B Llama's four decode projections, with cold weights on the H100 (the
+    old 8 x 512 was 11 % slower there, near cuBLAS: scripts/device/gemv_sweep.py, results/h100/roof); 32 and 64 for a few rows."""
+    chosen = {"BLOCK_N": 2, "BLOCK_K": 1024, "num_warps": 4, "num_stages": 4} if rows == 1 else {"BLOCK_N": 32, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4}
     return {**chosen, **(params or {})}
 
 
