@@ -30,7 +30,7 @@ from hyperloom.tools.workload.kernel_route import Counts, counted_op, launcher
 OP_NAME = "hyperloom::decode_gemv"
 FOLD_NORMS = False  # True: fold the norms (on the H200 no net gain: the norms' 60 us left, the GEMV took 33 more and the
 # residual adds Inductor had fused into the norms came back as kernels; results/h200/roof); roof_decode.py's A/B sets it
-FOLD_ACTS = False  # True: a gated MLP's silu(gate) * up folded into its down projection's GEMV (roof_decode.py's A/B sets it)
+FOLD_ACTS = True  # a gated MLP's silu(gate) * up folded into its down projection's GEMV: 1.280 -> 1.216 ms a token on the H100 (results/h100/roof); roof_decode.py's A/B sets it
 ACTIVATIONS = ("SiLU", "SiLUActivation")  # torch's and transformers' SiLU modules: what the kernel's fold computes
 NORM_ATTR = "_hyperloom_folded_norm"  # on a routed layer: the RMSNorm it applies to its input (in __dict__: not a submodule)
 FOLDS = (("input_layernorm", "self_attn", ("q_proj", "k_proj", "v_proj")), ("post_attention_layernorm", "mlp", ("gate_proj", "up_proj")))
