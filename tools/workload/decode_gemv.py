@@ -4,9 +4,11 @@ computed by the library's Triton GEMV (kernels/triton/gemv) instead of cuBLAS.
 At decode a linear layer is a matrix-vector product bound by its weights' bytes. On the H200 cuBLAS read a 1.2B
 decoder's small projections at about 1.8 TB/s (q/k/v and o, 64x8 tiles) and its down projection at 2.6 TB/s (split-K
 and a reduce kernel), against 4.1 TB/s of device copy (results/h200/roof): a third of the token's GEMM time. The
-kernel streams each weight row once along its contiguous K: with the weights hot in L2 it beat cuBLAS by 30-40 % at
-those shapes, but inside the decoder's replayed graph (cold weights) it took 677 us where cuBLAS took about 680: a
-lever to try and gate, not a known gain. Every `torch.nn.Linear` of the model (a fused
+kernel streams 2-4 weight rows a program along their contiguous K, with launch params per shape and device as a
+cold sweep measured them (kernels/triton/gemv/tuned.json; a shape where cuBLAS won stays with cuBLAS): on the H100,
+cold, 47.7 us a decoder layer against cuBLAS's 55.0, and in the 1.2B decoder's replayed graph 1.391 -> 1.280 ms a
+token, 1.216 with the MLP's activation folded into the down projection (FOLD_ACTS; results/h100/roof). Session 26's
+8 x 512 tile had matched cuBLAS inside the graph on the H200 (677 vs 680 us). Every `torch.nn.Linear` of the model (a fused
 projection's layer too; not the output embeddings, which cuBLAS reads near the roof, nor a quantized layer) gets a
 forward that sends a call of at most the kernel's MAX_ROWS rows to its custom op and any other (a prefill's GEMM)
 to torch's linear. A copy of a routed model is routed too (a kept worker's candidate).
@@ -17,6 +19,9 @@ Llama, Mistral and Qwen compute it, with `variance_epsilon`): the norm module re
 layers normalizes the row itself inside the GEMV, rounding as the norm does; a call with more rows (a prefill) runs
 the norm and torch's linear. The norms' kernels and launches leave the decode step (62 us and 33 launches of a 1.2B
 decoder's token on the H200, results/h200/roof).
+
+With FOLD_ACTS (on), a gated MLP (gate_proj, up_proj, down_proj and a SiLU act_fn: Llama, Mistral, Qwen) whose down
+projection is routed computes silu(gate) * up inside that GEMV: the activation's kernel and launch leave the step.
 """
 
 from __future__ import annotations
