@@ -247,7 +247,9 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
     plain, ids = _llama(), torch.randint(0, 300, (1, 9))
     routed = copy.deepcopy(plain)
     fused_projections.fuse(torch, routed)  # the fused layers are routed too
-    assert decode_gemv.route(torch, copy.deepcopy(routed))["what"] == "linear layer(s) routed"  # the fold is off by default
+    # by default the norms are not folded, the MLPs' activations are
+    assert decode_gemv.route(torch, copy.deepcopy(routed))["what"] == "linear layer(s) routed, 2 MLP activation(s) folded into their down projection's GEMV"
+    monkeypatch.setattr(decode_gemv, "FOLD_ACTS", False)  # the norms' fold alone below
     monkeypatch.setattr(decode_gemv, "FOLD_NORMS", True)
     said = decode_gemv.route(torch, routed)
     assert said == {"routed": 2 * 4, "what": "linear layer(s) routed, 4 RMSNorm(s) folded into the GEMVs that read them", "why": ""}  # a layer's

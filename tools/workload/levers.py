@@ -122,8 +122,9 @@ CATALOG: tuple[Lever, ...] = (
           "Triton GEMV (kernels/triton/gemv): 2-4 weight rows a program streamed along K, launch params per shape and device as a cold "
           "sweep measured them (kernels/triton/gemv/tuned.json; cuBLAS kept where it won), a gated MLP's silu(gate) * up folded into "
           "its down projection, a custom op a replayed graph captures (on the H100 a 1.2B decoder's token 1.391 -> 1.216 ms, 60 -> 69 % "
-          "of the bytes roof); the output embeddings and prefill GEMMs keep cuBLAS; waits for a stack that replays graphs (decode_loop)", "the profiled step ran the kernel (its op on the host, or its device "
-          "kernel in a replayed graph) and no decode call fell back", value="decode_gemv", needs="graph_launch", acts_on="gemm"),
+          "of the bytes roof); the output embeddings and prefill GEMMs keep cuBLAS; waits for a stack that replays graphs (decode_loop)",
+          "the profiled step ran the kernel (its op on the host, or its device kernel in a replayed graph) and no decode call fell back",
+          value="decode_gemv", needs="graph_launch", acts_on="gemm"),
     Lever("sdpa_math", "sdpa", ANY, "scaled_dot_product_attention restricted to the math (unfused) backend",
           "the math attention path ran in a profiled step", value="MATH", needs="attention"),
     Lever("tunableop", "env", GPU, "PyTorch TunableOp: GEMMs tuned on first use, the choices kept in the candidate's folder",
