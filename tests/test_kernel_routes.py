@@ -336,7 +336,6 @@ def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launc
     table.write_text('{"cpu": {"measured": "a test", "shapes": {"128,256": "cublas", "256,128": {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": 1, "num_stages": 1}}},'
                      ' "Another GPU": {"shapes": {"128,128": "cublas"}}}')
     monkeypatch.setattr(gemv, "SHIPPED", table)
-    monkeypatch.setattr(gemv, "_SHIPPED_CACHE", {})
     assert gemv.choice(128, 256, "cpu") == "cublas" and gemv.choice(128, 128, "cpu") is None and gemv.choice(128, 128, "Another GPU") == "cublas"
     monkeypatch.setitem(gemv.TUNED, (128, 128), {"BLOCK_N": 2, "BLOCK_K": 32, "num_warps": 1, "num_stages": 1})  # a caller's choice first
     assert gemv.choice(128, 128, "cpu") == gemv.TUNED[(128, 128)]

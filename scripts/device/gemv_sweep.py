@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> None:
                      "best": winner, "tried": tried})
         said = f"{winner['us']:7.2f} us ({mb / winner['us'] * 1e3:5.0f} GB/s) {winner['params']}" if winner else "none ran"
         print(f"{label:<8} {n_out:>6} x {k_in:<5} {mb:6.1f} MB x{len(copies):>2}: cuBLAS {cublas:7.2f} us ({mb / cublas * 1e3:5.0f} GB/s); "
-              f"kernel best {said} -> {best.get(f'{n_out},{k_in}') == 'cublas' and 'cuBLAS' or 'kernel'}", flush=True)
+              f"kernel best {said} -> {'cuBLAS' if best.get(f'{n_out},{k_in}', 'cublas') == 'cublas' else 'kernel'}", flush=True)
         del copies
         torch.cuda.empty_cache()
     out = Path(args.out)

@@ -44,8 +44,7 @@ STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "
 # cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
 # one's A/B); attn: the decode_attention lever; gemv: the decode_gemv lever (its launch params from --gemv-params;
 # nofold: without folding the RMSNorms into it; act: the MLPs' activation folded into the down projection's GEMV;
-# combo: Inductor's combo
-# kernels, independent small kernels of a graph launched as one)
+# combo: Inductor's combo kernels, independent small kernels of a graph launched as one)
 
 
 def sync(device: str) -> None:

@@ -13,6 +13,7 @@ Launcher: `gemv(x, weight, bias=None, params=None, norm=None, eps=1e-6, up=None)
 dimensions hold at most MAX_ROWS rows, weight [N, K] (float32, bfloat16, float16; K contiguous), bias [N] or None;
 returns [..., N]."""
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -97,16 +98,13 @@ def choice(n_out: int, k_in: int, device_name: str) -> dict | str | None:
     device measured cuBLAS faster at the shape), or None (no measurement: the defaults). TUNED first, then SHIPPED."""
     if (n_out, k_in) in TUNED:
         return TUNED[(n_out, k_in)]
-    return _shipped().get(device_name, {}).get("shapes", {}).get(f"{n_out},{k_in}")
+    return _table(SHIPPED).get(device_name, {}).get("shapes", {}).get(f"{n_out},{k_in}")
 
 
-_SHIPPED_CACHE: dict[str, dict] = {}
-
-
-def _shipped() -> dict:
-    if "table" not in _SHIPPED_CACHE:
-        _SHIPPED_CACHE["table"] = json.loads(SHIPPED.read_text()) if SHIPPED.is_file() else {}
-    return _SHIPPED_CACHE["table"]
+@functools.cache
+def _table(path: Path) -> dict:
+    """A tuned table as read once a process (empty where there is none)."""
+    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
