@@ -1,4 +1,4 @@
-# .run27.sh's second half: roof_decode's A/B in one process: fused + decode_attention; + decode_gemv with the shipped
+# Issue 46, session 27, second command: roof_decode's A/B in one process: fused + decode_attention; + decode_gemv with the shipped
 # choice per shape for this device (kernels/triton/gemv/tuned.json); the same with the MLPs' activation folded into the
 # down projection's GEMV; fused + attention with Inductor's combo kernels.
 source scripts/device/env.sh
