@@ -508,6 +508,39 @@ def test_a_winner_s_follow_ups_are_measured_at_once_and_the_pair_can_start_the_s
     assert not [r for r in report.records if r.phase == "combine" and r.result.levers == ["compile", "skip_guard_eval"] and r.device_s > 0]
 
 
+def test_a_listed_lever_whose_need_a_stack_brings_waits_for_it_rather_than_running_alone(mlp, monkeypatch):
+    """On the H100 a campaign given its levers ran decode_attention alone on an eager generate (0.72x, dropped) and
+    decode_loop alone on the dynamic cache (NO_OP): a listed lever meets the same preconditions as the catalog's, so it
+    is recorded waiting and follows the winner that brings what it needs."""
+    _stand_in_trials(monkeypatch, {("compile",): 2.0, ("compile", "skip_guard_eval"): 2.5})
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["skip_guard_eval", "compile", "channels_last"])
+    order = [r.result.levers for r in report.records if r.phase == "levers" and r.device_s > 0]
+    assert order == [["compile"], ["compile", "skip_guard_eval"]], order
+    assert any("lever channels_last not tried: the baseline's profiled step ran no convolution" in n for n in report.notes), report.notes
+    assert report.status.stack == ["compile", "skip_guard_eval"]
+
+
+@pytest.mark.parametrize("replays", [True, False])
+def test_a_lever_that_engaged_without_a_gain_is_tried_again_on_a_stack_that_replays_graphs(mlp, monkeypatch, replays):
+    """fuse_projections engaged on a 1.2B decoder's eager generate at 1.02x (H100: the host bounds each token) and took
+    its decode_loop token 1.46 -> 1.28 ms (H200): a lever that engaged without a gain on a baseline that replays no
+    graphs is tried once more on a stack that does; on a stack that does not, it is not (the host still hides it)."""
+    from hyperloom.tools.optimize import campaign
+
+    _stand_in_trials(monkeypatch, {("knob:pause=no",): 2.0, ("knob:pause=no", "knob:scale=2"): 2.6}, engaged={"knob:scale=2"})
+    monkeypatch.setattr(campaign.Campaign, "replays_graphs", lambda self, slot, stack: replays)
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:pause=no", "knob:scale=2", "knob:work=half"])
+    retried = [r for r in report.records if r.phase == "combine" and r.device_s > 0]
+    if replays:
+        assert [r.result.levers for r in retried] == [["knob:pause=no", "knob:scale=2"]], retried
+        assert "engaged on the baseline but was not faster there" in retried[0].note
+        assert report.status.stack == ["knob:pause=no", "knob:scale=2"]
+    else:
+        assert not retried and report.status.stack == ["knob:pause=no"]
+
+
 def test_a_follow_up_that_did_not_win_is_not_tried_again_on_its_winner_s_stack(mlp, monkeypatch):
     """compile + skip_guard_eval measured as compile's follow-up (not faster): the retry on the stack [compile] would be
     the same candidate again (on the CPU it cost a second compile of the decoder)."""
@@ -552,17 +585,19 @@ def test_the_catalog_is_tried_cheapest_first_and_the_tuners_last():
     assert "hipblaslt" in catalog_order("rocm") and "hipblaslt" not in catalog_order("cuda")
 
 
-def _stand_in_trials(monkeypatch, speed, revalidated=None):
+def _stand_in_trials(monkeypatch, speed, revalidated=None, engaged=()):
     """Every trial stood in for: FASTER at `speed`'s gain for its levers (`revalidated` for a revalidation, when
-    given: one gain, or a gain per levers), NOT_FASTER otherwise (the baseline's worker and profile stay real)."""
+    given: one gain, or a gain per levers), NOT_FASTER otherwise (the baseline's worker and profile stay real); the
+    levers in `engaged` say they engaged."""
     from hyperloom.tools.optimize import campaign
     from hyperloom.tools.optimize.models import Record
-    from hyperloom.tools.workload.models import CandidateResult
+    from hyperloom.tools.workload.models import CandidateResult, Engagement
 
     def measure(self, slot, job, decide):
         again = revalidated.get(tuple(job.levers)) if isinstance(revalidated, dict) else revalidated
         gain = again if again and job.phase == "revalidate" else speed.get(tuple(job.levers))
-        result = CandidateResult(levers=job.levers, verdict="FASTER" if gain else "NOT_FASTER", reason="stood in", speedup=gain or 1.0, inputs_fresh=True)
+        result = CandidateResult(levers=job.levers, verdict="FASTER" if gain else "NOT_FASTER", reason="stood in", speedup=gain or 1.0, inputs_fresh=True,
+                                 engagement=[Engagement(lever=name, engaged=True, evidence="stood in") for name in job.levers if name in engaged])
         return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
                                          decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0, finished_at="now"))
 

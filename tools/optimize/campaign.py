@@ -304,7 +304,7 @@ class Campaign:
                                      f"{twin.DEFAULT_K:g} (the error against the float32 twin you accept, as a multiple of the model's own) to try "
                                      "it, or list it in levers")
                 continue
-            lacking = unmet(item, base.info.get("model_facts") or {}, base.evidence) if self.chosen is None else None
+            lacking = unmet(item, base.info.get("model_facts") or {}, base.evidence)  # listed levers too: one that cannot act would come back NO_OP
             if lacking is None:
                 jobs.append(Job(key, "levers", [name], [], [name], "catalog"))
             elif lacking.deferred:
@@ -320,7 +320,7 @@ class Campaign:
         with it at once, so that a campaign cut by its deadline has already measured the pair. Each waiting lever
         follows one winner only, the first (the cheapest that brings its need): four compiles each followed by three
         waiting levers, and by their pairs, made 22 candidates of a CPU decoder's campaign; the stack's retry
-        (retry_no_ops) tries it again on what is kept. One of a kind a candidate holds once (a second quantization)
+        (retry_on_stack) tries it again on what is kept. One of a kind a candidate holds once (a second quantization)
         is not a follow-up of a winner that has one."""
         record = self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED")
         if record.decision != "WINNER":
@@ -355,7 +355,7 @@ class Campaign:
 
     def not_run(self, key: str, name: str, reason: str) -> None:
         """A lever whose need only a stack can bring, recorded NO_OP without a worker (no device time), so that
-        retry_no_ops tries it on the stack."""
+        retry_on_stack tries it on the stack."""
         result = CandidateResult(levers=[name], verdict="NO_OP", reason=f"not run alone: {reason}; tried on the stack once one is kept")
         self.ledger.record(Record(seq=0, key=key, phase="levers", reference=[], proposer="catalog", note=NOT_RUN, decision="DROPPED", result=result,
                                   device="none", device_s=0.0, finished_at=_now()))
@@ -374,7 +374,7 @@ class Campaign:
                     continue
             self.revalidate(slot, stack)
         self.rivals(slot)
-        self.retry_no_ops(slot)
+        self.retry_on_stack(slot)
 
     def rivals(self, slot: Slot) -> None:
         """The winners that measured alone above the stack's revalidated gain (beyond the noise band), each revalidated
@@ -415,21 +415,34 @@ class Campaign:
             return True
         return time.monotonic() - self.started + mean_s < self.request.deadline_s
 
-    def retry_no_ops(self, slot: Slot) -> None:
-        """The levers that took no effect on the baseline, once on the stack: what they act on (compiled graphs,
-        CUDA graphs, float32 matmuls) may be there now. Novelty keeps each (stack, lever) to one measurement."""
-        for record in [r for r in self.ledger.records() if r.phase == "levers" and r.result.verdict == "NO_OP"]:
+    def retry_on_stack(self, slot: Slot) -> None:
+        """Once on the stack, each lever that took no effect on the baseline (what it acts on, compiled graphs, CUDA
+        graphs, float32 matmuls, may be there now) and each that engaged there without being faster when the stack
+        replays graphs and the baseline did not (hidden_by_host). Novelty keeps each (stack, lever) to one measurement."""
+        base_graphs = "graph_launch" in present(slot.reference([]).evidence)
+        for record in [r for r in self.ledger.records() if r.phase == "levers" and r.result.verdict in ("NO_OP", "NOT_FASTER")]:
             stack = self.stack()
             if not stack or set(record.result.levers) <= set(stack):
                 continue
-            need = BY_NAME[record.result.levers[0]].needs
-            if record.note == NOT_RUN and need not in brought(stack) and (need not in STACK_MAY_BRING or need not in present(slot.reference(stack).evidence)):
-                continue  # what it waits for is not on the stack either (by the catalog, nor in the stack's profiled step)
+            lever = BY_NAME.get(record.result.levers[0])
+            if record.result.verdict == "NOT_FASTER":
+                if base_graphs or not hidden_by_host(record) or not self.replays_graphs(slot, stack):
+                    continue
+                why = f"#{record.seq} engaged on the baseline but was not faster there (the host bounds an eager step); on a stack that replays graphs it may be"
+            else:
+                need = lever.needs if lever is not None else None
+                if record.note == NOT_RUN and need not in brought(stack) and (need not in STACK_MAY_BRING or need not in present(slot.reference(stack).evidence)):
+                    continue  # what it waits for is not on the stack either (by the catalog, nor in the stack's profiled step)
+                why = f"#{record.seq} took no effect on the baseline; on the stack it may"
             if frozenset(stacked(stack, record.result.levers)) in self.followed():
                 continue  # measured as a winner's follow-up already: the same candidate
             self.check_search()
-            if self.try_on_stack(slot, stack, record.result.levers, "combination", f"#{record.seq} took no effect on the baseline; on the stack it may"):
+            if self.try_on_stack(slot, stack, record.result.levers, "combination", why):
                 self.revalidate(slot, stack)
+
+    def replays_graphs(self, slot: Slot, stack: list[str]) -> bool:
+        """Whether `stack` launches CUDA/HIP graphs: by the catalog (what its levers bring) or in its reference's profiled step."""
+        return "graph_launch" in brought(stack) or "graph_launch" in present(slot.reference(stack).evidence)
 
     def kernels(self, slot: Slot) -> None:
         """The agent's proposals, stacked one at a time; waits up to proposal_wait_s for the next one."""
@@ -630,6 +643,15 @@ def built_trial_s(records: list[Record]) -> float | None:
     trials = [r for r in records if r.device_s > 0 and r.phase != "baseline"]
     built = [r.device_s for r in trials if r.result.worker_turn == 1] or [r.device_s for r in trials]
     return sum(built) / len(built) if built else None
+
+
+def hidden_by_host(record: Record) -> bool:
+    """A lever measured alone against the baseline that engaged (each of its engagement checks held) without being
+    faster: on a host-bound step (an eager decode launches each kernel from Python) a device-side gain hides behind the
+    host. On the H100 fuse_projections engaged at 1.02x on a 1.2B decoder's eager generate; on the H200 it took that
+    decoder's decode_loop token 1.46 -> 1.28 ms."""
+    result = record.result
+    return len(result.levers) == 1 and not record.reference and bool(result.engagement) and all(e.engaged for e in result.engagement)
 
 
 def fastest_first(winners: list[Record]) -> list[Record]:

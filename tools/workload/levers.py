@@ -147,7 +147,7 @@ CATALOG: tuple[Lever, ...] = (
           "CUDA/HIP graphs (eager on a CPU), no host sync between tokens (EOS applied once at the end); a call it does not "
           "cover exactly (a dynamic cache, sampling, beams, padding, a logits processor) runs transformers' own generate, "
           "and then the lever did not take effect", "every generate call of a profiled step took the loop, none fell back",
-          value="decode_loop", needs="static_cache"),
+          value="decode_loop", needs="static_cache", brings=frozenset({"graph_launch"})),  # on a GPU; what waits for it runs only there
     Lever("inductor_coordinate_descent", "setting", GPU, "Inductor's coordinate-descent tuning of its Triton kernels' launch "
           "configurations (torch._inductor.config.coordinate_descent_tuning; gpt-fast's setting for decode: its GEMV-like reductions, "
           "a weight-only quantized layer's fused conversion; longer compiles)", "graphs were compiled with the tuning on",

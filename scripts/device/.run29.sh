@@ -1,0 +1,12 @@
+# Issue 46 by the campaign itself, resumable over several device commands (each under the 600 s limit): decoder_roof.py
+# (the 1.2B decoder, plain generate of 64 tokens), no tolerance declared, `optimize start` with five levers listed. The
+# listed levers meet the catalog's preconditions now: decode_loop waits for the static cache, decode_attention and
+# decode_gemv for decode_loop's graphs, fuse_projections (engaged, hidden by the eager host) is tried again on the
+# stack. The workspace's .hyperloom (freeze, ledger) comes back as state.tgz: unpack it in the repository root and carry
+# .hyperloom in the next call to resume the same campaign (the ledger's records are not measured again).
+source scripts/device/env.sh
+LEVER_ARGS="--lever static_cache --lever decode_loop --lever fuse_projections --lever decode_attention --lever decode_gemv" \
+  DEADLINE_S=${DEADLINE_S:-480} TIMEOUT_S=150 bash scripts/device/user_campaign.sh decoder_roof 2>&1 | tail -40
+python3 -c "import json; s = json.load(open('$out/decoder_roof.optimize.json'))['status']; print('by part', s.get('spent_by_part_s'))"
+tar czf "$out/state.tgz" .hyperloom && ls -la "$out"
+cd "$out" && tar czf /tmp/run29.tgz --exclude state.tgz --exclude run29.tgz . && find . -mindepth 1 ! -name state.tgz -delete && mv /tmp/run29.tgz .
