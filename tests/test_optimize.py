@@ -64,7 +64,8 @@ def plain():
     return lambda: None
 '''
 FAST = {"pairs": 5, "steps_per_leg": 2, "timeout_s": 120.0, "fixed_inputs": True}  # these workloads have no inputs(seed): consent to keep
-LEVERS = ["knob:work=half", "knob:pause=no", "knob:scale=2", "knob:crash=yes", "sdpa_math"]
+LEVERS = ["knob:work=half", "knob:pause=no", "knob:scale=2", "knob:crash=yes", "overrides:idle.py", "sdpa_math"]
+IDLE = '"""An overrides module that replaces nothing: NO_OP wherever it runs."""\n'  # a lever with no precondition that takes no effect
 
 
 @pytest.fixture
@@ -96,6 +97,7 @@ def _keys_unique(report) -> None:
 
 
 def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_revalidates_the_stack_and_sweeps(mlp, capsys):
+    (mlp.root / "idle.py").write_text(IDLE)
     _freeze(mlp, points="true")
     report = _campaign(mlp, levers=LEVERS)
     by = {(r.phase, " + ".join(r.result.levers)): r for r in report.records}
@@ -103,15 +105,17 @@ def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_r
     assert (same.phase, same.result.levers, same.decision, same.result.pairs) == ("baseline", [], "MEASURED", 5), same
     assert "the baseline again (A/A)" in (mlp.root / report.report_md).read_text()
     assert by["levers", "knob:work=half"].decision == "WINNER" and by["levers", "knob:pause=no"].decision == "WINNER"
-    wrong, dead, idle = by["levers", "knob:scale=2"], by["levers", "knob:crash=yes"], by["levers", "sdpa_math"]
+    wrong, dead, idle = by["levers", "knob:scale=2"], by["levers", "knob:crash=yes"], by["levers", "overrides:idle.py"]
     assert wrong.result.verdict == "REJECTED" and wrong.result.speedup is None and "y" in wrong.result.reason
     assert dead.result.verdict == "CRASH" and "SIGKILL" in dead.result.reason  # and the campaign went on
     assert idle.result.verdict == "NO_OP"
+    assert ("levers", "sdpa_math") not in by and any("lever sdpa_math not tried: the baseline's profiled step called no scaled_dot_product_attention" in n
+                                                     for n in report.notes)  # listed, but the MLP has no attention
     status = report.status
     assert sorted(status.stack) == ["knob:pause=no", "knob:work=half"], [(r.seq, r.phase, r.result.levers, r.decision, r.result.reason) for r in report.records]
     on_top = next(r for r in report.records if r.phase == "combine" and r.device_s > 0)
     assert on_top.reference and on_top.decision == "KEEP"  # the second winner was timed against the stack, not the baseline
-    again = next(r for r in report.records if r.phase == "combine" and "sdpa_math" in r.result.levers)  # NO_OP alone: once more on the stack
+    again = next(r for r in report.records if r.phase == "combine" and "overrides:idle.py" in r.result.levers)  # NO_OP alone: once more on the stack
     assert sorted(again.reference) == sorted(status.stack) and again.result.verdict == "NO_OP" and "took no effect on the baseline" in again.note
     revalidations = [r for r in report.records if r.phase == "revalidate"]
     assert len(revalidations) == 2 and all(r.reference == [] and r.decision == "MEASURED" for r in revalidations)
