@@ -117,3 +117,31 @@ def test_inductor_s_coordinate_descent_is_a_gpu_setting_made_before_any_compile_
     assert said.engaged and "2 graph(s) compiled" in said.evidence
     [said] = engagement([item], {"compiled_graphs": 0}, {}, {})
     assert not said.engaged and "stack it on a compiled candidate" in said.evidence
+
+
+def test_inductor_s_combo_kernels_are_a_gpu_setting_engaged_only_where_the_step_ran_fewer_device_kernels():
+    """Combo kernels act on compiled code (a decode step's small kernels launched as one): set before any compile,
+    engaged on a kernel count below the reference's, never on compiled graphs alone."""
+    import torch._inductor.config as inductor_config
+
+    from hyperloom.tools.workload import worker_build
+
+    item = lever("inductor_combo_kernels")
+    assert item.kind == "setting" and item.needs == "compiled" and "cpu" not in item.vendors
+    with pytest.raises(Exception, match="does not apply on this machine"):
+        check_candidate(["inductor_combo_kernels"], "cpu", {})
+    before = inductor_config.combo_kernels
+    try:
+        worker_build.setting(torch, "combo_kernels")
+        assert inductor_config.combo_kernels is True
+    finally:
+        inductor_config.combo_kernels = before
+    reference = {"kernels": {"triton_poi_fused_add_0": 16, "triton_poi_fused_mul_1": 16, "nvjet_gemv": 112}}
+    [said] = engagement([item], {"compiled_graphs": 1, "kernels": {"triton_poi_fused_add_mul_0": 16, "nvjet_gemv": 112}}, reference, {})
+    assert said.engaged and "device kernels in one step 144 -> 128" in said.evidence
+    [said] = engagement([item], {"compiled_graphs": 1, "kernels": reference["kernels"]}, reference, {})
+    assert not said.engaged and "no fewer than the reference's" in said.evidence
+    [said] = engagement([item], {"compiled_graphs": 0, "kernels": {}}, reference, {})
+    assert not said.engaged and "stack it on a compiled candidate" in said.evidence
+    [said] = engagement([item], {"compiled_graphs": 2}, {}, {})  # no kernel counts (a CPU profile): not proven
+    assert not said.engaged and "no device kernels to count" in said.evidence

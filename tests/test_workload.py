@@ -186,6 +186,7 @@ def test_levers_that_are_unknown_do_not_apply_here_or_name_no_knob_are_refused_b
     for candidate, message in ((["turbo"], "unknown lever"), (["graph"], "does not apply on this machine"), (["knob:nope=1"], "declares no knob"),
                                (["knob:mode=fast"], "takes eager, other"), (["compile", "compile_max_autotune"], "two compile levers"),
                                (["int8_weight_only", "fp8_weight_only"], "two quantize levers"), (["inductor_coordinate_descent"], "does not apply on this machine"),
+                               (["inductor_combo_kernels"], "does not apply on this machine"),
                                (["fuse_projections", "fuse_projections"], "named twice")):
         with pytest.raises(HyperloomError, match=message):
             workload_bench(WorkloadBenchRequest(name="mlp", candidates=[candidate], **FAST), mlp)

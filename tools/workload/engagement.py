@@ -45,6 +45,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         graphs = int(seen.get("compiled_graphs", 0))
         return Engagement(lever=lever.name, engaged=graphs > 0, evidence=f"{graphs} graph(s) compiled with Inductor's coordinate-descent tuning on"
                           if graphs else "nothing was compiled: stack it on a compiled candidate (compile, decode_loop on a GPU)")
+    if lever.value == "combo_kernels":  # engaged where compiled code ran and the step launched fewer device kernels than its reference
+        return _combo(lever, seen, baseline)
     if lever.name == "tunableop":
         files, tuned = seen.get("tunableop_files") or [], int(seen.get("tunableop_results") or 0)
         on = bool(seen.get("tunableop_enabled")) and bool(files or tuned)
@@ -124,6 +126,21 @@ def _stance(lever: Lever, seen: dict[str, Any]) -> Engagement:
     return Engagement(lever=lever.name, engaged=launches > 0,
                       evidence=f"{launches} CUDA/HIP graph launch(es) in one step{recorded}" if launches else
                       "no CUDA/HIP graph was launched in a step, so nothing to mark: stack it on compile_reduce_overhead or a static KV cache's decode")
+
+
+def _combo(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Engagement:
+    """Inductor's combo kernels: engaged where the step ran compiled code and fewer device kernels than its reference
+    (a replayed graph's kernels counted too); without a kernel count on either side, not proven."""
+    graphs = int(seen.get("compiled_graphs", 0))
+    if not graphs:
+        return Engagement(lever=lever.name, engaged=False, evidence="nothing was compiled: stack it on a compiled candidate (compile, decode_loop on a GPU)")
+    mine, theirs = (sum(int(n) for n in (side.get("kernels") or {}).values()) for side in (seen, baseline))
+    if not mine or not theirs:
+        return Engagement(lever=lever.name, engaged=False, evidence=f"{graphs} graph(s) compiled with combo kernels on, but no device kernels to count on "
+                          "both sides (the profiled step's or its reference's)")
+    fewer = mine < theirs
+    return Engagement(lever=lever.name, engaged=fewer, evidence=f"{graphs} graph(s) compiled with combo kernels on; device kernels in one step {theirs} -> {mine}"
+                      + ("" if fewer else ": no fewer than the reference's (no independent kernels were combined)"))
 
 
 def _decode_loop(lever: Lever, seen: dict[str, Any]) -> Engagement:

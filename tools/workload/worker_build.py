@@ -136,6 +136,9 @@ def tolerances(obj: Any) -> dict[str, Any]:
     return {str(k): {str(key): float(x) for key, x in v.items()} for k, v in tolerances.items()}
 
 
+INDUCTOR_SETTINGS = {"coordinate_descent": "coordinate_descent_tuning", "combo_kernels": "combo_kernels"}  # a lever's value -> torch._inductor.config
+
+
 def setting(torch: Any, name: str) -> None:
     if torch is None:
         raise WorkloadContractError(f"the {name} lever needs torch in the worker's Python")
@@ -144,10 +147,10 @@ def setting(torch: Any, name: str) -> None:
         torch.backends.cudnn.allow_tf32 = True
     elif name == "cudnn_benchmark":
         torch.backends.cudnn.benchmark = True
-    elif name == "coordinate_descent":  # before any compile: every graph the worker compiles is tuned
+    elif name in INDUCTOR_SETTINGS:  # before any compile: every graph the worker compiles has it
         import torch._inductor.config as inductor_config
 
-        inductor_config.coordinate_descent_tuning = True
+        setattr(inductor_config, INDUCTOR_SETTINGS[name], True)
 
 
 def compile_model(torch: Any, mode: str) -> None:
