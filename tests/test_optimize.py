@@ -525,6 +525,19 @@ def test_a_listed_lever_whose_need_a_stack_brings_waits_for_it_rather_than_runni
     assert report.status.stack == ["compile", "skip_guard_eval"]
 
 
+@pytest.mark.parametrize("engaged", [True, False])
+def test_an_enabler_that_engaged_without_a_gain_is_still_followed_by_what_waits_for_it(mlp, monkeypatch, engaged):
+    """A 4-layer Llama's campaign on a CPU: the static cache alone 0.98x (engaged), so decode_loop, waiting for it, was
+    never tried. A lever that engaged without a gain brings what it brings: its follow-ups run; one that did not
+    engage brings nothing."""
+    _stand_in_trials(monkeypatch, {("compile", "skip_guard_eval"): 1.5}, engaged={"compile"} if engaged else set())
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["compile", "skip_guard_eval"])
+    order = [r.result.levers for r in report.records if r.phase == "levers" and r.device_s > 0]
+    assert order == ([["compile"], ["compile", "skip_guard_eval"]] if engaged else [["compile"]]), order
+    assert report.status.stack == (["compile", "skip_guard_eval"] if engaged else [])
+
+
 @pytest.mark.parametrize("replays", [True, False])
 def test_a_lever_that_engaged_without_a_gain_is_tried_again_on_a_stack_that_replays_graphs(mlp, monkeypatch, replays):
     """fuse_projections engaged on a 1.2B decoder's eager generate at 1.02x (H100: the host bounds each token) and took

@@ -315,15 +315,16 @@ class Campaign:
         slots.run_many(jobs, self.lever_trial, self.check_search)
 
     def lever_trial(self, slot: Slot, job: Job) -> list[Job]:
-        """One lever (or a winner with a follow-up) against the baseline; a WINNER's follow-ups: each lever waiting for
-        what it brings (applies.py: a static cache for decode_loop, compiled code for a stance or a quantization) tried
-        with it at once, so that a campaign cut by its deadline has already measured the pair. Each waiting lever
-        follows one winner only, the first (the cheapest that brings its need): four compiles each followed by three
-        waiting levers, and by their pairs, made 22 candidates of a CPU decoder's campaign; the stack's retry
-        (retry_on_stack) tries it again on what is kept. One of a kind a candidate holds once (a second quantization)
-        is not a follow-up of a winner that has one."""
+        """One lever (or a winner with a follow-up) against the baseline, then its follow-ups when it is a WINNER or
+        engaged alone without a gain (an enabler: a static cache no faster alone on a CPU): each lever waiting for what
+        it brings (applies.py: a static cache for decode_loop, graph launches for decode_attention, compiled code for a
+        stance or a quantization) tried with it at once, so that a campaign cut by its deadline has already measured the
+        pair. Each waiting lever follows one lever only, the first (the cheapest that brings its need): four compiles
+        each followed by three waiting levers, and by their pairs, made 22 candidates of a CPU decoder's campaign; the
+        stack's retry (retry_on_stack) tries it again on what is kept. One of a kind a candidate holds once (a second
+        quantization) is not a follow-up of a winner that has one."""
         record = self.measure(slot, job, lambda r: "WINNER" if self.keepable(r) else "DROPPED")
-        if record.decision != "WINNER":
+        if record.decision != "WINNER" and not engaged_without_gain(record):
             return []
         brings = brought(job.levers)
         follow = []
@@ -418,7 +419,7 @@ class Campaign:
     def retry_on_stack(self, slot: Slot) -> None:
         """Once on the stack, each lever that took no effect on the baseline (what it acts on, compiled graphs, CUDA
         graphs, float32 matmuls, may be there now) and each that engaged there without being faster when the stack
-        replays graphs and the baseline did not (hidden_by_host). Novelty keeps each (stack, lever) to one measurement."""
+        replays graphs and the baseline did not (engaged_without_gain). Novelty keeps each (stack, lever) to one measurement."""
         base_graphs = "graph_launch" in present(slot.reference([]).evidence)
         for record in [r for r in self.ledger.records() if r.phase == "levers" and r.result.verdict in ("NO_OP", "NOT_FASTER")]:
             stack = self.stack()
@@ -426,7 +427,7 @@ class Campaign:
                 continue
             lever = BY_NAME.get(record.result.levers[0])
             if record.result.verdict == "NOT_FASTER":
-                if base_graphs or not hidden_by_host(record) or not self.replays_graphs(slot, stack):
+                if base_graphs or not engaged_without_gain(record) or not self.replays_graphs(slot, stack):
                     continue
                 why = f"#{record.seq} engaged on the baseline but was not faster there (the host bounds an eager step); on a stack that replays graphs it may be"
             else:
@@ -645,11 +646,12 @@ def built_trial_s(records: list[Record]) -> float | None:
     return sum(built) / len(built) if built else None
 
 
-def hidden_by_host(record: Record) -> bool:
+def engaged_without_gain(record: Record) -> bool:
     """A lever measured alone against the baseline that engaged (each of its engagement checks held) without being
-    faster: on a host-bound step (an eager decode launches each kernel from Python) a device-side gain hides behind the
-    host. On the H100 fuse_projections engaged at 1.02x on a 1.2B decoder's eager generate; on the H200 it took that
-    decoder's decode_loop token 1.46 -> 1.28 ms."""
+    faster. What it enables may still pay (a static cache on a CPU: no faster alone, decode_loop's way in), and on a
+    host-bound step (an eager decode launches each kernel from Python) a device-side gain hides behind the host: on the
+    H100 fuse_projections engaged at 1.02x on a 1.2B decoder's eager generate; on the H200 it took that decoder's
+    decode_loop token 1.46 -> 1.28 ms."""
     result = record.result
     return len(result.levers) == 1 and not record.reference and bool(result.engagement) and all(e.engaged for e in result.engagement)
 
