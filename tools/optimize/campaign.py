@@ -651,9 +651,11 @@ def engaged_without_gain(record: Record) -> bool:
     faster. What it enables may still pay (a static cache on a CPU: no faster alone, decode_loop's way in), and on a
     host-bound step (an eager decode launches each kernel from Python) a device-side gain hides behind the host: on the
     H100 fuse_projections engaged at 1.02x on a 1.2B decoder's eager generate; on the H200 it took that decoder's
-    decode_loop token 1.46 -> 1.28 ms."""
+    decode_loop token 1.46 -> 1.28 ms. Catalog levers only: a knob or an overrides module is "engaged" by being taken,
+    which says nothing of what it did."""
     result = record.result
-    return len(result.levers) == 1 and not record.reference and bool(result.engagement) and all(e.engaged for e in result.engagement)
+    return (len(result.levers) == 1 and result.levers[0] in BY_NAME and not record.reference and bool(result.engagement)
+            and all(e.engaged for e in result.engagement))
 
 
 def fastest_first(winners: list[Record]) -> list[Record]:
