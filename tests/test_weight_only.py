@@ -99,20 +99,7 @@ def test_only_a_twin_rule_looser_than_the_default_lets_optimize_try_a_lossy_leve
 
 def test_inductor_s_coordinate_descent_is_a_gpu_setting_made_before_any_compile_and_engaged_by_compiled_graphs():
     """gpt-fast's setting for a weight-only layer's fused conversion: it waits for compiled code like the quantizations."""
-    import torch._inductor.config as inductor_config
-
-    from hyperloom.tools.workload import worker_build
-
-    item = lever("inductor_coordinate_descent")
-    assert item.kind == "setting" and item.needs == "compiled" and "cpu" not in item.vendors
-    with pytest.raises(Exception, match="does not apply on this machine"):
-        check_candidate(["inductor_coordinate_descent"], "cpu", {})
-    before = inductor_config.coordinate_descent_tuning
-    try:
-        worker_build.setting(torch, "coordinate_descent")
-        assert inductor_config.coordinate_descent_tuning is True
-    finally:
-        inductor_config.coordinate_descent_tuning = before
+    item = _inductor_gpu_setting("inductor_coordinate_descent", "coordinate_descent_tuning")
     [said] = engagement([item], {"compiled_graphs": 2}, {}, {})
     assert said.engaged and "2 graph(s) compiled" in said.evidence
     [said] = engagement([item], {"compiled_graphs": 0}, {}, {})
@@ -122,20 +109,7 @@ def test_inductor_s_coordinate_descent_is_a_gpu_setting_made_before_any_compile_
 def test_inductor_s_combo_kernels_are_a_gpu_setting_engaged_only_where_the_step_ran_fewer_device_kernels():
     """Combo kernels act on compiled code (a decode step's small kernels launched as one): set before any compile,
     engaged on a kernel count below the reference's, never on compiled graphs alone."""
-    import torch._inductor.config as inductor_config
-
-    from hyperloom.tools.workload import worker_build
-
-    item = lever("inductor_combo_kernels")
-    assert item.kind == "setting" and item.needs == "compiled" and "cpu" not in item.vendors
-    with pytest.raises(Exception, match="does not apply on this machine"):
-        check_candidate(["inductor_combo_kernels"], "cpu", {})
-    before = inductor_config.combo_kernels
-    try:
-        worker_build.setting(torch, "combo_kernels")
-        assert inductor_config.combo_kernels is True
-    finally:
-        inductor_config.combo_kernels = before
+    item = _inductor_gpu_setting("inductor_combo_kernels", "combo_kernels")
     reference = {"kernels": {"triton_poi_fused_add_0": 16, "triton_poi_fused_mul_1": 16, "nvjet_gemv": 112}}
     [said] = engagement([item], {"compiled_graphs": 1, "kernels": {"triton_poi_fused_add_mul_0": 16, "nvjet_gemv": 112}}, reference, {})
     assert said.engaged and "device kernels in one step 144 -> 128" in said.evidence
@@ -145,3 +119,23 @@ def test_inductor_s_combo_kernels_are_a_gpu_setting_engaged_only_where_the_step_
     assert not said.engaged and "stack it on a compiled candidate" in said.evidence
     [said] = engagement([item], {"compiled_graphs": 2}, {}, {})  # no kernel counts (a CPU profile): not proven
     assert not said.engaged and "no device kernels to count" in said.evidence
+
+
+def _inductor_gpu_setting(name, attribute):
+    """The catalog lever `name`: a GPU setting waiting for compiled code, refused on a CPU, whose worker setting turns
+    torch._inductor.config's `attribute` on (restored after)."""
+    import torch._inductor.config as inductor_config
+
+    from hyperloom.tools.workload import worker_build
+
+    item = lever(name)
+    assert item.kind == "setting" and item.needs == "compiled" and "cpu" not in item.vendors
+    with pytest.raises(Exception, match="does not apply on this machine"):
+        check_candidate([name], "cpu", {})
+    before = getattr(inductor_config, attribute)
+    try:
+        worker_build.setting(torch, item.value)
+        assert getattr(inductor_config, attribute) is True
+    finally:
+        setattr(inductor_config, attribute, before)
+    return item

@@ -425,12 +425,12 @@ class Campaign:
             stack = self.stack()
             if not stack or set(record.result.levers) <= set(stack):
                 continue
-            lever = BY_NAME.get(record.result.levers[0])
             if record.result.verdict == "NOT_FASTER":
                 if base_graphs or not engaged_without_gain(record) or not self.replays_graphs(slot, stack):
                     continue
                 why = f"#{record.seq} engaged on the baseline but was not faster there (the host bounds an eager step); on a stack that replays graphs it may be"
             else:
+                lever = BY_NAME.get(record.result.levers[0])  # None: a knob or an overrides module, which needs nothing
                 need = lever.needs if lever is not None else None
                 if record.note == NOT_RUN and need not in brought(stack) and (need not in STACK_MAY_BRING or need not in present(slot.reference(stack).evidence)):
                     continue  # what it waits for is not on the stack either (by the catalog, nor in the stack's profiled step)
