@@ -54,6 +54,7 @@ from hyperloom.tools.workload.process import CUT, WorkloadFailure
 POLL_S = 0.2
 BASELINE_CI = 0.02
 BASELINE_MAX_LEGS = 30
+BASELINE_MAX_S = 30.0  # the solo legs' time, past the first six: on the H100 a 1.2B decoder's eager generate (1.17 s a step) spent 103 device-s there, a fifth of its campaign, for a figure no verdict reads
 TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
@@ -262,7 +263,7 @@ class Campaign:
         base = slot.reference([])
         if self.ledger.get("baseline") is None:
             started = time.perf_counter()
-            legs, device = baseline_legs(base.process, self.settings.steps_per_leg, BASELINE_CI, BASELINE_MAX_LEGS)
+            legs, device = baseline_legs(base.process, self.settings.steps_per_leg, BASELINE_CI, BASELINE_MAX_LEGS, max_s=BASELINE_MAX_S)
             self.ledger.add_spent(time.perf_counter() - started, "solo legs")
             info = base.info
             evidence = measured("optimize", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),

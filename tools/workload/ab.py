@@ -43,6 +43,7 @@ from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, s
 from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
 
 ALPHA = 0.05
+MIN_SOLO_LEGS = 6  # the fewest solo legs whose median's CI is read
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,15 @@ def load_outputs(folder: Path, names: list[str]) -> dict[str, np.ndarray]:
 
 
 def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int, references: dict[str, np.ndarray] | None = None,
-                  folder: Path | None = None) -> tuple[list[float], float | None]:
+                  folder: Path | None = None, max_s: float | None = None) -> tuple[list[float], float | None]:
     """Legs of the reference alone (the controller's clock, fresh seeds when the workload takes them) until its median's
-    CI is within target_ci (or max_legs). With `references` and `folder`, each leg's last outputs are saved there and
-    their shapes checked against the references' (inputs(seed) must keep them)."""
+    CI is within target_ci, or max_legs, or (after MIN_SOLO_LEGS) `max_s` seconds spent. With `references` and
+    `folder`, each leg's last outputs are saved there and their shapes checked against the references' (inputs(seed)
+    must keep them)."""
     legs, device = [], []
     seeded = fresh_inputs(base)
-    while len(legs) < max_legs:
+    started = perf_counter()
+    while len(legs) < max_legs and not (max_s is not None and len(legs) >= MIN_SOLO_LEGS and perf_counter() - started >= max_s):
         seeds = draw_seeds(steps_per_leg) if seeded else None
         saved = folder / f"solo{len(legs)}" if references and folder is not None else None
         timed = leg(base, steps_per_leg, seeds, saved)
@@ -105,7 +108,7 @@ def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, m
             shutil.rmtree(saved, ignore_errors=True)
         legs.append(timed.step_s)
         device += timed.device_s
-        if len(legs) >= 6 and median_ci_halfwidth(legs) <= target_ci:
+        if len(legs) >= MIN_SOLO_LEGS and median_ci_halfwidth(legs) <= target_ci:
             break
     return legs, statistics.median(device) if device else None
 
