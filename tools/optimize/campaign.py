@@ -54,7 +54,9 @@ from hyperloom.tools.workload.process import CUT, WorkloadFailure
 POLL_S = 0.2
 BASELINE_CI = 0.02
 BASELINE_MAX_LEGS = 30
-BASELINE_MAX_S = 30.0  # the solo legs' time, past the first six: on the H100 a 1.2B decoder's eager generate (1.17 s a step) spent 103 device-s there, a fifth of its campaign, for a figure no verdict reads
+# the solo legs' time past the first six: on the H100 a 1.2B decoder's eager generate (1.17 s a step) spent 103 device-s
+# there, a fifth of its campaign, on a figure no verdict reads (the pairs judge)
+BASELINE_MAX_S = 30.0
 TIMED = ("FASTER", "NOT_FASTER")
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
