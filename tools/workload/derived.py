@@ -9,6 +9,7 @@ log-probabilities follow their log-probabilities' output.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,9 +41,12 @@ def derived_outputs(names: list[str], k: float | None, request: WorkloadFreezeRe
     return chosen
 
 
-def tolerances(folder_base: Path, folder_twin: Path, names: list[str], metas: dict[str, dict], k: float, twin_dtype: str) -> dict[str, OutputTolerance]:
+def tolerances(folder_base: Path, folder_twin: Path, names: list[str], metas: dict[str, dict], k: float, twin_dtype: str,
+               drift_runs: Sequence[tuple[Path, Path]] = ()) -> dict[str, OutputTolerance]:
     """The derived tolerance of each output in `names` (and of NAME.teacher where both sides saved one), from the arrays
-    saved in the baseline's and the twin's folders; a twin whose outputs do not line up with the baseline's is refused."""
+    saved in the baseline's and the twin's folders; a twin whose outputs do not line up with the baseline's is refused.
+    A decoder's top-k log-probability drift is the largest over the frozen inputs and `drift_runs` (the baseline's and
+    the twin's folders of the same fresh inputs): one worst element, it varies from prompt to prompt."""
     load = _loader(folder_base, folder_twin)
     groups = generated.companions(names)
     grouped = generated.grouped(groups)
@@ -55,15 +59,19 @@ def tolerances(folder_base: Path, folder_twin: Path, names: list[str], metas: di
     for tokens, (ids, logprobs) in groups.items():
         if logprobs not in names:
             continue
-        (bt, tt), (bi, ti), (bl, tl) = load(tokens), load(ids), load(logprobs)
-        drift = twin.logprob_drift(bi, bl, ti, tl, bt, tt)
-        rule = DerivedTolerance(k=k, twin_dtype=twin_dtype, baseline_error={"top_logprob_drift": drift}, floor=twin.NATS_FLOOR)
+        drifts = [_drift(loader, tokens, ids, logprobs) for loader in (load, *(_loader(b, t) for b, t in drift_runs))]
+        rule = DerivedTolerance(k=k, twin_dtype=twin_dtype, baseline_error={"top_logprob_drift": max(drifts)}, floor=twin.NATS_FLOOR, inputs=len(drifts))
         result.update({tokens: OutputTolerance(), ids: OutputTolerance(), logprobs: OutputTolerance(atol=rule.live_bound("top_logprob_drift"), derived=rule)})
         teacher = tokens + twin.TEACHER
         if (folder_base / f"{teacher}.npy").is_file() and (folder_twin / f"{teacher}.npy").is_file():
             base, other = load(teacher)
             result[teacher] = OutputTolerance(derived=twin.derive(base, other, metas.get(teacher, {}).get("original_dtype", "float32"), k, twin_dtype))
     return result
+
+
+def _drift(load, tokens: str, ids: str, logprobs: str) -> float:
+    (bt, tt), (bi, ti), (bl, tl) = load(tokens), load(ids), load(logprobs)
+    return twin.logprob_drift(bi, bl, ti, tl, bt, tt)
 
 
 def _loader(folder_base: Path, folder_twin: Path):

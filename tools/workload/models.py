@@ -24,6 +24,7 @@ class DerivedTolerance(BaseModel):
     twin_dtype: str
     baseline_error: dict[str, float] = Field(description="Measure -> the baseline's own error against the twin, MEASURED at freeze.")
     floor: float = Field(ge=0, allow_inf_nan=False)
+    inputs: int = Field(1, ge=1, description="How many inputs the baseline's error was measured over (the frozen ones and fresh seeds), the largest kept.")
 
     def bound(self, measure: str) -> float:
         """The most a candidate's error against the twin may be under `measure`."""

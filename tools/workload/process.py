@@ -142,6 +142,10 @@ class WorkloadProcess:
         """This worker's model's logits for other tokens (runner.score): NAME.scored.npy in `folder`, the EOS and pad ids."""
         return self._call("score", {"folder": str(folder), "teacher": teacher})
 
+    def seeded_outputs(self, folder: Path, seeds: list[int]) -> None:
+        """One step per seed after inputs(seed), each step's outputs saved in `folder`/seed{i} (runner.seeded_outputs)."""
+        self._call("seeded_outputs", {"folder": str(folder), "seeds": list(seeds)})
+
     def twin(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
         """Upcast this worker's workload in place and save its twin's outputs (runner.twin): the worker is the twin after."""
         return self._call("twin", {"folder": str(folder), "teacher": teacher or {}})

@@ -195,6 +195,19 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
     return {"outputs": _save(Path(payload["folder"]), arrays)}
 
 
+def seeded_outputs(payload: dict[str, Any]) -> dict[str, Any]:
+    """One step after inputs(seed) for each of `seeds`, its outputs saved in `folder`/seed{i} (as `outputs` saves them):
+    the freeze's measure of the baseline's own drift on inputs beside the frozen ones, on the baseline and on its twin."""
+    if GUARD.inputs is None or STATE.outputs is None:
+        raise WorkloadContractError("seeded outputs need the workload's inputs(seed) and outputs()")
+    folder = Path(payload["folder"])
+    for index, seed in enumerate(payload["seeds"]):
+        GUARD.inputs(int(seed))
+        _one_step()
+        _save(folder / f"seed{index}", _materialized())
+    return {"seeds": len(payload["seeds"])}
+
+
 def score(payload: dict[str, Any]) -> dict[str, Any]:
     """The logits this worker's model gives other tokens (`teacher`: name -> {ids, prompt}), saved as NAME.scored.npy
     in `folder`, with the model's EOS and pad ids: the reference's judgement of a candidate's own continuation."""
