@@ -4,12 +4,18 @@ levers accepted, wrong candidates refused; the rule's bad inputs; the workload p
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload import freeze, twin
+from hyperloom.tools.workload.frozen import located, portable, read_frozen
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.models import DerivedTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
 
@@ -165,6 +171,19 @@ def test_a_workload_edited_after_freeze_is_refused_with_both_digests(user):
     with pytest.raises(HyperloomError) as caught:
         workload_bench(WorkloadBenchRequest(name="conv", candidates=[["compile"]], **FAST), user)
     assert "convnet.py changed since session 'conv' was frozen" in str(caught.value) and "at freeze" in str(caught.value)
+
+
+def test_a_frozen_session_moved_to_another_workspace_reads_its_workload_there(user, tmp_path):
+    """A campaign's state carried to another machine (the device's returned state) resumes there: the manifest names
+    the workload by its path under the workspace, not the absolute path it was frozen at."""
+    workload_freeze(WorkloadFreezeRequest(workload="convnet.py:build", name="conv", timeout_s=240), user)
+    assert json.loads((user.root / ".hyperloom/workload/conv/workload.json").read_text())["workload"] == "convnet.py:build"
+    moved = Workspace(Path(os.path.realpath(tmp_path / "moved")))
+    shutil.copytree(user.root, moved.root, ignore=shutil.ignore_patterns("runs"))
+    frozen = read_frozen("conv", moved)
+    assert frozen.target.workload == f"{moved.root}/convnet.py:build"
+    assert located("mypackage.bench:build", moved) == "mypackage.bench:build" and located("/elsewhere/w.py:build", moved) == "/elsewhere/w.py:build"
+    assert portable(f"{moved.root}/sub/w.py", moved) == "sub/w.py" and located("sub/w.py", moved) == f"{moved.root}/sub/w.py"
 
 
 def test_the_cli_shows_an_output_s_twin_rule_with_the_baseline_s_measured_errors():

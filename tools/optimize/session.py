@@ -22,7 +22,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.ledger import Ledger
 from hyperloom.tools.optimize.models import OptimizeRequest
 from hyperloom.tools.workload.freeze import describe_target, freeze_workload
-from hyperloom.tools.workload.frozen import Frozen, read_frozen
+from hyperloom.tools.workload.frozen import Frozen, located, portable, read_frozen
 from hyperloom.tools.workload.frozen import session_folder as workload_folder
 from hyperloom.tools.workload.models import WorkloadFreezeRequest
 
@@ -74,7 +74,7 @@ def open_campaign(request: OptimizeRequest, workspace: Workspace) -> Session:
     manifest = folder / MANIFEST
     if manifest.is_file():
         stored = json.loads(manifest.read_text())
-        if stored.get("format") != FORMAT or stored.get("workload") != frozen.target.workload or stored.get("frozen_sha256") != frozen.manifest_sha256:
+        if stored.get("format") != FORMAT or located(stored.get("workload") or "", workspace) != frozen.target.workload or stored.get("frozen_sha256") != frozen.manifest_sha256:
             raise HyperloomError(f"optimize session {name!r} was started on another workload or another freeze of it",
                                  "resume it with the same workload, or start a new session under another name")
         return Session(name, folder, frozen, Ledger(folder / LEDGER, name, create=False))
@@ -82,7 +82,7 @@ def open_campaign(request: OptimizeRequest, workspace: Workspace) -> Session:
     ledger = Ledger(folder / LEDGER, name, create=True)
     if freeze_s:  # frozen here, not before by workload freeze
         ledger.add_spent(freeze_s, "freeze")
-    write_bytes_atomic(manifest, json.dumps({"format": FORMAT, "session": name, "workload": frozen.target.workload, "knobs": frozen.target.knobs,
+    write_bytes_atomic(manifest, json.dumps({"format": FORMAT, "session": name, "workload": portable(frozen.target.workload, workspace), "knobs": frozen.target.knobs,
                                              "frozen_sha256": frozen.manifest_sha256, "created_at": dt.datetime.now(dt.timezone.utc).isoformat()},
                                             indent=2).encode() + b"\n")
     return Session(name, folder, frozen, ledger)

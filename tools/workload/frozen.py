@@ -78,12 +78,28 @@ def write_frozen(folder: Path, run: Path, target: Target, tolerances: dict[str, 
     for name, (path, atol, rtol) in sources.items():
         result = freeze(FreezeRequest(out=workspace.relative(frozen / name), references=[workspace.relative(path)], atol=atol, rtol=rtol, case_names=[name]), workspace)
         digests[name] = result.manifest_sha256
-    manifest = {"format": FORMAT, "workload": target.workload, "kind": target.kind, "args": list(target.args), "knobs": target.knobs,
+    manifest = {"format": FORMAT, "workload": portable(target.workload, workspace), "kind": target.kind, "args": list(target.args), "knobs": target.knobs,
                 "declared_knobs": declared_knobs, "vendor": vendor, "outputs": {n: t.model_dump() for n, t in tolerances.items()}, "sets": digests,
                 "twins": sorted(twins or {}), "pinned": pinned or {}}
     manifest["content_sha256"] = sha256_json(manifest)
     write_bytes_atomic(folder / "workload.json", json.dumps(manifest, indent=2).encode() + b"\n")
     return digests
+
+
+def portable(workload: str, workspace: Workspace) -> str:
+    """A workload as a manifest stores it: a file inside the workspace by its path relative to the root, so a frozen
+    session and its campaign resume where the workspace is moved or copied (a campaign's state carried to another
+    machine); a module's function as given."""
+    root = f"{workspace.root}/"
+    return workload.removeprefix(root) if workload.startswith(root) else workload
+
+
+def located(workload: str, workspace: Workspace) -> str:
+    """A stored workload as a worker loads it: a relative file path (script.py, file.py:function) under the root."""
+    where = workload.rpartition(":")[0] if ":" in workload and not workload.endswith(".py") else workload
+    if where.endswith(".py") and not where.startswith("/"):
+        return f"{workspace.root}/{workload}"
+    return workload
 
 
 def read_frozen(name: str, workspace: Workspace) -> Frozen:
@@ -102,7 +118,7 @@ def read_frozen(name: str, workspace: Workspace) -> Frozen:
     twins = tuple(manifest.get("twins", []))
     for output in (*manifest["outputs"], *twins):
         load_reference_set(folder / "frozen" / output, workspace)  # refuses a set whose files changed
-    target = Target(manifest["workload"], manifest["kind"], tuple(manifest["args"]), dict(manifest["knobs"]))
+    target = Target(located(manifest["workload"], workspace), manifest["kind"], tuple(manifest["args"]), dict(manifest["knobs"]))
     tolerances = {n: OutputTolerance(**t) for n, t in manifest["outputs"].items()}
     return Frozen(folder, target, tolerances, manifest["declared_knobs"], manifest["vendor"], stored, twins)
 
