@@ -165,6 +165,29 @@ def test_the_noise_band_widens_to_what_a_same_work_worker_measured():
     assert calibrated(settings, CandidateResult(levers=[], verdict="CRASH", reason="died")).noise_band == 0.02
 
 
+def test_a_slow_step_fills_a_leg_alone_and_solo_legs_stop_at_their_time_cap():
+    from hyperloom.tools.workload.ab import ABSettings, baseline_legs, paced
+
+    settings = ABSettings(pairs=6, steps_per_leg=3, warmup_steps=2, noise_band=0.02, timeout_s=60.0)
+    assert paced(settings, 1.17).steps_per_leg == 1 and paced(settings, 0.2).steps_per_leg == 3 and paced(settings, 0.3).steps_per_leg == 2
+    assert paced(settings, 0.001).steps_per_leg == 3 and paced(settings, 0.0) == settings  # never more than asked; no pace, no change
+
+    class Noisy:  # a reference whose legs never settle: its CI is never met, the cap stops it
+        info = {"has_inputs": False}
+        clock = 0.0
+
+        def round_trip_s(self):
+            return 0.0
+
+        def time(self, steps, seeds=None):
+            Noisy.clock += 1
+            return {"wall_s": [0.01 * (1 + Noisy.clock % 7)] * steps, "device_s": [], "elapsed_s": 0.01 * steps, "tampered": []}
+
+    legs, _ = baseline_legs(Noisy(), 1, 0.0001, 1000, max_s=0.0)
+    assert len(legs) == 6  # the fewest whose CI is read, then the cap
+    assert len(baseline_legs(Noisy(), 1, 0.0001, 9)[0]) == 9  # no cap: max_legs
+
+
 def test_an_identical_candidate_is_not_called_faster_over_many_pairs(mlp):
     _freeze(mlp)
     result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["knob:mode=eager"]] * 3, **{**FAST, "pairs": 12}), mlp)

@@ -44,7 +44,7 @@ from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.workload import twin
-from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, load_outputs, target_with, trial
+from hyperloom.tools.workload.ab import LEG_MIN_S, ABSettings, baseline_legs, calibrated, load_outputs, paced, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import BY_NAME, CATALOG, EXCLUSIVE_KINDS, GPU, Lever, check_candidate, prepared
@@ -272,6 +272,12 @@ class Campaign:
                                 inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
             self.ledger.set_json("baseline", {"stats": summarize(legs).model_dump(), "device_step_s": device, "points": info.get("points", []),
                                               "knob_defaults": info.get("knob_defaults", {}), "evidence": evidence.model_dump(mode="json")})
+        step_s = self.ledger.get_json("baseline")["stats"]["median_s"]
+        self.settings = paced(self.settings, step_s)  # on a resume too
+        if self.settings.steps_per_leg < self.request.steps_per_leg and not self.ledger.get("paced_noted"):
+            self.ledger.add_note(f"{self.settings.steps_per_leg} step(s) a timed leg, not {self.request.steps_per_leg}: the baseline's step of "
+                                 f"{step_s * 1e3:.4g} ms fills a leg of {LEG_MIN_S:g} s alone")
+            self.ledger.set("paced_noted", "yes")
         if not base.process.info.get("has_inputs") and not self.request.fixed_inputs and not self.ledger.get("fixed_inputs_noted"):
             self.ledger.add_note("the workload has no inputs(seed): its inputs are fixed, so memoization is not excluded and no gain is kept; "
                                  "give the workload inputs(seed), or pass fixed_inputs true to keep gains measured on fixed inputs")
