@@ -661,7 +661,9 @@ def engaged_without_gain(record: Record) -> bool:
     host-bound step (an eager decode launches each kernel from Python) a device-side gain hides behind the host: on the
     H100 fuse_projections engaged at 1.02x on a 1.2B decoder's eager generate; on the H200 it took that decoder's
     decode_loop token 1.46 -> 1.28 ms. Catalog levers only: a knob or an overrides module is "engaged" by being taken,
-    which says nothing of what it did."""
+    which says nothing of what it did. The verdict is not read: a REJECTED enabler's follow-ups run too, each gated on
+    its own fresh inputs (on the H100 the static cache alone parted beyond the margin on one prompt, and static_cache +
+    decode_loop passed the same gate on others: kept, 8.77x); a wrong lever's follow-ups are refused the same way."""
     result = record.result
     return (len(result.levers) == 1 and result.levers[0] in BY_NAME and not record.reference and bool(result.engagement)
             and all(e.engaged for e in result.engagement))
