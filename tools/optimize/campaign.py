@@ -272,7 +272,7 @@ class Campaign:
                                 inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
             self.ledger.set_json("baseline", {"stats": summarize(legs).model_dump(), "device_step_s": device, "points": info.get("points", []),
                                               "knob_defaults": info.get("knob_defaults", {}), "evidence": evidence.model_dump(mode="json")})
-        step_s = self.ledger.get_json("baseline")["stats"]["median_s"]
+        step_s = self.ledger.get_json("baseline", {})["stats"]["median_s"]
         self.settings = paced(self.settings, step_s)  # on a resume too
         if self.settings.steps_per_leg < self.request.steps_per_leg and not self.ledger.get("paced_noted"):
             self.ledger.add_note(f"{self.settings.steps_per_leg} step(s) a timed leg, not {self.request.steps_per_leg}: the baseline's step of "
