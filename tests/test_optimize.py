@@ -127,6 +127,8 @@ def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_r
     parts = status.spent_by_part_s  # where the device time went, adding up to what was spent
     assert set(parts) == {"references", "solo legs", "trials"} and abs(sum(parts.values()) - status.spent_device_s) < 1e-6, parts
     assert parts["trials"] == pytest.approx(sum(r.device_s for r in report.records)) and "by part: " in status.summary
+    started = [n for n in report.notes if n.startswith("reference ")]  # each reference worker's start, by its parts
+    assert any(n.startswith("reference baseline started in") for n in started) and all(all(p in n for p in ("build", "warm-up", "outputs", "profile")) for n in started), started
     assert report.evidence is not None and report.evidence.tag.value == "MEASURED"
     saved = json.loads((mlp.root / report.breakdown_json).read_text())
     jsonschema.validate(saved, json.loads((REPO / "validators" / "optimize_breakdown.schema.json").read_text()))

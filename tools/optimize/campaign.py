@@ -231,8 +231,7 @@ class Campaign:
         devices = device_slots(self.frozen.vendor, self.request.devices)
         reason = "every phase ran to its end"
         try:
-            with Slots(devices, self.frozen, self.settings, self.session.folder / "runs", self.workspace,
-                       lambda seconds: self.ledger.add_spent(seconds, "references")) as slots:
+            with Slots(devices, self.frozen, self.settings, self.session.folder / "runs", self.workspace, self.reference_started) as slots:
                 self.control.opened.set()
                 try:
                     self.baseline(slots.first)
@@ -258,6 +257,13 @@ class Campaign:
         self.ledger.set("stop_reason", reason)
         shutil.rmtree(self.session.folder / "runs", ignore_errors=True)
         return reason
+
+    def reference_started(self, levers: list[str], point: dict[str, str] | None, parts_s: dict[str, float]) -> None:
+        """A reference worker's start charged to "references", and noted with its parts: what a resume pays again."""
+        self.ledger.add_spent(sum(parts_s.values()), "references")
+        at = f" at {', '.join(f'{k}={v}' for k, v in point.items())}" if point else ""
+        self.ledger.add_note(f"reference {' + '.join(levers) or 'baseline'}{at} started in {sum(parts_s.values()):.1f} s ("
+                             + ", ".join(f"{part} {seconds:.1f} s" for part, seconds in parts_s.items()) + ")")
 
     def baseline(self, slot: Slot) -> None:
         self.set_phase("baseline")

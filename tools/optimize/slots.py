@@ -7,7 +7,6 @@ they do not raise it.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any, TypeVar
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.hashing import sha256_json
+from hyperloom.core.stopwatch import PartClock
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.tune.devices import idle_gpus
 from hyperloom.tools.workload.ab import ABSettings, saved_outputs, target_with
@@ -25,6 +25,8 @@ from hyperloom.tools.workload.proof import reference_evidence
 from hyperloom.tools.workload.spare import Spare, Where
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
+Charge = Callable[[list[str], dict[str, str] | None, dict[str, float]], None]
+"""Told each reference worker's start: its levers, its point and its seconds by part (build, warm-up, outputs, profile)."""
 LIVE_REFERENCES = 2  # the baseline and the current stack; another is started on demand
 T = TypeVar("T")
 
@@ -51,7 +53,7 @@ class Reference:
 class Slot:
     """One device and its reference workers. Not shared between threads: the campaign hands each slot one job at a time."""
 
-    def __init__(self, device: int | None, frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace, charge: Callable[[float], None]) -> None:
+    def __init__(self, device: int | None, frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace, charge: Charge) -> None:
         self.device, self.frozen, self.settings, self.folder, self.workspace, self.charge = device, frozen, settings, folder, workspace, charge
         self.backend = BACKENDS.get(frozen.vendor, "cuda")
         self.label = "cpu" if device is None else f"gpu {device}"
@@ -67,28 +69,32 @@ class Slot:
             self.live.pop(stale).process.close()
         chosen = prepared(levers, self.frozen.vendor, self.frozen.declared_knobs, self.workspace)
         folder = self.folder / f"reference-{key}"
-        started = time.perf_counter()
+        clock = PartClock()
         process = WorkloadProcess(target_with(self.frozen.target, chosen, point), chosen, folder, self.workspace, self.settings.timeout_s,
                                   device=self.device, backend=self.backend)
         try:
-            if levers or point is not None:
-                process.__enter__()
-            else:  # the baseline: the first candidate's worker built beside it
-                self.spare.beside(process, Where(process.target, self.workspace, self.settings.timeout_s, self.device, self.backend), self.folder / "spare")
-            process.warmup(self.settings.warmup_steps)
-            frozen = references(self.frozen)
-            outputs = saved_outputs(process, folder / "outputs", frozen if point is None else None)
-            if not levers and point is None:
-                checks = compare(outputs, frozen, self.frozen.tolerances)
-                if not all(c.passed for c in checks):
-                    raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:500],
-                                         "freeze the workload again (workload freeze, overwrite) and start a new session, or find what changed")
-            evidence = reference_evidence(process, folder / "profiled", self.workspace)
+            with clock.timing("build"):
+                if levers or point is not None:
+                    process.__enter__()
+                else:  # the baseline: the first candidate's worker built beside it
+                    self.spare.beside(process, Where(process.target, self.workspace, self.settings.timeout_s, self.device, self.backend), self.folder / "spare")
+            with clock.timing("warm-up"):
+                process.warmup(self.settings.warmup_steps)
+            with clock.timing("outputs"):
+                frozen = references(self.frozen)
+                outputs = saved_outputs(process, folder / "outputs", frozen if point is None else None)
+                if not levers and point is None:
+                    checks = compare(outputs, frozen, self.frozen.tolerances)
+                    if not all(c.passed for c in checks):
+                        raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:500],
+                                             "freeze the workload again (workload freeze, overwrite) and start a new session, or find what changed")
+            with clock.timing("profile"):
+                evidence = reference_evidence(process, folder / "profiled", self.workspace)
         except BaseException:
             process.close()
             raise
         finally:
-            self.charge(time.perf_counter() - started)
+            self.charge(levers, point, clock.parts_s)
         self.live[key] = Reference(levers, point, process, evidence, outputs, process.info)
         return self.live[key]
 
@@ -102,8 +108,7 @@ class Slot:
 class Slots:
     """The campaign's slots; run_many spreads independent jobs over them, one job per slot at a time."""
 
-    def __init__(self, devices: list[int | None], frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace,
-                 charge: Callable[[float], None]) -> None:
+    def __init__(self, devices: list[int | None], frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace, charge: Charge) -> None:
         self.slots = [Slot(d, frozen, settings, folder / ("cpu" if d is None else f"gpu{d}"), workspace, charge) for d in devices]
 
     @property

@@ -16,8 +16,6 @@ from __future__ import annotations
 import math
 import shutil
 import statistics
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from time import perf_counter
@@ -26,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.stopwatch import PartClock
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
@@ -159,28 +158,13 @@ def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evi
     return result.model_copy(update={"gate_s": clock.spent_s, "gate_parts_s": clock.parts_s, "trial_s": perf_counter() - began, "worker_turn": spare.turn})
 
 
-@dataclass
-class GateClock:
-    """The seconds the controller spent judging a candidate rather than timing it: its outputs saved and compared
-    (the first check and each pair's), the continuation scored, the proof-of-work profile read. The tamper checks run
-    inside the worker's calls (build and each timed leg) and are not separable from them."""
+class GateClock(PartClock):
+    """The seconds the controller spent judging a candidate rather than timing it, by part (outputs, continuation,
+    profile, pairs): its outputs saved and compared (the first check and each pair's), the continuation scored, the
+    proof-of-work profile read. The tamper checks run inside the worker's calls (build and each timed leg) and are not
+    separable from them."""
 
-    parts_s: dict[str, float] = field(default_factory=dict)  # by part: outputs, continuation, profile, pairs
-
-    @property
-    def spent_s(self) -> float:
-        return sum(self.parts_s.values())
-
-    def add(self, part: str, seconds: float) -> None:
-        self.parts_s[part] = self.parts_s.get(part, 0.0) + seconds
-
-    @contextmanager
-    def judging(self, part: str) -> Iterator[None]:
-        began = perf_counter()
-        try:
-            yield
-        finally:
-            self.add(part, perf_counter() - began)
+    judging = PartClock.timing
 
 
 def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
