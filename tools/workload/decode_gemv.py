@@ -13,6 +13,11 @@ projection's layer too; not the output embeddings, which cuBLAS reads near the r
 forward that sends a call of at most the kernel's MAX_ROWS rows to its custom op and any other (a prefill's GEMM)
 to torch's linear. A copy of a routed model is routed too (a kept worker's candidate).
 
+The tuned launch params were measured for one row and are used for one-row calls only: a few rows take the kernel's
+tensor-core tile (launch_params). On the H100 the sweep at batch 8 ran the one-row tiles (2 weight rows a program,
+a 16 x 2048 dot) on 8 rows: 9.09 s a 64-token generate, 13x slower than the eager baseline (results/h100/roof/session29).
+How the few-row tile compares with cuBLAS at batch 2-8 is not measured: ASSUMED no worse, until gemv_sweep.py runs rows > 1.
+
 With FOLD_NORMS, a decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
 read only by the attention's q/k/v projections, `post_attention_layernorm` only by the MLP's gate/up; an RMSNorm as
 Llama, Mistral and Qwen compute it, with `variance_epsilon`): the norm module returns its input and each of those
@@ -151,7 +156,7 @@ def _install(torch: Any) -> None:
     kernel_module = launcher(torch, "gemv")
 
     def run(x: Any, weight: Any, bias: Any, norm: Any, eps: float, up: Any) -> Any:
-        chosen = kernel_module.choice(weight.shape[0], weight.shape[1], _device_name(torch, x.device))
+        chosen = kernel_module.choice(weight.shape[0], weight.shape[1], _device_name(torch, x.device)) if x.numel() == x.shape[-1] else None
         return kernel_module.gemv(x, weight, bias, chosen if isinstance(chosen, dict) else None, norm, eps, up)
 
     op = counted_op(torch, OP_NAME, "(Tensor x, Tensor weight, Tensor? bias, Tensor? norm, float eps, Tensor? up) -> Tensor", COUNTS, run,
