@@ -6,6 +6,7 @@ reference runs, and a with_stack trace names the module forward integrate will r
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 from pathlib import Path
 
@@ -165,6 +166,22 @@ def test_a_trace_with_a_python_stack_names_the_module_forward_to_replace(workspa
     assert add.module is None and any("Qwen2RMSNorm.forward" in n for n in add.notes)
     hotspot = next(h for h in result.handoff if h.kind == "hotspot" and h.ops == ["aten::addmm"])
     assert hotspot.module == "torch.nn.modules.linear:Linear.forward"
+
+
+def test_a_module_whose_forward_a_lever_replaced_is_not_named_after_a_child_s_file(workspace):
+    """decode_gemv replaces a gated MLP's forward by its own function (not named forward): the first forward frame inside
+    the MLP's call is then a child's (a projection's), and naming the file from it wrote a target that does not exist
+    (on the H100: hyperloom.tools.workload.fused_projections:LlamaMLP.forward, RAISED). The real trace, the MLP's own
+    frame renamed as such a lever's."""
+    trace = json.loads(CPU_STACK.read_text())
+    for event in trace["traceEvents"]:
+        if event.get("cat") == "python_function" and event["name"] == "capture_cpu_decoder.py(38): forward":
+            event["name"] = "hyperloom/tools/workload/decode_gemv.py(170): _mlp_forward"
+    (workspace.root / "stack.json").write_text(json.dumps(trace))
+    result = run_profile(ProfileRequest(trace="stack.json", name="stack", plot=False), workspace)
+    by_kernel = {h.library: h for h in result.handoff if h.library}
+    assert by_kernel["silu_and_mul"].module in (None, "Qwen2MLP.forward"), by_kernel["silu_and_mul"].module
+    assert by_kernel["rmsnorm"].module == "capture_cpu_decoder:Qwen2RMSNorm.forward"  # a module with its own forward: as before
 
 
 @pytest.mark.parametrize(("dtype", "kind", "expected"), [

@@ -5,6 +5,7 @@ as transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward (outermost firs
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -27,12 +28,21 @@ def keep(name: str) -> bool:
     return name.startswith("nn.Module: ") or name.endswith(": forward")
 
 
-def _qualified(module: Frame, frames: list[Frame]) -> str | None:
-    """pkg.file:Class.forward of a module call, from the first forward frame inside it."""
+def _qualified(module: Frame, frames: list[Frame], calls: list[Frame], starts: list[float]) -> str | None:
+    """pkg.file:Class.forward of a module call, from its own forward frame: the first inside it that no module call
+    nested in it holds. A module whose forward a lever replaced (decode_gemv's MLP) has none, and its first forward frame
+    is a child's (a fused projection's, in fused_projections.py): naming the file from it wrote a target that does not
+    exist (hyperloom.tools.workload.fused_projections:LlamaMLP.forward, RAISED on the H100); the class alone then."""
     cls = MODULE.match(module.name)
-    inner = next((f for f in frames if module.start_us <= f.start_us and f.end_us <= module.end_us and FORWARD.match(f.name)), None)
     if cls is None:
         return None
+    first = bisect.bisect_left(starts, module.start_us)  # `calls` sorted by start (`starts`): the nested ones that may hold a frame
+
+    def own(frame: Frame) -> bool:
+        nested = calls[first:bisect.bisect_right(starts, frame.start_us)]
+        return not any(c is not module and c.end_us <= module.end_us and c.start_us <= frame.start_us and frame.end_us <= c.end_us for c in nested)
+
+    inner = next((f for f in frames if module.start_us <= f.start_us and f.end_us <= module.end_us and FORWARD.match(f.name) and own(f)), None)
     if inner is None:
         return f"{cls['cls']}.forward"
     path = FORWARD.match(inner.name)["file"].replace("\\", "/")
@@ -51,8 +61,9 @@ def attach_modules(ops: list[Op], frames: list[Frame]) -> None:
     for thread, own in by_thread.items():
         calls = [f for f in own if MODULE.match(f.name)]
         forwards = [f for f in own if FORWARD.match(f.name)]
+        starts = [c.start_us for c in calls]
         for c in calls:
-            names[id(c)] = _qualified(c, [f for f in forwards if f.start_us >= c.start_us])
+            names[id(c)] = _qualified(c, [f for f in forwards if f.start_us >= c.start_us], calls, starts)
         stack: list[Frame] = []
         i = 0
         for op in sorted((o for o in ops if o.thread == thread), key=lambda o: o.start_us):
