@@ -64,6 +64,12 @@ def test_a_seeded_decoder_s_log_probability_drift_is_the_largest_over_the_frozen
         drifts.append(twin.logprob_drift(b[".top_ids"], b[".top_logprobs"], t[".top_ids"], t[".top_logprobs"], b[""], t[""]))
     assert len(set(drifts)) > 1, drifts  # fresh prompts drift otherwise than the frozen one
     assert rule.derived.baseline_error["top_logprob_drift"] == max(drifts) and rule.atol == pytest.approx((rule.derived.k + 1) * max(max(drifts), twin.NATS_FLOOR))
+    # the looser drift does not let the wrong candidates through on fresh prompts: teacher forcing against the twin holds
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="seeded", candidates=[["static_cache", "decode_loop"], ["overrides:mlp_too_large.py"],
+                                                                                    ["overrides:skipped_layer.py"], ["overrides:truncated_prompt.py"]], **FAST), user))
+    assert seen["static_cache+decode_loop"].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), seen["static_cache+decode_loop"].reason
+    for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"):
+        assert seen[wrong].verdict == "REJECTED", (wrong, seen[wrong].reason)
 
 
 def test_a_conv_net_frozen_with_no_tolerance_takes_compile_and_channels_last_and_refuses_a_wrong_block(user):
