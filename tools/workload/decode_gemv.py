@@ -16,7 +16,8 @@ to torch's linear. A copy of a routed model is routed too (a kept worker's candi
 The tuned launch params were measured for one row and are used for one-row calls only: a few rows take the kernel's
 tensor-core tile (launch_params). On the H100 the sweep at batch 8 ran the one-row tiles (2 weight rows a program,
 a 16 x 2048 dot) on 8 rows: 9.09 s a 64-token generate, 13x slower than the eager baseline (results/h100/roof/session29).
-How the few-row tile compares with cuBLAS at batch 2-8 is not measured: ASSUMED no worse, until gemv_sweep.py runs rows > 1.
+How the few-row tile compares with cuBLAS at batch 2-8 is not measured (gemv_sweep.py times one row): a campaign's
+sweep points time the whole stack there and record a REGRESSION where it loses.
 
 With FOLD_NORMS, a decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
 read only by the attention's q/k/v projections, `post_attention_layernorm` only by the MLP's gate/up; an RMSNorm as
