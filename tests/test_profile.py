@@ -267,6 +267,8 @@ def test_a_roofline_file_of_another_device_is_refused_and_a_datasheet_roof_is_as
     assert sheet.memory().value == 4800 and sheet.compute(BF16).value == 989.4 and sheet.compute(F32).value == 67.0
     assert all(c.evidence.tag.value == "ASSUMED" for c in sheet.ceilings)
     assert from_datasheet("AMD Radeon Graphics").ceilings == []
+    h100 = from_datasheet("NVIDIA H100 80GB HBM3")  # the SXM5 part as torch and nvidia-smi name it (the lent H100)
+    assert h100.memory().value == 3350 and "H100" in h100.memory().source
 
 
 # --- fusion, by hand ---

@@ -23,6 +23,7 @@ class Part:
     memory_gb: float
     memory_bandwidth_gbps: float
     source: str
+    aliases: tuple[str, ...] = ()  # the names its driver reports where they differ (torch and nvidia-smi: "NVIDIA H100 80GB HBM3")
 
     def peaks(self) -> Peaks:
         figures = {k: getattr(self, k) for k in ("fp32_tflops", "fp16_tflops", "memory_gb", "memory_bandwidth_gbps")}
@@ -48,7 +49,7 @@ PARTS: tuple[Part, ...] = (
     Part("AMD Instinct MI300X", AMD, (0x74A1,), 304, "gfx942", 81.7, 1307.4, 192, 5300,
          "AMD Instinct MI300X data sheet (amd.com/en/products/accelerators/instinct/mi300/mi300x.html)"),
     Part("NVIDIA H100 SXM5 80GB", NVIDIA, (0x2330,), 132, "sm_90", 67.0, 989.4, 80, 3350,
-         "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100/)"),
+         "NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100/)", ("NVIDIA H100 80GB HBM3",)),
     Part("NVIDIA H200", NVIDIA, (0x2335,), 132, "sm_90", 67.0, 989.4, 141, 4800,
          "NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200/)"),
 )
