@@ -252,7 +252,9 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
     monkeypatch.setattr(decode_gemv, "FOLD_ACTS", False)  # the norms' fold alone below
     monkeypatch.setattr(decode_gemv, "FOLD_NORMS", True)
     said = decode_gemv.route(torch, routed)
-    assert said == {"routed": 2 * 4, "what": "linear layer(s) routed, 4 RMSNorm(s) folded into the GEMVs that read them", "why": ""}  # a layer's
+    weights = sum(m.weight.numel() * m.weight.element_size() for m in routed.modules() if type(m) is torch.nn.Linear and m is not routed.lm_head)
+    assert said == {"routed": 2 * 4, "what": "linear layer(s) routed, 4 RMSNorm(s) folded into the GEMVs that read them", "why": "",
+                    "kernel_bytes": {"gemv_kernel": weights}}  # the weights each decode step reads through the kernel; a layer's
     # fused q/k/v, o, fused gate/up and down; its two norms, each read by one fused layer now
     assert type(routed.model.layers[0].input_layernorm).__name__ == "FoldedNorm" and type(routed.model.norm).__name__ == "LlamaRMSNorm"
     assert routed.state_dict().keys() != plain.state_dict().keys() and len(routed.state_dict()) == len(plain.state_dict()) - 2 * 3  # q/k/v, gate/up fused
@@ -357,7 +359,8 @@ def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launc
         monkeypatch.setitem(gemv.TUNED, shape, "cublas")
     assert decode_gemv.route(torch, copy.deepcopy(plain)) == {"routed": 0, "what": "linear layer(s) routed, 14 left to cuBLAS (measured faster at their "
                                                                 "shape on this device: kernels/triton/gemv/tuned.json)",
-                                                                "why": "every plain linear layer's shape is one where cuBLAS measured faster on this device"}
+                                                                "why": "every plain linear layer's shape is one where cuBLAS measured faster on this device",
+                                                                "kernel_bytes": {}}
 
 
 @in_fresh_interpreter

@@ -60,6 +60,19 @@ def test_the_replay_roof_is_the_bytes_at_the_bandwidth_and_its_percent_of_the_pe
     assert not any(f.startswith("GEMMs take") for f in attribute_replays(read_trace(TRACE, "fixture")).findings)  # no bytes: no rate
 
 
+def test_a_kernel_whose_route_counted_its_bytes_is_placed_against_its_own_roof():
+    """decode_gemv counts the weights it routes (each read once a replay): the kernel's bandwidth in the replay, and the
+    share of the memory ceiling it reaches (issue 46: how close each kept kernel is to its own roof)."""
+    roof = ReplayRoof(bytes_per_replay=PARAMETER_BYTES, bandwidth_gb_s=4800.0, source="datasheet (ASSUMED)")
+    top = attribute_replays(read_trace(TRACE, "fixture")).kernels[0]
+    a = attribute_replays(read_trace(TRACE, "fixture"), roof, {top.name: 40_000_000, "a kernel not in the trace": 1})
+    kernel = a.kernels[0]
+    assert kernel.bytes == 40_000_000 and kernel.gb_s() == pytest.approx(40_000_000 / (kernel.us * 1e3)) and a.kernels[1].bytes is None
+    [said] = [f for f in a.findings if f.startswith(f"{top.name} reads 40.0 MB")]
+    assert f"{kernel.gb_s():.0f} GB/s, {100 * kernel.gb_s() / 4800:.0f} % of 4800 GB/s" in said and f"own roof {40_000_000 / 4.8e12 * 1e6:.1f} us" in said, said
+    assert any("no memory ceiling" in f for f in attribute_replays(read_trace(TRACE, "fixture"), None, {top.name: 1000}).findings)
+
+
 def test_a_trace_without_a_replayed_graph_has_no_replay_attribution():
     assert attribute_replays(read_trace(FIXTURES / "profile" / "a100_alexnet_trace.json.gz", "alexnet")) is None
     trace = read_trace(TRACE, "fixture")

@@ -148,7 +148,7 @@ def _profile(request: ProfileRequest, workspace: Workspace, folder: Path, trace_
     step(3)
     a = analyse(trace, roofs)
     findings += a.findings
-    replays = attribute_replays(trace, replay_roof(request.bytes_per_replay, roofs, findings))
+    replays = attribute_replays(trace, replay_roof(request.bytes_per_replay, roofs, findings), capture.extra.get("kernel_bytes") if capture else None)
     findings += replays.findings if replays is not None else []
     step(4)
     if capture is not None and capture.profiler_device_time_s:

@@ -175,6 +175,11 @@ class ReplayKernel(BaseModel):
     us: float = Field(description="Its time in the mean replay (summed over its calls there), microseconds.")
     count: float = Field(description="Its calls in the mean replay.")
     share_of_period: float = Field(description="us as a share of the replay period.")
+    bytes: int | None = Field(None, description="The bytes it reads in one replay where its route counted them (a GEMV's weights), else None.")
+
+    def gb_s(self) -> float | None:
+        """The bandwidth it reads its bytes at in one replay (its bytes over its time), GB/s."""
+        return self.bytes / (self.us * 1e3) if self.bytes and self.us > 0 else None
 
 
 class ReplayAttribution(BaseModel):

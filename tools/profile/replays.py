@@ -23,9 +23,10 @@ MIN_REPLAYS = 2  # a period needs two replays
 TOP_KERNELS = 12
 
 
-def attribute_replays(trace: Trace, roof: ReplayRoof | None = None) -> ReplayAttribution | None:
+def attribute_replays(trace: Trace, roof: ReplayRoof | None = None, kernel_bytes: dict[str, int] | None = None) -> ReplayAttribution | None:
     """The per-replay attribution of `trace`'s most launched graph, or None when it replays fewer than MIN_REPLAYS
-    times (no graph, or one capture). `roof`: the bytes one replay must move and the bandwidth they move at."""
+    times (no graph, or one capture). `roof`: the bytes one replay must move and the bandwidth they move at.
+    `kernel_bytes`: a kernel's bytes read in one replay, by its short name, where its route counted them."""
     replays = _replays(trace)
     if len(replays) < MIN_REPLAYS:
         return None
@@ -54,7 +55,8 @@ def attribute_replays(trace: Trace, roof: ReplayRoof | None = None) -> ReplayAtt
         replays=count, kernels_per_replay=len(replays[0]), period_us=period_us, graph_busy_us=graph_us, graph_gaps_us=gaps_us,
         outside_kernels_us=outside_us, outside_kernels_per_period=statistics.median(len(k) for k in between), idle_us=idle_us,
         classes_us={name: us for name, us in sorted(classes.items(), key=lambda item: -item[1])},
-        kernels=[ReplayKernel(name=name, us=us, count=round(calls, 2), share_of_period=us / period_us) for name, (us, calls) in top],
+        kernels=[ReplayKernel(name=name, us=us, count=round(calls, 2), share_of_period=us / period_us, bytes=(kernel_bytes or {}).get(name))
+                 for name, (us, calls) in top],
         roof=roof, roof_percent=100.0 * roof.roof_us() / period_us if roof is not None else None)
     return result.model_copy(update={"findings": findings(result)})
 
@@ -72,6 +74,7 @@ def findings(a: ReplayAttribution) -> list[str]:
         if a.roof.roof_us() > 0:
             said.append(f"the graph's kernels alone take {a.graph_busy_us / a.roof.roof_us():.1f}x the roof")
     said += _gemm_finding(a)
+    said += [_kernel_bandwidth(k, a.roof) for k in a.kernels if k.gb_s() is not None]
     largest = max(parts, key=parts.__getitem__)
     if largest != "the graph's kernels":
         said.append(f"the largest part is {largest}: a faster kernel shortens at most the graph's {100 * a.graph_busy_us / a.period_us:.0f} %; "
@@ -81,6 +84,16 @@ def findings(a: ReplayAttribution) -> list[str]:
         said.append(f"the largest kernel is {top.name}: {top.us:.1f} us a replay ({100 * top.share_of_period:.0f} % of the period, "
                     f"{top.count:g} call(s)); {a.kernels_per_replay} kernels a replay: fewer, larger kernels shorten the gaps")
     return said
+
+
+def _kernel_bandwidth(kernel: ReplayKernel, roof: ReplayRoof | None) -> str:
+    """How close a kernel whose bytes its route counted comes to its own roof: its bytes at the replay roof's bandwidth."""
+    rate = kernel.gb_s() or 0.0
+    said = f"{kernel.name} reads {kernel.bytes / 1e6:.1f} MB a replay in {kernel.us:.1f} us: {rate:.0f} GB/s"
+    if roof is None:
+        return said + " (no memory ceiling to compare it with)"
+    return said + (f", {100 * rate / roof.bandwidth_gb_s:.0f} % of {roof.bandwidth_gb_s:.0f} GB/s ({roof.source}): its own roof "
+                   f"{kernel.bytes / (roof.bandwidth_gb_s * 1e3):.1f} us")
 
 
 def _gemm_finding(a: ReplayAttribution) -> list[str]:

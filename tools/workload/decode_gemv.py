@@ -69,7 +69,8 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
             + (f", {left} left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)" if left else ""))
     why = "" if layers else ("every plain linear layer's shape is one where cuBLAS measured faster on this device" if plain
                              else "the model has no plain torch.nn.Linear layer besides its output embeddings")
-    return {"routed": len(layers), "what": what, "why": why}
+    weights = sum(t.numel() * t.element_size() for layer in layers for t in (layer.weight, layer.bias) if t is not None)
+    return {"routed": len(layers), "what": what, "why": why, "kernel_bytes": {KERNELS[0]: weights} if layers else {}}
 
 
 def _choice(torch: Any, layer: Any) -> dict | str | None:

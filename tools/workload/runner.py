@@ -241,12 +241,14 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
 def trace(payload: dict[str, Any]) -> dict[str, Any]:
     """Profile `steps` steps (after one under the profiler's warm-up) of the workload as built, its levers in place and
     warmed up (compiled, graph captured, the decode loop installed): the stack's own kernels, recorded as profile's
-    capture records an eager run (tools/profile/capture.py), so a profile of the optimized stack ranks what runs."""
+    capture records an eager run (tools/profile/capture.py), so a profile of the optimized stack ranks what runs; with
+    the bytes each routed kernel reads a step (`kernel_bytes`: a GEMV's weights), so its bandwidth can be read off."""
     if _torch() is None:
         raise WorkloadContractError("a profile needs torch in the workload's Python")
     from hyperloom.tools.profile.capture import record
 
-    return record(lambda: _one_step()[0], 1, int(payload["steps"]), payload["trace"], payload["key_averages"], STATE.gpu)
+    report = record(lambda: _one_step()[0], 1, int(payload["steps"]), payload["trace"], payload["key_averages"], STATE.gpu)
+    return {**report, "kernel_bytes": {kernel: n for routed in STATE.routes.values() for kernel, n in (routed.get("kernel_bytes") or {}).items()}}
 
 
 def engagement(payload: dict[str, Any]) -> dict[str, Any]:
