@@ -260,9 +260,10 @@ class Campaign:
 
     def reference_started(self, levers: list[str], point: dict[str, str] | None, parts_s: dict[str, float]) -> None:
         """A reference worker's start charged to "references", and noted with its parts: what a resume pays again."""
-        self.ledger.add_spent(sum(parts_s.values()), "references")
+        spent_s = sum(parts_s.values())
+        self.ledger.add_spent(spent_s, "references")
         at = f" at {', '.join(f'{k}={v}' for k, v in point.items())}" if point else ""
-        self.ledger.add_note(f"reference {' + '.join(levers) or 'baseline'}{at} started in {sum(parts_s.values()):.1f} s ("
+        self.ledger.add_note(f"reference {' + '.join(levers) or 'baseline'}{at} started in {spent_s:.1f} s ("
                              + ", ".join(f"{part} {seconds:.1f} s" for part, seconds in parts_s.items()) + ")")
 
     def baseline(self, slot: Slot) -> None:
@@ -588,13 +589,14 @@ class Campaign:
                 continue
             self.check()
             key = self.key("sweep", [], stack, point)
-            if self.ledger.find(key) is None and not self.room_for_a_trial():
+            if self.ledger.find(key) is not None:
+                continue
+            if not self.room_for_a_trial():
                 self.ledger.add_note(f"sweep of {' + '.join(stack)} at {', '.join(f'{k}={v}' for k, v in point.items())} not started: no time left "
                                      "before the deadline for one more trial (its references at the point are built first); start the campaign again to sweep it")
                 return
-            if self.ledger.find(key) is None:
-                self.measure(slot, Job(key, "sweep", stack, [], stack, "campaign", "the final stack at a declared point", point),
-                             lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - self.settings.noise_band else "REGRESSION")
+            self.measure(slot, Job(key, "sweep", stack, [], stack, "campaign", "the final stack at a declared point", point),
+                         lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - self.settings.noise_band else "REGRESSION")
 
     # one measurement ----------------------------------------------------------------------------
     def band_for(self, slot: Slot, reference: list[str]) -> ABSettings:
