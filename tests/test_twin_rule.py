@@ -190,6 +190,8 @@ def test_a_frozen_session_moved_to_another_workspace_reads_its_workload_there(us
     assert frozen.target.workload == f"{moved.root}/convnet.py:build"
     assert located("mypackage.bench:build", moved) == "mypackage.bench:build" and located("/elsewhere/w.py:build", moved) == "/elsewhere/w.py:build"
     assert portable(f"{moved.root}/sub/w.py", moved) == "sub/w.py" and located("sub/w.py", moved) == f"{moved.root}/sub/w.py"
+    with pytest.raises(HyperloomError, match="outside the workspace"):  # an edited manifest cannot point the worker elsewhere
+        located("../elsewhere.py:build", moved)
 
 
 def test_the_cli_shows_an_output_s_twin_rule_with_the_baseline_s_measured_errors():

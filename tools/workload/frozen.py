@@ -95,10 +95,11 @@ def portable(workload: str, workspace: Workspace) -> str:
 
 
 def located(workload: str, workspace: Workspace) -> str:
-    """A stored workload as a worker loads it: a relative file path (script.py, file.py:function) under the root."""
+    """A stored workload as a worker loads it: a relative file path (script.py, file.py:function) under the root,
+    refused where it would lead outside the workspace (an edited manifest's ../file.py)."""
     where = workload.rpartition(":")[0] if ":" in workload and not workload.endswith(".py") else workload
     if where.endswith(".py") and not where.startswith("/"):
-        return f"{workspace.root}/{workload}"
+        return f"{workspace.resolve(where, must_exist=False, kind='file', what='frozen workload')}{workload.removeprefix(where)}"
     return workload
 
 
