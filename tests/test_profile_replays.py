@@ -97,3 +97,98 @@ def test_profile_reports_the_replay_and_its_roof_at_the_device_s_memory_ceiling(
 def test_a_replay_byte_count_out_of_range_is_refused_naming_the_field(bad):
     with pytest.raises(ValidationError, match="bytes_per_replay"):
         ProfileRequest(trace="t.json", bytes_per_replay=bad)
+
+
+def test_the_replay_roof_is_read_at_the_copy_rate_measured_in_the_profiled_process_else_at_a_ceiling():
+    from hyperloom.tools.profile import roof
+    from hyperloom.tools.profile.api import replay_roof
+
+    roofs, findings = roof.from_datasheet("NVIDIA H200"), []
+    measured = replay_roof(PARAMETER_BYTES, roofs, findings, {"copy_gb_s": 4236.0, "copy_bytes": 1 << 30})
+    assert measured is not None and measured.bandwidth_gb_s == 4236.0 and "1024 MiB in the profiled process, MEASURED" in measured.source
+    assert measured.roof_us() == pytest.approx(PARAMETER_BYTES / 4236e3)
+    datasheet = roofs.memory()
+    assert datasheet is not None and len(findings) == 1 and f"{datasheet.value:.0f} GB/s (ASSUMED) instead" in findings[0]
+    findings = []
+    fallback = replay_roof(PARAMETER_BYTES, roofs, findings, {"copy_skipped": "300 MiB free on the device"})
+    assert fallback is not None and fallback.bandwidth_gb_s == datasheet.value and "ASSUMED" in fallback.source
+    assert "not measured (300 MiB free on the device)" in findings[0]
+    assert replay_roof(PARAMETER_BYTES, roof.from_datasheet(None), [], {"copy_skipped": "no GPU"}) is None
+
+
+class _Event:
+    def __init__(self, clock: list[float], **_):
+        self.clock, self.at = clock, 0.0
+
+    def record(self):
+        self.clock[0] += 0.5  # each copy: 0.5 ms between its events
+        self.at = self.clock[0]
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, other):
+        return other.at - self.at + 0.5
+
+
+class _FakeCuda:
+    """torch.cuda as device_copy calls it: free memory as given, events 1 ms apart around each copy."""
+
+    def __init__(self, free_bytes: int, raises: bool = False):
+        self.free_bytes, self.raises, self.clock, self.sizes = free_bytes, raises, [0.0], []
+
+    def is_available(self):
+        return True
+
+    def mem_get_info(self):
+        return self.free_bytes, 80 << 30
+
+    def Event(self, **kw):  # noqa: N802 (torch's name)
+        return _Event(self.clock, **kw)
+
+    def empty_cache(self):
+        pass
+
+
+class _Buffer:
+    def copy_(self, other):
+        return self
+
+
+def test_the_device_copy_sizes_its_buffers_to_the_free_memory_and_skips_with_the_reason_when_too_little():
+    import types
+
+    from hyperloom.tools.profile.copy_rate import COPY_BYTES, MIN_BYTES, device_copy
+
+    def fake(free_bytes, raises=False):
+        cuda = _FakeCuda(free_bytes, raises)
+
+        def empty(size, **_):
+            if raises:
+                raise RuntimeError("CUDA out of memory. Tried to allocate 1.00 GiB\nmore")
+            cuda.sizes.append(size)
+            return _Buffer()
+        return types.SimpleNamespace(cuda=cuda, empty=empty, empty_like=lambda t: _Buffer(), uint8="uint8")
+
+    roomy = fake(80 << 30)
+    got = device_copy(roomy)
+    assert roomy.cuda.sizes == [COPY_BYTES] and got["copy_bytes"] == COPY_BYTES
+    assert got["copy_gb_s"] == pytest.approx(2 * COPY_BYTES / 1e6)  # read + written over 1 ms
+    tight = fake(2 << 30)
+    assert device_copy(tight)["copy_bytes"] == (2 << 30) // 4 and tight.cuda.sizes == [(2 << 30) // 4]
+    assert "the copy needs 2 x 256 MiB" in device_copy(fake(MIN_BYTES * 3))["copy_skipped"]
+    assert "could not be allocated (CUDA out of memory" in device_copy(fake(80 << 30, raises=True))["copy_skipped"]
+    assert device_copy(types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))) == {"copy_skipped": "no GPU in the profiled process"}
+
+
+def test_a_capture_carries_the_copy_rate_its_worker_measured():
+    from pathlib import Path
+
+    from hyperloom.tools.profile.workload import capture_of
+
+    report = {"torch": "2.11", "gpu": True, "device": "NVIDIA H200", "step_wall_s": [0.1], "profiler_device_time_s": None,
+              "copy_gb_s": 4236.0, "copy_bytes": 1 << 30}
+    assert capture_of(report, Path("t"), Path("k")).extra["copy_gb_s"] == 4236.0
+    skipped = {key: value for key, value in report.items() if not key.startswith("copy")} | {"copy_skipped": "no GPU"}
+    extra = capture_of(skipped, Path("t"), Path("k")).extra
+    assert extra["copy_skipped"] == "no GPU" and "copy_gb_s" not in extra

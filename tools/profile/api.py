@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 from hyperloom import __version__
 from hyperloom.core.atomic import write_bytes_atomic
@@ -52,11 +53,22 @@ def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Worksp
     return roofs
 
 
-def replay_roof(bytes_per_replay: int | None, roofs: roof.Roofs, findings: list[str]) -> ReplayRoof | None:
-    """The replay roof: the caller's bytes at the best memory ceiling (measured before datasheet), or None."""
+def replay_roof(bytes_per_replay: int | None, roofs: roof.Roofs, findings: list[str], copy: dict[str, Any] | None = None) -> ReplayRoof | None:
+    """The replay roof: the caller's bytes at the device copy's rate measured in the profiled process (copy_rate.py;
+    the rate issue 46 defines a token's roof at), else at the best memory ceiling (measured before datasheet), or None."""
     if bytes_per_replay is None:
         return None
     memory = roofs.memory()
+    copy = copy or {}
+    if copy.get("copy_gb_s"):
+        found = ReplayRoof(bytes_per_replay=bytes_per_replay, bandwidth_gb_s=float(copy["copy_gb_s"]),
+                           source=f"a device copy of {int(copy.get('copy_bytes', 0)) >> 20} MiB in the profiled process, MEASURED")
+        if memory is not None:
+            findings.append(f"the replay's roof at {memory.name} {memory.value:.0f} GB/s ({memory.evidence.tag.value}) instead: "
+                            f"{bytes_per_replay / (memory.value * 1e3):.1f} us")
+        return found
+    if copy.get("copy_skipped"):
+        findings.append(f"the device's copy bandwidth was not measured ({copy['copy_skipped']}): the replay's roof is read at a ceiling instead")
     if memory is None:
         findings.append("no replay roof: bytes_per_replay was given but there is no memory ceiling (pass roofline= or roof_target=)")
         return None
@@ -148,7 +160,8 @@ def _profile(request: ProfileRequest, workspace: Workspace, folder: Path, trace_
     step(3)
     a = analyse(trace, roofs)
     findings += a.findings
-    replays = attribute_replays(trace, replay_roof(request.bytes_per_replay, roofs, findings), capture.extra.get("kernel_bytes") if capture else None)
+    replays = attribute_replays(trace, replay_roof(request.bytes_per_replay, roofs, findings, capture.extra if capture else None),
+                               capture.extra.get("kernel_bytes") if capture else None)
     findings += replays.findings if replays is not None else []
     step(4)
     if capture is not None and capture.profiler_device_time_s:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hyperloom.tools.profile.copy_rate import device_copy
 from hyperloom.tools.profile.names import repaired
 
 
@@ -125,7 +126,8 @@ def record(timed_step: Callable[[], float], warmup: int, active: int, trace: str
         Path(key_averages).write_text(json.dumps(rows, indent=1))
     else:
         walls = [timed_step() for _ in range(warmup + active)]
-    return {
+    copy = device_copy(torch) if gpu and trace is not None else {}  # the bandwidth a replay's roof is read at (copy_rate.py)
+    return {**copy,
         "torch": torch.__version__, "cuda": torch.version.cuda, "hip": getattr(torch.version, "hip", None), "gpu": gpu,
         "device": torch.cuda.get_device_name(0) if gpu else None, "step_wall_s": walls[warmup:], "warmup_wall_s": walls[:warmup],
         "profiler_device_time_s": sum(r["self_device_time_us"] for r in rows) / 1e6 if rows else None,
