@@ -223,3 +223,39 @@ def test_a_workload_worker_tears_cupti_down_after_a_profile_whatever_its_parent_
     with WorkloadProcess(Target("probe.py:build", "function", (), {}), [], tmp_path / "a", workspace, 120.0) as process:
         process.outputs(tmp_path / "out")
     assert load_outputs(tmp_path / "out", ["teardown"])["teardown"].tolist() == [1]
+
+
+def test_a_campaign_s_stack_references_are_served_by_kept_workers_and_given_back_when_the_stack_moves_on(small, tmp_path):
+    """A stack's reference costs its levers' work, not a build: the first stack's reference is served by the worker
+    built beside the baseline; when the stack moves on, that worker is given back and serves the next stack's; a lever
+    that changes the process gets a built reference, closed (not kept) when it retires."""
+    from hyperloom.tools.optimize.slots import Slot
+    from hyperloom.tools.workload.ab import ABSettings
+    from hyperloom.tools.workload.frozen import read_frozen
+    from hyperloom.tools.workload.api import workload_freeze
+    from hyperloom.tools.workload.models import WorkloadFreezeRequest
+
+    (small.root / "steady.py").write_text(WORKLOAD.replace('return {"y": self.y, "builds": torch.tensor([self.builds]), "built_at": self.built_at}',
+                                                           'return {"y": self.y}'))
+    workload_freeze(WorkloadFreezeRequest(workload="steady.py:build", name="small", atol=0.0, rtol=0.0, timeout_s=120), small)
+    started: list[tuple[list[str], dict[str, float]]] = []
+    slot = Slot(None, read_frozen("small", small), ABSettings(pairs=2, steps_per_leg=1, warmup_steps=1, noise_band=0.1, timeout_s=120.0),
+                tmp_path / "slot", small, lambda levers, point, parts: started.append((levers, parts)))
+    try:
+        baseline = slot.reference([])
+        kept = slot.spare.pid
+        assert kept is not None and baseline.process.pid != kept and "build" in started[-1][1]
+        first = slot.reference(["sdpa_math"])
+        assert first.process.pid == kept and slot.spare.process is None and first.process.levers[0].name == "sdpa_math"
+        assert set(started[-1][1]) == {"served by a kept worker", "warm-up", "outputs", "profile"}, started[-1]
+        second = slot.reference(["channels_last"])  # the stack moved on: the first one's worker is given back, then serves this
+        assert second.process is first.process and second.process.pid == kept and "served by a kept worker" in started[-1][1]
+        assert slot.reference(["channels_last"]) is second and len(started) == 3  # live: not started again
+        setting = slot.reference(["knob:fail=False"])  # a knob changes the build: built, not served
+        assert "build" in started[-1][1] and setting.process.pid not in (kept, baseline.process.pid) and not setting.process.keep
+        assert slot.spare.pid == kept  # the given-back worker of the channels_last stack waits
+        slot.reference(["sdpa_math"])  # the knob's reference retires: closed, not kept
+        assert not setting.process.worker.alive and slot.spare.process is None
+    finally:
+        slot.close()
+    assert not baseline.process.worker.alive and slot.spare.process is None

@@ -7,6 +7,7 @@ they do not raise it.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +23,7 @@ from hyperloom.tools.workload.frozen import Frozen, compare, references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
 from hyperloom.tools.workload.proof import reference_evidence
-from hyperloom.tools.workload.spare import Spare, Where
+from hyperloom.tools.workload.spare import Spare, Where, servable
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
 Charge = Callable[[list[str], dict[str, str] | None, dict[str, float]], None]
@@ -48,6 +49,7 @@ class Reference:
     evidence: dict[str, Any]
     outputs: Path
     info: dict[str, Any]
+    where: Where  # what it was started for: a kept worker given back serves only that
 
 
 class Slot:
@@ -61,23 +63,33 @@ class Slot:
         self.spare = Spare()  # a kept candidate worker: the next candidate is served a copy of the workload, not built again
 
     def reference(self, levers: list[str], point: dict[str, str] | None = None) -> Reference:
-        """The reference worker for `levers` at `point`, started (its time charged) unless it is live already."""
+        """The reference worker for `levers` at `point`, started (its time charged) unless it is live already. A stack's
+        reference is served by a kept worker where one is (the worker of the stack it replaces, given back): its start
+        costs the levers' work, not a build of the model; the baseline is always built, beside the first kept worker."""
         key = sha256_json([sorted(levers), point])[:16]
         if key in self.live:
             return self.live[key]
         for stale in [k for k, r in self.live.items() if r.levers or r.point][: max(0, len(self.live) - LIVE_REFERENCES + 1)]:
-            self.live.pop(stale).process.close()
+            retired = self.live.pop(stale)
+            self.spare.give_back(retired.process, retired.where)
         chosen = prepared(levers, self.frozen.vendor, self.frozen.declared_knobs, self.workspace)
         folder = self.folder / f"reference-{key}"
         clock = PartClock()
-        process = WorkloadProcess(target_with(self.frozen.target, chosen, point), chosen, folder, self.workspace, self.settings.timeout_s,
-                                  device=self.device, backend=self.backend)
+        target = target_with(self.frozen.target, chosen, point)
+        where = Where(target, self.workspace, self.settings.timeout_s, self.device, self.backend)
+        began = time.perf_counter()
+        process = self.spare.lend(where, chosen, folder) if levers or point is not None else None
         try:
-            with clock.timing("build"):
-                if levers or point is not None:
-                    process.__enter__()
-                else:  # the baseline: the first candidate's worker built beside it
-                    self.spare.beside(process, Where(process.target, self.workspace, self.settings.timeout_s, self.device, self.backend), self.folder / "spare")
+            if process is not None:
+                clock.add("served by a kept worker", time.perf_counter() - began)
+            else:
+                process = WorkloadProcess(target, chosen, folder, self.workspace, self.settings.timeout_s, device=self.device, backend=self.backend,
+                                          keep=bool(levers or point is not None) and self.spare.enabled and servable(chosen))
+                with clock.timing("build"):
+                    if levers or point is not None:
+                        process.__enter__()
+                    else:  # the baseline: the first candidate's worker built beside it
+                        self.spare.beside(process, where, self.folder / "spare")
             with clock.timing("warm-up"):
                 process.warmup(self.settings.warmup_steps)
             with clock.timing("outputs"):
@@ -95,7 +107,7 @@ class Slot:
             raise
         finally:
             self.charge(levers, point, clock.parts_s)
-        self.live[key] = Reference(levers, point, process, evidence, outputs, process.info)
+        self.live[key] = Reference(levers, point, process, evidence, outputs, process.info, where)
         return self.live[key]
 
     def close(self) -> None:

@@ -39,13 +39,19 @@ class Where:
     backend: str = "cuda"
 
 
+KEPT_AT_MOST = 2  # a campaign's stack reference and its next candidate, each served a copy (more would hold more device memory idle)
+
+
 class Spare:
-    """At most one kept worker, for one target and device. `enabled` False: every candidate gets a fresh worker."""
+    """At most KEPT_AT_MOST kept workers, each for one target and device. `enabled` False: every candidate gets a fresh
+    worker. A campaign's reference for a stack of levers is served from here too (`lend`), and given back when the
+    stack moves on (`give_back`): the worker of the stack it replaces serves the next one, so a stack's reference costs
+    its levers' work, not another build of the model (22-28 s of a 33-41 s reference start for a 1.2B decoder on the
+    H100, five of them in one campaign)."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
-        self.process: WorkloadProcess | None = None
-        self.where: Where | None = None
+        self.kept: list[tuple[WorkloadProcess, Where]] = []  # oldest first
         self.turn = 1  # the last candidate's turn in its worker (1: a fresh build)
 
     def __enter__(self) -> Spare:
@@ -55,33 +61,38 @@ class Spare:
         self.close()
 
     @property
+    def process(self) -> WorkloadProcess | None:
+        """The kept worker kept last (the next candidate's), or None when none is kept."""
+        return self.kept[-1][0] if self.kept else None
+
+    @property
     def pid(self) -> int | None:
-        """The kept worker's process id, or None when none is kept."""
+        """The kept worker's process id (the one kept last), or None when none is kept."""
         return None if self.process is None else self.process.pid
 
     def close(self) -> None:
-        if self.process is not None:
-            self.process.close()
-        self.process = self.where = None
+        for process, _ in self.kept:
+            process.close()
+        self.kept = []
 
     def beside(self, reference: WorkloadProcess, where: Where, folder: Path) -> None:
         """Build `reference` (not started yet) and, when this spare is enabled and empty, a kept worker for `where` with no
         levers, at once (process.enter_together): the first candidate (an A/A's second worker) is then served a copy
         instead of being built after the reference. A kept worker that failed to build or could not keep its workload
         is dropped (that candidate builds its own); the reference's failure is raised."""
-        if not self.enabled or self.process is not None:
+        if not self.enabled or self.kept:
             reference.__enter__()
             return
         kept = WorkloadProcess(where.target, [], folder, where.workspace, where.timeout_s, device=where.device, backend=where.backend, keep=True)
         for process in enter_together([reference], [kept]):
             if process.info.get("reusable"):
-                self.process, self.where = process, where
+                self._keep(process, where)
             else:
                 process.close()
 
     @contextmanager
     def candidate(self, where: Where, levers: list[Lever], folder: Path, deadline_at: float | None) -> Iterator[WorkloadProcess]:
-        """A worker with the candidate's levers in place: the kept one served a copy when it can, else a fresh one
+        """A worker with the candidate's levers in place: a kept one served a copy when it can, else a fresh one
         (kept after the trial when its levers allow). A trial that raises closes its worker, unless what it raised is
         the candidate's own exception, answered by a worker still alive (RAISED: sdpa_efficient's "No available
         kernel", a graph capture refused): that worker is kept when it then releases the copy and its device answers
@@ -104,13 +115,29 @@ class Spare:
             raise
         self._after(process, where, keep)
 
+    def lend(self, where: Where, levers: list[Lever], folder: Path) -> WorkloadProcess | None:
+        """A kept worker serving a reference with `levers` (not started by the caller: it is built), or None when none
+        can (disabled, a lever that changes the process, no kept worker for `where`): the caller builds one then."""
+        if not (self.enabled and servable(levers)):
+            return None
+        return self._served(where, levers, folder, None)
+
+    def give_back(self, process: WorkloadProcess, where: Where) -> None:
+        """A reference's worker the caller is done with: kept for the next reference or candidate when it was built to
+        keep its workload (`keep`), its levers can be served and it releases its copy; else closed."""
+        self._after(process, where, self.enabled and process.keep and servable(process.levers))
+
     def _after(self, process: WorkloadProcess, where: Where, keep: bool) -> None:
         """The trial's worker kept for the next candidate (its copy released) when `keep` and it can be; else closed."""
         if keep and process.info.get("reusable") and self._released(process):
-            self.close()
-            self.process, self.where = process, where
+            self._keep(process, where)
         else:
             process.close()
+
+    def _keep(self, process: WorkloadProcess, where: Where) -> None:
+        self.kept.append((process, where))
+        while len(self.kept) > KEPT_AT_MOST:
+            self.kept.pop(0)[0].close()
 
     @staticmethod
     def _released(process: WorkloadProcess) -> bool:
@@ -123,15 +150,16 @@ class Spare:
         return True
 
     def _served(self, where: Where, levers: list[Lever], folder: Path, deadline_at: float | None) -> WorkloadProcess | None:
-        """The kept worker serving this candidate, taken out of the spare; None when there is none for `where` or
-        serving failed (the worker is closed: the candidate is built afresh)."""
-        process, kept_for = self.process, self.where
-        self.process = self.where = None
-        if process is None:
-            return None
-        if kept_for != where:
+        """The kept worker for `where` (the one kept last) serving these levers, taken out of the spare; None when there
+        is none or serving failed (the worker is closed: the caller builds afresh). Kept workers for another target (a
+        sweep's point) are closed first: a fresh build may need their device memory."""
+        matching = [item for item in self.kept if item[1] == where]
+        for process, _ in [item for item in self.kept if item[1] != where]:
             process.close()
+        self.kept = matching
+        if not self.kept:
             return None
+        process = self.kept.pop()[0]
         try:
             process.serve(levers, folder, deadline_at)
         except WorkloadFailure:
