@@ -179,3 +179,72 @@ def test_the_lever_is_a_no_op_on_a_dynamic_cache_and_engaged_and_gated_on_a_stat
     assert stacked.verdict in ("FASTER", "NOT_FASTER"), stacked.reason  # through the gate: the frozen tokens, exactly
     loop = next(e for e in stacked.engagement if e.lever == "decode_loop")
     assert loop.engaged and loop.calls == 1 and "took the loop" in loop.evidence, loop.evidence
+
+
+FAMILIES = {  # held-out families the loop was not written for: each forward reads the mask or positions its own way
+    "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=64, ffn_dim=128, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=64)),
+    "bloom": ("BloomConfig", "BloomForCausalLM", dict(hidden_size=64, n_layer=2, n_head=4, attn_implementation="eager")),  # ALiBi from the mask's length
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4, n_positions=256)),  # its EOS (50,256) past this vocabulary
+    "mistral": ("MistralConfig", "MistralForCausalLM", dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                                                              num_key_value_heads=2, sliding_window=16)),
+}
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_loop_gives_transformers_tokens_on_model_families_it_was_not_written_for(family):
+    """OPT counts its positions from the mask, Bloom builds ALiBi from its length: a 2-D mask over the whole static cache
+    (the loop's until this test) raised in both; generate passes a static cache's forward none for an unpadded batch."""
+    config_name, model_name, shape = FAMILIES[family]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_name)(**{"vocab_size": 512, "initializer_range": 0.5, "attn_implementation": "sdpa", **shape})
+    tiny = getattr(transformers, model_name)(config).eval()
+    prompt = torch.randint(1, 512, (2, 20), generator=torch.Generator().manual_seed(1))
+    asked = dict(GREEDY, return_dict_in_generate=True, output_logits=True)
+    with torch.inference_mode():
+        theirs = tiny.generate(prompt, attention_mask=torch.ones_like(prompt), **asked)
+        decode_loop.install(tiny, compiled=False)
+        before = decode_loop.COUNTS.snapshot()
+        ours = tiny.generate(prompt, attention_mask=torch.ones_like(prompt), **asked)
+    assert decode_loop.COUNTS.since(before) == {"loop": 1, "fallbacks": {}}
+    assert torch.equal(ours.sequences, theirs.sequences), (family, theirs.sequences, ours.sequences)
+    assert torch.allclose(torch.stack(ours.logits), torch.stack(theirs.logits), atol=1e-4, rtol=1e-4)
+
+
+def test_an_encoder_decoder_model_runs_transformers_generate_with_the_reason_counted():
+    torch.manual_seed(0)
+    config = transformers.BartConfig(vocab_size=512, d_model=64, encoder_layers=1, decoder_layers=1, encoder_attention_heads=4,
+                                     decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64)
+    tiny = transformers.BartForConditionalGeneration(config).eval()
+    prompt = torch.randint(3, 512, (2, 12), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        theirs = tiny.generate(prompt, **GREEDY)
+        decode_loop.install(tiny, compiled=False)
+        before = decode_loop.COUNTS.snapshot()
+        ours = tiny.generate(prompt, **GREEDY)
+    assert torch.equal(ours, theirs)
+    assert decode_loop.COUNTS.since(before) == {"loop": 0, "fallbacks": {"an encoder-decoder model (the loop decodes a decoder-only model's tokens)": 1}}
+
+
+def test_a_library_s_raise_under_a_lever_names_the_lever_s_frame_beside_the_library_s():
+    """What a worker reports as where a candidate raised: the innermost frame outside Hyperloom (the library that raised),
+    and, where a lever of ours called it from the user's code path, that lever's frame: a RAISED candidate's reason
+    named only transformers' sdpa_attention.py when decode_loop had made the call."""
+    from hyperloom.core.worker_main import _innermost
+
+    class Library:
+        config = generation_config = None
+
+        def forward(self, input_ids=None):  # noqa: ANN001 - a model's forward, as GreedyDecode reads its parameters
+            return input_ids
+
+        def generate(self, inputs, **kwargs):  # noqa: ANN001
+            raise ValueError("the library refuses")
+
+    loop = decode_loop.GreedyDecode(Library(), compiled=False)
+    with pytest.raises(ValueError) as caught:
+        loop("not a tensor")  # not covered: the loop calls the library's generate
+    where = _innermost(caught.value)
+    assert where.startswith(f"{__file__}:") and "(through hyperloom/tools/workload/decode_loop.py:" in where, where
+    with pytest.raises(ValueError) as direct:
+        Library().generate(None)
+    assert "through" not in _innermost(direct.value)

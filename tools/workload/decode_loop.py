@@ -62,6 +62,7 @@ class GreedyDecode:
         parameters = inspect.signature(model.forward).parameters
         self.keep_last = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}  # prefill: the last position's logits, as generate asks
         self.cache_word = "cache" if "cache" in parameters else "past_key_values"  # transformers 5.2x renamed the argument
+        self.takes_positions = "position_ids" in parameters  # given as generate gives them (OPT counts them from a mask otherwise)
         self.positions: Any = None
         self.step = torch.compile(_decode_step, mode="reduce-overhead", dynamic=False) if compiled else _decode_step
 
@@ -88,8 +89,8 @@ class GreedyDecode:
         tokens[:, :prompt] = input_ids
         kept: list[Any] = []  # each token's raw logits, float32, when the call asks for them
         with torch.no_grad():
-            logits = self.model(input_ids=input_ids, attention_mask=torch.ones_like(input_ids), cache_position=self.positions[:prompt],
-                                use_cache=True, **{self.cache_word: cache}, **self.keep_last).logits[:, -1, :]
+            logits = self.model(input_ids=input_ids, cache_position=self.positions[:prompt], use_cache=True, **{self.cache_word: cache},
+                                **self._positions(self.positions[:prompt], batch), **self.keep_last).logits[:, -1, :]
             banned = _banned(torch, plan, logits.shape[-1], device)  # EOS while fewer than min_new_tokens are out, or None
             token = _greedy(logits, None if banned is None else banned[0])
             stops = torch.tensor(plan.eos, device=device) if plan.eos else None
@@ -100,7 +101,7 @@ class GreedyDecode:
             for at in range(prompt, total - 1):
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
-                token, logits = self.step(self.model, token, self.positions[at:at + 1], self.positions[:total], {self.cache_word: cache},
+                token, logits = self.step(self.model, token, self.positions[at:at + 1], {self.cache_word: cache}, self.takes_positions,
                                           None if banned is None else banned[at + 1 - prompt])
                 token = token.clone()  # the graph's outputs are overwritten by its next replay
                 if done is not None:
@@ -112,6 +113,9 @@ class GreedyDecode:
         if plan.eos:
             tokens = _stopped_at_eos(torch, tokens, prompt, plan)
         return _returned(tokens, kept[:tokens.shape[1] - prompt], cache, plan)
+
+    def _positions(self, positions: Any, batch: int) -> dict[str, Any]:
+        return {"position_ids": positions.unsqueeze(0).expand(batch, -1)} if self.takes_positions else {}
 
     def _cache(self, batch: int, total: int) -> Any:
         from transformers import StaticCache
@@ -146,11 +150,13 @@ def plan_of(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> Plan:
                 as_dict, as_dict and bool(_setting(model, kwargs, "output_logits")))
 
 
-def _decode_step(model: Any, token: Any, position: Any, slots: Any, cache: dict[str, Any], banned: Any) -> tuple[Any, Any]:
-    """One token: the forward at `position` over the cache (slots past it masked, as generate's padded mask does), argmax;
-    the token and the raw logits it was chosen from."""
-    seen = (slots <= position).to(token.dtype).unsqueeze(0).expand(token.shape[0], -1)
-    logits = model(input_ids=token, attention_mask=seen, cache_position=position, use_cache=True, **cache).logits[:, -1, :]
+def _decode_step(model: Any, token: Any, position: Any, cache: dict[str, Any], with_positions: bool, banned: Any) -> tuple[Any, Any]:
+    """One token: the forward at `position` over the cache, argmax; the token and the raw logits it was chosen from. No
+    2-D attention mask, as generate passes none to a static cache's forward of an unpadded batch: the model masks the
+    slots past `position` from `cache_position` (a mask over the whole cache instead broke OPT's positions, Bloom's
+    ALiBi and Mamba's state); `position_ids` given where the forward takes them."""
+    positions = {"position_ids": position.unsqueeze(0).expand(token.shape[0], -1)} if with_positions else {}
+    logits = model(input_ids=token, cache_position=position, use_cache=True, **positions, **cache).logits[:, -1, :]
     return _greedy(logits, banned), logits
 
 
@@ -184,10 +190,11 @@ def _argmax(logits: Any) -> Any:
 def _banned(torch: Any, plan: Plan, vocabulary: int, device: Any) -> Any:
     """Per new token, the vocabulary ids generate bans (EOS before min_new_tokens); None when it bans none."""
     steps = min(plan.min_new_tokens, plan.new_tokens)
-    if not plan.eos or steps <= 0:
+    eos = [e for e in plan.eos if 0 <= e < vocabulary]  # an id past the vocabulary (GPT-2's 50,256 on a smaller one) is never chosen
+    if not eos or steps <= 0:
         return None
     banned = torch.zeros(plan.new_tokens, vocabulary, dtype=torch.bool, device=device)
-    banned[:steps, list(plan.eos)] = True
+    banned[:steps, eos] = True
     return banned
 
 
@@ -230,6 +237,8 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
 
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         return "no 2-D input_ids tensor (inputs_embeds or another input)"
+    if getattr(model.config, "is_encoder_decoder", False):
+        return "an encoder-decoder model (the loop decodes a decoder-only model's tokens)"
     extra = sorted(set(kwargs) - COVERED_ARGUMENTS)
     if extra:
         return f"generate argument {extra[0]} is not covered"

@@ -21,11 +21,22 @@ MESSAGE_CHARS = 2000
 
 
 def _innermost(exc: BaseException) -> str:
-    """file:line of the innermost frame outside Hyperloom's own package: where the user's code raised."""
+    """file:line of the innermost frame outside Hyperloom's own package: where the user's code raised; and where a
+    lever's code of ours sat in the user's call path (user code -> our lever -> a library that raised: decode_loop's
+    forward into transformers), the innermost such frame of ours, which the library frame alone would hide."""
     ours = str(Path(hyperloom.__file__).parent)
     frames = traceback.extract_tb(exc.__traceback__)
-    outside = [f for f in frames if not f.filename.startswith(ours)] or frames
-    return f"{outside[-1].filename}:{outside[-1].lineno}" if outside else ""
+    mine = [f.filename.startswith(ours) for f in frames]
+    outside = [f for f, m in zip(frames, mine) if not m] or frames
+    if not outside:
+        return ""
+    where = f"{outside[-1].filename}:{outside[-1].lineno}"
+    first_outside = mine.index(False) if False in mine else len(mine)
+    lever = [f for i, (f, m) in enumerate(zip(frames, mine)) if m and i > first_outside]  # ours, called from outside code
+    if lever and mine[-1] is False:
+        inner = lever[-1]
+        where += f" (through hyperloom/{Path(inner.filename).relative_to(ours)}:{inner.lineno})"
+    return where
 
 
 def call_entry(entry: str, payload: Any) -> dict[str, Any]:
