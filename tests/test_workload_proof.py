@@ -92,3 +92,32 @@ def test_on_a_known_gpu_the_larger_of_the_datasheet_and_a_measured_ceiling_sets_
     fp32 = max(c.value for c in datasheet if c.name == "datasheet FP32")
     assert roof.roof_s == pytest.approx(ROOF_SLACK * max(STEP_FLOPS / (fp32 * 1e12), PARAMETER_BYTES / (memory * 1e9)))
     assert roof.tag == "ASSUMED" and "datasheet" in roof.source and "MEASURED" in roof.source, roof
+
+
+class _Worker:
+    """What profiled_work calls on a worker: its info and one profiled step's engagement, the seed it was given kept."""
+
+    def __init__(self, has_inputs: bool) -> None:
+        self.info, self.seeds = {"has_inputs": has_inputs}, []
+
+    def engagement(self, trace=None, seed=None):  # noqa: ANN001
+        self.seeds.append(seed)
+        return {"ops": {}, "kernels": {}}
+
+
+def test_a_candidate_s_profiled_step_runs_on_the_reference_s_seed_so_input_dependent_work_compares(workspace, tmp_path):
+    """A generate that stops at EOS does work that depends on its prompt: counted on two fresh prompts a fused model's
+    GEMMs read 174 against its reference's 696 (NO_OP for an honest fuse_projections). The reference's profiled seed,
+    drawn by the controller, is the candidate's."""
+    from hyperloom.tools.workload.proof import profiled_work, reference_evidence
+
+    reference, candidate = _Worker(True), _Worker(True)
+    evidence = reference_evidence(reference, tmp_path / "r", workspace)
+    assert isinstance(evidence["profiled_seed"], int) and reference.seeds == [evidence["profiled_seed"]]
+    seen, _ = profiled_work(candidate, tmp_path / "c", proof=False, seed=evidence["profiled_seed"])
+    assert candidate.seeds == reference.seeds and seen["profiled_seed"] == evidence["profiled_seed"]
+    profiled_work(candidate, tmp_path / "c", proof=False)  # bench's own calls without a reference's seed: a fresh one
+    assert candidate.seeds[-1] != evidence["profiled_seed"]
+    fixed = _Worker(False)  # a workload without inputs(seed) gets none
+    profiled_work(fixed, tmp_path / "f", proof=False, seed=evidence["profiled_seed"])
+    assert fixed.seeds == [None]

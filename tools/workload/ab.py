@@ -188,7 +188,7 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(mismatch_reason(checks), fixed), outputs=checks,
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
             with clock.judging("profile"):  # the work only where the candidate runs code Hyperloom did not write (proof.py)
-                seen, work = profiled_work(process, folder / "profiled", proof=unreviewed(levers))
+                seen, work = profiled_work(process, folder / "profiled", proof=unreviewed(levers), seed=base_evidence.get("profiled_seed"))
             engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
             note = compile_note(seen, base_evidence)
             if not all(e.engaged for e in engaged):

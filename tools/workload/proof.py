@@ -33,8 +33,8 @@ POW_FRACTION = 0.25
 TRACE = "profiled_step.json"
 
 
-def profiled_work(process: Any, folder: Path, proof: bool = True) -> tuple[dict[str, Any], StepWork | None]:
-    """One step of `process` profiled as a timed step (a fresh seed when its workload takes one): its engagement
+def profiled_work(process: Any, folder: Path, proof: bool = True, seed: int | None = None) -> tuple[dict[str, Any], StepWork | None]:
+    """One step of `process` profiled as a timed step (on `seed`, else a fresh one, when its workload takes one): its engagement
     evidence and its work. The trace is read and deleted here. Without `proof` the step's ops and kernels are counted
     only (engagement), no trace written nor read: the work is None. A CPU step is weighed in the worker from the
     profiler's raw events, no trace written. The trace is most of the cost (a CPU decoder's
@@ -42,8 +42,8 @@ def profiled_work(process: Any, folder: Path, proof: bool = True) -> tuple[dict[
     on the H200 the profile was 2.9 s of a 7.5 s trial of an eager-generate candidate)."""
     folder.mkdir(parents=True, exist_ok=True)
     trace = folder / TRACE
-    seed = draw_seeds(1)[0] if process.info.get("has_inputs") else None
-    evidence = process.engagement(trace=trace if proof else None, seed=seed)
+    seed = (seed if seed is not None else draw_seeds(1)[0]) if process.info.get("has_inputs") else None
+    evidence = {**process.engagement(trace=trace if proof else None, seed=seed), "profiled_seed": seed}
     if not proof:
         return evidence, None
     weighed = evidence.pop("work", None)  # weighed in the worker from the raw events (a CPU step: profile/kineto.py)
@@ -58,7 +58,10 @@ def profiled_work(process: Any, folder: Path, proof: bool = True) -> tuple[dict[
 
 def reference_evidence(process: Any, folder: Path, workspace: Workspace) -> dict[str, Any]:
     """The reference's engagement evidence, with its step's work ("work", StepWork) and roof ("roof", StepRoof) beside it:
-    what every candidate judged against this reference is held to."""
+    what every candidate judged against this reference is held to. Its step's seed ("profiled_seed") is the one each
+    candidate's profiled step is given: a step whose work depends on its inputs (a generate that stops at EOS) is
+    compared on the same inputs (on fresh ones a fused model's GEMMs were counted 174 against a reference's 696: NO_OP).
+    The candidate never saw it before: the reference's profile runs in the reference's worker."""
     evidence, work = profiled_work(process, folder)
     device = process.info.get("device") or _host()
     ceilings, source = known_ceilings(workspace, device)
