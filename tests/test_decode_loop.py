@@ -164,8 +164,15 @@ def test_a_fallback_runs_transformers_generate_and_gives_its_tokens(model, promp
 
 
 def test_a_workload_without_a_transformers_model_is_refused_with_the_way_out():
-    with pytest.raises(WorkloadContractError, match="transformers model with generate"):
+    with pytest.raises(WorkloadContractError, match=r"the workload's model is a Linear, which has no generate\(\) .*an encoder.*leave the lever out"):
         decode_loop.install(torch.nn.Linear(2, 2), compiled=False)
+    with pytest.raises(WorkloadContractError, match=r"this workload has no `model`"):
+        decode_loop.install(None, compiled=False)
+    from hyperloom.tools.workload.model_changes import static_cache
+
+    encoder = transformers.BertModel(transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64))
+    with pytest.raises(WorkloadContractError, match="the static_cache lever .* model is a BertModel, which has no generate"):
+        static_cache(encoder)
     with pytest.raises(HyperloomError, match="separate candidates"):
         check_candidate(["decode_loop", "graph"], "cuda", {})
 

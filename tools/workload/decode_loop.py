@@ -223,10 +223,11 @@ def _returned(tokens: Any, logits: list[Any], cache: Any, plan: Plan) -> Any:
 def install(model: Any, compiled: bool) -> None:
     """Put the loop in place of `model.generate` (the instance's attribute: the class and other models keep theirs)."""
     from hyperloom.core.factory import WorkloadContractError
+    from hyperloom.tools.workload.model_changes import without_generate
 
-    if model is None or not callable(getattr(model, "generate", None)) or getattr(model, "config", None) is None:
-        raise WorkloadContractError("the decode_loop lever needs the workload's `model` attribute to be a transformers model with "
-                                    "generate(); this workload has none: leave the lever out")
+    missing = without_generate(model, "decode_loop")
+    if missing is not None:
+        raise WorkloadContractError(missing)
     if not isinstance(model.generate, GreedyDecode):
         model.generate = GreedyDecode(model, compiled)
 

@@ -24,13 +24,24 @@ class CacheCounts:
 CACHE = CacheCounts()
 
 
+def without_generate(model: Any, lever: str) -> str | None:
+    """Why `lever` cannot act on the workload's `model` (a transformers model with generate() and a generation_config is
+    what it needs), naming what the model is; None when it can."""
+    if model is None:
+        return f"the {lever} lever needs the workload's `model` attribute (a transformers model with generate()); this workload has no `model`: leave the lever out"
+    if not callable(getattr(model, "generate", None)) or getattr(model, "generation_config", None) is None or getattr(model, "config", None) is None:
+        return (f"the {lever} lever acts on a model's generate(); the workload's model is a {type(model).__name__}, which has no generate() and "
+                "generation_config (an encoder, or a base model without its language-model head): leave the lever out")
+    return None
+
+
 def static_cache(model: Any) -> None:
     """Set the model's generation_config to a static KV cache and count its generate calls (those that pass another
     cache_implementation keep theirs: counted as overridden)."""
-    config = getattr(model, "generation_config", None)
-    if model is None or config is None or not callable(getattr(model, "generate", None)):
-        raise WorkloadContractError("the static_cache lever needs the workload's `model` attribute to be a transformers model with generate() "
-                                    "and a generation_config; this workload has none: leave the lever out")
+    missing = without_generate(model, "static_cache")
+    if missing is not None:
+        raise WorkloadContractError(missing)
+    config = model.generation_config
     config.cache_implementation = "static"
     original = model.generate
 
