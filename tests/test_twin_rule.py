@@ -235,3 +235,27 @@ def test_the_twin_error_of_an_output_larger_than_a_chunk_is_the_whole_output_s()
     assert measured["max_rel"] == pytest.approx(np.max(np.abs(c64 - r64)) / np.max(np.abs(r64)), rel=1e-12)
     candidate[twin.CHUNK + 3] = np.nan
     assert twin.errors(candidate, reference) == {"rel_l2": float("inf"), "max_rel": float("inf")}
+
+
+@pytest.mark.parametrize("family", ["t5", "bart"])
+def test_an_encoder_decoder_s_tokens_are_not_teacher_forced_through_its_encoder(family):
+    """Teacher forcing runs the tokens through `model(input_ids=...)`: an encoder-decoder's generated tokens are its
+    decoder's (T5 raised there, so its freeze failed as "the workload raised in outputs"; BART scored them as its
+    encoder's input, silently): none is scored, the generated steps' log-probabilities are still gated."""
+    transformers = pytest.importorskip("transformers")
+    from contextlib import nullcontext
+
+    from hyperloom.tools.workload.teacher import forced
+
+    torch.manual_seed(0)
+    if family == "t5":
+        model = transformers.T5ForConditionalGeneration(transformers.T5Config(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16, vocab_size=64,
+                                                                              decoder_start_token_id=0)).eval()
+    else:
+        model = transformers.BartForConditionalGeneration(transformers.BartConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
+                                                                                  encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
+                                                                                  decoder_ffn_dim=64, max_position_embeddings=32)).eval()
+    assert forced(torch, model, [[5, 6, 7, 8]], 2, nullcontext, compiled=False) is None
+    decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                                                                     num_key_value_heads=1, vocab_size=64)).eval()
+    assert tuple(forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False).shape) == (1, 2, 64)  # a decoder's are scored

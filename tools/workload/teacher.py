@@ -26,12 +26,13 @@ def logits(torch: Any, model: Any, requests: dict[str, Any] | None, context: Cal
 
 def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: Callable[[], AbstractContextManager[Any]], compiled: bool) -> Any:
     """The logits `model` gives the generated positions of `ids` (one forward over the whole sequence, inside
-    `context()`), in the model's dtype; None where the model takes no input_ids or returns no logits. A `compiled`
+    `context()`), in the model's dtype; None where the model takes no input_ids, returns no logits or is an encoder-decoder
+    (T5 raised on the decoder's tokens as its input_ids; BART took them as its encoder's, silently). A `compiled`
     model runs its compiled code where it has some for this call and eagerly where it would compile anew: the whole
     sequence in one call is a shape no step ran, and its compile cost 11.7 s of a 43 s trial on the H200 (the compiled
     numerics are gated on the generated steps' log-probabilities and in the timed pairs all the same)."""
-    if prompt < 1:
-        return None
+    if prompt < 1 or getattr(getattr(model, "config", None), "is_encoder_decoder", False):
+        return None  # an encoder-decoder's generated tokens are its decoder's: scoring them needs the encoder's input too
     device = next(model.parameters()).device
     extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
     stance = torch.compiler.set_stance("eager_on_recompile") if compiled and hasattr(torch.compiler, "set_stance") else nullcontext()
