@@ -72,6 +72,30 @@ def test_bert_s_query_key_value_fuse_with_their_biases():
         torch.testing.assert_close(model(ids).last_hidden_state, reference, rtol=0, atol=1e-6)
 
 
+@pytest.mark.parametrize("family", ["distilbert", "t5"])
+def test_families_that_name_their_projections_their_own_way_fuse_with_the_same_outputs(family):
+    """DistilBERT's q_lin/k_lin/v_lin; T5's q/k/v (self-attention fused, cross-attention's k/v read the encoder's states:
+    parts computed apart) and its gated MLP's wi_0/wi_1. Before these names the lever read NO_OP on both."""
+    torch.manual_seed(0)
+    ids = torch.randint(0, 100, (2, 10))
+    if family == "distilbert":
+        model = transformers.DistilBertModel(transformers.DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, hidden_dim=128)).eval()
+        run, expected = (lambda: model(ids).last_hidden_state), {"q_lin+k_lin+v_lin": 2}
+    else:
+        model = transformers.T5ForConditionalGeneration(transformers.T5Config(vocab_size=100, d_model=64, d_ff=128, d_kv=16, num_heads=4, num_layers=1,
+                                                                              feed_forward_proj="gated-gelu", decoder_start_token_id=0)).eval()
+        run, expected = (lambda: model(input_ids=ids, decoder_input_ids=ids[:, :4]).logits), {"q+k+v": 3, "wi_0+wi_1": 2}
+    with torch.no_grad():
+        reference = run()
+        assert fused_projections.fuse(torch, model).placed == expected
+        torch.testing.assert_close(run(), reference, rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_with_no_known_group_says_which_names_were_looked_for():
+    [said] = engagement([lever("fuse_projections")], {"fused_projections": {"placed": {}, "not_placed": {}}}, {}, {})
+    assert not said.engaged and "none of the known groups (q_proj/k_proj/v_proj" in said.evidence and "GPT-2's c_attn" in said.evidence
+
+
 class _Attention(torch.nn.Module):
     """q reads the input, k and v another tensor (a cross-attention): the members never share an input."""
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hyperloom.tools.profile.classify import kernel_class, op_class
+from hyperloom.tools.workload.fused_projections import GROUPS
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import Engagement
 
@@ -164,6 +165,10 @@ def _fused(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Enga
     placed, apart = dict(placement.get("placed") or {}), dict(placement.get("not_placed") or {})
     left = ("; left apart: " + "; ".join(f"{why} (x{n})" for why, n in apart.items())) if apart else ""
     if not placed:
+        if not apart:
+            return Engagement(lever=lever.name, engaged=False, evidence="no sibling projections were fused: the model has none of the known groups "
+                              f"({', '.join('/'.join(g) for g in GROUPS)}); its projections may be one layer already (GPT-2's c_attn, "
+                              "Falcon's query_key_value)")
         return Engagement(lever=lever.name, engaged=False, evidence="no sibling projections were fused" + left)
     fused = ", ".join(f"{n} x {label}" for label, n in placed.items())
     mine, theirs, key = _gemms(seen, baseline)
