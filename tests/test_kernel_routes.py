@@ -272,6 +272,24 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
 
 
 @in_fresh_interpreter
+def test_the_gemv_route_names_the_matmul_layers_it_leaves_to_torch_on_a_family_without_plain_linears():
+    """GPT-2 multiplies through transformers' Conv1D (its weight stored transposed), not torch.nn.Linear: nothing is
+    routed, and the route says what it left and why instead of only that it found no plain layer."""
+    import transformers
+
+    from hyperloom.tools.workload import decode_gemv
+
+    torch.manual_seed(0)
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=300, n_positions=64)).eval()
+    said = decode_gemv.route(torch, gpt2)
+    assert said["routed"] == 0 and said["kernel_bytes"] == {}
+    assert said["why"] == ("the model has no plain torch.nn.Linear layer besides its output embeddings; 8 matmul layer(s) of other types left to "
+                           "torch (8 x Conv1D: only a plain torch.nn.Linear is routed)"), said
+    llama = _llama()
+    assert "other types" not in decode_gemv.route(torch, llama)["what"]  # its linears are plain: nothing else to name
+
+
+@in_fresh_interpreter
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("rows", [1, 3])
 def test_the_gemv_with_a_folded_activation_matches_silu_gate_times_up_then_the_linear(dtype, rows):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections import Counter
 from typing import Any
 
 from hyperloom.tools.workload.kernel_route import Counts, counted_op, launcher
@@ -51,6 +52,15 @@ COUNTS = Counts()
 _STATE: dict[str, Any] = {}
 
 
+def not_placed(torch: Any, model: Any, head: Any) -> Counter[str]:
+    """The model's leaf modules that multiply by a 2-D weight but are no plain torch.nn.Linear (GPT-2's Conv1D, its weight
+    stored transposed; a quantized or a library's linear), by type: what the route leaves to torch, and says so. The
+    output embeddings and embedding tables are not counted."""
+    return Counter(type(m).__name__ for m in model.modules()
+                   if m is not head and type(m) is not torch.nn.Linear and not isinstance(m, torch.nn.Embedding) and not any(True for _ in m.children())
+                   and (weight := dict(m.named_parameters(recurse=False)).get("weight")) is not None and weight.dim() == 2)  # its own (a fused part's is not)
+
+
 def route(torch: Any, model: Any) -> dict[str, Any]:
     """Give every plain linear layer of `model` but its output embeddings the routed forward: what was routed."""
     if model is None or not hasattr(model, "modules"):
@@ -64,11 +74,15 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
     folded = _fold_norms(torch, model, set(map(id, layers))) if FOLD_NORMS else 0
     acts = _fold_acts(model, set(map(id, layers))) if FOLD_ACTS else 0
     left = len(plain) - len(layers)
+    others = not_placed(torch, model, head)
+    kinds = ", ".join(f"{n} x {kind}" for kind, n in others.most_common())
+    apart = f"{sum(others.values())} matmul layer(s) of other types left to torch ({kinds}: only a plain torch.nn.Linear is routed)"
     what = ("linear layer(s) routed" + (f", {folded} RMSNorm(s) folded into the GEMVs that read them" if folded else "")
             + (f", {acts} MLP activation(s) folded into their down projection's GEMV" if acts else "")
-            + (f", {left} left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)" if left else ""))
+            + (f", {left} left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)" if left else "")
+            + (f", {apart}" if others else ""))
     why = "" if layers else ("every plain linear layer's shape is one where cuBLAS measured faster on this device" if plain
-                             else "the model has no plain torch.nn.Linear layer besides its output embeddings")
+                             else "the model has no plain torch.nn.Linear layer besides its output embeddings" + (f"; {apart}" if others else ""))
     weights = sum(t.numel() * t.element_size() for layer in layers for t in (layer.weight, layer.bias) if t is not None)
     return {"routed": len(layers), "what": what, "why": why, "kernel_bytes": {KERNELS[0]: weights} if layers else {}}
 
