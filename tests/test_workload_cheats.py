@@ -276,7 +276,8 @@ def test_a_candidate_faster_only_beside_a_slowed_reference_is_not_faster():
     held = held_alone(matched, solo, 0.02)
     assert held.verdict == "NOT_FASTER" and held.reason.startswith("faster only beside a slowed reference: 1x") and held.speedup == matched.speedup
     faster = judge(["x"], [15e-3] * 6, [5e-3] * 6, None, 0.02, [], [], 0.0)
-    assert held_alone(faster, solo, 0.02).verdict == "FASTER"
+    stands = held_alone(faster, solo, 0.02)  # 3x beside the slowed reference, 2x against its solo pace: FASTER at 2x
+    assert stands.verdict == "FASTER" and stands.speedup == pytest.approx(2.0) and stands.reason.startswith("2x against the reference's solo pace (the pairs read 3x")
     slower = judge(["x"], [15e-3] * 6, [20e-3] * 6, None, 0.02, [], [], 0.0)
     assert held_alone(slower, solo, 0.02) == slower  # only a FASTER is reconsidered
 
@@ -371,3 +372,17 @@ def test_a_worker_stopped_by_a_controller_that_dies_mid_leg_is_continued():
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_an_a_a_is_disturbed_by_a_slowed_reference_or_legs_at_two_paces_on_either_side():
+    from hyperloom.tools.workload.ab import disturbed
+    from hyperloom.tools.workload.models import CandidateResult
+
+    def aa(base, cand):
+        return CandidateResult(levers=[], verdict="NOT_FASTER", reason="", speedup=1.0, baseline_legs_s=base, candidate_legs_s=cand)
+
+    steady = [0.010, 0.0101, 0.0099, 0.0100, 0.0102, 0.0098]
+    assert disturbed(aa(steady, steady), 0.010) is None and disturbed(aa(steady, steady), None) is None
+    assert "1.50x its solo pace" in disturbed(aa([0.015] * 6, steady), 0.010)
+    assert "two paces" in disturbed(aa([0.010] * 3 + [0.030] * 3, steady), None)  # a stack's A/A: no solo pace to compare
+    assert "two paces" in disturbed(aa(steady, [0.010] * 3 + [0.030] * 3), 0.010)

@@ -10,6 +10,7 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest, OptimizeStatus, Phase, Record, State, SweepNote, stack_of
+from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.plot import Bar, speedup_bars
 from hyperloom.tools.optimize.session import Session
 
@@ -23,13 +24,24 @@ def pass_note(stored: dict) -> str:
     return f"the {len(stored['workloads'])} workloads ran one after another in this process (ray: local, or a cluster's address, spreads them with Ray)"
 
 
+def _unproven(result: CandidateResult | None) -> str:
+    """What a kept stack's last revalidation did not establish: empty when it was FASTER (beyond the noise band)."""
+    if result is None or result.verdict == "FASTER":
+        return ""
+    return f": {result.verdict}, not beyond the noise band: the gain is not established"
+
+
+def _last_revalidation(records: list[Record], stack: list[str]) -> CandidateResult | None:
+    found = [r for r in records if r.phase == "revalidate" and r.decision == "MEASURED" and r.result.levers == stack]
+    return found[-1].result if found and stack else None
+
+
 def status_of(session: Session, workspace: Workspace, state: State | None = None, error: str | None = None) -> OptimizeStatus:
     ledger = session.ledger
     records = ledger.records()
     request = OptimizeRequest.model_validate(ledger.get_json("request", {"session": session.name}))
     stack = stack_of(records)
-    revalidated = [r for r in records if r.phase == "revalidate" and r.decision == "MEASURED" and r.result.levers == stack]
-    last = revalidated[-1].result if revalidated and stack else None
+    last = _last_revalidation(records, stack)
     baseline = ledger.get_json("baseline", None)
     base_s = baseline["stats"]["median_s"] if baseline else None
     tried = [r for r in records if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
@@ -38,7 +50,7 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
     spent, parts = ledger.spent_s(), ledger.spent_parts_s()
     stop = ledger.get("stop_reason")
     summary = (f"{session.name}: {state}, phase {phase}; {len(tried)} candidate(s) tried; "
-               + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated)" if last and last.speedup
+               + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated{_unproven(last)})" if last and last.speedup
                   else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
                + (f"; baseline {base_s * 1e3:.3g} ms/step" if base_s else "")
                + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f" ({pace(len(tried), spent)}; {served(tried)})" if tried else "")
@@ -112,10 +124,11 @@ def markdown(report: OptimizeReport) -> str:
     lines += [s.summary, ""]
     if s.baseline_step_s:
         lines += [f"Baseline: {s.baseline_step_s * 1e3:.4g} ms per step (median of its legs alone, MEASURED).", ""]
+    unproven = _unproven(_last_revalidation(report.records, s.stack))
     lines += ["## Final stack", "",
               (f"{' + '.join(s.stack)}: **{s.gain:.3g}x** the baseline end to end"
                + (f" (95 % interval {s.gain_ci95[0]:.3g}-{s.gain_ci95[1]:.3g})" if s.gain_ci95 else "")
-               + ", MEASURED as one candidate against the pure baseline, interleaved." if s.gain else
+               + f", MEASURED as one candidate against the pure baseline, interleaved{unproven}." if s.gain else
                f"{' + '.join(s.stack)} (not revalidated)" if s.stack else "Nothing kept: no candidate was measured faster and gated."), ""]
     lines += ["## Candidates", "", "| # | phase | levers | against | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r) for r in candidates]

@@ -85,8 +85,9 @@ CATALOG: tuple[Lever, ...] = (
           "dynamo compiled at least one graph", value="reduce-overhead", brings=frozenset({"compiled", "graph_launch"})),
     Lever("compile_max_autotune", "compile", ANY, "torch.compile, mode max-autotune (Inductor tunes its kernels; long compile)",
           "dynamo compiled at least one graph", value="max-autotune", brings=frozenset({"compiled"})),
-    Lever("compile_max_autotune_no_cudagraphs", "compile", ANY, "torch.compile, mode max-autotune-no-cudagraphs (Inductor tunes its "
-          "kernels, no CUDA graphs: for steps whose outputs a graph would overwrite)", "dynamo compiled at least one graph", value="max-autotune-no-cudagraphs",
+    Lever("compile_max_autotune_no_cudagraphs", "compile", GPU, "torch.compile, mode max-autotune-no-cudagraphs (Inductor tunes its "
+          "kernels, no CUDA graphs: for steps whose outputs a graph would overwrite; on a CPU max-autotune is the same mode)",
+          "dynamo compiled at least one graph", value="max-autotune-no-cudagraphs",
           brings=frozenset({"compiled"})),
     Lever("static_cache", "cache", ANY, "a static KV cache for the model's generate (generation_config.cache_implementation = 'static'; "
           "transformers compiles the decode step on it), so decode_loop can take a plain generate", "every generate call of a profiled step "
