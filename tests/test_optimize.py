@@ -659,6 +659,32 @@ def test_a_disturbed_a_a_is_measured_again_and_the_steady_one_sets_the_noise_ban
                for n in report.notes), report.notes
 
 
+def test_a_search_trial_beside_a_wrecked_reference_is_measured_again(mlp, monkeypatch):
+    """On a loaded CPU a trial's reference ran 99x its solo pace and its candidate (the same work as a WINNER) was
+    DROPPED as NOT_FASTER: a search trial whose reference ran beyond WRECKED_PACE its solo pace is measured once more."""
+    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.workload.models import CandidateResult
+
+    real, calls = campaign.trial, []
+
+    def trial(names, *args, **kwargs):
+        if names != ["knob:work=half"]:
+            return real(names, *args, **kwargs)
+        solo = kwargs["solo_s"]
+        calls.append(solo)
+        wrecked = len(calls) == 1
+        return CandidateResult(levers=names, verdict="NOT_FASTER" if wrecked else "FASTER", reason="stood in", speedup=1.0 if wrecked else 1.5,
+                               baseline_legs_s=[solo * (5 if wrecked else 1)] * 6, candidate_legs_s=[solo / 1.5] * 6, inputs_fresh=True)
+
+    monkeypatch.setattr(campaign, "trial", trial)
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:work=half"])
+    [record] = [r for r in report.records if r.phase == "levers" and r.result.levers == ["knob:work=half"]]
+    assert len(calls) == 2 and record.result.verdict == "FASTER" and record.decision == "WINNER", (calls, record)
+    assert any(n.startswith("levers knob:work=half: the reference ran at 5x its solo pace in the pairs; its verdict (NOT_FASTER) not kept, measured again")
+               for n in report.notes), report.notes
+
+
 def _stand_in_trials(monkeypatch, speed, revalidated=None, engaged=(), revalidated_verdict="FASTER"):
     """Every trial stood in for: FASTER at `speed`'s gain for its levers (`revalidated` for a revalidation, when
     given: one gain, or a gain per levers), NOT_FASTER otherwise (the baseline's worker and profile stay real); the

@@ -265,6 +265,14 @@ def test_a_reference_far_slower_beside_the_candidate_than_alone_is_flagged(paire
     assert (timed.slowed(paired, solo) is not None) == flagged
 
 
+def test_a_speedup_plotted_outside_its_interval_draws_no_negative_bar(tmp_path):
+    """A bench raised in matplotlib ('xerr' must not contain negative values) when a figure sat outside its interval."""
+    pytest.importorskip("matplotlib")
+    from hyperloom.tools.workload.plot import Bar, speedup_bars
+
+    assert speedup_bars([Bar("outside", 2.0, [2.5, 3.5], "gray")], "a figure below its interval", "x", tmp_path / "bars.png") is not None
+
+
 def test_a_candidate_faster_only_beside_a_slowed_reference_is_not_faster():
     """Beside a reference slowed to 1.5x its solo pace, a candidate at the baseline's own pace reads 1.5x: judged against
     the solo pace it gains nothing. One at twice the solo pace keeps its FASTER."""
@@ -278,6 +286,7 @@ def test_a_candidate_faster_only_beside_a_slowed_reference_is_not_faster():
     faster = judge(["x"], [15e-3] * 6, [5e-3] * 6, None, 0.02, [], [], 0.0)
     stands = held_alone(faster, solo, 0.02)  # 3x beside the slowed reference, 2x against its solo pace: FASTER at 2x
     assert stands.verdict == "FASTER" and stands.speedup == pytest.approx(2.0) and stands.reason.startswith("2x against the reference's solo pace (the pairs read 3x")
+    assert stands.speedup_ci95 is not None and stands.speedup_ci95[0] <= stands.speedup <= stands.speedup_ci95[1]  # its interval moved with it
     slower = judge(["x"], [15e-3] * 6, [20e-3] * 6, None, 0.02, [], [], 0.0)
     assert held_alone(slower, solo, 0.02) == slower  # only a FASTER is reconsidered
 

@@ -62,6 +62,7 @@ SAME_WORK = "A/A: a second worker doing the baseline's own work against the firs
 SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
 UNSTEADY = 1.5  # a kept gain this many times its revalidation is noted as unsteady
+WRECKED_PACE = 3.0  # a search trial whose reference ran this many times its solo pace is measured again (once)
 RIVALS = 2  # at most this many winners revalidated alone against a stack whose revalidation fell below them
 NOT_RUN = "its need was not in the baseline: not run alone"
 AFTER_SEARCH = "what follows it (keeping the best winner, a rival's revalidation, the sweep)"
@@ -633,6 +634,16 @@ class Campaign:
             return again
         return first
 
+    def wrecked(self, job: Job, result: CandidateResult) -> str | None:
+        """Why a trial against the pure baseline says nothing of its candidate, or None: its reference's paired legs ran
+        beyond WRECKED_PACE times the baseline's solo pace (on a loaded CPU one ran 99x and its candidate, the same work
+        as a WINNER, was DROPPED as NOT_FASTER). Such a trial is measured once more."""
+        solo = self.solo_s(job)
+        if not solo or not result.baseline_legs_s or result.verdict not in TIMED:
+            return None
+        pace = statistics.median(result.baseline_legs_s) / solo
+        return f"the reference ran at {pace:.3g}x its solo pace in the pairs" if pace > WRECKED_PACE else None
+
     def solo_s(self, job: Job) -> float | None:
         """The baseline's step alone (its legs before any candidate), for a trial against the pure baseline at its own
         point: its paired legs far slower than that are named (ab.trial)."""
@@ -653,9 +664,18 @@ class Campaign:
         if ends_at is not None:
             settings = replace(settings, deadline_at=ends_at)
         started = time.perf_counter()
-        result = trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
-                       target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job),
-                       spare=slot.spare)
+
+        def run() -> CandidateResult:
+            return trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
+                         target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job),
+                         spare=slot.spare)
+
+        result = run()
+        wrecked = self.wrecked(job, result)
+        if wrecked is not None and job.phase in SEARCH and self.room_for_a_trial():
+            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers)}: {wrecked}; its verdict ({result.verdict}) not kept, measured again")
+            shutil.rmtree(folder, ignore_errors=True)
+            result = run()
         device_s = time.perf_counter() - started
         shutil.rmtree(folder, ignore_errors=True)
         if result.verdict == "TIMEOUT" and CUT in result.reason:  # not a verdict on the candidate: unrecorded, so a resume runs it again

@@ -241,7 +241,9 @@ def held_alone(result: CandidateResult, solo_s: float, noise_band: float) -> Can
     if alone > 1 + noise_band:  # it stands, at the figure against the solo pace where that is the lower (a campaign ranks rivals by it)
         if result.speedup is None or alone >= result.speedup:
             return result
-        return result.model_copy(update={"speedup": alone, "reason": f"{alone:.3g}x against the reference's solo pace (the pairs read "
+        scale = alone / result.speedup  # the pairs' interval moved with the figure: against the solo pace
+        interval = [bound * scale for bound in result.speedup_ci95] if result.speedup_ci95 else result.speedup_ci95
+        return result.model_copy(update={"speedup": alone, "speedup_ci95": interval, "reason": f"{alone:.3g}x against the reference's solo pace (the pairs read "
                                                                      f"{result.speedup:.3g}x beside a slowed reference); " + result.reason})
     return result.model_copy(update={"verdict": "NOT_FASTER", "reason": f"faster only beside a slowed reference: {alone:.3g}x the reference's solo "
                                                                        f"pace, not beyond the noise band of {noise_band:.0%}; " + result.reason})

@@ -28,8 +28,8 @@ def speedup_bars(bars: list[Bar], title: str, xlabel: str, path: Path, *, top_do
     except ImportError:
         return None
     figure, axis = plt.subplots(figsize=(8, 0.6 + 0.42 * len(bars)))
-    low = [b.speedup - (b.interval or [b.speedup, b.speedup])[0] for b in bars]
-    high = [(b.interval or [b.speedup, b.speedup])[1] - b.speedup for b in bars]
+    low = [max(0.0, b.speedup - (b.interval or [b.speedup, b.speedup])[0]) for b in bars]  # a figure outside its interval: no bar past it
+    high = [max(0.0, (b.interval or [b.speedup, b.speedup])[1] - b.speedup) for b in bars]
     axis.barh([b.name for b in bars], [b.speedup for b in bars], xerr=[low, high], color=[b.color for b in bars])
     if top_down:
         axis.invert_yaxis()
