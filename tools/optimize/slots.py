@@ -23,7 +23,7 @@ from hyperloom.tools.workload.frozen import Frozen, compare, references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
 from hyperloom.tools.workload.proof import reference_evidence
-from hyperloom.tools.workload.spare import Spare, Where, servable
+from hyperloom.tools.workload.spare import Spare, Where
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
 Charge = Callable[[list[str], dict[str, str] | None, dict[str, float]], None]
@@ -83,8 +83,9 @@ class Slot:
             if process is not None:
                 clock.add("served by a kept worker", time.perf_counter() - began)
             else:
-                process = WorkloadProcess(target, chosen, folder, self.workspace, self.settings.timeout_s, device=self.device, backend=self.backend,
-                                          keep=bool(levers or point is not None) and self.spare.enabled and servable(chosen))
+                # built without a kept copy (one copy of the model on the device, as before serving): only a worker that was
+                # kept to serve (the pool's) is given back when its stack retires
+                process = WorkloadProcess(target, chosen, folder, self.workspace, self.settings.timeout_s, device=self.device, backend=self.backend)
                 with clock.timing("build"):
                     if levers or point is not None:
                         process.__enter__()

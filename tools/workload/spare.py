@@ -47,7 +47,8 @@ class Spare:
     worker. A campaign's reference for a stack of levers is served from here too (`lend`), and given back when the
     stack moves on (`give_back`): the worker of the stack it replaces serves the next one, so a stack's reference costs
     its levers' work, not another build of the model (22-28 s of a 33-41 s reference start for a 1.2B decoder on the
-    H100, five of them in one campaign)."""
+    H100, five of them in one campaign). A served worker holds two copies of the workload (as built, and the one its
+    levers act on): a served reference costs one copy of the model more device memory than a built one."""
 
     def __init__(self, enabled: bool = True) -> None:
         self.enabled = enabled
