@@ -50,6 +50,7 @@ from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import BY_NAME, CATALOG, EXCLUSIVE_KINDS, GPU, Lever, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import CUT, WorkloadFailure
+from hyperloom.tools.workload.timed import paired_pace
 
 POLL_S = 0.2
 BASELINE_CI = 0.02
@@ -638,10 +639,9 @@ class Campaign:
         """Why a trial against the pure baseline says nothing of its candidate, or None: its reference's paired legs ran
         beyond WRECKED_PACE times the baseline's solo pace (on a loaded CPU one ran 99x and its candidate, the same work
         as a WINNER, was DROPPED as NOT_FASTER). Such a trial is measured once more."""
-        solo = self.solo_s(job)
-        if not solo or not result.baseline_legs_s or result.verdict not in TIMED:
+        pace = paired_pace(result.baseline_legs_s, self.solo_s(job))
+        if pace is None or result.verdict not in TIMED:
             return None
-        pace = statistics.median(result.baseline_legs_s) / solo
         return f"the reference ran at {pace:.3g}x its solo pace in the pairs" if pace > WRECKED_PACE else None
 
     def solo_s(self, job: Job) -> float | None:

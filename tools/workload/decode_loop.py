@@ -90,7 +90,7 @@ class GreedyDecode:
         kept: list[Any] = []  # each token's raw logits, float32, when the call asks for them
         with torch.no_grad():
             logits = self.model(input_ids=input_ids, cache_position=self.positions[:prompt], use_cache=True, **{self.cache_word: cache},
-                                **self._positions(self.positions[:prompt], batch), **self.keep_last).logits[:, -1, :]
+                                **_position_ids(self.positions[:prompt], batch, self.takes_positions), **self.keep_last).logits[:, -1, :]
             banned = _banned(torch, plan, logits.shape[-1], device)  # EOS while fewer than min_new_tokens are out, or None
             token = _greedy(logits, None if banned is None else banned[0])
             stops = torch.tensor(plan.eos, device=device) if plan.eos else None
@@ -113,9 +113,6 @@ class GreedyDecode:
         if plan.eos:
             tokens = _stopped_at_eos(torch, tokens, prompt, plan)
         return _returned(tokens, kept[:tokens.shape[1] - prompt], cache, plan)
-
-    def _positions(self, positions: Any, batch: int) -> dict[str, Any]:
-        return {"position_ids": positions.unsqueeze(0).expand(batch, -1)} if self.takes_positions else {}
 
     def _cache(self, batch: int, total: int) -> Any:
         from transformers import StaticCache
@@ -155,9 +152,14 @@ def _decode_step(model: Any, token: Any, position: Any, cache: dict[str, Any], w
     2-D attention mask, as generate passes none to a static cache's forward of an unpadded batch: the model masks the
     slots past `position` from `cache_position` (a mask over the whole cache instead broke OPT's positions, Bloom's
     ALiBi and Mamba's state); `position_ids` given where the forward takes them."""
-    positions = {"position_ids": position.unsqueeze(0).expand(token.shape[0], -1)} if with_positions else {}
-    logits = model(input_ids=token, cache_position=position, use_cache=True, **positions, **cache).logits[:, -1, :]
+    logits = model(input_ids=token, cache_position=position, use_cache=True, **_position_ids(position, token.shape[0], with_positions),
+                   **cache).logits[:, -1, :]
     return _greedy(logits, banned), logits
+
+
+def _position_ids(positions: Any, batch: int, taken: bool) -> dict[str, Any]:
+    """`positions` as the forward's position_ids, one row a batch row, where the forward takes them (`taken`)."""
+    return {"position_ids": positions.unsqueeze(0).expand(batch, -1)} if taken else {}
 
 
 def _greedy(logits: Any, banned: Any) -> Any:

@@ -93,16 +93,21 @@ def _share(legs: list[Leg]) -> float | None:
     return min(1.0, sum(x.worker_s for x in legs) / controller_s) if controller_s > 0 else None
 
 
+def paired_pace(paired_s: list[float], solo_s: float | None) -> float | None:
+    """The reference's paired legs' median as a multiple of its median alone, or None where either is unknown."""
+    if not paired_s or not solo_s:
+        return None
+    return statistics.median(paired_s) / solo_s
+
+
 def slowed(paired_s: list[float], solo_s: float | None, device_s: float | None = None) -> str | None:
     """Why the reference's paired legs cannot be believed, or None: their median was more than SOLO_PACE times its
     median alone (a process of the candidate's that escaped the stop, or a machine that got busy). `device_s`: the
     reference's median device time a step in the pairs (GPU), said beside it: the rest of a leg was the host's."""
-    if not paired_s or not solo_s:
+    pace = paired_pace(paired_s, solo_s)
+    if pace is None or pace <= SOLO_PACE:
         return None
-    ordered = sorted(paired_s)
-    median_s = ordered[len(ordered) // 2] if len(ordered) % 2 else (ordered[len(ordered) // 2 - 1] + ordered[len(ordered) // 2]) / 2
-    if median_s <= SOLO_PACE * solo_s:
-        return None
+    median_s = statistics.median(paired_s)
     device = f"; its device time {device_s * 1e3:.3g} ms a step in the pairs" if device_s else ""
     return (f"the reference ran at {median_s / solo_s:.2f}x its solo pace in the pairs ({median_s * 1e3:.3g} ms a step beside the candidate, "
             f"{solo_s * 1e3:.3g} ms alone{device}): something slowed it while the candidate's worker was stopped (a process of the candidate's "
