@@ -49,10 +49,15 @@ class Mlp:
         return {"y": y, "argmax": y.argmax(dim=-1)}
 
 def _next_run():
-    counter = "shape_drift_runs.txt"  # in the workspace, where the worker runs
-    runs = int(open(counter).read()) + 1 if os.path.exists(counter) else 1
-    with open(counter, "w") as out:
-        out.write(str(runs))
+    import fcntl
+    # in the workspace, where the worker runs; locked: the baseline and its float32 twin may build at once
+    with open("shape_drift_runs.txt", "a+") as counter:
+        fcntl.flock(counter, fcntl.LOCK_EX)
+        counter.seek(0)
+        runs = int(counter.read() or 0) + 1
+        counter.seek(0)
+        counter.truncate()
+        counter.write(str(runs))
     return runs
 
 def build(repeat: int = 2, scale: float = 1.0, die: bool = False, noisy: bool = False, sleep_ms: int = 0, shape_drift: bool = False,
