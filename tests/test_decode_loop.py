@@ -75,6 +75,25 @@ def test_the_loop_gives_the_tokens_transformers_gives_and_counts_its_calls(model
     assert decode_loop.COUNTS.snapshot()["loop"] - before == 3
 
 
+@pytest.mark.parametrize("window", [None, 16])
+def test_the_kv_bytes_a_decode_reads_count_the_filled_slots_of_each_layer_a_sliding_window_at_most(prompt, window):
+    """A replayed step at position p reads the p + 1 slots filled so far, keys and values once: a profile's replay roof
+    adds their mean to the weights. 20-token prompt, 10 new tokens: steps at 20..28 read 21..29 slots (225 in all), or
+    16 each under a 16-slot sliding window (144); a slot of a layer holds keys and values of 3 rows x 2 heads x 16, fp32."""
+    torch.manual_seed(0)
+    shape = {**TINY, "sliding_window": window} if window else TINY
+    tiny = transformers.MistralForCausalLM(transformers.MistralConfig(**shape)).eval()
+    tiny.generation_config.pad_token_id = 0
+    with torch.inference_mode():
+        decode_loop.install(tiny, compiled=False)
+        before = decode_loop.COUNTS.snapshot()
+        tiny.generate(prompt, attention_mask=torch.ones_like(prompt), **GREEDY)
+    slot_bytes = 2 * 3 * 2 * 16 * 4 * TINY["num_hidden_layers"]
+    assert decode_loop.COUNTS.since(before)["kv_read_bytes"] == (144 if window else 225) * slot_bytes
+    assert decode_loop.COUNTS.kv_bytes_per_step(before) == (144 if window else 225) * slot_bytes // 9
+    assert decode_loop.COUNTS.kv_bytes_per_step(decode_loop.COUNTS.snapshot()) is None  # no step since
+
+
 def test_generate_s_eos_rules_give_the_same_tokens_and_length(model, prompt):
     """EOS is applied as generate applies it, without a sync per token: banned before min_new_tokens, the pad after a
     row's EOS, the output cut where the last row stopped. The EOS ids are tokens the free run makes mid-way."""
@@ -188,6 +207,26 @@ def test_the_lever_is_a_no_op_on_a_dynamic_cache_and_engaged_and_gated_on_a_stat
     assert loop.engaged and loop.calls == 1 and "took the loop" in loop.evidence, loop.evidence
 
 
+def test_a_profiled_stack_reports_the_kv_bytes_its_replayed_steps_read_for_the_replay_roof(workspace):
+    """The campaign's profile of a decode_loop stack: the worker's trace entry counts the loop's steps and the KV
+    slots they read (2 rows, 16-token prompt, 8 new tokens: steps at 16..22 read 17..23 slots, 140 in all, each
+    slot keys and values of 2 heads x 16 in fp32 over 2 layers), which the replay roof adds to the weights."""
+    from hyperloom.tools.optimize.proposals import _stack_capture, roof_note
+    from hyperloom.tools.workload.frozen import read_frozen
+    from hyperloom.tools.workload.levers import prepared
+
+    (workspace.root / "tiny_decoder.py").write_text(WORKLOAD)
+    workload_freeze(WorkloadFreezeRequest(workload="tiny_decoder.py:build", name="tiny", timeout_s=300), workspace)
+    frozen = read_frozen("tiny", workspace)
+    folder = workspace.state_dir("profile", "kv")
+    looped = _stack_capture(frozen, prepared(["knob:cache=static", "decode_loop"], frozen.vendor, frozen.declared_knobs, workspace), folder, workspace, 300.0)
+    assert looped.extra["kv_read_bytes_per_replay"] == 140 * (2 * 2 * 2 * 16 * 4 * 2) // 7, looped.extra
+    plain = _stack_capture(frozen, prepared(["knob:cache=static"], frozen.vendor, frozen.declared_knobs, workspace), folder, workspace, 300.0)
+    assert "kv_read_bytes_per_replay" not in plain.extra  # transformers' own generate: no loop counted its read
+    assert "0.02 MB a replayed step" in roof_note(10**6, looped.extra["kv_read_bytes_per_replay"])
+    assert "lower bound" in roof_note(10**6, 0)
+
+
 FAMILIES = {  # held-out families the loop was not written for: each forward reads the mask or positions its own way
     "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=64, ffn_dim=128, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=64)),
     "bloom": ("BloomConfig", "BloomForCausalLM", dict(hidden_size=64, n_layer=2, n_head=4, attn_implementation="eager")),  # ALiBi from the mask's length
@@ -212,7 +251,8 @@ def test_the_loop_gives_transformers_tokens_on_model_families_it_was_not_written
         decode_loop.install(tiny, compiled=False)
         before = decode_loop.COUNTS.snapshot()
         ours = tiny.generate(prompt, attention_mask=torch.ones_like(prompt), **asked)
-    assert decode_loop.COUNTS.since(before) == {"loop": 1, "fallbacks": {}}
+    counted = decode_loop.COUNTS.since(before)
+    assert (counted["loop"], counted["fallbacks"], counted["steps"]) == (1, {}, 9), counted
     assert torch.equal(ours.sequences, theirs.sequences), (family, theirs.sequences, ours.sequences)
     assert torch.allclose(torch.stack(ours.logits), torch.stack(theirs.logits), atol=1e-4, rtol=1e-4)
 

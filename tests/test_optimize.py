@@ -685,6 +685,43 @@ def test_a_search_trial_beside_a_wrecked_reference_is_measured_again(mlp, monkey
                for n in report.notes), report.notes
 
 
+def test_a_trial_against_a_stack_is_judged_by_the_stack_s_own_pace_in_its_a_a(workspace):
+    """A kernel tried on a kept stack had no pace to be held to: a stack reference slowed beside it went unnamed and
+    unmeasured again. Its pace is now the stack's A/A (the lower median where it was measured twice); the A/A itself and
+    a trial at another point have none; a trial against the baseline keeps the baseline's solo median."""
+    from hyperloom.tools.optimize.campaign import Campaign, Job
+    from hyperloom.tools.optimize.models import Record
+    from hyperloom.tools.workload.models import CandidateResult
+
+    class Ledger:
+        def __init__(self):
+            self.rows = {}
+
+        def find(self, key):
+            return self.rows.get(key)
+
+        def get_json(self, key, default):
+            return {"stats": {"median_s": 0.9}} if key == "baseline" else default
+
+    campaign = Campaign.__new__(Campaign)
+    campaign.workspace, campaign.ledger = workspace, Ledger()
+    stack = ["static_cache", "decode_loop"]
+    kernel = Job("k", "kernels", [*stack, "overrides:k.py"], stack, ["overrides:k.py"], "agent")
+    assert campaign.solo_s(kernel) is None  # the stack's A/A has not run
+    for kind, legs in (("same_work", [0.3, 0.31, 0.9]), ("same_work_again", [0.2, 0.21, 0.22])):
+        result = CandidateResult(levers=stack, verdict="NOT_FASTER", reason="A/A", speedup=1.0, baseline_legs_s=legs, candidate_legs_s=legs, inputs_fresh=True)
+        key = campaign.key(kind, stack, [])
+        campaign.ledger.rows[key] = Record(seq=0, key=key, phase="baseline", reference=stack, proposer="campaign", note="", decision="MEASURED",
+                                           result=result, device="cpu", device_s=1.0, finished_at="now")
+    assert campaign.solo_s(kernel) == 0.21
+    assert campaign.solo_s(Job("aa", "baseline", stack, stack, [], "campaign")) is None
+    assert campaign.solo_s(Job("p", "sweep", stack, [], [], "campaign", point={"batch": "8"})) is None
+    assert campaign.solo_s(Job("l", "levers", ["compile"], [], ["compile"], "catalog")) == 0.9
+    wrecked = CandidateResult(levers=kernel.levers, verdict="NOT_FASTER", reason="x", speedup=1.0, baseline_legs_s=[0.7] * 6, candidate_legs_s=[0.7] * 6,
+                              inputs_fresh=True)
+    assert campaign.wrecked(kernel, wrecked) == "the reference ran at 3.33x its solo pace in the pairs"
+
+
 def _stand_in_trials(monkeypatch, speed, revalidated=None, engaged=(), revalidated_verdict="FASTER"):
     """Every trial stood in for: FASTER at `speed`'s gain for its levers (`revalidated` for a revalidation, when
     given: one gain, or a gain per levers), NOT_FASTER otherwise (the baseline's worker and profile stay real); the

@@ -636,20 +636,34 @@ class Campaign:
         return first
 
     def wrecked(self, job: Job, result: CandidateResult) -> str | None:
-        """Why a trial against the pure baseline says nothing of its candidate, or None: its reference's paired legs ran
-        beyond WRECKED_PACE times the baseline's solo pace (on a loaded CPU one ran 99x and its candidate, the same work
-        as a WINNER, was DROPPED as NOT_FASTER). Such a trial is measured once more."""
+        """Why a trial says nothing of its candidate, or None: its reference's paired legs ran beyond WRECKED_PACE times
+        the reference's own pace (solo_s: on a loaded CPU one ran 99x and its candidate, the same work as a WINNER, was
+        DROPPED as NOT_FASTER). Such a trial is measured once more."""
         pace = paired_pace(result.baseline_legs_s, self.solo_s(job))
         if pace is None or result.verdict not in TIMED:
             return None
         return f"the reference ran at {pace:.3g}x its solo pace in the pairs" if pace > WRECKED_PACE else None
 
     def solo_s(self, job: Job) -> float | None:
-        """The baseline's step alone (its legs before any candidate), for a trial against the pure baseline at its own
-        point: its paired legs far slower than that are named (ab.trial)."""
-        if job.reference or job.point is not None:
+        """The reference's own pace, against which its paired legs far slower are named (ab.trial) and a wrecked trial
+        measured again: the baseline's step alone (its legs before any candidate) for a trial against the pure baseline
+        at its own point; for one against a stack, the stack's pace in its A/A (the steadier of the two where it was
+        measured twice), so a kernel judged on a kept stack beside a slowed one is caught as a lever on the baseline is.
+        None for the A/A itself and at another point."""
+        if job.point is not None:
             return None
-        return self.ledger.get_json("baseline", {}).get("stats", {}).get("median_s")
+        if not job.reference:
+            return self.ledger.get_json("baseline", {}).get("stats", {}).get("median_s")
+        if job.levers == job.reference:
+            return None  # the stack's A/A: what sets its pace
+        return self.stack_pace_s(job.reference)
+
+    def stack_pace_s(self, reference: list[str]) -> float | None:
+        """A stack's step in its A/A against itself: the lower median of its reference's legs over the A/A and its
+        re-measure, or None before the stack's A/A ran."""
+        medians = [statistics.median(record.result.baseline_legs_s) for key in ("same_work", "same_work_again")
+                   if (record := self.ledger.find(self.key(key, reference, []))) is not None and record.result.baseline_legs_s]
+        return min(medians, default=None)
 
     def measure(self, slot: Slot, job: Job, decide: Callable[[CandidateResult], Decision]) -> Record:
         """Run `job` on `slot` beside its reference and record it with its decision and device time."""

@@ -48,11 +48,12 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
     target = frozen.target
     chosen = prepared(stack or [], frozen.vendor, frozen.declared_knobs, workspace)
     name = f"optimize-{session}"  # the profile's folder, where a stack's capture is recorded too
-    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s, name=name, plot=False,
-                             bytes_per_replay=bytes_per_replay)
     knobs = dict(target_with(target, chosen).knobs)
     others = [item for item in chosen if item.kind != "knob"]
     captured = _stack_capture(frozen, chosen, workspace.state_dir("profile", name), workspace, timeout_s) if others else None
+    kv_bytes = int(captured.extra.get("kv_read_bytes_per_replay") or 0) if captured is not None else 0
+    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s, name=name, plot=False,
+                             bytes_per_replay=bytes_per_replay + kv_bytes if bytes_per_replay else None)
     result = run_profile(request, workspace, knobs=knobs, captured=captured)
     out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None), busy_percent=result.busy_percent)
     out.notes.append(f"the kernel proposals' profile ran {'with ' + ' + '.join(item.name for item in chosen) if chosen else 'at the baseline'}"
@@ -62,8 +63,7 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
     if result.replays is not None:  # a decode loop's token graph: where a token's time goes (profile/replays.py)
         out.notes += result.replays.findings
         if result.replays.roof is not None:
-            out.notes.append("the replay's roof counts the model's weights read once (the baseline's parameter bytes); "
-                             "the KV cache read is on top of it, so its percent of the roof is a lower bound")
+            out.notes.append(roof_note(bytes_per_replay or 0, kv_bytes))
     seen: set[tuple[str, str]] = set()
     for handoff in result.handoff:
         if handoff.library is None:
@@ -98,6 +98,15 @@ def _stack_capture(frozen: Frozen, chosen: list[Lever], folder: Path, workspace:
     except WorkloadFailure as failure:
         raise refusal(failure, frozen.target.workload, timeout_s) from None
     return capture_of(report, trace, averages)
+
+
+def roof_note(weight_bytes: int, kv_bytes: int) -> str:
+    """What a replay's roof counts: the weights read once, and the KV cache's filled slots read once by each replayed
+    decode step (decode_loop's count, MEASURED in the profiled worker) where the loop ran."""
+    said = f"the replay's roof counts the model's weights read once ({weight_bytes / 1e6:.1f} MB, the baseline's parameter bytes)"
+    if kv_bytes:
+        return f"{said} and the KV cache's filled slots read once a step ({kv_bytes / 1e6:.2f} MB a replayed step, the decode loop's mean)"
+    return f"{said}; no decode loop counted its KV cache read, so the percent of the roof is a lower bound"
 
 
 def host_note(busy_percent: float) -> str:

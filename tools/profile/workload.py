@@ -109,4 +109,4 @@ def capture_of(report: dict[str, Any], trace: Path, averages: Path) -> Capture:
     return Capture(trace, averages, str(report["torch"]), toolchain, bool(report["gpu"]), report.get("device"),
                    [float(v) for v in report["step_wall_s"]], report.get("profiler_device_time_s"),
                    {"warmup_wall_s": report.get("warmup_wall_s", []), "kernel_bytes": dict(report.get("kernel_bytes") or {}),
-                    **{key: report[key] for key in ("copy_gb_s", "copy_bytes", "copy_skipped") if key in report}})
+                    **{key: report[key] for key in ("copy_gb_s", "copy_bytes", "copy_skipped", "kv_read_bytes_per_replay") if key in report}})

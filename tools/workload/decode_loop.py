@@ -32,20 +32,29 @@ INERT_CONFIG = frozenset({"pad_token_id", "bos_token_id", "eos_token_id", "decod
 
 
 class Counts:
-    """The loop's calls and each fallback's reason, read by the worker's engagement entry."""
+    """The loop's calls and each fallback's reason, read by the worker's engagement entry; its replayed decode steps
+    and the KV cache bytes they read at least (a profile's replay roof adds them to the weights)."""
 
     def __init__(self) -> None:
         self.loop = 0
         self.fallbacks: Counter[str] = Counter()
+        self.steps = 0
+        self.kv_read_bytes = 0
 
     def snapshot(self) -> dict[str, Any]:
-        return {"loop": self.loop, "fallbacks": dict(self.fallbacks)}
+        return {"loop": self.loop, "fallbacks": dict(self.fallbacks), "steps": self.steps, "kv_read_bytes": self.kv_read_bytes}
 
     def since(self, before: dict[str, Any]) -> dict[str, Any]:
-        """The calls and fallbacks counted after `before` (a snapshot): what one profiled step did."""
+        """The calls, fallbacks, steps and KV bytes counted after `before` (a snapshot): what one profiled step did."""
         earlier = before["fallbacks"]
         return {"loop": self.loop - before["loop"],
-                "fallbacks": {why: n - earlier.get(why, 0) for why, n in self.fallbacks.items() if n > earlier.get(why, 0)}}
+                "fallbacks": {why: n - earlier.get(why, 0) for why, n in self.fallbacks.items() if n > earlier.get(why, 0)},
+                "steps": self.steps - before.get("steps", 0), "kv_read_bytes": self.kv_read_bytes - before.get("kv_read_bytes", 0)}
+
+    def kv_bytes_per_step(self, before: dict[str, Any]) -> int | None:
+        """The mean KV cache bytes a replayed decode step read at least since `before`, or None when none ran."""
+        counted = self.since(before)
+        return counted["kv_read_bytes"] // counted["steps"] if counted["steps"] else None
 
 
 COUNTS = Counts()
@@ -98,6 +107,8 @@ class GreedyDecode:
             tokens[:, prompt] = token[:, 0]
             if plan.logits:
                 kept.append(logits.to(torch.float32, copy=True))
+            COUNTS.steps += total - 1 - prompt
+            COUNTS.kv_read_bytes += kv_read_bytes(cache, prompt, total)
             for at in range(prompt, total - 1):
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
@@ -135,6 +146,20 @@ class Plan:
     pad: int = 0  # what follows a row's EOS
     as_dict: bool = False  # return_dict_in_generate: a GenerateDecoderOnlyOutput, not the tokens alone
     logits: bool = False  # output_logits (with as_dict): each token's raw logits, float32, as generate keeps them
+
+
+def kv_read_bytes(cache: Any, prompt: int, total: int) -> int:
+    """The KV cache bytes the replayed steps of one decode read at least: the step at position `at` attends to the
+    `at + 1` slots filled so far (a sliding-window layer's window at most), keys and values each read once. Read off
+    the static cache's layers after the prefill filled them; 0 for a cache whose layers are not laid out so."""
+    per_layer = []  # (slots, bytes a slot of keys and values)
+    for layer in getattr(cache, "layers", None) or ():
+        keys, values = getattr(layer, "keys", None), getattr(layer, "values", None)
+        if keys is None or values is None or getattr(keys, "dim", lambda: 0)() < 2 or not keys.shape[-2]:
+            continue
+        slots = int(keys.shape[-2])
+        per_layer.append((slots, (keys.nbytes + values.nbytes) // slots))
+    return sum(min(at + 1, slots) * per_slot for at in range(prompt, total - 1) for slots, per_slot in per_layer)
 
 
 def plan_of(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> Plan:

@@ -247,8 +247,13 @@ def trace(payload: dict[str, Any]) -> dict[str, Any]:
         raise WorkloadContractError("a profile needs torch in the workload's Python")
     from hyperloom.tools.profile.capture import record
 
+    from hyperloom.tools.workload.decode_loop import COUNTS
+
+    loop_before = COUNTS.snapshot()
     report = record(lambda: _one_step()[0], 1, int(payload["steps"]), payload["trace"], payload["key_averages"], STATE.gpu)
-    return {**report, "kernel_bytes": {kernel: n for routed in STATE.routes.values() for kernel, n in (routed.get("kernel_bytes") or {}).items()}}
+    kv_bytes = COUNTS.kv_bytes_per_step(loop_before)  # the decode loop's replayed steps: their KV read, on top of the weights
+    return {**report, "kernel_bytes": {kernel: n for routed in STATE.routes.values() for kernel, n in (routed.get("kernel_bytes") or {}).items()},
+            **({"kv_read_bytes_per_replay": kv_bytes} if kv_bytes is not None else {})}
 
 
 def engagement(payload: dict[str, Any]) -> dict[str, Any]:
