@@ -124,7 +124,7 @@ def test_the_loop_returns_generate_s_output_record_with_each_token_s_raw_logits_
         decode_loop.install(model, compiled=False)
         before = decode_loop.COUNTS.snapshot()
         ours = [model.generate(prompt, **case) for case in (asked, {**GREEDY, "return_dict_in_generate": True})]
-    assert decode_loop.COUNTS.since(before) == {"loop": 2, "fallbacks": {}}
+    assert {k: v for k, v in decode_loop.COUNTS.since(before).items() if k in ("loop", "fallbacks")} == {"loop": 2, "fallbacks": {}}
     assert type(theirs[0]) is type(ours[0]) and torch.equal(theirs[0].sequences, ours[0].sequences)
     assert len(theirs[0].logits) == len(ours[0].logits) == GREEDY["max_new_tokens"]
     assert all(x.dtype == y.dtype == torch.float32 and torch.allclose(x, y, atol=1e-4, rtol=1e-5) for x, y in zip(theirs[0].logits, ours[0].logits))
@@ -142,7 +142,7 @@ def test_with_an_eos_the_loop_feeds_a_stopped_row_the_pad_and_keeps_generate_s_l
         decode_loop.install(model, compiled=False)
         before = decode_loop.COUNTS.snapshot()
         ours = model.generate(prompt, **asked)
-    assert decode_loop.COUNTS.since(before) == {"loop": 1, "fallbacks": {}}
+    assert {k: v for k, v in decode_loop.COUNTS.since(before).items() if k in ("loop", "fallbacks")} == {"loop": 1, "fallbacks": {}}
     assert torch.equal(theirs.sequences, ours.sequences) and len(theirs.logits) == len(ours.logits)
     assert all(torch.allclose(x, y, atol=1e-4, rtol=1e-5) for x, y in zip(theirs.logits, ours.logits))
 
@@ -269,7 +269,8 @@ def test_an_encoder_decoder_model_runs_transformers_generate_with_the_reason_cou
         before = decode_loop.COUNTS.snapshot()
         ours = tiny.generate(prompt, **GREEDY)
     assert torch.equal(ours, theirs)
-    assert decode_loop.COUNTS.since(before) == {"loop": 0, "fallbacks": {"an encoder-decoder model (the loop decodes a decoder-only model's tokens)": 1}}
+    assert decode_loop.COUNTS.since(before) == {"loop": 0, "fallbacks": {"an encoder-decoder model (the loop decodes a decoder-only model's tokens)": 1},
+                                                "steps": 0, "kv_read_bytes": 0}
 
 
 def test_a_library_s_raise_under_a_lever_names_the_lever_s_frame_beside_the_library_s():

@@ -63,6 +63,11 @@ def test_a_seeded_decoder_s_log_probability_drift_is_the_largest_over_the_frozen
         b, t = ({name: np.load(f / f"tokens{name}.npy") for name in ("", ".top_ids", ".top_logprobs")} for f in (base, other))
         drifts.append(twin.logprob_drift(b[".top_ids"], b[".top_logprobs"], t[".top_ids"], t[".top_logprobs"], b[""], t[""]))
     assert len(set(drifts)) > 1, drifts  # fresh prompts drift otherwise than the frozen one
+    # the teacher-forced logits' error too: each measure the largest over the frozen prompt and the fresh ones
+    teacher = next(o.tolerance.derived for o in frozen.outputs if o.name == "tokens.teacher")
+    errors = [twin.errors(np.load(base / "tokens.teacher.npy"), np.load(other / "tokens.teacher.npy")) for base, other in pairs]
+    assert teacher.inputs == 1 + freeze.DRIFT_SEEDS and teacher.baseline_error == {m: max(e[m] for e in errors) for m in errors[0]}, (teacher, errors)
+    assert len({e["rel_l2"] for e in errors}) > 1, errors
     assert rule.derived.baseline_error["top_logprob_drift"] == max(drifts) and rule.atol == pytest.approx((rule.derived.k + 1) * max(max(drifts), twin.NATS_FLOOR))
     # the looser drift does not let the wrong candidates through on fresh prompts: teacher forcing against the twin holds
     seen = _verdicts(workload_bench(WorkloadBenchRequest(name="seeded", candidates=[["static_cache", "decode_loop"], ["overrides:mlp_too_large.py"],
@@ -238,24 +243,54 @@ def test_the_twin_error_of_an_output_larger_than_a_chunk_is_the_whole_output_s()
 
 
 @pytest.mark.parametrize("family", ["t5", "bart"])
-def test_an_encoder_decoder_s_tokens_are_not_teacher_forced_through_its_encoder(family):
-    """Teacher forcing runs the tokens through `model(input_ids=...)`: an encoder-decoder's generated tokens are its
-    decoder's (T5 raised there, so its freeze failed as "the workload raised in outputs"; BART scored them as its
-    encoder's input, silently): none is scored, the generated steps' log-probabilities are still gated."""
+def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input_of_its_last_generate(family):
+    """An encoder-decoder's generated tokens are its decoder's: run through `model(input_ids=...)` T5 raised (its freeze
+    failed as "the workload raised in outputs") and BART scored them as its encoder's input, silently. Scored now as
+    decoder_input_ids beside the encoder input its last generate recorded: the logits generate itself gave, so a
+    parting does not end the comparison; nothing without a recorded input, for other rows, or for a reference worker
+    scoring another's tokens (its last inputs may not be theirs)."""
     transformers = pytest.importorskip("transformers")
     from contextlib import nullcontext
 
-    from hyperloom.tools.workload.teacher import forced
+    from hyperloom.tools.workload.teacher import forced, logits, record_encoder_inputs
 
     torch.manual_seed(0)
     if family == "t5":
         model = transformers.T5ForConditionalGeneration(transformers.T5Config(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16, vocab_size=64,
-                                                                              decoder_start_token_id=0)).eval()
+                                                                              decoder_start_token_id=0, initializer_factor=4.0)).eval()
     else:
         model = transformers.BartForConditionalGeneration(transformers.BartConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
                                                                                   encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                                                                                  decoder_ffn_dim=64, max_position_embeddings=32)).eval()
-    assert forced(torch, model, [[5, 6, 7, 8]], 2, nullcontext, compiled=False) is None
+                                                                                  decoder_ffn_dim=64, max_position_embeddings=32, init_std=0.5,
+                                                                                  forced_bos_token_id=None, forced_eos_token_id=None)).eval()
+    assert forced(torch, model, [[5, 6, 7, 8]], 2, nullcontext, compiled=False) is None  # no generate recorded its encoder input
+    record_encoder_inputs(model)
+    prompt = torch.randint(3, 64, (2, 9), generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=6, min_new_tokens=6, do_sample=False,
+                             return_dict_in_generate=True, output_logits=True)
+    ids = out.sequences.tolist()
+    scored = forced(torch, model, ids, 1, nullcontext, compiled=False)  # the decoder's start token: its prompt
+    assert tuple(scored.shape) == (2, len(ids[0]) - 1, 64)
+    assert torch.allclose(scored, torch.stack(out.logits, dim=1), atol=1e-4), (scored - torch.stack(out.logits, dim=1)).abs().max()
+    assert forced(torch, model, ids[:1], 1, nullcontext, compiled=False) is None  # one row: not the rows the encoder input holds
+    assert logits(torch, model, {"tokens": {"ids": ids, "prompt": 1}}, nullcontext, False, encoder_recorded=False) == {}
     decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                                                                      num_key_value_heads=1, vocab_size=64)).eval()
+    record_encoder_inputs(decoder)  # a decoder's generate is left as it is
+    assert "generate" not in vars(decoder)
     assert tuple(forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False).shape) == (1, 2, 64)  # a decoder's are scored
+
+
+def test_an_encoder_decoder_frozen_with_no_tolerance_gates_its_teacher_forced_logits_and_refuses_a_skipped_layer(user):
+    """A BART-shaped summarizer (bf16, a plain generate, inputs(seed)): frozen under the twin rule with its tokens
+    teacher-forced (the frozen prompt and fresh ones), an honest lever through, a skipped decoder layer refused."""
+    pytest.importorskip("transformers")
+    frozen = workload_freeze(WorkloadFreezeRequest(workload="encoder_decoder.py:build", name="ed", timeout_s=240), user)
+    teacher = next(o.tolerance.derived for o in frozen.outputs if o.name == "tokens.teacher")
+    assert teacher is not None and teacher.inputs == 1 + freeze.DRIFT_SEEDS, teacher
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="ed", candidates=[["sdpa_math"], ["overrides:skipped_layer.py"]], **FAST), user))
+    assert seen["sdpa_math"].verdict not in ("REJECTED", "RAISED", "CRASH"), seen["sdpa_math"].reason
+    assert next(c for c in seen["sdpa_math"].outputs if c.output == "tokens.teacher").passed
+    skipped = seen["overrides:skipped_layer.py"]
+    assert skipped.verdict == "REJECTED" and not next(c for c in skipped.outputs if c.output == "tokens.teacher").passed, skipped.reason

@@ -64,9 +64,28 @@ def tolerances(folder_base: Path, folder_twin: Path, names: list[str], metas: di
         result.update({tokens: OutputTolerance(), ids: OutputTolerance(), logprobs: OutputTolerance(atol=rule.live_bound("top_logprob_drift"), derived=rule)})
         teacher = tokens + twin.TEACHER
         if (folder_base / f"{teacher}.npy").is_file() and (folder_twin / f"{teacher}.npy").is_file():
-            base, other = load(teacher)
-            result[teacher] = OutputTolerance(derived=twin.derive(base, other, metas.get(teacher, {}).get("original_dtype", "float32"), k, twin_dtype))
+            result[teacher] = OutputTolerance(derived=_teacher_rule(teacher, load, drift_runs, metas.get(teacher, {}).get("original_dtype", "float32"), k, twin_dtype))
     return result
+
+
+def _teacher_rule(teacher: str, load, drift_runs: list[tuple[Path, Path]], original_dtype: str, k: float, twin_dtype: str) -> DerivedTolerance:
+    """The teacher-forced logits' rule: the baseline's error against its twin, each measure the largest over the frozen
+    prompt and the fresh ones where both scored them (as the log-probability drift is). One prompt's error is noisy:
+    on a BART (bf16) an honest attention path measured 0.73-1.57x the baseline's max_rel over seven prompts."""
+    base, other = load(teacher)
+    rule = twin.derive(base, other, original_dtype, k, twin_dtype)
+    seeded = [errors for b, t in drift_runs if (b / f"{teacher}.npy").is_file() and (t / f"{teacher}.npy").is_file()
+              and (errors := _seeded_errors(b, t, teacher)) is not None]
+    if not seeded:
+        return rule
+    worst = {measure: max([value, *(e[measure] for e in seeded)]) for measure, value in rule.baseline_error.items()}
+    return rule.model_copy(update={"baseline_error": worst, "inputs": 1 + len(seeded)})
+
+
+def _seeded_errors(folder_base: Path, folder_twin: Path, teacher: str) -> dict[str, float] | None:
+    """The baseline's teacher error on one fresh prompt, or None where its shape differs from the twin's."""
+    base, other = (np.load(f / f"{teacher}.npy", allow_pickle=False) for f in (folder_base, folder_twin))
+    return twin.errors(base, other) if base.shape == other.shape else None
 
 
 def _drift(load, tokens: str, ids: str, logprobs: str) -> float:

@@ -92,13 +92,13 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                 chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
                 if process.info.get("has_inputs") and generated.companions(chosen):
                     seeds = draw_seeds(DRIFT_SEEDS)
-                    process.seeded_outputs(runs / "seeds" / "baseline", seeds)
+                    process.seeded_outputs(runs / "seeds" / "baseline", seeds, {tokens: ids for tokens, (ids, _) in generated.companions(chosen).items()})
             elif chosen:
                 try:
                     twin_run = process.twin(runs / "twin", teacher)
                 except WorkloadFailure as failure:
                     twin_failure = failure.message
-                seeds = _twin_seeded(process, runs / "seeds" / "twin", seeds) if twin_run is not None else []
+                seeds = _twin_seeded(process, runs / "seeds", seeds, saved[0]) if twin_run is not None else []
             process.close()  # its memory free before the next run's twin; on a failure, the finally below
             if progress is not None:
                 progress(index + 1, RUNS)
@@ -157,13 +157,13 @@ def _refuse_reserved(names: list[str]) -> None:
         raise HyperloomError(f"outputs() names {reserved[0]!r}: names ending in {twin.TWIN} or {twin.TEACHER} are the gate's own", "rename that output")
 
 
-def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int]) -> list[int]:
-    """The twin's outputs on `seeds` (the baseline's were saved beside them), or none where the twin could not take
-    them: the drift is then measured on the frozen inputs alone."""
+def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int], first: dict[str, Any]) -> list[int]:
+    """The twin's outputs on `seeds` in `folder`/twin, each seed's baseline tokens (in `folder`/baseline) teacher-forced
+    by it; none where the twin could not take them: the drift is then measured on the frozen inputs alone."""
     if not seeds:
         return []
     try:
-        process.seeded_outputs(folder, seeds)
+        process.seeded_outputs(folder / "twin", seeds, teacher=[_teacher(first, folder / "baseline" / f"seed{i}") for i in range(len(seeds))])
     except WorkloadFailure:
         return []
     return seeds

@@ -142,9 +142,12 @@ class WorkloadProcess:
         """This worker's model's logits for other tokens (runner.score): NAME.scored.npy in `folder`, the EOS and pad ids."""
         return self._call("score", {"folder": str(folder), "teacher": teacher})
 
-    def seeded_outputs(self, folder: Path, seeds: list[int]) -> None:
-        """One step per seed after inputs(seed), each step's outputs saved in `folder`/seed{i} (runner.seeded_outputs)."""
-        self._call("seeded_outputs", {"folder": str(folder), "seeds": list(seeds)})
+    def seeded_outputs(self, folder: Path, seeds: list[int], teacher_own: dict[str, str] | None = None,
+                       teacher: list[dict[str, Any]] | None = None) -> None:
+        """One step per seed after inputs(seed), each step's outputs saved in `folder`/seed{i} (runner.seeded_outputs);
+        with teacher-forced logits: of its own tokens (`teacher_own`: tokens name -> top-k ids' name) or of the
+        tokens `teacher` gives for each seed."""
+        self._call("seeded_outputs", {"folder": str(folder), "seeds": list(seeds), "teacher_own": teacher_own or {}, "teacher": teacher})
 
     def twin(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
         """Upcast this worker's workload in place and save its twin's outputs (runner.twin): the worker is the twin after."""

@@ -197,21 +197,29 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
 
 def seeded_outputs(payload: dict[str, Any]) -> dict[str, Any]:
     """One step after inputs(seed) for each of `seeds`, its outputs saved in `folder`/seed{i} (as `outputs` saves them):
-    the freeze's measure of the baseline's own drift on inputs beside the frozen ones, on the baseline and on its twin."""
+    the freeze's measure of the baseline's own drift on inputs beside the frozen ones, on the baseline and on its twin;
+    with `teacher_own` the baseline's tokens scored by itself, with `teacher` (one request a seed) the baseline's
+    tokens of that seed scored by the twin: NAME.teacher beside them, the teacher rule's error over fresh inputs."""
     if GUARD.inputs is None or STATE.outputs is None:
         raise WorkloadContractError("seeded outputs need the workload's inputs(seed) and outputs()")
     folder = Path(payload["folder"])
+    scored = payload.get("teacher") or [None] * len(payload["seeds"])  # per seed: tokens name -> {ids, prompt}, another's tokens
+    own = payload.get("teacher_own") or {}  # tokens name -> its top-k ids' name: this worker's own tokens, scored by itself
     for index, seed in enumerate(payload["seeds"]):
         GUARD.inputs(int(seed))
         _one_step()
-        _save(folder / f"seed{index}", _materialized())
+        arrays = _materialized()
+        requests = scored[index] or {tokens: {"ids": arrays[tokens][0].tolist(), "prompt": int(arrays[tokens][0].shape[1] - arrays[ids][0].shape[1])}
+                                     for tokens, ids in own.items() if tokens in arrays and ids in arrays}
+        arrays.update({f"{tokens}.teacher": _to_numpy(logits) for tokens, logits in _teacher_logits(requests).items()})
+        _save(folder / f"seed{index}", arrays)
     return {"seeds": len(payload["seeds"])}
 
 
 def score(payload: dict[str, Any]) -> dict[str, Any]:
     """The logits this worker's model gives other tokens (`teacher`: name -> {ids, prompt}), saved as NAME.scored.npy
     in `folder`, with the model's EOS and pad ids: the reference's judgement of a candidate's own continuation."""
-    scored = _teacher_logits(payload.get("teacher"))
+    scored = _teacher_logits(payload.get("teacher"), own_step=False)  # the candidate's tokens: this worker's last inputs may not be theirs
     _save(Path(payload["folder"]), {f"{tokens}.scored": _to_numpy(logits) for tokens, logits in scored.items()})
     config = getattr(getattr(STATE.obj, "model", None), "generation_config", None)
     eos = getattr(config, "eos_token_id", None)
@@ -393,15 +401,16 @@ def _capture() -> None:
     STATE.graph = graph
 
 
-def _teacher_logits(requests: dict[str, Any] | None) -> dict[str, Any]:
+def _teacher_logits(requests: dict[str, Any] | None, own_step: bool = True) -> dict[str, Any]:
     """teacher.logits for the built workload's model, with the step's attention backend around the forward (not its
-    stances: the whole sequence is a shape no step ran) and compiled code where the candidate has a compile lever."""
+    stances: the whole sequence is a shape no step ran) and compiled code where the candidate has a compile lever;
+    `own_step`: the tokens came from this worker's last step's inputs (an encoder-decoder's encoder input is its own)."""
     torch = _torch()
     model = getattr(STATE.obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
         return {}
     compiled = any(lever["kind"] == "compile" for lever in STATE.levers)
-    return teacher.logits(torch, model, requests, lambda: _step_context(stances_too=False), compiled)
+    return teacher.logits(torch, model, requests, lambda: _step_context(stances_too=False), compiled, encoder_recorded=own_step)
 
 
 def _named(value: Any) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError, load_file
-from hyperloom.tools.workload import kernel_route, model_changes
+from hyperloom.tools.workload import kernel_route, model_changes, teacher
 from hyperloom.tools.workload.worker_state import STATE
 
 
@@ -44,7 +44,9 @@ def bind(obj: Any, workload: str) -> None:
 def apply_levers(torch: Any) -> None:
     """The levers that act on the built workload, in their order: the model's own changes first (fused projections, then
     weight-only quantization, the memory format, the kernels' routes: compile acts on the changed model), then compile and the decode loop, then the static cache (its
-    count wraps whatever generate is now)."""
+    count wraps whatever generate is now). First of all an encoder-decoder's generate records its encoder input (for
+    teacher forcing its tokens; teacher.py), under whatever the levers wrap around it."""
+    teacher.record_encoder_inputs(getattr(STATE.obj, "model", None))
     for lever in STATE.levers:
         if lever["kind"] == "fusion":
             from hyperloom.tools.workload import fused_projections
