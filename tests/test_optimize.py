@@ -497,6 +497,9 @@ def test_a_lever_s_need_is_read_from_the_baseline_and_only_an_unknown_is_tried()
     assert waits.deferred and "default (dynamic) cache" in waits.reason
     assert unmet(lever("decode_loop"), {**decoder, "cache_implementation": "static"}, conv) is None
     assert unmet(lever("decode_loop"), {"module": True, "generate": False}, conv).deferred is False
+    # a BART's generate: the loop never covers it (a held-out campaign ran static_cache + decode_loop to a NO_OP saying so)
+    summarizer = unmet(lever("decode_loop"), {**decoder, "encoder_decoder": True}, conv)
+    assert summarizer.deferred is False and "encoder-decoder" in summarizer.reason
 
 
 def test_a_search_cut_in_its_levers_phase_still_keeps_and_revalidates_its_best_winner(mlp):

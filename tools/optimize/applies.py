@@ -51,6 +51,8 @@ def unmet(lever: Lever, facts: dict[str, Any], evidence: dict[str, Any]) -> Unme
         return Unmet(lever.name, lacks, False)
     if lever.needs is None:
         return None
+    if lever.needs == "static_cache" and facts.get("encoder_decoder"):  # no stack brings what it needs: not tried at all
+        return Unmet(lever.name, "the workload's model is an encoder-decoder: the loop decodes a decoder-only model's tokens", False)
     if lever.needs == "static_cache" and facts.get("generate") and facts.get("cache_implementation") != "static":
         return Unmet(lever.name, f"the model's generate decodes on the {facts.get('cache_implementation') or 'default (dynamic)'} cache, not a static one", True)
     lacks = _lacks(lever.needs, facts, evidence)

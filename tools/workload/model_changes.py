@@ -71,8 +71,9 @@ def channels_last(torch: Any, obj: Any) -> int:
 def facts(torch: Any, obj: Any) -> dict[str, Any]:
     """What the built workload's `model` has that a lever acts on, read without running it (optimize's preconditions,
     tools/optimize/applies.py): a torch module at all, a transformers generate with a generation_config (and its
-    cache_implementation), 4-D weights (convolutions), float32 weights of two or more dimensions (TF32's matmuls) and
-    the sibling projections fuse_projections would fuse.
+    cache_implementation; whether the model is an encoder-decoder, whose tokens decode_loop does not decode), 4-D
+    weights (convolutions), float32 weights of two or more dimensions (TF32's matmuls) and the sibling projections
+    fuse_projections would fuse.
     Empty when the workload has no `model` that is a torch module (then every lever is tried)."""
     model = getattr(obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
@@ -81,5 +82,6 @@ def facts(torch: Any, obj: Any) -> dict[str, Any]:
     config = getattr(model, "generation_config", None)
     return {"module": True, "generate": callable(getattr(model, "generate", None)) and config is not None,
             "cache_implementation": str(getattr(config, "cache_implementation", None) or ""),
+            "encoder_decoder": bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False)),
             "conv_weights": sum(1 for p in params if p.dim() == 4), "float32_weights": sum(1 for p in params if p.dim() >= 2 and p.dtype == torch.float32),
             "projection_groups": fused_projections.fusable(torch, model)}
