@@ -38,6 +38,7 @@ from typing import Any
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
 from hyperloom.tools.workload import kernel_route, model_changes, tamper, teacher, worker_build
 from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
+from hyperloom.tools.workload.twin import teacher_request
 from hyperloom.tools.workload.worker_state import GUARD, STATE
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
@@ -209,8 +210,7 @@ def seeded_outputs(payload: dict[str, Any]) -> dict[str, Any]:
         GUARD.inputs(int(seed))
         _one_step()
         arrays = _materialized()
-        requests = scored[index] or {tokens: {"ids": arrays[tokens][0].tolist(), "prompt": int(arrays[tokens][0].shape[1] - arrays[ids][0].shape[1])}
-                                     for tokens, ids in own.items() if tokens in arrays and ids in arrays}
+        requests = scored[index] or {tokens: teacher_request(arrays[tokens][0], arrays[ids][0]) for tokens, ids in own.items() if tokens in arrays and ids in arrays}
         arrays.update({f"{tokens}.teacher": _to_numpy(logits) for tokens, logits in _teacher_logits(requests).items()})
         _save(folder / f"seed{index}", arrays)
     return {"seeds": len(payload["seeds"])}
