@@ -169,6 +169,33 @@ def test_freeze_judges_its_two_baseline_runs_by_the_near_tie_gate(workspace):
         workload_freeze(WorkloadFreezeRequest(workload="tied.py:build", name="drifting", knobs={"drift": "yes"}, timeout_s=120), workspace)
 
 
+BEAMS = '''
+import numpy as np
+
+class Beams:
+    def step(self):
+        pass
+
+    def outputs(self):  # a beam search's lists, one per beam (2 rows x 2 beams), beside the 2 chosen sequences
+        logprobs = np.sort(np.random.default_rng(0).normal(size=(4, 3, 5)), axis=-1)[..., ::-1].astype(np.float32)
+        return {"tokens": np.arange(12).reshape(2, 6), "tokens.top_ids": np.tile(np.arange(5), (4, 3, 1)), "tokens.top_logprobs": logprobs}
+
+def build():
+    return Beams()
+'''
+
+
+def test_a_generated_group_whose_lists_do_not_fit_its_tokens_is_refused_at_freeze_with_what_to_return(workspace):
+    """A beam search returns its logits per beam ([batch x beams, steps]) beside the chosen sequences ([batch, ...]):
+    named as a generated group, freeze raised an IndexError deep in the drift measure. Refused now, before any twin, saying
+    what to return; nothing is frozen."""
+    (workspace.root / "beams.py").write_text(BEAMS)
+    with pytest.raises(HyperloomError, match=r"name a generated group \(the near-tie gate\) that does not fit: the baseline: top_ids \[4, 3, 5\] "
+                                             r"do not fit tokens \[2, 6\].*out.beam_indices"):
+        workload_freeze(WorkloadFreezeRequest(workload="beams.py:build", name="beams", timeout_s=120), workspace)
+    assert not (workspace.root / ".hyperloom" / "workload" / "beams" / "workload.json").exists()
+
+
 def test_a_workload_s_declared_tolerances_must_name_its_outputs_and_be_tolerances(workspace):
     body = "import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{'y': np.ones(2)}}\ndef build(): return W()\n"
     for name, tolerances, message in (("unknown", "{'z': {'atol': 1}}", "the workload's `tolerances` names z"),

@@ -244,33 +244,40 @@ def test_the_twin_error_of_an_output_larger_than_a_chunk_is_the_whole_output_s()
     assert twin.errors(candidate, reference) == {"rel_l2": float("inf"), "max_rel": float("inf")}
 
 
-@pytest.mark.parametrize("family", ["t5", "bart"])
+@pytest.mark.parametrize("family", ["t5", "bart", "whisper"])
 def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input_of_its_last_generate(family):
     """An encoder-decoder's generated tokens are its decoder's: run through `model(input_ids=...)` T5 raised (its freeze
     failed as "the workload raised in outputs") and BART scored them as its encoder's input, silently. Scored now as
     decoder_input_ids beside the encoder input its last generate recorded: the logits generate itself gave, so a
     parting does not end the comparison; nothing without a recorded input, for other rows, or for a reference worker
-    scoring another's tokens (its last inputs may not be theirs)."""
+    scoring another's tokens (its last inputs may not be theirs). The encoder input is the model's main one: Whisper's
+    log-mel input_features (a held-out Whisper froze without its tokens teacher-forced while only input_ids were recorded)."""
     transformers = pytest.importorskip("transformers")
     from contextlib import nullcontext
 
-    from hyperloom.tools.workload.teacher import forced, logits, record_encoder_inputs
+    from hyperloom.tools.workload.teacher import forced, logits, record_generate_inputs
 
     torch.manual_seed(0)
     if family == "t5":
         model = transformers.T5ForConditionalGeneration(transformers.T5Config(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16, vocab_size=64,
                                                                               decoder_start_token_id=0, initializer_factor=4.0)).eval()
+    elif family == "whisper":
+        model = transformers.WhisperForConditionalGeneration(transformers.WhisperConfig(
+            vocab_size=64, num_mel_bins=8, encoder_layers=1, decoder_layers=1, d_model=32, encoder_attention_heads=2, decoder_attention_heads=2,
+            encoder_ffn_dim=64, decoder_ffn_dim=64, max_source_positions=8, max_target_positions=32, decoder_start_token_id=2, pad_token_id=0,
+            eos_token_id=1, bos_token_id=2, init_std=0.5)).eval()
     else:
         model = transformers.BartForConditionalGeneration(transformers.BartConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
                                                                                   encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
                                                                                   decoder_ffn_dim=64, max_position_embeddings=32, init_std=0.5,
                                                                                   forced_bos_token_id=None, forced_eos_token_id=None)).eval()
     assert forced(torch, model, [[5, 6, 7, 8]], 2, nullcontext, compiled=False) is None  # no generate recorded its encoder input
-    record_encoder_inputs(model)
-    prompt = torch.randint(3, 64, (2, 9), generator=torch.Generator().manual_seed(1))
+    record_generate_inputs(model)
+    generator = torch.Generator().manual_seed(1)
+    prompt = torch.randn(2, 8, 16, generator=generator) if family == "whisper" else torch.randint(3, 64, (2, 9), generator=generator)
     with torch.inference_mode():
-        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=6, min_new_tokens=6, do_sample=False,
-                             return_dict_in_generate=True, output_logits=True)
+        out = model.generate(prompt, attention_mask=torch.ones(prompt.shape[:2], dtype=torch.long) if family != "whisper" else None, max_new_tokens=6,
+                             min_new_tokens=6, do_sample=False, return_dict_in_generate=True, output_logits=True)
     ids = out.sequences.tolist()
     scored = forced(torch, model, ids, 1, nullcontext, compiled=False)  # the decoder's start token: its prompt
     assert tuple(scored.shape) == (2, len(ids[0]) - 1, 64)
@@ -279,9 +286,39 @@ def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input
     assert logits(torch, model, {"tokens": {"ids": ids, "prompt": 1}}, nullcontext, False, encoder_recorded=False) == {}
     decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                                                                      num_key_value_heads=1, vocab_size=64)).eval()
-    record_encoder_inputs(decoder)  # a decoder's generate is left as it is
-    assert "generate" not in vars(decoder)
     assert tuple(forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False).shape) == (1, 2, 64)  # a decoder's are scored
+
+
+def test_a_decoder_s_left_padded_prompt_is_teacher_forced_with_its_mask_and_positions():
+    """A batch of prompts of unequal lengths, left-padded (as a tokenizer pads for generation): scored without its
+    mask a padded row attended to its pads at shifted positions, its logits far from generate's own (3.3 on a held-out
+    bf16 Llama), and every honest lever that parted at a near tie was refused after it. Scored with the recorded mask
+    and generate's positions: generate's logits. Another prompt than the recorded one is scored as before."""
+    transformers = pytest.importorskip("transformers")
+    from contextlib import nullcontext
+
+    from hyperloom.tools.workload.teacher import forced, record_generate_inputs
+
+    torch.manual_seed(0)
+    decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                                                     num_key_value_heads=1, vocab_size=64, initializer_range=0.3, pad_token_id=0)).eval()
+    prompt = torch.randint(3, 64, (2, 9), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(prompt)
+    prompt[1, :4], mask[1, :4] = 0, 0
+    unpadded = forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False)
+    record_generate_inputs(decoder)
+    with torch.inference_mode():
+        out = decoder.generate(prompt, attention_mask=mask, max_new_tokens=5, min_new_tokens=5, do_sample=False, return_dict_in_generate=True,
+                               output_logits=True)
+    ids, expected = out.sequences.tolist(), torch.stack(out.logits, dim=1)
+    scored = forced(torch, decoder, ids, 9, nullcontext, compiled=False)
+    assert torch.allclose(scored, expected, atol=1e-4), (scored - expected).abs().amax(dim=(1, 2))
+    with torch.inference_mode():
+        blind = decoder(input_ids=out.sequences, use_cache=False).logits[:, 8:-1]
+    assert (blind[1] - expected[1]).abs().max() > 0.1  # the padded row, scored without its mask: what the gate read before
+    other = [[3] + row[1:] for row in ids]  # not the recorded prompt: no mask applied
+    assert torch.equal(forced(torch, decoder, other, 9, nullcontext, compiled=False), decoder(input_ids=torch.tensor(other), use_cache=False).logits[:, 8:-1])
+    assert torch.equal(forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False), unpadded)
 
 
 def test_an_encoder_decoder_frozen_with_no_tolerance_gates_its_teacher_forced_logits_and_refuses_a_skipped_layer(user):

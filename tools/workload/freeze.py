@@ -89,6 +89,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
             infos.append(process.info)
             if index == 0:
                 _refuse_reserved(list(saved[0]))
+                _refuse_misfit_groups(list(saved[0]), runs / "baseline0")
                 chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
                 if process.info.get("has_inputs") and generated.companions(chosen):
                     seeds = draw_seeds(DRIFT_SEEDS)
@@ -155,6 +156,19 @@ def _refuse_reserved(names: list[str]) -> None:
     reserved = [n for n in names if twin.is_twin(n) or n.endswith(twin.TEACHER)]
     if reserved:
         raise HyperloomError(f"outputs() names {reserved[0]!r}: names ending in {twin.TWIN} or {twin.TEACHER} are the gate's own", "rename that output")
+
+
+def _refuse_misfit_groups(names: list[str], run: Path) -> None:
+    """Refused: tokens named with top-k companions (the near-tie gate's opt-in) that do not fit them, e.g. a beam
+    search's lists, one per beam ([batch x beams, steps, k]) beside the chosen sequences ([batch, prompt + steps])."""
+    for tokens, (ids, logprobs) in generated.companions(names).items():
+        arrays = [np.load(run / f"{n}.npy", allow_pickle=False) for n in (tokens, ids, logprobs)]
+        error = generated.shape_error("the baseline", *arrays)
+        if error:
+            raise HyperloomError(f"{tokens}, {ids} and {logprobs} name a generated group (the near-tie gate) that does not fit: {error}",
+                                 "return one top-k list per generated token of each row (a beam search returns one per beam: index the "
+                                 "stacked logits by out.beam_indices), or rename the lists to have the tokens judged exactly and the "
+                                 "log-probabilities by the twin rule")
 
 
 def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int], first: dict[str, Any]) -> list[int]:

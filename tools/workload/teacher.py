@@ -14,28 +14,37 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-ENCODER_INPUTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-"""An encoder-decoder model -> the encoder's input of its last generate call (input_ids, attention_mask)."""
+GENERATE_INPUTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+"""A model -> the input of its last generate call: an encoder-decoder's encoder input (its main input, attention_mask),
+a decoder's prompt (input_ids, attention_mask)."""
 
 
-def record_encoder_inputs(model: Any) -> None:
-    """On an encoder-decoder model, keep the encoder's input of each generate call (ENCODER_INPUTS), so the tokens it
-    generated can be teacher-forced: its decoder's tokens are scored beside the encoder input they came from. Wraps
-    the instance's generate, under every lever (a decode loop or a static cache wraps this one); a no-op otherwise."""
-    if not getattr(getattr(model, "config", None), "is_encoder_decoder", False) or not callable(getattr(model, "generate", None)):
+def record_generate_inputs(model: Any) -> None:
+    """Keep the input of each generate call of `model` (GENERATE_INPUTS), so the tokens it generated can be
+    teacher-forced as generate ran them: an encoder-decoder's decoder tokens beside the encoder input they came from (its
+    main input, `main_input_name`: a text model's input_ids, Whisper's input_features, a vision encoder's pixel_values),
+    a decoder's left-padded prompt with its attention mask. An input given as embeddings is not recorded (an
+    encoder-decoder's tokens are then not scored). Wraps the instance's generate, under every lever (a decode loop or a
+    static cache wraps this one); a no-op on a model without generate."""
+    if not callable(getattr(model, "generate", None)):
         return
     original = model.generate
+    main = getattr(model, "main_input_name", "input_ids") if _encoder_decoder(model) else "input_ids"
 
     @functools.wraps(original)
     def generate(inputs: Any = None, **kwargs: Any) -> Any:
-        ids = kwargs.get("input_ids", inputs)
-        if getattr(ids, "dim", lambda: 0)() == 2 and not ids.is_floating_point():
-            ENCODER_INPUTS[model] = {"input_ids": ids, "attention_mask": kwargs.get("attention_mask")}
+        given = kwargs.get(main) if inputs is None else inputs
+        if getattr(given, "dim", lambda: 0)() >= 2:
+            GENERATE_INPUTS[model] = {main: given, "attention_mask": kwargs.get("attention_mask")}
         else:
-            ENCODER_INPUTS.pop(model, None)  # embeddings, audio features: not recorded, so not scored
+            GENERATE_INPUTS.pop(model, None)
         return original(inputs, **kwargs)
 
     model.generate = generate
+
+
+def _encoder_decoder(model: Any) -> bool:
+    return bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
 
 
 def logits(torch: Any, model: Any, requests: dict[str, Any] | None, context: Callable[[], AbstractContextManager[Any]],
@@ -57,24 +66,47 @@ def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: C
     `context()`), in the model's dtype; None where the model takes no input_ids or returns no logits. An encoder-decoder's
     tokens are its decoder's: scored as decoder_input_ids beside the encoder input its last generate recorded (the
     same rows), None without one (T5 raised on the decoder's tokens as its input_ids; BART took them as its encoder's,
-    silently). A `compiled` model runs its compiled code where it has some for this call and eagerly where it would
-    compile anew: the whole sequence in one call is a shape no step ran, and its compile cost 11.7 s of a 43 s trial on
-    the H200 (the compiled numerics are gated on the generated steps' log-probabilities and in the timed pairs all the same)."""
+    silently). A decoder's left-padded prompt is scored with its recorded mask (_padded_prompt). A `compiled` model runs
+    its compiled code where it has some for this call and eagerly where it would compile anew: the whole sequence in one
+    call is a shape no step ran, and its compile cost 11.7 s of a 43 s trial on the H200 (the compiled numerics are
+    gated on the generated steps' log-probabilities and in the timed pairs all the same)."""
     if prompt < 1:
         return None
     device = next(model.parameters()).device
     inputs: dict[str, Any] = {"input_ids": torch.tensor(ids, device=device)}
-    if getattr(getattr(model, "config", None), "is_encoder_decoder", False):
-        encoder = ENCODER_INPUTS.get(model) if encoder_recorded else None
-        if encoder is None or encoder["input_ids"].shape[0] != len(ids):
+    recorded = GENERATE_INPUTS.get(model)
+    if _encoder_decoder(model):
+        encoder = recorded if encoder_recorded else None
+        if encoder is None or encoder[getattr(model, "main_input_name", "input_ids")].shape[0] != len(ids):
             return None
-        inputs = {"input_ids": encoder["input_ids"], "attention_mask": encoder["attention_mask"], "decoder_input_ids": inputs["input_ids"]}
+        inputs = {**encoder, "decoder_input_ids": inputs["input_ids"]}
+    else:
+        inputs.update(_padded_prompt(torch, model, recorded, inputs["input_ids"], prompt))
     extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
     stance = torch.compiler.set_stance("eager_on_recompile") if compiled and hasattr(torch.compiler, "set_stance") else nullcontext()
     with torch.inference_mode(), context(), stance:
         result = model(**inputs, **extra)
     out = getattr(result, "logits", None)
     return None if out is None else out[:, prompt - 1:-1]
+
+
+def _padded_prompt(torch: Any, model: Any, recorded: dict[str, Any] | None, ids: Any, prompt: int) -> dict[str, Any]:
+    """A decoder's attention mask and position ids for `ids` whose prompt generate ran left-padded (a batch of prompts of
+    unequal lengths): the recorded mask of that prompt, ones after it, the positions counted from each row's first real
+    token (as generate counts them). Empty where the prompt was not padded or is not the recorded one (ids compared):
+    without them a padded row attends to its pads at shifted positions (a held-out Llama's padded row: logits 3.3 apart
+    from generate's own, its honest partings refused). A model whose forward takes no position ids gets the mask alone."""
+    mask = None if recorded is None else recorded.get("attention_mask")
+    given = None if recorded is None else recorded.get("input_ids")
+    if mask is None or given is None or bool(mask.all()) or tuple(given.shape) != (ids.shape[0], prompt):
+        return {}
+    if not torch.equal(given.to(ids.device), ids[:, :prompt]):
+        return {}
+    mask = torch.cat([mask.to(ids.device), torch.ones(ids.shape[0], ids.shape[1] - prompt, dtype=mask.dtype, device=ids.device)], dim=1)
+    found = {"attention_mask": mask}
+    if "position_ids" in inspect.signature(model.forward).parameters:
+        found["position_ids"] = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)
+    return found
 
 
 def upcast(torch: Any, value: Any, dtype: Any) -> Any:
