@@ -149,8 +149,8 @@ def test_with_an_eos_the_loop_feeds_a_stopped_row_the_pad_and_keeps_generate_s_l
 
 @pytest.mark.parametrize(("change", "reason"), [
     ({"cache_implementation": None}, "dynamic KV cache"),
-    ({"do_sample": True}, "sampling or beam search"),
-    ({"num_beams": 2}, "sampling or beam search"),
+    ({"do_sample": True}, "sampling (do_sample)"),
+    ({"num_beams": 2}, "beam search (num_beams=2)"),
     ({"streamer": object()}, "generate argument streamer"),
     ({"max_new_tokens": None}, "no max_new_tokens"),
     ({"output_scores": True}, "generate argument output_scores"),

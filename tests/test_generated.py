@@ -186,12 +186,12 @@ def build():
 
 
 def test_a_generated_group_whose_lists_do_not_fit_its_tokens_is_refused_at_freeze_with_what_to_return(workspace):
-    """A beam search returns its logits per beam ([batch x beams, steps]) beside the chosen sequences ([batch, ...]):
-    named as a generated group, freeze raised an IndexError deep in the drift measure. Refused now, before any twin, saying
-    what to return; nothing is frozen."""
+    """Lists that do not fit their tokens (here a beam search's, one per beam: [batch x beams, steps] beside the chosen
+    [batch, ...] sequences): named as a generated group, freeze raised an IndexError deep in the drift measure. Refused
+    now, before any twin, saying what to return; nothing is frozen."""
     (workspace.root / "beams.py").write_text(BEAMS)
     with pytest.raises(HyperloomError, match=r"name a generated group \(the near-tie gate\) that does not fit: the baseline: top_ids \[4, 3, 5\] "
-                                             r"do not fit tokens \[2, 6\].*out.beam_indices"):
+                                             r"do not fit tokens \[2, 6\].*rename the lists"):
         workload_freeze(WorkloadFreezeRequest(workload="beams.py:build", name="beams", timeout_s=120), workspace)
     assert not (workspace.root / ".hyperloom" / "workload" / "beams" / "workload.json").exists()
 
@@ -231,3 +231,46 @@ def test_after_a_near_tie_parting_the_candidate_s_own_tokens_must_be_the_referen
     stopped = continuation.judge("tokens", Generated(np.array([[5, 1, 4, 6]]), *parted), reference, scored, tolerance, eos=[4], pad=9)
     assert not stopped.passed and "not the pad 9" in stopped.detail  # after EOS 4 only the pad may follow
     assert continuation.judge("tokens", reference, reference, scored, tolerance, eos=[], pad=None) is None  # no parting: nothing to score
+
+
+DECODING = '''
+from typing import Literal
+import torch
+import transformers
+
+class Chat:
+    def __init__(self, mode):
+        torch.manual_seed(0)
+        config = transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                          vocab_size=64, initializer_range=0.3)
+        self.model = transformers.LlamaForCausalLM(config).to(torch.bfloat16).eval()
+        self.prompt = torch.randint(3, 64, (2, 6), generator=torch.Generator().manual_seed(1))
+        self.how = {"greedy": {}, "sample": {"do_sample": True}, "penalty": {"repetition_penalty": 1.3}}[mode]
+
+    def step(self):
+        torch.manual_seed(1234)
+        with torch.inference_mode():
+            out = self.model.generate(self.prompt, attention_mask=torch.ones_like(self.prompt), max_new_tokens=4, min_new_tokens=4,
+                                      return_dict_in_generate=True, output_logits=True, **self.how)
+        top = torch.stack(out.logits, dim=1).float().log_softmax(-1).topk(4, dim=-1)
+        self.result = {"tokens": out.sequences, "tokens.top_ids": top.indices, "tokens.top_logprobs": top.values}
+
+    def outputs(self):
+        return self.result
+
+def build(mode: Literal["greedy", "sample", "penalty"] = "greedy"):
+    torch.set_num_threads(1)
+    return Chat(mode)
+'''
+
+
+@pytest.mark.parametrize(("mode", "why"), [("sample", r"sampling \(do_sample\)"), ("penalty", "generate argument repetition_penalty shapes the tokens")])
+def test_tokens_from_a_generate_that_is_not_greedy_are_refused_by_the_near_tie_gate_at_freeze(workspace, mode, why):
+    """The near-tie gate reads each token as its step's argmax: on a held-out Llama sampling in its step (seeded),
+    compile and sdpa_math were refused after a parting, the continuation not the reference model's picks. Freeze now
+    says the generate is not greedy, and what to do; a greedy one freezes."""
+    pytest.importorskip("transformers")
+    (workspace.root / "chat.py").write_text(DECODING)
+    with pytest.raises(HyperloomError, match=f"tokens came from a generate that does not decode greedily \\({why}.*generate greedily to gate"):
+        workload_freeze(WorkloadFreezeRequest(workload="chat.py:build", name=mode, knobs={"mode": mode}, timeout_s=120), workspace)
+    assert workload_freeze(WorkloadFreezeRequest(workload="chat.py:build", name="greedy", timeout_s=120), workspace).ok

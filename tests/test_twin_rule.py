@@ -333,3 +333,40 @@ def test_an_encoder_decoder_frozen_with_no_tolerance_gates_its_teacher_forced_lo
     assert next(c for c in seen["sdpa_math"].outputs if c.output == "tokens.teacher").passed
     skipped = seen["overrides:skipped_layer.py"]
     assert skipped.verdict == "REJECTED" and not next(c for c in skipped.outputs if c.output == "tokens.teacher").passed, skipped.reason
+
+
+MIXTURE = '''
+import torch
+import transformers
+
+class Experts:
+    def __init__(self):
+        torch.manual_seed(0)
+        config = transformers.MixtralConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=1,
+                                            vocab_size=64, num_local_experts=4, num_experts_per_tok=2, initializer_range=0.3)
+        self.model = transformers.MixtralForCausalLM(config).to(torch.bfloat16).eval()
+        self.prompt = torch.randint(3, 64, (2, 6), generator=torch.Generator().manual_seed(1))
+
+    def step(self):
+        with torch.inference_mode():
+            self.logits = self.model(self.prompt).logits
+
+    def outputs(self):
+        return {"logits": self.logits}
+
+def build():
+    torch.set_num_threads(1)
+    return Experts()
+'''
+
+
+def test_a_mixture_of_experts_whose_kernels_have_no_float64_gets_a_float32_twin_and_says_so(workspace):
+    """transformers' mixture-of-experts layers call torch's grouped_mm, which has no float64: held-out Mixtral and
+    Qwen2-MoE decoders froze with no twin ("no float32 twin could be made") and so no derived tolerance. On a CPU the twin
+    is taken again in float32 when its float64 step raises, and the freeze says so."""
+    pytest.importorskip("transformers")
+    (workspace.root / "experts.py").write_text(MIXTURE)
+    frozen = workload_freeze(WorkloadFreezeRequest(workload="experts.py:build", name="moe", timeout_s=120), workspace)
+    assert "error against the float32 twin" in frozen.summary and "a float64 twin raised" in frozen.summary, frozen.summary
+    [logits] = frozen.outputs
+    assert logits.tolerance.derived.twin_dtype == "float32" and logits.tolerance.derived.baseline_error["rel_l2"] > 0

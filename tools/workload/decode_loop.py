@@ -272,8 +272,9 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
         return f"generate argument {extra[0]} is not covered"
     if _setting(model, kwargs, "cache_implementation") != "static":
         return "the call decodes on a dynamic KV cache: stack it on a static one (cache_implementation='static', e.g. the workload's cache knob)"
-    if _setting(model, kwargs, "do_sample") or (_setting(model, kwargs, "num_beams") or 1) != 1:
-        return "sampling or beam search (the loop is greedy)"
+    shaped = not_greedy(model, kwargs)
+    if shaped:
+        return shaped
     if _setting(model, kwargs, "use_cache") is False:
         return "use_cache=False"
     new_tokens = _setting(model, kwargs, "max_new_tokens")
@@ -283,13 +284,25 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
         asked = next((o for o in ("output_scores", "output_attentions", "output_hidden_states") if _setting(model, kwargs, o)), None)
         if asked:
             return f"{asked} (the loop returns the tokens and their logits only)"
-    shaping = _shaping_config(model)
-    if shaping:
-        return f"generation_config.{shaping} shapes the tokens (a logits processor or stopping rule)"
     mask = kwargs.get("attention_mask")
     if mask is not None and (tuple(mask.shape) != tuple(input_ids.shape) or not bool(mask.all())):
         return "a padded batch (an attention_mask with zeros)"
     return None
+
+
+def not_greedy(model: Any, kwargs: dict[str, Any]) -> str | None:
+    """Why a generate call with `kwargs` does not pick each token as the argmax of the model's raw logits (None: it
+    does): sampling, beams, or a logits processor or stopping rule set in the call or the model's generation_config."""
+    if _setting(model, kwargs, "do_sample"):
+        return "sampling (do_sample)"
+    if (_setting(model, kwargs, "num_beams") or 1) != 1:
+        return f"beam search (num_beams={_setting(model, kwargs, 'num_beams')})"
+    default = _default_config()
+    asked = next((key for key in sorted(kwargs) if key in default and key not in INERT_CONFIG and kwargs[key] != default[key]), None)
+    if asked:
+        return f"generate argument {asked} shapes the tokens (a logits processor or stopping rule)"
+    shaping = _shaping_config(model)
+    return f"generation_config.{shaping} shapes the tokens (a logits processor or stopping rule)" if shaping else None
 
 
 def _setting(model: Any, kwargs: dict[str, Any], name: str) -> Any:

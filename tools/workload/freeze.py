@@ -89,7 +89,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
             infos.append(process.info)
             if index == 0:
                 _refuse_reserved(list(saved[0]))
-                _refuse_misfit_groups(list(saved[0]), runs / "baseline0")
+                _refuse_misfit_groups(list(saved[0]), runs / "baseline0", process.info.get("not_greedy"))
                 chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
                 if process.info.get("has_inputs") and generated.companions(chosen):
                     seeds = draw_seeds(DRIFT_SEEDS)
@@ -143,7 +143,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                         inputs_sha256=combine_digests([sha256_json([target.workload, target.args, knobs])] + [o.sha256 for o in outputs] + list(pinned.values())))
     gated = bool(outputs)
     rule = (f"; {len([o for o in outputs if o.tolerance.derived])} judged by the twin rule (error against the {twin_run['dtype']} twin <= {k:g}x the baseline's)"
-            if twin_run is not None else "")
+            + (f" ({twin_run['twin_note']})" if twin_run.get("twin_note") else "") if twin_run is not None else "")
     floats = any(o.dtype.startswith(("float", "bfloat")) for o in outputs)
     summary = (f"froze {len(outputs)} output(s) of {request.workload} ({', '.join(o.name for o in outputs)}); two baseline runs agree within the tolerance{rule}"
                + ("" if floats or not gated else "; integer outputs only (tokens alone)")
@@ -158,17 +158,24 @@ def _refuse_reserved(names: list[str]) -> None:
         raise HyperloomError(f"outputs() names {reserved[0]!r}: names ending in {twin.TWIN} or {twin.TEACHER} are the gate's own", "rename that output")
 
 
-def _refuse_misfit_groups(names: list[str], run: Path) -> None:
+def _refuse_misfit_groups(names: list[str], run: Path, not_greedy: str | None) -> None:
     """Refused: tokens named with top-k companions (the near-tie gate's opt-in) that do not fit them, e.g. a beam
-    search's lists, one per beam ([batch x beams, steps, k]) beside the chosen sequences ([batch, prompt + steps])."""
+    search's lists, one per beam ([batch x beams, steps, k]) beside the chosen sequences ([batch, prompt + steps]); or
+    that came from a generate that is not greedy (`not_greedy`, why): the gate reads each token as its step's argmax,
+    parting only at a near tie and going on with the reference model's picks, so an honest lever that flips a sampled
+    draw was refused (a held-out sampled Llama: compile and sdpa_math refused after a parting)."""
     for tokens, (ids, logprobs) in generated.companions(names).items():
+        if not_greedy:
+            raise HyperloomError(f"{tokens} came from a generate that does not decode greedily ({not_greedy}), and the near-tie gate named by "
+                                 f"{ids} and {logprobs} judges greedy decoding (each token its step's argmax, a parting only at a near tie)",
+                                 "generate greedily to gate the tokens (do_sample=False, num_beams=1, no logits processor: the model's work per "
+                                 "token is the same), or rename the top-k lists to have the tokens judged exactly")
         arrays = [np.load(run / f"{n}.npy", allow_pickle=False) for n in (tokens, ids, logprobs)]
         error = generated.shape_error("the baseline", *arrays)
         if error:
             raise HyperloomError(f"{tokens}, {ids} and {logprobs} name a generated group (the near-tie gate) that does not fit: {error}",
-                                 "return one top-k list per generated token of each row (a beam search returns one per beam: index the "
-                                 "stacked logits by out.beam_indices), or rename the lists to have the tokens judged exactly and the "
-                                 "log-probabilities by the twin rule")
+                                 "return one top-k list per generated token of each row, or rename the lists to have the tokens judged exactly "
+                                 "and the log-probabilities by the twin rule")
 
 
 def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int], first: dict[str, Any]) -> list[int]:

@@ -135,8 +135,11 @@ class WorkloadProcess:
         return self._round_trip_s
 
     def outputs(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Save the last step's outputs in `folder`; `teacher`: tokens name -> {ids, prompt} to score (runner.outputs)."""
-        return self._call("outputs", {"folder": str(folder), "teacher": teacher or {}})["outputs"]
+        """Save the last step's outputs in `folder`; `teacher`: tokens name -> {ids, prompt} to score (runner.outputs).
+        Why the step's generate was not greedy, when it was not, is kept in info["not_greedy"]."""
+        saved = self._call("outputs", {"folder": str(folder), "teacher": teacher or {}})
+        self.info = {**self.info, "not_greedy": saved.get("not_greedy")}
+        return saved["outputs"]
 
     def score(self, folder: Path, teacher: dict[str, Any]) -> dict[str, Any]:
         """This worker's model's logits for other tokens (runner.score): NAME.scored.npy in `folder`, the EOS and pad ids."""

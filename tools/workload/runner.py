@@ -188,12 +188,16 @@ def save_timed(payload: dict[str, Any]) -> dict[str, Any]:
 
 def outputs(payload: dict[str, Any]) -> dict[str, Any]:
     """Save what outputs() returns (from the last step) as one .npy per output in `folder`; with `teacher` (tokens
-    name -> {ids, prompt}), also the logits the model gives those tokens (NAME.teacher, teacher forcing)."""
+    name -> {ids, prompt}), also the logits the model gives those tokens (NAME.teacher, teacher forcing); `not_greedy`:
+    why the model's last generate did not decode greedily, when it did not."""
     if STATE.outputs is None:
         return {"outputs": {}}
     arrays = _materialized()
     arrays.update({f"{tokens}.teacher": _to_numpy(logits) for tokens, logits in _teacher_logits(payload.get("teacher")).items()})
-    return {"outputs": _save(Path(payload["folder"]), arrays)}
+    model = getattr(STATE.obj, "model", None)
+    reason = teacher.not_greedy_last(model) if model is not None else None
+    decoded = {"not_greedy": reason} if reason else {}
+    return {"outputs": _save(Path(payload["folder"]), arrays), **decoded}
 
 
 def seeded_outputs(payload: dict[str, Any]) -> dict[str, Any]:
@@ -230,7 +234,9 @@ def score(payload: dict[str, Any]) -> dict[str, Any]:
 def twin(payload: dict[str, Any]) -> dict[str, Any]:
     """Make the built baseline its own twin, in place: the model's weights and the workload's tensors upcast to float32
     (float64 on a CPU), inputs cast on their way into the model; then one step and its outputs saved as `outputs`
-    saves them. The derived tolerance measures every output against these (tools/workload/twin.py)."""
+    saves them. The derived tolerance measures every output against these (tools/workload/twin.py). On a CPU a
+    float64 step that raises is taken again in float32 and said (`twin_note`): transformers' mixture-of-experts layers
+    call torch's grouped_mm, which has no float64 (held-out Mixtral and Qwen2-MoE froze with no twin at all)."""
     torch = _torch()
     model = getattr(STATE.obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
@@ -238,12 +244,23 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
     narrow = next(((name, p.dtype) for name, p in model.named_parameters() if not p.dtype.is_floating_point), None)
     if narrow is not None:
         raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
-    dtype = torch.float32 if STATE.gpu else torch.float64
-    model.to(dtype)
-    STATE.obj.__dict__.update({key: teacher.upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
-    model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, dtype), teacher.upcast(torch, kwargs, dtype)), with_kwargs=True)
-    _one_step()
-    return {**outputs(payload), "dtype": str(dtype).removeprefix("torch.")}
+    dtypes = [torch.float32] if STATE.gpu else [torch.float64, torch.float32]
+    cast = {"to": dtypes[0]}  # what the hook casts the model's inputs to: the twin's dtype
+    model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, cast["to"]), teacher.upcast(torch, kwargs, cast["to"])),
+                                    with_kwargs=True)
+    note = {}
+    for dtype in dtypes:
+        cast["to"] = dtype
+        model.to(dtype)
+        STATE.obj.__dict__.update({key: teacher.upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
+        try:
+            _one_step()
+            break
+        except Exception as exc:  # noqa: BLE001 - float64 missing from a kernel the model calls: the float32 twin next
+            if dtype is dtypes[-1]:
+                raise
+            note = {"twin_note": f"a float64 twin raised ({type(exc).__name__}: {str(exc)[:160]}): the twin is float32"}
+    return {**outputs(payload), "dtype": str(dtype).removeprefix("torch."), **note}
 
 
 def trace(payload: dict[str, Any]) -> dict[str, Any]:

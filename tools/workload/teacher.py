@@ -14,9 +14,22 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+from hyperloom.tools.workload.decode_loop import not_greedy
+
 GENERATE_INPUTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 """A model -> the input of its last generate call: an encoder-decoder's encoder input (its main input, attention_mask),
 a decoder's prompt (input_ids, attention_mask)."""
+
+
+GENERATE_KWARGS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+"""A model -> the keyword arguments of its last generate call, read by `not_greedy_last` off the timed path."""
+
+
+def not_greedy_last(model: Any) -> str | None:
+    """Why `model`'s last generate call did not pick each token as the argmax of its raw logits (decode_loop.not_greedy;
+    None: it did, or no generate was recorded): the near-tie gate judges greedy decoding only (freeze refuses otherwise)."""
+    kwargs = GENERATE_KWARGS.get(model)
+    return None if kwargs is None else not_greedy(model, kwargs)
 
 
 def record_generate_inputs(model: Any) -> None:
@@ -34,6 +47,7 @@ def record_generate_inputs(model: Any) -> None:
     @functools.wraps(original)
     def generate(inputs: Any = None, **kwargs: Any) -> Any:
         given = kwargs.get(main) if inputs is None else inputs
+        GENERATE_KWARGS[model] = dict(kwargs)
         if getattr(given, "dim", lambda: 0)() >= 2:
             GENERATE_INPUTS[model] = {main: given, "attention_mask": kwargs.get("attention_mask")}
         else:
