@@ -68,6 +68,17 @@ def test_a_token_outside_the_reference_s_top_k_and_an_id_missing_from_a_list_are
     assert judge(side(below), side(REFERENCE), TOL)[0]
 
 
+def test_a_parting_to_a_token_outside_the_reference_s_top_k_says_when_more_log_probabilities_would_decide_it():
+    """A token outside the reference's top k is refused; where the reference's lowest listed value is within the
+    tolerance of its pick (a held-out bf16 mixture of experts: near-tie atol 3.9 nats, top 8), the gate cannot tell a
+    near tie from a wrong token and says to return more log-probabilities."""
+    elsewhere = [(7, REFERENCE[0][1]), *REFERENCE[1:]]  # the same lists, another token: 7, unlisted
+    passed, detail = judge(side(elsewhere), side(REFERENCE), TOL)
+    assert not passed and "token 7, not among the reference's top 3 (it chose 1)" in detail and "more log-probabilities" not in detail, detail
+    passed, detail = judge(side(elsewhere), side(REFERENCE), OutputTolerance(atol=1.0))  # 1.5 nats from its pick to its lowest: within 2 x 1.0
+    assert not passed and "a near tie cannot be told from a wrong token; return more log-probabilities (k above 3)" in detail, detail
+
+
 def test_drift_before_a_parting_nan_a_changed_prompt_and_a_shorter_run_are_refused():
     drifted = [REFERENCE[0], (3, {3: -1.20, 2: -1.21, 4: -3.0}), REFERENCE[2]]
     passed, detail = judge(side(drifted), side(REFERENCE), TOL)

@@ -128,7 +128,11 @@ def _row(b: int, candidate: Generated, reference: Generated, tolerance: OutputTo
         if theirs not in values:
             return Row(failure=f"row {b} step {t}: the reference's own token {theirs} is not among its top {k}: return more log-probabilities")
         if mine not in values:
-            return Row(failure=f"row {b} step {t}: token {mine}, not among the reference's top {k} (it chose {theirs})")
+            lowest = min(values.values())
+            undecided = values[theirs] - lowest <= _allowed(values[theirs], tolerance) + _allowed(lowest, tolerance)
+            return Row(failure=f"row {b} step {t}: token {mine}, not among the reference's top {k} (it chose {theirs})"
+                       + (f", whose lowest is within the tolerance of its pick: a near tie cannot be told from a wrong token; return more "
+                          f"log-probabilities (k above {k})" if undecided else ""))
         margin, bound = values[theirs] - values[mine], _allowed(values[theirs], tolerance) + _allowed(values[mine], tolerance)
         if margin > bound:
             return Row(failure=f"row {b} step {t}: token {mine} where the reference chose {theirs} by {margin:.3g} nats, more than a tie within the tolerance ({bound:.3g})")
