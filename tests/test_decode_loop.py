@@ -162,10 +162,12 @@ def test_a_call_the_loop_does_not_cover_exactly_is_named(model, prompt, change, 
     assert decode_loop.uncovered(model, prompt, dict(GREEDY)) is None
 
 
-def test_padding_and_a_logits_processor_in_the_models_config_are_not_covered(model, prompt):
+def test_right_padding_and_a_logits_processor_in_the_models_config_are_not_covered(model, prompt):
     padded = torch.ones_like(prompt)
     padded[0, :3] = 0
-    assert "padded batch" in decode_loop.uncovered(model, prompt, {**GREEDY, "attention_mask": padded})
+    assert decode_loop.uncovered(model, prompt, {**GREEDY, "attention_mask": padded}) is None  # left padding: covered
+    assert "padded on the right" in decode_loop.uncovered(model, prompt, {**GREEDY, "attention_mask": padded.flip(-1)})
+    assert "not of the prompt's shape" in decode_loop.uncovered(model, prompt, {**GREEDY, "attention_mask": padded[:, 1:]})
     model.generation_config.repetition_penalty = 1.3
     assert "repetition_penalty" in decode_loop.uncovered(model, prompt, dict(GREEDY))
     assert "2-D input_ids" in decode_loop.uncovered(model, prompt[0], dict(GREEDY))
@@ -228,6 +230,7 @@ def test_a_profiled_stack_reports_the_kv_bytes_its_replayed_steps_read_for_the_r
 
 
 FAMILIES = {  # held-out families the loop was not written for: each forward reads the mask or positions its own way
+    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)),
     "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=64, ffn_dim=128, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=64)),
     "bloom": ("BloomConfig", "BloomForCausalLM", dict(hidden_size=64, n_layer=2, n_head=4, attn_implementation="eager")),  # ALiBi from the mask's length
     "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4, n_positions=256)),  # its EOS (50,256) past this vocabulary
@@ -236,22 +239,33 @@ FAMILIES = {  # held-out families the loop was not written for: each forward rea
 }
 
 
+@pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_the_loop_gives_transformers_tokens_on_model_families_it_was_not_written_for(family):
+def test_the_loop_gives_transformers_tokens_on_model_families_it_was_not_written_for(family, padded):
     """OPT counts its positions from the mask, Bloom builds ALiBi from its length: a 2-D mask over the whole static cache
-    (the loop's until this test) raised in both; generate passes a static cache's forward none for an unpadded batch."""
+    (the loop's until this test) raised in both; generate passes a static cache's forward none for an unpadded batch. A
+    left-padded batch (prompts of unequal lengths, as a tokenizer pads them for generate) fell back to generate, the
+    lever NO_OP on a held-out padded Llama: it now gets the mask over the whole cache and each row's positions from its
+    first real token, on a model whose forward takes position_ids (Bloom's, without, still falls back, saying so)."""
     config_name, model_name, shape = FAMILIES[family]
     torch.manual_seed(0)
     config = getattr(transformers, config_name)(**{"vocab_size": 512, "initializer_range": 0.5, "attn_implementation": "sdpa", **shape})
     tiny = getattr(transformers, model_name)(config).eval()
-    prompt = torch.randint(1, 512, (2, 20), generator=torch.Generator().manual_seed(1))
+    prompt = torch.randint(1, 512, (3, 20), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones_like(prompt)
+    if padded:
+        mask[1, :5], mask[2, :11] = 0, 0
+        prompt[mask == 0] = 0
     asked = dict(GREEDY, return_dict_in_generate=True, output_logits=True)
     with torch.inference_mode():
-        theirs = tiny.generate(prompt, attention_mask=torch.ones_like(prompt), **asked)
+        theirs = tiny.generate(prompt, attention_mask=mask, **asked)
         decode_loop.install(tiny, compiled=False)
         before = decode_loop.COUNTS.snapshot()
-        ours = tiny.generate(prompt, attention_mask=torch.ones_like(prompt), **asked)
+        ours = tiny.generate(prompt, attention_mask=mask, **asked)
     counted = decode_loop.COUNTS.since(before)
+    if padded and family == "bloom":
+        assert counted["loop"] == 0 and list(counted["fallbacks"]) == ["a padded batch on BloomForCausalLM (the loop gives padded rows their positions through position_ids)"]
+        return
     assert (counted["loop"], counted["fallbacks"], counted["steps"]) == (1, {}, 9), counted
     assert torch.equal(ours.sequences, theirs.sequences), (family, theirs.sequences, ours.sequences)
     assert torch.allclose(torch.stack(ours.logits), torch.stack(theirs.logits), atol=1e-4, rtol=1e-4)
@@ -296,3 +310,50 @@ def test_a_library_s_raise_under_a_lever_names_the_lever_s_frame_beside_the_libr
     with pytest.raises(ValueError) as direct:
         Library().generate(None)
     assert "through" not in _innermost(direct.value)
+
+
+PADDED = '''
+import torch
+import transformers
+
+class Batch:
+    def __init__(self):
+        torch.manual_seed(0)
+        torch.set_num_threads(1)
+        config = transformers.LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                                          vocab_size=256, initializer_range=0.3, pad_token_id=0)
+        self.model = transformers.LlamaForCausalLM(config).to(torch.bfloat16).eval()
+        self.prompt = torch.zeros(2, 12, dtype=torch.long)
+        self.mask = torch.ones_like(self.prompt)
+        self.mask[1, :5] = 0  # the second prompt 5 tokens shorter, left-padded as a tokenizer pads for generate
+        self.inputs(0)
+
+    def inputs(self, seed):
+        drawn = torch.randint(3, 256, tuple(self.prompt.shape), generator=torch.Generator().manual_seed(seed))
+        self.prompt.copy_(drawn * self.mask)
+
+    def step(self):
+        with torch.inference_mode():
+            out = self.model.generate(self.prompt, attention_mask=self.mask, max_new_tokens=6, min_new_tokens=6, do_sample=False,
+                                      return_dict_in_generate=True, output_logits=True)
+        top = torch.stack(out.logits, dim=1).float().log_softmax(-1).topk(8, dim=-1)
+        self.result = {"tokens": out.sequences, "tokens.top_ids": top.indices, "tokens.top_logprobs": top.values}
+
+    def outputs(self):
+        return self.result
+
+def build():
+    return Batch()
+'''
+
+
+def test_a_left_padded_batch_takes_the_loop_and_passes_the_twin_rule_with_its_tokens_scored_under_their_mask(workspace):
+    """A held-out padded Llama: the loop fell back (NO_OP), and once it took the batch its tokens were teacher-forced
+    without their mask (the recorder sat under the loop, which replaces generate): rel_l2 5.4x the baseline's, REJECTED.
+    The loop takes it now, and the recorder, outermost, gives teacher forcing the mask."""
+    (workspace.root / "padded.py").write_text(PADDED)
+    workload_freeze(WorkloadFreezeRequest(workload="padded.py:build", name="padded", timeout_s=300), workspace)
+    [stacked] = workload_bench(WorkloadBenchRequest(name="padded", candidates=[["static_cache", "decode_loop"]], **FAST), workspace).candidates
+    assert stacked.verdict in ("FASTER", "NOT_FASTER"), stacked.reason
+    loop = next(e for e in stacked.engagement if e.lever == "decode_loop")
+    assert loop.engaged and "took the loop" in loop.evidence, loop.evidence

@@ -8,8 +8,9 @@ was busy about a fifth of such a step (results/h200/static_decode). The loop doe
 (the same cache, mask, positions and argmax; EOS banned before min_new_tokens; after a row's EOS the pad, fed back as
 generate feeds it, on the device; the output cut where the last row stopped, once at the end instead of a sync each
 token; each token's raw logits in float32 when the call asks for them with return_dict_in_generate and output_logits)
-and replaces `model.generate` on the workload's model. It takes only a call it covers exactly; any other (sampling,
-beams, padding, a logits processor, a dynamic cache) runs transformers' own generate, counted with its reason: a lever that fell back did not take effect.
+and replaces `model.generate` on the workload's model. It takes only a call it covers exactly (a left-padded batch too,
+on a model whose forward takes position_ids); any other (sampling, beams, a logits processor, a dynamic cache) runs
+transformers' own generate, counted with its reason: a lever that fell back did not take effect.
 """
 
 from __future__ import annotations
@@ -82,11 +83,13 @@ class GreedyDecode:
             COUNTS.fallbacks[reason] += 1
             return self.original(input_ids, **kwargs)
         COUNTS.loop += 1
-        return self.decode(input_ids, plan_of(self.model, input_ids, kwargs))
+        return self.decode(input_ids, plan_of(self.model, input_ids, kwargs), _padding(kwargs.get("attention_mask")))
 
-    def decode(self, input_ids: Any, plan: Plan) -> Any:
+    def decode(self, input_ids: Any, plan: Plan, padding: Any = None) -> Any:
         """Prefill the prompt, then `plan.new_tokens - 1` replayed steps, then EOS applied as generate applies it; the
-        prompt and the tokens, as generate returns them."""
+        prompt and the tokens, as generate returns them. `padding`: a left-padded batch's attention mask (zeros on its
+        pads), given to every forward over the whole cache with each row's positions counted from its first real token,
+        as generate counts them."""
         torch = self.torch
         batch, prompt = input_ids.shape
         total = prompt + plan.new_tokens
@@ -94,12 +97,13 @@ class GreedyDecode:
         device = input_ids.device
         if self.positions is None or self.positions.numel() < total or self.positions.device != device:
             self.positions = torch.arange(total, device=device)
+        padded = _padded_inputs(torch, padding, total) if padding is not None else None
         tokens = torch.empty(batch, total, dtype=input_ids.dtype, device=device)
         tokens[:, :prompt] = input_ids
         kept: list[Any] = []  # each token's raw logits, float32, when the call asks for them
         with torch.no_grad():
             logits = self.model(input_ids=input_ids, cache_position=self.positions[:prompt], use_cache=True, **{self.cache_word: cache},
-                                **_position_ids(self.positions[:prompt], batch, self.takes_positions), **self.keep_last).logits[:, -1, :]
+                                **self._extra(self.positions, padded, 0, prompt, batch), **self.keep_last).logits[:, -1, :]
             banned = _banned(torch, plan, logits.shape[-1], device)  # EOS while fewer than min_new_tokens are out, or None
             token = _greedy(logits, None if banned is None else banned[0])
             stops = torch.tensor(plan.eos, device=device) if plan.eos else None
@@ -112,7 +116,7 @@ class GreedyDecode:
             for at in range(prompt, total - 1):
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
-                token, logits = self.step(self.model, token, self.positions[at:at + 1], {self.cache_word: cache}, self.takes_positions,
+                token, logits = self.step(self.model, token, self.positions[at:at + 1], {self.cache_word: cache, **self._extra(self.positions, padded, at, at + 1, batch)},
                                           None if banned is None else banned[at + 1 - prompt])
                 token = token.clone()  # the graph's outputs are overwritten by its next replay
                 if done is not None:
@@ -124,6 +128,13 @@ class GreedyDecode:
         if plan.eos:
             tokens = _stopped_at_eos(torch, tokens, prompt, plan)
         return _returned(tokens, kept[:tokens.shape[1] - prompt], cache, plan)
+
+    def _extra(self, positions: Any, padded: tuple[Any, Any] | None, start: int, end: int, batch: int) -> dict[str, Any]:
+        """The forward's position ids for slots start:end (where it takes them) and, for a padded batch, its mask over the whole cache."""
+        if padded is None:
+            return _position_ids(positions[start:end], batch, self.takes_positions)
+        mask, rows = padded
+        return {"attention_mask": mask, "position_ids": rows[:, start:end]}
 
     def _cache(self, batch: int, total: int) -> Any:
         from transformers import StaticCache
@@ -172,14 +183,26 @@ def plan_of(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> Plan:
                 as_dict, as_dict and bool(_setting(model, kwargs, "output_logits")))
 
 
-def _decode_step(model: Any, token: Any, position: Any, cache: dict[str, Any], with_positions: bool, banned: Any) -> tuple[Any, Any]:
-    """One token: the forward at `position` over the cache, argmax; the token and the raw logits it was chosen from. No
-    2-D attention mask, as generate passes none to a static cache's forward of an unpadded batch: the model masks the
-    slots past `position` from `cache_position` (a mask over the whole cache instead broke OPT's positions, Bloom's
-    ALiBi and Mamba's state); `position_ids` given where the forward takes them."""
-    logits = model(input_ids=token, cache_position=position, use_cache=True, **_position_ids(position, token.shape[0], with_positions),
-                   **cache).logits[:, -1, :]
+def _decode_step(model: Any, token: Any, position: Any, extra: dict[str, Any], banned: Any) -> tuple[Any, Any]:
+    """One token: the forward at `position` over the cache, argmax; the token and the raw logits it was chosen from.
+    `extra`: the cache, `position_ids` where the forward takes them, and a 2-D mask only for a padded batch: generate
+    passes none to a static cache's forward of an unpadded batch, the model masking the slots past `position` from
+    `cache_position` (a mask over the whole cache broke OPT's positions, Bloom's ALiBi and Mamba's state)."""
+    logits = model(input_ids=token, cache_position=position, use_cache=True, **extra).logits[:, -1, :]
     return _greedy(logits, banned), logits
+
+
+def _padding(mask: Any) -> Any:
+    """A left-padded batch's attention mask (None: no mask, or no zeros in it)."""
+    return None if mask is None or bool(mask.all()) else mask
+
+
+def _padded_inputs(torch: Any, mask: Any, total: int) -> tuple[Any, Any]:
+    """A padded batch's mask over the whole cache (the prompt's, then ones) and each row's position ids, counted from
+    its first real token (pads at 1), as generate counts them."""
+    whole = torch.ones(mask.shape[0], total, dtype=mask.dtype, device=mask.device)
+    whole[:, :mask.shape[1]] = mask
+    return whole, (whole.long().cumsum(-1) - 1).masked_fill(whole == 0, 1)
 
 
 def _position_ids(positions: Any, batch: int, taken: bool) -> dict[str, Any]:
@@ -285,8 +308,13 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
         if asked:
             return f"{asked} (the loop returns the tokens and their logits only)"
     mask = kwargs.get("attention_mask")
-    if mask is not None and (tuple(mask.shape) != tuple(input_ids.shape) or not bool(mask.all())):
-        return "a padded batch (an attention_mask with zeros)"
+    if mask is not None and tuple(mask.shape) != tuple(input_ids.shape):
+        return "an attention_mask not of the prompt's shape"
+    if _padding(mask) is not None:
+        if not bool((mask[:, 1:] >= mask[:, :-1]).all()):
+            return "a batch padded on the right or inside a prompt (the loop takes left padding, as generate wants it)"
+        if "position_ids" not in inspect.signature(model.forward).parameters:
+            return f"a padded batch on {type(model).__name__} (the loop gives padded rows their positions through position_ids)"
     return None
 
 

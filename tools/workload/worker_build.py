@@ -44,9 +44,10 @@ def bind(obj: Any, workload: str) -> None:
 def apply_levers(torch: Any) -> None:
     """The levers that act on the built workload, in their order: the model's own changes first (fused projections, then
     weight-only quantization, the memory format, the kernels' routes: compile acts on the changed model), then compile and the decode loop, then the static cache (its
-    count wraps whatever generate is now). First of all the model's generate records its input (an encoder-decoder's
-    encoder input, a decoder's padded prompt: for teacher forcing its tokens; teacher.py), under whatever the levers wrap around it."""
-    teacher.record_generate_inputs(getattr(STATE.obj, "model", None))
+    count wraps whatever generate is now). Last, the model's generate records its input (an encoder-decoder's encoder
+    input, a decoder's padded prompt: for teacher forcing its tokens; teacher.py), around whatever the levers put in
+    place: the decode loop, which replaces generate, would not call a recorder under it (a padded held-out Llama's
+    static_cache + decode_loop was refused, its tokens scored without their mask)."""
     for lever in STATE.levers:
         if lever["kind"] == "fusion":
             from hyperloom.tools.workload import fused_projections
@@ -71,6 +72,7 @@ def apply_levers(torch: Any) -> None:
     for lever in STATE.levers:
         if lever["kind"] == "cache":
             model_changes.static_cache(getattr(STATE.obj, "model", None))
+    teacher.record_generate_inputs(getattr(STATE.obj, "model", None))
 
 
 def toolchain(torch: Any) -> dict[str, str]:
