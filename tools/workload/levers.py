@@ -145,8 +145,9 @@ CATALOG: tuple[Lever, ...] = (
           value="cudagraph_step_begin", needs="graph_launch"),
     Lever("decode_loop", "generate", ANY, "transformers' greedy generate on a static KV cache as one loop of Hyperloom's: a "
           "prefill, then per token one step (forward, causal mask, argmax, cache write) compiled once and replayed from "
-          "CUDA/HIP graphs (eager on a CPU), no host sync between tokens (EOS applied once at the end); a call it does not "
-          "cover exactly (a dynamic cache, sampling, beams, padding, a logits processor) runs transformers' own generate, "
+          "CUDA/HIP graphs (eager on a CPU), no host sync between tokens (EOS applied once at the end; a left-padded batch "
+          "where the forward takes position_ids); a call it does not cover exactly (a dynamic cache, sampling, beams, right "
+          "padding, a logits processor) runs transformers' own generate, "
           "and then the lever did not take effect", "every generate call of a profiled step took the loop, none fell back",
           value="decode_loop", needs="static_cache", brings=frozenset({"graph_launch"})),  # on a GPU; what waits for it runs only there
     Lever("inductor_coordinate_descent", "setting", GPU, "Inductor's coordinate-descent tuning of its Triton kernels' launch "
