@@ -357,3 +357,14 @@ def test_a_left_padded_batch_takes_the_loop_and_passes_the_twin_rule_with_its_to
     assert stacked.verdict in ("FASTER", "NOT_FASTER"), stacked.reason
     loop = next(e for e in stacked.engagement if e.lever == "decode_loop")
     assert loop.engaged and "took the loop" in loop.evidence, loop.evidence
+
+
+def test_a_processor_that_only_bans_tokens_keeps_generate_greedy_for_the_gate_not_for_the_loop(model, prompt):
+    """Whisper's generation_config bans tokens from its first step (begin_suppress_tokens): each token is still the
+    argmax of those left, as the near-tie gate reads it (a held-out Whisper was refused as "not greedy" for it); the loop,
+    which applies no such processor, still does not take the call. A penalty is not greedy for either."""
+    model.generation_config.begin_suppress_tokens = [5, 7]
+    assert decode_loop.not_greedy(model, dict(GREEDY), bans_too=False) is None
+    assert "begin_suppress_tokens" in decode_loop.not_greedy(model, dict(GREEDY)) and "begin_suppress_tokens" in decode_loop.uncovered(model, prompt, dict(GREEDY))
+    assert "generate argument repetition_penalty" in decode_loop.not_greedy(model, {**GREEDY, "repetition_penalty": 1.2}, bans_too=False)
+    assert decode_loop.not_greedy(model, {**GREEDY, "suppress_tokens": [3]}, bans_too=False) is None

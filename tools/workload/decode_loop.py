@@ -318,18 +318,25 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
     return None
 
 
-def not_greedy(model: Any, kwargs: dict[str, Any]) -> str | None:
+BANS = frozenset({"suppress_tokens", "begin_suppress_tokens", "bad_words_ids", "forced_bos_token_id", "forced_decoder_ids"})
+"""generation_config fields whose processors only ban tokens or force the first ones: each token is still the argmax of
+those left, as the near-tie gate reads it (Whisper's config bans some from the first step), though the loop, which
+does not apply them, does not cover them."""
+
+
+def not_greedy(model: Any, kwargs: dict[str, Any], bans_too: bool = True) -> str | None:
     """Why a generate call with `kwargs` does not pick each token as the argmax of the model's raw logits (None: it
-    does): sampling, beams, or a logits processor or stopping rule set in the call or the model's generation_config."""
+    does): sampling, beams, or a logits processor or stopping rule set in the call or the model's generation_config;
+    with `bans_too` False, one that only bans or forces tokens (BANS) is not a reason."""
     if _setting(model, kwargs, "do_sample"):
         return "sampling (do_sample)"
     if (_setting(model, kwargs, "num_beams") or 1) != 1:
         return f"beam search (num_beams={_setting(model, kwargs, 'num_beams')})"
-    default = _default_config()
-    asked = next((key for key in sorted(kwargs) if key in default and key not in INERT_CONFIG and kwargs[key] != default[key]), None)
+    default, inert = _default_config(), INERT_CONFIG if bans_too else INERT_CONFIG | BANS
+    asked = next((key for key in sorted(kwargs) if key in default and key not in inert and kwargs[key] != default[key]), None)
     if asked:
         return f"generate argument {asked} shapes the tokens (a logits processor or stopping rule)"
-    shaping = _shaping_config(model)
+    shaping = _shaping_config(model, inert)
     return f"generation_config.{shaping} shapes the tokens (a logits processor or stopping rule)" if shaping else None
 
 
@@ -337,9 +344,9 @@ def _setting(model: Any, kwargs: dict[str, Any], name: str) -> Any:
     return kwargs[name] if name in kwargs else getattr(model.generation_config, name, None)
 
 
-def _shaping_config(model: Any) -> str | None:
+def _shaping_config(model: Any, inert: frozenset[str] = INERT_CONFIG) -> str | None:
     ours, default = model.generation_config.to_dict(), _default_config()
-    return next((key for key, value in sorted(ours.items()) if key not in INERT_CONFIG and default.get(key, value) != value), None)
+    return next((key for key, value in sorted(ours.items()) if key not in inert and default.get(key, value) != value), None)
 
 
 @functools.cache

@@ -29,7 +29,7 @@ def not_greedy_last(model: Any) -> str | None:
     """Why `model`'s last generate call did not pick each token as the argmax of its raw logits (decode_loop.not_greedy;
     None: it did, or no generate was recorded): the near-tie gate judges greedy decoding only (freeze refuses otherwise)."""
     kwargs = GENERATE_KWARGS.get(model)
-    return None if kwargs is None else not_greedy(model, kwargs)
+    return None if kwargs is None else not_greedy(model, kwargs, bans_too=False)
 
 
 def record_generate_inputs(model: Any) -> None:
@@ -37,8 +37,8 @@ def record_generate_inputs(model: Any) -> None:
     teacher-forced as generate ran them: an encoder-decoder's decoder tokens beside the encoder input they came from (its
     main input, `main_input_name`: a text model's input_ids, Whisper's input_features, a vision encoder's pixel_values),
     a decoder's left-padded prompt with its attention mask. An input given as embeddings is not recorded (an
-    encoder-decoder's tokens are then not scored). Wraps the instance's generate, under every lever (a decode loop or a
-    static cache wraps this one); a no-op on a model without generate."""
+    encoder-decoder's tokens are then not scored). Wraps the instance's generate around every lever (applied last: the
+    decode loop replaces generate and would not call a recorder under it); a no-op on a model without generate."""
     if not callable(getattr(model, "generate", None)):
         return
     original = model.generate
