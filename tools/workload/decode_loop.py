@@ -83,7 +83,7 @@ class GreedyDecode:
             COUNTS.fallbacks[reason] += 1
             return self.original(input_ids, **kwargs)
         COUNTS.loop += 1
-        return self.decode(input_ids, plan_of(self.model, input_ids, kwargs), _padding(kwargs.get("attention_mask")))
+        return self.decode(input_ids, plan_of(self.model, input_ids, kwargs), padding_mask(kwargs.get("attention_mask")))
 
     def decode(self, input_ids: Any, plan: Plan, padding: Any = None) -> Any:
         """Prefill the prompt, then `plan.new_tokens - 1` replayed steps, then EOS applied as generate applies it; the
@@ -97,7 +97,7 @@ class GreedyDecode:
         device = input_ids.device
         if self.positions is None or self.positions.numel() < total or self.positions.device != device:
             self.positions = torch.arange(total, device=device)
-        padded = _padded_inputs(torch, padding, total) if padding is not None else None
+        padded = padded_inputs(torch, padding, total) if padding is not None else None
         tokens = torch.empty(batch, total, dtype=input_ids.dtype, device=device)
         tokens[:, :prompt] = input_ids
         kept: list[Any] = []  # each token's raw logits, float32, when the call asks for them
@@ -192,12 +192,12 @@ def _decode_step(model: Any, token: Any, position: Any, extra: dict[str, Any], b
     return _greedy(logits, banned), logits
 
 
-def _padding(mask: Any) -> Any:
-    """A left-padded batch's attention mask (None: no mask, or no zeros in it)."""
+def padding_mask(mask: Any) -> Any:
+    """A batch's attention mask where it pads a row (None: no mask, or no zeros in it; uncovered asks that it pads on the left)."""
     return None if mask is None or bool(mask.all()) else mask
 
 
-def _padded_inputs(torch: Any, mask: Any, total: int) -> tuple[Any, Any]:
+def padded_inputs(torch: Any, mask: Any, total: int) -> tuple[Any, Any]:
     """A padded batch's mask over the whole cache (the prompt's, then ones) and each row's position ids, counted from
     its first real token (pads at 1), as generate counts them."""
     whole = torch.ones(mask.shape[0], total, dtype=mask.dtype, device=mask.device)
@@ -310,7 +310,7 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
     mask = kwargs.get("attention_mask")
     if mask is not None and tuple(mask.shape) != tuple(input_ids.shape):
         return "an attention_mask not of the prompt's shape"
-    if _padding(mask) is not None:
+    if padding_mask(mask) is not None:
         if not bool((mask[:, 1:] >= mask[:, :-1]).all()):
             return "a batch padded on the right or inside a prompt (the loop takes left padding, as generate wants it)"
         if "position_ids" not in inspect.signature(model.forward).parameters:

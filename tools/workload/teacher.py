@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from hyperloom.tools.workload.decode_loop import not_greedy
+from hyperloom.tools.workload.decode_loop import not_greedy, padded_inputs, padding_mask
 
 GENERATE_INPUTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 """A model -> the input of its last generate call: an encoder-decoder's encoder input (its main input, attention_mask),
@@ -42,7 +42,7 @@ def record_generate_inputs(model: Any) -> None:
     if not callable(getattr(model, "generate", None)):
         return
     original = model.generate
-    main = getattr(model, "main_input_name", "input_ids") if _encoder_decoder(model) else "input_ids"
+    main = _main_input(model)
 
     @functools.wraps(original)
     def generate(inputs: Any = None, **kwargs: Any) -> Any:
@@ -59,6 +59,11 @@ def record_generate_inputs(model: Any) -> None:
 
 def _encoder_decoder(model: Any) -> bool:
     return bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
+
+
+def _main_input(model: Any) -> str:
+    """The generate input GENERATE_INPUTS keeps under its own name: an encoder-decoder's main input, a decoder's input_ids."""
+    return getattr(model, "main_input_name", "input_ids") if _encoder_decoder(model) else "input_ids"
 
 
 def logits(torch: Any, model: Any, requests: dict[str, Any] | None, context: Callable[[], AbstractContextManager[Any]],
@@ -91,7 +96,7 @@ def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: C
     recorded = GENERATE_INPUTS.get(model)
     if _encoder_decoder(model):
         encoder = recorded if encoder_recorded else None
-        if encoder is None or encoder[getattr(model, "main_input_name", "input_ids")].shape[0] != len(ids):
+        if encoder is None or encoder[_main_input(model)].shape[0] != len(ids):
             return None
         inputs = {**encoder, "decoder_input_ids": inputs["input_ids"]}
     else:
@@ -110,16 +115,16 @@ def _padded_prompt(torch: Any, model: Any, recorded: dict[str, Any] | None, ids:
     token (as generate counts them). Empty where the prompt was not padded or is not the recorded one (ids compared):
     without them a padded row attends to its pads at shifted positions (a held-out Llama's padded row: logits 3.3 apart
     from generate's own, its honest partings refused). A model whose forward takes no position ids gets the mask alone."""
-    mask = None if recorded is None else recorded.get("attention_mask")
+    mask = None if recorded is None else padding_mask(recorded.get("attention_mask"))
     given = None if recorded is None else recorded.get("input_ids")
-    if mask is None or given is None or bool(mask.all()) or tuple(given.shape) != (ids.shape[0], prompt):
+    if mask is None or given is None or tuple(given.shape) != (ids.shape[0], prompt):
         return {}
     if not torch.equal(given.to(ids.device), ids[:, :prompt]):
         return {}
-    mask = torch.cat([mask.to(ids.device), torch.ones(ids.shape[0], ids.shape[1] - prompt, dtype=mask.dtype, device=ids.device)], dim=1)
-    found = {"attention_mask": mask}
+    whole, positions = padded_inputs(torch, mask.to(ids.device), ids.shape[1])  # as the decode loop gives a padded batch
+    found = {"attention_mask": whole}
     if "position_ids" in inspect.signature(model.forward).parameters:
-        found["position_ids"] = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 1)
+        found["position_ids"] = positions
     return found
 
 
