@@ -40,7 +40,7 @@ STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "
           "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
           "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"), "fused+gemv": ("fuse", "gemv"),
           "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"),
-          "fused+attn+combo": ("fuse", "attn", "combo")}
+          "fused+attn+combo": ("fuse", "attn", "combo"), "fused+attn+gemv-act+combo": ("fuse", "attn", "gemv", "nofold", "act", "combo")}
 # cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
 # one's A/B); attn: the decode_attention lever; gemv: the decode_gemv lever (its launch params from --gemv-params;
 # nofold: without folding the RMSNorms into it; act: the MLPs' activation folded into the down projection's GEMV;
@@ -147,6 +147,8 @@ def main(args: argparse.Namespace) -> None:
     shape = SMALL if args.small else LLAMA_1B
     bandwidth = copy_bandwidth_gb_s(device)
     rows = []
+    meta = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__, "copy_bandwidth_gb_s": bandwidth,
+            "tokens": args.tokens, "prompt": PROMPT, "shape": shape}
     for batch in [int(b) for b in args.batches.split(",")]:
         prompt = torch.randint(0, shape["vocab_size"], (batch, PROMPT), device=device, generator=None)
         plain_tokens, plain_roof_ms = None, None
@@ -185,12 +187,15 @@ def main(args: argparse.Namespace) -> None:
             del model
             if device == "cuda":
                 torch.cuda.empty_cache()
-    out = Path(args.out)
+            write(Path(args.out), meta, rows)  # after each row: a command cut at its limit keeps the rows it measured
+    print(f"copy bandwidth {bandwidth:.0f} GB/s (MEASURED here); wrote {Path(args.out) / 'roof_decode.json'}")
+
+
+def write(out: Path, meta: dict, rows: list[dict]) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    meta = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__, "copy_bandwidth_gb_s": bandwidth,
-            "tokens": args.tokens, "prompt": PROMPT, "shape": shape}
-    (out / "roof_decode.json").write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    print(f"copy bandwidth {bandwidth:.0f} GB/s (MEASURED here); wrote {out / 'roof_decode.json'}")
+    partial = out / "roof_decode.json.part"
+    partial.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
+    partial.replace(out / "roof_decode.json")
 
 
 if __name__ == "__main__":
