@@ -272,6 +272,28 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
 
 
 @in_fresh_interpreter
+def test_a_batch_s_decode_calls_run_cublas_unless_the_few_row_tile_is_asked_for_and_give_the_same_tokens(monkeypatch):
+    """A decode step of a batch of 3: each routed layer's call has 3 rows. By default they go to torch's linear, counted
+    as "a few rows" (EXPECTED: the kernel's few-row tile lost to cuBLAS at batch 8 on the H100), the activation's fold
+    too; with FEW_ROWS the kernel takes them. The tokens are generate's either way."""
+    from hyperloom.tools.workload import decode_gemv
+
+    plain, ids = _llama(), torch.randint(0, 300, (3, 9))
+    want = _generate(plain, ids)
+    for few, kernel_calls, fallbacks in ((False, 0, {"a GEMM": 2 * 4, "a few rows": 4 * 2 * 4}), (True, 4 * 2 * 4, {"a GEMM": 2 * 4})):
+        monkeypatch.setattr(decode_gemv, "FEW_ROWS", few)
+        routed = copy.deepcopy(plain)
+        decode_gemv.route(torch, routed)
+        before = decode_gemv.COUNTS.snapshot()
+        got = _generate(routed, ids)
+        counted = decode_gemv.COUNTS.since(before)
+        # 4 decode steps x 2 layers x 7 linears (the down projection's call with its activation folded in, or as written)
+        assert counted["kernel"] == (4 * 2 * 7 if few else 0) and counted["fallbacks"] == ({"a GEMM": 2 * 7} if few else {"a GEMM": 2 * 7, "a few rows": 4 * 2 * 7}), (few, counted)
+        assert torch.equal(got.sequences, want.sequences), few
+    assert "a few rows" in decode_gemv.EXPECTED
+
+
+@in_fresh_interpreter
 def test_the_gemv_route_names_the_matmul_layers_it_leaves_to_torch_on_a_family_without_plain_linears():
     """GPT-2 multiplies through transformers' Conv1D (its weight stored transposed), not torch.nn.Linear: nothing is
     routed, and the route says what it left and why instead of only that it found no plain layer."""

@@ -40,11 +40,14 @@ STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "
           "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
           "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"), "fused+gemv": ("fuse", "gemv"),
           "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"),
-          "fused+attn+combo": ("fuse", "attn", "combo"), "fused+attn+gemv-act+combo": ("fuse", "attn", "gemv", "nofold", "act", "combo")}
+          "fused+attn+combo": ("fuse", "attn", "combo"), "fused+attn+gemv-act+combo": ("fuse", "attn", "gemv", "nofold", "act", "combo"),
+          "attn+gemv-act+combo": ("attn", "gemv", "nofold", "act", "combo"),
+          "fused+attn+gemv-act-few+combo": ("fuse", "attn", "gemv", "nofold", "act", "few", "combo")}
 # cd: Inductor's coordinate-descent tuning for the stack's compiles; argmax1: decode_loop's one-pass argmax (the two-pass
 # one's A/B); attn: the decode_attention lever; gemv: the decode_gemv lever (its launch params from --gemv-params;
 # nofold: without folding the RMSNorms into it; act: the MLPs' activation folded into the down projection's GEMV;
-# combo: Inductor's combo kernels, independent small kernels of a graph launched as one)
+# combo: Inductor's combo kernels, independent small kernels of a graph launched as one; few: decode_gemv's few-row tile
+# for calls of 2-8 rows, cuBLAS's otherwise)
 
 
 def sync(device: str) -> None:
@@ -74,6 +77,7 @@ def build(shape: dict, stack: tuple[str, ...], device: str) -> LlamaForCausalLM:
     if "gemv" in stack:
         decode_gemv.FOLD_NORMS = "nofold" not in stack  # the fold on, unless asked off
         decode_gemv.FOLD_ACTS = "act" in stack
+        decode_gemv.FEW_ROWS = "few" in stack
         decode_gemv.route(torch, model)
     decode_loop.ARGMAX_CHUNK = 0 if "argmax1" in stack else 1024  # read when the step compiles, below
     decode_loop.install(model, compiled=device == "cuda")

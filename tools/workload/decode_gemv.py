@@ -13,11 +13,10 @@ projection's layer too; not the output embeddings, which cuBLAS reads near the r
 forward that sends a call of at most the kernel's MAX_ROWS rows to its custom op and any other (a prefill's GEMM)
 to torch's linear. A copy of a routed model is routed too (a kept worker's candidate).
 
-The tuned launch params were measured for one row and are used for one-row calls only: a few rows take the kernel's
-tensor-core tile (launch_params). On the H100 the sweep at batch 8 ran the one-row tiles (2 weight rows a program,
-a 16 x 2048 dot) on 8 rows: 9.09 s a 64-token generate, 13x slower than the eager baseline (results/h100/roof/session29).
-How the few-row tile compares with cuBLAS at batch 2-8 is not measured (gemv_sweep.py times one row): a campaign's
-sweep points time the whole stack there and record a REGRESSION where it loses.
+The tuned launch params were measured for one row and are used for one-row calls only. A call of 2 to MAX_ROWS rows
+goes to torch's linear (cuBLAS) unless FEW_ROWS is on: the kernel's few-row tensor-core tile lost to cuBLAS at batch 8
+on the H100, 4.3 ms of a 4.87 ms token where the stack without the GEMV took 1.92 (results/h100/roof/session33);
+before the one-row params were kept to one-row calls it was 13x slower than eager there (session 29).
 
 With FOLD_NORMS, a decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
 read only by the attention's q/k/v projections, `post_attention_layernorm` only by the MLP's gate/up; an RMSNorm as
@@ -46,7 +45,8 @@ FOLD_ACTS = True  # a gated MLP's silu(gate) * up folded into its down projectio
 ACTIVATIONS = ("SiLU", "SiLUActivation")  # torch's and transformers' SiLU modules: what the kernel's fold computes
 NORM_ATTR = "_hyperloom_folded_norm"  # on a routed layer: the RMSNorm it applies to its input (in __dict__: not a submodule)
 FOLDS = (("input_layernorm", "self_attn", ("q_proj", "k_proj", "v_proj")), ("post_attention_layernorm", "mlp", ("gate_proj", "up_proj")))
-EXPECTED = ("a GEMM",)  # a call with more rows than the kernel takes (a prefill): torch's linear, by design
+FEW_ROWS = False  # calls of 2..MAX_ROWS rows to the kernel's few-row tile (off: cuBLAS measured faster there); roof_decode.py's A/B sets it
+EXPECTED = ("a GEMM", "a few rows")  # a prefill's GEMM, a few rows without FEW_ROWS: torch's linear, by design
 KERNELS = ("gemv_kernel",)
 COUNTS = Counts()
 _STATE: dict[str, Any] = {}
@@ -182,9 +182,9 @@ def _install(torch: Any) -> None:
 
 def _forward(self: Any, x: Any) -> Any:
     norm = getattr(self, NORM_ATTR, None)
-    why = _STATE["launcher"].unsupported(x, self.weight, self.bias, None if norm is None else norm.weight)
+    why = _declined(x, self.weight, self.bias, None if norm is None else norm.weight)
     if why:
-        COUNTS.fell_back("a GEMM" if _a_gemm(why) else why)
+        COUNTS.fell_back(_expected(why) or why)
         return _STATE["linear"](x if norm is None else norm(x), self.weight, self.bias)
     if norm is None:
         return _STATE["op"](x, self.weight, self.bias, None, 0.0, None)
@@ -195,14 +195,26 @@ def _mlp_forward(self: Any, x: Any) -> Any:
     """A gated MLP with its activation folded into the down projection's GEMV (a call of more rows than the kernel
     takes: the MLP as written, the down projection's own forward counting its GEMM)."""
     gate, up, down = self.gate_proj(x), self.up_proj(x), self.down_proj
-    why = _STATE["launcher"].unsupported(gate, down.weight, down.bias, None, up)
+    why = _declined(gate, down.weight, down.bias, None, up)
     if why:
-        if not _a_gemm(why):  # counted by the down projection's own forward below
+        if not _expected(why):  # counted by the down projection's own forward below
             COUNTS.fell_back(why)
         return down(self.act_fn(gate) * up)
     return _STATE["op"](gate, down.weight, down.bias, None, 0.0, up)
 
 
-def _a_gemm(why: str) -> bool:
-    """The kernel declined the call for its rows (a prefill's GEMM: torch's linear by design, EXPECTED)."""
-    return why.endswith("more is a GEMM")
+def _declined(x: Any, weight: Any, bias: Any, norm: Any = None, up: Any = None) -> str:
+    """Why the call goes to torch's linear (empty: the kernel takes it): what the kernel cannot take, or a few rows
+    while FEW_ROWS is off."""
+    why = _STATE["launcher"].unsupported(x, weight, bias, norm, up)
+    rows = x.numel() // max(x.shape[-1], 1)
+    if not why and rows > 1 and not FEW_ROWS:
+        return f"{rows} rows: a few rows run cuBLAS (FEW_ROWS off: the kernel's few-row tile lost to it at batch 8)"
+    return why
+
+
+def _expected(why: str) -> str:
+    """The EXPECTED reason the call went to torch's linear by design (a prefill's GEMM, a few rows), or empty."""
+    if why.endswith("more is a GEMM"):
+        return "a GEMM"
+    return "a few rows" if "a few rows run cuBLAS" in why else ""
