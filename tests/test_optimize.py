@@ -841,6 +841,23 @@ def test_rivals_that_share_no_lever_with_an_unsteady_stack_are_tried_first():
                      ["compile", "skip_guard_eval"]], order
 
 
+def test_the_sweep_counts_the_final_stack_s_points_not_an_earlier_stack_s():
+    """The H100 campaign resumed after one more keep: batch 8 swept with the earlier stack, then with the final one, batch
+    32 never; the report said "2 of 2 declared point(s) swept". Only the final stack's distinct points count."""
+    from hyperloom.tools.optimize.models import Record
+    from hyperloom.tools.optimize.report import final_points_swept
+    from hyperloom.tools.workload.models import CandidateResult
+
+    def swept(levers, point, seq):
+        return Record(seq=seq, key=f"sweep{seq}", phase="sweep", reference=levers, proposer="campaign", note="", decision="MEASURED", point=point,
+                      result=CandidateResult(levers=levers, verdict="FASTER", reason="", speedup=2.0), device="gpu0", device_s=1.0, finished_at="now")
+
+    earlier, final = ["static_cache", "decode_loop"], ["static_cache", "decode_loop", "fuse_projections"]
+    records = [swept(earlier, {"batch": "8"}, 18), swept(final, {"batch": "8"}, 21)]
+    assert final_points_swept(records, final) == 1 and final_points_swept(records, earlier) == 1
+    assert final_points_swept(records + [swept(final, {"batch": "32"}, 22)], final) == 2
+
+
 def test_winners_are_ranked_by_their_own_legs_not_by_a_ratio_whose_reference_moved():
     """The conv net's levers phase on the H200 (session 24): compile read 2.81x beside a baseline running at 1.5x its
     solo pace, and was kept by that ratio, then revalidated at 1.82x; by its own legs the reduce-overhead compile was

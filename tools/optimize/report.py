@@ -85,13 +85,15 @@ def build_report(session: Session, workspace: Workspace, state: State | None = N
     records = ledger.records()
     baseline = ledger.get_json("baseline", None)
     points = baseline.get("points", []) if baseline else []
-    sweep = [r for r in records if r.phase == "sweep"]
     status = status_of(session, workspace, state, error)
+    swept = final_points_swept(records, status.stack)
+    earlier = sum(1 for r in records if r.phase == "sweep") - swept
     note = ("the workload declares no points (a `points` attribute: a list of knob dicts); nothing swept" if not points
             else "nothing kept: the baseline is the final stack, nothing to sweep" if not status.stack
-            else f"{len(sweep)} of {len(points)} declared point(s) swept" + ("" if len(sweep) == len(points) else " (the rest skipped or not reached: see notes)"))
+            else f"{swept} of {len(points)} declared point(s) swept with the final stack" + ("" if swept == len(points) else " (the rest skipped or not reached: see notes)")
+            + (f"; {earlier} sweep(s) of an earlier stack, kept below for the record" if earlier else ""))
     return OptimizeReport(
-        status=status, records=records, sweep_note=SweepNote(declared=len(points), swept=len(sweep), note=note),
+        status=status, records=records, sweep_note=SweepNote(declared=len(points), swept=swept, note=note),
         notes=ledger.get_json("notes", []), evidence=Evidence.model_validate(baseline["evidence"]) if baseline else None,
         report_md=workspace.relative(session.folder / REPORT), breakdown_json=workspace.relative(session.folder / BREAKDOWN), plot=None)
 
@@ -137,13 +139,21 @@ def markdown(report: OptimizeReport) -> str:
         lines += [f"| {r.seq} | {' + '.join(r.result.levers)} | {r.decision} | {r.result.verdict} | {_speed(r)} | {r.device_s:.1f} | {_why(r)} |" for r in revalidations]
     lines += ["", "## Sweep", "", report.sweep_note.note + "."]
     if sweep:
-        lines += ["", "| # | point | decision | verdict | speedup [95 %] | why |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r.seq} | {r.point} | {r.decision} | {r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in sweep]
+        lines += ["", "| # | point | stack | decision | verdict | speedup [95 %] | why |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.seq} | {r.point} | {' + '.join(r.result.levers) if r.result.levers != s.stack else 'the final stack'} | {r.decision} | "
+                  f"{r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in sweep]
     lines += ["", "## Budget and stop", "", f"{s.spent_device_s:.1f} of {s.budget_device_s:g} device-s spent (MEASURED: the wall time workers held a device). "
               f"Stopped: {s.stop_reason or '-'}."]
     if report.notes:
         lines += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def final_points_swept(records: list[Record], stack: list[str]) -> int:
+    """How many distinct points the final stack was swept at: a campaign resumed after another keep sweeps its new stack
+    again, and the earlier stack's sweeps do not count for it (on the H100 a resumed campaign said "2 of 2 declared
+    point(s) swept" with batch 8 swept twice, once per stack, and batch 32 never)."""
+    return len({tuple(sorted((r.point or {}).items())) for r in records if r.phase == "sweep" and r.result.levers == stack})
 
 
 def _split(records: list[Record]) -> tuple[list[Record], list[Record], list[Record]]:
