@@ -18,6 +18,7 @@ WORKLOAD = '''
 import threading
 import time
 import torch
+import torch._inductor.config
 
 BUILDS = []
 
@@ -44,7 +45,8 @@ class Small:
             self.y = self.model(self.x)
 
     def outputs(self):
-        return {"y": self.y, "builds": torch.tensor([self.builds]), "built_at": self.built_at}
+        settings = [torch.backends.cudnn.benchmark, torch.backends.cuda.matmul.allow_tf32, torch._inductor.config.combo_kernels]
+        return {"y": self.y, "builds": torch.tensor([self.builds]), "built_at": self.built_at, "settings": torch.tensor(settings)}
 
 def build(lock: bool = False, pause_s: float = 0.0, fail: bool = False):
     return Small(lock, pause_s, fail)
@@ -84,13 +86,32 @@ def test_a_kept_worker_serves_the_next_candidates_a_fresh_copy_without_building_
     assert spare.process is None
 
 
+def test_a_setting_lever_is_served_by_the_kept_worker_and_put_back_before_the_next_candidate(small, tmp_path):
+    """On the H100 a 1.2B decoder's combo-kernel candidate and its stack's reference were each built afresh (24 s of
+    host build); a setting is now served and what it replaced put back, the worker's own defaults kept."""
+    import numpy as np
+
+    assert servable([lever("cudnn_benchmark")]) and servable([lever("tf32"), lever("compile")]) and servable([lever("inductor_combo_kernels")])
+    spare, where = Spare(), _where(small)
+    seen = {}
+    for name, levers in (("plain", []), ("on", [lever("cudnn_benchmark"), lever("tf32"), lever("inductor_combo_kernels")]), ("after", [])):
+        with spare.candidate(where, levers, tmp_path / name, None) as worker:
+            worker.warmup(1)
+            worker.outputs(tmp_path / name / "out")
+            seen[name] = (worker.pid, spare.turn, np.load(tmp_path / name / "out" / "settings.npy").tolist())
+    spare.close()
+    (pid, _, plain), (on_pid, on_turn, on), (after_pid, after_turn, after) = seen["plain"], seen["on"], seen["after"]
+    assert on_pid == after_pid == pid and (on_turn, after_turn) == (2, 3), seen
+    assert on == [1, 1, 1] and after == plain and plain[0] == plain[2] == 0, seen  # cuDNN's benchmark, TF32's default, combo kernels
+
+
 def test_levers_that_change_the_process_get_a_fresh_worker_each_and_leave_the_kept_one(small, tmp_path):
     assert servable([lever("compile"), lever("static_cache"), lever("channels_last")])
-    assert not servable([lever("cudnn_benchmark")]) and not servable([lever("tf32")])
+    assert not servable([lever("tunableop")]) and not servable([lever("compile"), lever("tunableop")])
     spare, where = Spare(), _where(small)
     with spare.candidate(where, [], tmp_path / "a", None) as kept:
         pid = kept.pid
-    with spare.candidate(where, [lever("cudnn_benchmark")], tmp_path / "b", None) as fresh:
+    with spare.candidate(where, [lever("tunableop")], tmp_path / "b", None) as fresh:
         assert fresh.pid != pid and spare.turn == 1
     assert spare.process is not None and spare.process.pid == pid  # the kept worker is still there for the next
     with spare.candidate(_where(small, lock="False"), [], tmp_path / "c", None) as other:  # another target: not the kept one
@@ -127,7 +148,7 @@ def test_a_candidate_that_raised_in_its_worker_leaves_that_worker_kept_for_the_n
     with pytest.raises(WorkloadFailure) as caught:
         with spare.candidate(where, [], tmp_path / "a", None) as first:
             pid = first.pid
-            first.serve([lever("cudnn_benchmark")], tmp_path / "b", None)  # refused in the worker: RAISED
+            first.serve([lever("tunableop")], tmp_path / "b", None)  # refused in the worker: RAISED
     assert caught.value.status == "RAISED" and spare.process is not None and spare.process.pid == pid
     with spare.candidate(where, [lever("compile")], tmp_path / "c", None) as second:
         assert second.pid == pid and spare.turn == 2
@@ -144,8 +165,8 @@ def test_a_candidate_that_raised_in_its_worker_leaves_that_worker_kept_for_the_n
 def test_the_worker_refuses_to_serve_a_lever_that_changes_the_process(small, tmp_path):
     with WorkloadProcess(_where(small).target, [], tmp_path / "a", small, 120.0, keep=True) as process:
         with pytest.raises(WorkloadFailure) as caught:
-            process.serve([lever("cudnn_benchmark")], tmp_path / "b", None)
-        assert caught.value.status == "RAISED" and "kind setting" in caught.value.message
+            process.serve([lever("tunableop")], tmp_path / "b", None)
+        assert caught.value.status == "RAISED" and "kind env" in caught.value.message
     with WorkloadProcess(_where(small).target, [], tmp_path / "c", small, 120.0) as unkept:  # built without keep
         with pytest.raises(WorkloadFailure) as caught:
             unkept.serve([], tmp_path / "d", None)
@@ -235,8 +256,9 @@ def test_a_campaign_s_stack_references_are_served_by_kept_workers_and_given_back
     from hyperloom.tools.workload.api import workload_freeze
     from hyperloom.tools.workload.models import WorkloadFreezeRequest
 
-    (small.root / "steady.py").write_text(WORKLOAD.replace('return {"y": self.y, "builds": torch.tensor([self.builds]), "built_at": self.built_at}',
-                                                           'return {"y": self.y}'))
+    steady = WORKLOAD.replace('"built_at": self.built_at, ', "")
+    assert steady != WORKLOAD
+    (small.root / "steady.py").write_text(steady)
     workload_freeze(WorkloadFreezeRequest(workload="steady.py:build", name="small", atol=0.0, rtol=0.0, timeout_s=120), small)
     started: list[tuple[list[str], dict[str, float]]] = []
     slot = Slot(None, read_frozen("small", small), ABSettings(pairs=2, steps_per_leg=1, warmup_steps=1, noise_band=0.1, timeout_s=120.0),

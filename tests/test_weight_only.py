@@ -137,5 +137,6 @@ def _inductor_gpu_setting(name, attribute):
         worker_build.setting(torch, item.value)
         assert getattr(inductor_config, attribute) is True
     finally:
-        setattr(inductor_config, attribute, before)
+        worker_build.restore_settings()  # what a kept worker does before serving the next candidate
+    assert getattr(inductor_config, attribute) == before
     return item

@@ -43,7 +43,7 @@ OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 EXCLUSIVE_KINDS = ("compile", "graph", "sdpa", "quantize")  # one candidate holds at most one lever of each
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
 # built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
-SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate"})
+SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate", "setting"})
 
 
 # The kinds whose code Hyperloom did not write: an overrides module (an agent's, a kernel's integration) and a knob (a

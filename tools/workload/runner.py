@@ -82,8 +82,9 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
 
 def serve(payload: dict[str, Any]) -> dict[str, Any]:
     """Serve another candidate in this worker: drop the last one (its copy of the workload, its captured graph, dynamo's
-    compiled code and counters), then apply `levers` to a fresh copy of the workload as built. Only levers that act on
-    the built workload (levers.SERVED_KINDS): a setting, an environment variable or an overrides module cannot be undone."""
+    compiled code and counters, the settings it turned on), then apply `levers` to a fresh copy of the workload as
+    built, its settings first. Only levers that act on the built workload or on a setting put back after
+    (levers.SERVED_KINDS): an environment variable or an overrides module cannot be undone."""
     if STATE.kept is None:
         raise WorkloadContractError("this worker kept no copy of the workload (built without keep, or it could not be copied)")
     foreign = unserved(lever["kind"] for lever in payload["levers"])
@@ -91,7 +92,11 @@ def serve(payload: dict[str, Any]) -> dict[str, Any]:
         raise WorkloadContractError(f"a lever of kind {foreign[0]} changes the process, not the workload: build a fresh worker for it")
     torch = _torch()
     release({})
+    worker_build.restore_settings()
     STATE.levers, STATE.folder = list(payload["levers"]), payload["folder"]
+    for lever in STATE.levers:
+        if lever["kind"] == "setting":
+            worker_build.setting(torch, lever["value"])
     worker_build.bind(copy.deepcopy(STATE.kept), "the kept workload")
     worker_build.apply_levers(torch)
     GUARD.inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None

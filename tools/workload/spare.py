@@ -4,9 +4,11 @@ of the model (33 s of a 57 s trial for a 1.2B decoder on the H200: results/h200/
 candidates the kept worker holds only the workload as built: the last copy, its compiled code and graphs are
 released (runner.release), so a fresh worker started meanwhile finds the device memory free.
 
-Only levers that act on the built workload are served (levers.SERVED_KINDS, levers.unserved: compile, a graph, the attention backend, a
-stance, the static cache, the memory format, the decode loop). A candidate with an environment variable, a torch
-setting, an overrides module or a knob changes the process or the build, so it gets a fresh worker, closed after its
+Only levers that act on the built workload, or a setting put back after, are served (levers.SERVED_KINDS,
+levers.unserved: compile, a graph, the attention backend, a stance, the static cache, the memory format, the decode
+loop; TF32, cuDNN's benchmark mode, an Inductor setting: on the H100 a 1.2B decoder's combo-kernel candidate and its
+stack's reference were built afresh, 24 s of host build each, results/h100/roof/session33). A candidate with an
+environment variable, an overrides module or a knob changes the process or the build, so it gets a fresh worker, closed after its
 trial; so does one after a trial that ended in a worker failure (a crash, a timeout: the worker is gone or suspect); a
 candidate that raised in a worker still alive leaves that worker kept, once it released the copy and its device answered.
 """

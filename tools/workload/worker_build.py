@@ -144,17 +144,32 @@ INDUCTOR_SETTINGS = {"coordinate_descent": "coordinate_descent_tuning", "combo_k
 
 
 def setting(torch: Any, name: str) -> None:
+    """Turn a setting lever on, process-wide, recording what it replaced (restore_settings puts it back, so a kept
+    worker can serve the next candidate without it)."""
     if torch is None:
         raise WorkloadContractError(f"the {name} lever needs torch in the worker's Python")
     if name == "tf32":
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+        _set(torch.backends.cuda.matmul, "allow_tf32", True)
+        _set(torch.backends.cudnn, "allow_tf32", True)
     elif name == "cudnn_benchmark":
-        torch.backends.cudnn.benchmark = True
+        _set(torch.backends.cudnn, "benchmark", True)
     elif name in INDUCTOR_SETTINGS:  # before any compile: every graph the worker compiles has it
         import torch._inductor.config as inductor_config
 
-        setattr(inductor_config, INDUCTOR_SETTINGS[name], True)
+        _set(inductor_config, INDUCTOR_SETTINGS[name], True)
+
+
+def _set(owner: Any, attribute: str, value: Any) -> None:
+    STATE.settings_before.append((owner, attribute, getattr(owner, attribute)))
+    setattr(owner, attribute, value)
+
+
+def restore_settings() -> None:
+    """Put back what the setting levers replaced, last first (the last candidate's compiled code is gone by then:
+    runner.release resets dynamo; Inductor's caches key their entries by its config)."""
+    while STATE.settings_before:
+        owner, attribute, value = STATE.settings_before.pop()
+        setattr(owner, attribute, value)
 
 
 def compile_model(torch: Any, mode: str) -> None:

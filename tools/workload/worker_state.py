@@ -29,6 +29,7 @@ class _State:
     kept: Any = None  # the workload as built, when kept for `serve` (the candidate runs on a copy)
     not_kept: str = ""  # why it could not be kept
     timed: dict[str, tuple[Any, str]] = field(default_factory=dict)  # the last timed step's outputs on the host (save_timed)
+    settings_before: list[tuple[Any, str, Any]] = field(default_factory=list)  # (object, attribute, value) a setting lever replaced: restored before the next candidate is served
 
 
 STATE = _State()
