@@ -14,9 +14,9 @@ forward that sends a call of at most the kernel's MAX_ROWS rows to its custom op
 to torch's linear. A copy of a routed model is routed too (a kept worker's candidate).
 
 The tuned launch params were measured for one row and are used for one-row calls only. A call of 2 to MAX_ROWS rows
-goes to torch's linear (cuBLAS) unless FEW_ROWS is on: the kernel's few-row tensor-core tile lost to cuBLAS at batch 8
-on the H100, 4.3 ms of a 4.87 ms token where the stack without the GEMV took 1.92 (results/h100/roof/session33);
-before the one-row params were kept to one-row calls it was 13x slower than eager there (session 29).
+goes to torch's linear (cuBLAS) unless FEW_ROWS is on: the kernel's few-row tensor-core tile loses to cuBLAS at batch 8
+on the H100: the kept stack's token 4.87 ms with the first tile (4.3 ms of it the GEMV), 3.90 with the tile reloaded
+along K, 1.365 ms with cuBLAS taking those calls (results/h100/roof, session 33).
 
 With FOLD_NORMS, a decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
 read only by the attention's q/k/v projections, `post_attention_layernorm` only by the MLP's gate/up; an RMSNorm as

@@ -112,7 +112,8 @@ def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
     row of x, 2 rows of W a program and 1,024 of K an iteration, 4 stages: within 1.2 % of the best of 48
     configurations per shape summed over a 1.2B Llama's four decode projections, with cold weights on the H100 (the
     old 8 x 512 was 11 % slower there, near cuBLAS: scripts/device/gemv_sweep.py, results/h100/roof); for a few rows 16 rows
-    of W by 512 of K, loaded along K (the 32 x 64 tile loaded across K took 4.3 ms of a batch-8 token on the H100)."""
+    of W by 512 of K, loaded along K (3.4 ms of the GEMV in a batch-8 token on the H100, the 32 x 64 tile loaded across K
+    4.3 ms, cuBLAS's about 1 ms: decode_gemv sends a few rows to cuBLAS unless asked; results/h100/roof)."""
     chosen = {"BLOCK_N": 2, "BLOCK_K": 1024, "num_warps": 4, "num_stages": 4} if rows == 1 else {"BLOCK_N": 16, "BLOCK_K": 512, "num_warps": 4, "num_stages": 3}
     return {**chosen, **(params or {})}
 
