@@ -119,7 +119,8 @@ CATALOG: tuple[Lever, ...] = (
           "(it waits for a stack that replays graphs, decode_loop's: eager, its launch costs more host time than it saves); "
           "prefills and calls it does not cover run transformers' SDPA", "the profiled step ran the kernel (its op on the host, or its "
           "device kernel in a replayed graph) and no decode call fell back", value="decode_attention", needs="graph_launch", acts_on="attention"),
-    Lever("decode_gemv", "kernel", GPU, "a model's plain Linear layers called with at most 8 rows (a decode step's tokens) by Hyperloom's "
+    Lever("decode_gemv", "kernel", GPU, "a model's plain Linear layers called with one row (a decode step at batch 1; a few rows stay "
+          "with cuBLAS, which beat the kernel's few-row tile 2.9x at batch 8 on the H100) by Hyperloom's "
           "Triton GEMV (kernels/triton/gemv): 2-4 weight rows a program streamed along K, launch params per shape and device as a cold "
           "sweep measured them (kernels/triton/gemv/tuned.json; cuBLAS kept where it won), a gated MLP's silu(gate) * up folded into "
           "its down projection, a custom op a replayed graph captures (on the H100 a 1.2B decoder's token 1.391 -> 1.216 ms, 60 -> 69 % "
