@@ -250,7 +250,8 @@ def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input
     failed as "the workload raised in outputs") and BART scored them as its encoder's input, silently. Scored now as
     decoder_input_ids beside the encoder input its last generate recorded: the logits generate itself gave, so a
     parting does not end the comparison; nothing without a recorded input, for other rows, or for a reference worker
-    scoring another's tokens (its last inputs may not be theirs). The encoder input is the model's main one: Whisper's
+    scoring another's tokens (its last inputs may not be theirs) unless they came from the inputs as built, whose copy
+    the first generate left. The encoder input is the model's main one: Whisper's
     log-mel input_features (a held-out Whisper froze without its tokens teacher-forced while only input_ids were recorded)."""
     transformers = pytest.importorskip("transformers")
     from contextlib import nullcontext
@@ -283,7 +284,17 @@ def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input
     assert tuple(scored.shape) == (2, len(ids[0]) - 1, 64)
     assert torch.allclose(scored, torch.stack(out.logits, dim=1), atol=1e-4), (scored - torch.stack(out.logits, dim=1)).abs().max()
     assert forced(torch, model, ids[:1], 1, nullcontext, compiled=False) is None  # one row: not the rows the encoder input holds
-    assert logits(torch, model, {"tokens": {"ids": ids, "prompt": 1}}, nullcontext, False, encoder_recorded=False) == {}
+    assert logits(torch, model, {"tokens": {"ids": ids, "prompt": 1}}, nullcontext, False, source=None) == {}
+    # inputs(seed) writes a new input in place and the next step generates from it: the first call's input, as built, is
+    # still there for the continuation check of a candidate's first outputs (a reference worker's last inputs are not theirs)
+    first = torch.stack(out.logits, dim=1)
+    prompt.copy_(torch.randn(2, 8, 16, generator=generator) if family == "whisper" else torch.randint(3, 64, (2, 9), generator=generator))
+    with torch.inference_mode():
+        model.generate(prompt, attention_mask=torch.ones(prompt.shape[:2], dtype=torch.long) if family != "whisper" else None, max_new_tokens=6,
+                       min_new_tokens=6, do_sample=False)
+    built = forced(torch, model, ids, 1, nullcontext, compiled=False, source="built")
+    assert torch.allclose(built, first, atol=1e-4), (built - first).abs().max()
+    assert not torch.allclose(forced(torch, model, ids, 1, nullcontext, compiled=False, source="last"), first, atol=1e-2)  # the last input: another's
     decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                                                                      num_key_value_heads=1, vocab_size=64)).eval()
     assert tuple(forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False).shape) == (1, 2, 64)  # a decoder's are scored
@@ -333,6 +344,28 @@ def test_an_encoder_decoder_frozen_with_no_tolerance_gates_its_teacher_forced_lo
     assert next(c for c in seen["sdpa_math"].outputs if c.output == "tokens.teacher").passed
     skipped = seen["overrides:skipped_layer.py"]
     assert skipped.verdict == "REJECTED" and not next(c for c in skipped.outputs if c.output == "tokens.teacher").passed, skipped.reason
+
+
+def test_a_reference_scores_an_encoder_decoder_candidate_s_first_tokens_beside_the_inputs_as_built(user, tmp_path):
+    """The continuation check after a near-tie parting: the reference's worker scores the candidate's first tokens (from
+    the workload's inputs as built) with its own model. An encoder-decoder's tokens need their encoder input, and the
+    reference's last one was another seed's: they were not scored at all, so "part at a near tie, then pad" went
+    unjudged on BART, T5, Whisper. The worker keeps a copy of its first generate's input (the inputs as built)."""
+    pytest.importorskip("transformers")
+    from hyperloom.tools.workload.process import Target, WorkloadProcess
+
+    target = Target("encoder_decoder.py:build", "function", (), {})
+    with WorkloadProcess(target, [], tmp_path / "w", user, 240.0) as reference:
+        reference.warmup(1)
+        reference.outputs(tmp_path / "first")
+        tokens, ids, logprobs = (np.load(tmp_path / "first" / f"{n}.npy") for n in ("tokens", "tokens.top_ids", "tokens.top_logprobs"))
+        reference.seeded_outputs(tmp_path / "seeded", [7])  # inputs(7): the worker's last input is now another prompt
+        asked = {"tokens": twin.teacher_request(tokens, ids)}
+        assert reference.score(tmp_path / "unknown", asked)["scored"] == []  # where the tokens came from not said: not scored
+        assert reference.score(tmp_path / "scored", asked, inputs="built")["scored"] == ["tokens"]
+    scored = torch.from_numpy(np.load(tmp_path / "scored" / "tokens.scored.npy")).float().log_softmax(-1)
+    top = scored.topk(ids.shape[-1], dim=-1)
+    assert np.array_equal(top.indices.numpy(), ids) and np.allclose(top.values.numpy(), logprobs, atol=0.05), np.abs(top.values.numpy() - logprobs).max()
 
 
 MIXTURE = '''

@@ -65,8 +65,10 @@ def judge(name: str, candidate: Generated, reference: Generated, scored: np.ndar
 
 
 def checks(reference: WorkloadProcess, candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance], folder: Path) -> list[OutputCheck]:
-    """The continuation check of every generated output in `references` whose candidate (saved in `candidate`) parted
-    at a near tie, scored by the `reference` worker's model; nothing where no row parted or the model gives no logits."""
+    """The continuation check of every generated output in `references` whose candidate (saved in `candidate`: its
+    first outputs, on the workload's inputs as built) parted at a near tie, scored by the `reference` worker's model
+    beside its copy of those inputs (an encoder-decoder's encoder input, a decoder's padded prompt); nothing where no
+    row parted or the model gives no logits."""
     found = []
     for tokens, (ids, logprobs) in companions(references).items():
         paths = [candidate / f"{n}.npy" for n in (tokens, ids, logprobs)]
@@ -76,7 +78,7 @@ def checks(reference: WorkloadProcess, candidate: Path, references: dict[str, np
         theirs = Generated(*(references[n] for n in (tokens, ids, logprobs)))
         if not parted_rows(mine, theirs, tolerances[logprobs]):
             continue
-        said = reference.score(folder, {tokens: teacher_request(mine.tokens, mine.ids)})
+        said = reference.score(folder, {tokens: teacher_request(mine.tokens, mine.ids)}, inputs="built")  # a candidate's first outputs: the inputs as built
         if tokens not in said["scored"]:
             continue
         check = judge(tokens, mine, theirs, np.load(folder / f"{tokens}.scored.npy", allow_pickle=False), tolerances[logprobs], said["eos"], said["pad"])

@@ -141,9 +141,10 @@ class WorkloadProcess:
         self.info = {**self.info, "not_greedy": saved.get("not_greedy")}
         return saved["outputs"]
 
-    def score(self, folder: Path, teacher: dict[str, Any]) -> dict[str, Any]:
-        """This worker's model's logits for other tokens (runner.score): NAME.scored.npy in `folder`, the EOS and pad ids."""
-        return self._call("score", {"folder": str(folder), "teacher": teacher})
+    def score(self, folder: Path, teacher: dict[str, Any], inputs: str | None = None) -> dict[str, Any]:
+        """This worker's model's logits for other tokens (runner.score): NAME.scored.npy in `folder`, the EOS and pad ids;
+        `inputs` "built": the tokens came from the workload's inputs as built."""
+        return self._call("score", {"folder": str(folder), "teacher": teacher, "inputs": inputs})
 
     def seeded_outputs(self, folder: Path, seeds: list[int], teacher_own: dict[str, str] | None = None,
                        teacher: list[dict[str, Any]] | None = None) -> None:

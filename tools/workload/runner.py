@@ -227,8 +227,10 @@ def seeded_outputs(payload: dict[str, Any]) -> dict[str, Any]:
 
 def score(payload: dict[str, Any]) -> dict[str, Any]:
     """The logits this worker's model gives other tokens (`teacher`: name -> {ids, prompt}), saved as NAME.scored.npy
-    in `folder`, with the model's EOS and pad ids: the reference's judgement of a candidate's own continuation."""
-    scored = _teacher_logits(payload.get("teacher"), own_step=False)  # the candidate's tokens: this worker's last inputs may not be theirs
+    in `folder`, with the model's EOS and pad ids: the reference's judgement of a candidate's own continuation.
+    `inputs` "built": the tokens came from the workload's inputs as built (a candidate's first outputs), scored beside
+    this worker's copy of them; otherwise this worker's last inputs may not be theirs (an encoder-decoder's: not scored)."""
+    scored = _teacher_logits(payload.get("teacher"), "built" if payload.get("inputs") == "built" else None)
     _save(Path(payload["folder"]), {f"{tokens}.scored": _to_numpy(logits) for tokens, logits in scored.items()})
     config = getattr(getattr(STATE.obj, "model", None), "generation_config", None)
     eos = getattr(config, "eos_token_id", None)
@@ -423,16 +425,16 @@ def _capture() -> None:
     STATE.graph = graph
 
 
-def _teacher_logits(requests: dict[str, Any] | None, own_step: bool = True) -> dict[str, Any]:
+def _teacher_logits(requests: dict[str, Any] | None, source: teacher.Source | None = "last") -> dict[str, Any]:
     """teacher.logits for the built workload's model, with the step's attention backend around the forward (not its
     stances: the whole sequence is a shape no step ran) and compiled code where the candidate has a compile lever;
-    `own_step`: the tokens came from this worker's last step's inputs (an encoder-decoder's encoder input is its own)."""
+    `source`: the recorded generate input the tokens came from (teacher.Source; "last": this worker's own last step)."""
     torch = _torch()
     model = getattr(STATE.obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
         return {}
     compiled = any(lever["kind"] == "compile" for lever in STATE.levers)
-    return teacher.logits(torch, model, requests, lambda: _step_context(stances_too=False), compiled, encoder_recorded=own_step)
+    return teacher.logits(torch, model, requests, lambda: _step_context(stances_too=False), compiled, source)
 
 
 def _named(value: Any) -> dict[str, Any]:

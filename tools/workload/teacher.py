@@ -12,13 +12,23 @@ import inspect
 import weakref
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any
+from typing import Any, Literal
 
 from hyperloom.tools.workload.decode_loop import not_greedy, padded_inputs, padding_mask
 
 GENERATE_INPUTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 """A model -> the input of its last generate call: an encoder-decoder's encoder input (its main input, attention_mask),
 a decoder's prompt (input_ids, attention_mask)."""
+
+
+BUILT_INPUTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+"""A model -> a copy of the input of its first generate call: the workload's inputs as built, before any inputs(seed)
+wrote new ones in place. A candidate's first outputs come from them, so the reference's worker scores that candidate's
+continuation beside them (an encoder-decoder's tokens were not scored at all there: its last inputs may not be theirs)."""
+
+Source = Literal["last", "built"]
+"""Which recorded generate input teacher forcing puts beside the tokens: the last call's (the worker's own step just
+before) or the first call's (the inputs as built)."""
 
 
 GENERATE_KWARGS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -50,6 +60,8 @@ def record_generate_inputs(model: Any) -> None:
         GENERATE_KWARGS[model] = dict(kwargs)
         if getattr(given, "dim", lambda: 0)() >= 2:
             GENERATE_INPUTS[model] = {main: given, "attention_mask": kwargs.get("attention_mask")}
+            if model not in BUILT_INPUTS:  # the first call: a warm-up on the inputs as built (copied: inputs(seed) writes in place)
+                BUILT_INPUTS[model] = {name: None if value is None else value.clone() for name, value in GENERATE_INPUTS[model].items()}
         else:
             GENERATE_INPUTS.pop(model, None)
         return original(inputs, **kwargs)
@@ -67,23 +79,23 @@ def _main_input(model: Any) -> str:
 
 
 def logits(torch: Any, model: Any, requests: dict[str, Any] | None, context: Callable[[], AbstractContextManager[Any]],
-           compiled: bool, encoder_recorded: bool = True) -> dict[str, Any]:
+           compiled: bool, source: Source | None = "last") -> dict[str, Any]:
     """tokens name -> the logits `model` gives those tokens (`requests`: name -> {ids, prompt}), for each it can score.
-    `encoder_recorded`: whether an encoder-decoder's last generate ran on the inputs the tokens came from (the worker's
-    own step just before; not so for a reference worker scoring another's tokens), so its recorded encoder input may be used."""
+    `source`: the recorded generate input the tokens came from ("last": the worker's own step just before; "built": the
+    workload's inputs as built, a candidate's first outputs; None: not known, so an encoder-decoder's are not scored)."""
     found = {}
     for tokens, asked in (requests or {}).items():
-        scored = forced(torch, model, asked["ids"], int(asked["prompt"]), context, compiled, encoder_recorded)
+        scored = forced(torch, model, asked["ids"], int(asked["prompt"]), context, compiled, source)
         if scored is not None:
             found[tokens] = scored
     return found
 
 
 def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: Callable[[], AbstractContextManager[Any]], compiled: bool,
-           encoder_recorded: bool = True) -> Any:
+           source: Source | None = "last") -> Any:
     """The logits `model` gives the generated positions of `ids` (one forward over the whole sequence, inside
     `context()`), in the model's dtype; None where the model takes no input_ids or returns no logits. An encoder-decoder's
-    tokens are its decoder's: scored as decoder_input_ids beside the encoder input its last generate recorded (the
+    tokens are its decoder's: scored as decoder_input_ids beside the encoder input recorded from `source` (the
     same rows), None without one (T5 raised on the decoder's tokens as its input_ids; BART took them as its encoder's,
     silently). A decoder's left-padded prompt is scored with its recorded mask (_padded_prompt). A `compiled` model runs
     its compiled code where it has some for this call and eagerly where it would compile anew: the whole sequence in one
@@ -93,12 +105,11 @@ def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: C
         return None
     device = next(model.parameters()).device
     inputs: dict[str, Any] = {"input_ids": torch.tensor(ids, device=device)}
-    recorded = GENERATE_INPUTS.get(model)
+    recorded = {"last": GENERATE_INPUTS, "built": BUILT_INPUTS}[source].get(model) if source else None
     if _encoder_decoder(model):
-        encoder = recorded if encoder_recorded else None
-        if encoder is None or encoder[_main_input(model)].shape[0] != len(ids):
+        if recorded is None or recorded[_main_input(model)].shape[0] != len(ids):
             return None
-        inputs = {**encoder, "decoder_input_ids": inputs["input_ids"]}
+        inputs = {**{name: None if value is None else value.to(device) for name, value in recorded.items()}, "decoder_input_ids": inputs["input_ids"]}
     else:
         inputs.update(_padded_prompt(torch, model, recorded, inputs["input_ids"], prompt))
     extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}
