@@ -334,16 +334,22 @@ def test_a_decoder_s_left_padded_prompt_is_teacher_forced_with_its_mask_and_posi
 
 def test_an_encoder_decoder_frozen_with_no_tolerance_gates_its_teacher_forced_logits_and_refuses_a_skipped_layer(user):
     """A BART-shaped summarizer (bf16, a plain generate, inputs(seed)): frozen under the twin rule with its tokens
-    teacher-forced (the frozen prompt and fresh ones), an honest lever through, a skipped decoder layer refused."""
+    teacher-forced (the frozen prompt and fresh ones), an honest lever through, a skipped decoder layer refused, and a
+    candidate that parts at its nearest tie and pads the rest refused by the continuation check."""
     pytest.importorskip("transformers")
     frozen = workload_freeze(WorkloadFreezeRequest(workload="encoder_decoder.py:build", name="ed", timeout_s=240), user)
     teacher = next(o.tolerance.derived for o in frozen.outputs if o.name == "tokens.teacher")
     assert teacher is not None and teacher.inputs == 1 + freeze.DRIFT_SEEDS, teacher
-    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="ed", candidates=[["sdpa_math"], ["overrides:skipped_layer.py"]], **FAST), user))
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="ed", candidates=[["sdpa_math"], ["overrides:skipped_layer.py"], ["overrides:ed_part_pad.py"]],
+                                                         **FAST), user))
     assert seen["sdpa_math"].verdict not in ("REJECTED", "RAISED", "CRASH"), seen["sdpa_math"].reason
     assert next(c for c in seen["sdpa_math"].outputs if c.output == "tokens.teacher").passed
     skipped = seen["overrides:skipped_layer.py"]
     assert skipped.verdict == "REJECTED" and not next(c for c in skipped.outputs if c.output == "tokens.teacher").passed, skipped.reason
+    # parted at its nearest tie, then padded: before the reference scored a candidate's continuation beside the inputs
+    # as built, an encoder-decoder's went unscored and this read NOT_FASTER (its outputs passed)
+    padded = seen["overrides:ed_part_pad.py"]
+    assert padded.verdict == "REJECTED" and "tokens after its parting" in padded.reason and "token 0" in padded.reason, padded.reason
 
 
 def test_a_reference_scores_an_encoder_decoder_candidate_s_first_tokens_beside_the_inputs_as_built(user, tmp_path):
