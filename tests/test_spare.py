@@ -105,6 +105,19 @@ def test_a_setting_lever_is_served_by_the_kept_worker_and_put_back_before_the_ne
     assert on == [1, 1, 1] and after == plain and plain[0] == plain[2] == 0, seen  # cuDNN's benchmark, TF32's default, combo kernels
 
 
+def test_a_workload_whose_copy_would_not_fit_beside_it_on_the_device_is_not_kept_and_says_why():
+    """A kept worker holds the workload as built and a copy for the candidate: twice the model. A 1.2B bf16 decoder
+    (2.5 GB) is kept on an 80 GB GPU; a 30B one (60 GB) on a 141 GB GPU is not, with the sizes named."""
+    from hyperloom.tools.workload.worker_build import too_large_to_copy
+
+    gib = 2**30
+    assert too_large_to_copy(int(2.5 * gib), 80 * gib) == ""
+    why = too_large_to_copy(60 * gib, 141 * gib)
+    assert "60.0 GiB of the device's 141 GiB" in why and "builds its own worker" in why
+    assert too_large_to_copy(24 * gib, 80 * gib) == "" and too_large_to_copy(25 * gib, 80 * gib)  # the line: both at 60 % of the device
+    assert too_large_to_copy(10, 0) == ""  # no device size read: kept, as before
+
+
 def test_levers_that_change_the_process_get_a_fresh_worker_each_and_leave_the_kept_one(small, tmp_path):
     assert servable([lever("compile"), lever("static_cache"), lever("channels_last")])
     assert not servable([lever("tunableop")]) and not servable([lever("compile"), lever("tunableop")])

@@ -70,7 +70,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
         STATE.module_file = inspect.getsourcefile(factory)
         obj = factory(**knob_values(knobs, payload["knobs"]))
         keep = payload.get("keep") and not unserved(lever["kind"] for lever in STATE.levers)
-        worker_build.bind(worker_build.kept_copy(obj) if keep else obj, payload["workload"])
+        worker_build.bind(worker_build.kept_copy(obj, torch) if keep else obj, payload["workload"])
     worker_build.apply_levers(torch)
     vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,

@@ -19,8 +19,27 @@ from hyperloom.tools.workload import kernel_route, model_changes, teacher
 from hyperloom.tools.workload.worker_state import STATE
 
 
-def kept_copy(obj: Any) -> Any:
-    """Keep `obj` as built and return a copy for the candidate; `obj` itself when it cannot be copied (said in not_kept)."""
+KEPT_SHARE = 0.6  # the built workload and its copy together may hold at most this share of the device's memory
+
+
+def too_large_to_copy(allocated_bytes: int, total_bytes: int) -> str:
+    """Why a built workload holding `allocated_bytes` of a device's `total_bytes` is not kept beside a copy (empty: it
+    is): the copy doubles what the model holds, and the candidate still needs room for its own work (a compile, captured
+    graphs, a static cache, activations). A 1.2B bf16 decoder (2.5 GB) is kept on an 80 GB GPU; a 30B one is not."""
+    if total_bytes <= 0 or 2 * allocated_bytes <= KEPT_SHARE * total_bytes:
+        return ""
+    return (f"the built workload holds {allocated_bytes / 2**30:.1f} GiB of the device's {total_bytes / 2**30:.0f} GiB: a kept copy beside it "
+            f"would leave too little for a candidate's own work (both may hold {KEPT_SHARE:.0%}); each candidate builds its own worker")
+
+
+def kept_copy(obj: Any, torch: Any = None) -> Any:
+    """Keep `obj` as built and return a copy for the candidate; `obj` itself when it cannot be copied or the copy would
+    not fit beside it on the GPU (said in not_kept)."""
+    if STATE.gpu and torch is not None:
+        why = too_large_to_copy(int(torch.cuda.memory_allocated()), int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory))
+        if why:
+            STATE.not_kept = why
+            return obj
     try:
         copied = copy.deepcopy(obj)
     except Exception as exc:  # noqa: BLE001 - any failure to copy a user's object means: build afresh for each candidate
