@@ -391,7 +391,10 @@ def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launc
     assert "forward" not in vars(routed.model.layers[0].mlp.down_proj) and "forward" in vars(routed.model.layers[0].mlp.up_proj)
     assert torch.equal(_generate(routed, ids).sequences, _generate(plain, ids).sequences)
     assert gemv.TUNED[(128, 128)] in launched and {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": 1, "num_stages": 1} in launched and None in launched
-    launched.clear()  # a few rows a call (a batch of 2): the one-row measurements are not theirs, the kernel's few-row tile runs
+    launched.clear()  # a few rows a call (a batch of 2): cuBLAS's by default; asked for, the kernel's few-row tile runs,
+    assert torch.equal(_generate(routed, ids.repeat(2, 1)).sequences, _generate(plain, ids.repeat(2, 1)).sequences)
+    assert launched == [], launched
+    monkeypatch.setattr(decode_gemv, "FEW_ROWS", True)  # not with the one-row measurements
     assert torch.equal(_generate(routed, ids.repeat(2, 1)).sequences, _generate(plain, ids.repeat(2, 1)).sequences)
     assert launched and all(params is None for params in launched), launched
     monkeypatch.setitem(gemv.TUNED, (128, 256), "cublas")
