@@ -175,6 +175,29 @@ def test_each_budget_kind_stops_the_campaign_and_starting_it_again_goes_on(mlp):
     assert optimize_report(OptimizeRef(session="mlp"), mlp).status.stop_reason == report.status.stop_reason  # closing again writes the same
 
 
+def test_a_sweep_point_where_a_kept_lever_has_nothing_to_act_on_is_timed_and_says_so(mlp, monkeypatch):
+    """decode_gemv takes one-row calls only: at a sweep point of batch 8 it has nothing to act on. The sweep measures the
+    kept stack at the point all the same (a NO_OP there recorded the point as a REGRESSION), the idle lever said."""
+    from hyperloom.tools.optimize.campaign import Campaign
+    from hyperloom.tools.workload import ab
+
+    sweeping: list[bool] = []
+    real_sweep, real_engagement = Campaign.sweep, ab.engagement
+    monkeypatch.setattr(Campaign, "sweep", lambda self, slot: (sweeping.append(True), real_sweep(self, slot))[1])
+
+    def engagement(levers, *rest):  # each lever idle once the sweep starts, as decode_gemv is at batch 8
+        found = real_engagement(levers, *rest)
+        return [e.model_copy(update={"engaged": False, "evidence": "nothing to act on here"}) for e in found] if sweeping else found
+
+    monkeypatch.setattr(ab, "engagement", engagement)
+    _freeze(mlp, points="true")
+    report = _campaign(mlp, levers=["knob:pause=no"])
+    assert report.status.stack == ["knob:pause=no"], [(r.phase, r.result.levers, r.result.verdict, r.result.reason) for r in report.records]
+    sweep = [r for r in report.records if r.phase == "sweep"]
+    assert len(sweep) == 2 and all(r.result.verdict == "FASTER" and r.decision == "MEASURED" for r in sweep), [(r.result.verdict, r.result.reason) for r in sweep]
+    assert all("at this point knob:pause=no did not take effect: nothing to act on here" in r.result.reason for r in sweep), sweep[0].result.reason
+
+
 def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
     """On the H200 a command's limit cut a campaign in its sweep: the search must leave the sweep its time. Here the
     sweep's expected time is made larger than any budget once a stack exists: the search ends (a soft stop) right

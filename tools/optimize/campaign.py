@@ -682,7 +682,7 @@ class Campaign:
         def run() -> CandidateResult:
             return trial(job.levers, levers, reference.process, reference.evidence, references, self.frozen.tolerances, settings, folder, self.workspace,
                          target_with(self.frozen.target, levers, job.point), new=new, device=slot.device, backend=slot.backend, solo_s=self.solo_s(job),
-                         spare=slot.spare)
+                         spare=slot.spare, idle_noted=job.phase == "sweep")
 
         result = run()
         wrecked = self.wrecked(job, result)

@@ -144,17 +144,19 @@ def _layout(arrays: dict[str, np.ndarray], name: str, steps_free: set[str]) -> t
 def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
           tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, workspace: Workspace, target: Target,
           new: list[Lever] | None = None, device: int | None = None, backend: str = "cuda", solo_s: float | None = None,
-          spare: Spare | None = None) -> CandidateResult:
+          spare: Spare | None = None, idle_noted: bool = False) -> CandidateResult:
     """The candidate `names` (built from `target` with `levers`) judged beside `base`; engagement is checked for
     `new` (default every lever): levers the reference already holds left their evidence there too. `device` pins the
     candidate's worker to a GPU through `backend`'s variable (tools/runtime/visible.py). `solo_s`: the reference's
     step alone (baseline_legs' median), against which its paired legs are checked. `base_evidence` holds the reference
     step's work and roof where proof.reference_evidence made it: then proof of work and the roof are checked too.
     The result's gate_s: the seconds spent judging (GateClock), not timing. `spare`: the kept worker that may serve
-    the candidate a copy of the workload instead of a build (spare.py); None: a fresh worker, closed after."""
+    the candidate a copy of the workload instead of a build (spare.py); None: a fresh worker, closed after.
+    `idle_noted`: a lever that takes no effect is said in the reason and the candidate still timed, not NO_OP (a sweep
+    point: the kept stack at other knob values, where a lever may have nothing to act on, as decode_gemv at batch 8)."""
     clock, began, spare = GateClock(), perf_counter(), spare or Spare(enabled=False)
     where = Where(target, workspace, settings.timeout_s, device, backend)
-    result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, where, new, solo_s, clock, spare)
+    result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, where, new, solo_s, clock, spare, idle_noted)
     return result.model_copy(update={"gate_s": clock.spent_s, "gate_parts_s": clock.parts_s, "trial_s": perf_counter() - began, "worker_turn": spare.turn})
 
 
@@ -169,7 +171,7 @@ class GateClock(PartClock):
 
 def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
            tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, where: Where, new: list[Lever] | None,
-           solo_s: float | None, clock: GateClock, spare: Spare) -> CandidateResult:
+           solo_s: float | None, clock: GateClock, spare: Spare, idle_noted: bool = False) -> CandidateResult:
     fresh = fresh_inputs(base)
     fixed = "" if fresh else INPUTS_FIXED
     try:
@@ -192,9 +194,11 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
             engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
             note = compile_note(seen, base_evidence)
             if not all(e.engaged for e in engaged):
-                off = [e for e in engaged if not e.engaged]
-                return CandidateResult(levers=names, verdict="NO_OP", reason=_noted(_noted("; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in off), note), fixed),
-                                       engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
+                idle = "; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in engaged if not e.engaged)
+                if not idle_noted:
+                    return CandidateResult(levers=names, verdict="NO_OP", reason=_noted(_noted(idle, note), fixed),
+                                           engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
+                note = _noted(f"at this point {idle}", note)
             short = short_of_work(base_evidence.get("work"), work, levers) if work is not None else None
             if short is not None:
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(short, fixed), engagement=engaged, outputs=checks,
