@@ -209,12 +209,15 @@ def _declined(x: Any, weight: Any, bias: Any, norm: Any = None, up: Any = None) 
     why = _STATE["launcher"].unsupported(x, weight, bias, norm, up)
     rows = x.numel() // max(x.shape[-1], 1)
     if not why and rows > 1 and not FEW_ROWS:
-        return f"{rows} rows: a few rows run cuBLAS (FEW_ROWS off: the kernel's few-row tile lost to it at batch 8)"
+        return f"{rows} rows: {FEW_ROWS_RUN_CUBLAS}"
     return why
+
+
+FEW_ROWS_RUN_CUBLAS = "a few rows run cuBLAS (FEW_ROWS off: the kernel's few-row tile lost to it at batch 8)"
 
 
 def _expected(why: str) -> str:
     """The EXPECTED reason the call went to torch's linear by design (a prefill's GEMM, a few rows), or empty."""
     if why.endswith("more is a GEMM"):
         return "a GEMM"
-    return "a few rows" if "a few rows run cuBLAS" in why else ""
+    return "a few rows" if why.endswith(FEW_ROWS_RUN_CUBLAS) else ""

@@ -42,7 +42,8 @@ KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
 OVERRIDES = re.compile(r"^overrides:(.{1,300}\.py)$")
 EXCLUSIVE_KINDS = ("compile", "graph", "sdpa", "quantize")  # one candidate holds at most one lever of each
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
-# built workload or around its step; an env variable, a torch setting, an overrides module or a knob changes the process.
+# built workload or around its step, or a torch setting put back before the next candidate (worker_build.restore_settings);
+# an env variable, an overrides module or a knob changes the process.
 SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate", "setting"})
 
 
