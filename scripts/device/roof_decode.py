@@ -28,6 +28,7 @@ import torch
 import torch._inductor.config as inductor_config
 from transformers import LlamaConfig, LlamaForCausalLM
 
+from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.tools.profile.kineto import trace_of
 from hyperloom.tools.profile.models import ReplayRoof
 from hyperloom.tools.profile.replays import attribute_replays
@@ -196,10 +197,7 @@ def main(args: argparse.Namespace) -> None:
 
 
 def write(out: Path, meta: dict, rows: list[dict]) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    partial = out / "roof_decode.json.part"
-    partial.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1))
-    partial.replace(out / "roof_decode.json")
+    write_bytes_atomic(out / "roof_decode.json", json.dumps({"meta": meta, "rows": rows}, indent=1).encode())
 
 
 if __name__ == "__main__":
