@@ -409,3 +409,36 @@ def test_a_mixture_of_experts_whose_kernels_have_no_float64_gets_a_float32_twin_
     assert "error against the float32 twin" in frozen.summary and "a float64 twin raised" in frozen.summary, frozen.summary
     [logits] = frozen.outputs
     assert logits.tolerance.derived.twin_dtype == "float32" and logits.tolerance.derived.baseline_error["rel_l2"] > 0
+
+
+def test_a_float32_model_s_twin_is_float64_on_a_gpu_too_and_a_half_precision_model_s_stays_float32():
+    """On a GPU the twin was float32 whatever the model: a float32 model's twin was the model itself, its baseline
+    error against it nothing, the floor one float32 epsilon, and every honest reordering of a float32 conv net or
+    encoder refused (the exact freeze issue 44 is about, for models not cast to half precision)."""
+    torch = pytest.importorskip("torch")
+    from hyperloom.tools.workload.runner import twin_dtypes
+
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    assert twin_dtypes(torch, model, gpu=True) == [torch.float64, torch.float32]
+    assert twin_dtypes(torch, model, gpu=False) == [torch.float64, torch.float32]
+    model[0].to(torch.float16)  # a half-precision model with float32 norms: its error is half precision's
+    assert twin_dtypes(torch, model, gpu=True) == [torch.float32]
+    assert twin_dtypes(torch, model.to(torch.bfloat16), gpu=False) == [torch.float64, torch.float32]
+
+
+def test_the_twin_runs_with_tf32_off_which_cudnn_s_convolutions_default_to():
+    """cuDNN's convolutions default to TF32 (10 mantissa bits): a float32 twin of a conv net computed with it sits as
+    far from the exact answer as an fp16 baseline does."""
+    torch = pytest.importorskip("torch")
+    from hyperloom.tools.workload.runner import exact_float32
+
+    before = (torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        torch.set_float32_matmul_precision("high")
+        torch.backends.cudnn.allow_tf32 = True
+        exact_float32(torch)
+        assert torch.get_float32_matmul_precision() == "highest"
+        assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32
+    finally:
+        torch.set_float32_matmul_precision(before[0])
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[1], before[2]

@@ -251,7 +251,8 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
     narrow = next(((name, p.dtype) for name, p in model.named_parameters() if not p.dtype.is_floating_point), None)
     if narrow is not None:
         raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
-    dtypes = [torch.float32] if STATE.gpu else [torch.float64, torch.float32]
+    dtypes = twin_dtypes(torch, model, STATE.gpu)
+    exact_float32(torch)
     cast = {"to": dtypes[0]}  # what the hook casts the model's inputs to: the twin's dtype
     model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, cast["to"]), teacher.upcast(torch, kwargs, cast["to"])),
                                     with_kwargs=True)
@@ -268,6 +269,25 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
                 raise
             note = {"twin_note": f"a float64 twin raised ({type(exc).__name__}: {str(exc)[:160]}): the twin is float32"}
     return {**outputs(payload), "dtype": str(dtype).removeprefix("torch."), **note}
+
+
+def twin_dtypes(torch: Any, model: Any, gpu: bool) -> list[Any]:
+    """The dtypes a twin is tried in, widest first: float64 on a CPU; on a GPU float32 for a model in a narrower
+    float (float64 costs time and memory there and adds nothing over float32 against a bf16 or fp16 model's error),
+    float64 for a float32 model, whose float32 twin would be itself (a freeze with no tolerance then exact: every
+    reordering refused at one ulp). float32 is the fallback where a float64 step raises."""
+    widths = {p.dtype.itemsize for p in model.parameters() if p.dtype.is_floating_point}
+    narrow = gpu and bool(widths) and min(widths) < 4
+    return [torch.float32] if narrow else [torch.float64, torch.float32]
+
+
+def exact_float32(torch: Any) -> None:
+    """The twin's float32 as exact as the device gives it: TF32 off for matmuls and convolutions (cuDNN's default is
+    on: a float32 twin of a conv net then rounds its operands to 10 mantissa bits, as fp16 does). The twin's worker
+    is closed after its runs, so nothing is put back."""
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def trace(payload: dict[str, Any]) -> dict[str, Any]:

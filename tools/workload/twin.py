@@ -1,7 +1,7 @@
 """The tolerance derived from the model's own numerics, the default when the caller declares none.
 
 At freeze the workload's model is run once more as its twin: the same weights and inputs upcast to float32 (float64
-on a CPU), the closest thing to the exact answer the model has. Each output's baseline error against the twin is
+on a CPU, and on a GPU for a float32 model; TF32 off), the closest thing to the exact answer the model has. Each output's baseline error against the twin is
 MEASURED then, and a candidate passes when its own error against the twin is at most k times the baseline's (the rule
 FlashAttention's tests apply between a kernel and a plain implementation in the same low precision, there with k = 2),
 under each measure, with one machine epsilon of the output's dtype as the least a baseline error counts for (a baseline
