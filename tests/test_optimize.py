@@ -792,6 +792,11 @@ def test_a_trial_the_deadline_cut_is_not_recorded_so_a_resume_runs_it_and_the_st
     assert not [r for r in report.records if r.phase == "revalidate"]
     assert report.status.stack == ["knob:pause=no"]
     assert any("was cut at the campaign's deadline" in n and "starting the campaign again runs it" in n for n in report.notes)
+    # resumed (the H100's 1.2B decoder: killed in that revalidation, resumed, closed "not revalidated yet"): revalidated first
+    monkeypatch.setattr(campaign, "trial", real)
+    report = _campaign(mlp, levers=["knob:pause=no"], deadline_s=600)
+    assert [r.decision for r in report.records if r.phase == "revalidate"] == ["MEASURED"], report.status.summary
+    assert report.status.stack == ["knob:pause=no"] and report.status.gain > 1 and "not revalidated" not in report.status.summary
 
 
 def test_a_search_trial_is_cut_where_keeping_its_winner_must_start_and_the_winner_is_still_kept(mlp, monkeypatch):

@@ -179,7 +179,7 @@ class Campaign:
         if mean_s is None:
             return 0.0
         stack, winners = self.stack(), self.winners()
-        settle = 0 if stack or not winners else 1 + (len(winners) > 1)
+        settle = int(self.gain() is None) if stack else 0 if not winners else 1 + (len(winners) > 1)  # a stack: its revalidation if due
         stack = stack or (winners[0].result.levers if winners else [])
         valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None] if stack else []
         left = settle + sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)
@@ -210,7 +210,10 @@ class Campaign:
         the fastest winner kept and revalidated, as combine's first step would, so that a campaign cut in its levers
         phase still reports what it found."""
         winners = self.winners()
-        if self.stack() or not winners:
+        if self.stack():
+            self.revalidate_pending(slot)
+            return
+        if not winners:
             return
         self.set_phase("combine")
         self.keep_first(winners[0])
@@ -380,6 +383,7 @@ class Campaign:
 
     def combine(self, slot: Slot) -> None:
         self.set_phase("combine")
+        self.revalidate_pending(slot)
         for winner in self.winners():
             stack = self.stack()
             if set(winner.result.levers) <= set(stack):
@@ -548,6 +552,17 @@ class Campaign:
         finally:
             if interrupted:
                 self.set_phase(interrupted)
+
+    def revalidate_pending(self, slot: Slot) -> None:
+        """A stack kept and never revalidated (its revalidation cut by the deadline, or the campaign killed in it):
+        revalidated before anything is stacked on it, reverted to what it was kept on if it fails. On the H100 a 1.2B
+        decoder's campaign killed in that revalidation was resumed, ran its last levers to the deadline and closed with
+        its stack "not revalidated yet"."""
+        stack = self.stack()
+        if not stack or self.gain() is not None:
+            return
+        kept = next((r for r in reversed(self.ledger.records()) if r.decision == "KEEP" and r.result.levers == stack), None)
+        self.revalidate(slot, kept.reference if kept is not None else [])
 
     def _revalidate(self, slot: Slot, previous: list[str]) -> None:
         self.check()
