@@ -411,6 +411,47 @@ def test_a_mixture_of_experts_whose_kernels_have_no_float64_gets_a_float32_twin_
     assert logits.tolerance.derived.twin_dtype == "float32" and logits.tolerance.derived.baseline_error["rel_l2"] > 0
 
 
+NO_ROOM = '''
+import torch
+
+class Small(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(16, 16)
+
+    def to(self, *args, **kwargs):  # a float64 copy that does not fit, as a large float32 model's may not on its GPU
+        if torch.float64 in args or kwargs.get("dtype") is torch.float64:
+            raise torch.OutOfMemoryError("no room for a float64 copy")
+        return super().to(*args, **kwargs)
+
+class Workload:
+    def __init__(self):
+        torch.manual_seed(0)
+        self.model = Small().eval()
+        self.x = torch.randn(4, 16)
+
+    def step(self):
+        with torch.inference_mode():
+            self.y = self.model.linear(self.x)
+
+    def outputs(self):
+        return {"y": self.y}
+
+def build():
+    torch.set_num_threads(1)
+    return Workload()
+'''
+
+
+def test_a_float64_twin_with_no_room_for_its_weights_falls_back_to_float32_and_says_so(workspace):
+    """The float64 copy is made inside the fallback's reach: its out-of-memory error (a large float32 model's twin on
+    its GPU) gives the float32 twin, said, not a freeze refused for want of any twin."""
+    (workspace.root / "no_room.py").write_text(NO_ROOM)
+    frozen = workload_freeze(WorkloadFreezeRequest(workload="no_room.py:build", name="no_room", timeout_s=120), workspace)
+    assert "a float64 twin raised (OutOfMemoryError: no room" in frozen.summary, frozen.summary
+    assert frozen.outputs[0].tolerance.derived.twin_dtype == "float32"
+
+
 def test_a_float32_model_s_twin_is_float64_on_a_gpu_too_and_a_half_precision_model_s_stays_float32():
     """On a GPU the twin was float32 whatever the model: a float32 model's twin was the model itself, its baseline
     error against it nothing, the floor one float32 epsilon, and every honest reordering of a float32 conv net or

@@ -125,7 +125,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     twins: dict[str, Path] = {}
     if chosen:
         if twin_run is None:
-            raise HyperloomError(f"no float32 twin of {request.workload} could be made ({twin_failure[:300]}), and no tolerance is declared for "
+            raise HyperloomError(f"no twin of {request.workload} (float64 or float32) could be made ({twin_failure[:300]}), and no tolerance is declared for "
                                  f"{', '.join(chosen[:6])}", "declare one: atol/rtol (or token_match), per_output, or the workload's `tolerances`")
         metas = {**saved[0], **{n: saved[1][n] for n in teachers}}
         drift_runs = [(runs / "seeds" / "baseline" / f"seed{i}", runs / "seeds" / "twin" / f"seed{i}") for i in range(len(seeds))]

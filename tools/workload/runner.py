@@ -247,7 +247,7 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
     torch = _torch()
     model = getattr(STATE.obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
-        raise WorkloadContractError("the workload has no `model` attribute holding a torch.nn.Module, so no float32 twin of it can be made")
+        raise WorkloadContractError("the workload has no `model` attribute holding a torch.nn.Module, so no twin of it (float64 or float32) can be made")
     narrow = next(((name, p.dtype) for name, p in model.named_parameters() if not p.dtype.is_floating_point), None)
     if narrow is not None:
         raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
@@ -259,14 +259,16 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
     note = {}
     for dtype in dtypes:
         cast["to"] = dtype
-        model.to(dtype)
-        STATE.obj.__dict__.update({key: teacher.upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
         try:
+            model.to(dtype)
+            STATE.obj.__dict__.update({key: teacher.upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
             _one_step()
             break
-        except Exception as exc:  # noqa: BLE001 - float64 missing from a kernel the model calls: the float32 twin next
+        except Exception as exc:  # noqa: BLE001 - float64 missing from a kernel the model calls, or no memory for it: the float32 twin next
             if dtype is dtypes[-1]:
                 raise
+            if STATE.gpu:
+                torch.cuda.empty_cache()
             note = {"twin_note": f"a float64 twin raised ({type(exc).__name__}: {str(exc)[:160]}): the twin is float32"}
     return {**outputs(payload), "dtype": str(dtype).removeprefix("torch."), **note}
 
