@@ -252,6 +252,7 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
     if narrow is not None:
         raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
     dtypes = twin_dtypes(torch, model, STATE.gpu)
+    itself = {p.dtype for p in model.parameters() if p.dtype.is_floating_point} == {torch.float32}  # a float32 twin would be the model
     exact_float32(torch)
     cast = {"to": dtypes[0]}  # what the hook casts the model's inputs to: the twin's dtype
     model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, cast["to"]), teacher.upcast(torch, kwargs, cast["to"])),
@@ -269,7 +270,8 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
                 raise
             if STATE.gpu:
                 torch.cuda.empty_cache()
-            note = {"twin_note": f"a float64 twin raised ({type(exc).__name__}: {str(exc)[:160]}): the twin is float32"}
+            note = {"twin_note": f"a float64 twin raised ({type(exc).__name__}: {str(exc)[:160]}): the twin is float32"
+                                 + (", the model's own dtype, so any reordering reads as error: declare a tolerance if honest levers are refused" if itself else "")}
     return {**outputs(payload), "dtype": str(dtype).removeprefix("torch."), **note}
 
 
