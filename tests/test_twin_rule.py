@@ -459,12 +459,15 @@ def test_a_float32_model_s_twin_is_float64_on_a_gpu_too_and_a_half_precision_mod
     torch = pytest.importorskip("torch")
     from hyperloom.tools.workload.runner import twin_dtypes
 
+    def floats(model):
+        return {p.dtype for p in model.parameters() if p.dtype.is_floating_point}
+
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
-    assert twin_dtypes(torch, model, gpu=True) == [torch.float64, torch.float32]
-    assert twin_dtypes(torch, model, gpu=False) == [torch.float64, torch.float32]
+    assert twin_dtypes(torch, floats(model), gpu=True) == [torch.float64, torch.float32]
+    assert twin_dtypes(torch, floats(model), gpu=False) == [torch.float64, torch.float32]
     model[0].to(torch.float16)  # a half-precision model with float32 norms: its error is half precision's
-    assert twin_dtypes(torch, model, gpu=True) == [torch.float32]
-    assert twin_dtypes(torch, model.to(torch.bfloat16), gpu=False) == [torch.float64, torch.float32]
+    assert twin_dtypes(torch, floats(model), gpu=True) == [torch.float32]
+    assert twin_dtypes(torch, floats(model.to(torch.bfloat16)), gpu=False) == [torch.float64, torch.float32]
 
 
 def test_the_twin_runs_with_tf32_off_which_cudnn_s_convolutions_default_to():

@@ -179,7 +179,10 @@ class Campaign:
         if mean_s is None:
             return 0.0
         stack, winners = self.stack(), self.winners()
-        settle = int(self.gain() is None) if stack else 0 if not winners else 1 + (len(winners) > 1)  # a stack: its revalidation if due
+        if stack:
+            settle = int(self.gain() is None)  # its revalidation, if still due (cut or killed before a resume)
+        else:
+            settle = 1 + (len(winners) > 1) if winners else 0
         stack = stack or (winners[0].result.levers if winners else [])
         valid = [p for p in (_point(raw, self.frozen.declared_knobs) for raw in points) if p is not None] if stack else []
         left = settle + sum(self.ledger.find(self.key("sweep", [], stack, point)) is None for point in valid)

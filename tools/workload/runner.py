@@ -251,8 +251,9 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
     narrow = next(((name, p.dtype) for name, p in model.named_parameters() if not p.dtype.is_floating_point), None)
     if narrow is not None:
         raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
-    dtypes = twin_dtypes(torch, model, STATE.gpu)
-    itself = {p.dtype for p in model.parameters() if p.dtype.is_floating_point} == {torch.float32}  # a float32 twin would be the model
+    floats = {p.dtype for p in model.parameters() if p.dtype.is_floating_point}
+    dtypes = twin_dtypes(torch, floats, STATE.gpu)
+    itself = floats == {torch.float32}  # a float32 twin would be the model
     exact_float32(torch)
     cast = {"to": dtypes[0]}  # what the hook casts the model's inputs to: the twin's dtype
     model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, cast["to"]), teacher.upcast(torch, kwargs, cast["to"])),
@@ -275,13 +276,13 @@ def twin(payload: dict[str, Any]) -> dict[str, Any]:
     return {**outputs(payload), "dtype": str(dtype).removeprefix("torch."), **note}
 
 
-def twin_dtypes(torch: Any, model: Any, gpu: bool) -> list[Any]:
-    """The dtypes a twin is tried in, widest first: float64 on a CPU; on a GPU float32 for a model in a narrower
-    float (float64 costs time and memory there and adds nothing over float32 against a bf16 or fp16 model's error),
-    float64 for a float32 model, whose float32 twin would be itself (a freeze with no tolerance then exact: every
-    reordering refused at one ulp). float32 is the fallback where a float64 step raises."""
-    widths = {p.dtype.itemsize for p in model.parameters() if p.dtype.is_floating_point}
-    narrow = gpu and bool(widths) and min(widths) < 4
+def twin_dtypes(torch: Any, floats: set[Any], gpu: bool) -> list[Any]:
+    """The dtypes a twin is tried in, widest first, for a model whose floating parameters are in `floats`: float64 on
+    a CPU; on a GPU float32 for a model in a narrower float (float64 costs time and memory there and adds nothing over
+    float32 against a bf16 or fp16 model's error), float64 for a float32 model, whose float32 twin would be itself (a
+    freeze with no tolerance then exact: every reordering refused at one ulp). float32 is the fallback where a float64
+    step raises."""
+    narrow = gpu and bool(floats) and min(dtype.itemsize for dtype in floats) < 4
     return [torch.float32] if narrow else [torch.float64, torch.float32]
 
 
