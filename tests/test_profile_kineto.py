@@ -120,7 +120,7 @@ class _DeviceType(enum.Enum):
 
 
 class _Captured:
-    """One raw event as scripts/device/kineto_fields.py printed it on the H200 (torch 2.11.0+cu130): the fields torch
+    """One raw event as lab/raw-profiler-events/kineto_fields.py printed it on the H200 (torch 2.11.0+cu130): the fields torch
     had answer, those it lacked raise AttributeError."""
 
     def __init__(self, row):

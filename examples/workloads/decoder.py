@@ -5,7 +5,7 @@ gated exactly. With the knob `top_logprobs` (e.g. 8) it returns as well each gen
 0.04 nats of the reference's and lets its tokens part only at a near tie (tools/workload/generated.py): in bf16 a
 faithful kernel flips near ties, and greedy decoding goes on from there. 0.04 nats is about two bf16 steps of a
 logit between 2 and 4: on this repository's CPU run (results/cpu/near_tie) faithful candidates drifted 0.016 and a
-layer whose MLP output was 10 % too large 0.055; on a GPU it is ASSUMED until scripts/device/near_tie.py measures it.
+layer whose MLP output was 10 % too large 0.055; on a GPU it is ASSUMED until lab/near-tie/near_tie.py measures it.
 
     hyperloom workload freeze --workload examples/workloads/decoder.py:build --name qwen2
     hyperloom workload bench --name qwen2 --candidate '["knob:cache=static"]' --candidate '["compile"]' --candidate '["knob:cache=static", "decode_loop"]'

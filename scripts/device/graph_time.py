@@ -1,6 +1,7 @@
 """Time a GPU call as a replayed decode step runs it: `calls` of them captured in one CUDA graph, replayed 7 times,
-the median replay's time a call (CUDA events). Shared by decode_attention_check.py and gemv_sweep.py. A call that
-reads the same tensors each time reads them from L2 when they fit (50 MB on the H200): hot, not a model's cold read."""
+the median replay's time a call (CUDA events). Shared by gemv_sweep.py and
+lab/decode-attention-vs-sdpa/decode_attention_check.py. A call that reads the same tensors each time reads them from L2
+when they fit (50 MB on the H200): hot, not a model's cold read."""
 
 from __future__ import annotations
 

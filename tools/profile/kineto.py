@@ -7,7 +7,7 @@ each kernel its launching operator, so work.py weighs it the same (tests/test_pr
 On a GPU, each device event (a kernel, a copy, a set) names the operator that launched it by that operator's
 correlation id (`linked_correlation_id`, as torch's own _parse_kineto_results links them; the Chrome JSON's "External
 id"), and carries the runtime call's correlation (a CUDA graph's replayed kernels: the graph launch's). Read off torch
-2.11's events on the H200 (results/h200/workload-gate/kineto/kineto_fields.torch211.jsonl, scripts/device/kineto_fields.py).
+2.11's events on the H200 (results/h200/workload-gate/kineto/kineto_fields.torch211.jsonl, lab/raw-profiler-events/kineto_fields.py).
 What the raw events lack beside the JSON: a kernel's grid and block and a copy's bytes (so copies weigh no bytes
 here), and the devices' names.
 

@@ -84,7 +84,7 @@ def _mean_square(x_row, n_cols, BLOCK: tl.constexpr, LANES: tl.constexpr, STEPS:
 @triton.jit
 def mean_square_kernel(x, out, n_cols, BLOCK: tl.constexpr, LANES: tl.constexpr = 0, STEPS: tl.constexpr = 0):
     """out[row] = the mean square rmsnorm_kernel normalizes row `row` of x by: what tests and
-    scripts/device/eager_bits.py compare with torch's x.float().pow(2).mean(-1), bit for bit."""
+    lab/rmsnorm-eager-bits/eager_bits.py compare with torch's x.float().pow(2).mean(-1), bit for bit."""
     row = tl.program_id(0).to(tl.int64)
     tl.store(out + row, _mean_square(x + row * n_cols, n_cols, BLOCK, LANES, STEPS))
 
