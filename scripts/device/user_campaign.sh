@@ -2,7 +2,8 @@
 # Run ON THE DEVICE (one H200, no network), carrying .whl. Issue 44's acceptance: one `optimize start` per user
 # workload (scripts/device/user_workloads/NAME.py), as a user would start it: no levers listed, no tolerance declared
 # (the twin rule derives one at freeze), a wall-clock deadline per campaign. Outputs: $OUT/NAME.optimize.json (the
-# report model), $OUT/NAME.report.md, $OUT/NAME.breakdown.json, $OUT/user_campaign.log (progress lines, one per candidate).
+# report model), $OUT/NAME.report.md, $OUT/NAME.breakdown.json (only where it differs from NAME.optimize.json),
+# $OUT/user_campaign.log (progress lines, one per candidate).
 #   DEADLINE_S=540 bash scripts/device/user_campaign.sh decoder_llama
 #   DEADLINE_S=240 bash scripts/device/user_campaign.sh conv_resnet encoder_bert
 #   LEVER_ARGS="--lever static_cache --lever decode_loop" ...     # levers listed (default: the whole catalog)
@@ -45,7 +46,8 @@ for r in report["records"]:
 for note in report["notes"]:
     print("  note:", note[:220])
 for key, suffix in (("report_md", "report.md"), ("breakdown_json", "breakdown.json")):
-    if report.get(key):
+    same = suffix == "breakdown.json" and report.get(key) and Path(report[key]).read_bytes() == (out / f"{name}.optimize.json").read_bytes()
+    if report.get(key) and not same:  # the breakdown is the answer itself, byte for byte: one copy comes back
         shutil.copy(report[key], out / f"{name}.{suffix}")
 PY
 done
