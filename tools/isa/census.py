@@ -10,35 +10,20 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from hyperloom import __version__
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.cache import cache_dir
 from hyperloom.core.hashing import sha256_json
 from hyperloom.core.progress import ProgressFn
-from hyperloom.tools.isa.capabilities import CAPABILITIES
-from hyperloom.tools.isa.layouts import GENERATIONS, UNSWEPT
-from hyperloom.tools.isa.models import FORMAT, Census
+from hyperloom.tools.isa.digest import STEPS, definitions_digest, step
+from hyperloom.tools.isa.models import Census
 from hyperloom.tools.isa.targets import LlvmMc, check_target, find_llvm_mc, generation
 
 log = logging.getLogger(__name__)
-STEPS = 4  # sweep, probe, re-assembly, capabilities
-
-
-def definitions_digest(gen: str) -> str:
-    """Changes whenever the layouts, their known gaps, the capability patterns or the format change."""
-    return sha256_json(
-        [FORMAT, __version__, repr(GENERATIONS[gen]), UNSWEPT, [(c.name, c.description, c.patterns) for c in CAPABILITIES]]
-    )
 
 
 def _cache_path(llvm: LlvmMc, target: str, gen: str) -> Path:
     key = sha256_json([llvm.sha256, target, definitions_digest(gen)])
     return cache_dir("isa") / f"{target}-{key[:32]}.json"
-
-
-def step(progress: ProgressFn | None, done: int) -> None:
-    if progress is not None:
-        progress(done, STEPS)
 
 
 def census(

@@ -15,7 +15,7 @@ from hyperloom.core.hashing import sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.tools.codeobj.disasm import base_mnemonic
 from hyperloom.tools.isa.capabilities import CAPABILITIES
-from hyperloom.tools.isa.census import definitions_digest, step
+from hyperloom.tools.isa.digest import definitions_digest, step
 from hyperloom.tools.isa.examples import choose_examples, rank
 from hyperloom.tools.isa.layouts import GENERATIONS, UNSWEPT, encode_group
 from hyperloom.tools.isa.mnemonics import MnemonicTable, find_table

@@ -15,29 +15,20 @@ from hyperloom.core.background import Runs
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.campaign import Campaign, Control
+from hyperloom.tools.optimize.campaign import Control
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import (OptimizeProposeRequest, OptimizeRef, OptimizeReport, OptimizeRequest, OptimizeStatus, ProposeResult, SweepNote,
                                              WorkloadRow, stack_of)
 from hyperloom.tools.optimize.report import build_report, close, pass_note, status_of
+from hyperloom.tools.optimize.one_campaign import run_campaign
 from hyperloom.tools.optimize.spread import spread
-from hyperloom.tools.optimize.session import MANIFEST, Session, default_name, folder_of, open_campaign, open_existing, read_pass, write_pass
-from hyperloom.tools.workload.levers import check_candidate, prepared
+from hyperloom.tools.optimize.session import MANIFEST, Session, default_name, folder_of, open_existing, read_pass, write_pass
+from hyperloom.tools.workload.levers import prepared
 
 OPEN_TIMEOUT_S = 3600.0  # a freeze runs the baseline twice before the campaign opens
 
 
 RUNS = Runs("optimize session")  # by session name (a pass's too)
-
-
-def run_campaign(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None, control: Control | None = None) -> OptimizeReport:
-    """Open (freezing first if needed) or resume one campaign, run it to a stop rule, close it."""
-    control = control or Control()
-    with open_campaign(request, workspace) as session:
-        for name in request.levers or []:  # refused before anything is timed, each with its reason
-            check_candidate([name], session.frozen.vendor, session.frozen.declared_knobs)
-        reason = Campaign(session, request, workspace, control, progress).run()
-        return close(session, workspace, error=reason if reason.startswith("error") else None)
 
 
 def run_pass(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None, control: Control | None = None) -> list[str]:

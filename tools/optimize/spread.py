@@ -18,6 +18,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.campaign import Control
 from hyperloom.tools.optimize.models import OptimizeRequest
+from hyperloom.tools.optimize.one_campaign import run_campaign
 
 WAIT_S = 1.0  # how often the pass looks at its stop flag while tasks run
 PROBE_S = 5.0
@@ -35,8 +36,6 @@ def _ray() -> Any:
 
 def _campaign(request: dict[str, Any], root: str) -> str | None:
     """A Ray task: one workload's campaign, run to its close in the task's process; its refusal as text, or None."""
-    from hyperloom.tools.optimize.api import run_campaign
-
     try:
         run_campaign(OptimizeRequest.model_validate(request), Workspace.at(Path(root)))
     except HyperloomError as exc:

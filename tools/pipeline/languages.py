@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from hyperloom.core.workspace import Workspace
     from hyperloom.tools.compile.models import TargetBuild
     from hyperloom.tools.kernelspec.load import LoadedSpec
-    from hyperloom.tools.pipeline.launch import Launchable
+    from hyperloom.tools.pipeline.launchable import Launchable
 
 LANGUAGES: Mapping[str, str] = {
     "hip": "hyperloom.tools.pipeline.native:HIP",

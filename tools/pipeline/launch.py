@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
 
 import numpy as np
 
@@ -15,38 +13,8 @@ from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.kernelspec.load import LoadedSpec, argument_value, buffer_shape, scalar_value
 from hyperloom.tools.kernelspec.models import BufferArg, Variant
 from hyperloom.tools.pipeline.languages import language, native_backend
+from hyperloom.tools.pipeline.launchable import Launchable
 from hyperloom.tools.runtime.models import ArgSpec
-
-
-class CompiledParameters(Protocol):
-    """How a built kernel's parameters differ from the spec's arguments (Triton drops constants and adds scratch)."""
-
-    def arg_specs(self, specs: list[ArgSpec], grid: list[int]) -> list[ArgSpec]: ...
-
-
-@dataclass(frozen=True)
-class Launchable:
-    """A spec's variant on one target and shape, with its launch geometry evaluated."""
-
-    loaded: LoadedSpec
-    variant_name: str
-    variant: Variant
-    target: str
-    shape: dict[str, int]
-    backend: str
-    grid: list[int]
-    block: list[int]
-    shared_bytes: int
-    symbol: str | None = None  # the entry's symbol in the built code object, once its language's build has resolved it
-    parameters: CompiledParameters | None = None  # set by a build whose kernel takes other parameters than the spec's arguments
-
-    @property
-    def input_sets(self) -> list[str]:
-        return ["seeded", *self.loaded.spec.adversarial]
-
-    @property
-    def language_name(self) -> str:
-        return self.loaded.source_of(self.variant)[1]
 
 
 def backend_for(target: str, language_name: str | None = None) -> str:
