@@ -48,5 +48,5 @@ def test_a_value_that_does_not_convert_is_refused_with_the_knob_the_value_and_wh
 
 
 def test_an_unknown_knob_is_refused_with_the_knobs_the_factory_declares():
-    with pytest.raises(WorkloadContractError, match="declares no knob 'batchs' .it declares width, batch"):
+    with pytest.raises(WorkloadContractError, match=r"declares no knob 'batchs' \(did you mean batch\?\); it declares width, batch"):
         knob_values(declared_knobs(build), {"batchs": "8"})

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from hyperloom.core.closest import closest, did_you_mean
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 
@@ -166,8 +167,9 @@ CATALOG: tuple[Lever, ...] = (
 BY_NAME = {lever.name: lever for lever in CATALOG}
 
 
-def lever(name: str) -> Lever:
-    """The catalog's lever `name`, or a knob lever `knob:NAME=VALUE`; anything else is refused with the catalog."""
+def lever(name: str, vendor: str | None = None) -> Lever:
+    """The catalog's lever `name`, or a knob lever `knob:NAME=VALUE`; anything else is refused with the closest name
+    and the catalog's levers that apply on `vendor` (all of them when it is not known yet)."""
     if name in BY_NAME:
         return BY_NAME[name]
     knob = KNOB.match(name)
@@ -178,13 +180,17 @@ def lever(name: str) -> Lever:
     if overrides:
         return Lever(name, "overrides", ANY, f"the overrides module {overrides.group(1)} (kernels put in place of methods or functions)",
                      "every replacement it made was called", value=overrides.group(1))
-    raise HyperloomError(f"unknown lever {name[:80]!r}",
-                         f"use one of {', '.join(BY_NAME)}, knob:NAME=VALUE for a knob the workload declares, or overrides:FILE.py")
+    near = closest(name, BY_NAME)
+    elsewhere = f", which applies on {', '.join(sorted(BY_NAME[near].vendors))} only" if near and vendor and vendor not in BY_NAME[near].vendors else ""
+    valid = [item.name for item in CATALOG if vendor is None or vendor in item.vendors]
+    raise HyperloomError(f"unknown lever {name[:80]!r}" + (f" (did you mean {near}{elsewhere}?)" if near else ""),
+                         f"use one of {', '.join(valid)}" + (f" (the levers that apply on {vendor})" if vendor else "")
+                         + ", knob:NAME=VALUE for a knob the workload declares, or overrides:FILE.py")
 
 
 def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | None]) -> list[Lever]:
     """The levers of one candidate, each known, applying on `vendor`, and at most one of each kind that excludes another."""
-    levers = [lever(name) for name in names]
+    levers = [lever(name, vendor) for name in names]
     for item in levers:
         if vendor not in item.vendors:
             raise HyperloomError(f"lever {item.name} does not apply on this machine ({vendor}): it is for {', '.join(sorted(item.vendors))}",
@@ -192,7 +198,8 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
         if item.kind == "knob":
             name, value = item.value.split("=", 1)
             if name not in knobs:
-                raise HyperloomError(f"the workload declares no knob {name!r}" + (f" (it declares {', '.join(knobs)})" if knobs else " (it declares none)"),
+                raise HyperloomError(f"the workload declares no knob {name!r}" + did_you_mean(name, knobs)
+                                     + (f"; it declares {', '.join(knobs)}" if knobs else "; it declares none"),
                                      "use a keyword argument of the workload's factory, or leave the lever out")
             allowed = knobs[name]
             if allowed is not None and value not in allowed:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, field_validator
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.requests import Request
 from hyperloom.tools.pipeline.stats import SampleStats
+from hyperloom.tools.workload import candidates as candidate_forms
 
 WORKLOAD_DESCRIPTION = "file.py:function or module:function (a factory), or script.py (timed only)."
 Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "IMPOSSIBLE", "NO_OP", "CRASH", "TIMEOUT", "RAISED"]
@@ -96,8 +97,7 @@ class WorkloadFreezeResult(BaseModel):
 
 class WorkloadBenchRequest(Request):
     name: str = Field(max_length=80, description="A frozen workload session (workload_freeze's name).")
-    candidates: list[list[str]] = Field(default_factory=list, max_length=32, description=(
-        "Each a list of levers, e.g. [[\"compile\"], [\"knob:cache=static\", \"graph\"]]."))
+    candidates: list[list[str]] = Field(default_factory=list, max_length=32, description=f"Candidates, {candidate_forms.FORM}.")
     pairs: int = Field(6, ge=5, le=200, description="A/B pairs.")
     steps_per_leg: int = Field(3, ge=1, le=1000, description="Steps per leg.")
     warmup_steps: int = Field(2, ge=1, le=100, description="Steps before timing.")
@@ -108,6 +108,11 @@ class WorkloadBenchRequest(Request):
     fresh_workers: bool = Field(False, description="Build every candidate its own worker (no kept worker serving copies): "
                                 "as a user's process runs it; on the H200 one compiled stack ran 6 ms legs served and 12 ms fresh.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
+
+    @field_validator("candidates", mode="before")
+    @classmethod
+    def _candidates(cls, value: object) -> object:
+        return candidate_forms.candidates(value)
 
 
 class Engagement(BaseModel):

@@ -20,7 +20,12 @@ os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
 
 def main(argv: Sequence[str] | None = None) -> int:
     chosen, words = choose(sys.argv[1:] if argv is None else argv)
-    args = build_parser(chosen, every=False).parse_args(words)
+    parser = build_parser(chosen, every=False)
+    args, unknown = parser.parse_known_args(words)
+    if unknown:
+        from hyperloom.cli.misspelled import refuse
+
+        refuse(parser, chosen, unknown)
     import logging
 
     from pydantic import ValidationError

@@ -9,7 +9,6 @@ refused: a JSON text where a list or object is expected, and one string where a 
 
 from __future__ import annotations
 
-import difflib
 import json
 import types
 import typing
@@ -18,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
+from hyperloom.core.closest import closest
 from hyperloom.core.errors import HyperloomError
 
 MAX_PROBLEMS = 4
@@ -55,6 +55,8 @@ def describe(model: type[BaseModel], error: ValidationError) -> tuple[str, str]:
         field = model.model_fields.get(name)
         if item["type"] == "missing":
             steps.append(f"pass {name} ({_shorten(field.description or _kind(field.annotation))})" if field else f"pass {name}")
+        elif field is not None and item["type"] == "value_error":  # a validator's own refusal names the forms it takes
+            steps.append(f"fix {name}" + (f" ({_shorten(field.description)})" if field.description else ""))
         elif field is not None:
             steps.append(f"give {name} as {_kind(field.annotation)}" + (f" ({_shorten(field.description)})" if field.description else ""))
         else:
@@ -73,8 +75,8 @@ def _message(item: Mapping[str, Any]) -> str:
 
 def _unknown(name: str, fields: Mapping[str, Any]) -> str:
     shown = _shorten(name, 40)
-    close = difflib.get_close_matches(name, list(fields), n=1, cutoff=0.6)
-    return f"{shown!r} (did you mean {close[0]!r}?)" if close else repr(shown)
+    near = closest(name, fields)
+    return f"{shown!r} (did you mean {near!r}?)" if near is not None else repr(shown)
 
 
 def _names(model: type[BaseModel]) -> str:

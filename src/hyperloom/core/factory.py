@@ -15,6 +15,8 @@ import typing
 from collections.abc import Callable
 from typing import Any
 
+from hyperloom.core.closest import did_you_mean
+
 
 class WorkloadContractError(RuntimeError):
     """The workload's factory did not return what the contract asks for."""
@@ -64,7 +66,8 @@ def knob_values(knobs: dict[str, list[str] | None], given: dict[str, str]) -> di
     values = {}
     for name, value in given.items():
         if name not in knobs:
-            raise WorkloadContractError(f"the workload declares no knob {name!r}" + (f" (it declares {', '.join(knobs)})" if knobs else " (it declares none)"))
+            raise WorkloadContractError(f"the workload declares no knob {name!r}" + did_you_mean(name, knobs)
+                                        + (f"; it declares {', '.join(knobs)}" if knobs else "; it declares none"))
         try:
             values[name] = typed(value, kinds.get(name))
         except ValueError:
