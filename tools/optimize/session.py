@@ -23,6 +23,7 @@ from hyperloom.tools.optimize.ledger import Ledger
 from hyperloom.tools.optimize.models import OptimizeRequest
 from hyperloom.tools.workload.freeze import describe_target, freeze_workload
 from hyperloom.tools.workload.frozen import Frozen, located, portable, read_frozen
+from hyperloom.tools.workload.levers import check_candidate
 from hyperloom.tools.workload.frozen import session_folder as workload_folder
 from hyperloom.tools.workload.models import WorkloadFreezeRequest
 
@@ -68,6 +69,8 @@ def open_campaign(request: OptimizeRequest, workspace: Workspace) -> Session:
     if (folder / PASS).is_file():
         raise HyperloomError(f"{name!r} is a pass over several workloads", "start it again with the same workloads, or name one of its sessions (NAME.N)")
     frozen, freeze_s = _frozen(request, name, workspace)
+    for lever in request.levers or []:  # each applies here and names a knob the workload declares: refused before the session is made
+        check_candidate([lever], frozen.vendor, frozen.declared_knobs)
     if not frozen.gated:
         raise HyperloomError(f"the workload {frozen.target.workload} has no outputs() to gate: nothing could be kept honestly",
                              "give its factory an outputs() returning the tensors a faster run must reproduce (see the skill's workload page)")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.errors import HyperloomError
+from hyperloom.core.workload_source import refuse_factory_module_as_script, refuse_missing_function
 from hyperloom.core.worker import WorkerOutcome, run_worker
 from hyperloom.core.workspace import Workspace
 
@@ -34,13 +35,15 @@ class Capture:
 
 def file_function(workload: str, workspace: Workspace) -> str | None:
     """'absolute path.py:function' for a factory in a file (file.py:function, as workload freeze and profile take it),
-    None for any other form; a name after the colon that is no function name is refused."""
+    None for any other form; a name after the colon that is no function name, or that the file does not define, is
+    refused (the latter with the file's callables and the closest)."""
     where, colon, function = workload.rpartition(":")
     if not (colon and where.endswith(".py")):
         return None
     path = workspace.resolve(where, kind="file", what="workload")
     if not FUNCTION_NAME.match(function):
         raise HyperloomError(f"{function[:60]!r} is not a function name", "pass file.py:function")
+    refuse_missing_function(path, function, workload)
     return f"{path}:{function}"
 
 
@@ -54,6 +57,7 @@ def describe_workload(workload: str, workspace: Workspace) -> tuple[str, str]:
         path = workspace.resolve(workload, kind="file", must_exist=True, what="workload")
         if path.suffix != ".py":
             raise HyperloomError(f"workload {workload!r} is not a Python script (.py)", "pass a .py file, or 'module:function'")
+        refuse_factory_module_as_script(path, workload)
         return "script", str(path)
     if not MODULE_FUNCTION.match(workload):
         raise HyperloomError(f"workload {workload!r} is neither a script path nor 'module:function'",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +17,11 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_file, sha256_json
 from hyperloom.core.progress import ProgressFn
+from hyperloom.core.workload_source import refuse_factory_module_as_script, refuse_unknown_knobs
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.workload import MODULE_FUNCTION, file_function
 from hyperloom.tools.workload import derived, generated, twin
+from hyperloom.tools.workload.alone import alone_command
 from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
 from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, WorkloadBenchRequest, WorkloadFreezeRequest, WorkloadFreezeResult
 from hyperloom.tools.workload.pinned import pin
@@ -39,30 +42,55 @@ gated pair's prompt."""
 
 def describe_target(workload: str, args: list[str], knobs: dict[str, str], workspace: Workspace) -> Target:
     """The workload as a worker loads it: a script, a file's function or a module's function; anything else is refused."""
-    in_file = file_function(workload, workspace)
+    in_file = file_function(workload, workspace)  # a factory the file does not define is refused there
     if in_file is not None:
+        where, _, function = in_file.rpartition(":")
+        refuse_unknown_knobs(Path(where), function, knobs)
         return Target(in_file, "function", tuple(args), dict(knobs))
     if workload.endswith(".py"):
+        path = workspace.resolve(workload, kind="file", what="workload")
+        refuse_factory_module_as_script(path, workload)
         if knobs:
             raise HyperloomError("a script has no knobs", "give the workload as file.py:function (a factory) to use knobs")
-        return Target(str(workspace.resolve(workload, kind="file", what="workload")), "script", tuple(args), {})
+        return Target(str(path), "script", tuple(args), {})
     if not MODULE_FUNCTION.match(workload):
         raise HyperloomError(f"workload {workload[:80]!r} is neither script.py, file.py:function nor module:function",
                              "pass e.g. 'bench/decoder.py:build' or 'mypackage.workloads:decoder' (importable from the workspace root)")
     return Target(workload, "function", tuple(args), dict(knobs))
 
 
-def refusal(failure: WorkloadFailure, workload: str, timeout_s: float) -> HyperloomError:
-    """A worker failure as the caller reads it, with the next step for each way it can end."""
+def refusal(failure: WorkloadFailure, workload: str, timeout_s: float, target: Target | None = None) -> HyperloomError:
+    """A worker failure as the caller reads it, with the next step for each way it can end; where the workload's own
+    code failed, the one-line command that runs it alone (with `target`, its knobs and arguments too)."""
+    alone = alone_command(workload, dict(target.knobs) if target else {}, target.kind if target else "function" if ":" in workload else "script",
+                          tuple(target.args) if target else ())
+    missing = MISSING_MODULE.search(failure.message) if failure.error_type in ("ModuleNotFoundError", "ImportError") else None
     if failure.status == "TIMEOUT":
         return HyperloomError(f"the workload {workload} did not finish {failure.message}", f"make its step shorter, or raise timeout_s above {timeout_s:g}")
+    if missing is not None and failure.step == "build":
+        return HyperloomError(f"the workload {workload} imports {missing.group(1)}, which this Python ({sys.executable}) does not have: {failure.message}",
+                              install_hint(missing.group(1)))
     if failure.error_type in ("ModuleNotFoundError", "ImportError", "AttributeError", "FileNotFoundError") and failure.step == "build":
         return HyperloomError(f"the workload {workload} cannot be loaded: {failure.message}", "check the module path (importable from the workspace root) and the function's name")
     if failure.status == "CRASH":
-        return HyperloomError(f"the workload {workload} crashed its worker ({failure.message})", "run it alone to find the crash (an extension's segfault, or out of memory)")
+        return HyperloomError(f"the workload {workload} crashed its worker ({failure.message})", f"run it alone to find the crash (an extension's segfault, or out of "
+                              f"memory): {alone}")
     if failure.status == "EXITED":
         return HyperloomError(f"the workload {workload} ended its process ({failure.message})", "a step must return; remove the exit")
-    return HyperloomError(f"the workload {workload} raised in {failure.message}", "fix the error (run it alone to see the traceback), then freeze again")
+    return HyperloomError(f"the workload {workload} raised in {failure.message}", f"fix the error, then freeze again; to see its whole traceback, run it "
+                          f"alone in the workspace root: {alone}")
+
+
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+TORCH_CPU = "pip install torch==2.13.0 (a CPU wheel), or pip install torch --index-url https://download.pytorch.org/whl/cpu"
+
+
+def install_hint(module: str) -> str:
+    """How to give this Python a module a workload imports: torch as a CPU wheel (a CUDA or ROCm build for a GPU)."""
+    top = module.split(".")[0]
+    if top == "torch":
+        return f"install torch into this Python: {TORCH_CPU}; on a GPU, the CUDA or ROCm build pytorch.org names for it"
+    return f"install it into this Python (pip install {top}, if that is its package's name), or run hyperloom from the Python that has it"
 
 
 def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progress: ProgressFn | None = None) -> WorkloadFreezeResult:
@@ -108,7 +136,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
             if progress is not None:
                 progress(index + 1, RUNS)
     except WorkloadFailure as failure:
-        raise refusal(failure, request.workload, request.timeout_s) from None
+        raise refusal(failure, request.workload, request.timeout_s, target) from None
     finally:
         for process in processes:
             process.close()

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from hyperloom.core.closest import did_you_mean
 from hyperloom.core.factory import WorkloadContractError, load_file
 from hyperloom.tools.workload import kernel_route, model_changes, teacher
 from hyperloom.tools.workload.worker_state import STATE
@@ -119,7 +120,10 @@ def factory(workload: str) -> Callable[..., Any]:
         module = loaded  # imported already (an overrides module patched it): the same module, its patches kept
     else:
         module = load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
-    factory = getattr(module, name)
+    factory = getattr(module, name, None)
+    if factory is None:  # an AttributeError: the controller's refusal says the workload cannot be loaded
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__)
+        raise AttributeError(f"{where} defines no {name}" + did_you_mean(name, found) + (f"; its callables: {', '.join(found)}" if found else ""))
     if not callable(factory):
         raise WorkloadContractError(f"{workload} is not a function")
     return factory

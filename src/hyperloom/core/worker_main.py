@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import json
+import site
 import sys
+import sysconfig
 import traceback
 from pathlib import Path
 from typing import Any
@@ -20,17 +22,37 @@ from hyperloom.core.atomic import write_bytes_atomic
 MESSAGE_CHARS = 2000
 
 
+def _libraries() -> tuple[str, ...]:
+    """Where installed code lives (the standard library, site-packages): frames there are no user's code."""
+    paths = {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    paths.update(site.getsitepackages() if hasattr(site, "getsitepackages") else [])
+    return tuple(str(Path(p)) + "/" for p in paths if p)
+
+
+def _shown(frame: traceback.FrameSummary, libraries: tuple[str, ...]) -> str:
+    """A frame as file:line, its file relative to the working folder (the workspace root) or to its library's folder."""
+    name = frame.filename
+    base = max((lib for lib in libraries if name.startswith(lib)), key=len, default=str(Path.cwd()) + "/")  # site-packages, not the venv's lib/ above it
+    return f"{name[len(base):] if name.startswith(base) else name}:{frame.lineno}"
+
+
 def _innermost(exc: BaseException) -> str:
-    """file:line of the innermost frame outside Hyperloom's own package: where the user's code raised; and where a
-    lever's code of ours sat in the user's call path (user code -> our lever -> a library that raised: decode_loop's
-    forward into transformers), the innermost such frame of ours, which the library frame alone would hide."""
+    """file:line of the innermost frame of the user's code (outside Hyperloom's package, the standard library and
+    site-packages): where their code called what raised, with the library's frame that raised beside it (a step that
+    fails inside torch names the user's line, not torch's); and where a lever's code of ours sat in the user's call path
+    (user code -> our lever -> a library that raised: decode_loop's forward into transformers), the innermost such frame
+    of ours, which the library frame alone would hide."""
     ours = str(Path(hyperloom.__file__).parent)
+    libraries = _libraries()
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f.filename.startswith(ours) for f in frames]
     outside = [f for f, m in zip(frames, mine) if not m] or frames
     if not outside:
         return ""
-    where = f"{outside[-1].filename}:{outside[-1].lineno}"
+    users = [f for f in outside if not f.filename.startswith(libraries) and not f.filename.startswith("<")]
+    where = _shown(users[-1], libraries) if users else _shown(outside[-1], libraries)
+    if users and users[-1] is not outside[-1]:
+        where += f" (raised in {_shown(outside[-1], libraries)})"
     first_outside = mine.index(False) if False in mine else len(mine)
     lever = [f for i, (f, m) in enumerate(zip(frames, mine)) if m and i > first_outside]  # ours, called from outside code
     if lever and mine[-1] is False:
