@@ -8,6 +8,7 @@ from typing import Any
 
 from hyperloom import __version__
 from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.collector import paused_gc
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import Evidence, assumed, host_device, measured
 from hyperloom.core.hashing import sha256_file
@@ -16,7 +17,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile import roof
 from hyperloom.tools.profile.analyse import Analysis, analyse
 from hyperloom.tools.profile.handoff import draft_files, handoffs
-from hyperloom.tools.profile.load import paused_gc, read_trace
+from hyperloom.tools.profile.load import read_trace
 from hyperloom.tools.profile.parse_chrome import EmptyTrace
 from hyperloom.tools.profile.models import ProfileRequest, ProfileResult, ReplayRoof
 from hyperloom.tools.profile.plot import draw, matplotlib_available

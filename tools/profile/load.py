@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import gc
 import gzip
 import json
 import zlib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,19 +24,6 @@ except ImportError:  # pragma: no cover - depends on the environment
         return json.loads(data)
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Hold the cyclic garbage collector while a trace becomes objects: a 100 MB trace is a few hundred thousand
-    dicts and dataclasses with no cycles, and collecting them as they are made costs more than parsing them."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def read_trace(path: Path, label: str) -> Trace:

@@ -34,15 +34,23 @@ from hyperloom.tools.workload.frozen import compare
 from hyperloom.tools.workload.levers import Lever, unreviewed
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
-from hyperloom.tools.workload.proof import profiled_work, short_of_work
+from hyperloom.tools.workload.proof import inputs_rewritten, profiled_work, short_of_work
 from hyperloom.tools.workload.roof import impossible
 from hyperloom.tools.workload.spare import Spare, Where
 from hyperloom.tools.workload.tamper import describe
-from hyperloom.tools.workload.timed import Leg, disagreement, draw_seeds, leg, slowed, two_paced
+from hyperloom.tools.workload.clock_checks import disagreement, inputs_moved, slowed, two_paced
+from hyperloom.tools.workload.digest import bounds as digest_bounds, mismatch as digest_mismatch
+from hyperloom.tools.workload.timed import Leg, draw_seeds, gated_step, keeps_every_step, leg
 from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
 
 ALPHA = 0.05
-LEG_MIN_S = 0.5  # a timed leg's least length where the step allows: paced()
+LEG_MAX_S = 0.5
+"""paced: a leg holds no more steps than fill this much wall time, its inputs(seed) included (a 1.2B decoder's eager
+generate of 1.17 s a step runs one a leg: three spent 42 of a campaign's device-s on its A/A alone)."""
+LEG_FILL_S = 0.025
+"""paced: a leg holds at least this much of the model's own time (do_bench's warm-up budget), so a 1 ms step's leg
+holds 25 steps: its figure a mean over many windows, not one start and stop's jitter."""
+MAX_STEPS = 1000  # WorkloadBenchRequest.steps_per_leg's bound
 MIN_SOLO_LEGS = 6  # the fewest solo legs whose median's CI is read
 
 
@@ -90,27 +98,58 @@ def load_outputs(folder: Path, names: list[str]) -> dict[str, np.ndarray]:
             if not is_twin(name) and (not name.endswith(TEACHER) or (folder / f"{name}.npy").is_file())}
 
 
+@dataclass(frozen=True)
+class Solo:
+    """The reference's legs alone: each leg's figure (seconds a step), and the medians a report says beside them."""
+
+    legs_s: list[float]
+    steps_per_leg: int  # as paced after the first leg
+    device_step_s: float | None  # the median window in device time (GPU)
+    inputs_step_s: float | None  # the median inputs(seed) a step, outside the window (None: fixed inputs)
+    wall_step_s: float  # the median window on the worker's clock
+    figure: str  # what the legs' figures are: "device", "wall", or why the wall stood for the device time
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.legs_s)
+
+
 def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int, references: dict[str, np.ndarray] | None = None,
-                  folder: Path | None = None, max_s: float | None = None) -> tuple[list[float], float | None]:
-    """Legs of the reference alone (the controller's clock, fresh seeds when the workload takes them) until its median's
-    CI is within target_ci, or max_legs, or (after MIN_SOLO_LEGS) `max_s` seconds spent. With `references` and
-    `folder`, each leg's last outputs are saved there and their shapes checked against the references' (inputs(seed)
-    must keep them)."""
-    legs, device = [], []
+                  folder: Path | None = None, max_s: float | None = None) -> Solo:
+    """Legs of the reference alone (timed windows, fresh seeds when the workload takes them) until its median's CI is
+    within target_ci, or max_legs, or (after MIN_SOLO_LEGS) `max_s` seconds spent; the legs after the first paced by it
+    (paced_steps). With `references` and `folder`, one drawn step's outputs of each leg are saved there and their shapes
+    checked against the references' (inputs(seed) must keep them)."""
+    legs: list[Leg] = []
     seeded = fresh_inputs(base)
     started = perf_counter()
+    steps = steps_per_leg
     while len(legs) < max_legs and not (max_s is not None and len(legs) >= MIN_SOLO_LEGS and perf_counter() - started >= max_s):
-        seeds = draw_seeds(steps_per_leg) if seeded else None
+        seeds = draw_seeds(steps) if seeded else None
         saved = folder / f"solo{len(legs)}" if references and folder is not None else None
-        timed = leg(base, steps_per_leg, seeds, saved)
+        gated = gated_step(steps)
+        timed = leg(base, steps, seeds, saved, gated=gated, keep_all=keeps_every_step(references or {}, steps))
         if saved is not None:
-            same_shapes(load_outputs(saved, list(references or {})), references or {}, seeds)
+            same_shapes(load_outputs(saved, list(references or {})), references or {}, seeds[timed.saved_step or 0] if seeds else None)
             shutil.rmtree(saved, ignore_errors=True)
-        legs.append(timed.step_s)
-        device += timed.device_s
-        if len(legs) >= MIN_SOLO_LEGS and median_ci_halfwidth(legs) <= target_ci:
+        legs.append(timed)
+        if len(legs) == 1:
+            steps = paced_steps(steps_per_leg, timed.step_s, timed.inputs_step_s)
+        if len(legs) >= MIN_SOLO_LEGS and median_ci_halfwidth([x.step_s for x in legs]) <= target_ci:
             break
-    return legs, statistics.median(device) if device else None
+    device = [s for x in legs for s in x.device_s]
+    return Solo(legs_s=[x.step_s for x in legs], steps_per_leg=steps, device_step_s=statistics.median(device) if device else None,
+                inputs_step_s=statistics.median(x.inputs_step_s for x in legs) if seeded else None,
+                wall_step_s=statistics.median(x.wall_step_s for x in legs), figure=_figure(legs))
+
+
+def _figure(legs: list[Leg]) -> str:
+    """What a run of legs' figures are: the one source they share, else how many stood on the wall clock and why."""
+    walled = [x.figure for x in legs if x.figure not in ("device", "wall")]
+    kinds = {x.figure for x in legs}
+    if not walled:
+        return kinds.pop() if len(kinds) == 1 else "device and wall"
+    return f"{len(walled)} of {len(legs)} legs on {walled[0]}"
 
 
 def fresh_inputs(process: Any) -> bool:
@@ -118,7 +157,7 @@ def fresh_inputs(process: Any) -> bool:
     return bool(getattr(process, "info", {}).get("has_inputs"))
 
 
-def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], seeds: list[int] | None) -> None:
+def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], seed: int | None) -> None:
     """Refuse a workload whose outputs change shape with the seed: candidates could not be gated on them. Generated
     tokens and their top-k lists (generated.py) may hold another count of generated tokens: a `generate` stops at its
     end-of-sequence token wherever the new prompt leads it (the H200 decoder's campaign: 5 of 32 tokens for one seed)."""
@@ -127,7 +166,7 @@ def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray
     moved = [f"{name} {list(outputs[name].shape)}, frozen {list(ref.shape)}" for name, ref in references.items()
              if name in outputs and _layout(outputs, name, steps_free) != _layout(references, name, steps_free)]
     if moved:
-        raise HyperloomError(f"the workload's outputs changed shape with the inputs of seed {seeds[-1] if seeds else None}: " + "; ".join(moved)[:400],
+        raise HyperloomError(f"the workload's outputs changed shape with the inputs of seed {seed}: " + "; ".join(moved)[:400],
                              "make inputs(seed) draw new values of the same shapes (the seed picks values, not sizes)")
 
 
@@ -205,21 +244,25 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
             run = paired(base, process, settings, PairGate(tolerances, references, folder / "pairs"))
             clock.add("pairs", run.gate_s)
+            rewritten = inputs_rewritten(process.inputs_seen, base.inputs_seen) if unreviewed(levers) else None
     except WorkloadFailure as failure:
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED",
                                reason=_noted(failure.message[:600], fixed), inputs_fresh=fresh)
-    told = [statistics.median(x.worker_step_s) for x in run.candidate if x.worker_step_s]
-    rejected = run.rejected or disagreement(run.candidate, run.reference)
+    timing = run.timing()
+    rejected = run.rejected or rewritten or disagreement(run.candidate, run.reference) or inputs_moved(run.candidate, run.reference, settings.noise_band)
     if rejected is not None:
         return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=run.checks or checks, engagement=engaged,
-                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told, work=work)
+                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, work=work, **timing)
     too_fast = impossible(base_evidence.get("roof"), statistics.median(run.cand_legs))
     if too_fast is not None:
         return CandidateResult(levers=names, verdict="IMPOSSIBLE", reason=_noted(too_fast, fixed), outputs=checks, engagement=engaged,
-                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, worker_legs_s=told, work=work,
-                               pairs=len(run.cand_legs))
+                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, work=work,
+                               pairs=len(run.cand_legs), **timing)
     result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
-    result = result.model_copy(update={"baseline_device_step_s": run.base_device})
+    result = result.model_copy(update={"baseline_device_step_s": run.base_device, **timing})
+    walled = run.walled()
+    if walled is not None:
+        result = result.model_copy(update={"reason": _noted(result.reason, walled)})
     reference_slowed = slowed(run.base_legs, solo_s, run.base_device)
     for suspect in (reference_slowed, two_paced(run.cand_legs)):  # named: a busy machine reads the same
         if suspect is not None:
@@ -228,12 +271,11 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
         result = held_alone(result, solo_s, settings.noise_band)
     extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
                 if len(run.cand_legs) > settings.pairs else "")
-    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), note), fixed), "inputs_fresh": fresh, "worker_legs_s": told,
-                                     "work": work})
+    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), note), fixed), "inputs_fresh": fresh, "work": work})
 
 
 def held_alone(result: CandidateResult, solo_s: float, noise_band: float) -> CandidateResult:
-    """A FASTER judged beside a slowed reference (timed.slowed) stands only if the candidate also beats the reference's
+    """A FASTER judged beside a slowed reference (clock_checks.slowed) stands only if the candidate also beats the reference's
     solo pace beyond the noise band: a ratio over a slowed reference is inflated by about the slowdown (on the H200 a
     conv net's compile read 2.81x beside a reference at 1.49x its solo pace, and revalidated at 1.82x), so a candidate
     that merely matched the baseline would read FASTER there. Otherwise NOT_FASTER, saying so. One that stands carries
@@ -260,14 +302,19 @@ def _noted(reason: str, note: str) -> str:
     return f"{reason}; {note}" if note else reason
 
 
-def paced(settings: ABSettings, step_s: float) -> ABSettings:
-    """The settings with no more steps a leg than a leg of LEG_MIN_S needs at the reference's pace `step_s` (at least
-    one): a leg's steps amortize the call's own cost and a short step's jitter, which a step of a second has neither
-    of. On the H100 a 1.2B decoder's eager generate took 1.17 s a step, and three a leg spent 42 of a campaign's
-    device-s on its A/A alone, each trial as much again on the baseline's side."""
+def paced(settings: ABSettings, step_s: float, inputs_s: float | None = None) -> ABSettings:
+    """The settings with the steps a leg paced_steps gives at the reference's pace."""
+    return replace(settings, steps_per_leg=paced_steps(settings.steps_per_leg, step_s, inputs_s))
+
+
+def paced_steps(requested: int, step_s: float, inputs_s: float | None = None) -> int:
+    """The steps a leg holds at a reference step of `step_s` (its figure) and `inputs_s` of inputs(seed) a step: at least
+    `requested` and enough for LEG_FILL_S of the model's time, at most what fills LEG_MAX_S of wall time (one at least),
+    and MAX_STEPS. A leg's steps share one call's cost and average a short step's jitter; a step of a second has neither."""
     if step_s <= 0:
-        return settings
-    return replace(settings, steps_per_leg=min(settings.steps_per_leg, max(1, math.ceil(LEG_MIN_S / step_s))))
+        return requested
+    most = min(MAX_STEPS, max(1, math.ceil(LEG_MAX_S / (step_s + (inputs_s or 0.0)))))
+    return min(max(requested, math.ceil(LEG_FILL_S / step_s)), most)
 
 
 def calibrated(settings: ABSettings, same: CandidateResult) -> ABSettings:
@@ -282,7 +329,7 @@ def calibrated(settings: ABSettings, same: CandidateResult) -> ABSettings:
 
 def disturbed(same: CandidateResult, solo_s: float | None) -> str | None:
     """Why an A/A cannot stand for the process-to-process noise, or None: its reference slowed beside the second worker
-    (beyond SOLO_PACE x `solo_s`, where known), or either side's legs at two paces (timed.two_paced)."""
+    (beyond SOLO_PACE x `solo_s`, where known), or either side's legs at two paces (clock_checks.two_paced)."""
     return (slowed(same.baseline_legs_s, solo_s) or two_paced(same.baseline_legs_s)
             or two_paced(same.candidate_legs_s))
 
@@ -329,23 +376,43 @@ class Paired:
         device = [s for timed in self.reference for s in timed.device_s]
         return statistics.median(device) if device else None
 
+    def timing(self) -> dict[str, Any]:
+        """What a result says beside the figures: each side's windows on the worker's clock, and inputs(seed) a step."""
+        inputs = [x.inputs_step_s for x in self.candidate if x.inputs_s]
+        base_inputs = [x.inputs_step_s for x in self.reference if x.inputs_s]
+        return {"worker_legs_s": [x.wall_step_s for x in self.candidate], "baseline_wall_legs_s": [x.wall_step_s for x in self.reference],
+                "inputs_step_s": statistics.median(inputs) if inputs else None,
+                "baseline_inputs_step_s": statistics.median(base_inputs) if base_inputs else None}
+
+    def walled(self) -> str | None:
+        """Where either side's legs stood on the wall clock rather than device time, why (the first such leg's)."""
+        for side, legs in (("the candidate's", self.candidate), ("the reference's", self.reference)):
+            walled = [x for x in legs if x.figure not in ("device", "wall")]
+            if walled:
+                return f"{len(walled)} of {side} {len(legs)} legs timed on {walled[0].figure}"
+        return None
+
 
 def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: PairGate | None = None) -> Paired:
     """`pairs` pairs of legs, the order alternating, each worker stopped while the other's leg runs. Both legs of a pair
-    consume the same fresh seeds (when the workload takes them); with a gate, the candidate's last outputs are judged
-    against the reference's of the same pair, which are read and deleted before the candidate's leg can see them."""
+    consume the same fresh seeds (when the workload takes them); with a gate, one step of the pair drawn after its legs
+    ran has the candidate's outputs judged against the reference's of the same inputs (read and deleted before the
+    candidate's leg can see them), and every step's digests against the reference's (digest.py)."""
     run, device = Paired(), []
     seeded = fresh_inputs(base)
     gated = gate is not None and bool(gate.tolerances)
+    held = digest_bounds(gate.tolerances, gate.references) if gate is not None and gated else {}
+    keep_all = keeps_every_step(gate.references if gate is not None else {}, steps_per_leg)
     for index in range(pairs):
         seeds = draw_seeds(steps_per_leg) if seeded else None
+        chosen = gated_step(steps_per_leg)
         where = gate.folder / f"pair{len(run.cand_legs)}" if gate is not None and gated else None
         order = (base, candidate) if index % 2 == 0 else (candidate, base)
         references: dict[str, np.ndarray] = {}
         for process in order:
             mine = process is base
             folder = where / ("reference" if mine else "candidate") if where is not None else None
-            timed = leg(process, steps_per_leg, seeds, folder, other=candidate if mine else base)
+            timed = leg(process, steps_per_leg, seeds, folder, other=candidate if mine else base, gated=chosen, keep_all=keep_all)
             if mine:
                 run.base_legs.append(timed.step_s)
                 run.reference.append(timed)
@@ -353,7 +420,7 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
                     began = perf_counter()
                     references = load_outputs(folder, list(gate.references))
                     shutil.rmtree(folder, ignore_errors=True)
-                    same_shapes(references, gate.references, seeds)
+                    same_shapes(references, gate.references, seeds[timed.saved_step or 0] if seeds else None)
                     run.gate_s += perf_counter() - began
                 continue
             run.cand_legs.append(timed.step_s)
@@ -363,11 +430,16 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
                 run.rejected = describe(timed.tampered, f"after its timed leg {len(run.cand_legs)}")
         began = perf_counter()
         if run.rejected is None and where is not None:
+            step = run.candidate[-1].saved_step or 0
+            said = f" with seed {seeds[step]}" if seeds else " (inputs fixed)"
             checks = compare(where / "candidate", references, gate.tolerances)
             if not all(c.passed for c in checks):
                 run.checks = checks
-                said = f" with seed {seeds[-1]}" if seeds else " (inputs fixed)"
-                run.rejected = f"outputs of timed step {steps_per_leg} of pair {len(run.cand_legs)}{said}, against the reference's of the same inputs: " + mismatch_reason(checks)
+                run.rejected = f"outputs of timed step {step + 1} of pair {len(run.cand_legs)}{said}, against the reference's of the same inputs: " + mismatch_reason(checks)
+            else:
+                unproduced = digest_mismatch(run.candidate[-1].digests, run.reference[-1].digests, held)
+                if unproduced is not None:
+                    run.rejected = f"outputs of pair {len(run.cand_legs)}: {unproduced}"
         if where is not None:
             shutil.rmtree(where, ignore_errors=True)
         run.gate_s += perf_counter() - began

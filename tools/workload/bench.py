@@ -5,22 +5,26 @@ with its levers. A candidate is judged in this order, and stops at the first fai
 1. it builds and warms up (a compile happens here): else CRASH, TIMEOUT or RAISED with the worker's reason;
 2. its outputs match the frozen baseline's within the declared tolerance: else REJECTED with the first mismatches;
 3. every lever left its evidence in a profiled step (tools/workload/levers.py's `engaged_by`): else NO_OP; that step
-   (run as a timed step) did at least a quarter of the baseline's gemm and attention work, unless a lever declares
-   why it does less (proof.py): else REJECTED;
-4. A/B: `pairs` pairs of legs, baseline and candidate interleaved, the order alternating; a leg is the median of
-   `steps_per_leg` synchronized steps on the controller's clock (timed.py: fresh seeds, the other worker stopped;
-   device events reported beside). The speedup is the median of
+   (run as a timed step, its inputs drawn before the profile) did at least a quarter of the baseline's gemm and
+   attention work, unless a lever declares why it does less, and its inputs(seed) ran no code the baseline's does not
+   (proof.py): else REJECTED;
+4. A/B: `pairs` pairs of legs, baseline and candidate interleaved, the order alternating; a leg is the mean of its
+   steps' timed windows (timed.py, window.py: step() and outputs(), device time on a GPU; inputs(seed) before each
+   window and the outputs' host copy after it, both outside; fresh seeds, the other worker stopped), as many steps
+   as fill a few tens of milliseconds of the model's time (ab.paced_steps). The speedup is the median of
    the pairs' own ratios. FASTER only when the candidate's slowest leg beats the baseline's fastest with a median
    beyond the noise band, or the one-sided sign test says so (p < 0.05) and the lower end of the ratios' 95 %
    interval lies beyond it. The band is `noise_band` or, wider, what a second worker doing the baseline's own work
    measured against it before any candidate (the A/A, `same_work`: each process keeps its own pace, ab.calibrated);
-5. in each pair the candidate's last timed outputs are gated against the baseline's of the same seeds (a graph that
-   replays stale buffers, a memo, a cache fail here), its worker's account of its legs against the controller's
-   clock, and the functions its timing path calls against what they were before its code ran (tamper.py): else
-   REJECTED. A workload without inputs(seed) is timed on fixed inputs, and every reason says memoization is not excluded;
-6. a candidate whose timed step (the controller's clock, its legs' median) is under the baseline step's roof (roof.py:
-   its flops and parameter bytes at the known ceilings, halved) is IMPOSSIBLE. No ceiling known (a CPU without a
-   roofline result): no roof, and a warning says so.
+5. in each pair one step drawn after the legs has the candidate's outputs gated against the baseline's of the same
+   seeds (a graph that replays stale buffers, a memo, a cache fail here) and every step's output digests against the
+   baseline's (digest.py); its windows against the controller's clock around each call, its inputs(seed) against the
+   baseline's on the same seeds (clock_checks.py), and the functions its timing path calls against what they were
+   before its code ran (tamper.py): else REJECTED. A workload without inputs(seed) is timed on fixed inputs, and every
+   reason says memoization is not excluded;
+6. a candidate whose timed step (its legs' median) is under the baseline step's roof (roof.py: its flops and
+   parameter bytes at the known ceilings, halved) is IMPOSSIBLE. No ceiling known (a CPU without a roofline result):
+   no roof, and a warning says so.
 No figure from an earlier call is compared against; another process on the GPU is a warning (or, with
 `exclusive`, a refusal), since its work would be timed too.
 """
@@ -74,7 +78,8 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             if not all(c.passed for c in base_checks):
                 raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in base_checks if not c.passed)[:500],
                                      "freeze the workload again (overwrite) if the change is intended; else find what changed (the workload's code, a library)")
-            baseline, base_device = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs, references, runs / "baseline" / "solo")
+            solo = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs, references, runs / "baseline" / "solo")
+            baseline = solo.legs_s
             fresh = fresh_inputs(base)
             if not fresh:
                 warnings.append(INPUTS_FIXED + ": a candidate could return what it computed before, so a gain here is not proof")
@@ -83,7 +88,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             roof = base_evidence["roof"]
             if roof.roof_s is None:
                 warnings.append(roof.note)
-            settings = ABSettings(request.pairs, request.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
+            settings = ABSettings(request.pairs, solo.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
             same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target, solo_s=solo_s,
                          spare=spare)
             settings = calibrated(settings, same)
@@ -97,15 +102,22 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
         raise refusal(failure, frozen.target.workload, request.timeout_s) from None
     stats = summarize(baseline)
     faster = [r for r in results if r.verdict == "FASTER"]
-    summary = (f"baseline {stats.median_s * 1e3:.3g} ms/step (±{stats.median_ci95_rel:.1%}); " + (
+    inputs = f", inputs(seed) {solo.inputs_step_s * 1e3:.3g} ms a step outside it" if solo.inputs_step_s is not None else ""
+    summary = (f"baseline {stats.median_s * 1e3:.3g} ms/step ({_figure_said(solo.figure)}{inputs}; ±{stats.median_ci95_rel:.1%}); " + (
         f"{len(faster)} of {len(results)} candidate(s) faster: " + ", ".join(f"{'+'.join(r.levers)} {r.speedup:.3g}x" for r in faster) if faster
         else f"no candidate of {len(results)} faster" if results else "no candidates") + ("" if fresh else "; inputs fixed: memoization not excluded"))
     evidence = measured("workload_bench", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
                         inputs_sha256=combine_digests([frozen.manifest_sha256, sha256_json(request.model_dump(mode="json"))]))
-    result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=base_device, same_work=same,
+    result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=solo.device_step_s, same_work=same,
+                                 baseline_inputs_step_s=solo.inputs_step_s, baseline_wall_step_s=solo.wall_step_s, figure=solo.figure,
                                  noise_band=settings.noise_band, candidates=results, baseline_work=base_evidence["work"], roof=roof,
                                  warnings=warnings, report_md="", result_json="", plot=None, vendor=info["vendor"], evidence=evidence)
     return write_report(result, frozen.folder / "bench", workspace)
+
+
+def _figure_said(figure: str) -> str:
+    """What a step figure is, for the summary line."""
+    return {"device": "device time of step() and outputs()", "wall": "step() and outputs() on the worker's clock"}.get(figure, figure)
 
 
 def _others_on_gpu(info: dict[str, Any], ours: list[int | None], exclusive: bool) -> list[str]:

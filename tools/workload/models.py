@@ -178,16 +178,21 @@ class CandidateResult(BaseModel):
     candidate_faster: int = Field(0, description="Pairs in which the candidate was faster.")
     sign_test_p: float | None = None
     non_overlap: bool = Field(False, description="The candidate's slowest leg beat the baseline's fastest.")
-    baseline_legs_s: list[float] = Field(default_factory=list)
-    candidate_legs_s: list[float] = Field(default_factory=list)
-    device_step_s: float | None = Field(None, description="Median device time per step (events around the step), GPU only.")
+    baseline_legs_s: list[float] = Field(default_factory=list, description="The reference's legs: seconds a step, its timed windows' mean (device "
+                                         "time on a GPU, else the window's wall clock; inputs(seed) and the host copy of the outputs outside).")
+    candidate_legs_s: list[float] = Field(default_factory=list, description="The candidate's legs, as baseline_legs_s.")
+    device_step_s: float | None = Field(None, description="Median device time per step (events around step() and outputs()), GPU only.")
     baseline_device_step_s: float | None = Field(None, description="The reference's median device time per step over its paired legs, GPU "
                                                  "only: beside baseline_legs_s, whether a slow reference was slow on the device or on the host.")
     warmup_s: float | None = Field(None, description="The candidate's warm-up steps, compile included.")
     engagement: list[Engagement] = Field(default_factory=list)
     outputs: list[OutputCheck] = Field(default_factory=list)
     inputs_fresh: bool | None = Field(None, description="Timed on fresh seeded inputs; False: fixed, memoization not excluded.")
-    worker_legs_s: list[float] = Field(default_factory=list, description="The legs as the candidate's worker timed them.")
+    worker_legs_s: list[float] = Field(default_factory=list, description="The candidate's legs on its worker's wall clock (its windows), beside "
+                                       "candidate_legs_s: on a GPU, what the host saw of the device time.")
+    baseline_wall_legs_s: list[float] = Field(default_factory=list, description="The reference's legs on its worker's wall clock, as worker_legs_s.")
+    inputs_step_s: float | None = Field(None, description="The candidate's inputs(seed) a step (median over its legs), outside the timed window.")
+    baseline_inputs_step_s: float | None = Field(None, description="The reference's inputs(seed) a step on the same seeds, as inputs_step_s.")
     gate_s: float | None = Field(None, description="Seconds the controller spent judging rather than timing: output compares, continuation "
                                  "scoring, tamper checks, the proof-of-work profile (time.perf_counter around those calls).")
     gate_parts_s: dict[str, float] = Field(default_factory=dict, description="gate_s by part: outputs (the first check, teacher forcing "
@@ -203,8 +208,13 @@ class WorkloadBenchResult(BaseModel):
     ok: bool
     summary: str
     name: str
-    baseline: SampleStats | None = Field(description="The baseline's step time over legs (seconds), measured in this call.")
+    baseline: SampleStats | None = Field(description="The baseline's step time over legs (seconds), measured in this call: its timed windows "
+                                         "(step() and outputs(); device time on a GPU), inputs(seed) and the outputs' host copy outside.")
     baseline_device_step_s: float | None = None
+    baseline_inputs_step_s: float | None = Field(None, description="The baseline's inputs(seed) a step, outside its timed window (None: fixed inputs).")
+    baseline_wall_step_s: float | None = Field(None, description="The baseline's window on its worker's wall clock, a step.")
+    figure: str = Field("wall", description="What the step figures are: device (events on the step's stream), wall (the window's wall clock), "
+                        "or why the wall clock stood for the device time.")
     same_work: CandidateResult | None = Field(None, description="A/A: the baseline's own work in a second worker; its gap widens the noise band.")
     noise_band: float | None = Field(None, description="The band a gain had to clear in this call, after the A/A.")
     baseline_work: StepWork | None = Field(None, description="The baseline's profiled step: work by op class.")

@@ -67,7 +67,7 @@ class WorkloadProcess:
         self.info: dict[str, Any] = {}
         self.deadline_at = deadline_at  # time.monotonic(): no call runs past it (a campaign's deadline; _call)
         self._round_trip_s: float | None = None
-
+        self.inputs_seen: set[str] = set()  # what its inputs(seed) ran in its timed legs (calls.py), for this candidate
     def __enter__(self) -> WorkloadProcess:
         self.worker.start(timeout_s=self.timeout_s)
         try:
@@ -88,6 +88,7 @@ class WorkloadProcess:
         """Give this worker's kept workload to another candidate (runner.serve): a fresh copy with `levers` applied;
         `folder` is the candidate's. Returns the build's info as the new candidate sees it."""
         self.levers, self.folder, self.deadline_at = levers, folder, deadline_at
+        self.inputs_seen = set()
         self.folder.mkdir(parents=True, exist_ok=True)
         self.info = {**self.info, **self._call("serve", {"levers": _payload(levers), "folder": str(folder)}, step="build (a served copy)")}
         self.served += 1
@@ -111,16 +112,20 @@ class WorkloadProcess:
     def warmup(self, steps: int) -> dict[str, Any]:
         return self._call("warmup", {"steps": steps})
 
-    def time(self, steps: int, seeds: list[int] | None = None) -> dict[str, Any]:
-        """`steps` timed steps (runner.time_steps); with `seeds`, one step per seed, each after inputs(seed)."""
-        payload: dict[str, Any] = {"steps": steps if seeds is None else len(seeds)}
+    def time(self, steps: int, seeds: list[int] | None = None, keep_all: bool = True) -> dict[str, Any]:
+        """`steps` timed windows (runner.time_steps); with `seeds`, one step per seed, each after inputs(seed); every step's
+        outputs kept for save_timed where `keep_all` and they fit, else the last's."""
+        payload: dict[str, Any] = {"steps": steps if seeds is None else len(seeds), "keep_all": keep_all}
         if seeds is not None:
             payload["seeds"] = list(seeds)
-        return self._call("time_steps", payload)
+        told = self._call("time_steps", payload)
+        self.inputs_seen.update(told.get("inputs_calls", []))
+        return told
 
-    def save_timed(self, folder: Path) -> dict[str, Any]:
-        """The last timed step's outputs saved in `folder` (runner.save_timed), off the leg's clock; {outputs, tampered}."""
-        return self._call("save_timed", {"folder": str(folder)})
+    def save_timed(self, folder: Path, step: int | None = None) -> dict[str, Any]:
+        """Step `step`'s outputs of the last leg (default its last) saved in `folder` (runner.save_timed), off the leg's
+        clock; {outputs, tampered}."""
+        return self._call("save_timed", {"folder": str(folder), "step": step})
 
     def round_trip_s(self) -> float:
         """The seconds an empty call takes here and back (the fastest of a few, measured once): what the controller's

@@ -31,7 +31,7 @@ def profiled(run: Callable[[], Any], gpu: bool, trace: str | None, parameter_byt
 
     from hyperloom.tools.profile.capture import export_json
     from hyperloom.tools.profile.kineto import raw_events, trace_of
-    from hyperloom.tools.profile.load import paused_gc
+    from hyperloom.core.collector import paused_gc
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     with profile(activities=activities, record_shapes=trace is not None) as prof:

@@ -94,3 +94,15 @@ def short_of_work(baseline: StepWork | None, candidate: StepWork, levers: list[L
     return (f"proof of work: its profiled step (run as a timed step) did under {POW_FRACTION:.0%} of the baseline's gemm and attention work: "
             f"{mine.ops} ops against {theirs.ops}; {said}. A step that skips the work (a memo, a result kept, work moved off the step) does "
             f"this; a lever that does less work by design must say why (Lever.less_work). Candidate: {describe(candidate)}")
+
+
+def inputs_rewritten(candidate: set[str], reference: set[str]) -> str | None:
+    """Why the candidate's inputs(seed) cannot stand outside its timed windows, or None: in its timed legs it ran code the
+    reference's did not in any of its own (calls.py's names, traced in every leg on both sides): a wrapper of inputs or
+    of what it calls, where work would run untimed. A candidate changes the step, never the inputs."""
+    new = sorted(candidate - reference)
+    if not new:
+        return None
+    shown = ", ".join(name.rsplit("/", 1)[-1] for name in new[:4]) + (f" and {len(new) - 4} more" if len(new) > 4 else "")
+    return (f"its inputs(seed) runs code the reference's does not ({shown}): work there would run outside every timed window; a candidate "
+            "may change the step, not the inputs")

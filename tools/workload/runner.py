@@ -35,10 +35,12 @@ from contextlib import ExitStack, nullcontext
 from pathlib import Path
 from typing import Any
 
+from hyperloom.core.collector import paused_gc
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
-from hyperloom.tools.workload import kernel_route, model_changes, tamper, teacher, worker_build
+from hyperloom.tools.workload import calls, kernel_route, model_changes, tamper, teacher, worker_build
 from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
 from hyperloom.tools.workload.twin import teacher_request
+from hyperloom.tools.workload.window import kept, timed_window
 from hyperloom.tools.workload.worker_state import GUARD, STATE
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
@@ -114,6 +116,7 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
         return {}
     torch = _torch()
     STATE.obj = STATE.step = STATE.outputs = STATE.graph = None
+    STATE.leg_outputs = {}
     STATE.warm, STATE.channels_last, STATE.fused, STATE.quantized, STATE.routes = False, None, None, None, {}
     gc.collect()
     if torch is not None:
@@ -162,33 +165,57 @@ def ping(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
-    """Time `steps` steps. Before each, inputs(seed) with the next of `seeds` (drawn by the controller) when given; each
-    step's window covers step() and outputs() materialized on the host (after a synchronize on a GPU), so work moved
-    into outputs() or onto a thread it waits for is timed. The last step's outputs stay for `save_timed`.
-    `elapsed_s` is the worker's account of the whole call, which the controller checks against its own clock."""
+    """Time one step per seed of `seeds` (drawn by the controller), or `steps` steps on fixed inputs, each in its own
+    window (window.py: step(), outputs() and their digests, the device synchronized before and after). inputs(seed)
+    runs before its step's window and the device is synchronized after it: its time is measured apart (`inputs_s`),
+    not in the step, and what it runs is traced (calls.py: `inputs_calls`, the leg's names; the reference's worker
+    traces its own alike, so the tracer's cost falls on both). The collector is held for the leg (timeit's habit: its pauses land in a random step). Each step's
+    outputs stay on their device (every step's with `keep_all`, else the last's: `gateable`) for `save_timed` to copy
+    the one the controller picks. `elapsed_s`: the worker's account of the whole call."""
     began = time.perf_counter()
     seeds = payload.get("seeds")
     steps = len(seeds) if seeds is not None else int(payload["steps"])
     if seeds is not None and GUARD.inputs is None:
         raise WorkloadContractError("the controller sent input seeds, but the workload has no inputs(seed) (or no outputs())")
-    walls, device = [], []
-    for index in range(steps):
-        if seeds is not None:
-            GUARD.inputs(int(seeds[index]))
-        wall_s, device_s, STATE.timed = _timed_step(events=STATE.gpu)
-        walls.append(wall_s)
-        if device_s is not None:
-            device.append(device_s)
-    return {"wall_s": walls, "device_s": device, "tampered": _tampered(), "elapsed_s": time.perf_counter() - began}
+    torch = _torch()
+    told: dict[str, list[Any]] = {key: [] for key in ("wall_s", "step_wall_s", "device_s", "step_device_s", "inputs_s", "digests")}
+    STATE.leg_outputs = {}
+    keep_all = bool(payload.get("keep_all", True))
+    ran: set[str] = set()
+    with paused_gc():
+        for index in range(steps):
+            if seeds is not None:
+                drawn_s: list[float] = []
+                ran.update(calls.traced(lambda seed=int(seeds[index]): drawn_s.append(_drawn(seed, torch))))
+                told["inputs_s"].append(drawn_s[0])
+            window = timed_window(_run_step, _named_outputs if STATE.outputs is not None else None, torch, STATE.gpu)
+            told["wall_s"].append(window.wall_s)
+            told["step_wall_s"].append(window.step_wall_s)
+            if window.device_s is not None:
+                told["device_s"].append(window.device_s)
+                told["step_device_s"].append(window.step_device_s)
+            told["digests"].append(window.digests)
+            if keep_all or index == steps - 1:
+                STATE.leg_outputs[index] = kept(window.outputs)
+                if STATE.gpu:
+                    torch.cuda.synchronize()  # the copy is the harness's: done before the next inputs(seed) is timed
+    return {**told, "inputs_calls": sorted(ran), "gateable": sorted(STATE.leg_outputs), "tampered": _tampered(), "elapsed_s": time.perf_counter() - began}
 
 
 def save_timed(payload: dict[str, Any]) -> dict[str, Any]:
-    """Save the last timed step's outputs, already on the host as numpy arrays, as one .npy each in `folder`: after the
-    controller's clock stopped, since writing them is Hyperloom's work, not the step's (inside it, a BERT encoder's 12.6 MB
-    of hidden states a leg read as its reference slowed 1.6-1.8x in the H200 campaign's pairs). No workload code runs
-    here; np.save and what it calls are on the tamper snapshot's timing path, checked again after."""
-    saved = _save(Path(payload["folder"]), STATE.timed) if STATE.outputs is not None else {}
-    return {"outputs": saved, "tampered": _tampered()}
+    """Copy one timed step's outputs (`step`, of those the last leg kept; default its last) to the host and save them as
+    one .npy each in `folder`: after the controller's clock stopped, since copying and writing them is Hyperloom's work,
+    not the step's. No workload code runs here; np.save and what it calls are on the tamper snapshot's timing path,
+    checked again after."""
+    if STATE.outputs is None:
+        return {"outputs": {}, "tampered": _tampered()}
+    index = payload.get("step")
+    if index is None:
+        index = max(STATE.leg_outputs) if STATE.leg_outputs else None
+    if index not in STATE.leg_outputs:
+        raise WorkloadContractError(f"step {index} of the last leg was not kept (kept: {sorted(STATE.leg_outputs)})")
+    arrays = {name: _to_numpy(value, name) for name, value in STATE.leg_outputs[index].items()}
+    return {"outputs": _save(Path(payload["folder"]), arrays), "tampered": _tampered()}
 
 
 def outputs(payload: dict[str, Any]) -> dict[str, Any]:
@@ -341,10 +368,10 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
         counters = getattr(getattr(getattr(torch, "_dynamo", None), "utils", None), "counters", None)
         graphs_before = int(counters["stats"].get("unique_graphs", 0)) if counters is not None else 0
         def as_timed() -> None:
-            if seed is not None:
-                GUARD.inputs(int(seed))
-            _timed_step(events=STATE.gpu)
+            timed_window(_run_step, _named_outputs if STATE.outputs is not None else None, torch, STATE.gpu)
 
+        if seed is not None:  # drawn before the profile, as before a timed window: the step's work is weighed apart from the inputs'
+            _drawn(int(seed), torch)
         evidence["parameter_bytes"] = parameter_bytes(torch, STATE.obj)
         evidence.update(profiled(as_timed, STATE.gpu, payload.get("trace"), evidence["parameter_bytes"]))
         if counters is not None:
@@ -419,16 +446,36 @@ def _one_step(events: bool = False) -> tuple[float, float | None]:
     if events and torch is not None:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     began = time.perf_counter()
-    with _step_context():
-        if start is not None:
-            start.record()
-        STATE.graph.replay() if STATE.graph is not None else STATE.step()
-        if end is not None:
-            end.record()
+    if start is not None:
+        start.record()
+    _run_step()
+    if end is not None:
+        end.record()
     if torch is not None:
         torch.cuda.synchronize()
     wall_s = time.perf_counter() - began
     return wall_s, (start.elapsed_time(end) / 1e3 if start is not None and end is not None else None)
+
+
+def _run_step() -> None:
+    """One step as the levers run it: inside their context, the captured graph replayed where one was."""
+    with _step_context():
+        STATE.graph.replay() if STATE.graph is not None else STATE.step()
+
+
+def _named_outputs() -> dict[str, Any]:
+    assert STATE.outputs is not None
+    return _named(STATE.outputs())
+
+
+def _drawn(seed: int, torch: Any) -> float:
+    """inputs(seed), the device synchronized after it (an input copied in or drawn on the device is done before a
+    window opens): its seconds on the worker's clock."""
+    began = time.perf_counter()
+    GUARD.inputs(seed)
+    if STATE.gpu:
+        torch.cuda.synchronize()
+    return time.perf_counter() - began
 
 
 def _capture() -> None:
@@ -474,8 +521,9 @@ def _named(value: Any) -> dict[str, Any]:
     return {"output": value}
 
 
-def _to_numpy(value: Any) -> tuple[Any, str]:
-    """(a numpy array the gate reads, the original dtype): bfloat16 and float8 widened to float32 exactly, bool to uint8."""
+def _to_numpy(value: Any, name: str = "an output") -> tuple[Any, str]:
+    """(a numpy array the gate reads, the original dtype): bfloat16 and float8 widened to float32 exactly, bool to uint8.
+    `name`: the output's, said where it cannot be gated."""
     import numpy as np
 
     torch = _torch()
@@ -491,13 +539,14 @@ def _to_numpy(value: Any) -> tuple[Any, str]:
     if array.dtype == bool:
         array = array.astype(np.uint8)
     if array.dtype.kind not in "fiu":
-        raise WorkloadContractError(f"an output of dtype {array.dtype} cannot be gated (numbers only)")
+        raise WorkloadContractError(f"outputs() returns {name!r} as {type(value).__name__} of dtype {array.dtype}, which cannot be gated "
+                                    "(numbers only): return it as a tensor or a numeric array, or leave it out of outputs()")
     return array, str(array.dtype)
 
 
 def _methods() -> tamper.Snapshot:
-    held = {f"runner.STATE.{name}": (getattr(fn, "__func__", fn), getattr(fn, "__self__", None))
-            for name, fn in (("step", STATE.step), ("outputs", STATE.outputs), ("inputs", GUARD.inputs)) if fn is not None}
+    held = {f"runner.STATE.{name}": tamper.bound(fn) for name, fn in (("step", STATE.step), ("outputs", STATE.outputs), ("inputs", GUARD.inputs))
+            if fn is not None}
     return {**tamper.methods(STATE.obj), **held}
 
 
@@ -505,19 +554,11 @@ def _tampered() -> list[str]:
     return tamper.changed(GUARD.path, tamper.snapshot()) + tamper.changed(GUARD.methods, _methods())
 
 
-def _timed_step(events: bool) -> tuple[float, float | None, dict[str, tuple[Any, str]]]:
-    """One step and its outputs on the host: (wall seconds of both, device seconds of the step or None, the outputs)."""
-    began = time.perf_counter()
-    _, device_s = _one_step(events=events)
-    arrays = _materialized()
-    return time.perf_counter() - began, device_s, arrays
-
-
 def _materialized() -> dict[str, tuple[Any, str]]:
     """outputs() as numpy arrays on the host (name -> (array, original dtype)), the device synchronized after the copies."""
     if STATE.outputs is None:
         return {}
-    arrays = {name: _to_numpy(value) for name, value in _named(STATE.outputs()).items()}
+    arrays = {name: _to_numpy(value, name) for name, value in _named(STATE.outputs()).items()}
     if STATE.gpu:
         _torch().cuda.synchronize()
     return arrays
