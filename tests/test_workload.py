@@ -170,12 +170,15 @@ def test_the_noise_band_widens_to_what_a_same_work_worker_measured():
     assert calibrated(settings, CandidateResult(levers=[], verdict="CRASH", reason="died")).noise_band == 0.02
 
 
-def test_a_slow_step_fills_a_leg_alone_and_solo_legs_stop_at_their_time_cap():
+def test_a_slow_step_fills_a_leg_alone_a_short_one_fills_its_leg_with_steps_and_solo_legs_stop_at_their_time_cap():
     from hyperloom.tools.workload.ab import ABSettings, baseline_legs, paced
 
     settings = ABSettings(pairs=6, steps_per_leg=3, warmup_steps=2, noise_band=0.02, timeout_s=60.0)
     assert paced(settings, 1.17).steps_per_leg == 1 and paced(settings, 0.2).steps_per_leg == 3 and paced(settings, 0.3).steps_per_leg == 2
-    assert paced(settings, 0.001).steps_per_leg == 3 and paced(settings, 0.0) == settings  # never more than asked; no pace, no change
+    assert paced(settings, 0.001).steps_per_leg == 25 and paced(settings, 0.0) == settings  # 25 ms of the model's time a leg; no pace, no change
+    assert paced(settings, 0.008, 0.090).steps_per_leg == 4  # a ResNet's 8 ms step behind 90 ms of host-drawn inputs: 32 ms of model a leg
+    assert paced(settings, 0.004, 0.5).steps_per_leg == 1  # inputs that fill the leg's wall time alone: one step
+    assert paced(settings, 1e-6).steps_per_leg == 1000  # at most MAX_STEPS
 
     class Noisy:  # a reference whose legs never settle: its CI is never met, the cap stops it
         info = {"has_inputs": False}
@@ -184,13 +187,14 @@ def test_a_slow_step_fills_a_leg_alone_and_solo_legs_stop_at_their_time_cap():
         def round_trip_s(self):
             return 0.0
 
-        def time(self, steps, seeds=None):
+        def time(self, steps, seeds=None, keep_all=True):
             Noisy.clock += 1
             return {"wall_s": [0.01 * (1 + Noisy.clock % 7)] * steps, "device_s": [], "elapsed_s": 0.01 * steps, "tampered": []}
 
-    legs, _ = baseline_legs(Noisy(), 1, 0.0001, 1000, max_s=0.0)
-    assert len(legs) == 6  # the fewest whose CI is read, then the cap
-    assert len(baseline_legs(Noisy(), 1, 0.0001, 9)[0]) == 9  # no cap: max_legs
+    solo = baseline_legs(Noisy(), 1, 0.0001, 1000, max_s=0.0)
+    assert len(solo.legs_s) == 6 and solo.figure == "wall" and solo.inputs_step_s is None  # the fewest whose CI is read, then the cap
+    assert solo.steps_per_leg == 2  # paced by its first leg (20 ms: two steps fill 25 ms)
+    assert len(baseline_legs(Noisy(), 1, 0.0001, 9).legs_s) == 9  # no cap: max_legs
 
 
 def test_an_identical_candidate_is_not_called_faster_over_many_pairs(mlp):

@@ -241,7 +241,8 @@ def test_the_other_worker_is_stopped_with_a_child_that_left_its_session_and_cont
 def _leg(step_s: float, controller_s: float, inputs_s: float = 0.0, device: list[float] | None = None, steps: int = 1) -> timed.Leg:
     """A leg of `steps` windows of `step_s` each (and `inputs_s` of inputs(seed) each) that the controller timed at `controller_s`."""
     return timed.Leg(step_s=step_s, figure="wall", controller_s=controller_s, worker_s=steps * (step_s + inputs_s), window_s=[step_s] * steps,
-                     device_s=device or [], inputs_s=[inputs_s] * steps if inputs_s else [], digests=[], tampered=[], seeds=None)
+                     device_s=device or [], inputs_s=[inputs_s] * steps if inputs_s else [], step_only_s=[step_s] * steps, digests=[], tampered=[],
+                     seeds=None)
 
 
 @pytest.mark.parametrize(("claimed_s", "reference_unaccounted_s", "lied"), [

@@ -23,9 +23,10 @@ from hyperloom.tools.profile.workload import MODULE_FUNCTION, file_function
 from hyperloom.tools.workload import derived, generated, twin
 from hyperloom.tools.workload.alone import alone_command
 from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
-from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, WorkloadBenchRequest, WorkloadFreezeRequest, WorkloadFreezeResult
+from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, StepCosts, WorkloadBenchRequest, WorkloadFreezeRequest, WorkloadFreezeResult
 from hyperloom.tools.workload.pinned import pin
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess, enter_together
+from hyperloom.tools.workload.step_costs import measured_costs
 from hyperloom.tools.workload.timed import draw_seeds
 
 RUNS = 2
@@ -103,6 +104,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     if runs.exists():
         shutil.rmtree(runs)
     infos, saved, k = [], [], derived.rule_k(request)
+    costs: StepCosts | None = None
     seeds: list[int] = []
     twin_run: dict[str, Any] | None = None
     twin_failure = ""
@@ -120,6 +122,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
             saved.append(process.outputs(runs / f"baseline{index}", teacher))
             infos.append(process.info)
             if index == 0:
+                costs = measured_costs(process, runs / "costs")
                 _refuse_reserved(list(saved[0]))
                 _refuse_misfit_groups(list(saved[0]), runs / "baseline0", process.info.get("not_greedy"))
                 chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
@@ -179,9 +182,9 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     floats = any(o.dtype.startswith(("float", "bfloat")) for o in outputs)
     summary = (f"froze {len(outputs)} output(s) of {request.workload} ({', '.join(o.name for o in outputs)}); two baseline runs agree within the tolerance{rule}"
                + ("" if floats or not gated else "; integer outputs only (tokens alone)")
-               if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated")
+               if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated") + "".join(f"; {note}" for note in (costs.notes if costs else []))
     return WorkloadFreezeResult(ok=True, summary=summary, name=name, folder=workspace.relative(folder), workload=request.workload, knobs=knobs,
-                                declared_knobs=info["knobs"], outputs=outputs, gated=gated, vendor=info["vendor"], evidence=evidence)
+                                declared_knobs=info["knobs"], outputs=outputs, gated=gated, costs=costs, vendor=info["vendor"], evidence=evidence)
 
 
 def _refuse_reserved(names: list[str]) -> None:

@@ -81,6 +81,18 @@ class FrozenOutput(BaseModel):
     sha256: str
 
 
+class StepCosts(BaseModel):
+    """What one timed step is made of, MEASURED at freeze on the baseline (timed.py's legs): the step and outputs() inside
+    the timed window, inputs(seed) and the gated step's host copy outside it; notes where the harness's share is large."""
+
+    figure: str = Field(description="device (events on the step's stream) or wall (the worker's clock).")
+    step_s: float = Field(description="step() a step.")
+    outputs_s: float = Field(description="outputs() and the digests of what it returns, a step: timed with the step.")
+    inputs_s: float | None = Field(description="inputs(seed) a step, the device synchronized after it: outside the window. None: fixed inputs.")
+    host_copy_s: float | None = Field(description="Copying one step's outputs to the host and saving them (the controller's clock): once a leg, untimed.")
+    notes: list[str] = Field(default_factory=list, description="Where inputs(seed) or outputs() cost more than a tenth of the step, and what to do.")
+
+
 class WorkloadFreezeResult(BaseModel):
     ok: bool
     summary: str
@@ -91,6 +103,7 @@ class WorkloadFreezeResult(BaseModel):
     declared_knobs: dict[str, list[str] | None] = Field(description="Knobs the factory declares, with their values where a Literal lists them.")
     outputs: list[FrozenOutput]
     gated: bool = Field(description="False when the workload has no outputs(): candidates can be timed, not gated.")
+    costs: StepCosts | None = Field(None, description="The baseline's step, outputs() and inputs(seed), measured apart (None: not timed).")
     vendor: str
     evidence: Evidence
 

@@ -47,6 +47,7 @@ class Leg:
     window_s: list[float]  # each step's window on the worker's clock (step, outputs, digests)
     device_s: list[float]  # each step's window in device time (GPU)
     inputs_s: list[float]  # each step's inputs(seed), the device synchronized after it (outside the window)
+    step_only_s: list[float]  # each step's step() alone, in the figure's clock (device time where the figure is)
     digests: list[dict[str, float]]  # each step's outputs' digests (window.py)
     tampered: list[str]
     seeds: list[int] | None
@@ -95,9 +96,10 @@ def leg(process: Any, steps: int, seeds: list[int] | None, folder: Path | None, 
     device = [float(d) for d in reported.get("device_s", [])]
     inputs = [float(i) for i in reported.get("inputs_s", [])]
     step_s, figure = figure_of(windows, device)
+    alone = reported.get("step_device_s" if figure == "device" else "step_wall_s") or []
     return Leg(step_s=step_s, figure=figure, controller_s=max(elapsed_s - round_trip_s, 0.0), worker_s=sum(windows) + sum(inputs), window_s=windows,
-               device_s=device, inputs_s=inputs, digests=list(reported.get("digests", [])), tampered=tampered, seeds=seeds,
-               saved_step=chosen if folder is not None else None)
+               device_s=device, inputs_s=inputs, step_only_s=[float(x) for x in alone], digests=list(reported.get("digests", [])), tampered=tampered,
+               seeds=seeds, saved_step=chosen if folder is not None else None)
 
 
 def figure_of(windows_s: list[float], device_s: list[float]) -> tuple[float, str]:
