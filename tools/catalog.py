@@ -533,7 +533,8 @@ CATALOG += (
         destructive=False,
         idempotent=False,
         open_world=True,
-        cli=CliDef(("workload", "bench"), render="hyperloom.cli.render.workload:bench_report", verdict=("ok",)),
+        cli=CliDef(("workload", "bench"), render="hyperloom.cli.render.workload:bench_report", verdict=("ok",),
+                   handler="hyperloom.cli.commands.workload:bench"),
     ),
     ToolDef(
         name="workload_integrate",

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from hyperloom.core.background import Runs
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
+from hyperloom.core.shorten import at_clause
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.campaign import Control
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
@@ -115,7 +116,8 @@ def optimize_propose(request: OptimizeProposeRequest, workspace: Workspace, prog
             raise HyperloomError(f"{' + '.join(request.levers)} cannot go on the stack {' + '.join(stack) or '(empty)'}: {why}", "propose other levers")
         earlier = next((r for r in records if r.key == key), None)
         if earlier is not None:
-            return ProposeResult(accepted=False, key=key, summary=f"measured as #{earlier.seq}: {earlier.decision} ({earlier.result.verdict}) {earlier.result.reason[:160]}")
+            return ProposeResult(accepted=False, key=key, summary=f"measured as #{earlier.seq}: {earlier.decision} ({earlier.result.verdict}) "
+                                  + at_clause(earlier.result.reason, 160, "its record: optimize report"))
         if any(sorted(levers) == sorted(request.levers) for _, levers, _ in session.ledger.queued()):
             return ProposeResult(accepted=False, key=key, summary="already queued")
         session.ledger.propose(request.levers, request.note)

@@ -35,6 +35,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.evidence import host_device, measured
 from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
+from hyperloom.core.shorten import at_clause
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.applies import STACK_MAY_BRING, brought, present, unmet
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
@@ -111,6 +112,7 @@ class Campaign:
         self.settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s,
                                    max_pairs=LOOKS * request.pairs)
         self.started = time.monotonic()
+        self.planned = 0  # candidates the campaign plans to try, for its progress (report_progress)
         # levers omitted on a resume: those the campaign was started with (else every applicable one)
         self.chosen = request.levers if request.levers is not None else self.ledger.get_json("request", {}).get("levers")
 
@@ -264,6 +266,7 @@ class Campaign:
             self.ledger.set("state", "stopped")
         self.ledger.set("stop_reason", reason)
         shutil.rmtree(self.session.folder / "runs", ignore_errors=True)
+        self.report_progress(final=True)
         return reason
 
     def reference_started(self, levers: list[str], point: dict[str, str] | None, parts_s: dict[str, float]) -> None:
@@ -335,6 +338,7 @@ class Campaign:
             elif not self.ledger.get(f"unmet:{name}"):
                 self.ledger.add_note(f"lever {name} not tried: {lacking.reason}")
                 self.ledger.set(f"unmet:{name}", "noted")
+        self.planned = len(self.candidates()) + len(jobs)
         slots.run_many(jobs, self.lever_trial, self.check_search)
 
     def lever_trial(self, slot: Slot, job: Job) -> list[Job]:
@@ -576,7 +580,7 @@ class Campaign:
                 return "MEASURED" if result.verdict in TIMED and (result.speedup or 0) >= 1 else "REGRESSION"
             record = self.measure(slot, Job(key, "revalidate", stack, [], stack, "campaign", "the whole stack against the baseline", fallback=previous), decide)
             if record.decision == "REGRESSION":
-                self.ledger.add_note(f"the stack {' + '.join(stack)} failed its revalidation ({record.result.verdict}: {record.result.reason[:200]}); "
+                self.ledger.add_note(f"the stack {' + '.join(stack)} failed its revalidation ({record.result.verdict}: {at_clause(record.result.reason, 200, 'breakdown.json')}); "
                                      f"reverted to {' + '.join(previous) or 'the baseline'}")
             else:
                 self.note_unsteady(stack, record.result.speedup)
@@ -646,7 +650,7 @@ class Campaign:
         if again is None:
             again = self.measure(slot, Job(key, "baseline", reference, reference, [], "campaign", f"{note} (again: the first was disturbed)"),
                                  lambda r: "MEASURED")
-            self.ledger.add_note(f"the A/A against {' + '.join(reference) or 'the baseline'} was disturbed ({why[:160]}): measured again, "
+            self.ledger.add_note(f"the A/A against {' + '.join(reference) or 'the baseline'} was disturbed ({why}): measured again, "
                                  f"{_gap(first.result)} then {_gap(again.result)}")
         steady = disturbed(again.result, solo_s) is None
         if again.result.speedup is not None and (steady or first.result.speedup is None or abs(again.result.speedup - 1) < abs(first.result.speedup - 1)):
@@ -712,7 +716,7 @@ class Campaign:
         shutil.rmtree(folder, ignore_errors=True)
         if result.verdict == "TIMEOUT" and CUT in result.reason:  # not a verdict on the candidate: unrecorded, so a resume runs it again
             self.ledger.add_spent(device_s, "trials")
-            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({result.reason[:160]}): "
+            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({' '.join(result.reason.split())}): "
                                  "not recorded; starting the campaign again runs it")
             left_s = self.request.deadline_s - (time.monotonic() - self.started) if self.request.deadline_s is not None else 0.0
             if job.phase in SEARCH and left_s > 0:
@@ -720,9 +724,16 @@ class Campaign:
             raise self.deadline_reached()
         record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,
                                            decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=device_s, finished_at=_now()))
-        if self.progress is not None:
-            self.progress(len(self.candidates()), self.request.max_candidates)
+        self.report_progress()
         return record
+
+    def report_progress(self, final: bool = False) -> None:
+        """Candidates tried out of those planned so far (the levers phase's, at most max_candidates; a follow-up, a
+        combination or a proposal adds one as it runs), and once the campaign ends, the count it ended with."""
+        if self.progress is None:
+            return
+        done = len(self.candidates())
+        self.progress(done, done if final else max(done, min(self.planned, self.request.max_candidates)))
 
 
 def _gap(result: CandidateResult) -> str:

@@ -12,6 +12,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest, OptimizeStatus, Phase, Record, State, SweepNote, stack_of
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.plot import Bar, speedup_bars
+from hyperloom.tools.workload.report import cell
 from hyperloom.tools.optimize.session import Session
 
 REPORT, BREAKDOWN, PLOT = "report.md", "breakdown.json", "campaign.png"
@@ -44,7 +45,7 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
     last = _last_revalidation(records, stack)
     baseline = ledger.get_json("baseline", None)
     base_s = baseline["stats"]["median_s"] if baseline else None
-    tried = [r for r in records if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
+    tried = candidates_tried(records)
     state = state or ("closed" if ledger.get("closed_at") else "stopped" if ledger.get("stop_reason") else "not running")
     phase: Phase = "closed" if state == "closed" else ledger.get("phase") or "baseline"  # type: ignore[assignment]
     spent, parts = ledger.spent_s(), ledger.spent_parts_s()
@@ -61,6 +62,26 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
                           candidates=len(tried), pending_proposals=len(ledger.queued()), stack=stack, gain=last.speedup if last else None,
                           gain_ci95=last.speedup_ci95 if last else None, baseline_step_s=base_s, budget_device_s=request.budget_device_s,
                           spent_device_s=spent, spent_by_part_s=parts, stop_reason=stop, error=error)
+
+
+def candidates_tried(records: list[Record]) -> list[Record]:
+    """The candidates the campaign ran (levers, combinations, proposals): what "N candidate(s) tried" counts."""
+    return [r for r in records if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
+
+
+def tally(records: list[Record]) -> str:
+    """What the records are, counted by kind, so a count above a list of them agrees with its rows."""
+    tried = len(candidates_tried(records))
+    kinds = [(sum(r.phase == "baseline" for r in records), "A/A (a reference against its own work)"),
+             (sum(r.phase in ("levers", "combine", "kernels") and r.device_s == 0 for r in records), "not run alone (a need the baseline lacks)"),
+             (sum(r.phase == "revalidate" for r in records), "whole-stack revalidation(s)"), (sum(r.phase == "sweep" for r in records), "sweep point(s)")]
+    return f"{len(records)} measurement(s) recorded: {tried} candidate(s) tried" + "".join(f", {n} {what}" for n, what in kinds if n)
+
+
+def label(r: Record) -> str:
+    """What a record measured, never empty: its levers, or for an A/A the reference against itself."""
+    levers = " + ".join(r.result.levers)
+    return f"A/A: {levers or 'the baseline'} against itself" if r.phase == "baseline" else levers or "the baseline"
 
 
 def pace(candidates: int, spent_s: float) -> str:
@@ -132,7 +153,8 @@ def markdown(report: OptimizeReport) -> str:
                + (f" (95 % interval {s.gain_ci95[0]:.3g}-{s.gain_ci95[1]:.3g})" if s.gain_ci95 else "")
                + f", MEASURED as one candidate against the pure baseline, interleaved{unproven}." if s.gain else
                f"{' + '.join(s.stack)} (not revalidated)" if s.stack else "Nothing kept: no candidate was measured faster and gated."), ""]
-    lines += ["## Candidates", "", "| # | phase | levers | against | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["## Candidates", "", tally(report.records) + ".", "", "| # | phase | levers | against | decision | verdict | speedup [95 %] | device-s | why |",
+              "|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r) for r in candidates]
     if revalidations:
         lines += ["", "## Whole-stack revalidations (after each keep)", "", "| # | stack | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|"]
@@ -163,11 +185,11 @@ def _split(records: list[Record]) -> tuple[list[Record], list[Record], list[Reco
 
 
 def _why(r: Record) -> str:
-    return r.result.reason.replace("|", "/").replace("\n", " ")[:240]
+    return cell(r.result.reason)
 
 
 def _row(r: Record) -> str:
-    return (f"| {r.seq} | {r.phase} | {' + '.join(r.result.levers) or 'the baseline again (A/A)'} | {' + '.join(r.reference) or 'baseline'} | {r.decision} | {r.result.verdict} | "
+    return (f"| {r.seq} | {r.phase} | {label(r)} | {' + '.join(r.reference) or 'baseline'} | {r.decision} | {r.result.verdict} | "
             f"{_speed(r)} | {r.device_s:.1f} | {_why(r)} |")
 
 

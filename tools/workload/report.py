@@ -13,14 +13,53 @@ from hyperloom.tools.workload.plot import Bar, speedup_bars
 from hyperloom.tools.workload.work import describe
 
 
-def write_report(result: WorkloadBenchResult, folder: Path, workspace: Workspace) -> WorkloadBenchResult:
-    folder.mkdir(parents=True, exist_ok=True)
+def write_report(result: WorkloadBenchResult, benches: Path, workspace: Workspace) -> WorkloadBenchResult:
+    """The bench's files in a folder of its own under `benches` (1/, 2/, ...: an earlier bench's verdicts are kept), and
+    the list of every bench there (index.md, newest last); the result names its own folder's files."""
+    folder = _own_folder(benches)
     plot = _plot(result, folder / "speedup.png")
     result = result.model_copy(update={"report_md": workspace.relative(folder / "report.md"), "result_json": workspace.relative(folder / "result.json"),
                                        "plot": workspace.relative(plot) if plot else None})
     write_bytes_atomic(folder / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
     write_bytes_atomic(folder / "report.md", markdown(result).encode())
+    write_bytes_atomic(benches / INDEX, index(benches).encode())
     return result
+
+
+INDEX = "index.md"
+
+
+def _own_folder(benches: Path) -> Path:
+    """The next numbered folder under `benches`, made here (a bench running beside this one takes the one after)."""
+    benches.mkdir(parents=True, exist_ok=True)
+    number = max((int(p.name) for p in benches.iterdir() if p.name.isdigit()), default=0) + 1
+    while True:
+        try:
+            (benches / str(number)).mkdir()
+            return benches / str(number)
+        except FileExistsError:
+            number += 1
+
+
+def index(benches: Path) -> str:
+    """Every bench of the session under `benches`, oldest first: when, its candidates' verdicts, its summary, its report."""
+    lines = ["# Benches of this workload", "", "Each `workload bench` keeps its own folder; the newest is last.", "",
+             "| # | at (UTC) | candidates | summary | report |", "|---|---|---|---|---|"]
+    for folder in sorted((p for p in benches.iterdir() if p.name.isdigit() and (p / "result.json").is_file()), key=lambda p: int(p.name)):
+        try:
+            kept = WorkloadBenchResult.model_validate_json((folder / "result.json").read_bytes())
+        except ValueError:
+            lines.append(f"| {folder.name} | - | - | result.json unreadable | [{folder.name}/report.md]({folder.name}/report.md) |")
+            continue
+        verdicts = ", ".join(f"{' + '.join(c.levers)} {c.verdict}" for c in kept.candidates) or "-"
+        lines.append(f"| {folder.name} | {kept.evidence.at:%Y-%m-%d %H:%M:%S} | {cell(verdicts)} | {cell(kept.summary)} | "
+                     f"[{folder.name}/report.md]({folder.name}/report.md) |")
+    return "\n".join(lines) + "\n"
+
+
+def cell(text: str) -> str:
+    """Text as one markdown table cell, whole: pipes escaped, lines joined."""
+    return " ".join(text.replace("|", "/").split())
 
 
 def markdown(result: WorkloadBenchResult) -> str:
@@ -50,7 +89,7 @@ def markdown(result: WorkloadBenchResult) -> str:
             pairs = f"{c.candidate_faster}/{c.pairs}" if c.pairs else "-"
             p = f"{c.sign_test_p:.3f}" if c.sign_test_p is not None else "-"
             lines.append(f"| {' + '.join(c.levers)} | {c.verdict} | {f'{c.speedup:.3g}x' if c.speedup else '-'} | {ci} | {pairs} | {p} | {_gate(c)} "
-                         f"| {c.reason.replace('|', '/')[:300]} |")
+                         f"| {cell(c.reason)} |")
         lines.append("")
         shares = [share for c in result.candidates if c.pairs and (share := gate_share(c)) is not None]
         if shares:

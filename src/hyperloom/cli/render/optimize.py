@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hyperloom.cli.render.text import hanging
+
 if TYPE_CHECKING:
     from hyperloom.tools.optimize.models import OptimizeReport, OptimizeStatus, ProposeResult
 
@@ -28,10 +30,12 @@ def propose_report(result: ProposeResult) -> str:
 
 
 def report_text(report: OptimizeReport) -> str:
-    lines = [status_report(report.status), ""]
+    from hyperloom.tools.optimize.report import label, tally
+
+    lines = [status_report(report.status), "", f"  {tally(report.records)}:"] if report.records else [status_report(report.status), ""]
     for r in report.records:
         speed = f" {r.result.speedup:.3g}x" if r.result.speedup else ""
-        lines.append(f"  #{r.seq} {r.phase}: {' + '.join(r.result.levers)}{f' at {r.point}' if r.point else ''}: {r.decision} ({r.result.verdict}{speed}) {r.result.reason[:160]}")
-    lines += [f"  sweep: {report.sweep_note.note}"] + [f"  note: {n}" for n in report.notes]
+        lines.append(hanging(f"  #{r.seq} {r.phase}: {label(r)}{f' at {r.point}' if r.point else ''}: {r.decision} ({r.result.verdict}{speed}) {r.result.reason}", 4))
+    lines += [hanging(f"  sweep: {report.sweep_note.note}", 4)] + [hanging(f"  note: {n}", 4) for n in report.notes]
     lines.append(f"  report: {report.report_md}")
     return "\n".join(lines)

@@ -35,6 +35,12 @@ def _wrap(text: str, room: int) -> list[str]:
     return [piece for part in text.split("\n") for piece in (textwrap.wrap(part, room, break_long_words=False, break_on_hyphens=False) or [""])]
 
 
+def hanging(text: str, indent: int, width: int | None = None) -> str:
+    """`text` whole, wrapped at words to `width` (the terminal's), its lines after the first indented by `indent`."""
+    return textwrap.fill(" ".join(text.split()), width or report_width(), subsequent_indent=" " * indent, break_long_words=False,
+                         break_on_hyphens=False)
+
+
 def report_width() -> int:
     """The terminal's width when there is one (or $COLUMNS), else 100 characters."""
     return shutil.get_terminal_size((100, 24)).columns

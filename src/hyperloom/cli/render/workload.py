@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hyperloom.cli.render.text import hanging
+
 if TYPE_CHECKING:
     from hyperloom.tools.workload.models import IntegrateResult, OutputTolerance, WorkloadBenchResult, WorkloadFreezeResult
 
@@ -30,7 +32,7 @@ def bench_report(result: WorkloadBenchResult) -> str:
     lines = [result.summary, f"  report: {result.report_md}"]
     for c in result.candidates:
         speed = f" {c.speedup:.3g}x" if c.speedup else ""
-        lines.append(f"  {' + '.join(c.levers)}: {c.verdict}{speed}: {c.reason[:200]}")
+        lines.append(hanging(f"  {' + '.join(c.levers)}: {c.verdict}{speed}: {c.reason}", 4))
     lines += [f"  warning: {w}" for w in result.warnings]
     return "\n".join(lines)
 
