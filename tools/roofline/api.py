@@ -9,7 +9,7 @@ from hyperloom.core.hashing import combine_digests, sha256_json
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench.models import BenchResult
-from hyperloom.tools.roofline.ceilings import available, measure, read_of_size, stage
+from hyperloom.tools.roofline.ceilings import available, measure, read_of_size, sized_shape, stage
 from hyperloom.tools.pipeline.roof import record_roof
 from hyperloom.tools.roofline.datasheet import datasheet_ceilings
 from hyperloom.tools.roofline.models import Ceiling, RooflineRequest, RooflineResult
@@ -30,11 +30,11 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
     out_dir = workspace.resolve(request.out_dir, must_exist=False, kind="dir", what="out_dir")
     out_dir.mkdir(parents=True, exist_ok=True)
     staged = stage(workspace)
-    shape = 1 if request.shape == "full" else 0
     ceilings: list[Ceiling] = []
     failures: list[str] = []
     device_name = ""
     for index, name in enumerate(names):
+        shape = sized_shape(name, request.target, request.shape == "full", staged)
         result, ceiling = measure(name, request.target, request.device, shape, request.max_time_s, staged, workspace)
         device_name = device_name or result.device
         if ceiling is None:

@@ -58,6 +58,27 @@ def available(target: str) -> list[str]:
     return names
 
 
+HOST_MEMORY_FLOATS = 1 << 25  # a host memory buffer: 128 MiB, beyond a core's last-level cache
+HOST_FULL_S = 60.0  # what `roofline --target host` should take on a small CPU
+
+
+def sized_shape(name: str, target: str, full: bool, staged: Path) -> int:
+    """The shape index `name` is measured at. A GPU's, and a 'small' run's, as asked (0 small, 1 full). A 'full' run on
+    the host sized to fit HOST_FULL_S on a 2-core CPU: the memory microbenchmarks over HOST_MEMORY_FLOATS a buffer (a shape
+    appended to the staged spec; the shipped 1 GiB ones took 149 s and 31 s there, mostly making and checking their
+    inputs) and the compute one at its small shape (a core's FMA rate does not grow with the work; the shipped full
+    shape's 141 GFLOP ran past the 120 s trial limit)."""
+    if target != "host" or not full:
+        return 1 if full else 0
+    if MICROBENCHES[name][0] != "memory":
+        return 0
+    spec_path = staged / name / "kernel.yaml"
+    doc = yaml.safe_load(spec_path.read_text())
+    doc["shapes"].append({**doc["shapes"][-1], "n": HOST_MEMORY_FLOATS})
+    write_bytes_atomic(spec_path, yaml.safe_dump(doc, sort_keys=False).encode())
+    return len(doc["shapes"]) - 1
+
+
 SAME_SIZE_PER_THREAD = 2  # float4s a thread in a same-size read: the fastest at 8-263 MB on the H200 (results/h200/decode/run27.log)
 
 

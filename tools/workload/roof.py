@@ -8,7 +8,9 @@ a microbenchmark misses the fastest path now and then (a kernel placed above 100
 datasheet figure can lag a part's boost clock, and weights smaller than the last-level cache may not all come from
 DRAM each step; a refusal here must only catch what cannot happen (the cheats it exists for ran 20x-200,000x under
 their baseline). Flops of a dtype no ceiling covers are left out, which lowers the roof, never raises it. On a part
-with no known ceiling (a CPU without a roofline result) there is no roof, and the note says so."""
+with no known ceiling there is no roof, and the note says so; on a CPU the host microbenchmarks' ceilings (one core's
+scalar C loops, far under what torch reaches on all its cores) are not read, so a CPU has none unless a roofline result
+of the whole machine names it."""
 
 from __future__ import annotations
 
@@ -23,7 +25,14 @@ from hyperloom.tools.workload.models import StepRoof, StepWork
 
 ROOF_SLACK = 0.5
 ROOFLINE_FILE = Path(".hyperloom") / "roofline" / "roofline.json"  # roofline's default out_dir
-NEXT_STEP = "measure this device's ceilings (hyperloom roofline --target host on a CPU, the GPU's arch on a GPU) in this workspace"
+NEXT_STEP = "measure this GPU's ceilings (hyperloom roofline --target ARCH, e.g. gfx942 or sm_90) in this workspace"
+# On a CPU the host microbenchmarks (the c backend, evidence target "host") time one core's scalar C loops: on a 2-core
+# EPYC its fmaf loop ran 0.96 GFLOP/s where torch's float32 GEMM ran 119 GFLOP/s, so a roof from them would put an
+# honest step 60x under it. A floor of the machine is no ceiling: a CPU workload's roof does not read them.
+ONE_CORE = "host"
+ON_A_CPU = ("no roof: no ceiling known for this CPU, so no candidate here is refused as IMPOSSIBLE (the outputs' gate, proof of work and "
+            "fresh inputs still hold); hyperloom roofline --target host (about a minute on a 2-core CPU) times one core's scalar C loops, "
+            "a floor of this CPU rather than a ceiling for torch's work on all its cores, and a workload's roof does not read it")
 
 
 def known_ceilings(workspace: Workspace, device: str) -> tuple[list[Ceiling], str]:
@@ -38,10 +47,16 @@ def known_ceilings(workspace: Workspace, device: str) -> tuple[list[Ceiling], st
             result = RooflineResult.model_validate_json(path.read_bytes())
         except ValueError:
             result = None
-        if result is not None and result.measured and same_device(result.device, device):
-            ceilings += result.measured
+        usable = [c for c in result.measured if not (on_cpu(device) and c.evidence.target == ONE_CORE)] if result is not None else []
+        if result is not None and usable and same_device(result.device, device):
+            ceilings += usable
             said.append(f"{ROOFLINE_FILE} measured on {result.device} (MEASURED)")
     return ceilings, " and ".join(said)
+
+
+def on_cpu(device: str) -> bool:
+    """Whether `device` (a workload's, as its worker named it) is the host CPU."""
+    return device.lower().startswith("host cpu") or not device
 
 
 def step_roof(work: StepWork, ceilings: list[Ceiling], source: str, device: str) -> StepRoof:
@@ -61,8 +76,8 @@ def step_roof(work: StepWork, ceilings: list[Ceiling], source: str, device: str)
     if memory_s is not None and memory is not None:
         used.append(memory)
     if not used:
-        what = "this CPU" if device.lower().startswith("host cpu") or not device else device
-        return StepRoof(roof_s=None, slack=ROOF_SLACK, source=source or "none", note=f"no roof: no ceiling known for {what} ({NEXT_STEP})")
+        note = ON_A_CPU if on_cpu(device) else f"no roof: no ceiling known for {device} ({NEXT_STEP})"
+        return StepRoof(roof_s=None, slack=ROOF_SLACK, source=source or "none", note=note)
     bound_s = max(compute_s, memory_s or 0.0)
     tag = Tag.MEASURED.value if all(c.evidence.tag == Tag.MEASURED for c in used) else Tag.ASSUMED.value
     named = ", ".join(f"{c.name} {c.value:.4g} {c.unit} ({c.evidence.tag.value})" for c in used)
