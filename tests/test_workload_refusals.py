@@ -182,3 +182,12 @@ def test_a_campaign_with_a_lever_of_another_vendor_leaves_no_campaign_session(mi
     with pytest.raises(HyperloomError, match="does not apply on this machine"):
         run_campaign(OptimizeRequest(workload="mymodel.py:build", session="m", levers=["graph"], timeout_s=120), mine)
     assert not (mine.root / ".hyperloom" / "optimize" / "m").exists(), "no half-made session ('not running, phase baseline')"
+
+
+def test_a_contract_refusal_raised_in_hyperloom_s_own_code_points_at_no_line_of_ours():
+    """'an output of dtype <U2 cannot be gated ... at .../runner.py:494': the refusal names its cause; a line of ours
+    beside it sent the user into our code. A refusal raised where the user's code is on the stack still names their line."""
+    from hyperloom.core.worker_main import call_entry
+
+    report = call_entry("hyperloom.tools.workload.runner:serve", {})  # no kept workload: refused in runner.py alone
+    assert report["error_type"] == "WorkloadContractError" and report["where"] == "", report

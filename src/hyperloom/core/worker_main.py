@@ -18,6 +18,7 @@ from typing import Any
 
 import hyperloom
 from hyperloom.core.atomic import write_bytes_atomic
+from hyperloom.core.factory import WorkloadContractError
 
 MESSAGE_CHARS = 2000
 
@@ -46,6 +47,8 @@ def _innermost(exc: BaseException) -> str:
     libraries = _libraries()
     frames = traceback.extract_tb(exc.__traceback__)
     mine = [f.filename.startswith(ours) for f in frames]
+    if isinstance(exc, WorkloadContractError) and all(mine):
+        return ""  # a refusal of ours (the contract), raised in our code: its message names the cause, our line would mislead
     outside = [f for f, m in zip(frames, mine) if not m] or frames
     if not outside:
         return ""
