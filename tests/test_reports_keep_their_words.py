@@ -53,6 +53,7 @@ def test_the_cli_s_bench_lines_wrap_a_reason_and_keep_every_word():
     from hyperloom.cli.render.workload import bench_report
 
     text = bench_report(_bench())
+    assert "\n  compile: NOT_FASTER: " in text and "\n  knob:batch=8: FASTER 2.1x: " in text, text  # under the summary, indented
     assert _words(REASON) == _words(text.split("compile: NOT_FASTER: ", 1)[1].split("knob:batch=8")[0])
     assert all(len(line) <= 100 for line in text.splitlines() if "NOT_FASTER" in line or line.startswith("    "))
 

@@ -36,9 +36,11 @@ def _wrap(text: str, room: int) -> list[str]:
 
 
 def hanging(text: str, indent: int, width: int | None = None) -> str:
-    """`text` whole, wrapped at words to `width` (the terminal's), its lines after the first indented by `indent`."""
-    return textwrap.fill(" ".join(text.split()), width or report_width(), subsequent_indent=" " * indent, break_long_words=False,
-                         break_on_hyphens=False)
+    """`text` whole, wrapped at words to `width` (the terminal's), its leading spaces kept and its lines after the first
+    indented by `indent`."""
+    lead = " " * (len(text) - len(text.lstrip(" ")))
+    return textwrap.fill(" ".join(text.split()), width or report_width(), initial_indent=lead, subsequent_indent=" " * indent,
+                         break_long_words=False, break_on_hyphens=False)
 
 
 def report_width() -> int:

@@ -33,7 +33,7 @@ def bench_report(result: WorkloadBenchResult) -> str:
     for c in result.candidates:
         speed = f" {c.speedup:.3g}x" if c.speedup else ""
         lines.append(hanging(f"  {' + '.join(c.levers)}: {c.verdict}{speed}: {c.reason}", 4))
-    lines += [f"  warning: {w}" for w in result.warnings]
+    lines += [hanging(f"  warning: {w}", 4) for w in result.warnings]
     return "\n".join(lines)
 
 
