@@ -730,7 +730,7 @@ class Campaign:
     def report_progress(self, final: bool = False) -> None:
         """Candidates tried out of those planned so far (the levers phase's, at most max_candidates; a follow-up, a
         combination or a proposal adds one as it runs), and once the campaign ends, the count it ended with."""
-        if self.progress is None:
+        if self.progress is None or not (final or self.planned):  # the baseline's A/A comes before any plan: no 0/0
             return
         done = len(self.candidates())
         self.progress(done, done if final else max(done, min(self.planned, self.request.max_candidates)))
