@@ -233,10 +233,13 @@ def test_after_a_near_tie_parting_the_candidate_s_own_tokens_must_be_the_referen
 
     reference, scored = _continuation_case()
     tolerance = OutputTolerance(atol=0.02)
-    parted = np.array([[[1, 0], [4, 2], [6, 0]]]), np.array([[[-0.1, -3.0], [-0.70, -0.71], [-0.1, -3.0]]], dtype=np.float32)
+    parted = np.array([[[1, 0], [4, 2], [6, 0]]]), np.array([[[-0.1, -3.0], [-0.70, -0.71], [-0.0003, -10.0]]], dtype=np.float32)
     honest = Generated(np.array([[5, 1, 4, 6]]), *parted)
     padded = Generated(np.array([[5, 1, 4, 0]]), *parted)  # parts at the tie, then pads
     assert continuation.judge("tokens", honest, reference, scored, tolerance, eos=[], pad=None).passed
+    reused = Generated(np.array([[5, 1, 4, 6]]), np.array([[[1, 0], [4, 2], [1, 0]]]), np.array([[[-0.1, -3.0], [-0.70, -0.71], [-0.1, -3.0]]], np.float32))
+    refused = continuation.judge("tokens", reused, reference, scored, tolerance, eos=[], pad=None)  # its first step's list reported again after the parting
+    assert not refused.passed and "row 0 step 2, after its parting at step 1: the log-probabilities it reported are not the reference model's" in refused.detail
     refused = continuation.judge("tokens", padded, reference, scored, tolerance, eos=[], pad=None)
     assert not refused.passed and "token 0" in refused.detail and "its own pick 6" in refused.detail
     stopped = continuation.judge("tokens", Generated(np.array([[5, 1, 4, 6]]), *parted), reference, scored, tolerance, eos=[4], pad=9)

@@ -72,11 +72,17 @@ def test_a_seeded_decoder_s_log_probability_drift_is_the_largest_over_the_frozen
     assert len({e["max_rel"] for e in errors}) > 1, errors
     assert rule.derived.baseline_error["top_logprob_drift"] == max(drifts) and rule.atol == pytest.approx((rule.derived.k + 1) * max(max(drifts), twin.NATS_FLOOR))
     # the looser drift does not let the wrong candidates through on fresh prompts: teacher forcing against the twin holds
-    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="seeded", candidates=[["static_cache", "decode_loop"], ["overrides:mlp_too_large.py"],
-                                                                                    ["overrides:skipped_layer.py"], ["overrides:truncated_prompt.py"]], **FAST), user))
-    assert seen["static_cache+decode_loop"].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), seen["static_cache+decode_loop"].reason
-    for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"):
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="seeded", candidates=[["static_cache", "decode_loop"], ["static_cache"], ["overrides:mlp_too_large.py"],
+                                                                                    ["overrides:skipped_layer.py"], ["overrides:truncated_prompt.py"],
+                                                                                    ["overrides:part_reuse_logits.py"]], **FAST), user))
+    for honest in ("static_cache+decode_loop", "static_cache"):  # static_cache alone judged, not refused (it was on a GPU: issue 66)
+        assert seen[honest].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), (honest, seen[honest].reason)
+    for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py", "overrides:part_reuse_logits.py"):
         assert seen[wrong].verdict == "REJECTED", (wrong, seen[wrong].reason)
+    # parted at its nearest tie, its token repeated, the parting's logits reported after it: the tokens may pass the
+    # continuation check; the log-probabilities reported after the parting are compared with the reference model's
+    reused = seen["overrides:part_reuse_logits.py"]
+    assert "log-probabilities it reported are not the reference model's on its own prefix" in reused.reason, reused.reason
 
 
 def test_a_conv_net_frozen_with_no_tolerance_takes_compile_and_channels_last_and_refuses_a_wrong_block(user):

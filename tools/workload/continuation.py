@@ -5,7 +5,10 @@ the two go on from different tokens. Left there, a candidate may part at the fir
 that passed). So the reference's worker scores the candidate's whole sequence (teacher forcing: one forward over
 the candidate's tokens), and every token the candidate generated after its parting must be what the reference's
 model would pick on the candidate's own prefix, or a near tie of it (within the two tokens' tolerances added, the
-margin the parting itself was allowed). After a row's EOS (the model's own ids) only its pad may follow.
+margin the parting itself was allowed), and the top-k log-probabilities it reported there must be the reference
+model's on that prefix, within twice their tolerance (teacher forcing computes them in one forward, the candidate's
+generate one token at a time): logits reused from an earlier step, or invented, are refused. After a row's EOS (the
+model's own ids) only its pad may follow.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hyperloom.tools.workload.generated import Generated, companions, parted_rows
+from hyperloom.tools.workload.generated import Generated, companions, lists_apart, parted_rows
 from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
 from hyperloom.tools.workload.twin import teacher_request
 
@@ -52,6 +55,11 @@ def judge(name: str, candidate: Generated, reference: Generated, scored: np.ndar
                 if pad is not None and token != pad:
                     return OutputCheck(output=name, passed=False, detail=f"row {row} step {step}: token {token} after the row's EOS, not the pad {pad}")
                 continue
+            reported = _reported_apart(candidate, row, step, logprobs[step], tolerance)
+            if reported is not None:
+                return OutputCheck(output=name, passed=False, detail=(
+                    f"row {row} step {step}, after its parting at step {at}: the log-probabilities it reported are not the reference model's on its "
+                    f"own prefix: {reported}"))
             best = int(np.argmax(logprobs[step]))
             margin = float(logprobs[step, best] - logprobs[step, token])
             bound = 2 * (tolerance.atol + tolerance.rtol * abs(float(logprobs[step, best])))
@@ -62,6 +70,15 @@ def judge(name: str, candidate: Generated, reference: Generated, scored: np.ndar
             checked += 1
             stopped = token in eos
     return OutputCheck(output=name, passed=True, detail=f"{checked} token(s) after {len(parted)} parting(s) scored by the reference's model: each its pick or a near tie")
+
+
+def _reported_apart(candidate: Generated, row: int, step: int, scored: np.ndarray, tolerance: OutputTolerance) -> str | None:
+    """Why the candidate's top-k list at (row, step) is not the reference model's log-probabilities `scored` there (its
+    own top k of them), within twice the tolerance; None where it is."""
+    k = candidate.ids.shape[2]
+    top = np.argsort(-scored, kind="stable")[:k]
+    wide = tolerance.model_copy(update={"atol": 2 * tolerance.atol, "rtol": 2 * tolerance.rtol})
+    return lists_apart(candidate.ids[row, step], candidate.logprobs[row, step], top, scored[top], wide)
 
 
 def checks(reference: WorkloadProcess, candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance], folder: Path) -> list[OutputCheck]:

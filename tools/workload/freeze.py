@@ -182,7 +182,8 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     floats = any(o.dtype.startswith(("float", "bfloat")) for o in outputs)
     summary = (f"froze {len(outputs)} output(s) of {request.workload} ({', '.join(o.name for o in outputs)}); two baseline runs agree within the tolerance{rule}"
                + ("" if floats or not gated else "; integer outputs only (tokens alone)")
-               if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated") + "".join(f"; {note}" for note in (costs.notes if costs else []))
+               if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated")
+    summary += "".join(f"; {note}" for note in (costs.notes if costs else []))
     return WorkloadFreezeResult(ok=True, summary=summary, name=name, folder=workspace.relative(folder), workload=request.workload, knobs=knobs,
                                 declared_knobs=info["knobs"], outputs=outputs, gated=gated, costs=costs, vendor=info["vendor"], evidence=evidence)
 

@@ -118,7 +118,7 @@ def _row(b: int, candidate: Generated, reference: Generated, tolerance: OutputTo
     k = reference.ids.shape[2]
     steps_c, steps_r = candidate.ids.shape[1], reference.ids.shape[1]
     for t in range(min(steps_c, steps_r)):
-        apart = _lists_apart(candidate.ids[b, t], candidate.logprobs[b, t], reference.ids[b, t], reference.logprobs[b, t], tolerance)
+        apart = lists_apart(candidate.ids[b, t], candidate.logprobs[b, t], reference.ids[b, t], reference.logprobs[b, t], tolerance)
         if apart:
             return Row(failure=f"row {b} step {t}: {apart}")
         mine, theirs = int(candidate.tokens[b, candidate.prompt + t]), int(reference.tokens[b, reference.prompt + t])
@@ -142,8 +142,9 @@ def _row(b: int, candidate: Generated, reference: Generated, tolerance: OutputTo
     return Row()
 
 
-def _lists_apart(ids_c: np.ndarray, lp_c: np.ndarray, ids_r: np.ndarray, lp_r: np.ndarray, tolerance: OutputTolerance) -> str | None:
-    """Why two top-k lists at one step disagree beyond the tolerance (None: they agree)."""
+def lists_apart(ids_c: np.ndarray, lp_c: np.ndarray, ids_r: np.ndarray, lp_r: np.ndarray, tolerance: OutputTolerance) -> str | None:
+    """Why two top-k lists at one step disagree beyond the tolerance (None: they agree): the candidate's (c) and the
+    reference's (r)."""
     if not np.all(np.isfinite(lp_c)):
         return "a log-probability of the candidate is NaN or infinite"
     mine = dict(zip(map(int, ids_c), map(float, lp_c), strict=True))
