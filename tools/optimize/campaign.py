@@ -45,13 +45,13 @@ from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.workload import twin
-from hyperloom.tools.workload.ab import LEG_MIN_S, ABSettings, baseline_legs, calibrated, disturbed, load_outputs, paced, target_with, trial
+from hyperloom.tools.workload.ab import LEG_FILL_S, LEG_MAX_S, ABSettings, baseline_legs, calibrated, disturbed, load_outputs, paced, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import BY_NAME, CATALOG, EXCLUSIVE_KINDS, GPU, Lever, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import CUT, WorkloadFailure
-from hyperloom.tools.workload.timed import paired_pace
+from hyperloom.tools.workload.clock_checks import paired_pace
 
 POLL_S = 0.2
 BASELINE_CI = 0.02
@@ -283,18 +283,23 @@ class Campaign:
         base = slot.reference([])
         if self.ledger.get("baseline") is None:
             started = time.perf_counter()
-            legs, device = baseline_legs(base.process, self.settings.steps_per_leg, BASELINE_CI, BASELINE_MAX_LEGS, max_s=BASELINE_MAX_S)
+            solo = baseline_legs(base.process, self.settings.steps_per_leg, BASELINE_CI, BASELINE_MAX_LEGS, max_s=BASELINE_MAX_S)
             self.ledger.add_spent(time.perf_counter() - started, "solo legs")
             info = base.info
             evidence = measured("optimize", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
                                 inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
-            self.ledger.set_json("baseline", {"stats": summarize(legs).model_dump(), "device_step_s": device, "points": info.get("points", []),
+            self.ledger.set_json("baseline", {"stats": summarize(solo.legs_s).model_dump(), "device_step_s": solo.device_step_s,
+                                              "inputs_step_s": solo.inputs_step_s, "wall_step_s": solo.wall_step_s, "figure": solo.figure,
+                                              "points": info.get("points", []),
                                               "knob_defaults": info.get("knob_defaults", {}), "evidence": evidence.model_dump(mode="json")})
-        step_s = self.ledger.get_json("baseline", {})["stats"]["median_s"]
-        self.settings = paced(self.settings, step_s)  # on a resume too
-        if self.settings.steps_per_leg < self.request.steps_per_leg and not self.ledger.get("paced_noted"):
+        recorded = self.ledger.get_json("baseline", {})
+        step_s = recorded["stats"]["median_s"]
+        self.settings = paced(self.settings, step_s, recorded.get("inputs_step_s"))  # on a resume too
+        if self.settings.steps_per_leg != self.request.steps_per_leg and not self.ledger.get("paced_noted"):
+            inputs = f" and {recorded['inputs_step_s'] * 1e3:.4g} ms of inputs(seed)" if recorded.get("inputs_step_s") else ""
             self.ledger.add_note(f"{self.settings.steps_per_leg} step(s) a timed leg, not {self.request.steps_per_leg}: the baseline's step of "
-                                 f"{step_s * 1e3:.4g} ms fills a leg of {LEG_MIN_S:g} s alone")
+                                 f"{step_s * 1e3:.4g} ms{inputs} (a leg holds at least {LEG_FILL_S * 1e3:g} ms of the model's time, at most "
+                                 f"{LEG_MAX_S:g} s of wall time)")
             self.ledger.set("paced_noted", "yes")
         if not base.process.info.get("has_inputs") and not self.request.fixed_inputs and not self.ledger.get("fixed_inputs_noted"):
             self.ledger.add_note("the workload has no inputs(seed): its inputs are fixed, so memoization is not excluded and no gain is kept; "
@@ -717,7 +722,7 @@ class Campaign:
         if result.verdict == "TIMEOUT" and CUT in result.reason:  # not a verdict on the candidate: unrecorded, so a resume runs it again
             self.ledger.add_spent(device_s, "trials")
             self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({' '.join(result.reason.split())}): "
-                                 "not recorded; starting the campaign again runs it")
+                                 "not recorded; starting the campaign again runs it" + tuner_cut(job.levers, device_s, self.session.name))
             left_s = self.request.deadline_s - (time.monotonic() - self.started) if self.request.deadline_s is not None else 0.0
             if job.phase in SEARCH and left_s > 0:
                 raise Stopped(f"the search's last trial was cut {left_s:.0f} s before the wall-clock deadline, which {AFTER_SEARCH} needs", hard=False)
@@ -815,6 +820,19 @@ def _point(raw: object, declared: dict[str, list[str] | None]) -> dict[str, str]
     if not isinstance(raw, dict) or not raw or any(str(k) not in declared for k in raw):
         return None
     return {str(k): str(v) for k, v in raw.items()}
+
+
+def tuner_cut(levers: list[str], ran_s: float, session: str) -> str:
+    """What a tuning lever cut at the deadline would take, said beside the cut: its warm-up compiles and benchmarks every
+    kernel choice (a ResNet-50's or a BERT's max-autotune takes minutes), which no deadline that fits a device command
+    left it; Inductor keeps what it tuned in its cache on this machine (TORCHINDUCTOR_CACHE_DIR, else
+    /tmp/torchinductor_USER), so a later try starts further on."""
+    tuners = [lever for lever in levers if lever in TUNERS]
+    if not tuners:
+        return ""
+    return (f"; {tuners[0]} tunes each kernel in its warm-up and needs more than the {ran_s:.0f} s it had: give it its time once with "
+            f"`hyperloom workload bench --name {session} --candidate {tuners[0]} --timeout-s 1800`, or start the campaign again with a later "
+            "deadline (Inductor's cache on this machine keeps what it tuned)")
 
 
 def _now() -> str:

@@ -115,7 +115,8 @@ class OptimizeStatus(BaseModel):
     stack: list[str] = Field(description="The kept levers, in the order kept.")
     gain: float | None = Field(description="The stack's speedup over the baseline, MEASURED in its last revalidation.")
     gain_ci95: list[float] | None = None
-    baseline_step_s: float | None = Field(description="The baseline's median step, MEASURED.")
+    baseline_step_s: float | None = Field(description="The baseline's median step, MEASURED: its timed windows (device time on a GPU).")
+    baseline_inputs_step_s: float | None = Field(None, description="The baseline's inputs(seed) a step, outside its timed window, MEASURED.")
     budget_device_s: float
     spent_device_s: float
     spent_by_part_s: dict[str, float] = Field(default_factory=dict, description="spent_device_s by part: freeze, references (their workers' "

@@ -10,6 +10,7 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.evidence import Evidence
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest, OptimizeStatus, Phase, Record, State, SweepNote, stack_of
+from hyperloom.tools.workload.ab import same_work_note
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.plot import Bar, speedup_bars
 from hyperloom.tools.workload.report import cell
@@ -61,6 +62,7 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
                           summary=summary,
                           candidates=len(tried), pending_proposals=len(ledger.queued()), stack=stack, gain=last.speedup if last else None,
                           gain_ci95=last.speedup_ci95 if last else None, baseline_step_s=base_s, budget_device_s=request.budget_device_s,
+                          baseline_inputs_step_s=baseline.get("inputs_step_s") if baseline else None,
                           spent_device_s=spent, spent_by_part_s=parts, stop_reason=stop, error=error)
 
 
@@ -146,7 +148,13 @@ def markdown(report: OptimizeReport) -> str:
                   + ", ".join(f"{k} {v}" for k, v in e.toolchain.items()) + ".", ""]
     lines += [s.summary, ""]
     if s.baseline_step_s:
-        lines += [f"Baseline: {s.baseline_step_s * 1e3:.4g} ms per step (median of its legs alone, MEASURED).", ""]
+        inputs = f"; inputs(seed) {s.baseline_inputs_step_s * 1e3:.3g} ms a step outside it" if s.baseline_inputs_step_s is not None else ""
+        lines += [f"Baseline: {s.baseline_step_s * 1e3:.4g} ms per step (median of its legs alone, MEASURED: its timed windows, step() and "
+                  f"outputs(){inputs}).", ""]
+    same = next((r for r in report.records if r.phase == "baseline" and not r.reference and r.result.speedup is not None), None)
+    if same is not None:
+        band = max(OptimizeRequest.noise_band, abs(same.result.speedup - 1.0))
+        lines += [f"Noise band (A/A against the baseline, #{same.seq}): {same_work_note(same.result, band, s.baseline_step_s)}.", ""]
     unproven = _unproven(_last_revalidation(report.records, s.stack))
     lines += ["## Final stack", "",
               (f"{' + '.join(s.stack)}: **{s.gain:.3g}x** the baseline end to end"

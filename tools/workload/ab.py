@@ -38,7 +38,7 @@ from hyperloom.tools.workload.proof import inputs_rewritten, profiled_work, shor
 from hyperloom.tools.workload.roof import impossible
 from hyperloom.tools.workload.spare import Spare, Where
 from hyperloom.tools.workload.tamper import describe
-from hyperloom.tools.workload.clock_checks import disagreement, inputs_moved, slowed, two_paced
+from hyperloom.tools.workload.clock_checks import disagreement, inputs_moved, paired_pace, slowed, two_paced
 from hyperloom.tools.workload.digest import bounds as digest_bounds, mismatch as digest_mismatch
 from hyperloom.tools.workload.timed import Leg, draw_seeds, gated_step, keeps_every_step, leg
 from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
@@ -334,12 +334,32 @@ def disturbed(same: CandidateResult, solo_s: float | None) -> str | None:
             or two_paced(same.candidate_legs_s))
 
 
-def same_work_note(same: CandidateResult, band: float) -> str:
-    """How the A/A trial reads, for a report: the process-to-process noise and the band a gain had to clear."""
+def same_work_note(same: CandidateResult, band: float, solo_s: float | None = None) -> str:
+    """How the A/A trial reads, for a report: the process-to-process noise, what it is made of (band_parts), and the
+    band a gain had to clear."""
     if same.speedup is None:
         return f"a second reference worker could not be timed ({same.verdict}: {same.reason[:200]}); a gain counted beyond {band:.1%}"
     return (f"a second worker doing the reference's own work timed {same.speedup:.3g}x the reference ({same.candidate_faster}/{same.pairs} pairs "
-            f"faster): process-to-process noise; a gain counted beyond {band:.1%}")
+            f"faster): process-to-process noise, made of {band_parts(same, solo_s)}; a gain counted beyond {band:.1%}")
+
+
+def band_parts(same: CandidateResult, solo_s: float | None = None) -> str:
+    """What an A/A's gap is made of, each part a ratio of the reference's median to the second worker's: the figure
+    (device time on a GPU), the windows on the workers' wall clocks (the hosts' pace), inputs(seed) outside the window,
+    and the reference beside the second worker against its own solo pace (a machine that got busy)."""
+    def ratio(mine: list[float], theirs: list[float]) -> float | None:
+        return statistics.median(theirs) / statistics.median(mine) if mine and theirs and statistics.median(mine) > 0 else None
+
+    parts = [f"{same.speedup:.3g}x on the figure ({'device time' if same.device_step_s is not None else 'the wall clock of the step'})"]
+    wall = ratio(same.worker_legs_s, same.baseline_wall_legs_s)
+    if wall is not None and same.device_step_s is not None:
+        parts.append(f"{wall:.3g}x on the workers' wall clocks (the hosts' pace)")
+    if same.inputs_step_s and same.baseline_inputs_step_s:
+        parts.append(f"inputs(seed) {same.baseline_inputs_step_s * 1e3:.3g} and {same.inputs_step_s * 1e3:.3g} ms a step, outside the window")
+    pace = paired_pace(same.baseline_legs_s, solo_s)
+    if pace is not None:
+        parts.append(f"the reference at {pace:.3g}x its solo pace beside the second worker")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)

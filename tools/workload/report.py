@@ -70,14 +70,16 @@ def markdown(result: WorkloadBenchResult) -> str:
     if result.baseline is not None:
         b = result.baseline
         device = f", device {result.baseline_device_step_s * 1e3:.3g} ms" if result.baseline_device_step_s else ""
-        lines += [f"Baseline: {b.median_s * 1e3:.4g} ms per step (median of {b.n} legs, 95 % CI ±{b.median_ci95_rel:.1%}{device}).", ""]
+        inputs = f"; inputs(seed) {result.baseline_inputs_step_s * 1e3:.3g} ms a step, outside it" if result.baseline_inputs_step_s is not None else ""
+        lines += [f"Baseline: {b.median_s * 1e3:.4g} ms per step (median of {b.n} legs, 95 % CI ±{b.median_ci95_rel:.1%}{device}). A step's figure: "
+                  f"its timed window ({result.figure}: step() and outputs(){inputs}; the outputs' host copy after it).", ""]
     fresh = result.same_work.inputs_fresh if result.same_work is not None else None  # the baseline's, as every trial's
     if fresh is not None:
         lines += [("Inputs: fresh for every timed step (inputs(seed), seeds drawn by the controller after each candidate was built; both legs of a "
                    "pair on the same seeds, the candidate's outputs gated against the baseline's)." if fresh else
                    "Inputs fixed: memoization not excluded (the workload has no inputs(seed)): a candidate could return what it computed before."), ""]
     if result.same_work is not None and result.noise_band is not None:
-        lines += [f"Same work (A/A): {same_work_note(result.same_work, result.noise_band)}.", ""]
+        lines += [f"Same work (A/A): {same_work_note(result.same_work, result.noise_band, result.baseline.median_s if result.baseline else None)}.", ""]
     if result.baseline_work is not None:
         lines += [f"Baseline step's work (one profiled step, MEASURED): {describe(result.baseline_work)}.", ""]
     if result.roof is not None:
