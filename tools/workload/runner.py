@@ -169,9 +169,9 @@ def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
     window (window.py: step(), outputs() and their digests, the device synchronized before and after). inputs(seed)
     runs before its step's window and the device is synchronized after it: its time is measured apart (`inputs_s`),
     not in the step, and what it runs is traced (calls.py: `inputs_calls`, the leg's names; the reference's worker
-    traces its own alike, so the tracer's cost falls on both). The collector is held for the leg (timeit's habit: its pauses land in a random step). Each step's
-    outputs stay on their device (every step's with `keep_all`, else the last's: `gateable`) for `save_timed` to copy
-    the one the controller picks. `elapsed_s`: the worker's account of the whole call."""
+    traces its own alike, so the tracer's cost falls on both). The collector is held for the leg (timeit's habit: its
+    pauses land in a random step). Each step's outputs stay on their device (every step's with `keep_all`, else the
+    last's) for `save_timed` to copy the one the controller picks. `elapsed_s`: the worker's account of the call."""
     began = time.perf_counter()
     seeds = payload.get("seeds")
     steps = len(seeds) if seeds is not None else int(payload["steps"])
@@ -185,9 +185,9 @@ def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
     with paused_gc():
         for index in range(steps):
             if seeds is not None:
-                drawn_s: list[float] = []
-                ran.update(calls.traced(lambda seed=int(seeds[index]): drawn_s.append(_drawn(seed, torch))))
-                told["inputs_s"].append(drawn_s[0])
+                drawn_s, names = _traced_draw(int(seeds[index]), torch)
+                told["inputs_s"].append(drawn_s)
+                ran.update(names)
             window = timed_window(_run_step, _named_outputs if STATE.outputs is not None else None, torch, STATE.gpu)
             told["wall_s"].append(window.wall_s)
             told["step_wall_s"].append(window.step_wall_s)
@@ -199,7 +199,7 @@ def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
                 STATE.leg_outputs[index] = kept(window.outputs)
                 if STATE.gpu:
                     torch.cuda.synchronize()  # the copy is the harness's: done before the next inputs(seed) is timed
-    return {**told, "inputs_calls": sorted(ran), "gateable": sorted(STATE.leg_outputs), "tampered": _tampered(), "elapsed_s": time.perf_counter() - began}
+    return {**told, "inputs_calls": sorted(ran), "tampered": _tampered(), "elapsed_s": time.perf_counter() - began}
 
 
 def save_timed(payload: dict[str, Any]) -> dict[str, Any]:
@@ -476,6 +476,13 @@ def _drawn(seed: int, torch: Any) -> float:
     if STATE.gpu:
         torch.cuda.synchronize()
     return time.perf_counter() - began
+
+
+def _traced_draw(seed: int, torch: Any) -> tuple[float, list[str]]:
+    """_drawn under calls.traced: (its seconds, what it ran)."""
+    drawn: list[float] = []
+    names = calls.traced(lambda: drawn.append(_drawn(seed, torch)))
+    return drawn[0], names
 
 
 def _capture() -> None:
