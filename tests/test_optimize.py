@@ -103,7 +103,7 @@ def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_r
     by = {(r.phase, " + ".join(r.result.levers)): r for r in report.records}
     same = report.records[0]  # the A/A first: a second baseline worker against the first, before any candidate
     assert (same.phase, same.result.levers, same.decision, same.result.pairs) == ("baseline", [], "MEASURED", 5), same
-    assert "the baseline again (A/A)" in (mlp.root / report.report_md).read_text()
+    assert "| A/A: the baseline against itself |" in (mlp.root / report.report_md).read_text()
     assert by["levers", "knob:work=half"].decision == "WINNER" and by["levers", "knob:pause=no"].decision == "WINNER"
     wrong, dead, idle = by["levers", "knob:scale=2"], by["levers", "knob:crash=yes"], by["levers", "overrides:idle.py"]
     assert wrong.result.verdict == "REJECTED" and wrong.result.speedup is None and "y" in wrong.result.reason
