@@ -128,7 +128,7 @@ class _Legs:
     def round_trip_s(self):
         return 0.0
 
-    def time(self, steps, seeds=None, folder=None):
+    def time(self, steps, seeds=None, keep_all=True):
         wall = self.walls_s[self.calls % len(self.walls_s)]
         self.calls += 1
         self.clock.now_s += wall * steps

@@ -42,10 +42,10 @@ CHEATS = {  # overrides module -> (verdict, what the reason names); NOT_FASTER w
     "code_swap_clock": ("REJECTED", "runner.time_steps"),  # its code swapped in place: the tamper check compares code objects too
     "burn_during_baseline": ("NOT_FASTER", ""),
     "thread_burn": ("NOT_FASTER", ""),
-    "seeds_read_ahead": ("REJECTED", "its inputs(seed) runs code the reference's does not"),
-    "work_in_inputs": ("REJECTED", "its inputs(seed) runs code the reference's does not"),
+    "seeds_read_ahead": ("REJECTED", WORK),  # the profiled step alone, its inputs drawn before: the lookups it left did no matmul
+    "work_in_inputs": ("REJECTED", WORK),  # and behind it, the trace of what inputs(seed) runs (tests/test_workload_window.py)
     "lazy_ungated": ("REJECTED", "outputs of"),
-    "ignore_seed": ("REJECTED", "its inputs(seed) runs code the reference's does not"),
+    "ignore_seed": ("REJECTED", WORK),
     "child_ahead": ("REJECTED", WORK),
     "saver_copies_reference": ("REJECTED", "runner._save"),
     "zeros": ("REJECTED", "outputs out of tolerance"),
@@ -258,12 +258,14 @@ def test_a_worker_whose_windows_leave_far_more_of_the_call_unaccounted_than_the_
 
 
 def test_legs_too_short_for_the_call_s_own_cost_are_not_called_lies_and_inputs_are_accounted():
-    """A 0.2 ms leg the worker accounts 0.05 ms of: within what a call costs beyond its account (CLOCK_SLACK_S a leg).
-    A leg that spent 90 ms of its call in inputs(seed) and 4 ms in its window accounted for all of it."""
+    """A 0.2 ms leg the worker accounts 0.05 ms of, a 4 ms leg it accounts 1 ms of: within what a call costs beyond its
+    account on a loaded host (CLOCK_SLACK_S a leg). A leg that spent 90 ms of its call in inputs(seed) and 10 ms in its
+    window accounted for all of it; one that claims a quarter of that window did not."""
     assert clock_checks.disagreement([_leg(0.05e-3, 0.2e-3)] * 5) is None
-    assert clock_checks.disagreement([_leg(1e-3, 4e-3)] * 5) is not None  # a quarter of 4 ms legs: 3 ms a leg unaccounted for
-    assert clock_checks.disagreement([_leg(4e-3, 3 * 94.5e-3, inputs_s=90e-3, steps=3)] * 5) is None
-    assert clock_checks.disagreement([_leg(1e-3, 3 * 94.5e-3, inputs_s=90e-3, steps=3)] * 5) is not None  # claims 1 ms of its 4 ms windows
+    assert clock_checks.disagreement([_leg(1e-3, 4e-3)] * 5) is None
+    assert clock_checks.disagreement([_leg(2.5e-3, 10e-3)] * 5) is not None  # a quarter of 10 ms legs: 7.5 ms a leg unaccounted for
+    assert clock_checks.disagreement([_leg(10e-3, 3 * 100.5e-3, inputs_s=90e-3, steps=3)] * 5) is None
+    assert clock_checks.disagreement([_leg(2.5e-3, 3 * 100.5e-3, inputs_s=90e-3, steps=3)] * 5) is not None  # claims 2.5 ms of its 10 ms windows
 
 
 def test_inputs_that_take_longer_in_the_candidate_s_worker_than_the_reference_s_on_the_same_seeds_are_work_moved():

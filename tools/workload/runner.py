@@ -546,9 +546,18 @@ def _to_numpy(value: Any, name: str = "an output") -> tuple[Any, str]:
     if array.dtype == bool:
         array = array.astype(np.uint8)
     if array.dtype.kind not in "fiu":
-        raise WorkloadContractError(f"outputs() returns {name!r} as {type(value).__name__} of dtype {array.dtype}, which cannot be gated "
-                                    "(numbers only): return it as a tensor or a numeric array, or leave it out of outputs()")
+        raise WorkloadContractError(f"outputs() {_defined_at(STATE.outputs)}returns {name!r} as {type(value).__name__} of dtype {array.dtype}, which "
+                                    "cannot be gated (numbers only): return it as a tensor or a numeric array, or leave it out of outputs()")
     return array, str(array.dtype)
+
+
+def _defined_at(method: Any) -> str:
+    """'(mymodel.py:31) ' for a user's method, relative to the worker's working folder (the workspace root), or ''."""
+    try:
+        function = inspect.unwrap(getattr(method, "__func__", method))
+        return f"({os.path.relpath(inspect.getsourcefile(function))}:{inspect.getsourcelines(function)[1]}) "
+    except (TypeError, OSError, ValueError):
+        return ""
 
 
 def _methods() -> tamper.Snapshot:

@@ -46,5 +46,6 @@ def notes(costs: StepCosts, gpu: bool) -> list[str]:
                     f"step, but every timed step pays it in wall time (longer legs, fewer candidates an hour): {where}")
     if costs.outputs_s > SHARE * costs.step_s:
         said.append(f"outputs() takes {costs.outputs_s * 1e3:.3g} ms, {step}: it is timed with the step (work moved there counts): return the "
-                    "step's tensors as they are, with no host copy (.cpu(), .numpy(), .tolist()) or conversion; Hyperloom copies the gated step's")
+                    "step's tensors as they are, with no host copy (.cpu(), .numpy(), .tolist()) or conversion: Hyperloom copies the gated "
+                    "step's outputs to the host itself, untimed")
     return said
