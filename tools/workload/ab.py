@@ -109,10 +109,6 @@ class Solo:
     wall_step_s: float  # the median window on the worker's clock
     figure: str  # what the legs' figures are: "device", "wall", or why the wall stood for the device time
 
-    @property
-    def median_s(self) -> float:
-        return statistics.median(self.legs_s)
-
 
 def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int, references: dict[str, np.ndarray] | None = None,
                   folder: Path | None = None, max_s: float | None = None) -> Solo:
