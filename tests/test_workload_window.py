@@ -79,3 +79,17 @@ def test_behind_inputs_drawn_on_the_host_the_baseline_is_the_model_s_step_and_an
     assert rewrite.inputs_step_s is not None and rewrite.baseline_inputs_step_s is not None
     assert moved.verdict == "REJECTED" and "its inputs(seed) runs code the reference's does not" in moved.reason, moved.reason
     assert "inputs(seed)" in result.summary and "outside" in result.summary, result.summary
+
+
+def test_freeze_says_when_inputs_or_outputs_cost_more_than_a_tenth_of_the_step_and_what_to_do():
+    from hyperloom.tools.workload.models import StepCosts
+    from hyperloom.tools.workload.step_costs import notes
+
+    drawn = StepCosts(figure="device", step_s=8e-3, outputs_s=0.1e-3, inputs_s=90e-3, host_copy_s=5e-3)
+    said = notes(drawn, gpu=True)
+    assert len(said) == 1 and said[0].startswith("inputs(seed) takes 90 ms, the step 8 ms") and "draw them on the device" in said[0], said
+    copied = StepCosts(figure="wall", step_s=4e-3, outputs_s=2e-3, inputs_s=0.1e-3, host_copy_s=1e-3)
+    said = notes(copied, gpu=False)
+    assert len(said) == 1 and said[0].startswith("outputs() takes 2 ms, the step 4 ms") and "no host copy (.cpu()" in said[0], said
+    assert notes(StepCosts(figure="device", step_s=8e-3, outputs_s=0.1e-3, inputs_s=0.2e-3, host_copy_s=None), gpu=True) == []
+    assert notes(StepCosts(figure="wall", step_s=8e-3, outputs_s=0.0, inputs_s=None, host_copy_s=None), gpu=False) == []  # fixed inputs

@@ -12,14 +12,14 @@ from typing import Any
 from hyperloom.tools.workload.models import StepCosts
 from hyperloom.tools.workload.timed import draw_seeds, leg
 
-STEPS = 3
+STEPS = 5
 SHARE = 0.1
 """inputs(seed) or outputs() costing more than this share of the step is said."""
 
 
 def measured_costs(process: Any, folder: Path) -> StepCosts:
-    """`process`'s step, outputs() and inputs(seed) over one leg of STEPS timed windows, and the host copy of one step's
-    outputs on this process's clock."""
+    """`process`'s step, outputs() and inputs(seed) over one leg of STEPS timed windows (the medians: one step that
+    loads a kernel does not speak for the rest), and the host copy of one step's outputs on this process's clock."""
     seeded = bool(process.info.get("has_inputs"))
     gated = bool(process.info.get("has_outputs"))
     timed = leg(process, STEPS, draw_seeds(STEPS) if seeded else None, None)
@@ -28,10 +28,11 @@ def measured_costs(process: Any, folder: Path) -> StepCosts:
         began = perf_counter()
         process.save_timed(folder)
         host_copy_s = perf_counter() - began
-    window_s = timed.step_s
-    step_s = statistics.mean(timed.step_only_s) if timed.step_only_s else window_s
-    costs = StepCosts(figure="device" if timed.figure == "device" else "wall", step_s=step_s, outputs_s=max(window_s - step_s, 0.0),
-                      inputs_s=timed.inputs_step_s if seeded else None, host_copy_s=host_copy_s)
+    windows = timed.device_s if timed.figure == "device" else timed.window_s
+    alone = timed.step_only_s or windows
+    costs = StepCosts(figure="device" if timed.figure == "device" else "wall", step_s=statistics.median(alone),
+                      outputs_s=max(statistics.median(w - s for w, s in zip(windows, alone, strict=True)), 0.0),
+                      inputs_s=statistics.median(timed.inputs_s) if seeded and timed.inputs_s else None, host_copy_s=host_copy_s)
     return costs.model_copy(update={"notes": notes(costs, process.info.get("vendor") != "cpu")})
 
 
