@@ -131,9 +131,9 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def warmup(payload: dict[str, Any]) -> dict[str, Any]:
-    """Run the warm-up steps as timed steps run (window.py: a compile happens here, and the digests' kernels load here,
-    not in the first timed window: on the H100 a freeze's first window took 15 ms more than its step), then capture the
-    graph if a lever asks for one."""
+    """Run the warm-up steps as timed steps run (window.py): a compile happens here, and whatever the window's own code
+    loads on first use (the digests' kernels) loads here, not in the first timed window. Then capture the graph if a
+    lever asks for one."""
     torch = _torch()
     walls = [timed_window(_run_step, _named_outputs if STATE.outputs is not None else None, torch, STATE.gpu).wall_s for _ in range(int(payload["steps"]))]
     STATE.warm = True
