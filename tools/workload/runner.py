@@ -40,7 +40,7 @@ from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_v
 from hyperloom.tools.workload import calls, kernel_route, model_changes, tamper, teacher, worker_build
 from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
 from hyperloom.tools.workload.twin import teacher_request
-from hyperloom.tools.workload.window import kept, timed_window
+from hyperloom.tools.workload.window import kept, spin, timed_window
 from hyperloom.tools.workload.worker_state import GUARD, STATE
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
@@ -170,8 +170,8 @@ def ping(payload: dict[str, Any]) -> dict[str, Any]:
 def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
     """Time one step per seed of `seeds` (drawn by the controller), or `steps` steps on fixed inputs, each in its own
     window (window.py: step(), outputs() and their digests, the device synchronized before and after). inputs(seed)
-    runs before its step's window and the device is synchronized after it: its time is measured apart (`inputs_s`),
-    not in the step, and what it runs is traced (calls.py: `inputs_calls`, the leg's names; the reference's worker
+    runs before its step's window and the device is synchronized after it, then on a GPU a short spin (window.spin,
+    `spin_s`): their times are measured apart (`inputs_s`), not in the step, and what they run is traced (calls.py: `inputs_calls`, the leg's names; the reference's worker
     traces its own alike, so the tracer's cost falls on both). The collector is held for the leg (timeit's habit: its
     pauses land in a random step). Each step's outputs stay on their device (every step's with `keep_all`, else the
     last's) for `save_timed` to copy the one the controller picks. `elapsed_s`: the worker's account of the call."""
@@ -181,16 +181,19 @@ def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
     if seeds is not None and GUARD.inputs is None:
         raise WorkloadContractError("the controller sent input seeds, but the workload has no inputs(seed) (or no outputs())")
     torch = _torch()
-    told: dict[str, list[Any]] = {key: [] for key in ("wall_s", "step_wall_s", "device_s", "step_device_s", "inputs_s", "digests")}
+    told: dict[str, list[Any]] = {key: [] for key in ("wall_s", "step_wall_s", "device_s", "step_device_s", "inputs_s", "spin_s", "digests")}
     STATE.leg_outputs = {}
     keep_all = bool(payload.get("keep_all", True))
     ran: set[str] = set()
     with paused_gc():
         for index in range(steps):
             if seeds is not None:
-                drawn_s, names = _traced_draw(int(seeds[index]), torch)
+                drawn_s, spun_s, names = _traced_draw(int(seeds[index]), torch)
                 told["inputs_s"].append(drawn_s)
                 ran.update(names)
+            else:
+                spun_s = _spun(torch)
+            told["spin_s"].append(spun_s)
             window = timed_window(_run_step, _named_outputs if STATE.outputs is not None else None, torch, STATE.gpu)
             told["wall_s"].append(window.wall_s)
             told["step_wall_s"].append(window.step_wall_s)
@@ -375,6 +378,7 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
 
         if seed is not None:  # drawn before the profile, as before a timed window: the step's work is weighed apart from the inputs'
             _drawn(int(seed), torch)
+        _spun(torch)
         evidence["parameter_bytes"] = parameter_bytes(torch, STATE.obj)
         evidence.update(profiled(as_timed, STATE.gpu, payload.get("trace"), evidence["parameter_bytes"]))
         if counters is not None:
@@ -481,11 +485,21 @@ def _drawn(seed: int, torch: Any) -> float:
     return time.perf_counter() - began
 
 
-def _traced_draw(seed: int, torch: Any) -> tuple[float, list[str]]:
-    """_drawn under calls.traced: (its seconds, what it ran)."""
-    drawn: list[float] = []
-    names = calls.traced(lambda: drawn.append(_drawn(seed, torch)))
-    return drawn[0], names
+def _spun(torch: Any) -> float:
+    """On a GPU the spin that brings its clocks back up before a window (window.spin), synchronized: its seconds."""
+    if not STATE.gpu:
+        return 0.0
+    began = time.perf_counter()
+    spin(torch)
+    torch.cuda.synchronize()
+    return time.perf_counter() - began
+
+
+def _traced_draw(seed: int, torch: Any) -> tuple[float, float, list[str]]:
+    """_drawn and _spun under calls.traced: (their seconds each, what they ran)."""
+    took: list[float] = []
+    names = calls.traced(lambda: took.extend((_drawn(seed, torch), _spun(torch))))
+    return took[0], took[1], names
 
 
 def _capture() -> None:

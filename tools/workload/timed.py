@@ -43,7 +43,7 @@ class Leg:
     step_s: float  # the figure: the mean of the leg's windows (device time on a GPU, else the window's wall clock)
     figure: str  # "device", "wall", or why the wall clock stood for the device time
     controller_s: float  # the whole call on the controller's clock, less the round trip
-    worker_s: float  # what the worker accounted for in the call: its windows and its inputs(seed) calls
+    worker_s: float  # what the worker accounted for in the call: its windows, its inputs(seed) calls and the spins before windows
     window_s: list[float]  # each step's window on the worker's clock (step, outputs, digests)
     device_s: list[float]  # each step's window in device time (GPU)
     inputs_s: list[float]  # each step's inputs(seed), the device synchronized after it (outside the window)
@@ -95,9 +95,10 @@ def leg(process: Any, steps: int, seeds: list[int] | None, folder: Path | None, 
     windows = [float(w) for w in reported["wall_s"]]
     device = [float(d) for d in reported.get("device_s", [])]
     inputs = [float(i) for i in reported.get("inputs_s", [])]
+    spun_s = sum(float(x) for x in reported.get("spin_s", []))  # the spin before each GPU window: the worker's, accounted, in no figure
     step_s, figure = figure_of(windows, device)
     alone = reported.get("step_device_s" if figure == "device" else "step_wall_s") or []
-    return Leg(step_s=step_s, figure=figure, controller_s=max(elapsed_s - round_trip_s, 0.0), worker_s=sum(windows) + sum(inputs), window_s=windows,
+    return Leg(step_s=step_s, figure=figure, controller_s=max(elapsed_s - round_trip_s, 0.0), worker_s=sum(windows) + sum(inputs) + spun_s, window_s=windows,
                device_s=device, inputs_s=inputs, step_only_s=[float(x) for x in alone], digests=list(reported.get("digests", [])), tampered=tampered,
                seeds=seeds, saved_step=chosen if folder is not None else None)
 
