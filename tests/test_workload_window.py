@@ -93,3 +93,39 @@ def test_freeze_says_when_inputs_or_outputs_cost_more_than_a_tenth_of_the_step_a
     assert len(said) == 1 and said[0].startswith("outputs() takes 2 ms, the step 4 ms") and "no host copy (.cpu()" in said[0], said
     assert notes(StepCosts(figure="device", step_s=8e-3, outputs_s=0.1e-3, inputs_s=0.2e-3, host_copy_s=None), gpu=True) == []
     assert notes(StepCosts(figure="wall", step_s=8e-3, outputs_s=0.0, inputs_s=None, host_copy_s=None), gpu=False) == []  # fixed inputs
+
+
+def test_the_spin_before_a_gpu_window_measures_its_products_once_and_then_runs_about_five_milliseconds_of_them():
+    """window.spin's logic on a stand-in device whose product takes 0.5 ms (the GPU path itself runs on the device only)."""
+    from types import SimpleNamespace
+
+    from hyperloom.tools.workload import window
+
+    products = []
+
+    class Event:
+        clock = 0.0
+
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = Event.clock
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return (end.at - self.at) * 1e3
+
+    def mm(a, b):
+        products.append(1)
+        Event.clock += 0.5e-3
+
+    fake = SimpleNamespace(ones=lambda *shape, **kw: object(), float16="f16", mm=mm, cuda=SimpleNamespace(Event=Event))
+    window._SQUARE.clear()
+    window.spin(fake)
+    assert window._SQUARE["count"] == 10 and len(products) == 1 + 8 + 10  # its kernel loaded, eight measured, 5 ms of them
+    window.spin(fake)
+    assert len(products) == 29
+    window._SQUARE.clear()
