@@ -492,3 +492,23 @@ def test_the_twin_runs_with_tf32_off_which_cudnn_s_convolutions_default_to():
     finally:
         torch.set_float32_matmul_precision(before[0])
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[1], before[2]
+
+
+def test_a_float32_output_s_floor_is_a_few_epsilons_and_a_near_miss_is_told_how_to_declare_a_looser_rule():
+    """A newcomer's float32 conv net on a CPU: its baseline within an epsilon of its float64 twin, an honest compile at
+    1.6 epsilons of max_rel was refused under 1.5 x one epsilon, with no next step. A float32 output's floor is now
+    WIDE_ULPS epsilons (a bf16 one keeps one: its own error is above it); a refusal just outside k says how to loosen."""
+    eps32 = float(np.finfo(np.float32).eps)
+    twin_out = np.linspace(1.0, 2.0, 64, dtype=np.float64)
+    assert twin.floor_of("float32", twin_out.astype(np.float32)) == pytest.approx(twin.WIDE_ULPS * eps32)
+    assert twin.floor_of("bfloat16", twin_out.astype(np.float32)) == pytest.approx(2.0 ** -7)
+    baseline = twin_out.astype(np.float32)
+    rule = twin.derive(baseline, twin_out, "float32", 1.5, "float64")
+    honest = (twin_out * (1 + 1.6 * eps32)).astype(np.float32)
+    assert twin.check("y", honest, twin_out, rule).passed
+    near = (twin_out * (1 + 8 * eps32)).astype(np.float64)  # 8 epsilons: outside 1.5 x 4, inside TIGHT_MISS x 4
+    said = twin.check("y", near, twin_out, rule)
+    assert not said.passed and "declare a looser rule: freeze again with k of" in said.detail, said.detail
+    wrong = twin_out * 1.01  # a 1 % error: refused, and no advice to loosen for it
+    said = twin.check("y", wrong, twin_out, rule)
+    assert not said.passed and "looser" not in said.detail, said.detail

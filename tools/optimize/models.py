@@ -22,6 +22,7 @@ class OptimizeRequest(Request):
     ray: str | None = Field(None, max_length=300, description="workload_list on Ray: local, or an address.")
     session: str | None = Field(None, max_length=80, description="Name; an existing one resumes.")
     knobs: dict[str, str] = Field(default_factory=dict, max_length=32, description="Baseline knobs.")
+    k: float | None = Field(None, ge=1, le=100, allow_inf_nan=False, description="Twin rule's k for the freeze (default 1.5).")
     levers: list[str] | None = Field(None, max_length=64, description="start: tried alone (default all); propose: to stack.")
     budget_gpu_hours: float = Field(1.0, gt=0, le=10000, description="Device-hour budget.")
     max_candidates: int = Field(64, ge=1, le=10000, description="Most candidates.")

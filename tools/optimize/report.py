@@ -12,7 +12,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest, OptimizeStatus, Phase, Record, State, SweepNote, stack_of
 from hyperloom.tools.workload.ab import same_work_note
 from hyperloom.tools.workload.models import CandidateResult
-from hyperloom.tools.workload.plot import Bar, speedup_bars
+from hyperloom.tools.workload.plot import NO_PLOT, Bar, can_plot, speedup_bars
 from hyperloom.tools.workload.report import cell
 from hyperloom.tools.optimize.session import Session
 
@@ -174,8 +174,9 @@ def markdown(report: OptimizeReport) -> str:
                   f"{r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in sweep]
     lines += ["", "## Budget and stop", "", f"{s.spent_device_s:.1f} of {s.budget_device_s:g} device-s spent (MEASURED: the wall time workers held a device). "
               f"Stopped: {s.stop_reason or '-'}."]
-    if report.notes:
-        lines += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    notes = report.notes + ([NO_PLOT.replace("speedup.png", "campaign.png")] if report.plot is None and not can_plot() else [])
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {n}" for n in notes]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -112,7 +112,7 @@ def _frozen(request: OptimizeRequest, name: str, workspace: Workspace) -> tuple[
     if request.workload is None:
         raise HyperloomError(f"no frozen workload {name!r} to optimize", "pass workload (module:function or file.py:function)")
     started = time.perf_counter()
-    freeze_workload(WorkloadFreezeRequest(workload=request.workload, name=name, knobs=request.knobs, timeout_s=request.timeout_s), workspace)  # exact outputs
+    freeze_workload(WorkloadFreezeRequest(workload=request.workload, name=name, knobs=request.knobs, k=request.k, timeout_s=request.timeout_s), workspace)
     return read_frozen(name, workspace), time.perf_counter() - started
 
 

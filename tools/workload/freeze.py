@@ -99,7 +99,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     name = request.name or re.sub(r"[^A-Za-z0-9_.-]", "_", request.workload.rsplit("/", 1)[-1])[:80]
     folder = session_folder(name, workspace)
     if (folder / "workload.json").exists() and not request.overwrite:
-        raise HyperloomError(f"workload session {name!r} is frozen already", "pass overwrite to freeze it again, or another name")
+        raise HyperloomError(f"workload session {name!r} is frozen already", "pass overwrite to freeze it again (--overwrite on the CLI), or another name")
     runs = folder / "runs" / "freeze"
     if runs.exists():
         shutil.rmtree(runs)

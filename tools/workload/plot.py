@@ -10,6 +10,18 @@ from typing import NamedTuple
 from hyperloom.core.atomic import write_bytes_atomic
 
 
+NO_PLOT = "no speedup.png: matplotlib is not installed (pip install 'hyperloom[plot]' draws it; the figures are in report.md and result.json)"
+
+
+def can_plot() -> bool:
+    """Whether matplotlib can be imported here (no picture otherwise, said: NO_PLOT)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 class Bar(NamedTuple):
     name: str
     speedup: float

@@ -9,7 +9,7 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload.ab import same_work_note
 from hyperloom.tools.workload.models import CandidateResult, WorkloadBenchResult
-from hyperloom.tools.workload.plot import Bar, speedup_bars
+from hyperloom.tools.workload.plot import NO_PLOT, Bar, can_plot, speedup_bars
 from hyperloom.tools.workload.work import describe
 
 
@@ -18,8 +18,9 @@ def write_report(result: WorkloadBenchResult, benches: Path, workspace: Workspac
     the list of every bench there (index.md, newest last); the result names its own folder's files."""
     folder = _own_folder(benches)
     plot = _plot(result, folder / "speedup.png")
+    warnings = result.warnings + ([NO_PLOT] if result.candidates and not can_plot() else [])
     result = result.model_copy(update={"report_md": workspace.relative(folder / "report.md"), "result_json": workspace.relative(folder / "result.json"),
-                                       "plot": workspace.relative(plot) if plot else None})
+                                       "plot": workspace.relative(plot) if plot else None, "warnings": warnings})
     write_bytes_atomic(folder / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
     write_bytes_atomic(folder / "report.md", markdown(result).encode())
     write_bytes_atomic(benches / INDEX, index(benches).encode())

@@ -31,8 +31,8 @@ NEXT_STEP = "measure this GPU's ceilings (hyperloom roofline --target ARCH, e.g.
 # honest step 60x under it. A floor of the machine is no ceiling: a CPU workload's roof does not read them.
 ONE_CORE = "host"
 ON_A_CPU = ("no roof: no ceiling known for this CPU, so no candidate here is refused as IMPOSSIBLE (the outputs' gate, proof of work and "
-            "fresh inputs still hold); hyperloom roofline --target host (about a minute on a 2-core CPU) times one core's scalar C loops, "
-            "a floor of this CPU rather than a ceiling for torch's work on all its cores, and a workload's roof does not read it")
+            "fresh inputs still hold); nothing to do about it: the host roofline times one core's scalar C loops, a floor of this CPU rather "
+            "than a ceiling for torch's work on all its cores, so a workload's roof does not use it")
 
 
 def known_ceilings(workspace: Workspace, device: str) -> tuple[list[Ceiling], str]:

@@ -34,7 +34,8 @@ def _inline_or_path(text: str) -> Any:
         try:
             return json.loads(text)
         except json.JSONDecodeError as exc:
-            raise argparse.ArgumentTypeError(f"not valid inline JSON: {exc}") from exc
+            raise argparse.ArgumentTypeError(f"not valid inline JSON ({exc}): quote each name and the whole list for the shell, "
+                                             "e.g. '[\"compile\", \"channels_last\"]' or '{\"batch\": \"8\"}'") from exc
     return text
 
 
