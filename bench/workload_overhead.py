@@ -2,7 +2,7 @@
 
 A step of about --step-ms milliseconds (a CPU busy loop; on a GPU, matmuls sized to take that long) is timed three
 ways, rounds alternating: bare (the step and a synchronize, timed with perf_counter), through the worker's own step
-wrapper (tools/workload/runner.py: synchronize, events, the step context), and through a warm worker process
+wrapper (tools/workload/worker/runner.py: synchronize, events, the step context), and through a warm worker process
 (WorkloadProcess.time: one call per leg of --steps-per-leg steps, the pipe and JSON included). Target: the
 harness adds at most 1 % to a 10 ms step.
 
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.workload import runner
+from hyperloom.tools.workload.worker import runner
 from hyperloom.tools.workload.process import Target, WorkloadProcess
 
 STEP = '''

@@ -11,7 +11,7 @@ import pytest
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.factory import WorkloadContractError
-from hyperloom.tools.workload import decode_loop
+from hyperloom.tools.workload.worker.levers import decode_loop
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.levers import check_candidate
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadFreezeRequest
@@ -191,7 +191,7 @@ def test_a_workload_without_a_transformers_model_is_refused_with_the_way_out():
         decode_loop.install(torch.nn.Linear(2, 2), compiled=False)
     with pytest.raises(WorkloadContractError, match=r"this workload has no `model`"):
         decode_loop.install(None, compiled=False)
-    from hyperloom.tools.workload.model_changes import static_cache
+    from hyperloom.tools.workload.worker.levers.model_changes import static_cache
 
     encoder = transformers.BertModel(transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64))
     with pytest.raises(WorkloadContractError, match="the static_cache lever .* model is a BertModel, which has no generate"):
@@ -309,7 +309,7 @@ def test_a_library_s_raise_under_a_lever_names_the_lever_s_frame_beside_the_libr
         loop("not a tensor")  # not covered: the loop calls the library's generate
     where = _innermost(caught.value)
     shown = os.path.relpath(__file__) if not os.path.relpath(__file__).startswith("..") else __file__  # a user's file: relative to the working folder
-    assert where.startswith(f"{shown}:") and "(through hyperloom/tools/workload/decode_loop.py:" in where, where
+    assert where.startswith(f"{shown}:") and "(through hyperloom/tools/workload/worker/levers/decode_loop.py:" in where, where
     with pytest.raises(ValueError) as direct:
         Library().generate(None)
     assert "through" not in _innermost(direct.value)

@@ -18,7 +18,7 @@ from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadFreeze
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-from hyperloom.tools.workload import fused_projections, model_changes  # noqa: E402 - after torch is known present
+from hyperloom.tools.workload.worker.levers import fused_projections, model_changes  # noqa: E402 - after torch is known present
 
 FAST = {"pairs": 5, "steps_per_leg": 1, "warmup_steps": 1, "max_baseline_legs": 6, "timeout_s": 240.0}
 

@@ -106,7 +106,7 @@ COMPILED = '''
 import sys
 import torch
 from hyperloom.core.factory import load_file
-from hyperloom.tools.workload import overrides
+from hyperloom.tools.workload.worker import overrides
 sys.path.insert(0, sys.argv[1])
 import wl
 torch.manual_seed(0)

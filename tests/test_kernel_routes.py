@@ -124,7 +124,7 @@ def _generate(model, ids):
 
 @in_fresh_interpreter
 def test_a_routed_llama_decodes_the_same_tokens_and_logits_with_prefills_left_to_sdpa_and_other_models_untouched():
-    from hyperloom.tools.workload import decode_attention, decode_loop
+    from hyperloom.tools.workload.worker.levers import decode_attention, decode_loop
 
     plain, ids = _llama(), torch.randint(0, 300, (2, 9))
     routed = copy.deepcopy(plain)
@@ -146,7 +146,7 @@ def test_a_routed_llama_decodes_the_same_tokens_and_logits_with_prefills_left_to
 
 @in_fresh_interpreter
 def test_a_model_on_eager_attention_is_not_routed_and_says_why():
-    from hyperloom.tools.workload import decode_attention
+    from hyperloom.tools.workload.worker.levers import decode_attention
 
     routed = decode_attention.route(torch, _llama("eager"))
     assert routed["routed"] == 0 and "'eager' (2 attention module(s))" in routed["why"]
@@ -189,7 +189,7 @@ def test_the_lever_is_for_a_gpu_acts_on_attention_and_waits_for_replayed_graphs(
 
 
 def test_decode_loop_s_two_pass_argmax_is_argmax_with_ties_infinities_and_a_ragged_last_chunk():
-    from hyperloom.tools.workload import decode_loop
+    from hyperloom.tools.workload.worker.levers import decode_loop
 
     generator = torch.Generator().manual_seed(0)
     for batch, vocabulary in ((3, 128256), (2, 5000), (1, 2049), (4, 2048)):
@@ -210,7 +210,7 @@ GEMV_CASES = [(1, 100, 300, True), (1, 64, 2048, False), (3, 70, 200, True), (8,
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 @pytest.mark.parametrize("case", GEMV_CASES)
 def test_the_gemv_kernel_matches_a_linear_in_float64_for_one_to_eight_rows(dtype, case):
-    from hyperloom.tools.workload.kernel_route import launcher
+    from hyperloom.tools.workload.worker.levers.kernel_route import launcher
 
     gemv, (rows, n_out, k_in, with_bias) = launcher(torch, "gemv"), case
     generator = torch.Generator().manual_seed(n_out)
@@ -227,7 +227,7 @@ def test_the_gemv_kernel_matches_a_linear_in_float64_for_one_to_eight_rows(dtype
 
 @in_fresh_interpreter
 def test_the_gemv_kernel_refuses_a_gemm_and_mismatched_layers_with_why():
-    from hyperloom.tools.workload.kernel_route import launcher
+    from hyperloom.tools.workload.worker.levers.kernel_route import launcher
 
     gemv = launcher(torch, "gemv")
     weight = torch.randn(16, 32)
@@ -242,7 +242,7 @@ def test_the_gemv_kernel_refuses_a_gemm_and_mismatched_layers_with_why():
 
 @in_fresh_interpreter
 def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefill_gemms_left_to_torch(monkeypatch):
-    from hyperloom.tools.workload import decode_gemv, fused_projections
+    from hyperloom.tools.workload.worker.levers import decode_gemv, fused_projections
 
     plain, ids = _llama(), torch.randint(0, 300, (1, 9))
     routed = copy.deepcopy(plain)
@@ -276,7 +276,7 @@ def test_a_batch_s_decode_calls_run_cublas_unless_the_few_row_tile_is_asked_for_
     """A decode step of a batch of 3: each routed layer's call has 3 rows. By default they go to torch's linear, counted
     as "a few rows" (EXPECTED: the kernel's few-row tile lost to cuBLAS at batch 8 on the H100), the activation's fold
     too; with FEW_ROWS the kernel takes them. The tokens are generate's either way."""
-    from hyperloom.tools.workload import decode_gemv
+    from hyperloom.tools.workload.worker.levers import decode_gemv
 
     plain, ids = _llama(), torch.randint(0, 300, (3, 9))
     want = _generate(plain, ids)
@@ -299,7 +299,7 @@ def test_the_gemv_route_names_the_matmul_layers_it_leaves_to_torch_on_a_family_w
     routed, and the route says what it left and why instead of only that it found no plain layer."""
     import transformers
 
-    from hyperloom.tools.workload import decode_gemv
+    from hyperloom.tools.workload.worker.levers import decode_gemv
 
     torch.manual_seed(0)
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=300, n_positions=64)).eval()
@@ -317,7 +317,7 @@ def test_the_gemv_route_names_the_matmul_layers_it_leaves_to_torch_on_a_family_w
 def test_the_gemv_with_a_folded_activation_matches_silu_gate_times_up_then_the_linear(dtype, rows):
     """The down projection's GEMV with silu(gate) * up folded in; the gate and up as a fused product's slices (strided
     rows) as fuse_projections leaves them."""
-    from hyperloom.tools.workload.kernel_route import launcher
+    from hyperloom.tools.workload.worker.levers.kernel_route import launcher
 
     gemv, generator = launcher(torch, "gemv"), torch.Generator().manual_seed(rows)
     product = (2 * torch.randn(rows, 1, 2 * 300, generator=generator)).to(dtype)
@@ -335,7 +335,7 @@ def test_the_gemv_with_a_folded_activation_matches_silu_gate_times_up_then_the_l
 
 @in_fresh_interpreter
 def test_a_routed_llama_with_its_mlp_activations_folded_decodes_the_same_tokens(monkeypatch):
-    from hyperloom.tools.workload import decode_gemv, fused_projections
+    from hyperloom.tools.workload.worker.levers import decode_gemv, fused_projections
 
     plain, ids = _llama(), torch.randint(0, 300, (1, 9))
     want = _generate(plain, ids)
@@ -370,8 +370,8 @@ def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launc
     """The device's measured choice per weight shape (kernels/triton/gemv/tuned.json, or a caller's TUNED): "cublas"
     leaves those layers to torch's linear and says how many; launch params reach the kernel; a device with no entry
     gets the defaults."""
-    from hyperloom.tools.workload import decode_gemv
-    from hyperloom.tools.workload.kernel_route import launcher
+    from hyperloom.tools.workload.worker.levers import decode_gemv
+    from hyperloom.tools.workload.worker.levers.kernel_route import launcher
 
     gemv = launcher(torch, "gemv")
     table = tmp_path / "tuned.json"
@@ -412,7 +412,7 @@ def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launc
 def test_the_gemv_with_a_folded_rmsnorm_matches_the_norm_then_the_linear(dtype, rows):
     from transformers.models.llama.modeling_llama import LlamaRMSNorm
 
-    from hyperloom.tools.workload.kernel_route import launcher
+    from hyperloom.tools.workload.worker.levers.kernel_route import launcher
 
     gemv, generator = launcher(torch, "gemv"), torch.Generator().manual_seed(rows)
     norm = LlamaRMSNorm(300, eps=1e-5).to(dtype)

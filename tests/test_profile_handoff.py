@@ -176,7 +176,7 @@ def test_a_module_whose_forward_a_lever_replaced_is_not_named_after_a_child_s_fi
     trace = json.loads(CPU_STACK.read_text())
     for event in trace["traceEvents"]:
         if event.get("cat") == "python_function" and event["name"] == "capture_cpu_decoder.py(38): forward":
-            event["name"] = "hyperloom/tools/workload/decode_gemv.py(170): _mlp_forward"
+            event["name"] = "hyperloom/tools/workload/worker/levers/decode_gemv.py(170): _mlp_forward"
     (workspace.root / "stack.json").write_text(json.dumps(trace))
     result = run_profile(ProfileRequest(trace="stack.json", name="stack", plot=False), workspace)
     by_kernel = {h.library: h for h in result.handoff if h.library}

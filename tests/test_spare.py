@@ -108,7 +108,7 @@ def test_a_setting_lever_is_served_by_the_kept_worker_and_put_back_before_the_ne
 def test_a_workload_whose_copy_would_not_fit_beside_it_on_the_device_is_not_kept_and_says_why():
     """A kept worker holds the workload as built and a copy for the candidate: twice the model. A 1.2B bf16 decoder
     (2.5 GB) is kept on an 80 GB GPU; a 30B one (60 GB) on a 141 GB GPU is not, with the sizes named."""
-    from hyperloom.tools.workload.worker_build import too_large_to_copy
+    from hyperloom.tools.workload.worker.worker_build import too_large_to_copy
 
     gib = 2**30
     assert too_large_to_copy(int(2.5 * gib), 80 * gib) == ""

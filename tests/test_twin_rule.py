@@ -262,7 +262,7 @@ def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input
     transformers = pytest.importorskip("transformers")
     from contextlib import nullcontext
 
-    from hyperloom.tools.workload.teacher import forced, logits, record_generate_inputs
+    from hyperloom.tools.workload.worker.teacher import forced, logits, record_generate_inputs
 
     torch.manual_seed(0)
     if family == "t5":
@@ -314,7 +314,7 @@ def test_a_decoder_s_left_padded_prompt_is_teacher_forced_with_its_mask_and_posi
     transformers = pytest.importorskip("transformers")
     from contextlib import nullcontext
 
-    from hyperloom.tools.workload.teacher import forced, record_generate_inputs
+    from hyperloom.tools.workload.worker.teacher import forced, record_generate_inputs
 
     torch.manual_seed(0)
     decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
@@ -463,7 +463,7 @@ def test_a_float32_model_s_twin_is_float64_on_a_gpu_too_and_a_half_precision_mod
     error against it nothing, the floor one float32 epsilon, and every honest reordering of a float32 conv net or
     encoder refused (the exact freeze issue 44 is about, for models not cast to half precision)."""
     torch = pytest.importorskip("torch")
-    from hyperloom.tools.workload.runner import twin_dtypes
+    from hyperloom.tools.workload.worker.runner import twin_dtypes
 
     def floats(model):
         return {p.dtype for p in model.parameters() if p.dtype.is_floating_point}
@@ -480,7 +480,7 @@ def test_the_twin_runs_with_tf32_off_which_cudnn_s_convolutions_default_to():
     """cuDNN's convolutions default to TF32 (10 mantissa bits): a float32 twin of a conv net computed with it sits as
     far from the exact answer as an fp16 baseline does."""
     torch = pytest.importorskip("torch")
-    from hyperloom.tools.workload.runner import exact_float32
+    from hyperloom.tools.workload.worker.runner import exact_float32
 
     before = (torch.get_float32_matmul_precision(), torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     try:

@@ -15,7 +15,7 @@ from hyperloom.tools.workload.models import DerivedTolerance, OutputTolerance
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-from hyperloom.tools.workload import fused_projections, weight_only  # noqa: E402 - after torch is known present
+from hyperloom.tools.workload.worker.levers import fused_projections, weight_only  # noqa: E402 - after torch is known present
 
 
 def _llama(tied=True):
@@ -126,7 +126,7 @@ def _inductor_gpu_setting(name, attribute):
     torch._inductor.config's `attribute` on (restored after)."""
     import torch._inductor.config as inductor_config
 
-    from hyperloom.tools.workload import worker_build
+    from hyperloom.tools.workload.worker import worker_build
 
     item = lever(name)
     assert item.kind == "setting" and item.needs == "compiled" and "cpu" not in item.vendors

@@ -304,7 +304,7 @@ def build():
 DRIVER = '''
 import json, sys
 import torch
-from hyperloom.tools.workload import runner
+from hyperloom.tools.workload.worker import runner
 from hyperloom.tools.workload.levers import lever
 root, names = sys.argv[1], json.loads(sys.argv[2])
 levers = [{"name": item.name, "kind": item.kind, "value": item.value} for item in map(lever, names)]

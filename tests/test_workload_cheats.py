@@ -383,7 +383,7 @@ class _Work:
 
 
 def test_the_tamper_check_names_a_replaced_timer_and_a_rebound_step_and_nothing_else(monkeypatch):
-    from hyperloom.tools.workload import runner, tamper
+    from hyperloom.tools.workload.worker import runner, tamper
 
     work = _Work()
     before, bound = tamper.snapshot(), tamper.methods(work)
@@ -392,8 +392,8 @@ def test_the_tamper_check_names_a_replaced_timer_and_a_rebound_step_and_nothing_
     monkeypatch.setattr(runner, "_save", lambda folder, arrays: {})
     monkeypatch.setattr(runner.time_steps, "__code__", (lambda payload: {}).__code__)  # the same object, other code
     work.step = lambda: None
-    assert tamper.changed(before, tamper.snapshot()) == ["time.perf_counter", "hyperloom.tools.workload.runner.time_steps",
-                                                         "hyperloom.tools.workload.runner._save"]
+    assert tamper.changed(before, tamper.snapshot()) == ["time.perf_counter", "hyperloom.tools.workload.worker.runner.time_steps",
+                                                         "hyperloom.tools.workload.worker.runner._save"]
     assert tamper.changed(bound, tamper.methods(work)) == ["workload.step"]
 
 

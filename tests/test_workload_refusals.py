@@ -189,5 +189,5 @@ def test_a_contract_refusal_raised_in_hyperloom_s_own_code_points_at_no_line_of_
     beside it sent the user into our code. A refusal raised where the user's code is on the stack still names their line."""
     from hyperloom.core.worker_main import call_entry
 
-    report = call_entry("hyperloom.tools.workload.runner:serve", {})  # no kept workload: refused in runner.py alone
+    report = call_entry("hyperloom.tools.workload.worker.runner:serve", {})  # no kept workload: refused in runner.py alone
     assert report["error_type"] == "WorkloadContractError" and report["where"] == "", report

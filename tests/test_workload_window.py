@@ -13,7 +13,7 @@ from helpers import REPO
 from hyperloom.tools.workload import digest
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.models import DerivedTolerance, OutputTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
-from hyperloom.tools.workload.window import kept, timed_window
+from hyperloom.tools.workload.worker.window import kept, timed_window
 
 HOST = REPO / "tests" / "fixtures" / "host_inputs"
 
@@ -99,7 +99,7 @@ def test_the_spin_before_a_gpu_window_measures_its_products_once_and_then_runs_a
     """window.spin's logic on a stand-in device whose product takes 0.5 ms (the GPU path itself runs on the device only)."""
     from types import SimpleNamespace
 
-    from hyperloom.tools.workload import window
+    from hyperloom.tools.workload.worker import window
 
     products = []
 

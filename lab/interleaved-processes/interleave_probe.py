@@ -30,7 +30,7 @@ def worker(conn):
         command, steps = conn.recv()
         if command == "quit":
             return
-        if command == "profile":  # as the worker's proof of work does (tools/workload/profiled_step.py)
+        if command == "profile":  # as the worker's proof of work does (tools/workload/worker/profiled_step.py)
             from torch.profiler import ProfilerActivity, profile
             with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], record_shapes=True) as prof:
                 with torch.inference_mode():

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from hyperloom.tools.workload import decode_loop
+from hyperloom.tools.workload.worker.levers import decode_loop
 from hyperloom.tools.workload.generated import Generated, judge
 from hyperloom.tools.workload.models import OutputTolerance
 

@@ -12,7 +12,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from hyperloom.tools.profile import kineto
-from hyperloom.tools.workload import profiled_step
+from hyperloom.tools.workload.worker import profiled_step
 from hyperloom.tools.workload.models import StepWork
 from hyperloom.tools.workload.work import step_work
 

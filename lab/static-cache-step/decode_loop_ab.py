@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from static_decode import build, profiled, timed_s  # noqa: E402 - the decoder and the timing of static_decode.py
 
-from hyperloom.tools.workload import decode_loop  # noqa: E402
+from hyperloom.tools.workload.worker.levers import decode_loop  # noqa: E402
 
 
 def main(args: argparse.Namespace) -> None:

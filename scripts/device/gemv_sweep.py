@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from graph_time import graph_us  # beside this script (its folder is first on sys.path)
-from hyperloom.tools.workload.kernel_route import launcher
+from hyperloom.tools.workload.worker.levers.kernel_route import launcher
 
 kernel = launcher(torch, "gemv")
 

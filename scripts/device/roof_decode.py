@@ -32,7 +32,7 @@ from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.tools.profile.kineto import trace_of
 from hyperloom.tools.profile.models import ReplayRoof
 from hyperloom.tools.profile.replays import attribute_replays
-from hyperloom.tools.workload import decode_attention, decode_gemv, decode_loop, fused_projections, kernel_route, weight_only
+from hyperloom.tools.workload.worker.levers import decode_attention, decode_gemv, decode_loop, fused_projections, kernel_route, weight_only
 
 LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
 SMALL = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=512)

@@ -37,7 +37,7 @@ from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadPr
 from hyperloom.tools.workload.proof import inputs_rewritten, profiled_work, short_of_work
 from hyperloom.tools.workload.roof import impossible
 from hyperloom.tools.workload.spare import Spare, Where
-from hyperloom.tools.workload.tamper import describe
+from hyperloom.tools.workload.worker.tamper import describe
 from hyperloom.tools.workload.clock_checks import disagreement, inputs_moved, paired_pace, slowed, two_paced
 from hyperloom.tools.workload.digest import bounds as digest_bounds, mismatch as digest_mismatch
 from hyperloom.tools.workload.timed import Leg, draw_seeds, gated_step, keeps_every_step, leg

@@ -16,7 +16,7 @@ from hyperloom.core.factory import declared_knobs, knob_values
 
 def run_once(workload: str, knobs: dict[str, str] | None = None) -> Any:
     """Build `workload` (file.py:function or module:function), then inputs(0), step() and outputs() once; its outputs."""
-    from hyperloom.tools.workload import worker_build  # the worker's loader: not imported by a controller that only names the command
+    from hyperloom.tools.workload.worker import worker_build  # the worker's loader: not imported by a controller that only names the command
 
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # module:function imports from the workspace root, as in the worker

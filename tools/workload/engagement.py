@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from hyperloom.tools.profile.classify import kernel_class, op_class
-from hyperloom.tools.workload.fused_projections import GROUPS
+from hyperloom.tools.workload.worker.levers.fused_projections import GROUPS
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import Engagement
 

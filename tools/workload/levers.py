@@ -16,7 +16,7 @@ build of torch, `rocm`: a ROCm build, `cpu`: no GPU) and the evidence that it to
 such evidence is a no-op, not a speedup of noise.
 
 This module is plain data: the controller reads it to refuse unknown or inapplicable levers before any process
-starts, the worker (tools/workload/runner.py) applies what a lever names.
+starts, the worker (tools/workload/worker/runner.py) applies what a lever names.
 """
 
 from __future__ import annotations

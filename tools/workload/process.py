@@ -1,5 +1,5 @@
 """One workload in one warm worker process, driven from the caller: build it with a candidate's levers, then step,
-time and read it, each call under a timeout. The worker side is tools/workload/runner.py.
+time and read it, each call under a timeout. The worker side is tools/workload/worker/runner.py.
 
 Every way the user's code can end (it raises, exits, crashes the interpreter, hangs, runs out of memory) is a
 WorkloadFailure with its status and the tail of what the process printed; the caller's process never sees more.
@@ -21,9 +21,9 @@ from hyperloom.core.worker import WorkerOutcome
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.runtime.visible import pinned_environ
 from hyperloom.tools.workload.levers import Lever, environment
-from hyperloom.tools.workload.profiled_step import PROFILER_ENVIRON
+from hyperloom.tools.workload.worker.profiled_step import PROFILER_ENVIRON
 
-RUNNER = "hyperloom.tools.workload.runner"
+RUNNER = "hyperloom.tools.workload.worker.runner"
 MIN_CALL_S = 1.0  # the least a call gets past a deadline: a worker is not killed before it can answer
 CUT = "cut at the campaign's deadline"  # how a call the deadline cut names itself (a campaign does not record that trial)
 OUTPUT_TAIL_CHARS = 600

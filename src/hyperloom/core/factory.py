@@ -1,7 +1,7 @@
 """A workload factory's contract, as both sides use it: load a `file.py` as a module, read a factory's knobs (its keyword
 parameters with a default; their values where a Literal lists them) and turn a request's knob text into the values it
 takes, typed by the parameter's annotation (or, without one, its default's type). The workload runner
-(tools/workload/runner.py) and profile's capture (tools/profile/capture.py) load and call factories alike through these,
+(tools/workload/worker/runner.py) and profile's capture (tools/profile/capture.py) load and call factories alike through these,
 in their worker processes."""
 
 from __future__ import annotations

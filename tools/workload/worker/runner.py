@@ -37,11 +37,12 @@ from typing import Any
 
 from hyperloom.core.collector import paused_gc
 from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
-from hyperloom.tools.workload import calls, kernel_route, model_changes, tamper, teacher, worker_build
+from hyperloom.tools.workload.worker import calls, tamper, teacher, worker_build
+from hyperloom.tools.workload.worker.levers import kernel_route, model_changes
 from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
 from hyperloom.tools.workload.twin import teacher_request
-from hyperloom.tools.workload.window import kept, spin, timed_window
-from hyperloom.tools.workload.worker_state import GUARD, STATE
+from hyperloom.tools.workload.worker.window import kept, spin, timed_window
+from hyperloom.tools.workload.worker.worker_state import GUARD, STATE
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
 
@@ -151,7 +152,7 @@ def build_guarded(payload: dict[str, Any]) -> dict[str, Any]:
     if torch is not None and any(lever["kind"] in UNREVIEWED_KINDS for lever in payload["levers"]):
         # proof of work's modules too (tamper.WORKER_MODULES), where code Hyperloom did not write will run and its step
         # be weighed here; 0.18 s of imports (pydantic's model machinery) a catalog candidate's worker need not pay
-        import hyperloom.tools.workload.profiled_step  # noqa: F401
+        import hyperloom.tools.workload.worker.profiled_step  # noqa: F401
         import hyperloom.tools.profile.kineto  # noqa: F401
         import hyperloom.tools.workload.work  # noqa: F401
     GUARD.path = tamper.snapshot()
@@ -337,7 +338,7 @@ def trace(payload: dict[str, Any]) -> dict[str, Any]:
         raise WorkloadContractError("a profile needs torch in the workload's Python")
     from hyperloom.tools.profile.capture import record
 
-    from hyperloom.tools.workload.decode_loop import COUNTS
+    from hyperloom.tools.workload.worker.levers.decode_loop import COUNTS
 
     loop_before = COUNTS.snapshot()
     report = record(lambda: _one_step()[0], 1, int(payload["steps"]), payload["trace"], payload["key_averages"], STATE.gpu)
@@ -356,12 +357,12 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     seed = payload.get("seed") if GUARD.inputs is not None else None
     replaced = any(lever["kind"] == "overrides" for lever in STATE.levers)
     if replaced:
-        from hyperloom.tools.workload import overrides
+        from hyperloom.tools.workload.worker import overrides
 
         before = overrides.calls()  # the replacements' calls in the profiled step below
     looped = any(lever["kind"] == "generate" for lever in STATE.levers)
     if looped:
-        from hyperloom.tools.workload.decode_loop import COUNTS
+        from hyperloom.tools.workload.worker.levers.decode_loop import COUNTS
 
         loop_before = COUNTS.snapshot()
     cache_before = model_changes.CACHE.snapshot()
@@ -369,7 +370,7 @@ def engagement(payload: dict[str, Any]) -> dict[str, Any]:
     if torch is None:
         _one_step()
     else:
-        from hyperloom.tools.workload.profiled_step import parameter_bytes, profiled
+        from hyperloom.tools.workload.worker.profiled_step import parameter_bytes, profiled
 
         counters = getattr(getattr(getattr(torch, "_dynamo", None), "utils", None), "counters", None)
         graphs_before = int(counters["stats"].get("unique_graphs", 0)) if counters is not None else 0

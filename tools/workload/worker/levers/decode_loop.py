@@ -273,7 +273,7 @@ def _returned(tokens: Any, logits: list[Any], cache: Any, plan: Plan) -> Any:
 def install(model: Any, compiled: bool) -> None:
     """Put the loop in place of `model.generate` (the instance's attribute: the class and other models keep theirs)."""
     from hyperloom.core.factory import WorkloadContractError
-    from hyperloom.tools.workload.model_changes import without_generate
+    from hyperloom.tools.workload.worker.levers.model_changes import without_generate
 
     missing = without_generate(model, "decode_loop")
     if missing is not None:

@@ -7,7 +7,7 @@ import functools
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError
-from hyperloom.tools.workload import fused_projections
+from hyperloom.tools.workload.worker.levers import fused_projections
 
 
 class CacheCounts:

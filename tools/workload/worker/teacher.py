@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Literal
 
-from hyperloom.tools.workload.decode_loop import not_greedy, padded_inputs, padding_mask
+from hyperloom.tools.workload.worker.levers.decode_loop import not_greedy, padded_inputs, padding_mask
 
 GENERATE_INPUTS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 """A model -> the input of its last generate call: an encoder-decoder's encoder input (its main input, attention_mask),

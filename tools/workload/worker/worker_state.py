@@ -1,4 +1,4 @@
-"""The state of a workload worker (tools/workload/runner.py): the built workload and its levers (STATE), and what the
+"""The state of a workload worker (tools/workload/worker/runner.py): the built workload and its levers (STATE), and what the
 timed path checks against (GUARD). One per worker process; the runner's entries and the build (worker_build.py) share it.
 """
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperloom.tools.workload import tamper
+from hyperloom.tools.workload.worker import tamper
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""How a workload worker builds its workload (tools/workload/runner.py's build and serve): the factory or script
+"""How a workload worker builds its workload (tools/workload/worker/runner.py's build and serve): the factory or script
 loaded, the workload as built kept for the next candidates (a deep copy for this one), its step bound, the levers that
 act on the built workload applied, and what the build reports (toolchain, points, declared tolerances). Not on the
 timed path: the runner's timing functions are the ones the tamper check watches.
@@ -16,8 +16,9 @@ from typing import Any
 
 from hyperloom.core.closest import did_you_mean
 from hyperloom.core.factory import WorkloadContractError, load_file
-from hyperloom.tools.workload import kernel_route, model_changes, teacher
-from hyperloom.tools.workload.worker_state import STATE
+from hyperloom.tools.workload.worker import teacher
+from hyperloom.tools.workload.worker.levers import kernel_route, model_changes
+from hyperloom.tools.workload.worker.worker_state import STATE
 
 
 KEPT_SHARE = 0.6  # the built workload and its copy together may hold at most this share of the device's memory
@@ -70,12 +71,12 @@ def apply_levers(torch: Any) -> None:
     static_cache + decode_loop was refused, its tokens scored without their mask)."""
     for lever in STATE.levers:
         if lever["kind"] == "fusion":
-            from hyperloom.tools.workload import fused_projections
+            from hyperloom.tools.workload.worker.levers import fused_projections
 
             STATE.fused = fused_projections.fuse(torch, getattr(STATE.obj, "model", None)).as_dict()
     for lever in STATE.levers:
         if lever["kind"] == "quantize":  # after the fusion: a fused group's layer is quantized too
-            from hyperloom.tools.workload import weight_only
+            from hyperloom.tools.workload.worker.levers import weight_only
 
             STATE.quantized = weight_only.quantize(torch, getattr(STATE.obj, "model", None), lever["value"])
         elif lever["kind"] == "layout":
@@ -86,7 +87,7 @@ def apply_levers(torch: Any) -> None:
         if lever["kind"] == "compile":
             compile_model(torch, lever["value"])
         elif lever["kind"] == "generate":
-            from hyperloom.tools.workload import decode_loop
+            from hyperloom.tools.workload.worker.levers import decode_loop
 
             decode_loop.install(getattr(STATE.obj, "model", None), compiled=STATE.gpu)
     for lever in STATE.levers:

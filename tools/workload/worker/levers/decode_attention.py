@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperloom.tools.workload.kernel_route import Counts, counted_op, launcher
+from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_op, launcher
 
 MARK = "_hyperloom_decode_attention"  # set on every module of a routed model
 OP_NAME = "hyperloom::decode_attention"

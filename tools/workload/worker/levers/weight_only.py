@@ -18,7 +18,7 @@ import functools
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError
-from hyperloom.tools.workload import fused_projections
+from hyperloom.tools.workload.worker.levers import fused_projections
 
 FORMATS = {"int8": ("int8", 127.0), "fp8": ("float8_e4m3fn", 448.0)}  # storage dtype, the largest magnitude it holds
 

@@ -36,7 +36,7 @@ import types
 from collections import Counter
 from typing import Any
 
-from hyperloom.tools.workload.kernel_route import Counts, counted_op, launcher
+from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_op, launcher
 
 OP_NAME = "hyperloom::decode_gemv"
 FOLD_NORMS = False  # True: fold the norms (on the H200 no net gain: the norms' 60 us left, the GEMV took 33 more and the
