@@ -14,7 +14,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.api import run_gate
 from hyperloom.tools.gate.models import GateRequest, GateResult
 from hyperloom.tools.roofline.models import Ceiling, RooflineResult
-from hyperloom.tools.workload.roof import ROOFLINE_FILE
+from hyperloom.tools.workload.checks.roof import ROOFLINE_FILE
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPO = Path(__file__).parent.parent

@@ -216,7 +216,7 @@ def test_a_profiled_stack_reports_the_kv_bytes_its_replayed_steps_read_for_the_r
     slots they read (2 rows, 16-token prompt, 8 new tokens: steps at 16..22 read 17..23 slots, 140 in all, each
     slot keys and values of 2 heads x 16 in fp32 over 2 layers), which the replay roof adds to the weights."""
     from hyperloom.tools.optimize.proposals import _stack_capture, roof_note
-    from hyperloom.tools.workload.frozen import read_frozen
+    from hyperloom.tools.workload.gate.frozen import read_frozen
     from hyperloom.tools.workload.levers import prepared
 
     (workspace.root / "tiny_decoder.py").write_text(WORKLOAD)

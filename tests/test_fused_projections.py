@@ -12,7 +12,7 @@ import pytest
 from hyperloom.core.factory import WorkloadContractError
 from hyperloom.tools.optimize.applies import unmet
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
-from hyperloom.tools.workload.engagement import engagement
+from hyperloom.tools.workload.checks.engagement import engagement
 from hyperloom.tools.workload.levers import check_candidate, lever
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadFreezeRequest
 

@@ -1,4 +1,4 @@
-"""The near-tie gate for generated tokens (tools/workload/generated.py) on hand-built top-k lists: a candidate may part
+"""The near-tie gate for generated tokens (tools/workload/gate/generated.py) on hand-built top-k lists: a candidate may part
 from the reference only where the reference was near a tie, after agreeing with its log-probabilities within the
 tolerance at every step before; then the freeze/bench path end to end on a tiny transformers decoder on the CPU."""
 
@@ -12,7 +12,7 @@ import pytest
 from helpers import REPO
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
-from hyperloom.tools.workload.generated import Generated, companions, judge
+from hyperloom.tools.workload.gate.generated import Generated, companions, judge
 from hyperloom.tools.workload.models import OutputTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
 
 TOL = OutputTolerance(atol=0.05)
@@ -229,7 +229,7 @@ def _continuation_case():
 
 
 def test_after_a_near_tie_parting_the_candidate_s_own_tokens_must_be_the_reference_model_s_picks():
-    from hyperloom.tools.workload import continuation
+    from hyperloom.tools.workload.gate import continuation
 
     reference, scored = _continuation_case()
     tolerance = OutputTolerance(atol=0.02)

@@ -132,7 +132,7 @@ print("kernels", ",".join(overrides.kernels()["wl:TinyRMSNorm.forward"]))
 def test_a_kernel_a_replayed_graph_runs_with_no_host_call_is_engaged_by_its_device_launches():
     """In a CUDA/HIP graph replay (decode_loop's token) no Python runs: the custom op counts nothing. Its declared device
     kernels among the profiled step's kernels are the proof; a declared kernel that did not run proves nothing."""
-    from hyperloom.tools.workload.engagement import engagement
+    from hyperloom.tools.workload.checks.engagement import engagement
     from hyperloom.tools.workload.levers import lever
 
     seen = {"override_calls": {"wl:TinyRMSNorm.forward": 0, "wl:UnusedNorm.forward": 0},

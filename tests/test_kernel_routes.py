@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from helpers import REPO
-from hyperloom.tools.workload.engagement import engagement
+from hyperloom.tools.workload.checks.engagement import engagement
 from hyperloom.tools.workload.levers import check_candidate, lever
 
 torch = pytest.importorskip("torch")

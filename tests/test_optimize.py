@@ -395,7 +395,7 @@ def test_the_kernel_proposals_profile_runs_the_stack_with_every_lever_in_place(w
     """After a lever that compiles, the next profile must still see what runs: the stack recorded in a workload worker
     with the lever applied and warmed up, where a profile of the knobs alone recorded the eager model."""
     from hyperloom.tools.optimize.proposals import profile_proposals
-    from hyperloom.tools.workload.frozen import read_frozen
+    from hyperloom.tools.workload.gate.frozen import read_frozen
 
     (workspace.root / "norm.py").write_text(NORM_WORKLOAD)
     workload_freeze(WorkloadFreezeRequest(workload="norm.py:build", name="norm", atol=0.05, rtol=0.05, timeout_s=120), workspace)

@@ -12,7 +12,7 @@ from helpers import write_roofline
 from hyperloom.core.evidence import Tag, host_device, measured
 from hyperloom.tools.roofline.models import Ceiling, RooflineRequest, RooflineResult
 from hyperloom.tools.workload.models import ClassWork, StepWork
-from hyperloom.tools.workload.roof import ROOFLINE_FILE, known_ceilings, step_roof
+from hyperloom.tools.workload.checks.roof import ROOFLINE_FILE, known_ceilings, step_roof
 
 
 def test_a_full_host_roofline_measures_memory_beyond_the_cache_and_compute_at_the_small_shape(workspace, monkeypatch):

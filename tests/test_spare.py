@@ -265,7 +265,7 @@ def test_a_campaign_s_stack_references_are_served_by_kept_workers_and_given_back
     that changes the process gets a built reference, closed (not kept) when it retires."""
     from hyperloom.tools.optimize.slots import Slot
     from hyperloom.tools.workload.ab import ABSettings
-    from hyperloom.tools.workload.frozen import read_frozen
+    from hyperloom.tools.workload.gate.frozen import read_frozen
     from hyperloom.tools.workload.api import workload_freeze
     from hyperloom.tools.workload.models import WorkloadFreezeRequest
 

@@ -14,8 +14,9 @@ import pytest
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.workload import freeze, twin
-from hyperloom.tools.workload.frozen import located, portable, read_frozen
+from hyperloom.tools.workload import freeze
+from hyperloom.tools.workload.gate import twin
+from hyperloom.tools.workload.gate.frozen import located, portable, read_frozen
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.models import DerivedTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from hyperloom.tools.optimize.applies import present, unmet
-from hyperloom.tools.workload.engagement import engagement
-from hyperloom.tools.workload.frozen import Frozen
+from hyperloom.tools.workload.checks.engagement import engagement
+from hyperloom.tools.workload.gate.frozen import Frozen
 from hyperloom.tools.workload.levers import check_candidate, lever
 from hyperloom.tools.workload.models import DerivedTolerance, OutputTolerance
 

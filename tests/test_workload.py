@@ -385,7 +385,7 @@ def test_a_campaign_s_deadline_cuts_a_running_call_and_says_so(mlp):
 
 def test_tunableop_s_engagement_reads_the_tuned_gemms_where_torch_no_longer_writes_its_file_on_request():
     """torch 2.11 on the H200 has no torch.cuda.tunable.write_file (the worker RAISED there); it lists what it tuned."""
-    from hyperloom.tools.workload.engagement import engagement
+    from hyperloom.tools.workload.checks.engagement import engagement
     from hyperloom.tools.workload.levers import lever
 
     [tuned] = engagement([lever("tunableop")], {"tunableop_enabled": True, "tunableop_files": [], "tunableop_results": 12}, {}, {})

@@ -19,7 +19,8 @@ import pytest
 from helpers import REPO, write_roofline
 from hyperloom.core.evidence import host_device
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.workload import clock_checks, timed
+from hyperloom.tools.workload import timed
+from hyperloom.tools.workload.checks import clock_checks
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadFreezeRequest
 

@@ -12,8 +12,8 @@ from helpers import REPO, write_roofline
 from hyperloom.core.evidence import host_device
 from hyperloom.tools.workload.levers import lever
 from hyperloom.tools.workload.models import ClassWork, StepWork
-from hyperloom.tools.workload.proof import POW_FRACTION, short_of_work
-from hyperloom.tools.workload.roof import ROOF_SLACK, impossible, known_ceilings, step_roof
+from hyperloom.tools.workload.checks.proof import POW_FRACTION, short_of_work
+from hyperloom.tools.workload.checks.roof import ROOF_SLACK, impossible, known_ceilings, step_roof
 from hyperloom.tools.workload.work import step_work
 
 PROFILES = REPO / "tests" / "fixtures" / "workload_profile"
@@ -109,7 +109,7 @@ def test_a_candidate_s_profiled_step_runs_on_the_reference_s_seed_so_input_depen
     """A generate that stops at EOS does work that depends on its prompt: counted on two fresh prompts a fused model's
     GEMMs read 174 against its reference's 696 (NO_OP for an honest fuse_projections). The reference's profiled seed,
     drawn by the controller, is the candidate's."""
-    from hyperloom.tools.workload.proof import profiled_work, reference_evidence
+    from hyperloom.tools.workload.checks.proof import profiled_work, reference_evidence
 
     reference, candidate = _Worker(True), _Worker(True)
     evidence = reference_evidence(reference, tmp_path / "r", workspace)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import REPO
-from hyperloom.tools.workload import digest
+from hyperloom.tools.workload.gate import digest
 from hyperloom.tools.workload.api import workload_bench, workload_freeze
 from hyperloom.tools.workload.models import DerivedTolerance, OutputTolerance, WorkloadBenchRequest, WorkloadFreezeRequest
 from hyperloom.tools.workload.worker.window import kept, timed_window

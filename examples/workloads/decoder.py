@@ -2,7 +2,7 @@
 is downloaded), greedy generation after a fixed prompt. One step is one `generate` call; outputs() returns the tokens,
 gated exactly. With the knob `top_logprobs` (e.g. 8) it returns as well each generated token's top-k log-probabilities
 (`tokens.top_ids`, `tokens.top_logprobs`), and the gate holds the candidate's log-probabilities within the declared
-0.04 nats of the reference's and lets its tokens part only at a near tie (tools/workload/generated.py): in bf16 a
+0.04 nats of the reference's and lets its tokens part only at a near tie (tools/workload/gate/generated.py): in bf16 a
 faithful kernel flips near ties, and greedy decoding goes on from there. 0.04 nats is about two bf16 steps of a
 logit between 2 and 4: on this repository's CPU run (results/cpu/near_tie) faithful candidates drifted 0.016 and a
 layer whose MLP output was 10 % too large 0.055; on a GPU it is ASSUMED until lab/near-tie/near_tie.py measures it.

@@ -1,4 +1,4 @@
-"""The near-tie gate (tools/workload/generated.py) on the decoder example, in one process on the GPU: for each point
+"""The near-tie gate (tools/workload/gate/generated.py) on the decoder example, in one process on the GPU: for each point
 (knob values), the eager reference's tokens and top-8 log-probabilities against the static cache's, the compiled
 decode_loop's, and wrong models (one layer's MLP output too large by 50 %, 10 % and 1 %: the kinds of error a wrong
 kernel makes): the verdict at the example's declared tolerance, where each parted from the reference, and the largest
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from hyperloom.tools.workload.worker.levers import decode_loop
-from hyperloom.tools.workload.generated import Generated, judge
+from hyperloom.tools.workload.gate.generated import Generated, judge
 from hyperloom.tools.workload.models import OutputTolerance
 
 REPO = Path(__file__).resolve().parents[2]

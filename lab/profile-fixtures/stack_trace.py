@@ -12,7 +12,7 @@ from pathlib import Path
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.proposals import profile_proposals
-from hyperloom.tools.workload.frozen import read_frozen
+from hyperloom.tools.workload.gate.frozen import read_frozen
 
 name, out, stack = sys.argv[1], Path(sys.argv[2]), sys.argv[3:]
 workspace = Workspace.from_env()

@@ -21,10 +21,10 @@ from pathlib import Path
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload import ab
 from hyperloom.tools.workload.freeze import describe_target
-from hyperloom.tools.workload.frozen import read_frozen, references
+from hyperloom.tools.workload.gate.frozen import read_frozen, references
 from hyperloom.tools.workload.levers import lever
 from hyperloom.tools.workload.process import WorkloadProcess
-from hyperloom.tools.workload.proof import profiled_work
+from hyperloom.tools.workload.checks.proof import profiled_work
 from hyperloom.tools.workload.timed import draw_seeds, leg, stopped
 
 LEGS, STEPS = 16, 3

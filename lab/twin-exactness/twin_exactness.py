@@ -9,7 +9,7 @@ import sys
 import torch
 import torchvision
 
-from hyperloom.tools.workload.twin import errors
+from hyperloom.tools.workload.gate.twin import errors
 
 
 def rel_l2(c: torch.Tensor, t: torch.Tensor) -> float:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperloom.tools.profile.classify import op_class
-from hyperloom.tools.workload.engagement import GRAPH_LAUNCH
+from hyperloom.tools.workload.checks.engagement import GRAPH_LAUNCH
 from hyperloom.tools.workload.levers import BY_NAME, Lever, Need
 
 STACK_MAY_BRING: frozenset[Need] = frozenset({"compiled", "graph_launch"})

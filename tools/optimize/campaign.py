@@ -44,14 +44,14 @@ from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, pr
 from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.pipeline.stats import summarize
-from hyperloom.tools.workload import twin
+from hyperloom.tools.workload.gate import twin
 from hyperloom.tools.workload.ab import LEG_FILL_S, LEG_MAX_S, ABSettings, baseline_legs, calibrated, disturbed, load_outputs, paced, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
-from hyperloom.tools.workload.frozen import references as frozen_references
+from hyperloom.tools.workload.gate.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import BY_NAME, CATALOG, EXCLUSIVE_KINDS, GPU, Lever, check_candidate, prepared
 from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import CUT, WorkloadFailure
-from hyperloom.tools.workload.clock_checks import paired_pace
+from hyperloom.tools.workload.checks.clock_checks import paired_pace
 
 POLL_S = 0.2
 BASELINE_CI = 0.02

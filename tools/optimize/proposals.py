@@ -18,7 +18,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.api import run_profile
 from hyperloom.tools.profile.models import ProfileRequest
 from hyperloom.tools.profile.workload import Capture, capture_of
-from hyperloom.tools.workload.frozen import Frozen
+from hyperloom.tools.workload.gate.frozen import Frozen
 from hyperloom.tools.workload.ab import target_with
 from hyperloom.tools.workload.adapters import ADAPTERS
 from hyperloom.tools.workload.integrate import write_overrides

@@ -1,7 +1,7 @@
 """A campaign's folder, .hyperloom/optimize/NAME/: manifest.json (the workload and its baseline knobs, written once),
 ledger.sqlite, runs/ (the workers' folders, removed at close), report.md, breakdown.json, campaign.png.
 
-The workload is frozen as the workload session of the same NAME (tools/workload/frozen.py) before anything is
+The workload is frozen as the workload session of the same NAME (tools/workload/gate/frozen.py) before anything is
 timed (exact outputs: its baseline must reproduce itself bit for bit), or taken from it when it is frozen already
 (freeze it first with workload freeze to declare a tolerance). A workload
 without outputs is refused: nothing could be kept honestly. Reopening checks that it is the same workload.
@@ -22,9 +22,9 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.ledger import Ledger
 from hyperloom.tools.optimize.models import OptimizeRequest
 from hyperloom.tools.workload.freeze import describe_target, freeze_workload
-from hyperloom.tools.workload.frozen import Frozen, located, portable, read_frozen
+from hyperloom.tools.workload.gate.frozen import Frozen, located, portable, read_frozen
 from hyperloom.tools.workload.levers import check_candidate
-from hyperloom.tools.workload.frozen import session_folder as workload_folder
+from hyperloom.tools.workload.gate.frozen import session_folder as workload_folder
 from hyperloom.tools.workload.models import WorkloadFreezeRequest
 
 FORMAT = "hyperloom.optimize/1"

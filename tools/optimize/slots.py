@@ -19,10 +19,10 @@ from hyperloom.core.stopwatch import PartClock
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.tune.devices import idle_gpus
 from hyperloom.tools.workload.ab import ABSettings, saved_outputs, target_with
-from hyperloom.tools.workload.frozen import Frozen, compare, references
+from hyperloom.tools.workload.gate.frozen import Frozen, compare, references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
-from hyperloom.tools.workload.proof import reference_evidence
+from hyperloom.tools.workload.checks.proof import reference_evidence
 from hyperloom.tools.workload.spare import Spare, Where
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}

@@ -28,20 +28,20 @@ from hyperloom.core.stopwatch import PartClock
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
-from hyperloom.tools.workload import continuation, generated
-from hyperloom.tools.workload.engagement import compile_note, engagement
-from hyperloom.tools.workload.frozen import compare
+from hyperloom.tools.workload.gate import continuation, generated
+from hyperloom.tools.workload.checks.engagement import compile_note, engagement
+from hyperloom.tools.workload.gate.frozen import compare
 from hyperloom.tools.workload.levers import Lever, unreviewed
 from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
-from hyperloom.tools.workload.proof import inputs_rewritten, profiled_work, short_of_work
-from hyperloom.tools.workload.roof import impossible
+from hyperloom.tools.workload.checks.proof import inputs_rewritten, profiled_work, short_of_work
+from hyperloom.tools.workload.checks.roof import impossible
 from hyperloom.tools.workload.spare import Spare, Where
 from hyperloom.tools.workload.worker.tamper import describe
-from hyperloom.tools.workload.clock_checks import disagreement, inputs_moved, paired_pace, slowed, two_paced
-from hyperloom.tools.workload.digest import bounds as digest_bounds, mismatch as digest_mismatch
+from hyperloom.tools.workload.checks.clock_checks import disagreement, inputs_moved, paired_pace, slowed, two_paced
+from hyperloom.tools.workload.gate.digest import bounds as digest_bounds, mismatch as digest_mismatch
 from hyperloom.tools.workload.timed import Leg, draw_seeds, gated_step, keeps_every_step, leg
-from hyperloom.tools.workload.twin import TEACHER, is_twin, teacher_of
+from hyperloom.tools.workload.gate.twin import TEACHER, is_twin, teacher_of
 
 ALPHA = 0.05
 LEG_MAX_S = 0.5

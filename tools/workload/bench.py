@@ -47,13 +47,13 @@ from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
 from hyperloom.tools.workload.ab import INPUTS_FIXED, ABSettings, baseline_legs, calibrated, fresh_inputs, saved_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
-from hyperloom.tools.workload.frozen import compare, read_frozen
-from hyperloom.tools.workload.frozen import references as frozen_references
+from hyperloom.tools.workload.gate.frozen import compare, read_frozen
+from hyperloom.tools.workload.gate.frozen import references as frozen_references
 from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.models import WorkloadBenchRequest, WorkloadBenchResult
 from hyperloom.tools.workload.spare import Spare, Where
 from hyperloom.tools.workload.process import WorkloadFailure, WorkloadProcess
-from hyperloom.tools.workload.proof import reference_evidence
+from hyperloom.tools.workload.checks.proof import reference_evidence
 from hyperloom.tools.workload.report import write_report
 
 

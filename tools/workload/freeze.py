@@ -20,11 +20,11 @@ from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workload_source import refuse_factory_module_as_script, refuse_unknown_knobs
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.profile.workload import MODULE_FUNCTION, file_function
-from hyperloom.tools.workload import derived, generated, twin
+from hyperloom.tools.workload.gate import derived, generated, twin
 from hyperloom.tools.workload.alone import alone_command
-from hyperloom.tools.workload.frozen import session_folder, spread, write_frozen
+from hyperloom.tools.workload.gate.frozen import session_folder, spread, write_frozen
 from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, StepCosts, WorkloadBenchRequest, WorkloadFreezeRequest, WorkloadFreezeResult
-from hyperloom.tools.workload.pinned import pin
+from hyperloom.tools.workload.gate.pinned import pin
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess, enter_together
 from hyperloom.tools.workload.step_costs import measured_costs
 from hyperloom.tools.workload.timed import draw_seeds

@@ -26,7 +26,7 @@ from hyperloom.core.shipped import shipped_kernels
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload.adapters import ADAPTERS, overrides_source
 from hyperloom.tools.workload.bench import bench_workload
-from hyperloom.tools.workload.frozen import read_frozen
+from hyperloom.tools.workload.gate.frozen import read_frozen
 from hyperloom.tools.workload.models import CandidateResult, IntegrateRequest, IntegrateResult, IntegrateVerdict, WorkloadBenchRequest
 
 TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")

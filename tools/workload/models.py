@@ -17,7 +17,7 @@ Verdict = Literal["FASTER", "NOT_FASTER", "REJECTED", "IMPOSSIBLE", "NO_OP", "CR
 
 
 class DerivedTolerance(BaseModel):
-    """A tolerance derived at freeze from the model's own numerics (tools/workload/twin.py): a candidate's error against
+    """A tolerance derived at freeze from the model's own numerics (tools/workload/gate/twin.py): a candidate's error against
     the workload's float32 twin (float64 on a CPU and for a float32 model) may be at most `k` times the baseline's, each measure floored at
     `floor` (one machine epsilon of the output's dtype)."""
 

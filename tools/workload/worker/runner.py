@@ -40,7 +40,7 @@ from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_v
 from hyperloom.tools.workload.worker import calls, tamper, teacher, worker_build
 from hyperloom.tools.workload.worker.levers import kernel_route, model_changes
 from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
-from hyperloom.tools.workload.twin import teacher_request
+from hyperloom.tools.workload.gate.twin import teacher_request
 from hyperloom.tools.workload.worker.window import kept, spin, timed_window
 from hyperloom.tools.workload.worker.worker_state import GUARD, STATE
 
@@ -275,7 +275,7 @@ def score(payload: dict[str, Any]) -> dict[str, Any]:
 def twin(payload: dict[str, Any]) -> dict[str, Any]:
     """Make the built baseline its own twin, in place: the model's weights and the workload's tensors upcast to float32
     (float64 on a CPU), inputs cast on their way into the model; then one step and its outputs saved as `outputs`
-    saves them. The derived tolerance measures every output against these (tools/workload/twin.py). On a CPU a
+    saves them. The derived tolerance measures every output against these (tools/workload/gate/twin.py). On a CPU a
     float64 step that raises is taken again in float32 and said (`twin_note`): transformers' mixture-of-experts layers
     call torch's grouped_mm, which has no float64 (held-out Mixtral and Qwen2-MoE froze with no twin at all)."""
     torch = _torch()

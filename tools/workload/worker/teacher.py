@@ -1,4 +1,4 @@
-"""Worker side: the model's numerics beside the step, for the gate's twin rule (tools/workload/twin.py). Teacher
+"""Worker side: the model's numerics beside the step, for the gate's twin rule (tools/workload/gate/twin.py). Teacher
 forcing: the logits a workload's model gives a given token sequence in one forward (the reference's tokens scored by
 the candidate's model, so a parting at a near tie does not end the comparison; a candidate's own continuation scored
 by the reference's model). Upcasting: the workload's floating tensors as float32/float64, for its twin. Called by

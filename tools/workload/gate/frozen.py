@@ -26,7 +26,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.gate.freeze import freeze, load_reference_set
 from hyperloom.tools.gate.models import FreezeRequest, Tolerance
 from hyperloom.tools.gate.outputs import judge_arrays
-from hyperloom.tools.workload import generated, pinned, twin
+from hyperloom.tools.workload.gate import generated, pinned, twin
 from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
 from hyperloom.tools.workload.process import Target
 

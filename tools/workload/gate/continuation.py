@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hyperloom.tools.workload.generated import Generated, companions, lists_apart, parted_rows
+from hyperloom.tools.workload.gate.generated import Generated, companions, lists_apart, parted_rows
 from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
-from hyperloom.tools.workload.twin import teacher_request
+from hyperloom.tools.workload.gate.twin import teacher_request
 
 if TYPE_CHECKING:
     from hyperloom.tools.workload.process import WorkloadProcess

@@ -25,7 +25,7 @@ from typing import Any
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import StepWork
-from hyperloom.tools.workload.roof import known_ceilings, step_roof
+from hyperloom.tools.workload.checks.roof import known_ceilings, step_roof
 from hyperloom.tools.workload.timed import draw_seeds
 from hyperloom.tools.workload.work import describe, step_work
 

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from hyperloom.core.dtypes import float_info, numpy_dtype
-from hyperloom.tools.workload.generated import IDS
+from hyperloom.tools.workload.gate.generated import IDS
 from hyperloom.tools.workload.models import DerivedTolerance, OutputCheck
 
 DEFAULT_K = 1.5

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.workload import generated, twin
+from hyperloom.tools.workload.gate import generated, twin
 from hyperloom.tools.workload.models import DerivedTolerance, OutputTolerance, WorkloadFreezeRequest
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hyperloom.tools.workload import generated
+from hyperloom.tools.workload.gate import generated
 from hyperloom.tools.workload.models import OutputTolerance
-from hyperloom.tools.workload.twin import TEACHER, is_twin
+from hyperloom.tools.workload.gate.twin import TEACHER, is_twin
 
 NORM_SLACK = 1e-4
 """Two L2 norms of the same values, accumulated in float32 in another order (another memory layout), differ by about
