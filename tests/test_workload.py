@@ -120,7 +120,7 @@ class _Legs:
     """A stand-in for a worker in ab.paired: each time(steps) call moves the controller's clock by the next of its
     step times, and the worker tells the same."""
 
-    pid, info = None, {}
+    pid, info = None, {"has_inputs": False}
 
     def __init__(self, walls_s, clock):
         self.walls_s, self.calls, self.clock = list(walls_s), 0, clock

@@ -98,7 +98,7 @@ class _Worker:
     """What profiled_work calls on a worker: its info and one profiled step's engagement, the seed it was given kept."""
 
     def __init__(self, has_inputs: bool) -> None:
-        self.info, self.seeds = {"has_inputs": has_inputs}, []
+        self.info, self.seeds = {"has_inputs": has_inputs, "device": None}, []
 
     def engagement(self, trace=None, seed=None):  # noqa: ANN001
         self.seeds.append(seed)

@@ -286,12 +286,12 @@ class Campaign:
             solo = baseline_legs(base.process, self.settings.steps_per_leg, BASELINE_CI, BASELINE_MAX_LEGS, max_s=BASELINE_MAX_S)
             self.ledger.add_spent(time.perf_counter() - started, "solo legs")
             info = base.info
-            evidence = measured("optimize", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
+            evidence = measured("optimize", device=info["device"] or host_device(), target=info["vendor"], toolchain=info["toolchain"],
                                 inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
             self.ledger.set_json("baseline", {"stats": summarize(solo.legs_s).model_dump(), "device_step_s": solo.device_step_s,
                                               "inputs_step_s": solo.inputs_step_s, "wall_step_s": solo.wall_step_s, "figure": solo.figure,
-                                              "points": info.get("points", []),
-                                              "knob_defaults": info.get("knob_defaults", {}), "evidence": evidence.model_dump(mode="json")})
+                                              "points": info["points"],
+                                              "knob_defaults": info["knob_defaults"], "evidence": evidence.model_dump(mode="json")})
         recorded = self.ledger.get_json("baseline", {})
         step_s = recorded["stats"]["median_s"]
         self.settings = paced(self.settings, step_s, recorded.get("inputs_step_s"))  # on a resume too
@@ -301,7 +301,7 @@ class Campaign:
                                  f"{step_s * 1e3:.4g} ms{inputs} (a leg holds at least {LEG_FILL_S * 1e3:g} ms of the model's time, at most "
                                  f"{LEG_MAX_S:g} s of wall time)")
             self.ledger.set("paced_noted", "yes")
-        if not base.process.info.get("has_inputs") and not self.request.fixed_inputs and not self.ledger.get("fixed_inputs_noted"):
+        if not base.process.info["has_inputs"] and not self.request.fixed_inputs and not self.ledger.get("fixed_inputs_noted"):
             self.ledger.add_note("the workload has no inputs(seed): its inputs are fixed, so memoization is not excluded and no gain is kept; "
                                  "give the workload inputs(seed), or pass fixed_inputs true to keep gains measured on fixed inputs")
             self.ledger.set("fixed_inputs_noted", "yes")
@@ -335,7 +335,7 @@ class Campaign:
                                      f"{twin.DEFAULT_K:g} (the error against the float32 twin you accept, as a multiple of the model's own) to try "
                                      "it, or list it in levers")
                 continue
-            lacking = unmet(item, base.info.get("model_facts") or {}, base.evidence)  # listed levers too: one that cannot act would come back NO_OP
+            lacking = unmet(item, base.info["model_facts"], base.evidence)  # listed levers too: one that cannot act would come back NO_OP
             if lacking is None:
                 jobs.append(Job(key, "levers", [name], [], [name], "catalog"))
             elif lacking.deferred:

@@ -24,6 +24,7 @@ from hyperloom.tools.workload.levers import prepared
 from hyperloom.tools.workload.process import WorkloadProcess
 from hyperloom.tools.workload.checks.proof import reference_evidence
 from hyperloom.tools.workload.spare import Spare, Where
+from hyperloom.tools.workload.wire import Info
 
 BACKENDS = {"cuda": "cuda", "rocm": "hip"}
 Charge = Callable[[list[str], dict[str, str] | None, dict[str, float]], None]
@@ -48,7 +49,7 @@ class Reference:
     process: WorkloadProcess
     evidence: dict[str, Any]
     outputs: Path
-    info: dict[str, Any]
+    info: Info
     where: Where  # what it was started for: a kept worker given back serves only that
 
 

@@ -37,7 +37,7 @@ from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadPr
 from hyperloom.tools.workload.checks.proof import inputs_rewritten, profiled_work, short_of_work
 from hyperloom.tools.workload.checks.roof import impossible
 from hyperloom.tools.workload.spare import Spare, Where
-from hyperloom.tools.workload.worker.tamper import describe
+from hyperloom.tools.workload.wire import tampered_reason
 from hyperloom.tools.workload.checks.clock_checks import disagreement, inputs_moved, paired_pace, slowed, two_paced
 from hyperloom.tools.workload.gate.digest import bounds as digest_bounds, mismatch as digest_mismatch
 from hyperloom.tools.workload.timed import Leg, draw_seeds, gated_step, keeps_every_step, leg
@@ -150,7 +150,7 @@ def _figure(legs: list[Leg]) -> str:
 
 def fresh_inputs(process: Any) -> bool:
     """Whether the workload makes its inputs from a seed (inputs(seed)), as the reference's worker reported at build."""
-    return bool(getattr(process, "info", {}).get("has_inputs"))
+    return bool(process.info["has_inputs"])
 
 
 def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], seed: int | None) -> None:
@@ -212,8 +212,8 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
     try:
         base.deadline_at = settings.deadline_at
         with spare.candidate(where, levers, folder, settings.deadline_at) as process:
-            if process.info.get("tampered"):
-                said = describe(process.info["tampered"], "when its overrides module was imported")
+            if process.info["tampered"]:
+                said = tampered_reason(process.info["tampered"], "when its overrides module was imported")
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)
             warm = process.warmup(settings.warmup_steps)
             with clock.judging("outputs"):
@@ -443,7 +443,7 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
             run.candidate.append(timed)
             device += timed.device_s
             if timed.tampered:
-                run.rejected = describe(timed.tampered, f"after its timed leg {len(run.cand_legs)}")
+                run.rejected = tampered_reason(timed.tampered, f"after its timed leg {len(run.cand_legs)}")
         began = perf_counter()
         if run.rejected is None and where is not None:
             step = run.candidate[-1].saved_step or 0

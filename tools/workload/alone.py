@@ -11,16 +11,14 @@ import shutil
 import sys
 from typing import Any
 
-from hyperloom.core.factory import declared_knobs, knob_values
+from hyperloom.core.factory import declared_knobs, knob_values, load_factory
 
 
 def run_once(workload: str, knobs: dict[str, str] | None = None) -> Any:
     """Build `workload` (file.py:function or module:function), then inputs(0), step() and outputs() once; its outputs."""
-    from hyperloom.tools.workload.worker import worker_build  # the worker's loader: not imported by a controller that only names the command
-
     if os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # module:function imports from the workspace root, as in the worker
-    factory = worker_build.factory(workload)
+    factory = load_factory(workload)
     made = factory(**knob_values(declared_knobs(factory), dict(knobs or {})))
     inputs = getattr(made, "inputs", None)
     if callable(inputs):

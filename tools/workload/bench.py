@@ -106,7 +106,7 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     summary = (f"baseline {stats.median_s * 1e3:.3g} ms/step ({_figure_said(solo.figure)}{inputs}; ±{stats.median_ci95_rel:.1%}); " + (
         f"{len(faster)} of {len(results)} candidate(s) faster: " + ", ".join(f"{'+'.join(r.levers)} {r.speedup:.3g}x" for r in faster) if faster
         else f"no candidate of {len(results)} faster" if results else "no candidates") + ("" if fresh else "; inputs fixed: memoization not excluded"))
-    evidence = measured("workload_bench", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
+    evidence = measured("workload_bench", device=info["device"] or host_device(), target=info["vendor"], toolchain=info["toolchain"],
                         inputs_sha256=combine_digests([frozen.manifest_sha256, sha256_json(request.model_dump(mode="json"))]))
     result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=solo.device_step_s, same_work=same,
                                  baseline_inputs_step_s=solo.inputs_step_s, baseline_wall_step_s=solo.wall_step_s, figure=solo.figure,

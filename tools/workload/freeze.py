@@ -28,6 +28,7 @@ from hyperloom.tools.workload.gate.pinned import pin
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess, enter_together
 from hyperloom.tools.workload.step_costs import measured_costs
 from hyperloom.tools.workload.timed import draw_seeds
+from hyperloom.tools.workload.wire import Info, SavedOutput, TeacherRequest, TwinAnswer
 
 RUNS = 2
 DRIFT_SEEDS = WorkloadBenchRequest.model_fields["pairs"].default
@@ -103,10 +104,12 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     runs = folder / "runs" / "freeze"
     if runs.exists():
         shutil.rmtree(runs)
-    infos, saved, k = [], [], derived.rule_k(request)
+    infos: list[Info] = []
+    saved: list[dict[str, SavedOutput]] = []
+    k = derived.rule_k(request)
     costs: StepCosts | None = None
     seeds: list[int] = []
-    twin_run: dict[str, Any] | None = None
+    twin_run: TwinAnswer | None = None
     twin_failure = ""
     chosen: list[str] = []
     # the runs' workers built at once, each closed once its run is done (its twin, made in place, then has the memory)
@@ -125,8 +128,8 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                 costs = measured_costs(process, runs / "costs")
                 _refuse_reserved(list(saved[0]))
                 _refuse_misfit_groups(list(saved[0]), runs / "baseline0", process.info.get("not_greedy"))
-                chosen = derived.derived_outputs(list(saved[0]), k, request, process.info.get("tolerances") or {})
-                if process.info.get("has_inputs") and generated.companions(chosen):
+                chosen = derived.derived_outputs(list(saved[0]), k, request, process.info["tolerances"])
+                if process.info["has_inputs"] and generated.companions(chosen):
                     seeds = draw_seeds(DRIFT_SEEDS)
                     process.seeded_outputs(runs / "seeds" / "baseline", seeds, {tokens: ids for tokens, (ids, _) in generated.companions(chosen).items()})
             elif chosen:
@@ -152,7 +155,7 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
         raise HyperloomError("the workload's outputs changed names, shapes or dtypes between two runs of the same baseline: "
                              + "; ".join(f"{k}: {saved[0].get(k)} vs {second.get(k)}" for k in sorted(set(saved[0]) | set(second)) if saved[0].get(k) != second.get(k))[:400],
                              "make outputs() return the same tensors each run (fixed seeds and inputs)")
-    tolerances = _tolerances(request, info.get("tolerances") or {}, [n for n in saved[0] if n not in chosen])
+    tolerances = _tolerances(request, info["tolerances"], [n for n in saved[0] if n not in chosen])
     twins: dict[str, Path] = {}
     if chosen:
         if twin_run is None:
@@ -171,10 +174,10 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     outputs += [FrozenOutput(name=n, shape=saved[1][n]["shape"], dtype=saved[1][n]["dtype"], original_dtype=saved[1][n]["original_dtype"], tolerance=tolerances[n],
                              spread=0.0, sha256=sha256_file(runs / "baseline0" / f"{n}.npy")) for n in teachers if n in tolerances]
     knobs = {k: str(v) for k, v in target.knobs.items()}
-    pinned = pin(info.get("module_file") if target.kind == "function" else target.workload, workspace)
+    pinned = pin(info["module_file"] if target.kind == "function" else target.workload, workspace)
     write_frozen(folder, runs / "baseline0", target, {n: tolerances[n] for n in (*saved[0], *teachers) if n in tolerances}, info["knobs"], info["vendor"], workspace,
                  twins, pinned)
-    evidence = measured("workload_freeze", device=info.get("device") or host_device(), target=info["vendor"], toolchain=info.get("toolchain"),
+    evidence = measured("workload_freeze", device=info["device"] or host_device(), target=info["vendor"], toolchain=info["toolchain"],
                         inputs_sha256=combine_digests([sha256_json([target.workload, target.args, knobs])] + [o.sha256 for o in outputs] + list(pinned.values())))
     gated = bool(outputs)
     rule = (f"; {len([o for o in outputs if o.tolerance.derived])} judged by the twin rule (error against the {twin_run['dtype']} twin <= {k:g}x the baseline's)"
@@ -226,7 +229,7 @@ def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int], first
     return seeds
 
 
-def _teacher(first: dict[str, Any], run: Path) -> dict[str, Any]:
+def _teacher(first: dict[str, Any], run: Path) -> dict[str, TeacherRequest]:
     """What the second run and the twin score: the first run's tokens of each generated group (twin.teacher_request)."""
     groups = generated.companions(first)
     return {tokens: twin.teacher_request(*(np.load(run / f"{n}.npy", allow_pickle=False) for n in (tokens, ids))) for tokens, (ids, _) in groups.items()}

@@ -14,16 +14,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from hyperloom.core.warm import WarmWorker
 from hyperloom.core.worker import WorkerOutcome
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.runtime.visible import pinned_environ
 from hyperloom.tools.workload.levers import Lever, environment
-from hyperloom.tools.workload.worker.profiled_step import PROFILER_ENVIRON
+from hyperloom.tools.workload.wire import (PROFILER_ENVIRON, RUNNER, BuildAnswer, BuildRequest, EngagementAnswer, EngagementRequest, Info,
+                                          LeverPayload, OutputsAnswer, SavedOutput, SaveTimedAnswer, ScoreAnswer, ServeAnswer, TeacherRequest,
+                                          TimeStepsAnswer, TimeStepsRequest, TraceAnswer, TwinAnswer, WarmupAnswer)
 
-RUNNER = "hyperloom.tools.workload.worker.runner"
 MIN_CALL_S = 1.0  # the least a call gets past a deadline: a worker is not killed before it can answer
 CUT = "cut at the campaign's deadline"  # how a call the deadline cut names itself (a campaign does not record that trial)
 OUTPUT_TAIL_CHARS = 600
@@ -64,7 +65,7 @@ class WorkloadProcess:
         self.folder.mkdir(parents=True, exist_ok=True)
         env = pinned_environ({**os.environ, **environment(levers, str(folder)), **PROFILER_ENVIRON}, backend, device)
         self.worker = WarmWorker(env=env, cwd=workspace.root)
-        self.info: dict[str, Any] = {}
+        self.info: Info = cast(Info, {})  # the build's answer (wire.Info), once __enter__ built the workload
         self.deadline_at = deadline_at  # time.monotonic(): no call runs past it (a campaign's deadline; _call)
         self._round_trip_s: float | None = None
         self.inputs_seen: set[str] = set()  # what its inputs(seed) ran in its timed legs (calls.py), for this candidate
@@ -77,20 +78,23 @@ class WorkloadProcess:
             raise
         return self
 
-    def _build(self) -> dict[str, Any]:
-        return self._call("build_guarded", {
+    def _build(self) -> Info:
+        request: BuildRequest = {
             "workload": self.target.workload, "kind": self.target.kind, "args": list(self.target.args), "root": str(self.workspace.root),
             "knobs": dict(self.target.knobs), "folder": str(self.folder),
             "levers": _payload(self.levers), "keep": self.keep,
-        }, step="build")
+        }
+        built: BuildAnswer = self._call("build_guarded", request, step="build")
+        return cast(Info, built)
 
-    def serve(self, levers: list[Lever], folder: Path, deadline_at: float | None) -> dict[str, Any]:
+    def serve(self, levers: list[Lever], folder: Path, deadline_at: float | None) -> Info:
         """Give this worker's kept workload to another candidate (runner.serve): a fresh copy with `levers` applied;
         `folder` is the candidate's. Returns the build's info as the new candidate sees it."""
         self.levers, self.folder, self.deadline_at = levers, folder, deadline_at
         self.inputs_seen = set()
         self.folder.mkdir(parents=True, exist_ok=True)
-        self.info = {**self.info, **self._call("serve", {"levers": _payload(levers), "folder": str(folder)}, step="build (a served copy)")}
+        served: ServeAnswer = self._call("serve", {"levers": _payload(levers), "folder": str(folder)}, step="build (a served copy)")
+        self.info = cast(Info, {**self.info, **served})
         self.served += 1
         return self.info
 
@@ -109,20 +113,20 @@ class WorkloadProcess:
     def pid(self) -> int | None:
         return self.worker.pid
 
-    def warmup(self, steps: int) -> dict[str, Any]:
+    def warmup(self, steps: int) -> WarmupAnswer:
         return self._call("warmup", {"steps": steps})
 
-    def time(self, steps: int, seeds: list[int] | None = None, keep_all: bool = True) -> dict[str, Any]:
+    def time(self, steps: int, seeds: list[int] | None = None, keep_all: bool = True) -> TimeStepsAnswer:
         """`steps` timed windows (runner.time_steps); with `seeds`, one step per seed, each after inputs(seed); every step's
         outputs kept for save_timed where `keep_all` and they fit, else the last's."""
-        payload: dict[str, Any] = {"steps": steps if seeds is None else len(seeds), "keep_all": keep_all}
+        payload: TimeStepsRequest = {"steps": steps if seeds is None else len(seeds), "keep_all": keep_all}
         if seeds is not None:
             payload["seeds"] = list(seeds)
-        told = self._call("time_steps", payload)
-        self.inputs_seen.update(told.get("inputs_calls", []))
+        told: TimeStepsAnswer = self._call("time_steps", payload)
+        self.inputs_seen.update(told["inputs_calls"])
         return told
 
-    def save_timed(self, folder: Path, step: int | None = None) -> dict[str, Any]:
+    def save_timed(self, folder: Path, step: int | None = None) -> SaveTimedAnswer:
         """Step `step`'s outputs of the last leg (default its last) saved in `folder` (runner.save_timed), off the leg's
         clock; {outputs, tampered}."""
         return self._call("save_timed", {"folder": str(folder), "step": step})
@@ -139,44 +143,45 @@ class WorkloadProcess:
             self._round_trip_s = min(calls)
         return self._round_trip_s
 
-    def outputs(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
+    def outputs(self, folder: Path, teacher: dict[str, TeacherRequest] | None = None) -> dict[str, SavedOutput]:
         """Save the last step's outputs in `folder`; `teacher`: tokens name -> {ids, prompt} to score (runner.outputs).
         Why the step's generate was not greedy, when it was not, is kept in info["not_greedy"]."""
-        saved = self._call("outputs", {"folder": str(folder), "teacher": teacher or {}})
-        self.info = {**self.info, "not_greedy": saved.get("not_greedy")}
+        saved: OutputsAnswer = self._call("outputs", {"folder": str(folder), "teacher": teacher or {}})
+        self.info = cast(Info, {**self.info, "not_greedy": saved.get("not_greedy")})
         return saved["outputs"]
 
-    def score(self, folder: Path, teacher: dict[str, Any], inputs: str | None = None) -> dict[str, Any]:
+    def score(self, folder: Path, teacher: dict[str, TeacherRequest], inputs: str | None = None) -> ScoreAnswer:
         """This worker's model's logits for other tokens (runner.score): NAME.scored.npy in `folder`, the EOS and pad ids;
         `inputs` "built": the tokens came from the workload's inputs as built."""
         return self._call("score", {"folder": str(folder), "teacher": teacher, "inputs": inputs})
 
     def seeded_outputs(self, folder: Path, seeds: list[int], teacher_own: dict[str, str] | None = None,
-                       teacher: list[dict[str, Any]] | None = None) -> None:
+                       teacher: list[dict[str, TeacherRequest] | None] | None = None) -> None:
         """One step per seed after inputs(seed), each step's outputs saved in `folder`/seed{i} (runner.seeded_outputs);
         with teacher-forced logits: of its own tokens (`teacher_own`: tokens name -> top-k ids' name) or of the
         tokens `teacher` gives for each seed."""
         self._call("seeded_outputs", {"folder": str(folder), "seeds": list(seeds), "teacher_own": teacher_own or {}, "teacher": teacher})
 
-    def twin(self, folder: Path, teacher: dict[str, Any] | None = None) -> dict[str, Any]:
+    def twin(self, folder: Path, teacher: dict[str, TeacherRequest] | None = None) -> TwinAnswer:
         """Upcast this worker's workload in place and save its twin's outputs (runner.twin): the worker is the twin after."""
         return self._call("twin", {"folder": str(folder), "teacher": teacher or {}})
 
-    def engagement(self, trace: Path | None = None, seed: int | None = None) -> dict[str, Any]:
+    def engagement(self, trace: Path | None = None, seed: int | None = None) -> EngagementAnswer:
         """One step profiled as a timed step (runner.engagement): after inputs(`seed`) when given; with `trace`, the
         Chrome trace with shapes written there and the model's parameter bytes reported (proof of work)."""
-        payload: dict[str, Any] = {} if trace is None else {"trace": str(trace)}
+        payload: EngagementRequest = {} if trace is None else {"trace": str(trace)}
         if seed is not None:
             payload["seed"] = seed
         return self._call("engagement", payload)
 
-    def trace(self, trace: Path, key_averages: Path, steps: int) -> dict[str, Any]:
+    def trace(self, trace: Path, key_averages: Path, steps: int) -> TraceAnswer:
         """`steps` steps under torch.profiler, the Chrome trace and key_averages' device rows written (runner.trace)."""
         return self._call("trace", {"trace": str(trace), "key_averages": str(key_averages), "steps": steps})
 
-    def _call(self, entry: str, payload: dict[str, Any], step: str | None = None) -> Any:
+    def _call(self, entry: str, payload: Any, step: str | None = None) -> Any:
         """One call of the worker, under timeout_s and, when set, what is left to `deadline_at` (time.monotonic; a
-        campaign's wall-clock deadline cuts a running trial: the worker is killed, the call is a TIMEOUT saying so)."""
+        campaign's wall-clock deadline cuts a running trial: the worker is killed, the call is a TIMEOUT saying so). `entry`
+        is one of wire.ENTRIES, `payload` its request; the answer is its answer type."""
         timeout_s, cut = self.timeout_s, False
         if self.deadline_at is not None and self.deadline_at - time.monotonic() < timeout_s:
             timeout_s, cut = max(MIN_CALL_S, self.deadline_at - time.monotonic()), True
@@ -214,5 +219,5 @@ def enter_together(processes: Sequence[WorkloadProcess], optional: Sequence[Work
     return [process for process, failure in zip(optional, failures[len(processes):], strict=True) if failure is None]
 
 
-def _payload(levers: list[Lever]) -> list[dict[str, str]]:
+def _payload(levers: list[Lever]) -> list[LeverPayload]:
     return [{"name": lever.name, "kind": lever.kind, "value": lever.value} for lever in levers]

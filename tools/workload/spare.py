@@ -88,7 +88,7 @@ class Spare:
             return
         kept = WorkloadProcess(where.target, [], folder, where.workspace, where.timeout_s, device=where.device, backend=where.backend, keep=True)
         for process in enter_together([reference], [kept]):
-            if process.info.get("reusable"):
+            if process.info["reusable"]:
                 self._keep(process, where)
             else:
                 process.close()
@@ -132,7 +132,7 @@ class Spare:
 
     def _after(self, process: WorkloadProcess, where: Where, keep: bool) -> None:
         """The trial's worker kept for the next candidate (its copy released) when `keep` and it can be; else closed."""
-        if keep and process.info.get("reusable") and self._released(process):
+        if keep and process.info["reusable"] and self._released(process):
             self._keep(process, where)
         else:
             process.close()

@@ -20,8 +20,8 @@ SHARE = 0.1
 def measured_costs(process: Any, folder: Path) -> StepCosts:
     """`process`'s step, outputs() and inputs(seed) over one leg of STEPS timed windows (the medians: one step that
     loads a kernel does not speak for the rest), and the host copy of one step's outputs on this process's clock."""
-    seeded = bool(process.info.get("has_inputs"))
-    gated = bool(process.info.get("has_outputs"))
+    seeded = bool(process.info["has_inputs"])
+    gated = bool(process.info["has_outputs"])
     timed = leg(process, STEPS, draw_seeds(STEPS) if seeded else None, None)
     host_copy_s = None
     if gated:
@@ -33,7 +33,7 @@ def measured_costs(process: Any, folder: Path) -> StepCosts:
     costs = StepCosts(figure="device" if timed.figure == "device" else "wall", step_s=statistics.median(alone),
                       outputs_s=max(statistics.median(w - s for w, s in zip(windows, alone, strict=True)), 0.0),
                       inputs_s=statistics.median(timed.inputs_s) if seeded and timed.inputs_s else None, host_copy_s=host_copy_s)
-    return costs.model_copy(update={"notes": notes(costs, process.info.get("vendor") != "cpu")})
+    return costs.model_copy(update={"notes": notes(costs, process.info["vendor"] != "cpu")})
 
 
 def notes(costs: StepCosts, gpu: bool) -> list[str]:

@@ -7,12 +7,14 @@ in their worker processes."""
 from __future__ import annotations
 
 import enum
+import importlib
 import importlib.util
 import inspect
 import sys
 import types
 import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from hyperloom.core.closest import did_you_mean
@@ -56,6 +58,24 @@ def load_file(path: str, name: str) -> Any:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def load_factory(workload: str) -> Callable[..., Any]:
+    """The factory `workload` names (file.py:function or module:function), its module imported (a file that is imported
+    already, as an overrides module may have, is that module, its patches kept)."""
+    where, _, name = workload.rpartition(":")
+    loaded = sys.modules.get(Path(where).stem) if where.endswith(".py") else None
+    if loaded is not None and getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == Path(where).resolve():
+        module = loaded  # imported already (an overrides module patched it): the same module, its patches kept
+    else:
+        module = load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
+    factory = getattr(module, name, None)
+    if factory is None:  # an AttributeError: the controller's refusal says the workload cannot be loaded
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__)
+        raise AttributeError(f"{where} defines no {name}" + did_you_mean(name, found) + (f"; its callables: {', '.join(found)}" if found else ""))
+    if not callable(factory):
+        raise WorkloadContractError(f"{workload} is not a function")
+    return factory
 
 
 def knob_values(knobs: dict[str, list[str] | None], given: dict[str, str]) -> dict[str, Any]:

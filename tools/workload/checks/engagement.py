@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from hyperloom.tools.profile.classify import kernel_class, op_class
-from hyperloom.tools.workload.worker.levers.fused_projections import GROUPS
 from hyperloom.tools.workload.levers import Lever
 from hyperloom.tools.workload.models import Engagement
+from hyperloom.tools.workload.wire import PROJECTION_GROUPS as GROUPS
 
 SDPA_OPS = {  # the aten ops each scaled-dot-product attention backend runs (CPU ops, so a CPU-only run sees them too)
     "FLASH_ATTENTION": ("_scaled_dot_product_flash_attention", "_flash_attention_forward"),

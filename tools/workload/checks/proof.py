@@ -42,7 +42,7 @@ def profiled_work(process: Any, folder: Path, proof: bool = True, seed: int | No
     on the H200 the profile was 2.9 s of a 7.5 s trial of an eager-generate candidate)."""
     folder.mkdir(parents=True, exist_ok=True)
     trace = folder / TRACE
-    seed = (seed if seed is not None else draw_seeds(1)[0]) if process.info.get("has_inputs") else None
+    seed = (seed if seed is not None else draw_seeds(1)[0]) if process.info["has_inputs"] else None
     evidence = {**process.engagement(trace=trace if proof else None, seed=seed), "profiled_seed": seed}
     if not proof:
         return evidence, None
@@ -63,7 +63,7 @@ def reference_evidence(process: Any, folder: Path, workspace: Workspace) -> dict
     compared on the same inputs (on fresh ones a fused model's GEMMs were counted 174 against a reference's 696: NO_OP).
     The candidate never saw it before: the reference's profile runs in the reference's worker."""
     evidence, work = profiled_work(process, folder)
-    device = process.info.get("device") or _host()
+    device = process.info["device"] or _host()
     ceilings, source = known_ceilings(workspace, device)
     return {**evidence, "work": work, "roof": step_roof(work, ceilings, source, device)}
 

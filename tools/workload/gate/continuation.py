@@ -21,7 +21,7 @@ import numpy as np
 
 from hyperloom.tools.workload.gate.generated import Generated, companions, lists_apart, parted_rows
 from hyperloom.tools.workload.models import OutputCheck, OutputTolerance
-from hyperloom.tools.workload.gate.twin import teacher_request
+from hyperloom.tools.workload.wire import teacher_request
 
 if TYPE_CHECKING:
     from hyperloom.tools.workload.process import WorkloadProcess

@@ -35,6 +35,7 @@ import numpy as np
 from hyperloom.core.dtypes import float_info, numpy_dtype
 from hyperloom.tools.workload.gate.generated import IDS
 from hyperloom.tools.workload.models import DerivedTolerance, OutputCheck
+from hyperloom.tools.workload.wire import TeacherRequest, teacher_request
 
 DEFAULT_K = 1.5
 TWIN = ".twin"  # a twin's output in a references dict: NAME.twin beside NAME
@@ -155,12 +156,8 @@ def is_twin(name: str) -> bool:
     return name.endswith(TWIN)
 
 
-def teacher_of(references: dict[str, np.ndarray]) -> dict[str, dict[str, object]]:
+def teacher_of(references: dict[str, np.ndarray]) -> dict[str, TeacherRequest]:
     """What a worker must score (teacher forcing) for the references given: tokens name -> {ids: the reference's tokens,
     prompt: their prompt's length} for each NAME.teacher whose tokens and top-k lists are among them."""
     wanted = [n[: -len(TEACHER)] for n in references if n.endswith(TEACHER) and not is_twin(n)]
     return {name: teacher_request(references[name], references[name + IDS]) for name in wanted if name in references and name + IDS in references}
-
-
-def teacher_request(tokens: np.ndarray, top_ids: np.ndarray) -> dict[str, object]:
-    return {"ids": tokens.astype(np.int64).tolist(), "prompt": int(tokens.shape[1] - top_ids.shape[1])}

@@ -12,15 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-# Every workload worker starts with this in its environment (process.py). Without kineto's CUPTI teardown a process
-# that was profiled once stays slower for the rest of its life: on the H200, torchvision's ResNet-50 (fp16, batch 64,
-# eager) went from 7.05 to 8.8-9.5 ms of device time a step after one two-step torch.profiler session, and stayed
-# there; with TEARDOWN_CUPTI=1 it stayed at 7.02 ms (MEASURED, lab/interleaved-processes/interleave_probe.py with PROFILE_FIRST=1,
-# results/h200/user-workloads/stall/interleave_probe.md). A worker is profiled (engagement, proof of work) before its timed
-# legs, so without it both sides of every pair ran slowed by their own profile, unevenly (kernel-heavy eager steps more
-# than a replayed graph). torch sets it back to 0 itself where CUPTI cannot be re-initialised beside CUDA graphs
-# (CUDA < 12.6); that case is not measured. ROCm's tracer: not measured.
-PROFILER_ENVIRON = {"TEARDOWN_CUPTI": "1"}
 
 
 def profiled(run: Callable[[], Any], gpu: bool, trace: str | None, parameter_bytes: int | None = None) -> dict[str, Any]:

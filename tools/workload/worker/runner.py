@@ -36,18 +36,19 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.collector import paused_gc
-from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_file
+from hyperloom.core.factory import WorkloadContractError, declared_knobs, knob_values, load_factory, load_file
 from hyperloom.tools.workload.worker import calls, tamper, teacher, worker_build
 from hyperloom.tools.workload.worker.levers import kernel_route, model_changes
 from hyperloom.tools.workload.levers import UNREVIEWED_KINDS, unserved
-from hyperloom.tools.workload.gate.twin import teacher_request
+from hyperloom.tools.workload import wire
+from hyperloom.tools.workload.wire import teacher_request
 from hyperloom.tools.workload.worker.window import kept, spin, timed_window
 from hyperloom.tools.workload.worker.worker_state import GUARD, STATE
 
 OUTPUT_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,79}$")  # an output is saved as NAME.npy
 
 
-def build(payload: dict[str, Any]) -> dict[str, Any]:
+def build(payload: wire.BuildRequest) -> wire.Built:
     """Import the workload, apply the levers that act before it is built, build it, apply the rest, wrap its step.
     With `keep`, the workload as built is kept and the levers act on a copy of it, so `serve` can give the next
     candidate a fresh copy without building again (`reusable` says whether the copy could be made)."""
@@ -67,7 +68,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
     if payload["kind"] == "script":
         STATE.step, STATE.module_file = worker_build.script_step(payload["workload"], list(payload.get("args", []))), payload["workload"]
     else:
-        factory = worker_build.factory(payload["workload"])
+        factory = load_factory(payload["workload"])
         knobs = declared_knobs(factory)
         defaults = {name: str(p.default) for name, p in inspect.signature(factory).parameters.items() if name in knobs}
         STATE.module_file = inspect.getsourcefile(factory)
@@ -83,7 +84,7 @@ def build(payload: dict[str, Any]) -> dict[str, Any]:
             "model_facts": model_changes.facts(torch, STATE.obj), "reusable": STATE.kept is not None, "not_reusable": STATE.not_kept}
 
 
-def serve(payload: dict[str, Any]) -> dict[str, Any]:
+def serve(payload: wire.ServeRequest) -> wire.ServeAnswer:
     """Serve another candidate in this worker: drop the last one (its copy of the workload, its captured graph, dynamo's
     compiled code and counters, the settings it turned on), then apply `levers` to a fresh copy of the workload as
     built, its settings first. Only levers that act on the built workload or on a setting put back after
@@ -107,7 +108,7 @@ def serve(payload: dict[str, Any]) -> dict[str, Any]:
     return {"model_facts": model_changes.facts(torch, STATE.obj), "has_inputs": GUARD.inputs is not None, "tampered": _tampered(), "pid": os.getpid()}
 
 
-def release(payload: dict[str, Any]) -> dict[str, Any]:
+def release(payload: wire.Empty) -> wire.Empty:
     """Drop the last candidate (its copy of the workload, its captured graph, dynamo's compiled code, CUDA graphs and
     counters) and give its device memory back, so that a kept worker waiting for its next candidate holds only the
     workload as built. Idempotent: with nothing held since the last release (the kept worker releases when a trial
@@ -131,7 +132,7 @@ def release(payload: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def warmup(payload: dict[str, Any]) -> dict[str, Any]:
+def warmup(payload: wire.WarmupRequest) -> wire.WarmupAnswer:
     """Run the warm-up steps as timed steps run (window.py): a compile happens here, and whatever the window's own code
     loads on first use (the digests' kernels) loads here, not in the first timed window. Then capture the graph if a
     lever asks for one."""
@@ -145,7 +146,7 @@ def warmup(payload: dict[str, Any]) -> dict[str, Any]:
     return {"wall_s": walls, "graph_captured": captured}
 
 
-def build_guarded(payload: dict[str, Any]) -> dict[str, Any]:
+def build_guarded(payload: wire.BuildRequest) -> wire.BuildAnswer:
     """`build`, between two looks at the timing path (tamper.py): its functions before the overrides module is imported,
     then the workload's step/outputs/inputs as bound once built. `tampered` names what the build replaced."""
     torch = _torch()  # imported first, so that torch's timing functions are in the snapshot taken before the candidate's code
@@ -163,12 +164,12 @@ def build_guarded(payload: dict[str, Any]) -> dict[str, Any]:
     return {**info, "has_inputs": GUARD.inputs is not None, "tampered": _tampered()}
 
 
-def ping(payload: dict[str, Any]) -> dict[str, Any]:
+def ping(payload: wire.Empty) -> wire.Empty:
     """Nothing: the controller times this call to know the round trip it takes off each timed leg."""
     return {}
 
 
-def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
+def time_steps(payload: wire.TimeStepsRequest) -> wire.TimeStepsAnswer:
     """Time one step per seed of `seeds` (drawn by the controller), or `steps` steps on fixed inputs, each in its own
     window (window.py: step(), outputs() and their digests, the device synchronized before and after). inputs(seed)
     runs before its step's window and the device is synchronized after it, then on a GPU a short spin (window.spin,
@@ -209,7 +210,7 @@ def time_steps(payload: dict[str, Any]) -> dict[str, Any]:
     return {**told, "inputs_calls": sorted(ran), "tampered": _tampered(), "elapsed_s": time.perf_counter() - began}
 
 
-def save_timed(payload: dict[str, Any]) -> dict[str, Any]:
+def save_timed(payload: wire.SaveTimedRequest) -> wire.SaveTimedAnswer:
     """Copy one timed step's outputs (`step`, of those the last leg kept; default its last) to the host and save them as
     one .npy each in `folder`: after the controller's clock stopped, since copying and writing them is Hyperloom's work,
     not the step's. No workload code runs here; np.save and what it calls are on the tamper snapshot's timing path,
@@ -225,7 +226,7 @@ def save_timed(payload: dict[str, Any]) -> dict[str, Any]:
     return {"outputs": _save(Path(payload["folder"]), arrays), "tampered": _tampered()}
 
 
-def outputs(payload: dict[str, Any]) -> dict[str, Any]:
+def outputs(payload: wire.OutputsRequest) -> wire.OutputsAnswer:
     """Save what outputs() returns (from the last step) as one .npy per output in `folder`; with `teacher` (tokens
     name -> {ids, prompt}), also the logits the model gives those tokens (NAME.teacher, teacher forcing); `not_greedy`:
     why the model's last generate did not decode greedily, when it did not."""
@@ -239,7 +240,7 @@ def outputs(payload: dict[str, Any]) -> dict[str, Any]:
     return {"outputs": _save(Path(payload["folder"]), arrays), **decoded}
 
 
-def seeded_outputs(payload: dict[str, Any]) -> dict[str, Any]:
+def seeded_outputs(payload: wire.SeededOutputsRequest) -> wire.SeededOutputsAnswer:
     """One step after inputs(seed) for each of `seeds`, its outputs saved in `folder`/seed{i} (as `outputs` saves them):
     the freeze's measure of the baseline's own drift on inputs beside the frozen ones, on the baseline and on its twin;
     with `teacher_own` the baseline's tokens scored by itself, with `teacher` (one request a seed) the baseline's
@@ -259,7 +260,7 @@ def seeded_outputs(payload: dict[str, Any]) -> dict[str, Any]:
     return {"seeds": len(payload["seeds"])}
 
 
-def score(payload: dict[str, Any]) -> dict[str, Any]:
+def score(payload: wire.ScoreRequest) -> wire.ScoreAnswer:
     """The logits this worker's model gives other tokens (`teacher`: name -> {ids, prompt}), saved as NAME.scored.npy
     in `folder`, with the model's EOS and pad ids: the reference's judgement of a candidate's own continuation.
     `inputs` "built": the tokens came from the workload's inputs as built (a candidate's first outputs), scored beside
@@ -272,7 +273,7 @@ def score(payload: dict[str, Any]) -> dict[str, Any]:
             "pad": getattr(config, "pad_token_id", None)}
 
 
-def twin(payload: dict[str, Any]) -> dict[str, Any]:
+def twin(payload: wire.OutputsRequest) -> wire.TwinAnswer:
     """Make the built baseline its own twin, in place: the model's weights and the workload's tensors upcast to float32
     (float64 on a CPU), inputs cast on their way into the model; then one step and its outputs saved as `outputs`
     saves them. The derived tolerance measures every output against these (tools/workload/gate/twin.py). On a CPU a
@@ -329,7 +330,7 @@ def exact_float32(torch: Any) -> None:
     torch.backends.cudnn.allow_tf32 = False
 
 
-def trace(payload: dict[str, Any]) -> dict[str, Any]:
+def trace(payload: wire.TraceRequest) -> wire.TraceAnswer:
     """Profile `steps` steps (after one under the profiler's warm-up) of the workload as built, its levers in place and
     warmed up (compiled, graph captured, the decode loop installed): the stack's own kernels, recorded as profile's
     capture records an eager run (tools/profile/capture.py), so a profile of the optimized stack ranks what runs; with
@@ -347,7 +348,7 @@ def trace(payload: dict[str, Any]) -> dict[str, Any]:
             **({"kv_read_bytes_per_replay": kv_bytes} if kv_bytes is not None else {})}
 
 
-def engagement(payload: dict[str, Any]) -> dict[str, Any]:
+def engagement(payload: wire.EngagementRequest) -> wire.EngagementAnswer:
     """What actually ran in one step profiled as a timed step runs (inputs(`seed`) when given, step, outputs on the
     host: what the controller's clock times; profiled_step.py): op and kernel names with their counts; with `trace`,
     the Chrome trace with shapes and the model's parameter bytes (proof of work); dynamo's compiled graphs (all, and

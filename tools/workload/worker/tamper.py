@@ -51,12 +51,6 @@ def changed(before: Snapshot, now: Snapshot) -> list[str]:
     return [name for name, value in before.items() if not _same(value, now.get(name, _GONE))]
 
 
-def describe(names: list[str], when: str) -> str:
-    """The refusal's reason: what changed, and when it was seen (e.g. "when its overrides module was imported")."""
-    return (f"the candidate replaced what the worker's timing path calls, seen {when}: {', '.join(names[:6])}"
-            + (f" and {len(names) - 6} more" if len(names) > 6 else ""))
-
-
 _GONE = object()
 
 

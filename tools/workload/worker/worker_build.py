@@ -7,15 +7,12 @@ timed path: the runner's timing functions are the ones the tamper check watches.
 from __future__ import annotations
 
 import copy
-import importlib
 import runpy
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-from hyperloom.core.closest import did_you_mean
-from hyperloom.core.factory import WorkloadContractError, load_file
+from hyperloom.core.factory import WorkloadContractError
 from hyperloom.tools.workload.worker import teacher
 from hyperloom.tools.workload.worker.levers import kernel_route, model_changes
 from hyperloom.tools.workload.worker.worker_state import STATE
@@ -112,22 +109,6 @@ def toolchain(torch: Any) -> dict[str, str]:
 
 
 
-
-
-def factory(workload: str) -> Callable[..., Any]:
-    where, _, name = workload.rpartition(":")
-    loaded = sys.modules.get(Path(where).stem) if where.endswith(".py") else None
-    if loaded is not None and getattr(loaded, "__file__", None) and Path(loaded.__file__).resolve() == Path(where).resolve():
-        module = loaded  # imported already (an overrides module patched it): the same module, its patches kept
-    else:
-        module = load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
-    factory = getattr(module, name, None)
-    if factory is None:  # an AttributeError: the controller's refusal says the workload cannot be loaded
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__)
-        raise AttributeError(f"{where} defines no {name}" + did_you_mean(name, found) + (f"; its callables: {', '.join(found)}" if found else ""))
-    if not callable(factory):
-        raise WorkloadContractError(f"{workload} is not a function")
-    return factory
 
 
 def script_step(path: str, args: list[str]) -> Callable[[], None]:

@@ -24,14 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperloom.core.factory import WorkloadContractError
+from hyperloom.tools.workload.wire import PROJECTION_GROUPS as GROUPS
 
-# Sibling projections that read the same input, by the names model families give them: attention (Llama, Mistral,
-# Qwen, Gemma, OPT, BART, Whisper, CLIP: q/k/v_proj; BERT, RoBERTa, ViT: query/key/value; DistilBERT: q/k/v_lin;
-# DeBERTa-v2: query/key/value_proj; T5: q/k/v) and the gated MLP's two input projections (Llama-family gate_proj and
-# up_proj; T5 v1.1 and its successors: wi_0 and wi_1). Families that keep them in one layer already (GPT-2's c_attn,
-# Falcon's and GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj) have nothing to fuse.
-GROUPS: tuple[tuple[str, ...], ...] = (("q_proj", "k_proj", "v_proj"), ("query", "key", "value"), ("q_lin", "k_lin", "v_lin"),
-                                       ("query_proj", "key_proj", "value_proj"), ("q", "k", "v"), ("gate_proj", "up_proj"), ("wi_0", "wi_1"))
 GROUPS_ATTR = "_hyperloom_fused_groups"
 
 
