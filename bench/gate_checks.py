@@ -30,6 +30,7 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.bench import api as bench_api
 from hyperloom.tools.bench.api import run_bench
 from hyperloom.tools.bench.models import BenchRequest
+from hyperloom.tools.pipeline.judging import NOTHING, Against
 from hyperloom.tools.tune import loop as tune_loop
 from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest
@@ -57,9 +58,8 @@ class _NoJudging:
 def unchecked_bench() -> Iterator[None]:
     real_evaluate = bench_api.evaluate
 
-    def evaluate(*args, **kwargs):  # type: ignore[no-untyped-def]
-        kwargs.update(secret=None, reference_audit=None)
-        return real_evaluate(*args, **kwargs)
+    def evaluate(launchable, code_object, sets, workspace, plan, against=NOTHING):  # type: ignore[no-untyped-def]
+        return real_evaluate(launchable, code_object, sets, workspace, plan, Against(roof=against.roof))  # no secret sets, no reference audit
 
     class NothingDrawn:
         def __init__(self, *args: object, **kwargs: object) -> None:

@@ -109,7 +109,7 @@ RECORDED_GPU = "NVIDIA H200"  # the device name the H200's worker reported in is
 @pytest.fixture
 def on_a_recorded_gpu(monkeypatch):
     """bench's evaluation with every worker's report naming RECORDED_GPU, as a GPU worker's does: the host's name differs."""
-    import functools
+    import dataclasses
 
     import hyperloom.tools.bench.api as bench_api
     from hyperloom.tools.pipeline.evaluate import evaluate
@@ -118,7 +118,10 @@ def on_a_recorded_gpu(monkeypatch):
     def relabelled(request, **kwargs):
         return run_trial(request, **kwargs).model_copy(update={"device": RECORDED_GPU})
 
-    monkeypatch.setattr(bench_api, "evaluate", functools.partial(evaluate, runner=relabelled))
+    def evaluated(launchable, code_object, sets, workspace, plan, *against):
+        return evaluate(launchable, code_object, sets, workspace, dataclasses.replace(plan, runner=relabelled), *against)
+
+    monkeypatch.setattr(bench_api, "evaluate", evaluated)
     assert host_device() != RECORDED_GPU
 
 

@@ -202,14 +202,14 @@ def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
     """On the H200 a command's limit cut a campaign in its sweep: the search must leave the sweep its time. Here the
     sweep's expected time is made larger than any budget once a stack exists: the search ends (a soft stop) right
     after the first keep, and the sweep still runs at every declared point."""
-    from hyperloom.tools.optimize import campaign
-    from hyperloom.tools.optimize.campaign import sweep_reserve
+    from hyperloom.tools.optimize import stops
+    from hyperloom.tools.optimize.stops import sweep_reserve
 
     assert sweep_reserve(0.0, 1.0, 1.0) is None and sweep_reserve(30.0, 100.0, 1000.0) is None
     assert "before the wall-clock deadline" in sweep_reserve(30.0, 20.0, 1000.0)
     assert "device-s of the budget left" in sweep_reserve(30.0, None, 29.0)
     _freeze(mlp, points="true")
-    monkeypatch.setattr(campaign.Campaign, "sweep_reserve_s", lambda self: 1e9 if self.stack() else 0.0)
+    monkeypatch.setattr(stops.StopRules, "sweep_reserve_s", lambda self: 1e9 if self.ledger.stack() else 0.0)
     report = _campaign(mlp, levers=["knob:work=half", "knob:pause=no"])
     assert "which what follows it (keeping the best winner, a rival's revalidation, the sweep) needs" in report.status.stop_reason, report.status.stop_reason
     assert not [r for r in report.records if r.phase == "combine" and r.device_s > 0]  # the second winner was not stacked
@@ -219,10 +219,10 @@ def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
 def test_a_sweep_point_is_not_started_without_time_for_a_trial_before_the_deadline(mlp, monkeypatch):
     """On the H100 a sweep point started 20 s before the deadline built its references for 51 device-s and was cut,
     unrecorded: a point starts only where a trial at the mean so far fits, else it is noted for the next start."""
-    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize import stops
 
     _freeze(mlp, points="true")
-    monkeypatch.setattr(campaign.Campaign, "room_for_a_trial", lambda self: self.ledger.get("phase") != "sweep")
+    monkeypatch.setattr(stops.StopRules, "room_for_a_trial", lambda self: self.ledger.get("phase") != "sweep")
     report = _campaign(mlp, levers=["knob:work=half"])
     assert report.status.stack == ["knob:work=half"] and not [r for r in report.records if r.phase == "sweep"]
     assert any("sweep of knob:work=half at rows=128 not started: no time left" in n for n in report.notes), report.notes
@@ -659,7 +659,7 @@ def test_a_disturbed_a_a_is_measured_again_and_the_steady_one_sets_the_noise_ban
     """On a loaded CPU an A/A's reference legs ran at two paces (3-5x slow after a worker was served) and set a noise
     band of 33-115 %: no honest lever could be kept under it. A disturbed A/A is measured once more; the steady one sets
     the band, and both are recorded."""
-    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize import campaign, measurement
     from hyperloom.tools.optimize.models import Record
     from hyperloom.tools.workload.models import CandidateResult
 
@@ -676,7 +676,7 @@ def test_a_disturbed_a_a_is_measured_again_and_the_steady_one_sets_the_noise_ban
         return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
                                          decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0, finished_at="now"))
 
-    monkeypatch.setattr(campaign.Campaign, "measure", measure)
+    monkeypatch.setattr(measurement.Measurement, "measure", measure)
     _freeze(mlp)
     report = _campaign(mlp)
     assert bands[0] == 1.01, bands  # the steady second A/A set the band, not the first's 1.8x
@@ -689,21 +689,22 @@ def test_a_disturbed_a_a_is_measured_again_and_the_steady_one_sets_the_noise_ban
 def test_a_search_trial_beside_a_wrecked_reference_is_measured_again(mlp, monkeypatch):
     """On a loaded CPU a trial's reference ran 99x its solo pace and its candidate (the same work as a WINNER) was
     DROPPED as NOT_FASTER: a search trial whose reference ran beyond WRECKED_PACE its solo pace is measured once more."""
-    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize import measurement
     from hyperloom.tools.workload.models import CandidateResult
 
-    real, calls = campaign.trial, []
+    real, calls = measurement.trial, []
 
-    def trial(names, *args, **kwargs):
+    def trial(candidate, against, plan):
+        names = candidate.names
         if names != ["knob:work=half"]:
-            return real(names, *args, **kwargs)
-        solo = kwargs["solo_s"]
+            return real(candidate, against, plan)
+        solo = against.solo_s
         calls.append(solo)
         wrecked = len(calls) == 1
         return CandidateResult(levers=names, verdict="NOT_FASTER" if wrecked else "FASTER", reason="stood in", speedup=1.0 if wrecked else 1.5,
                                baseline_legs_s=[solo * (5 if wrecked else 1)] * 6, candidate_legs_s=[solo / 1.5] * 6, inputs_fresh=True)
 
-    monkeypatch.setattr(campaign, "trial", trial)
+    monkeypatch.setattr(measurement, "trial", trial)
     _freeze(mlp)
     report = _campaign(mlp, levers=["knob:work=half"])
     [record] = [r for r in report.records if r.phase == "levers" and r.result.levers == ["knob:work=half"]]
@@ -716,7 +717,7 @@ def test_a_trial_against_a_stack_is_judged_by_the_stack_s_own_pace_in_its_a_a(wo
     """A kernel tried on a kept stack had no pace to be held to: a stack reference slowed beside it went unnamed and
     unmeasured again. Its pace is now the stack's A/A (the lower median where it was measured twice); the A/A itself and
     a trial at another point have none; a trial against the baseline keeps the baseline's solo median."""
-    from hyperloom.tools.optimize.campaign import Campaign, Job
+    from hyperloom.tools.optimize.measurement import Job, Measurement
     from hyperloom.tools.optimize.models import Record
     from hyperloom.tools.workload.models import CandidateResult
 
@@ -727,10 +728,10 @@ def test_a_trial_against_a_stack_is_judged_by_the_stack_s_own_pace_in_its_a_a(wo
         def find(self, key):
             return self.rows.get(key)
 
-        def get_json(self, key, default):
-            return {"stats": {"median_s": 0.9}} if key == "baseline" else default
+        def solo_s(self):
+            return 0.9  # the baseline's solo median
 
-    campaign = Campaign.__new__(Campaign)
+    campaign = Measurement.__new__(Measurement)
     campaign.workspace, campaign.ledger = workspace, Ledger()
     stack = ["static_cache", "decode_loop"]
     kernel = Job("k", "kernels", [*stack, "overrides:k.py"], stack, ["overrides:k.py"], "agent")
@@ -753,7 +754,7 @@ def _stand_in_trials(monkeypatch, speed, revalidated=None, engaged=(), revalidat
     """Every trial stood in for: FASTER at `speed`'s gain for its levers (`revalidated` for a revalidation, when
     given: one gain, or a gain per levers), NOT_FASTER otherwise (the baseline's worker and profile stay real); the
     levers in `engaged` say they engaged."""
-    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize import measurement
     from hyperloom.tools.optimize.models import Record
     from hyperloom.tools.workload.models import CandidateResult, Engagement
 
@@ -766,26 +767,27 @@ def _stand_in_trials(monkeypatch, speed, revalidated=None, engaged=(), revalidat
         return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
                                          decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0, finished_at="now"))
 
-    monkeypatch.setattr(campaign.Campaign, "measure", measure)
+    monkeypatch.setattr(measurement.Measurement, "measure", measure)
 
 
 def test_a_trial_the_deadline_cut_is_not_recorded_so_a_resume_runs_it_and_the_stack_is_not_reverted(mlp, monkeypatch):
     """On the H200 a revalidation cut at the deadline was recorded as a REGRESSION and reverted a 3.87x stack. A cut
     trial says nothing of its candidate: it is noted, unrecorded, and the campaign stops (the deadline)."""
-    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize import measurement
     from hyperloom.tools.workload.models import CandidateResult
 
-    real = campaign.trial
+    real = measurement.trial
 
-    def cut_revalidation(names, *args, **kwargs):
-        if kwargs.get("new") and len(names) == 1 and names == ["knob:pause=no"] and campaign_state["kept"]:
+    def cut_revalidation(candidate, against, plan):
+        names = candidate.names
+        if candidate.new and len(names) == 1 and names == ["knob:pause=no"] and campaign_state["kept"]:
             return CandidateResult(levers=names, verdict="TIMEOUT", reason="warmup, cut at the campaign's deadline: did not finish within 3 s and was killed")
-        result = real(names, *args, **kwargs)
+        result = real(candidate, against, plan)
         campaign_state["kept"] = campaign_state["kept"] or result.verdict == "FASTER"
         return result
 
     campaign_state = {"kept": False}
-    monkeypatch.setattr(campaign, "trial", cut_revalidation)
+    monkeypatch.setattr(measurement, "trial", cut_revalidation)
     _freeze(mlp)
     report = _campaign(mlp, levers=["knob:pause=no"], deadline_s=600)
     assert report.status.stop_reason == "wall-clock deadline of 600 s reached", report.status.stop_reason
@@ -793,7 +795,7 @@ def test_a_trial_the_deadline_cut_is_not_recorded_so_a_resume_runs_it_and_the_st
     assert report.status.stack == ["knob:pause=no"]
     assert any("was cut at the campaign's deadline" in n and "starting the campaign again runs it" in n for n in report.notes)
     # resumed (the H100's 1.2B decoder: killed in that revalidation, resumed, closed "not revalidated yet"): revalidated first
-    monkeypatch.setattr(campaign, "trial", real)
+    monkeypatch.setattr(measurement, "trial", real)
     report = _campaign(mlp, levers=["knob:pause=no"], deadline_s=600)
     assert [r.decision for r in report.records if r.phase == "revalidate"] == ["MEASURED"], report.status.summary
     assert report.status.stack == ["knob:pause=no"] and report.status.gain > 1 and "not revalidated" not in report.status.summary
@@ -803,18 +805,19 @@ def test_a_search_trial_is_cut_where_keeping_its_winner_must_start_and_the_winne
     """On the H200 a max-autotune compile ran to its 150 s timeout at the end of a conv net's levers phase and left the
     rival check no time. A search trial is cut where what follows the search must start (after_search_s before the
     deadline, not at it): the search ends there and its winner is kept and revalidated in the time left."""
-    from hyperloom.tools.optimize import campaign
+    from hyperloom.tools.optimize import measurement, stops
     from hyperloom.tools.workload.models import CandidateResult
 
-    real, cut_at = campaign.trial, {}
+    real, cut_at = measurement.trial, {}
 
-    def slow_second_lever(names, *args, **kwargs):
-        cut_at[tuple(names)] = args[5].deadline_at
+    def slow_second_lever(candidate, against, plan):
+        names = candidate.names
+        cut_at[tuple(names)] = plan.settings.deadline_at
         if names == ["knob:scale=2"]:
             return CandidateResult(levers=names, verdict="TIMEOUT", reason="warmup, cut at the campaign's deadline: did not finish and was killed")
-        return real(names, *args, **kwargs)
+        return real(candidate, against, plan)
 
-    monkeypatch.setattr(campaign, "trial", slow_second_lever)
+    monkeypatch.setattr(measurement, "trial", slow_second_lever)
     _freeze(mlp)
     report = _campaign(mlp, levers=["knob:pause=no", "knob:scale=2"], deadline_s=600)
     assert report.status.stop_reason.startswith("the search's last trial was cut"), report.status.stop_reason
@@ -822,13 +825,13 @@ def test_a_search_trial_is_cut_where_keeping_its_winner_must_start_and_the_winne
     assert [r.decision for r in report.records if r.phase == "revalidate"] == ["MEASURED"]
     winner = next(r for r in report.records if r.result.levers == ["knob:pause=no"] and r.phase == "levers")
     # the A/A's cut is the deadline and its grace; the search's is the deadline less what keeping the winner needs
-    assert cut_at[()] - cut_at[("knob:scale=2",)] >= campaign.DEADLINE_GRACE_S + 0.9 * winner.device_s > 0, (cut_at, winner.device_s)
+    assert cut_at[()] - cut_at[("knob:scale=2",)] >= stops.DEADLINE_GRACE_S + 0.9 * winner.device_s > 0, (cut_at, winner.device_s)
     assert cut_at[("knob:pause=no",)] == cut_at[()], "before any winner the search runs to the deadline"
 
 
 def test_what_follows_the_search_is_costed_at_the_trials_that_built_their_worker():
     """The conv net on the H200: served candidates 2-3 s, the built ones 13-18 s, a revalidation (built) 18 s."""
-    from hyperloom.tools.optimize.campaign import built_trial_s
+    from hyperloom.tools.optimize.stops import built_trial_s
     from hyperloom.tools.optimize.models import Record
     from hyperloom.tools.workload.models import CandidateResult
 

@@ -8,108 +8,15 @@ it and how that command prints the result; the CLI's command tree is generated f
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
+
+from hyperloom.core.tooldef import CliDef, Family, Hints, ToolDef, Trailing, resolve  # noqa: F401 - the front ends import them from here
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from pydantic import BaseModel
 
     from hyperloom.core.progress import ProgressFn
     from hyperloom.core.workspace import Workspace
-
-
-def resolve(ref: Any) -> Any:
-    """The object a 'package.module:attribute' string names, imported now; anything else as it is."""
-    if not isinstance(ref, str):
-        return ref
-    module, _, attribute = ref.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
-# The CLI's records are NamedTuples, not dataclasses: building a dataclass costs every start-up about 1.5 ms.
-class Trailing(NamedTuple):
-    """Request fields a command takes as the words after its options (after `--`): each field but the last takes
-    one word, the last a list of the rest."""
-
-    fields: tuple[str, ...]
-    metavar: str
-    help: str
-
-
-class CliDef(NamedTuple):
-    """How the `hyperloom` command offers a tool. Functions are 'module:function' names, imported only when the
-    command runs; without `handler`, the command runs the tool with one option per request field, prints
-    `render(result)` (or --json) and exits 1 when a `verdict` field is false."""
-
-    path: tuple[str, ...]  # the words after `hyperloom`: ("census",), ("gate", "check")
-    render: str | None = None  # result -> text
-    verdict: tuple[str, ...] = ()  # result fields; exit 1 when one is False (None: not judged)
-    group_help: str | None = None  # the help of the group path[:-1], on one entry of the group
-    default: bool = False  # the group's verb when none is given (`hyperloom tune --spec S` is `tune start`)
-    aliases: tuple[str, ...] = ()  # other names of the last word
-    options: str | None = None  # (parser, entry) -> None: adds the options instead of one per request field
-    handler: str | None = None  # (entry, args) -> exit code: runs the command instead of run, render, verdict
-    trailing: Trailing | None = None
-    via: str | None = None  # no command of its own: the option of path's command that runs this tool
-
-
-class Family(NamedTuple):
-    """Catalog entries that are one object's verbs (a tuning session's start, status, propose, stop, report), offered
-    over MCP as one tool whose `action` argument picks the verb: one definition in the model's context instead of one
-    per verb, and one name to find. Each entry keeps its own `hyperloom` command and Python entry point."""
-
-    name: str
-    title: str
-    description: str  # what the object is for, then one short line per action
-    actions: tuple[tuple[str, str], ...]  # (action, catalog entry name), in the order a caller uses them
-
-
-class ToolDef:
-    """One tool: its models, its function, truthful behaviour hints, and its `hyperloom` command.
-
-    `request`, `result` and `run` are each the object or its 'module:attribute' name; reading the
-    attribute imports a name once and returns the object.
-    """
-
-    def __init__(
-        self,
-        *,
-        name: str,
-        title: str,
-        description: str,
-        request: type[BaseModel] | str,
-        result: type[BaseModel] | str,
-        run: Callable[[Any, Workspace, ProgressFn | None], BaseModel] | str,
-        read_only: bool,
-        destructive: bool,
-        idempotent: bool,
-        open_world: bool = False,
-        cli: CliDef | None = None,
-    ) -> None:
-        self.name, self.title, self.description, self.cli = name, title, description, cli
-        self.read_only, self.destructive, self.idempotent, self.open_world = read_only, destructive, idempotent, open_world
-        self._refs: dict[str, Any] = {"request": request, "result": result, "run": run}
-
-    def _get(self, field: str) -> Any:
-        value = self._refs[field] = resolve(self._refs[field])
-        return value
-
-    @property
-    def request(self) -> type[BaseModel]:
-        return self._get("request")
-
-    @property
-    def result(self) -> type[BaseModel]:
-        return self._get("result")
-
-    @property
-    def run(self) -> Callable[[Any, Workspace, ProgressFn | None], BaseModel]:
-        return self._get("run")
-
-    def __repr__(self) -> str:
-        return f"ToolDef(name={self.name!r})"
 
 
 def _freeze(request: Any, workspace: Workspace, progress: ProgressFn | None) -> BaseModel:
@@ -127,9 +34,7 @@ CATALOG: tuple[ToolDef, ...] = (
         request="hyperloom.tools.detect.models:DetectRequest",
         result="hyperloom.tools.detect.models:DetectResult",
         run="hyperloom.tools.detect.api:run_detect",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(("detect",), render="hyperloom.cli.render.detect:detect_report", aliases=("doctor",)),
     ),
     ToolDef(
@@ -142,9 +47,7 @@ CATALOG: tuple[ToolDef, ...] = (
         request="hyperloom.tools.gate.models:GateRequest",
         result="hyperloom.tools.gate.models:GateResult",
         run="hyperloom.tools.gate.api:run_gate",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(
             ("gate", "check"), render="hyperloom.cli.render.gate:gate_report", verdict=("passed",),
             group_help="Correctness gate: compare outputs with references under a declared tolerance",
@@ -157,9 +60,7 @@ CATALOG: tuple[ToolDef, ...] = (
         request="hyperloom.tools.gate.models:FreezeRequest",
         result="hyperloom.tools.gate.models:FreezeResult",
         run=_freeze,
-        read_only=False,
-        destructive=True,
-        idempotent=False,
+        hints=Hints(read_only=False, destructive=True, idempotent=False),
         cli=CliDef(("gate", "freeze"), render="hyperloom.cli.render.gate:freeze_report"),
     ),
     ToolDef(
@@ -173,9 +74,7 @@ CATALOG: tuple[ToolDef, ...] = (
         request="hyperloom.tools.isa.models:CensusRequest",
         result="hyperloom.tools.isa.models:CensusResult",
         run="hyperloom.tools.isa.api:run_census",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(("census",), options="hyperloom.cli.commands.census:options", handler="hyperloom.cli.commands.census:run"),
     ),
     ToolDef(
@@ -188,9 +87,7 @@ CATALOG: tuple[ToolDef, ...] = (
         request="hyperloom.tools.isa.models:ProbeRequest",
         result="hyperloom.tools.isa.models:ProbeResult",
         run="hyperloom.tools.isa.api:run_probe",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(("census",), via="--probe"),
     ),
     ToolDef(
@@ -203,9 +100,7 @@ CATALOG: tuple[ToolDef, ...] = (
         request="hyperloom.tools.isa.models:AuditRequest",
         result="hyperloom.tools.isa.models:AuditResult",
         run="hyperloom.tools.isa.api:run_audit",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(("census",), via="--audit"),
     ),
 )
@@ -222,9 +117,7 @@ CATALOG += (
         request="hyperloom.tools.compile.models:CompileRequest",
         result="hyperloom.tools.compile.models:CompileResult",
         run="hyperloom.tools.compile.api:compile_kernel",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("compile",), render="hyperloom.cli.render.compile:compile_report", verdict=("ok",)),
     ),
     ToolDef(
@@ -237,9 +130,7 @@ CATALOG += (
         request="hyperloom.tools.allreduce.models:AllreduceRequest",
         result="hyperloom.tools.allreduce.models:AllreduceResult",
         run="hyperloom.tools.allreduce.api:run_allreduce",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(
             ("allreduce", "run"), render="hyperloom.cli.render.allreduce:allreduce_report",
             verdict=("within_bound", "bit_identical_across_ranks", "matches_reference"),
@@ -256,9 +147,7 @@ CATALOG += (
         request="hyperloom.tools.verify.models:VerifyRequest",
         result="hyperloom.tools.verify.models:VerifyResult",
         run="hyperloom.tools.verify.api:verify",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(("verify",), render="hyperloom.cli.render.verify:verify_report", verdict=("passed",), aliases=("disasm-verify",)),
     ),
 )
@@ -276,9 +165,7 @@ CATALOG += (
         request="hyperloom.tools.spec.models:SpecInitRequest",
         result="hyperloom.tools.spec.models:SpecInitResult",
         run="hyperloom.tools.spec.init:run_spec_init",
-        read_only=False,
-        destructive=True,
-        idempotent=False,
+        hints=Hints(read_only=False, destructive=True, idempotent=False),
         cli=CliDef(
             ("spec", "init"), render="hyperloom.cli.render.spec:spec_init_report",
             group_help="Bring a kernel into the loop: draft a kernel.yaml from a source, check one, copy an example",
@@ -295,9 +182,7 @@ CATALOG += (
         request="hyperloom.tools.spec.models:SpecCheckRequest",
         result="hyperloom.tools.spec.models:SpecCheckResult",
         run="hyperloom.tools.spec.check:run_spec_check",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("spec", "check"), render="hyperloom.cli.render.spec:spec_check_report", verdict=("ok",)),
     ),
     ToolDef(
@@ -310,9 +195,7 @@ CATALOG += (
         request="hyperloom.tools.spec.models:SpecExampleRequest",
         result="hyperloom.tools.spec.models:SpecExampleResult",
         run="hyperloom.tools.spec.examples:run_spec_example",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("spec", "example"), render="hyperloom.cli.render.spec:spec_example_report"),
     ),
 )
@@ -330,9 +213,7 @@ CATALOG += (
         request="hyperloom.tools.bench.models:BenchRequest",
         result="hyperloom.tools.bench.models:BenchResult",
         run="hyperloom.tools.bench.api:run_bench",
-        read_only=False,
-        destructive=False,
-        idempotent=False,
+        hints=Hints(read_only=False, destructive=False, idempotent=False),
         cli=CliDef(("bench",), render="hyperloom.cli.render.bench:bench_report", verdict=("ok",)),
     ),
     ToolDef(
@@ -342,10 +223,7 @@ CATALOG += (
         request="hyperloom.tools.bench.models:BenchCommandRequest",
         result="hyperloom.tools.bench.models:BenchResult",
         run="hyperloom.tools.bench.api:run_bench_command",
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-        open_world=True,
+        hints=Hints(read_only=False, destructive=True, idempotent=False, open_world=True),
         cli=CliDef(("bench-command",), render="hyperloom.cli.render.bench:bench_report", verdict=("ok",)),
     ),
 )
@@ -362,9 +240,7 @@ CATALOG += (
         request="hyperloom.tools.roofline.models:RooflineRequest",
         result="hyperloom.tools.roofline.models:RooflineResult",
         run="hyperloom.tools.roofline.api:run_roofline",
-        read_only=False,
-        destructive=False,
-        idempotent=False,
+        hints=Hints(read_only=False, destructive=False, idempotent=False),
         cli=CliDef(("roofline",), render="hyperloom.cli.render.roofline:roofline_report"),
     ),
 )
@@ -383,9 +259,7 @@ CATALOG += (
         request="hyperloom.tools.tune.models:TuneRequest",
         result="hyperloom.tools.tune.models:TuneStatus",
         run="hyperloom.tools.tune.api:tune_start",
-        read_only=False,
-        destructive=False,
-        idempotent=False,
+        hints=Hints(read_only=False, destructive=False, idempotent=False),
         cli=CliDef(
             ("tune", "start"), handler="hyperloom.cli.commands.tune:start", default=True,
             group_help="Tuning sessions: start or resume one in the foreground (`tune --spec S` is `tune start`), watch, steer, stop, report",
@@ -401,9 +275,7 @@ CATALOG += (
         request="hyperloom.tools.tune.models:SessionRef",
         result="hyperloom.tools.tune.models:TuneStatus",
         run="hyperloom.tools.tune.api:tune_status",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(("tune", "status"), render="hyperloom.cli.render.tune:status_report"),
     ),
     ToolDef(
@@ -416,9 +288,7 @@ CATALOG += (
         request="hyperloom.tools.tune.models:ProposeRequest",
         result="hyperloom.tools.tune.models:ProposeResult",
         run="hyperloom.tools.tune.api:tune_propose",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("tune", "propose"), render="hyperloom.cli.render.tune:propose_report", verdict=("accepted",)),
     ),
     ToolDef(
@@ -430,9 +300,7 @@ CATALOG += (
         request="hyperloom.tools.tune.models:SessionRef",
         result="hyperloom.tools.tune.models:TuneStatus",
         run="hyperloom.tools.tune.api:tune_stop",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("tune", "stop"), render="hyperloom.cli.render.tune:status_report"),
     ),
     ToolDef(
@@ -445,9 +313,7 @@ CATALOG += (
         request="hyperloom.tools.tune.models:SessionRef",
         result="hyperloom.tools.tune.models:TuneReport",
         run="hyperloom.tools.tune.api:tune_report",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("tune", "report"), render="hyperloom.cli.render.tune:tune_report"),
     ),
 )
@@ -464,10 +330,7 @@ CATALOG += (
         request="hyperloom.tools.serve.models:ServeSweepRequest",
         result="hyperloom.tools.serve.models:ServeSweepResult",
         run="hyperloom.tools.serve.api:run_serve_sweep",
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-        open_world=True,
+        hints=Hints(read_only=False, destructive=True, idempotent=False, open_world=True),
         cli=CliDef(
             ("serve", "sweep"), render="hyperloom.cli.render.serve:sweep_report",
             group_help="Sweep a model server's concurrency: throughput knee, latency, saturation, cached per model",
@@ -492,10 +355,7 @@ CATALOG += (
         request="hyperloom.tools.profile.models:ProfileRequest",
         result="hyperloom.tools.profile.models:ProfileResult",
         run="hyperloom.tools.profile.api:run_profile",
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-        open_world=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
         cli=CliDef(
             ("profile",), render="hyperloom.cli.render.profile:profile_report",
             trailing=Trailing(
@@ -515,10 +375,7 @@ CATALOG += (
         request="hyperloom.tools.workload.models:WorkloadFreezeRequest",
         result="hyperloom.tools.workload.models:WorkloadFreezeResult",
         run="hyperloom.tools.workload.api:workload_freeze",
-        read_only=False,
-        destructive=True,
-        idempotent=False,
-        open_world=True,
+        hints=Hints(read_only=False, destructive=True, idempotent=False, open_world=True),
         cli=CliDef(("workload", "freeze"), render="hyperloom.cli.render.workload:freeze_report", verdict=("ok",),
                    group_help="A workload as the unit: freeze its outputs, then time it end to end beside levers (gated A/B)"),
     ),
@@ -529,10 +386,7 @@ CATALOG += (
         request="hyperloom.tools.workload.models:WorkloadBenchRequest",
         result="hyperloom.tools.workload.models:WorkloadBenchResult",
         run="hyperloom.tools.workload.api:workload_bench",
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-        open_world=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
         cli=CliDef(("workload", "bench"), render="hyperloom.cli.render.workload:bench_report", verdict=("ok",),
                    handler="hyperloom.cli.commands.workload:bench"),
     ),
@@ -543,10 +397,7 @@ CATALOG += (
         request="hyperloom.tools.workload.models:IntegrateRequest",
         result="hyperloom.tools.workload.models:IntegrateResult",
         run="hyperloom.tools.workload.api:workload_integrate",
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-        open_world=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
         cli=CliDef(("workload", "integrate"), render="hyperloom.cli.render.workload:integrate_report", verdict=("ok",)),
     ),
 )
@@ -560,10 +411,7 @@ CATALOG += (
         request="hyperloom.tools.optimize.models:OptimizeRequest",
         result="hyperloom.tools.optimize.models:OptimizeStatus",
         run="hyperloom.tools.optimize.api:optimize_start",
-        read_only=False,
-        destructive=False,
-        idempotent=False,
-        open_world=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
         cli=CliDef(("optimize", "start"), handler="hyperloom.cli.commands.optimize:start",
                    group_help="Optimize campaigns over a workload: start or resume one in the foreground, watch, propose levers, stop, report"),
     ),
@@ -574,9 +422,7 @@ CATALOG += (
         request="hyperloom.tools.optimize.models:OptimizeRef",
         result="hyperloom.tools.optimize.models:OptimizeStatus",
         run="hyperloom.tools.optimize.api:optimize_status",
-        read_only=True,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=True, destructive=False, idempotent=True),
         cli=CliDef(("optimize", "status"), render="hyperloom.cli.render.optimize:status_report"),
     ),
     ToolDef(
@@ -586,9 +432,7 @@ CATALOG += (
         request="hyperloom.tools.optimize.models:OptimizeProposeRequest",
         result="hyperloom.tools.optimize.models:ProposeResult",
         run="hyperloom.tools.optimize.api:optimize_propose",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("optimize", "propose"), render="hyperloom.cli.render.optimize:propose_report", verdict=("accepted",)),
     ),
     ToolDef(
@@ -598,9 +442,7 @@ CATALOG += (
         request="hyperloom.tools.optimize.models:OptimizeRef",
         result="hyperloom.tools.optimize.models:OptimizeStatus",
         run="hyperloom.tools.optimize.api:optimize_stop",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("optimize", "stop"), render="hyperloom.cli.render.optimize:status_report"),
     ),
     ToolDef(
@@ -610,9 +452,7 @@ CATALOG += (
         request="hyperloom.tools.optimize.models:OptimizeRef",
         result="hyperloom.tools.optimize.models:OptimizeReport",
         run="hyperloom.tools.optimize.api:optimize_report",
-        read_only=False,
-        destructive=False,
-        idempotent=True,
+        hints=Hints(read_only=False, destructive=False, idempotent=True),
         cli=CliDef(("optimize", "report"), render="hyperloom.cli.render.optimize:report_text"),
     ),
 )

@@ -29,8 +29,8 @@ from hyperloom.tools.bench.models import BenchCommandRequest, BenchRequest, Benc
 from hyperloom.tools.kernelspec.expr import evaluate_int
 from hyperloom.tools.kernelspec.load import load_spec
 from hyperloom.tools.pipeline.build import build_with
-from hyperloom.tools.pipeline.evaluate import InputSet, evaluate
-from hyperloom.tools.pipeline.judging import audit_verdict
+from hyperloom.tools.pipeline.evaluate import InputSet, Plan, evaluate
+from hyperloom.tools.pipeline.judging import Against, audit_verdict
 from hyperloom.tools.pipeline.launch import prepare
 from hyperloom.tools.pipeline.resources import resource_refusal
 from hyperloom.tools.pipeline.roof import UNBOUNDED
@@ -71,8 +71,8 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
             if progress is not None:
                 progress(index + 1, len(sets) + 1)
         audit = audit_verdict([staged_set(launchable, s.name, s.inputs) for s in sets], launchable)
-        evaluation = evaluate(launchable, build.code_object, sets, workspace, timing=timing, timeout_s=request.timeout_s, device=request.device,
-                              keep_going=True, secret=secret, reference_audit=audit, roof=UNBOUNDED if measuring_roof else None)
+        evaluation = evaluate(launchable, build.code_object, sets, workspace, Plan(timing, request.timeout_s, request.device, keep_going=True),
+                              Against(secret, UNBOUNDED if measuring_roof else None, audit))
     finally:
         secret.close()
     trial = evaluation.timing

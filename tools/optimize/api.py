@@ -16,7 +16,7 @@ from hyperloom.core.errors import HyperloomError
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.shorten import at_clause
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.campaign import Control
+from hyperloom.tools.optimize.stops import Control
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
 from hyperloom.tools.optimize.models import (OptimizeProposeRequest, OptimizeRef, OptimizeReport, OptimizeRequest, OptimizeStatus, ProposeResult, SweepNote,
                                              WorkloadRow, stack_of)

@@ -36,3 +36,10 @@ def conflict(stack: list[str], levers: list[str]) -> str | None:
         if other is not None and other != name:
             return f"{name} sets the knob {other} already sets"
     return None
+
+
+def point_of(raw: object, declared: dict[str, list[str] | None]) -> dict[str, str] | None:
+    """A sweep point as the workload declared it (a dict of its knobs and their values, as text), or None if it is not one."""
+    if not isinstance(raw, dict) or not raw or any(str(k) not in declared for k in raw):
+        return None
+    return {str(k): str(v) for k, v in raw.items()}

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.optimize.models import Record
+from hyperloom.tools.optimize.models import Record, stack_of
 
 KIND = "hyperloom.optimize.ledger/1"
 # where a campaign's device time goes: freezing the workload (its two runs and the twin), starting reference workers
@@ -81,6 +81,46 @@ class Ledger:
     def find(self, key: str) -> Record | None:
         rows = self._query("SELECT record FROM records WHERE key = ?", (key,))
         return Record.model_validate_json(rows[0][0]) if rows else None
+
+    # what the records say -----------------------------------------------------------------------
+    def stack(self) -> list[str]:
+        """The levers kept now (models.stack_of)."""
+        return stack_of(self.records())
+
+    def candidates(self) -> list[Record]:
+        """The search's candidates that ran (levers, combine, kernels); a lever recorded without a run left out."""
+        return [r for r in self.records() if r.phase in ("levers", "combine", "kernels") and r.device_s > 0]
+
+    def winners(self) -> list[Record]:
+        """The levers phase's WINNERs, in the order they were recorded."""
+        return [r for r in self.records() if r.phase == "levers" and r.decision == "WINNER"]
+
+    def gain(self) -> float | None:
+        """The kept stack's gain: its latest revalidation against the baseline, or None before one."""
+        stack = self.stack()
+        found = [r for r in self.records() if r.phase == "revalidate" and r.decision == "MEASURED" and r.result.levers == stack]
+        return found[-1].result.speedup if found and stack else None
+
+    def kept(self, stack: list[str]) -> Record | None:
+        """The latest KEEP of exactly `stack`."""
+        return next((r for r in reversed(self.records()) if r.decision == "KEEP" and r.result.levers == stack), None)
+
+    def followed(self) -> set[frozenset[str]]:
+        """The lever sets the levers phase ran (follow-ups included)."""
+        return {frozenset(r.result.levers) for r in self.records() if r.phase == "levers" and r.device_s > 0}
+
+    def mean_trial_s(self) -> float | None:
+        """The mean device seconds of the trials so far (the baseline's own left out), or None before the first."""
+        trials = [r.device_s for r in self.records() if r.device_s > 0 and r.phase != "baseline"]
+        return sum(trials) / len(trials) if trials else None
+
+    def baseline(self) -> dict[str, Any]:
+        """What the baseline phase recorded (its solo legs' stats, points, knob defaults, evidence); {} before it."""
+        return self.get_json("baseline", {})
+
+    def solo_s(self) -> float | None:
+        """The baseline's step alone: the median of its solo legs, or None before they ran."""
+        return self.baseline().get("stats", {}).get("median_s")
 
     # device-seconds ---------------------------------------------------------------------------
     def spent_s(self) -> float:

@@ -13,6 +13,7 @@ from hyperloom.tools.workload.models import CandidateResult
 
 Phase = Literal["baseline", "levers", "combine", "kernels", "revalidate", "sweep", "closed"]
 Decision = Literal["WINNER", "DROPPED", "KEEP", "REVERT", "MEASURED", "REGRESSION"]
+TIMED = ("FASTER", "NOT_FASTER")  # the verdicts of a candidate that was timed
 State = Literal["running", "stopped", "closed", "not running"]
 
 

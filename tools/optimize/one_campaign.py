@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from hyperloom.core.progress import ProgressFn
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.campaign import Campaign, Control
+from hyperloom.tools.optimize.campaign import Campaign
+from hyperloom.tools.optimize.stops import Control
 from hyperloom.tools.optimize.models import OptimizeReport, OptimizeRequest
 from hyperloom.tools.optimize.report import close
 from hyperloom.tools.optimize.session import open_campaign

@@ -116,3 +116,10 @@ def host_note(busy_percent: float) -> str:
         return f"{said}: kernels act on most of the step"
     return (f"{said}: the host holds the rest, so a faster kernel shortens at most that share; a gain beyond it needs host "
             "time cut (compiled or graph-captured code, fewer host syncs and Python per step)")
+
+
+def weight_bytes(evidence: dict) -> int | None:
+    """The model's parameter bytes as the baseline's worker reported them (proof of work's step), or None: a token's
+    roof reads them once at least (the KV cache read is on top, so a roof from them alone is a lower bound)."""
+    work = evidence.get("work")
+    return getattr(work, "parameter_bytes", None) or evidence.get("parameter_bytes") or None

@@ -16,7 +16,7 @@ from typing import Any
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
-from hyperloom.tools.optimize.campaign import Control
+from hyperloom.tools.optimize.stops import Control
 from hyperloom.tools.optimize.models import OptimizeRequest
 from hyperloom.tools.optimize.one_campaign import run_campaign
 

@@ -12,7 +12,7 @@ measured roof is refused as impossible.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -22,10 +22,11 @@ import uuid
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.kernelspec.expr import evaluate_int
+from hyperloom.tools.pipeline.judging import NOTHING, Against
 from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.pipeline.models import Evaluation, InputSetVerdict
 from hyperloom.tools.pipeline.roof import HOST_MARGIN, MARGIN, Roof, impossible, measured_roof
-from hyperloom.tools.pipeline.secret import DrawnMeanwhile, SecretSets
+from hyperloom.tools.pipeline.secret import SecretSets
 from hyperloom.tools.pipeline.trial import TrialRunner, check_input_set, guard_verdict, time_kernel
 from hyperloom.tools.runtime.launcher import run_trial
 from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing, TrialRequest, TrialResult
@@ -51,17 +52,28 @@ Launch = Callable[[Callable[[float], R]], R]
 """Runs one worker launch, given the function that takes its timeout: the default gives it the whole timeout."""
 
 
-def evaluate(
-    launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, *, timing: Timing | None, timeout_s: float,
-    device: int | None, runner: TrialRunner = run_trial, launch: Launch | None = None, keep_going: bool = False,
-    secret: SecretSets | DrawnMeanwhile | None = None, roof: Roof | None = None, reference_audit: InputSetVerdict | None = None,
-) -> Evaluation:
-    """Gate the candidate on every input set in order, then time it (with `timing`; None: gate only) on the secret sets'
-    timed inputs (without `secret`: the first set's), and judge what the timing ran. The first failing set ends it,
-    unless `keep_going` (every set is gated, none is timed after a failure). A failed `reference_audit` refuses a
+@dataclass(frozen=True)
+class Plan:
+    """How a candidate is run: timed with `timing` (None: gated only), each launch under `timeout_s` on `device` through
+    `runner` (a fresh worker per launch, or a warm one) and wrapped by `launch` (tune reserves device-seconds from its
+    budget there; None: each launch gets the whole timeout); `keep_going`: every set gated after a failure, none timed."""
+
+    timing: Timing | None
+    timeout_s: float
+    device: int | None
+    runner: TrialRunner = run_trial
+    launch: Launch | None = None
+    keep_going: bool = False
+
+
+def evaluate(launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, plan: Plan, against: Against = NOTHING) -> Evaluation:
+    """Gate the candidate on every input set in order, then time it (plan.timing; None: gate only) on the secret sets'
+    timed inputs (without secret sets: the first set's), and judge what the timing ran. The first failing set ends it,
+    unless plan.keep_going (every set is gated, none is timed after a failure). A failed reference audit refuses a
     candidate that passed every set: against a degenerate reference, a pass says nothing. Passed or refused, the
     evaluation names the device its worker reported (evidence names it, not the host running this loop)."""
     reported: list[str] = []
+    runner = plan.runner
 
     def recording(request: TrialRequest, **kwargs: object) -> TrialResult:
         result = runner(request, **kwargs)
@@ -69,45 +81,54 @@ def evaluate(
             reported.append(result.device)
         return result
 
-    evaluation = _evaluate(launchable, code_object, sets, workspace, timing=timing, timeout_s=timeout_s, device=device, runner=recording,
-                           launch=launch, keep_going=keep_going, secret=secret, roof=roof, reference_audit=reference_audit)
+    recorded = replace(plan, runner=recording)
+    verdicts, refused = _gated(launchable, code_object, sets, workspace, recorded, against)
+    evaluation = refused if refused is not None else _timed(launchable, code_object, sets[0].inputs, workspace, recorded, against, verdicts)
     return evaluation.model_copy(update={"device": reported[-1] if reported else ""})
 
 
-def _evaluate(
-    launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, *, timing: Timing | None, timeout_s: float,
-    device: int | None, runner: TrialRunner, launch: Launch | None, keep_going: bool,
-    secret: SecretSets | DrawnMeanwhile | None, roof: Roof | None, reference_audit: InputSetVerdict | None,
-) -> Evaluation:
-    run = launch or (lambda step: step(timeout_s))
+def _gated(launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, plan: Plan,
+           against: Against) -> tuple[list[InputSetVerdict], Evaluation | None]:
+    """Each input set gated in order: the verdicts, and the evaluation that ends here (a refusal, or a pass with
+    nothing to time), else None."""
+    run = plan.launch or (lambda step: step(plan.timeout_s))
     verdicts: list[InputSetVerdict] = []
     first: Evaluation | None = None
     for each in sets:
-        verdict = run(lambda cap, s=each: check_input_set(launchable, code_object, s.name, s.inputs, s.outputs, workspace, timeout_s=cap, device=device,
-                                                          reference_set=s.reference_set, runner=runner))
+        verdict = run(lambda cap, s=each: check_input_set(launchable, code_object, s.name, s.inputs, s.outputs, workspace, timeout_s=cap, device=plan.device,
+                                                          reference_set=s.reference_set, runner=plan.runner))
         verdicts.append(verdict)
         if not verdict.passed and first is None:
             first = rejected(verdict)
-            if not keep_going:
+            if not plan.keep_going:
                 break
     if first is not None:
-        return first.model_copy(update={"verdicts": verdicts})
-    if reference_audit is not None and not reference_audit.passed:
-        return rejected(reference_audit).model_copy(update={"verdicts": [*verdicts, reference_audit]})
-    if timing is None:
-        return Evaluation(status="PASSED", verdicts=verdicts)
+        return verdicts, first.model_copy(update={"verdicts": verdicts})
+    if against.reference_audit is not None and not against.reference_audit.passed:
+        return verdicts, rejected(against.reference_audit).model_copy(update={"verdicts": [*verdicts, against.reference_audit]})
+    if plan.timing is None:
+        return verdicts, Evaluation(status="PASSED", verdicts=verdicts)
+    return verdicts, None
+
+
+def _timed(launchable: Launchable, code_object: str, first_inputs: Path, workspace: Workspace, plan: Plan, against: Against,
+           verdicts: list[InputSetVerdict]) -> Evaluation:
+    """The gated candidate timed (on the secret sets' timed inputs, else `first_inputs`) and what its timing ran judged."""
+    assert plan.timing is not None
+    run = plan.launch or (lambda step: step(plan.timeout_s))
     spec = launchable.loaded.spec
     checks = None
-    secret = secret.get() if secret is not None else None  # drawn meanwhile: wait for them now
+    secret = against.secret.get() if against.secret is not None else None  # drawn meanwhile: wait for them now
     if secret is not None:
         checks = secret.checks(secret.folder / "outputs" / uuid.uuid4().hex, None if spec.nondeterministic else spec.tolerance)
     try:
-        inputs = secret.timed_inputs if secret is not None else sets[0].inputs
-        trial = run(lambda cap: time_kernel(launchable, code_object, inputs, timing, workspace, timeout_s=cap, device=device, runner=runner, checks=checks))
+        inputs = secret.timed_inputs if secret is not None else first_inputs
+        trial = run(lambda cap: time_kernel(launchable, code_object, inputs, plan.timing, workspace, timeout_s=cap, device=plan.device, runner=plan.runner,
+                                            checks=checks))
         if trial.status != "OK":
             return Evaluation(status=trial.status, reason=f"timing: {trial.message}", input_set="timing", verdicts=verdicts,  # type: ignore[arg-type]
                               timing_failure=InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status))
-        integrity = _integrity(launchable, trial, timing, secret, checks, roof)
+        integrity = _integrity(launchable, trial, plan.timing, secret, checks, against.roof)
     finally:
         if checks is not None:
             shutil.rmtree(checks.outputs, ignore_errors=True)

@@ -11,7 +11,21 @@ from hyperloom.tools.pipeline.audit import StagedSet, audit_references
 from hyperloom.tools.pipeline.launch import Launchable
 from hyperloom.tools.pipeline.models import InputSetVerdict
 from hyperloom.tools.pipeline.roof import Roof
-from hyperloom.tools.pipeline.secret import SecretSets
+from hyperloom.tools.pipeline.secret import DrawnMeanwhile, SecretSets
+
+
+@dataclass(frozen=True)
+class Against:
+    """What one evaluation judges a candidate against besides its input sets' references: the secret sets its timing
+    runs on (their last launch gated, a launch on fresh inputs, the timed launches' determinism), the roof a time must
+    not beat (None: the measured one) and the audit of the references (a failed one refuses a candidate that passed)."""
+
+    secret: SecretSets | DrawnMeanwhile | None = None
+    roof: Roof | None = None
+    reference_audit: InputSetVerdict | None = None
+
+
+NOTHING = Against()  # the input sets' references alone
 
 
 @dataclass
@@ -24,6 +38,10 @@ class Judging:
     def open(cls, launchable: Launchable, staged: Sequence[StagedSet], workspace: Workspace, *, roof: Roof | None, timeout_s: float) -> Judging:
         """Audit the reference on the staged sets and draw the secret sets (close() removes them)."""
         return cls(SecretSets.draw(launchable, workspace, timeout_s=timeout_s), roof, audit_verdict(staged, launchable))
+
+    def against(self) -> Against:
+        """What an evaluation judges each candidate of the run against."""
+        return Against(self.secret, self.roof, self.reference_audit)
 
     def close(self) -> None:
         self.secret.close()

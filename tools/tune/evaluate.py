@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.candidate import Built, Unbuilt, build_candidate, built_digest
-from hyperloom.tools.pipeline.evaluate import InputSet, evaluate as evaluate_candidate
-from hyperloom.tools.pipeline.judging import Judging
+from hyperloom.tools.pipeline.evaluate import InputSet, Plan, evaluate as evaluate_candidate
+from hyperloom.tools.pipeline.judging import NOTHING, Judging
 from hyperloom.tools.pipeline.stats import SampleStats, summarize
 from hyperloom.tools.runtime.models import Timing
-from hyperloom.tools.runtime.pool import FreshRunner, Runner
+from hyperloom.tools.runtime.pool import Runner
 from hyperloom.tools.tune.budget import Budget, BudgetExhausted
 from hyperloom.tools.tune.session import Session, scratch
 from hyperloom.tools.tune.space import Params
@@ -76,9 +76,8 @@ def run_compiled(
     out = scratch(session, digest)
     sets = [InputSet(s, session.inputs(s), out / s, session.references(s)) for s in launchable.input_sets]
     try:
-        evaluation = evaluate_candidate(launchable, build.code_object, sets, workspace, timing=timing, timeout_s=timeout_s, device=runner.device,
-                                        runner=recorded, launch=launch, secret=judging.secret if judging else None,
-                                        roof=judging.roof if judging else None, reference_audit=judging.reference_audit if judging else None)
+        evaluation = evaluate_candidate(launchable, build.code_object, sets, workspace, Plan(timing, timeout_s, runner.device, recorded, launch),
+                                        judging.against() if judging else NOTHING)
         outcome.status, outcome.reason, outcome.input_set = evaluation.status, evaluation.reason, evaluation.input_set
         if evaluation.status in ("WRONG", "NAN", "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE"):
             runner.discard("verdict")  # its code misbehaved: a warm process it ran in is not trusted with the next
@@ -94,13 +93,3 @@ def run_compiled(
         clock.add("other", time.perf_counter() - started_run - outcome.device_s)
         outcome.phases_s = clock.rounded()
 
-
-def evaluate(
-    session: Session, params: Params, workspace: Workspace, budget: Budget, *, device: int | None, timing: Timing, timeout_s: float,
-    expect: list[str], forbid: list[str], digest: str, runner: Runner | None = None,
-) -> Outcome:
-    """Run one candidate to its verdict (both steps in turn); the outcome says why it was rejected, or how fast it was."""
-    compiled = compile_candidate(session, params, workspace, expect=expect, forbid=forbid)
-    if isinstance(compiled, Outcome):
-        return compiled
-    return run_compiled(session, compiled, workspace, budget, runner=runner or FreshRunner(device), timing=timing, timeout_s=timeout_s, digest=digest)

@@ -23,7 +23,7 @@ from pathlib import Path
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.build import build_with
-from hyperloom.tools.pipeline.evaluate import InputSet, evaluate
+from hyperloom.tools.pipeline.evaluate import InputSet, Plan, evaluate
 from hyperloom.tools.pipeline.launch import Launchable, prepare
 from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.pipeline.trial import stage_input_set, time_kernel
@@ -207,8 +207,8 @@ class _Job:
         passes, notes = {}, []
         for role, (launchable, code_object) in staged.builds.items():
             outputs = self.folder / str(staged.index) / f"{role}-{slot_label(device).replace(' ', '')}"
-            gated = evaluate(launchable, code_object, [InputSet("seeded", staged.inputs, outputs)], self.workspace, timing=None,
-                             timeout_s=self.request.timeout_s, device=device, runner=runner)
+            gated = evaluate(launchable, code_object, [InputSet("seeded", staged.inputs, outputs)], self.workspace,
+                             Plan(None, self.request.timeout_s, device, runner))
             verdict = gated.verdicts[0]
             self.session.ledger.add_spent("sweep", verdict.elapsed_s)
             passes[role] = gated.passed

@@ -25,19 +25,18 @@ import numpy as np
 
 from hyperloom.core.errors import HyperloomError
 from hyperloom.core.stopwatch import PartClock
-from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import sign_test_p
 from hyperloom.tools.runtime.sampling import Z95, median_ci_halfwidth
 from hyperloom.tools.workload.gate import continuation, generated
 from hyperloom.tools.workload.checks.engagement import compile_note, engagement
 from hyperloom.tools.workload.gate.frozen import compare
 from hyperloom.tools.workload.levers import Lever, unreviewed
-from hyperloom.tools.workload.models import CandidateResult, OutputCheck, OutputTolerance
+from hyperloom.tools.workload.models import CandidateResult, Engagement, OutputCheck, OutputTolerance, StepWork
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess
 from hyperloom.tools.workload.checks.proof import inputs_rewritten, profiled_work, short_of_work
 from hyperloom.tools.workload.checks.roof import impossible
 from hyperloom.tools.workload.spare import Spare, Where
-from hyperloom.tools.workload.wire import tampered_reason
+from hyperloom.tools.workload.wire import WarmupAnswer, tampered_reason
 from hyperloom.tools.workload.checks.clock_checks import disagreement, inputs_moved, paired_pace, slowed, two_paced
 from hyperloom.tools.workload.gate.digest import bounds as digest_bounds, mismatch as digest_mismatch
 from hyperloom.tools.workload.timed import Leg, draw_seeds, gated_step, keeps_every_step, leg
@@ -176,23 +175,54 @@ def _layout(arrays: dict[str, np.ndarray], name: str, steps_free: set[str]) -> t
     return (shape[0], prompt, *shape[2:])
 
 
-def trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
-          tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, workspace: Workspace, target: Target,
-          new: list[Lever] | None = None, device: int | None = None, backend: str = "cuda", solo_s: float | None = None,
-          spare: Spare | None = None, idle_noted: bool = False) -> CandidateResult:
-    """The candidate `names` (built from `target` with `levers`) judged beside `base`; engagement is checked for
-    `new` (default every lever): levers the reference already holds left their evidence there too. `device` pins the
-    candidate's worker to a GPU through `backend`'s variable (tools/runtime/visible.py). `solo_s`: the reference's
-    step alone (baseline_legs' median), against which its paired legs are checked. `base_evidence` holds the reference
-    step's work and roof where proof.reference_evidence made it: then proof of work and the roof are checked too.
-    The result's gate_s: the seconds spent judging (GateClock), not timing. `spare`: the kept worker that may serve
-    the candidate a copy of the workload instead of a build (spare.py); None: a fresh worker, closed after.
-    `idle_noted`: a lever that takes no effect is said in the reason and the candidate still timed, not NO_OP (a sweep
-    point: the kept stack at other knob values, where a lever may have nothing to act on, as decode_gemv at batch 8)."""
-    clock, began, spare = GateClock(), perf_counter(), spare or Spare(enabled=False)
-    where = Where(target, workspace, settings.timeout_s, device, backend)
-    result = _trial(names, levers, base, base_evidence, references, tolerances, settings, folder, where, new, solo_s, clock, spare, idle_noted)
-    return result.model_copy(update={"gate_s": clock.spent_s, "gate_parts_s": clock.parts_s, "trial_s": perf_counter() - began, "worker_turn": spare.turn})
+@dataclass(frozen=True)
+class Candidate:
+    """What is tried: its levers by name and as prepared; `new`, those whose engagement is checked (None: every lever;
+    the levers the reference already holds left their evidence there too); `idle_noted`, a lever that takes no effect
+    said in the reason and the candidate still timed, not NO_OP (a sweep point: the kept stack at other knob values,
+    where a lever may have nothing to act on, as decode_gemv at batch 8)."""
+
+    names: list[str]
+    levers: list[Lever]
+    new: list[Lever] | None = None
+    idle_noted: bool = False
+
+
+@dataclass(frozen=True)
+class Against:
+    """What the candidate is judged against: the live reference worker; its evidence (the step's work and roof where
+    proof.reference_evidence made it: then proof of work and the roof are checked too); the reference outputs and
+    their tolerances; and the reference's step alone (`solo_s`, baseline_legs' median), against which its paired
+    legs are checked."""
+
+    process: WorkloadProcess
+    evidence: dict[str, Any]
+    references: dict[str, np.ndarray]
+    tolerances: dict[str, OutputTolerance]
+    solo_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How and where the candidate runs: the A/B settings, its folder, where its worker starts (spare.Where: the target
+    built with its levers, the workspace, the timeout, the GPU it is pinned to through its backend's variable) and the
+    kept worker that may serve it a copy of the workload instead of a build (spare.py; by default none: a fresh worker,
+    closed after)."""
+
+    settings: ABSettings
+    folder: Path
+    where: Where
+    spare: Spare = field(default_factory=lambda: Spare(enabled=False))
+
+
+def trial(candidate: Candidate, against: Against, plan: Plan) -> CandidateResult:
+    """The candidate judged beside the reference: built and checked in its worker, then timed in interleaved pairs
+    (in_its_worker), then its verdict read from the pairs (from_the_pairs). The result's gate_s: the seconds spent judging
+    (GateClock), not timing."""
+    clock, began = GateClock(), perf_counter()
+    ran = in_its_worker(candidate, against, plan, clock)
+    result = ran if isinstance(ran, CandidateResult) else from_the_pairs(candidate, against, plan.settings, ran)
+    return result.model_copy(update={"gate_s": clock.spent_s, "gate_parts_s": clock.parts_s, "trial_s": perf_counter() - began, "worker_turn": plan.spare.turn})
 
 
 class GateClock(PartClock):
@@ -204,14 +234,31 @@ class GateClock(PartClock):
     judging = PartClock.timing
 
 
-def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_evidence: dict[str, Any], references: dict[str, np.ndarray],
-           tolerances: dict[str, OutputTolerance], settings: ABSettings, folder: Path, where: Where, new: list[Lever] | None,
-           solo_s: float | None, clock: GateClock, spare: Spare, idle_noted: bool = False) -> CandidateResult:
+@dataclass(frozen=True)
+class Ran:
+    """What the candidate's worker left for its verdict: its warm-up, its outputs' checks, its levers' engagement and
+    what is noted beside it, its step's work, the pairs, and why its inputs(seed) ran other code than the reference's."""
+
+    warm: WarmupAnswer
+    checks: list[OutputCheck]
+    engaged: list[Engagement]
+    note: str
+    work: StepWork | None
+    run: Paired
+    rewritten: str | None
+
+
+def in_its_worker(candidate: Candidate, against: Against, plan: Plan, clock: GateClock) -> CandidateResult | Ran:
+    """The candidate in its worker, in the order bench.py gives: built (its overrides module checked for tampering),
+    warmed up, its outputs gated (a parting at a near tie: its continuation scored), its levers' engagement and its
+    step's work read off one profiled step, then the interleaved pairs. The first refusal is the result."""
+    names, levers, base, settings, folder = candidate.names, candidate.levers, against.process, plan.settings, plan.folder
+    references, tolerances, base_evidence = against.references, against.tolerances, against.evidence
     fresh = fresh_inputs(base)
     fixed = "" if fresh else INPUTS_FIXED
     try:
         base.deadline_at = settings.deadline_at
-        with spare.candidate(where, levers, folder, settings.deadline_at) as process:
+        with plan.spare.candidate(plan.where, levers, folder, settings.deadline_at) as process:
             if process.info["tampered"]:
                 said = tampered_reason(process.info["tampered"], "when its overrides module was imported")
                 return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(said, fixed), inputs_fresh=fresh)
@@ -226,11 +273,11 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
                                        warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh)
             with clock.judging("profile"):  # the work only where the candidate runs code Hyperloom did not write (proof.py)
                 seen, work = profiled_work(process, folder / "profiled", proof=unreviewed(levers), seed=base_evidence.get("profiled_seed"))
-            engaged = engagement(levers if new is None else new, seen, base_evidence, warm)
+            engaged = engagement(levers if candidate.new is None else candidate.new, seen, base_evidence, warm)
             note = compile_note(seen, base_evidence)
             if not all(e.engaged for e in engaged):
                 idle = "; ".join(f"{e.lever} did not take effect: {e.evidence}" for e in engaged if not e.engaged)
-                if not idle_noted:
+                if not candidate.idle_noted:
                     return CandidateResult(levers=names, verdict="NO_OP", reason=_noted(_noted(idle, note), fixed),
                                            engagement=engaged, outputs=checks, warmup_s=sum(warm["wall_s"]), inputs_fresh=fresh, work=work)
                 note = _noted(f"at this point {idle}", note)
@@ -244,17 +291,27 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
     except WorkloadFailure as failure:
         return CandidateResult(levers=names, verdict=failure.status if failure.status in ("CRASH", "TIMEOUT") else "RAISED",
                                reason=_noted(failure.message[:600], fixed), inputs_fresh=fresh)
+    return Ran(warm, checks, engaged, note, work, run, rewritten)
+
+
+def from_the_pairs(candidate: Candidate, against: Against, settings: ABSettings, ran: Ran) -> CandidateResult:
+    """The candidate's verdict from its pairs: refused where they say it lied (outputs, digests, tampering, its inputs'
+    code, its worker's clock, work moved into inputs) or beat the step's roof; else judged (FASTER or NOT_FASTER), with
+    what a reader must know beside it (wall-clock legs, a slowed reference, two paces, more pairs)."""
+    names, solo_s, run, work, engaged, checks = candidate.names, against.solo_s, ran.run, ran.work, ran.engaged, ran.checks
+    fresh = fresh_inputs(against.process)
+    fixed = "" if fresh else INPUTS_FIXED
     timing = run.timing()
-    rejected = run.rejected or rewritten or disagreement(run.candidate, run.reference) or inputs_moved(run.candidate, run.reference, settings.noise_band)
+    rejected = run.rejected or ran.rewritten or disagreement(run.candidate, run.reference) or inputs_moved(run.candidate, run.reference, settings.noise_band)
     if rejected is not None:
         return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=run.checks or checks, engagement=engaged,
                                baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, work=work, **timing)
-    too_fast = impossible(base_evidence.get("roof"), statistics.median(run.cand_legs))
+    too_fast = impossible(against.evidence.get("roof"), statistics.median(run.cand_legs))
     if too_fast is not None:
         return CandidateResult(levers=names, verdict="IMPOSSIBLE", reason=_noted(too_fast, fixed), outputs=checks, engagement=engaged,
                                baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, work=work,
                                pairs=len(run.cand_legs), **timing)
-    result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(warm["wall_s"]), settings.alpha())
+    result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(ran.warm["wall_s"]), settings.alpha())
     result = result.model_copy(update={"baseline_device_step_s": run.base_device, **timing})
     walled = run.walled()
     if walled is not None:
@@ -267,7 +324,7 @@ def _trial(names: list[str], levers: list[Lever], base: WorkloadProcess, base_ev
         result = held_alone(result, solo_s, settings.noise_band)
     extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
                 if len(run.cand_legs) > settings.pairs else "")
-    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), note), fixed), "inputs_fresh": fresh, "work": work})
+    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), ran.note), fixed), "inputs_fresh": fresh, "work": work})
 
 
 def held_alone(result: CandidateResult, solo_s: float, noise_band: float) -> CandidateResult:

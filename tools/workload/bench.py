@@ -45,7 +45,7 @@ from hyperloom.core.toolchain import find_tool
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
-from hyperloom.tools.workload.ab import INPUTS_FIXED, ABSettings, baseline_legs, calibrated, fresh_inputs, saved_outputs, target_with, trial
+from hyperloom.tools.workload.ab import INPUTS_FIXED, ABSettings, Against, Candidate, Plan, baseline_legs, calibrated, fresh_inputs, saved_outputs, target_with, trial
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.gate.frozen import compare, read_frozen
 from hyperloom.tools.workload.gate.frozen import references as frozen_references
@@ -89,13 +89,13 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
             if roof.roof_s is None:
                 warnings.append(roof.note)
             settings = ABSettings(request.pairs, solo.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
-            same = trial([], [], base, base_evidence, references, frozen.tolerances, settings, runs / "same_work", workspace, frozen.target, solo_s=solo_s,
-                         spare=spare)
+            against = Against(base, base_evidence, references, frozen.tolerances, solo_s)
+            same = trial(Candidate([], []), against, Plan(settings, runs / "same_work", Where(frozen.target, workspace, settings.timeout_s), spare))
             settings = calibrated(settings, same)
             results = []
             for index, (names, chosen) in enumerate(zip(request.candidates, levers, strict=True)):
-                results.append(trial(names, chosen, base, base_evidence, references, frozen.tolerances, settings, runs / f"candidate{index}", workspace,
-                                     target_with(frozen.target, chosen), solo_s=solo_s, spare=spare))
+                where = Where(target_with(frozen.target, chosen), workspace, settings.timeout_s)
+                results.append(trial(Candidate(names, chosen), against, Plan(settings, runs / f"candidate{index}", where, spare)))
                 if progress is not None:
                     progress(index + 1, len(request.candidates))
     except WorkloadFailure as failure:
