@@ -1,8 +1,8 @@
 """The gate on a GPU launch's outputs inside the worker that ran it, while they are still in its memory.
 
 A tune session gates thousands of candidates. Gated in the caller's process, every output was written to a .npy
-file, read back and compared under one interpreter that every device's thread shares (on two H200s that
-comparison grew from 8 to 12 ms a candidate while the second GPU waited). A GPU worker compares its own outputs
+file, read back and compared under one interpreter that every device's thread shares, while the other devices waited
+(docs/decisions.md: The gate inside a GPU worker). A GPU worker compares its own outputs
 instead, with the same judge() over the same frozen references, which the caller verified against their manifest
 (output_gate), and returns the verdict. The verdict can be trusted there: a GPU kernel reaches device memory only,
 never the host arrays its outputs are copied into or the reference files, and a trial that does not end OK has no

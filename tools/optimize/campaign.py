@@ -52,8 +52,7 @@ from hyperloom.tools.workload.process import WorkloadFailure
 POLL_S = 0.2
 BASELINE_CI = 0.02
 BASELINE_MAX_LEGS = 30
-# the solo legs' time past the first six: on the H100 a 1.2B decoder's eager generate (1.17 s a step) spent 103 device-s
-# there, a fifth of its campaign, on a figure no verdict reads (the pairs judge)
+# the solo legs' time past the first six: a figure no verdict reads (the pairs judge; docs/decisions.md: The baseline's solo legs)
 BASELINE_MAX_S = 30.0
 SAME_WORK = "A/A: a second worker doing the baseline's own work against the first; its gap is process noise and widens the noise band"
 LOOKS = 3  # rounds of `pairs` an undecided candidate may get (ab.ABSettings.max_pairs), each look judged at ALPHA / 3
@@ -69,7 +68,7 @@ class Campaign:
     def __init__(self, session: Session, request: OptimizeRequest, workspace: Workspace, control: Control, progress: ProgressFn | None = None) -> None:
         self.session, self.request, self.workspace, self.control, self.progress = session, request, workspace, control, progress
         self.ledger, self.frozen = session.ledger, session.frozen
-        # an undecided candidate gets up to twice its pairs again (ab.paired): on the H200 one read 1.09x over 6 pairs and 0.993x over 16
+        # an undecided candidate gets up to twice its pairs again (ab.paired; docs/decisions.md: The baseline's solo legs and the pairs)
         settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s,
                               max_pairs=LOOKS * request.pairs)
         self.stops = StopRules(request, self.ledger, control, self.frozen.declared_knobs, workspace)
@@ -285,8 +284,8 @@ class Campaign:
     def rivals(self, slot: Slot) -> None:
         """The winners that measured alone above the stack's revalidated gain (beyond the noise band), each revalidated
         alone against the baseline, at most RIVALS of them, fastest first; one that revalidates above the stack replaces
-        it. On the H200 a reduce-overhead compile of ResNet-50 was kept at 2.37x and revalidated at 1.22x while compile
-        alone had measured 1.95x: the kept figure did not hold, the runner-up may. The order is rival_order's. Each
+        it: a kept figure that did not hold may leave a runner-up that does (docs/decisions.md: Rivals, a pending
+        revalidation, an unsteady stack, the sweep's room). The order is rival_order's. Each
         needs the time of one more trial before the deadline; without it the rival is noted, not tried."""
         tried = 0
         for winner in rival_order(self.ledger.winners(), self.ledger.stack()):
@@ -432,9 +431,8 @@ class Campaign:
 
     def revalidate_pending(self, slot: Slot) -> None:
         """A stack kept and never revalidated (its revalidation cut by the deadline, or the campaign killed in it):
-        revalidated before anything is stacked on it, reverted to what it was kept on if it fails. On the H100 a 1.2B
-        decoder's campaign killed in that revalidation was resumed, ran its last levers to the deadline and closed with
-        its stack "not revalidated yet"."""
+        revalidated before anything is stacked on it, reverted to what it was kept on if it fails; else a resumed
+        campaign may close with its stack "not revalidated yet" (docs/decisions.md: Rivals, a pending revalidation)."""
         stack = self.ledger.stack()
         if not stack or self.ledger.gain() is not None:
             return
@@ -457,9 +455,9 @@ class Campaign:
                 self.note_unsteady(stack, record.result.speedup)
 
     def note_unsteady(self, stack: list[str], revalidated: float | None) -> None:
-        """A note when the whole stack re-timed against the baseline reads far below the gain it was kept on (on the
-        H200 a reduce-overhead compile of ResNet-50: kept at 2.37x, revalidated at 1.22x): that gain does not hold
-        from one worker to the next, and the report says so beside the figure."""
+        """A note when the whole stack re-timed against the baseline reads far below the gain it was kept on: that gain
+        does not hold from one worker to the next, and the report says so beside the figure (docs/decisions.md: Rivals,
+        a pending revalidation, an unsteady stack)."""
         kept = self.ledger.kept(stack)
         if kept is None or kept.reference or not kept.result.speedup or not revalidated:
             return
@@ -469,8 +467,8 @@ class Campaign:
                                  "compile that differs per process?); run the campaign again or profile the stack before trusting either figure")
 
     def sweep(self, slot: Slot) -> None:
-        """The stack at each declared point against the baseline at it, while a trial fits before the deadline (on the
-        H100 a point started 20 s before it spent 51 device-s building its references and was cut, unrecorded)."""
+        """The stack at each declared point against the baseline at it, while a trial fits before the deadline (a point
+        builds its references first; docs/decisions.md: Rivals, a pending revalidation, an unsteady stack, the sweep's room)."""
         self.set_phase("sweep")
         stack = self.ledger.stack()
         points = self.ledger.baseline().get("points", [])

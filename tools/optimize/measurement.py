@@ -56,9 +56,8 @@ class Measurement:
     def band_for(self, slot: Slot, reference: list[str]) -> ABSettings:
         """The A/B settings of a trial against `reference`: against the baseline, the band its A/A set; against a stack,
         the band an A/A of that stack sets (once a stack, in the ledger, so a resume reads it). Each process keeps its
-        own pace, and the pace spread differs by what a step runs: on the H200 the eager baseline's A/A read 0.759x,
-        a 24 % band that then judged kernels against a graph-replayed stack. If the stack's A/A could not be timed,
-        the baseline's band stays."""
+        own pace, and the pace spread differs by what a step runs (docs/decisions.md: The band of a stack's own A/A).
+        If the stack's A/A could not be timed, the baseline's band stays."""
         if not reference:
             return self.settings
         same = self.same_work(slot, reference, SAME_STACK, None)
@@ -68,9 +67,9 @@ class Measurement:
 
     def same_work(self, slot: Slot, reference: list[str], note: str, solo_s: float | None) -> Record:
         """The A/A against `reference` (its gap sets the noise band), measured again once when it was disturbed (ab.disturbed:
-        the reference slowed beside it, or either side at two paces): on a loaded CPU the first legs after a worker is
-        served ran 3-5x slow, and such an A/A set bands of 33-115 %, under which no honest lever could be kept. The
-        second is used when it is steady, or when its gap is the smaller; both are recorded and the choice noted."""
+        the reference slowed beside it, or either side at two paces): such an A/A sets a band under which no honest
+        lever could be kept (docs/decisions.md: A disturbed A/A, a wrecked trial). The second is used when it is steady,
+        or when its gap is the smaller; both are recorded and the choice noted."""
         key = self.key("same_work", reference, [])
         first = self.ledger.find(key) or self.measure(slot, Job(key, "baseline", reference, reference, [], "campaign", note), lambda r: "MEASURED")
         why = disturbed(first.result, solo_s)
@@ -90,8 +89,8 @@ class Measurement:
 
     def wrecked(self, job: Job, result: CandidateResult) -> str | None:
         """Why a trial says nothing of its candidate, or None: its reference's paired legs ran beyond WRECKED_PACE times
-        the reference's own pace (solo_s: on a loaded CPU one ran 99x and its candidate, the same work as a WINNER, was
-        DROPPED as NOT_FASTER). Such a trial is measured once more."""
+        the reference's own pace (solo_s; docs/decisions.md: A disturbed A/A, a wrecked trial). Such a trial is measured
+        once more."""
         pace = paired_pace(result.baseline_legs_s, self.solo_s(job))
         if pace is None or result.verdict not in TIMED:
             return None

@@ -1,5 +1,6 @@
 """The campaign's orderings: the catalog tried cheapest first and its tuners last, winners ranked by their own legs,
-rivals that share nothing with an unsteady stack first, and which lever is worth another try on a stack."""
+rivals that share nothing with an unsteady stack first, and which lever is worth another try on a stack. The
+measurements behind each: docs/decisions.md, The orderings."""
 
 from __future__ import annotations
 
@@ -14,20 +15,16 @@ COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "fusion": 1, "quantiz
 
 
 def catalog_order(vendor: str) -> list[str]:
-    """The catalog's levers for `vendor`, cheapest first, the searching ones last (TUNERS: each tunes per shape; on the
-    H200 Inductor's autotuning of a conv net's Triton convolutions ran past 150 s and took 150 of a 264 device-s
-    campaign, where plain compile took 14 s; TunableOp on a 1.2B decoder was still tuning, a fresh worker's build
-    done, when its campaign's deadline cut it at 40 s, before compile or graph had run)."""
+    """The catalog's levers for `vendor`, cheapest first, the searching ones last (TUNERS: each tunes per shape, and
+    can take minutes a campaign needs for the rest)."""
     levers = sorted((item for item in CATALOG if vendor in item.vendors), key=lambda item: (item.name in TUNERS, COST[item.kind], item.name))
     return [item.name for item in levers]
 
 
 def fastest_first(winners: list[Record]) -> list[Record]:
     """Winners by their own step, the median of their timed legs on the controller's clock, shortest first (by speedup
-    where a winner has no legs): each was timed beside the same baseline, whose pace moved from trial to trial on the
-    H200, so a ratio ranks a winner partly by its reference's pace. There a conv net's compile read 2.81x with the
-    baseline's legs at 11.2-12.1 ms (its solo pace 7.7 ms) and its own at 3.8-4.9 ms; reduce-overhead read 2.28x at
-    3.4-4.8 ms beside a baseline at 7.6-10.9 ms. Kept by ratio, compile revalidated at 1.82x; by hand the other ran 2.28x."""
+    where a winner has no legs): each was timed beside the same baseline, whose pace moves from trial to trial, so a
+    ratio ranks a winner partly by its reference's pace."""
     if winners and all(w.result.candidate_legs_s for w in winners):
         return sorted(winners, key=lambda w: statistics.median(w.result.candidate_legs_s))
     return sorted(winners, key=lambda w: -(w.result.speedup or 0))
@@ -35,9 +32,8 @@ def fastest_first(winners: list[Record]) -> list[Record]:
 
 def rival_order(winners: list[Record], stack: list[str]) -> list[Record]:
     """The winners in the order the rival check tries them: those that share no lever with the stack first, then the
-    rest, each group fastest first. A stack whose gain did not hold points first at its own levers: on the H200 the
-    conv net's stack and its two fastest rivals were all reduce-overhead compiles, and the one rival the deadline
-    left room for would have been one of them, not compile alone. Fastest: fastest_first's order."""
+    rest, each group fastest first: a stack whose gain did not hold points first at its own levers' kin, and the
+    deadline may leave room for one rival only. Fastest: fastest_first's order."""
     kept = set(stack)
     return sorted(fastest_first(winners), key=lambda w: bool(kept & set(w.result.levers)))  # stable: fastest first in each group
 
@@ -45,12 +41,10 @@ def rival_order(winners: list[Record], stack: list[str]) -> list[Record]:
 def engaged_without_gain(record: Record) -> bool:
     """A lever measured alone against the baseline that engaged (each of its engagement checks held) without being
     faster. What it enables may still pay (a static cache on a CPU: no faster alone, decode_loop's way in), and on a
-    host-bound step (an eager decode launches each kernel from Python) a device-side gain hides behind the host: on the
-    H100 fuse_projections engaged at 1.02x on a 1.2B decoder's eager generate; on the H200 it took that decoder's
-    decode_loop token 1.46 -> 1.28 ms. Catalog levers only: a knob or an overrides module is "engaged" by being taken,
-    which says nothing of what it did. The verdict is not read: a REJECTED enabler's follow-ups run too, each gated on
-    its own fresh inputs (on the H100 the static cache alone parted beyond the margin on one prompt, and static_cache +
-    decode_loop passed the same gate on others: kept, 8.77x); a wrong lever's follow-ups are refused the same way."""
+    host-bound step (an eager decode launches each kernel from Python) a device-side gain hides behind the host.
+    Catalog levers only: a knob or an overrides module is "engaged" by being taken, which says nothing of what it did.
+    The verdict is not read: a REJECTED enabler's follow-ups run too, each gated on its own fresh inputs; a wrong
+    lever's follow-ups are refused the same way (docs/decisions.md: The orderings)."""
     result = record.result
     return (len(result.levers) == 1 and result.levers[0] in BY_NAME and not record.reference and bool(result.engagement)
             and all(e.engaged for e in result.engagement))

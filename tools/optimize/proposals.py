@@ -5,8 +5,8 @@ hand-off the fusion library covers, with a module forward to replace and no TODO
 overrides module (the library's default params) and queued on the stack like an agent's proposal. What the profile
 found but could not propose (no adapter for that kernel, no forward named by the trace's Python stack) becomes a
 note, never a silently skipped candidate. The profile's GPU busy share says how much of the step a kernel can act on
-at all: a step the host holds (the static KV cache's decode on the H200: GPU busy about a fifth) gains little from
-faster kernels, and the campaign's notes say so before its kernel trials."""
+at all: a step the host holds gains little from faster kernels (docs/decisions.md: The profile's proposals), and the
+campaign's notes say so before its kernel trials."""
 
 from __future__ import annotations
 

@@ -182,8 +182,8 @@ def markdown(report: OptimizeReport) -> str:
 
 def final_points_swept(records: list[Record], stack: list[str]) -> int:
     """How many distinct points the final stack was swept at: a campaign resumed after another keep sweeps its new stack
-    again, and the earlier stack's sweeps do not count for it (on the H100 a resumed campaign said "2 of 2 declared
-    point(s) swept" with batch 8 swept twice, once per stack, and batch 32 never)."""
+    again, and the earlier stack's sweeps do not count for it (docs/decisions.md: Rivals, a pending revalidation, an
+    unsteady stack, the sweep's room)."""
     return len({tuple(sorted((r.point or {}).items())) for r in records if r.phase == "sweep" and r.result.levers == stack})
 
 

@@ -78,8 +78,7 @@ class StopRules:
 
     def sweep_reserve_s(self) -> float:
         """What the campaign needs when it ends its search now: what follows the search (after_search_s), and when any
-        of that is due, the trial the search is about to start (on the H200 a 66 s trial started with 53 s left left
-        none for settle)."""
+        of that is due, the trial the search is about to start (docs/decisions.md: The time the end of the search needs)."""
         after_s, mean_s = self.after_search_s(), self.ledger.mean_trial_s()
         return after_s + mean_s if after_s and mean_s else 0.0
 
@@ -87,8 +86,7 @@ class StopRules:
         """What the campaign still needs after its search, each trial at the mean device time of the trials so far (a
         sweep trial builds both sides at the point, as a candidate trial does): with winners but no stack yet, the
         best winner's revalidation (settle) and, with another winner, one rival's (a stack whose revalidation falls
-        short tries the next winner alone: on the H200 a conv net's did not hold, and its rival found no time); with a
-        stack, its points not yet swept."""
+        short tries the next winner alone); with a stack, its points not yet swept."""
         points = self.ledger.baseline().get("points", [])
         mean_s = built_trial_s(self.ledger.records())
         if mean_s is None:
@@ -106,8 +104,8 @@ class StopRules:
     def ends_at(self, phase: Phase) -> float | None:
         """time.monotonic() at which a trial of `phase` is cut: a search trial where what follows the search must start
         (after_search_s before the deadline: a max-autotune compile that runs to its timeout cannot take the time
-        keeping a winner needs; no grace added: on the H200 the grace put a conv net's cut past the deadline, and its eight
-        winners ended with nothing kept), any other at the deadline with DEADLINE_GRACE_S to answer. None: no deadline."""
+        keeping a winner needs; no grace added: docs/decisions.md, The time the end of the search needs), any other at
+        the deadline with DEADLINE_GRACE_S to answer. None: no deadline."""
         if self.request.deadline_s is None:
             return None
         deadline = self.started + self.request.deadline_s
@@ -124,8 +122,8 @@ class StopRules:
 
 def built_trial_s(records: list[Record]) -> float | None:
     """The mean device seconds of the trials whose worker was built for them (worker_turn 1), the baseline's own left
-    out; of every trial when none was; None before the first. On the H200 a conv net's served candidates took 2-3 s and
-    a revalidation, which builds its worker, 18 s: the mean of all trials (8 s) left the revalidation no room."""
+    out; of every trial when none was; None before the first. A served candidate takes a fraction of a built one's time,
+    so the mean of all trials would leave a revalidation no room (docs/decisions.md: The time the end of the search needs)."""
     trials = [r for r in records if r.device_s > 0 and r.phase != "baseline"]
     built = [r.device_s for r in trials if r.result.worker_turn == 1] or [r.device_s for r in trials]
     return sum(built) / len(built) if built else None

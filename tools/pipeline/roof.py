@@ -18,7 +18,8 @@ from hyperloom.core.cache import cache_dir
 from hyperloom.core.figures import significant
 
 MARGIN = 1.10
-"""A GPU result is impossible beyond this multiple of the roof (the H200's measured read ceiling is 0.92 of its datasheet peak)."""
+"""A GPU result is impossible beyond this multiple of the roof (a measured ceiling sits below the datasheet's peak:
+docs/decisions.md, The impossible margin)."""
 HOST_MARGIN = 4.0
 """A host CPU's roof is coarse: roofline's host microbenchmarks run on one core, a kernel may run on many, and a CPU's
 bandwidth moves with the working set and the neighbours' load; only results this far beyond it are impossible."""

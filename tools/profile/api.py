@@ -56,7 +56,7 @@ def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Worksp
 
 def replay_roof(bytes_per_replay: int | None, roofs: roof.Roofs, findings: list[str], copy: dict[str, Any] | None = None) -> ReplayRoof | None:
     """The replay roof: the caller's bytes at the device copy's rate measured in the profiled process (copy_rate.py;
-    the rate issue 46 defines a token's roof at), else at the best memory ceiling (measured before datasheet), or None."""
+    the rate a token's roof is read at: docs/decisions.md, The decode levers), else at the best memory ceiling (measured before datasheet), or None."""
     if bytes_per_replay is None:
         return None
     memory = roofs.memory()

@@ -1,5 +1,5 @@
 """The device's copy bandwidth, measured in the process that was just profiled: what a decode token's bytes roof is
-read against (issue 46 defines its roof at this rate). A device-to-device copy reads and writes each byte once, so
+read against (docs/decisions.md: The decode levers). A device-to-device copy reads and writes each byte once, so
 its rate is the bandwidth a memory-bound kernel can reach on this part, measured on it, not the datasheet's peak.
 
 Runs in a worker (torch imported there); on a GPU only. The buffer is at most COPY_BYTES and at most a quarter of the

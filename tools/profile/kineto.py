@@ -1,17 +1,16 @@
 """A Trace straight from torch.profiler's raw (kineto) events, without the Chrome JSON: writing, decoding and reading
-that file was most of proof of work's cost (on a CPU: the gate 41.7 % of a trial traced, 10.5 % counted,
-bench/workload_gate_cost.py; on the H200 a 1.2B decoder's eager `generate` spent 2.5-2.9 s of a 20-50 s trial in it).
+that file was most of proof of work's cost (docs/decisions.md: What a proof-of-work profile costs).
 Each operator keeps what the JSON would have given it (name, times, thread, shapes, dtypes, concrete inputs as text),
 each kernel its launching operator, so work.py weighs it the same (tests/test_profile_kineto.py).
 
 On a GPU, each device event (a kernel, a copy, a set) names the operator that launched it by that operator's
 correlation id (`linked_correlation_id`, as torch's own _parse_kineto_results links them; the Chrome JSON's "External
 id"), and carries the runtime call's correlation (a CUDA graph's replayed kernels: the graph launch's). Read off torch
-2.11's events on the H200 (results/h200/workload-gate/kineto/kineto_fields.torch211.jsonl, lab/raw-profiler-events/kineto_fields.py).
+2.11's events (lab/raw-profiler-events/kineto_fields.py; docs/decisions.md: What a proof-of-work profile costs).
 What the raw events lack beside the JSON: a kernel's grid and block and a copy's bytes (so copies weigh no bytes
 here), and the devices' names.
 
-torch 2.11's events have no `activity_type` (MEASURED on the H200's image): an event on the host is then told apart
+torch 2.11's events have no `activity_type`: an event on the host is then told apart
 by its fields: a runtime or driver call links to the operator it ran inside, or is named as one (cudaDeviceSynchronize
 outside any operator); the profiler's own overhead has no device index. A torch whose events lack a field every path
 reads returns None: the JSON is the fallback.

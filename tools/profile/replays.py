@@ -3,7 +3,7 @@ token's time is the period from one replay's first kernel to the next one's, and
 kernels (by class and by kernel), the gaps between them inside the graph, and what runs between two replays (kernels
 and copies launched outside the graph: sampling, stopping criteria, the host's bookkeeping, and the device idle while
 the host works). Against a bytes roof for one token (the weights and the cache read once, at a bandwidth), it says
-how far the token is from that roof and which part holds the distance (issue 46).
+how far the token is from that roof and which part holds the distance (docs/decisions.md: The decode levers).
 
 Read from the trace alone: CUPTI and roctracer give each kernel of a replayed graph the correlation id of its graph
 launch (Trace.graph_launches). The replays counted are those of the graph launched most often (a decode's token

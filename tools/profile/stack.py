@@ -32,7 +32,7 @@ def _qualified(module: Frame, frames: list[Frame], calls: list[Frame], starts: l
     """pkg.file:Class.forward of a module call, from its own forward frame: the first inside it that no module call
     nested in it holds. A module whose forward a lever replaced (decode_gemv's MLP) has none, and its first forward frame
     is a child's (a fused projection's, in fused_projections.py): naming the file from it wrote a target that does not
-    exist (hyperloom.tools.workload.fused_projections:LlamaMLP.forward, RAISED on the H100); the class alone then."""
+    exist (docs/decisions.md: A module forward a lever replaced); the class alone then."""
     cls = MODULE.match(module.name)
     if cls is None:
         return None

@@ -79,7 +79,7 @@ def sized_shape(name: str, target: str, full: bool, staged: Path) -> int:
     return len(doc["shapes"]) - 1
 
 
-SAME_SIZE_PER_THREAD = 2  # float4s a thread in a same-size read: the fastest at 8-263 MB on the H200 (results/h200/decode/run27.log)
+SAME_SIZE_PER_THREAD = 2  # float4s a thread in a same-size read: the fastest measured (docs/decisions.md: The roofline's same-size read)
 
 
 def read_of_size(bytes_read: int, target: str, device: int, flush: tuple[bool, FlushMode], max_time_s: float, staged: Path, workspace: Workspace) -> BenchResult:

@@ -5,7 +5,7 @@ run on a free device → record → tell, until a stop rule fires; then re-valid
 The loop is a pipeline: while every device runs a candidate, up to `compile_ahead` more are proposed,
 compiled and disasm-checked on the CPU cores, and each device takes the next compiled one (in the
 order they were proposed) the moment it is free. With compile_ahead 0 a candidate is only proposed
-when a device is free for it: the loop before issue 21.
+when a device is free for it: the loop as it first was (docs/decisions.md: Tune compiles ahead).
 """
 
 from __future__ import annotations

@@ -155,7 +155,7 @@ def fresh_inputs(process: Any) -> bool:
 def same_shapes(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], seed: int | None) -> None:
     """Refuse a workload whose outputs change shape with the seed: candidates could not be gated on them. Generated
     tokens and their top-k lists (generated.py) may hold another count of generated tokens: a `generate` stops at its
-    end-of-sequence token wherever the new prompt leads it (the H200 decoder's campaign: 5 of 32 tokens for one seed)."""
+    end-of-sequence token wherever the new prompt leads it (docs/decisions.md: Generated outputs change length with the seed)."""
     tokens = generated.companions(references)
     steps_free = generated.grouped(tokens) | {name + TEACHER for name in tokens}
     moved = [f"{name} {list(outputs[name].shape)}, frozen {list(ref.shape)}" for name, ref in references.items()
@@ -329,11 +329,9 @@ def from_the_pairs(candidate: Candidate, against: Against, settings: ABSettings,
 
 def held_alone(result: CandidateResult, solo_s: float, noise_band: float) -> CandidateResult:
     """A FASTER judged beside a slowed reference (clock_checks.slowed) stands only if the candidate also beats the reference's
-    solo pace beyond the noise band: a ratio over a slowed reference is inflated by about the slowdown (on the H200 a
-    conv net's compile read 2.81x beside a reference at 1.49x its solo pace, and revalidated at 1.82x), so a candidate
+    solo pace beyond the noise band: a ratio over a slowed reference is inflated by about the slowdown, so a candidate
     that merely matched the baseline would read FASTER there. Otherwise NOT_FASTER, saying so. One that stands carries
-    the lower of its two figures (on a CPU a rival revalidation read 2.15x beside a slowed reference, 1.59x against
-    its solo pace, and replaced the stack by the first)."""
+    the lower of its two figures (docs/decisions.md: A reference slowed beside the candidate)."""
     if result.verdict != "FASTER" or not result.candidate_legs_s:
         return result
     alone = solo_s / statistics.median(result.candidate_legs_s)

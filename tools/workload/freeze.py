@@ -35,11 +35,8 @@ DRIFT_SEEDS = WorkloadBenchRequest.model_fields["pairs"].default
 """Fresh inputs beside the frozen ones on which a decoder's top-k log-probability drift (the baseline's against its
 twin's) is measured at freeze, the largest kept: as many as a default bench gates a candidate on (one a pair), so the
 baseline's worst prompt is looked for among as many as the candidate's is. The drift is one worst element, and measured
-on the frozen prompt alone it undercounted what fresh prompts show: on the H100 an honest static cache parted from the
-baseline by 0.109 nats on a fresh prompt, beyond the 0.099 allowed from a 0.040 drift on the frozen one
-(results/h100/roof/session28/). With three fresh prompts a held-out bf16 mixture of experts (Qwen2-MoE, CPU), whose
-error against its twin varies 5x from prompt to prompt (expert routing flips), had an honest compile refused on a
-gated pair's prompt."""
+on the frozen prompt alone (or on three fresh ones) it undercounted what fresh prompts show (docs/decisions.md: Fresh
+prompts at freeze)."""
 
 
 def describe_target(workload: str, args: list[str], knobs: dict[str, str], workspace: Workspace) -> Target:

@@ -193,9 +193,8 @@ class WorkloadProcess:
 
 
 def enter_together(processes: Sequence[WorkloadProcess], optional: Sequence[WorkloadProcess] = ()) -> list[WorkloadProcess]:
-    """Start and build every process at once, each in its own worker: a model's build is mostly its host's work (a 1.2B
-    decoder's random weights took 33.5 s of a worker's start on the H200's host, results/h200/workload-gate/build_probe.log),
-    so N builds take about the longest of them, not their sum. Returns those of `optional` that built (one that failed
+    """Start and build every process at once, each in its own worker: a model's build is mostly its host's work, so N
+    builds take about the longest of them, not their sum (docs/decisions.md: Builds started together). Returns those of `optional` that built (one that failed
     is closed); a failure of one of `processes` closes every one and is raised (the first, in the order given)."""
     everyone = [*processes, *optional]
     failures: list[BaseException | None] = [None] * len(everyone)

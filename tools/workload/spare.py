@@ -1,13 +1,12 @@
 """A warm candidate worker kept between trials: the workload built once, each candidate served a fresh copy of it with
 its levers (runner.serve), so a trial costs its levers' own work (a compile, a capture, the legs), not another build
-of the model (33 s of a 57 s trial for a 1.2B decoder on the H200: results/h200/workload-gate/README.md). Between
+of the model (docs/decisions.md: A kept worker serves the next candidate). Between
 candidates the kept worker holds only the workload as built: the last copy, its compiled code and graphs are
 released (runner.release), so a fresh worker started meanwhile finds the device memory free.
 
 Only levers that act on the built workload, or a setting put back after, are served (levers.SERVED_KINDS,
 levers.unserved: compile, a graph, the attention backend, a stance, the static cache, the memory format, the decode
-loop; TF32, cuDNN's benchmark mode, an Inductor setting: on the H100 a 1.2B decoder's combo-kernel candidate and its
-stack's reference were built afresh, 24 s of host build each, results/h100/roof/session33). A candidate with an
+loop; TF32, cuDNN's benchmark mode, an Inductor setting). A candidate with an
 environment variable, an overrides module or a knob changes the process or the build, so it gets a fresh worker, closed after its
 trial; so does one after a trial that ended in a worker failure (a crash, a timeout: the worker is gone or suspect); a
 candidate that raised in a worker still alive leaves that worker kept, once it released the copy and its device answered.
@@ -48,8 +47,7 @@ class Spare:
     """At most KEPT_AT_MOST kept workers, each for one target and device. `enabled` False: every candidate gets a fresh
     worker. A campaign's reference for a stack of levers is served from here too (`lend`), and given back when the
     stack moves on (`give_back`): the worker of the stack it replaces serves the next one, so a stack's reference costs
-    its levers' work, not another build of the model (22-28 s of a 33-41 s reference start for a 1.2B decoder on the
-    H100, five of them in one campaign). A served worker holds two copies of the workload (as built, and the one its
+    its levers' work, not another build of the model. A served worker holds two copies of the workload (as built, and the one its
     levers act on): a served reference costs one copy of the model more device memory than a built one."""
 
     def __init__(self, enabled: bool = True) -> None:
@@ -99,8 +97,7 @@ class Spare:
         (kept after the trial when its levers allow). A trial that raises closes its worker, unless what it raised is
         the candidate's own exception, answered by a worker still alive (RAISED: sdpa_efficient's "No available
         kernel", a graph capture refused): that worker is kept when it then releases the copy and its device answers
-        (runner.release synchronizes it: a sticky device fault fails there). On the H200 each RAISED candidate of a
-        1.2B decoder's campaign left the next one a 33 s build."""
+        (runner.release synchronizes it: a sticky device fault fails there), so the next candidate is not built again."""
         keep, self.turn = self.enabled and servable(levers), 1
         process = self._served(where, levers, folder, deadline_at) if keep else None
         if process is None:

@@ -10,8 +10,8 @@ from typing import Any, TypedDict
 RUNNER = "hyperloom.tools.workload.worker.runner"  # the worker's entries, called as RUNNER:entry (hyperloom.core.warm)
 PROFILER_ENVIRON = {"TEARDOWN_CUPTI": "1"}
 """In every workload worker's environment: without kineto's CUPTI teardown a process profiled once (engagement, proof of
-work) stays slower for the rest of its life, both sides of every pair unevenly (docs/decisions.md, the profiler's
-teardown). torch sets it back to 0 where CUPTI cannot be re-initialised beside CUDA graphs (CUDA < 12.6)."""
+work) stays slower for the rest of its life, both sides of every pair unevenly (docs/decisions.md: The profiler's
+teardown in every worker). torch sets it back to 0 where CUPTI cannot be re-initialised beside CUDA graphs."""
 # Sibling projections that read the same input, by the names model families give them: attention (Llama, Mistral,
 # Qwen, Gemma, OPT, BART, Whisper, CLIP: q/k/v_proj; BERT, RoBERTa, ViT: query/key/value; DistilBERT: q/k/v_lin;
 # DeBERTa-v2: query/key/value_proj; T5: q/k/v) and the gated MLP's two input projections (Llama-family gate_proj and

@@ -23,9 +23,9 @@ the noise band of the reference's step, INPUTS_BAND of the reference's inputs (e
 host: 12 % apart on a loaded 2-core CPU, the same draw in both), INPUTS_SPREAD standard errors of the pairs'
 differences, and INPUTS_SLACK_S. A backstop: what inputs(seed) runs is traced in every leg (proof.inputs_rewritten)."""
 SOLO_PACE = 1.3
-"""The reference's paired legs slower than this many times its solo legs: something slowed it beside the candidate. On
-the H200 a conv net's compile was kept at 2.81x beside a reference at 1.49x its solo pace (unflagged at 1.5) and
-revalidated at 1.82x: a ratio over a slowed reference is inflated by about the slowdown."""
+"""The reference's paired legs slower than this many times its solo legs: something slowed it beside the candidate, and
+a ratio over a slowed reference is inflated by about the slowdown (docs/decisions.md: A reference slowed beside the
+candidate)."""
 SPLIT_PACE = 1.5
 """two_paced: a gap in the candidate's sorted legs beyond this ratio splits them into two paces."""
 

@@ -37,9 +37,8 @@ def profiled_work(process: Any, folder: Path, proof: bool = True, seed: int | No
     """One step of `process` profiled as a timed step (on `seed`, else a fresh one, when its workload takes one): its engagement
     evidence and its work. The trace is read and deleted here. Without `proof` the step's ops and kernels are counted
     only (engagement), no trace written nor read: the work is None. A CPU step is weighed in the worker from the
-    profiler's raw events, no trace written. The trace is most of the cost (a CPU decoder's
-    eight-token generate: the step profiled in 0.12 s, its 3.4 MB trace decoded in about 0.2 s and weighed in 0.1 s;
-    on the H200 the profile was 2.9 s of a 7.5 s trial of an eager-generate candidate)."""
+    profiler's raw events, no trace written. The trace is most of the cost (docs/decisions.md: What a proof-of-work
+    profile costs)."""
     folder.mkdir(parents=True, exist_ok=True)
     trace = folder / TRACE
     seed = (seed if seed is not None else draw_seeds(1)[0]) if process.info["has_inputs"] else None

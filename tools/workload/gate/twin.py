@@ -6,9 +6,8 @@ MEASURED then, and a candidate passes when its own error against the twin is at 
 FlashAttention's tests apply between a kernel and a plain implementation in the same low precision, there with k = 2),
 under each measure, with one machine epsilon of the output's dtype as the least a baseline error counts for (a baseline
 more exact than its own dtype's step makes any reordering look large; torch.testing's dtype defaults play the same
-part). k = 1.5 by default, from what was measured on the H200 (results/h200/user-workloads/: every honest lever on a
-1B decoder, BERT-base and ResNet-50 sat at or below 1.0x the baseline's error, or within the floor; one layer's MLP
-output 10 % too large sat at 1.68x on the decoder, 2.5x on the conv net, 22x on the encoder). An honest reordering (compile, another
+part). k = 1.5 by default: every honest lever measured sat at or below 1.0x the baseline's error, or within the floor,
+and one wrong layer at 1.68x and beyond (docs/decisions.md: The twin rule's k). An honest reordering (compile, another
 attention backend, another cuDNN algorithm, a fused kernel adding in another order) moves an output about as far from
 the twin as the baseline sits; a wrong one (a layer skipped, a scale off by a tenth, a truncated input) moves it many
 times further. What separates them on a decoder, an encoder and a conv net was measured (skill: workload.md).
@@ -18,8 +17,8 @@ element: a few elements corrupted hide in an L2 norm). Integer outputs (argmax i
 elements unlike the twin's, floored at one element. Generated tokens with their top-k log-probabilities keep the
 near-tie gate (generated.py), its atol derived from the baseline's log-probability drift against the twin's (floored
 at NATS_FLOOR): that gate compares the candidate with the baseline (frozen or live), never with the twin, so its atol
-is the triangle bound below, (k + 1) x the drift (on the H200 an honest decode_loop on fresh prompts sat 0.094 nats
-from the baseline, 1.7x its 0.055 drift, above k x but within (k + 1) x); and a transformers decoder's tokens are also teacher-forced (`NAME.teacher`: the logits the model gives
+is the triangle bound below, (k + 1) x the drift (an honest decode_loop on fresh prompts sat above k x, within (k + 1) x:
+docs/decisions.md: The twin rule's k); and a transformers decoder's tokens are also teacher-forced (`NAME.teacher`: the logits the model gives
 the reference's tokens, judged by the float rule), so a parting does not end the comparison of the model's numerics.
 
 Against a live reference instead of the twin (fresh inputs, a sweep point), only the triangle inequality is known:
@@ -53,10 +52,8 @@ encoder's 6.3M hidden-state elements: 80 ms over whole-array copies, 20 ms in ch
 def errors(candidate: np.ndarray, twin: np.ndarray) -> dict[str, float]:
     """The candidate's error against the twin under each measure (floats: FLOAT_MEASURES; integers: INTEGER_MEASURE).
     Floats in float64, one pass in chunks, sums of squares never through BLAS: the controller runs this after every
-    gated pair, and np.linalg.norm's OpenBLAS threads spin after each call (on this 2-core machine 200 norms of 64k
-    floats with 2 ms pauses cost 0.45 CPU-s in 0.44 s wall, the sums 0.12), on a 16-core GPU host up to 15 threads
-    beside the candidate's launch thread: the controller at 200-530 % CPU during the H200 campaign's compiled trials
-    (results/h200/user-workloads/stall/ps.run10.log), whose candidates switched between their pace and twice it."""
+    gated pair, and np.linalg.norm's OpenBLAS threads spin after each call, beside the candidate's launch thread
+    (docs/decisions.md: The twin's errors without BLAS threads)."""
     if twin.dtype.kind in "iu":
         return {INTEGER_MEASURE: float(np.mean(candidate != twin)) if twin.size else 0.0}
     c, t = candidate.reshape(-1), twin.reshape(-1)

@@ -99,8 +99,8 @@ def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: C
     same rows), None without one (T5 raised on the decoder's tokens as its input_ids; BART took them as its encoder's,
     silently). A decoder's left-padded prompt is scored with its recorded mask (_padded_prompt). A `compiled` model runs
     its compiled code where it has some for this call and eagerly where it would compile anew: the whole sequence in one
-    call is a shape no step ran, and its compile cost 11.7 s of a 43 s trial on the H200 (the compiled numerics are
-    gated on the generated steps' log-probabilities and in the timed pairs all the same)."""
+    call is a shape no step ran, and compiling it costs a good share of a trial (docs/decisions.md: The teacher's
+    compiled forward); the compiled numerics are gated on the generated steps' log-probabilities and in the pairs."""
     if prompt < 1:
         return None
     device = next(model.parameters()).device

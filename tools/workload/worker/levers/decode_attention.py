@@ -2,8 +2,7 @@
 computed by the library's Triton kernel (kernels/triton/decode_attention) instead of scaled_dot_product_attention.
 
 At decode, transformers' SDPA path with a mask (a static cache always has one) repeats each KV head's cache for its
-query heads (a copy of every layer's K and V a token: on the H200 52 copy kernels a token beside cuDNN's 16
-attention kernels, 171 us of the 1.28 ms of a 1.2B decoder's token, results/h200/roof), then attends over every slot
+query heads (a copy of every layer's K and V a token; docs/decisions.md: decode_attention), then attends over every slot
 of the cache, filled or not. The kernel reads each KV head once for its query heads and skips the blocks of slots the
 mask leaves out, so a static cache is read only where it is filled; it is a torch custom op, so a compiled step keeps
 it as one node and a CUDA/HIP graph replays its launch.

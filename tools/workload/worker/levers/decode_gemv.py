@@ -1,29 +1,23 @@
 """The decode_gemv lever, worker side: a model's plain linear layers, called with a few rows (a decode step's tokens),
 computed by the library's Triton GEMV (kernels/triton/gemv) instead of cuBLAS.
 
-At decode a linear layer is a matrix-vector product bound by its weights' bytes. On the H200 cuBLAS read a 1.2B
-decoder's small projections at about 1.8 TB/s (q/k/v and o, 64x8 tiles) and its down projection at 2.6 TB/s (split-K
-and a reduce kernel), against 4.1 TB/s of device copy (results/h200/roof): a third of the token's GEMM time. The
-kernel streams 2-4 weight rows a program along their contiguous K, with launch params per shape and device as a
-cold sweep measured them (kernels/triton/gemv/tuned.json; a shape where cuBLAS won stays with cuBLAS): on the H100,
-cold, 47.7 us a decoder layer against cuBLAS's 55.0, and in the 1.2B decoder's replayed graph 1.391 -> 1.280 ms a
-token, 1.216 with the MLP's activation folded into the down projection (FOLD_ACTS; results/h100/roof). Session 26's
-8 x 512 tile had matched cuBLAS inside the graph on the H200 (677 vs 680 us). Every `torch.nn.Linear` of the model (a fused
+At decode a linear layer is a matrix-vector product bound by its weights' bytes, which cuBLAS's small tiles read well
+below the device's copy bandwidth. The kernel streams 2-4 weight rows a program along their contiguous K, with launch
+params per shape and device as a cold sweep measured them (kernels/triton/gemv/tuned.json; a shape where cuBLAS won
+stays with cuBLAS). What it gained, and where: docs/decisions.md, decode_gemv. Every `torch.nn.Linear` of the model (a fused
 projection's layer too; not the output embeddings, which cuBLAS reads near the roof, nor a quantized layer) gets a
 forward that sends a call of at most the kernel's MAX_ROWS rows to its custom op and any other (a prefill's GEMM)
 to torch's linear. A copy of a routed model is routed too (a kept worker's candidate).
 
 The tuned launch params were measured for one row and are used for one-row calls only. A call of 2 to MAX_ROWS rows
 goes to torch's linear (cuBLAS) unless FEW_ROWS is on: the kernel's few-row tensor-core tile loses to cuBLAS at batch 8
-on the H100: the kept stack's token 4.87 ms with the first tile (4.3 ms of it the GEMV), 3.90 with the tile reloaded
-along K, 1.365 ms with cuBLAS taking those calls (results/h100/roof, session 33).
+(docs/decisions.md: decode_gemv).
 
 With FOLD_NORMS, a decoder layer's RMSNorms are folded into the GEMVs that read them (transformers' layer pattern: `input_layernorm`
 read only by the attention's q/k/v projections, `post_attention_layernorm` only by the MLP's gate/up; an RMSNorm as
 Llama, Mistral and Qwen compute it, with `variance_epsilon`): the norm module returns its input and each of those
 layers normalizes the row itself inside the GEMV, rounding as the norm does; a call with more rows (a prefill) runs
-the norm and torch's linear. The norms' kernels and launches leave the decode step (62 us and 33 launches of a 1.2B
-decoder's token on the H200, results/h200/roof).
+the norm and torch's linear. The norms' kernels and launches leave the decode step (docs/decisions.md: decode_gemv).
 
 With FOLD_ACTS (on), a gated MLP (gate_proj, up_proj, down_proj and a SiLU act_fn: Llama, Mistral, Qwen) whose down
 projection is routed computes silu(gate) * up inside that GEMV: the activation's kernel and launch leave the step.
@@ -39,9 +33,8 @@ from typing import Any
 from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_op, launcher
 
 OP_NAME = "hyperloom::decode_gemv"
-FOLD_NORMS = False  # True: fold the norms (on the H200 no net gain: the norms' 60 us left, the GEMV took 33 more and the
-# residual adds Inductor had fused into the norms came back as kernels; results/h200/roof); roof_decode.py's A/B sets it
-FOLD_ACTS = True  # a gated MLP's silu(gate) * up folded into its down projection's GEMV: 1.280 -> 1.216 ms a token on the H100 (results/h100/roof); roof_decode.py's A/B sets it
+FOLD_NORMS = False  # True: fold the norms (no net gain measured: docs/decisions.md, decode_gemv); roof_decode.py's A/B sets it
+FOLD_ACTS = True  # a gated MLP's silu(gate) * up folded into its down projection's GEMV (docs/decisions.md: decode_gemv); roof_decode.py's A/B sets it
 ACTIVATIONS = ("SiLU", "SiLUActivation")  # torch's and transformers' SiLU modules: what the kernel's fold computes
 NORM_ATTR = "_hyperloom_folded_norm"  # on a routed layer: the RMSNorm it applies to its input (in __dict__: not a submodule)
 FOLDS = (("input_layernorm", "self_attn", ("q_proj", "k_proj", "v_proj")), ("post_attention_layernorm", "mlp", ("gate_proj", "up_proj")))

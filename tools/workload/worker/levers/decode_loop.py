@@ -3,8 +3,8 @@ own: a prefill, then one step per token (the forward with its causal mask, the a
 once and replayed from CUDA/HIP graphs, with no host sync between tokens.
 
 transformers' own static-cache generate compiles the model's forward only: around each token it builds the mask,
-runs its logits processors and stopping criteria in Python and syncs the host to check them; on the H200 the GPU
-was busy about a fifth of such a step (results/h200/static_decode). The loop does the same arithmetic as that path
+runs its logits processors and stopping criteria in Python and syncs the host to check them, so the GPU waits for the
+host most of such a step (docs/decisions.md: decode_loop). The loop does the same arithmetic as that path
 (the same cache, mask, positions and argmax; EOS banned before min_new_tokens; after a row's EOS the pad, fed back as
 generate feeds it, on the device; the output cut where the last row stopped, once at the end instead of a sync each
 token; each token's raw logits in float32 when the call asks for them with return_dict_in_generate and output_logits)
@@ -223,9 +223,9 @@ ARGMAX_CHUNK = 1024  # the vocabulary's slice the first pass of the argmax reduc
 def _argmax(logits: Any) -> Any:
     """The first index of each row's largest logit, as argmax(-1, keepdim=True) gives it, in two passes: the largest of
     each chunk of ARGMAX_CHUNK ids with its first index, then the first chunk holding the largest. Inductor lowers a
-    one-pass argmax over a 128k vocabulary to one program a row (29.6 us of a 1.28 ms token on the H200,
-    results/h200/roof); the chunks spread the first pass over the device. Exact: the first maximum of the first chunk
-    that holds the row's maximum is the row's first maximum (the padding, -inf after the last id, comes after every id)."""
+    one-pass argmax over a 128k vocabulary to one program a row (docs/decisions.md: decode_loop); the chunks spread the
+    first pass over the device. Exact: the first maximum of the first chunk that holds the row's maximum is the row's
+    first maximum (the padding, -inf after the last id, comes after every id)."""
     import torch
 
     vocabulary = logits.shape[-1]

@@ -2,7 +2,7 @@
 
 A decoder's attention reads its input through three projections (q, k, v) and its MLP through two (gate, up): five
 GEMMs per layer where two would do, each reading its own weights (at decode, batch 1, one GEMV per projection: more
-launches, and smaller GEMVs that run further from the copy bandwidth; issue 46). gpt-fast and vLLM define their models
+launches, and smaller GEMVs that run further from the copy bandwidth; docs/decisions.md, The decode levers). gpt-fast and vLLM define their models
 with the projections fused; a transformers model, or a user's, has them apart. Here the weights of each group are
 concatenated into one linear layer registered on the parent module (no extra memory: the separate layers are dropped),
 and each projection becomes a part of it: the first part called with an input computes the fused product once and

@@ -1,4 +1,4 @@
-"""The weight-only quantization levers, worker side (int8_weight_only, fp8_weight_only; issue 46 item 3).
+"""The weight-only quantization levers, worker side (int8_weight_only, fp8_weight_only; docs/decisions.md: The decode levers).
 
 At decode, batch 1, a decoder's step reads every weight once a token and little else: the bytes of the weights are
 its time. Stored in int8 or fp8 (e4m3) with one scale per output row, a linear layer's weights are half their bf16
