@@ -148,3 +148,22 @@ def upcast(torch: Any, value: Any, dtype: Any) -> Any:
     if isinstance(value, dict):
         return {k: upcast(torch, v, dtype) if isinstance(v, torch.Tensor) else v for k, v in value.items()}
     return value
+
+
+def twin_dtypes(torch: Any, floats: set[Any], gpu: bool) -> list[Any]:
+    """The dtypes a twin is tried in, widest first, for a model whose floating parameters are in `floats`: float64 on
+    a CPU; on a GPU float32 for a model in a narrower float (float64 costs time and memory there and adds nothing over
+    float32 against a bf16 or fp16 model's error), float64 for a float32 model, whose float32 twin would be itself (a
+    freeze with no tolerance then exact: every reordering refused at one ulp). float32 is the fallback where a float64
+    step raises."""
+    narrow = gpu and bool(floats) and min(dtype.itemsize for dtype in floats) < 4
+    return [torch.float32] if narrow else [torch.float64, torch.float32]
+
+
+def exact_float32(torch: Any) -> None:
+    """The twin's float32 as exact as the device gives it: TF32 off for matmuls and convolutions (cuDNN's default is
+    on: a float32 twin of a conv net then rounds its operands to 10 mantissa bits, as fp16 does). The twin's worker
+    is closed after its runs, so nothing is put back."""
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
