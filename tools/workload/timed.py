@@ -24,6 +24,7 @@ from typing import Any
 
 from hyperloom.core.family import family as members_of, signal_all, state
 from hyperloom.tools.workload.guardian import GUARDIAN
+from hyperloom.tools.workload.wire import TimeStepsAnswer
 
 SEED_BITS = 63
 KEEP_BYTES = 256 * 2**20
@@ -87,7 +88,7 @@ def leg(process: Any, steps: int, seeds: list[int] | None, folder: Path | None, 
     chosen = steps - 1 if gated is None or not keep_all else gated
     with stopped(other):
         began = perf_counter()
-        reported = process.time(steps, seeds=seeds, keep_all=keep_all)
+        reported: TimeStepsAnswer = process.time(steps, seeds=seeds, keep_all=keep_all)  # read with defaults: a stand-in may tell less
         elapsed_s = perf_counter() - began
         tampered = list(reported.get("tampered", []))
         if folder is not None:
