@@ -377,8 +377,11 @@ def test_a_reference_scores_an_encoder_decoder_candidate_s_first_tokens_beside_t
         assert reference.score(tmp_path / "unknown", asked)["scored"] == []  # where the tokens came from not said: not scored
         assert reference.score(tmp_path / "scored", asked, inputs="built")["scored"] == ["tokens"]
     scored = torch.from_numpy(np.load(tmp_path / "scored" / "tokens.scored.npy")).float().log_softmax(-1)
-    top = scored.topk(ids.shape[-1], dim=-1)
-    assert np.array_equal(top.indices.numpy(), ids) and np.allclose(top.values.numpy(), logprobs, atol=0.05), np.abs(top.values.numpy() - logprobs).max()
+    # the same ids' log-probabilities as generate gave them, within bf16's noise between one forward over the sequence and
+    # a token at a time (0.064 nats with transformers 5.25, where near ties among the top 8 swap places): the prompt's
+    # own scoring, not another's (another prompt's top 8 shared 1 id in 16 here, its values up to 0.89 nats apart)
+    same_ids = scored.gather(-1, torch.from_numpy(ids)).numpy()
+    assert np.allclose(same_ids, logprobs, atol=0.1), np.abs(same_ids - logprobs).max()
 
 
 MIXTURE = '''
