@@ -266,12 +266,12 @@ def test_a_campaign_killed_mid_run_resumes_and_measures_nothing_twice(mlp):
     assert report.status.state == "closed" and sorted(report.status.stack) == ["knob:pause=no", "knob:work=half"]
 
 
-def test_a_pass_runs_each_workload_in_turn_and_one_that_cannot_be_kept_honestly_is_recorded(mlp):
+def test_a_pass_runs_each_workload_in_turn_and_one_whose_levers_do_not_apply_is_recorded(mlp):
     members = run_pass(OptimizeRequest(session="two", workload_list=["mlp.py:plain", "mlp.py:build"], levers=["knob:work=half"], **FAST), mlp)
     assert members == ["two.0", "two.1"]
     status = optimize_status(OptimizeRef(session="two"), mlp)
     plain, mlp_row = status.workloads
-    assert plain.state == "not running" and "nothing could be kept honestly" in plain.stop_reason
+    assert plain.state == "not running" and "declares no knob 'work'" in plain.stop_reason  # refused before its campaign opened; the pass went on
     assert mlp_row.state == "closed" and mlp_row.stack == ["knob:work=half"] and mlp_row.gain > 1.2
     member = optimize_status(OptimizeRef(session="two.1"), mlp)
     assert status.candidates == member.candidates >= 1 and f"{member.candidates} candidate(s) tried" in status.summary  # the members' sum, not 0
@@ -286,7 +286,7 @@ def test_a_pass_over_three_workloads_runs_as_tasks_on_a_local_ray(mlp):
     status = optimize_status(OptimizeRef(session="three"), mlp)
     first, plain, second = status.workloads
     assert first.state == second.state == "closed" and first.stack == second.stack == ["knob:work=half"] and first.gain > 1.2 and second.gain > 1.2
-    assert plain.state == "not running" and "nothing could be kept honestly" in plain.stop_reason
+    assert plain.state == "not running" and "declares no knob 'work'" in plain.stop_reason
     assert "Ray tasks (ray: local)" in " ".join(optimize_report(OptimizeRef(session="three"), mlp).notes)
     import ray
     assert not ray.is_initialized()  # the Ray it started for the pass was ended
