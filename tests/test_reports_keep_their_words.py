@@ -137,8 +137,8 @@ def test_a_campaign_s_progress_counts_against_what_it_plans_and_ends_at_what_it_
 
     seen: list[tuple[int, int]] = []
     tried = [1, 2, 3, 4]
-    fake = types.SimpleNamespace(progress=lambda done, total: seen.append((done, total)), candidates=lambda: tried, planned=0,
-                                 request=types.SimpleNamespace(max_candidates=64))
+    fake = types.SimpleNamespace(progress=lambda done, total: seen.append((done, total)), ledger=types.SimpleNamespace(candidates=lambda: tried),
+                                 planned=0, request=types.SimpleNamespace(max_candidates=64))
     Campaign.report_progress(fake)  # type: ignore[arg-type]  # the baseline's A/A, before any plan: nothing said, not 0/0
     fake.planned = 7
     Campaign.report_progress(fake)  # type: ignore[arg-type]

@@ -53,7 +53,7 @@ def test_the_host_microbenchmarks_one_core_ceilings_set_no_roof_for_a_cpu_worklo
     found, _ = known_ceilings(workspace, device)
     roof = step_roof(_step(), found, "", device)
     assert found == [] and roof.roof_s is None, roof  # 0.28 s a step from the fmaf loop, 60x above torch's 5 ms
-    assert "no candidate here is refused as IMPOSSIBLE" in roof.note and "about a minute on a 2-core CPU" in roof.note, roof.note
+    assert "no candidate here is refused as IMPOSSIBLE" in roof.note and "nothing to do about it" in roof.note, roof.note
     assert "one core's scalar C loops" in roof.note
 
 
