@@ -71,7 +71,8 @@ async def run(base_url: str | None, prompt: str) -> int:
                 bare = int(request_chars(messages, []) * ASSUMED_TOKENS_PER_CHAR)
             tool_chars = request_chars([], specs) - 2
             chars_share = tool_chars / max(request_chars(messages, specs), 1)
-            print(f"{label:<62} {total:>7,} {total - bare:>7,} {(total - bare) / max(total, 1):>6.0%} {chars_share:>11.0%} {'yes' if total <= TARGET_TOKENS else 'NO':>5}"
+            print(f"{label:<62} {total:>7,} {total - bare:>7,} {(total - bare) / max(total, 1):>6.0%} {chars_share:>11.0%} "
+                  f"{'yes' if total <= TARGET_TOKENS else 'NO':>5}"
                   f"  ({len(specs)} definitions: {', '.join(s['function']['name'].removeprefix(PREFIX) for s in specs)})"[:400])
     return 0
 

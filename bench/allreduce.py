@@ -58,12 +58,14 @@ def codec(elements: int, repeats: int) -> None:
 
 
 def ranks(args: argparse.Namespace) -> None:
-    result = run_allreduce_bench(AllreduceBenchRequest(ranks=args.ranks, backend=args.backend, min_mib=args.min_mib, max_mib=args.max_mib, repeats=args.repeats))
+    result = run_allreduce_bench(AllreduceBenchRequest(ranks=args.ranks, backend=args.backend, min_mib=args.min_mib, max_mib=args.max_mib,
+                                                       repeats=args.repeats))
     print(f"{result.summary} (MEASURED, torch {result.evidence.toolchain['torch']}); median of {args.repeats}, rank 0:")
     print(f"  {'size (bf16)':>11}  {'method':<11}  {'time ms':>9}  {'algbw GB/s':>10}  {'max rel err':>11}  {'wire B/rank':>11}")
     for row in result.rows:
         wire = "-" if row.wire_bytes_per_rank is None else str(row.wire_bytes_per_rank)
-        print(f"  {row.size_bytes / 2**20:>7g} MiB  {row.method:<11}  {row.time_s * 1e3:9.2f}  {row.algbw_gbps:10.3f}  {row.max_rel_error:11.3g}  {wire:>11}")
+        print(f"  {row.size_bytes / 2**20:>7g} MiB  {row.method:<11}  {row.time_s * 1e3:9.2f}  {row.algbw_gbps:10.3f}  "
+              f"{row.max_rel_error:11.3g}  {wire:>11}")
 
 
 def main() -> None:
@@ -73,7 +75,8 @@ def main() -> None:
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--backend", choices=["gloo", "nccl"], default="gloo")
     parser.add_argument("--min-mib", type=int, default=1)
-    parser.add_argument("--max-mib", type=int, default=64, help="1024 for the issue's full range (needs the memory: ~8 GB per rank at 1 GiB)")
+    parser.add_argument("--max-mib", type=int, default=64,
+                        help="1024 for the issue's full range (needs the memory: ~8 GB per rank at 1 GiB)")
     args = parser.parse_args()
     codec(args.elements, args.repeats)
     ranks(args)

@@ -105,14 +105,16 @@ def main() -> None:
         torch.cuda.empty_cache()
     eager = rows.get("eager", {}).get("step_s")
     device = torch.cuda.get_device_name(0)
-    print(f"MEASURED on {device} (torch {torch.__version__}), {args.workload}: median of {REPEATS} legs of ~{LEG_S * 1e3:g} ms, device events, inputs as built")
+    print(f"MEASURED on {device} (torch {torch.__version__}), {args.workload}: median of {REPEATS} legs of ~{LEG_S * 1e3:g} ms, device "
+          "events, inputs as built")
     for variant, row in rows.items():
         ratio = f"{eager / row['step_s']:.3f}x eager" if eager else ""
         print(f"  {variant:<32} {row['step_s'] * 1e3:9.3f} ms a step  {ratio:>14}  (warm-up {row['warmup_s']:.1f} s)")
     best = min(rows, key=lambda v: rows[v]["step_s"])
     print(f"  best by hand: {best}" + (f", {eager / rows[best]['step_s']:.3f}x eager" if eager else ""))
     if args.json:
-        args.json.write_text(json.dumps({"device": device, "torch": torch.__version__, "workload": args.workload, "variants": rows, "best": best}, indent=1))
+        args.json.write_text(json.dumps({"device": device, "torch": torch.__version__, "workload": args.workload, "variants": rows,
+                                         "best": best}, indent=1))
 
 
 if __name__ == "__main__":

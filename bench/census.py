@@ -89,10 +89,12 @@ def main() -> None:
     print(f"cold, {len(args.targets)} targets together  {together:6.2f} s   (≤ {COLD_ALL_S} s: {verdict(together, COLD_ALL_S)})")
     repeat = cached(args.targets[0], 20)
     median = statistics.median(repeat["repeat_s"])
-    print(f"cached repeat      {args.targets[0]:8s} {1000 * median:6.1f} ms  (≤ {1000 * CACHED_S:.0f} ms: {verdict(median, CACHED_S)}; median of 20 in one process)")
+    print(f"cached repeat      {args.targets[0]:8s} {1000 * median:6.1f} ms  (≤ {1000 * CACHED_S:.0f} ms: {verdict(median, CACHED_S)}; "
+          "median of 20 in one process)")
     print(f"first call of a fresh process, warm disk cache: {1000 * repeat['first_s']:.1f} ms (imports excluded)")
     slowest = max(per_target.values())
-    missed = [name for name, ok in (("cold one target", slowest <= COLD_ONE_S), ("cold all", together <= COLD_ALL_S), ("cached", median <= CACHED_S)) if not ok]
+    missed = [name for name, ok in (("cold one target", slowest <= COLD_ONE_S), ("cold all", together <= COLD_ALL_S),
+                                    ("cached", median <= CACHED_S)) if not ok]
     print("all targets met" if not missed else f"missed: {', '.join(missed)}")
     print(f"load average after: {_load()}")
 

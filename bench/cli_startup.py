@@ -69,7 +69,8 @@ def main() -> None:
         commands = [
             ("--version", ["--version"], VERSION_S),
             ("census gfx1201 (cached)", ["census", "gfx1201"], CENSUS_S),
-            ("gate check (1000 elements)", ["gate", "check", "--candidate", "candidate.npy", "--reference", "reference.npy", "--atol", "0", "--rtol", "0"], GATE_S),
+            ("gate check (1000 elements)",
+             ["gate", "check", "--candidate", "candidate.npy", "--reference", "reference.npy", "--atol", "0", "--rtol", "0"], GATE_S),
         ]
         missed = []
         for label, command, limit_s in commands:

@@ -7,8 +7,8 @@ set first, cache flushed, device events behind the flush),
 (`torch.nn.functional.linear` with M = 1), timed the same way. Each as time, bandwidth (bytes of
 weights + scales + activations read) and percent of the read bandwidth measured by Hyperloom's read
 microbenchmark in the same run. With --tune SHAPE (repeatable), `tune` first searches the tiled tensor-core
-kernel's variants (--tune-variants: register stages, the two cp.async rings; the first is the baseline; the rows' launches run first, warm_start) at
-each of those shapes in one session each (gated, budgeted), and the table adds a "tuned" row with each
+kernel's variants (--tune-variants: register stages, the two cp.async rings; the first is the baseline; the rows' launches run first,
+warm_start) at each of those shapes in one session each (gated, budgeted), and the table adds a "tuned" row with each
 shape's own winner. Winners do not travel between shapes: a k-split that fills 132 SMs at n = 28672
 starves them at n = 4096. Checks the targets of issue 8 (>= 90 % of
 read at the three largest shapes, >= 2x torch int4pack_mm at every shape) and prints the verdicts; a target
@@ -107,8 +107,8 @@ def warm_start(shape: int, variants: list[str]) -> list[dict[str, str | int]]:
 def tune_mma(workspace: Workspace, shape: int, read_gbps: float, args: argparse.Namespace) -> dict:
     """A search of the tiled tensor-core kernel's tuning block at one shape; returns the winner and the session's figures."""
     report = run_tune(TuneRequest(
-        spec=TUNED_SPEC, variant=args.tune_variants[0], search_variants=args.tune_variants[1:], warm_start=warm_start(shape, args.tune_variants),
-        target=TARGET, shape=shape,
+        spec=TUNED_SPEC, variant=args.tune_variants[0], search_variants=args.tune_variants[1:],
+        warm_start=warm_start(shape, args.tune_variants), target=TARGET, shape=shape,
         session=f"decode-{'-'.join(args.tune_variants)}-s{shape}", strategy=args.tune_strategy,
         max_candidates=args.tune_candidates, deadline_s=args.tune_deadline_s, roof_gbps=read_gbps, max_time_s=0.5, revalidate_pairs=5,
         sweep_shapes=False, background=False, flush_mode=args.flush_mode,
@@ -116,8 +116,10 @@ def tune_mma(workspace: Workspace, shape: int, read_gbps: float, args: argparse.
     best = report.status.best
     return {
         "shape": shape, "params": best.params if best else {}, "summary": report.status.summary, "stop_reason": report.status.stop_reason,
-        "recorded": report.status.recorded, "passed": report.status.passed, "rejected": [{"params": r.params, "status": r.status, "reason": r.reason} for r in report.rejected],
-        "leaderboard": [{"params": r.params, "median_us": r.median_s * 1e6, "gbps": r.bandwidth_gbps, "roof_pct": r.roof_pct} for r in report.leaderboard],
+        "recorded": report.status.recorded, "passed": report.status.passed,
+        "rejected": [{"params": r.params, "status": r.status, "reason": r.reason} for r in report.rejected],
+        "leaderboard": [{"params": r.params, "median_us": r.median_s * 1e6, "gbps": r.bandwidth_gbps, "roof_pct": r.roof_pct}
+                        for r in report.leaderboard],
         "revalidation": report.revalidation.model_dump() if report.revalidation else None, "report_md": report.report_md,
     }
 
@@ -146,7 +148,8 @@ def issue_verdicts(rows: list[dict], same_size: dict[str, dict[str, float]]) -> 
         if ours:
             best = min(ours, key=lambda r: r["time_us"])
             ratio = theirs["time_us"] / best["time_us"]
-            verdict.update(best=best["method"], percent_of_read=best["percent_of_read"], x_torch_int4=ratio, torch_target_met=ratio >= TORCH_TARGET_X,
+            verdict.update(best=best["method"], percent_of_read=best["percent_of_read"], x_torch_int4=ratio,
+                           torch_target_met=ratio >= TORCH_TARGET_X,
                            read_target_met=best["percent_of_read"] >= READ_TARGET_PCT if judged else None)
         verdicts.append(verdict)
     return verdicts
@@ -163,22 +166,24 @@ def verdict_line(verdict: dict) -> str:
         f", >= {READ_TARGET_PCT:.0f} % of read: {state(verdict['read_target_met'], verdict['read_target_reachable'])}"
     if verdict["best"] is None:
         return f"{verdict['shape']}: no Hyperloom kernel passed its gate ({torch_note}{read_note}; {reach})"
-    return (f"{verdict['shape']}: best Hyperloom ({verdict['best']}) {verdict['percent_of_read']:.1f} % of read, {verdict['x_torch_int4']:.2f}x torch"
-            f" int4pack_mm ({torch_note}{read_note}; {reach})")
+    return (f"{verdict['shape']}: best Hyperloom ({verdict['best']}) {verdict['percent_of_read']:.1f} % of read, "
+            f"{verdict['x_torch_int4']:.2f}x torch int4pack_mm ({torch_note}{read_note}; {reach})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="decode_gpu.json")
     parser.add_argument("--workspace", default=None, help="where the kernels are staged (default: a temporary folder)")
-    parser.add_argument("--tune", type=int, action="append", default=[], metavar="SHAPE", help="tune the tensor-core variant at this shape index first (repeatable)")
+    parser.add_argument("--tune", type=int, action="append", default=[], metavar="SHAPE",
+                        help="tune the tensor-core variant at this shape index first (repeatable)")
     parser.add_argument("--tune-deadline-s", type=float, default=240.0, help="wall-clock limit of each tune session")
     parser.add_argument("--tune-strategy", default="tpe", choices=["grid", "random", "tpe", "cmaes"], help="tune's proposer")
     parser.add_argument("--tune-candidates", type=int, default=24, help="most candidates per tune session, the baseline included")
     parser.add_argument("--flush-mode", default="read", choices=["read", "write"],
                         help="cache flush before every timed call, for every row (read: clean lines, what a decode step's weights find;"
                              " write: dirty lines the timed call pays to write back)")
-    parser.add_argument("--params", type=json.loads, default={}, help="parameters of the first --tune-variants row at every shape, e.g. '{\"warps\": 4}'")
+    parser.add_argument("--params", type=json.loads, default={},
+                        help="parameters of the first --tune-variants row at every shape, e.g. '{\"warps\": 4}'")
     parser.add_argument("--with-simt", action="store_true", help="also time the SIMT kernels (w4a16, w4a8)")
     parser.add_argument("--rows", nargs="+", default=None, metavar="TEXT",
                         help="time the Hyperloom rows whose label holds one of these instead of the default rows, e.g. --rows async4 split"
@@ -192,18 +197,21 @@ def main() -> None:
     shutil.copytree(shipped_kernels("decode"), root / "kernels" / "decode", dirs_exist_ok=True)
     workspace = Workspace(root.resolve())
     staged = stage(workspace)  # the microbenchmarks, as roofline stages them
-    torch_int4(*SHAPES[0], args.flush_mode), cublas_fp16(*SHAPES[0], args.flush_mode)  # warm-up: lazy module loading and clocks out of the first row
+    # warm-up: lazy module loading and clocks out of the first row
+    torch_int4(*SHAPES[0], args.flush_mode), cublas_fp16(*SHAPES[0], args.flush_mode)
     read = run_bench(BenchRequest(spec=workspace.relative(staged / "read"), variant="gpu", shape=1, target=TARGET, adversarial=False,
                                   flush_mode=args.flush_mode), workspace)
     read_gbps = read.bandwidth_gbps
-    same_size = {index: read_of_size(decode_bytes(n, k), TARGET, 0, (True, args.flush_mode), 1.0, staged, workspace) for index, (n, k) in enumerate(SHAPES)}
+    same_size = {index: read_of_size(decode_bytes(n, k), TARGET, 0, (True, args.flush_mode), 1.0, staged, workspace)
+                        for index, (n, k) in enumerate(SHAPES)}
     if failed := [f"{SHAPES[index][0]}x{SHAPES[index][1]}: {r.summary}" for index, r in same_size.items() if not r.ok]:
         raise SystemExit(f"the read of a shape's bytes failed, so no roof at that size: {'; '.join(failed)}")
     tuned = {shape: tune_mma(workspace, shape, read_gbps, args) for shape in dict.fromkeys(args.tune)}
     rows = []
     for index, (n, k) in enumerate(SHAPES):
         runs = [(label, spec, variant,
-                 args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0]) else ROW_PARAMS.get((spec, variant), {}).get(index, {}))
+                 args.params if args.params and (spec, variant) == (TUNED_SPEC, args.tune_variants[0])
+                 else ROW_PARAMS.get((spec, variant), {}).get(index, {}))
                 for label, spec, variant in chosen_rows(args.rows, args.with_simt)]
         if index in tuned:  # the session's winner, of whichever variant it is
             winner = dict(tuned[index]["params"])
@@ -211,7 +219,8 @@ def main() -> None:
         for label, spec, variant, params in runs:
             r = run_bench(BenchRequest(spec=spec, variant=variant, shape=index, target=TARGET, max_time_s=1.0, params=params,
                                        flush_mode=args.flush_mode), workspace)
-            rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "variant": variant, "params": params, "gate": "pass" if r.ok else "FAIL",
+            rows.append({"shape": f"{n}x{k}", "method": f"hyperloom {label}", "variant": variant, "params": params,
+                         "gate": "pass" if r.ok else "FAIL",
                          "time_us": r.kernel.median_s * 1e6 if r.ok else None, "cv": r.kernel.cv if r.ok else None,
                          "gbps": r.bandwidth_gbps, "summary": r.summary, "evidence": r.evidence.model_dump(mode="json")})
         for method, measure in (("torch int4pack_mm", torch_int4), ("cuBLAS fp16 GEMV", cublas_fp16)):
@@ -241,7 +250,8 @@ def main() -> None:
     verdicts = issue_verdicts(rows, same_size_reads)
     for verdict in verdicts:
         print(verdict_line(verdict))
-    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "flush_mode": args.flush_mode, "read_gbps": read_gbps,
+    Path(args.out).write_text(json.dumps({"device": device, "torch": torch.__version__, "flush_mode": args.flush_mode,
+                                          "read_gbps": read_gbps,
                                           "same_size_read_gbps": {shape: r["gbps"] for shape, r in same_size_reads.items()},
                                           "same_size_reads": same_size_reads, "tune": list(tuned.values()),
                                           "rows": rows, "verdicts": verdicts}, indent=1))

@@ -59,7 +59,8 @@ def unchecked_bench() -> Iterator[None]:
     real_evaluate = bench_api.evaluate
 
     def evaluate(launchable, code_object, sets, workspace, plan, against=NOTHING):  # type: ignore[no-untyped-def]
-        return real_evaluate(launchable, code_object, sets, workspace, plan, Against(roof=against.roof))  # no secret sets, no reference audit
+        # no secret sets, no reference audit
+        return real_evaluate(launchable, code_object, sets, workspace, plan, Against(roof=against.roof))
 
     class NothingDrawn:
         def __init__(self, *args: object, **kwargs: object) -> None:
@@ -87,8 +88,8 @@ def bench_once(workspace: Workspace, target: str, checked: bool) -> float:
 
 def tune_once(workspace: Workspace, target: str, candidates: int, checked: bool, index: int) -> float:
     gpu = target != "host"
-    request = TuneRequest(spec="cheats/gpu" if gpu else "tune", variant="honest" if gpu else None, shape=GPU_SHAPE if gpu else 0, target=target,
-                          session=f"gate-{index}-{int(checked)}", strategy="random", max_candidates=candidates,
+    request = TuneRequest(spec="cheats/gpu" if gpu else "tune", variant="honest" if gpu else None, shape=GPU_SHAPE if gpu else 0,
+                          target=target, session=f"gate-{index}-{int(checked)}", strategy="random", max_candidates=candidates,
                           revalidate_pairs=0, sweep_shapes=False, background=False, warmup_s=0.0, min_reps=6, max_reps=30, max_time_s=0.2)
     with contextlib.nullcontext() if checked else mock.patch.object(tune_loop, "Judging", _NoJudging):
         report = run_tune(request, workspace)

@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
             verdict = "met" if ok and len(tools) <= MAX_CALLS else "NOT met"
             failed |= verdict != "met"
             print(f"{h.folder.rsplit('/', 1)[-1]} ({h.library}, {h.dtype}, shapes {h.shapes}): {len(tools)} calls ({' -> '.join(tools)}), "
-                  f"{seconds:.1f} s, {'ok' if ok else 'NOT ok: ' + checked.summary}; no TODO: {not h.todos}; target <= {MAX_CALLS} calls: {verdict}")
+                  f"{seconds:.1f} s, {'ok' if ok else 'NOT ok: ' + checked.summary}; no TODO: {not h.todos}; target <= {MAX_CALLS} "
+                  f"calls: {verdict}")
     return 1 if failed or not library else 0
 
 

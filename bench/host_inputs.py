@@ -65,13 +65,16 @@ def main() -> None:
                                                      pairs=args.pairs, timeout_s=300), workspace)
     rewrite, moved = result.candidates
     print("MEASURED on this host's CPU, one process each (torch, one thread):")
-    print(f"  by hand: the step {base_s * 1e3:.3g} ms, the rewrite {rewrite_s * 1e3:.3g} ms ({direct:.3g}x); inputs(seed) {draw_s * 1e3:.3g} ms")
+    print(f"  by hand: the step {base_s * 1e3:.3g} ms, the rewrite {rewrite_s * 1e3:.3g} ms ({direct:.3g}x); inputs(seed) "
+          f"{draw_s * 1e3:.3g} ms")
     print(f"  workload bench: baseline {result.baseline.median_s * 1e3:.3g} ms a step ({result.figure}), inputs(seed) "
-          f"{(result.baseline_inputs_step_s or 0) * 1e3:.3g} ms a step outside it; A/A {result.same_work.speedup:.3g}x, band {result.noise_band:.1%}")
+          f"{(result.baseline_inputs_step_s or 0) * 1e3:.3g} ms a step outside it; A/A {result.same_work.speedup:.3g}x, band "
+          f"{result.noise_band:.1%}")
     share = (rewrite.speedup or 0) / direct
     print(f"  the rewrite: {rewrite.verdict} {rewrite.speedup or 0:.3g}x, {share:.0%} of its hand-timed ratio "
           f"(target >= 50 %: {'met' if rewrite.verdict == 'FASTER' and share >= 0.5 else 'NOT met'})")
-    print(f"  the work moved into inputs(seed): {moved.verdict} (target: not FASTER: {'met' if moved.verdict != 'FASTER' else 'NOT met'}); {moved.reason[:160]}")
+    print(f"  the work moved into inputs(seed): {moved.verdict} (target: not FASTER: {'met' if moved.verdict != 'FASTER' else 'NOT met'}); "
+          f"{moved.reason[:160]}")
 
 
 if __name__ == "__main__":

@@ -76,7 +76,8 @@ def fill_reduce(doc: dict[str, Any], target: str) -> None:
     doc["args"][0]["low"], doc["args"][0]["high"] = 0.0, 1.0
     doc["args"][1]["shape"] = ["ceil_div(n, 2 * threads)"]
     doc["args"][2]["value"] = "n"
-    doc["launch"] = {"grid": ["ceil_div(n, 2 * threads)"], "block": ["threads"], "shared_bytes": "threads * 4 * (1 + 1 // max(1, threads // 32))"}
+    doc["launch"] = {"grid": ["ceil_div(n, 2 * threads)"], "block": ["threads"],
+                     "shared_bytes": "threads * 4 * (1 + 1 // max(1, threads // 32))"}
     doc["shapes"] = [{"n": 1000, "threads": 256}, {"n": 16777216, "threads": 256}]
     doc["tolerance"] = {"atol": 1.0e-6, "rtol": 1.0e-5}
     doc["metric"] = {"bytes": "4 * n"}
@@ -163,11 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", default="host", help="host (C twins on the CPU) or a GPU target such as sm_90")
     parser.add_argument("--shape", type=int, default=0, help="shape index to bench (0: small, 1: realistic)")
-    parser.add_argument("--tune", type=int, default=0, metavar="N", help="after the bench, tune each kernel's launch with N candidates (GPU)")
+    parser.add_argument("--tune", type=int, default=0, metavar="N",
+                        help="after the bench, tune each kernel's launch with N candidates (GPU)")
     parser.add_argument("--kernel", action="append", choices=sorted(KERNELS), help="only these kernels (repeatable)")
     parser.add_argument("--out", type=Path, help="write the JSON results here")
-    parser.add_argument("--prepare", type=Path, metavar="DIR", help="only spec_init and the fills, into DIR (a machine with clang; carry DIR to the GPU)")
-    parser.add_argument("--drafted", type=Path, metavar="DIR", help="start from DIR written by --prepare: spec_check, bench (and tune) there")
+    parser.add_argument("--prepare", type=Path, metavar="DIR",
+                        help="only spec_init and the fills, into DIR (a machine with clang; carry DIR to the GPU)")
+    parser.add_argument("--drafted", type=Path, metavar="DIR",
+                        help="start from DIR written by --prepare: spec_check, bench (and tune) there")
     args = parser.parse_args(argv)
     if args.prepare:
         for name in available():
@@ -178,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     names = [n for n in (args.kernel or list(KERNELS)) if n in available() or (args.drafted and (args.drafted / n).is_dir())]
     for missing in sorted(set(args.kernel or KERNELS) - set(names)):
-        print(f"{missing}: skipped, its upstream source is not in {FOREIGN / missing} (not committed; see tests/fixtures/foreign/README.md)")
+        print(f"{missing}: skipped, its upstream source is not in {FOREIGN / missing} (not committed; see "
+              "tests/fixtures/foreign/README.md)")
     results = []
     with tempfile.TemporaryDirectory(prefix="onboarding-") as tmp:
         for name in names:
@@ -188,12 +193,13 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.copytree(args.drafted / name, root, dirs_exist_ok=True)
                 call, started = Calls(root), time.perf_counter()
                 result = check_and_bench(name, root, args.target, args.shape, args.target == "host", call)
-                result |= {"calls": 1 + len(call.names), "tools": ["spec_init (on the preparing machine)", *call.names], "seconds": time.perf_counter() - started}
+                result |= {"calls": 1 + len(call.names), "tools": ["spec_init (on the preparing machine)", *call.names],
+                           "seconds": time.perf_counter() - started}
             else:
                 result = onboard(name, root, args.target, args.shape, quick=args.target == "host")
             verdict = "met" if result["calls"] <= MAX_CALLS and result["gated"] else "NOT met"
-            print(f"{name}: {result['calls']} calls ({' -> '.join(result['tools'])}), {result['seconds']:.1f} s from spec_init to a gated bench "
-                  f"({result['todo_after_init']} placeholders filled); target <= {MAX_CALLS} calls: {verdict}")
+            print(f"{name}: {result['calls']} calls ({' -> '.join(result['tools'])}), {result['seconds']:.1f} s from spec_init to a gated "
+                  f"bench ({result['todo_after_init']} placeholders filled); target <= {MAX_CALLS} calls: {verdict}")
             print(f"  spec_check: {result['spec_check']}")
             print(f"  bench: {result['bench']}")
             if args.tune and args.target != "host" and KERNELS[name][2] is not fill_reduce:
@@ -202,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  tune: {status['summary']}")
                 if result["tune"].get("revalidation"):
                     r = result["tune"]["revalidation"]
-                    print(f"  re-validation: speedup {r['speedup']}, {r['winner_faster']}/{r['pairs']} pairs, sign-test p {r['sign_test_p']}, beyond noise {r['beyond_noise']}")
+                    print(f"  re-validation: speedup {r['speedup']}, {r['winner_faster']}/{r['pairs']} pairs, sign-test p "
+                          f"{r['sign_test_p']}, beyond noise {r['beyond_noise']}")
             results.append(result)
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))

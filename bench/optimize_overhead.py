@@ -58,7 +58,8 @@ def build(variant: Literal[{values}] = "v0", step_ms: float = 2.0):
 '''
 
 
-DECODER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "twin" / "decoder.py"  # a user's plain Llama generate, as the twin tests use it
+# a user's plain Llama generate, as the twin tests use it
+DECODER = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "twin" / "decoder.py"
 
 
 def decoder(deadline_s: float, pairs: int, steps_per_leg: int, k: float | None) -> None:
@@ -69,22 +70,23 @@ def decoder(deadline_s: float, pairs: int, steps_per_leg: int, k: float | None) 
         workspace = Workspace(root)
         if k is not None:
             workload_freeze(WorkloadFreezeRequest(workload="decoder.py:build", name="decoder", k=k, timeout_s=240.0), workspace)
-        request = OptimizeRequest(workload=None if k is not None else "decoder.py:build", session="decoder", pairs=pairs, steps_per_leg=steps_per_leg,
-                                  deadline_s=deadline_s, timeout_s=120.0,
+        request = OptimizeRequest(workload=None if k is not None else "decoder.py:build", session="decoder", pairs=pairs,
+                                  steps_per_leg=steps_per_leg, deadline_s=deadline_s, timeout_s=120.0,
                                   fixed_inputs=True)  # it has no inputs(seed): what a candidate costs is the point here, not what is kept
         wall0 = time.perf_counter()
         run_campaign(request, workspace)
         wall_s = time.perf_counter() - wall0
         report = optimize_report(OptimizeRef(session="decoder"), workspace)
     tried, spent = report.status.candidates, report.status.spent_device_s
-    print(f"MEASURED on this machine's CPU: one campaign over a 4-layer Llama decoder (plain generate, no levers listed), {wall_s:.0f} s wall, "
-          f"deadline {deadline_s:g} s" + (f", frozen with k = {k:g}" if k is not None else ""))
+    print(f"MEASURED on this machine's CPU: one campaign over a 4-layer Llama decoder (plain generate, no levers listed), {wall_s:.0f} s "
+          f"wall, deadline {deadline_s:g} s" + (f", frozen with k = {k:g}" if k is not None else ""))
     print(f"  {tried} candidates tried, {spent:.0f} device-s spent: " + (pace(tried, spent) if tried else "none tried"))
     print(f"  by part: {by_part(report.status.spent_by_part_s)}")
     for r in report.records:
         share = f", gate {r.result.gate_s / r.result.trial_s:.0%}" if r.result.gate_s and r.result.trial_s else ""
         gain = f" {r.result.speedup:.2f}x" if r.result.speedup else ""
-        print(f"  #{r.seq} {r.phase:<10} {' + '.join(r.result.levers) or 'A/A':<48} {r.result.verdict:<10}{gain:>7} {r.device_s:6.1f} s{share}")
+        print(f"  #{r.seq} {r.phase:<10} {' + '.join(r.result.levers) or 'A/A':<48} {r.result.verdict:<10}{gain:>7} "
+              f"{r.device_s:6.1f} s{share}")
     print(f"  stack: {' + '.join(report.status.stack) or 'nothing kept'}; stop: {report.status.stop_reason}")
 
 
@@ -94,9 +96,11 @@ def main() -> None:
     parser.add_argument("--step-ms", type=float, default=2.0)
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--steps-per-leg", type=int, default=2)
-    parser.add_argument("--decoder", action="store_true", help="a campaign over a small decoder, no levers listed: candidates per device-hour")
+    parser.add_argument("--decoder", action="store_true",
+                        help="a campaign over a small decoder, no levers listed: candidates per device-hour")
     parser.add_argument("--deadline-s", type=float, default=240.0)
-    parser.add_argument("--k", type=float, default=None, help="with --decoder: freeze under this twin rule first (a looser tolerance declared)")
+    parser.add_argument("--k", type=float, default=None,
+                        help="with --decoder: freeze under this twin rule first (a looser tolerance declared)")
     args = parser.parse_args()
     if args.decoder:
         decoder(args.deadline_s, args.pairs, args.steps_per_leg, args.k)
@@ -106,7 +110,8 @@ def main() -> None:
         root = Path(tmp)
         (root / "busy.py").write_text(WORKLOAD.format(values=", ".join(repr(v) for v in values)))
         workspace = Workspace(root)
-        request = OptimizeRequest(workload="busy.py:build", session="busy", knobs={"step_ms": str(args.step_ms)}, levers=[f"knob:variant={v}" for v in values[1:]],
+        request = OptimizeRequest(workload="busy.py:build", session="busy", knobs={"step_ms": str(args.step_ms)},
+                                  levers=[f"knob:variant={v}" for v in values[1:]],
                                   pairs=args.pairs, steps_per_leg=args.steps_per_leg, timeout_s=120.0)
         cpu0, wall0 = time.process_time(), time.perf_counter()
         run_campaign(request, workspace)
@@ -116,9 +121,10 @@ def main() -> None:
     device_s = sum(r.device_s for r in report.records)
     if not tried:
         raise SystemExit(f"no candidate was timed: {report.status.summary}")
-    print(f"MEASURED on this machine's CPU: one campaign, {len(tried)} candidates (each {args.pairs} pairs of {args.steps_per_leg} steps of "
-          f"{args.step_ms:g} ms), {len(report.records)} measurements in all, {wall_s:.1f} s wall")
-    print(f"  the driver's own CPU time: {cpu_s:.2f} s, {cpu_s / len(tried) * 1e3:.0f} ms per candidate ({cpu_s / wall_s:.1%} of the wall time)")
+    print(f"MEASURED on this machine's CPU: one campaign, {len(tried)} candidates (each {args.pairs} pairs of {args.steps_per_leg} steps "
+          f"of {args.step_ms:g} ms), {len(report.records)} measurements in all, {wall_s:.1f} s wall")
+    print(f"  the driver's own CPU time: {cpu_s:.2f} s, {cpu_s / len(tried) * 1e3:.0f} ms per candidate ({cpu_s / wall_s:.1%} of "
+          "the wall time)")
     print(f"  the workers' device seconds (the ledger's): {device_s:.1f} s, {device_s / len(tried):.2f} s per candidate")
     print(f"  verdicts: {', '.join(sorted({r.decision for r in tried}))}; stop: {report.status.stop_reason}")
 

@@ -64,7 +64,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         np.save(Path(tmp) / "a.npy", np.zeros(1000, np.float32))
         # detect answers more on a GPU machine than here: a captured MI300X machine (8 GPUs) replayed
-        shutil.copytree(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "detect" / "gfx942-mi300x", Path(tmp) / "mi300x", symlinks=True)
+        shutil.copytree(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "detect" / "gfx942-mi300x", Path(tmp) / "mi300x",
+                        symlinks=True)
         # detect's answer grows with the GPU nodes it lists: the captured node copied to 8 (an 8-GPU server, or one MI300X in
         # CPX mode) and to 64 (eight MI300X in CPX mode; without detail 8 are listed and the rest counted)
         for count in (8, 64):
@@ -73,7 +74,8 @@ def main() -> int:
             for index in range(3, count + 2):
                 shutil.copytree(nodes / "2", nodes / str(index))
         # and an NVIDIA host's with the GPUs nvidia-smi lists: the captured H200's row copied to 64 GPUs
-        shutil.copytree(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "detect" / "h200", Path(tmp) / "h200-64", symlinks=True)
+        shutil.copytree(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "detect" / "h200", Path(tmp) / "h200-64",
+                        symlinks=True)
         for query in (Path(tmp) / "h200-64" / "commands").glob("nvidia-smi --query-gpu=*"):
             row = query.read_text().splitlines()[0].split(", ")
             query.write_text("".join(", ".join([str(i), row[1], f"00000000:{0x10 + i:02x}:00.0", *row[3:]]) + "\n" for i in range(64)))

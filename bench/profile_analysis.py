@@ -95,7 +95,8 @@ def analysis(mb: int, repeats: int) -> None:
     with tempfile.TemporaryDirectory(prefix="hyperloom-profile-bench-") as tmp:
         folder = Path(tmp)
         size, events = tiled_trace(folder / "big.json", mb * 1_000_000)
-        print(f"trace: {size / 1e6:.1f} MB, {events} events (the MI250 fixture tiled); load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+        print(f"trace: {size / 1e6:.1f} MB, {events} events (the MI250 fixture tiled); load average {os.getloadavg()[0]:.1f} on "
+              f"{os.cpu_count()} cores")
         try:
             import orjson  # noqa: F401
             parser = "orjson"
@@ -104,7 +105,8 @@ def analysis(mb: int, repeats: int) -> None:
         for plot in ("noplot", "plot"):
             runs = []
             for _ in range(repeats):
-                done = subprocess.run([sys.executable, "-c", CHILD, str(folder), plot], capture_output=True, text=True, timeout=600, check=True)
+                done = subprocess.run([sys.executable, "-c", CHILD, str(folder), plot], capture_output=True, text=True, timeout=600,
+                                      check=True)
                 runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
             first, second = [r["first_s"] for r in runs], [r["second_s"] for r in runs]
             print(f"profile on it, plots {'on' if plot == 'plot' else 'off'} ({parser}), {runs[0]['kernels']} activities: first call in a "

@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parent.parent
 DECODER = REPO / "examples" / "workloads" / "decoder.py"
 MAX_CALLS = 6
 KERNELS = ("rmsnorm", "silu_and_mul")
-MCP_NAMES = {"spec_check": "spec check", "tune_start": "tune start", "bench": "bench", "workload_freeze": "workload freeze", "workload_integrate": "workload integrate"}
+MCP_NAMES = {"spec_check": "spec check", "tune_start": "tune start", "bench": "bench", "workload_freeze": "workload freeze",
+             "workload_integrate": "workload integrate"}
 # The profiled entry: the same factory workload freeze takes, with the knobs bound (profile calls it without arguments).
 PROFILED = ("from decoder import build as _build\nfrom hyperloom.core.factory import declared_knobs, knob_values\n\n\n"
             "def build():\n    return _build(**knob_values(declared_knobs(_build), {knobs!r}))\n")
@@ -42,7 +43,8 @@ def run(root: Path, target: str, knobs: dict[str, str], pairs: int, steps_per_le
     started = time.perf_counter()
     call = Calls(root)
     profiled = call("profile", workload="profiled:build", steps=2, warmup_steps=1, name="decoder", plot=False)
-    print(f"profile: {len(profiled.handoff)} drafts; library: {[(h.library, h.module) for h in profiled.handoff if h.library]} ({time.perf_counter() - started:.0f} s)")
+    print(f"profile: {len(profiled.handoff)} drafts; library: {[(h.library, h.module) for h in profiled.handoff if h.library]} "
+          f"({time.perf_counter() - started:.0f} s)")
     kept: list[str] = []
     rows: list[dict[str, Any]] = []
     frozen = False
@@ -54,40 +56,44 @@ def run(root: Path, target: str, knobs: dict[str, str], pairs: int, steps_per_le
             continue
         replace = draft.module or by_hand.get(kernel)
         if replace is None or draft.todos:
-            rows.append({"kernel": kernel, "verdict": "NOT_READY", "why": f"module {draft.module}; todos {draft.todos}; notes {draft.notes}"})
+            rows.append({"kernel": kernel, "verdict": "NOT_READY",
+                         "why": f"module {draft.module}; todos {draft.todos}; notes {draft.notes}"})
             continue
         first = len(call.names)
         checked = call("spec_check", spec=draft.spec)
         if not checked.ok:
             rows.append({"kernel": kernel, "verdict": "SPEC_REFUSED", "why": checked.summary})
             continue
-        if target == "host":  # tune refuses Triton's interpreter (its times are not kernel times): a gated bench instead, the default params
+        # tune refuses Triton's interpreter (its times are not kernel times): a gated bench instead, the default params
+        if target == "host":
             tuned = call("bench", spec=draft.spec, target=target, shape=len(draft.shapes) - 1)
             params: dict[str, Any] = {}
         else:
-            tuned = call("tune_start", spec=draft.spec, target=target, shape=len(draft.shapes) - 1, max_candidates=tune_candidates, background=False,
-                         max_time_s=0.5, revalidate_pairs=3, sweep_shapes=False, session=f"tune-{kernel}")
+            tuned = call("tune_start", spec=draft.spec, target=target, shape=len(draft.shapes) - 1, max_candidates=tune_candidates,
+                         background=False, max_time_s=0.5, revalidate_pairs=3, sweep_shapes=False, session=f"tune-{kernel}")
             params = dict(tuned.best.params) if tuned.best is not None else {}
         if not frozen:
             freeze = call("workload_freeze", workload="decoder.py:build", name="decoder", knobs=knobs)
             frozen = True
             print(f"workload freeze: {freeze.summary[:300]}")
-        integrated = call("workload_integrate", name="decoder", kernel=kernel, replace=replace, params=params, with_levers=kept, pairs=pairs,
-                          steps_per_leg=steps_per_leg)
+        integrated = call("workload_integrate", name="decoder", kernel=kernel, replace=replace, params=params, with_levers=kept,
+                          pairs=pairs, steps_per_leg=steps_per_leg)
         candidate = integrated.bench.candidates[0]
         if integrated.verdict == "KEEP":
             kept.append(f"overrides:{integrated.overrides}")
             first_keep = first_keep or list(call.names)
         if out is not None:
             _keep_files(root, integrated.overrides, out, kernel)
-        rows.append({"kernel": kernel, "replace": replace, "replace_by_hand": draft.module is None, "shapes": draft.shapes, "dtype": draft.dtype, "tune_best": params,
-                     "tune_summary": tuned.summary, "verdict": integrated.verdict, "summary": integrated.summary, "speedup": candidate.speedup,
-                     "speedup_ci95": candidate.speedup_ci95, "calls_per_step": integrated.calls_per_step, "wrapper_us_per_call": integrated.wrapper_us_per_call,
+        rows.append({"kernel": kernel, "replace": replace, "replace_by_hand": draft.module is None, "shapes": draft.shapes,
+                     "dtype": draft.dtype, "tune_best": params, "tune_summary": tuned.summary, "verdict": integrated.verdict,
+                     "summary": integrated.summary, "speedup": candidate.speedup, "speedup_ci95": candidate.speedup_ci95,
+                     "calls_per_step": integrated.calls_per_step, "wrapper_us_per_call": integrated.wrapper_us_per_call,
                      "with_levers": candidate.levers[:-1], "overrides": integrated.overrides, "calls": call.names[first:],
                      "seconds": round(time.perf_counter() - started, 1)})
         print(f"{kernel}: {integrated.summary[:600]}")
         if out is not None:
-            (out / "profile_to_keep.json").write_text(json.dumps({"partial": True, "calls": call.names, "kernels": rows}, indent=2, default=str))
+            (out / "profile_to_keep.json").write_text(json.dumps({"partial": True, "calls": call.names, "kernels": rows}, indent=2,
+                                                                 default=str))
     return {"target": target, "knobs": knobs, "calls": call.names, "kernels": rows, "kept": kept,
             "calls_to_first_keep": len(first_keep) if first_keep else None, "first_keep_chain": first_keep,
             "seconds": round(time.perf_counter() - started, 1)}
@@ -111,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps-per-leg", type=int, default=2)
     parser.add_argument("--tune-candidates", type=int, default=12)
     parser.add_argument("--replace", action="append", default=[], metavar="KERNEL=module:Class.method",
-                        help="what integrate replaces where the draft names no module (a trace without Python stacks); recorded as given by hand")
+                        help="what integrate replaces where the draft names no module (a trace without Python stacks); recorded as "
+                             "given by hand")
     parser.add_argument("--out", type=Path, help="write profile_to_keep.json and the kept overrides here")
     args = parser.parse_args(argv)
     if args.target == "host":

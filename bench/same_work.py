@@ -72,16 +72,18 @@ def main() -> None:
             root = Path(tmp)
             (root / "mlp.py").write_text(WORKLOAD)
             ws = Workspace(root)
-            workload_freeze(WorkloadFreezeRequest(workload="mlp.py:build", name="mlp", knobs={"repeat": str(args.repeat)}, atol=1e-5, rtol=1e-5, timeout_s=120), ws)
+            workload_freeze(WorkloadFreezeRequest(workload="mlp.py:build", name="mlp", knobs={"repeat": str(args.repeat)}, atol=1e-5,
+                                                  rtol=1e-5, timeout_s=120), ws)
             same_calibrated = same_fixed = same_total = found = 0
             for index in range(args.rounds):
                 candidates = [[f"knob:repeat={args.repeat}"]] * args.same + [[f"knob:repeat={args.repeat - 1}"]]
-                result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=candidates, pairs=args.pairs, steps_per_leg=2, warmup_steps=1,
-                                                             max_baseline_legs=6, timeout_s=120.0), ws)
+                result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=candidates, pairs=args.pairs, steps_per_leg=2,
+                                                             warmup_steps=1, max_baseline_legs=6, timeout_s=120.0), ws)
                 aa = result.same_work
                 print(f"round {index}: A/A {aa.speedup:.3f}x ({aa.candidate_faster}/{aa.pairs} pairs), band {result.noise_band:.3f}")
                 for candidate in result.candidates:
-                    fixed = judge(candidate.levers, candidate.baseline_legs_s, candidate.candidate_legs_s, None, FIXED_BAND, [], [], 0.0).verdict
+                    fixed = judge(candidate.levers, candidate.baseline_legs_s, candidate.candidate_legs_s, None, FIXED_BAND, [], [],
+                                  0.0).verdict
                     print(f"  {candidate.levers[0]}: {candidate.speedup:.3f}x ({candidate.candidate_faster}/{candidate.pairs}); "
                           f"with the A/A band {candidate.verdict}, with {FIXED_BAND:.0%} alone {fixed}")
                     if candidate is result.candidates[-1]:

@@ -29,7 +29,8 @@ async def main() -> None:
     for tool in dumped:
         size, output = _bytes(tool), _bytes(tool["outputSchema"]) if "outputSchema" in tool else "-"  # a family lists none
         print(f"{tool['name']:18} {size:6} {size / total:6.1%} {len(tool['description']):6} {_bytes(tool['inputSchema']):6} {output:>6}")
-    print(f"tools/list: {total} bytes for {len(dumped)} tools, budget {BUDGET_BYTES} ({total / BUDGET_BYTES:.1%}, {BUDGET_BYTES - total} left); MEASURED with mcp's Client")
+    print(f"tools/list: {total} bytes for {len(dumped)} tools, budget {BUDGET_BYTES} ({total / BUDGET_BYTES:.1%}, {BUDGET_BYTES - total} "
+          "left); MEASURED with mcp's Client")
 
 
 if __name__ == "__main__":

@@ -106,11 +106,13 @@ def main() -> None:
             ratio = ours.kernel.median_s / theirs.median_s if ours.ok and ours.kernel else None
             rows.append({
                 "shape": loaded.shape(shape), "config": chosen.label(), "gate": [v.summary for v in ours.gate],
-                "hyperloom_median_us": ours.kernel.median_s * 1e6 if ours.kernel else None, "hyperloom_ci95_rel": ours.kernel.median_ci95_rel if ours.kernel else None,
+                "hyperloom_median_us": ours.kernel.median_s * 1e6 if ours.kernel else None,
+                "hyperloom_ci95_rel": ours.kernel.median_ci95_rel if ours.kernel else None,
                 "hyperloom_wall_us": ours.wall.median_s * 1e6 if ours.wall else None,
                 "triton_launcher_median_us": theirs.median_s * 1e6, "triton_launcher_ci95_rel": theirs.median_ci95_rel,
                 "ratio": ratio, "agree_within_3pct": ratio is not None and abs(ratio - 1) <= AGREE,
-                "same_binary": None if theirs_bytes is None else hashlib.sha256(ours_bytes).hexdigest() == hashlib.sha256(theirs_bytes).hexdigest(),
+                "same_binary": None if theirs_bytes is None
+                               else hashlib.sha256(ours_bytes).hexdigest() == hashlib.sha256(theirs_bytes).hexdigest(),
                 "triton_output_max_abs_err": float(np.abs(y.cpu().numpy() - reference).max()) if reference is not None else None,
             })
             print(json.dumps(rows[-1]), flush=True)
@@ -124,14 +126,17 @@ def main() -> None:
     function = driver.function(driver.load((workspace.root / build.code_object).read_bytes()), launchable.symbol)
     driver.allow_shared(function, launchable.shared_bytes)
     _, kernel_params = upload(driver, arg_specs(launchable, inputs, None))
-    ours_host_s = host_seconds_per_launch(lambda: driver.launch(function, dims(launchable.grid), dims(launchable.block), launchable.shared_bytes, kernel_params))
+    ours_host_s = host_seconds_per_launch(lambda: driver.launch(function, dims(launchable.grid), dims(launchable.block),
+                                                                launchable.shared_bytes, kernel_params))
     x = torch.from_numpy(np.load(inputs / "in_x.npy")).cuda()
     y = torch.empty_like(x)
     chosen = info.autotune[config]  # type: ignore[index]
     grid, cols = tuple(launchable.grid), loaded.shape(0)["cols"]
-    theirs_host_s = host_seconds_per_launch(lambda: jit[grid](x, y, cols, **chosen.kwargs, num_warps=chosen.num_warps, num_stages=chosen.num_stages))
+    theirs_host_s = host_seconds_per_launch(lambda: jit[grid](x, y, cols, **chosen.kwargs, num_warps=chosen.num_warps,
+                                                              num_stages=chosen.num_stages))
     overhead = {"shape": loaded.shape(0), "config": chosen.label(), "hyperloom_host_us_per_launch": ours_host_s * 1e6,
-                "triton_launcher_host_us_per_launch": theirs_host_s * 1e6, "kernel_median_us": small.kernel.median_s * 1e6 if small.kernel else None}
+                "triton_launcher_host_us_per_launch": theirs_host_s * 1e6,
+                "kernel_median_us": small.kernel.median_s * 1e6 if small.kernel else None}
     result = {"target": target, "device": torch.cuda.get_device_name(0), "torch": torch.__version__, "triton": info.triton_version,
               "flush_mode": args.flush_mode, "rows": rows, "host_overhead": overhead,
               "verdict": "all agree within 3 %" if rows and all(r["agree_within_3pct"] for r in rows) else "NOT all within 3 %",

@@ -96,8 +96,8 @@ def main() -> None:
         loaded = load_spec(folder, workspace)
         variant = next(iter(loaded.spec.variants.values()))
         info = describe_kernel(folder / loaded.spec.source, variant.entry, workspace)
-        record: dict[str, object] = {"source": "/".join(("liger_kernel", *UPSTREAM[name])), "entry": variant.entry, "triton": info.triton_version,
-                                     "autotune_configs": [c.label() for c in info.autotune or []]}
+        record: dict[str, object] = {"source": "/".join(("liger_kernel", *UPSTREAM[name])), "entry": variant.entry,
+                                     "triton": info.triton_version, "autotune_configs": [c.label() for c in info.autotune or []]}
         check = run_spec_check(SpecCheckRequest(spec=name, targets=[target]), workspace)
         record["spec_check"] = {"ok": check.ok, "summary": check.summary, "problems": [p.model_dump() for p in check.problems]}
         rows = []
@@ -105,7 +105,8 @@ def main() -> None:
             bench = run_bench(BenchRequest(spec=name, target=target, shape=shape), workspace)
             row: dict[str, object] = {"shape": loaded.shape(shape), "bench": {
                 "ok": bench.ok, "summary": bench.summary, "gate": [v.model_dump() for v in bench.gate],
-                "median_us": bench.kernel.median_s * 1e6 if bench.kernel else None, "ci95_rel": bench.kernel.median_ci95_rel if bench.kernel else None,
+                "median_us": bench.kernel.median_s * 1e6 if bench.kernel else None,
+                "ci95_rel": bench.kernel.median_ci95_rel if bench.kernel else None,
                 "bandwidth_gbps": bench.bandwidth_gbps, "tflops": bench.tflops}}
             if bench.gate:
                 row["torch_compile"] = torch_compiled(folder, workspace.root / bench.artifacts / "seeded", loaded.shape(shape),
@@ -115,7 +116,8 @@ def main() -> None:
         record["shapes"] = rows
         tunes = []
         for shape in args.tune_shapes:
-            report = run_tune(TuneRequest(spec=name, target=target, shape=shape, strategy="grid", max_candidates=len(info.autotune or []) + 2,
+            report = run_tune(TuneRequest(spec=name, target=target, shape=shape, strategy="grid",
+                                          max_candidates=len(info.autotune or []) + 2,
                                           budget_device_s=args.budget_s, session=f"{name}-s{shape}"), workspace)
             best, baseline, choice = report.status.best, report.status.baseline, report.autotune
             torch_row = next((r for r in rows if r["shape"] == loaded.shape(shape)), None)
@@ -129,7 +131,8 @@ def main() -> None:
                 "revalidation": report.revalidation.model_dump() if report.revalidation else None,
                 "report_md": (workspace.root / report.report_md).read_text(),
             })
-            print(json.dumps({"kernel": name, "tune": {k: v for k, v in tunes[-1].items() if k != "report_md"}}, default=str)[:3000], flush=True)
+            print(json.dumps({"kernel": name, "tune": {k: v for k, v in tunes[-1].items() if k != "report_md"}}, default=str)[:3000],
+                  flush=True)
         record["tune"] = tunes
         summary["kernels"][name] = record  # type: ignore[index]
         (args.out / f"{name}.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
@@ -148,14 +151,15 @@ def render(summary: dict) -> str:  # type: ignore[type-arg]
         for row in record["shapes"]:
             bench, compiled = row["bench"], row.get("torch_compile") or {}
             gate = "pass" if all(v["passed"] for v in bench["gate"]) else "FAIL"
-            lines.append(f"| {row['shape']} | {gate} ({len(bench['gate'])} sets) | {_f(bench['median_us'])} | {_f(bench['bandwidth_gbps'])} | "
-                         f"{_f(bench['tflops'], 3)} | {_f(compiled.get('median_us'))} |")
+            lines.append(f"| {row['shape']} | {gate} ({len(bench['gate'])} sets) | {_f(bench['median_us'])} | "
+                         f"{_f(bench['bandwidth_gbps'])} | {_f(bench['tflops'], 3)} | {_f(compiled.get('median_us'))} |")
         for tune in record["tune"]:
             choice, winner = tune["autotune_choice"] or {}, tune["winner"] or {}
             lines += ["", f"Tune at {tune['shape']}: {tune['summary']}",
                       f"- winner {winner.get('params')}: {_f((winner.get('median_s') or 0) * 1e6)} us",
                       f"- the kernel's own @triton.autotune choice: config {choice.get('config_index')} ({choice.get('config')}): "
-                      f"{_f((choice.get('median_s') or 0) * 1e6)} us as Hyperloom timed it; winner / choice speedup {_f(tune['winner_vs_autotune_choice'], 3)}"
+                      f"{_f((choice.get('median_s') or 0) * 1e6)} us as Hyperloom timed it; winner / choice speedup "
+                      f"{_f(tune['winner_vs_autotune_choice'], 3)}"
                       + ("" if choice.get("determined", False) else f" (not determined: {choice.get('reason')})"),
                       f"- winner vs torch.compile: {_f(tune['winner_vs_torch_compile'], 3)}x"]
         lines.append("")

@@ -53,10 +53,11 @@ def main() -> int:
             two = session(workspace, f"two{index}", 2, args.candidates)
             ratio = two["candidates_per_hour"] / one["candidates_per_hour"]
             ratios.append(ratio)
-            print(f"run {index + 1}: one worker {one['candidates_per_hour']:,.0f} candidates/h, two {two['candidates_per_hour']:,.0f}: {ratio:.2f}x "
+            print(f"run {index + 1}: one worker {one['candidates_per_hour']:,.0f} candidates/h, two {two['candidates_per_hour']:,.0f}: "
+                  f"{ratio:.2f}x "
                   f"(workers busy {sum(d['busy_s'] for d in two['devices'] if d['device'] != 'compiler') / two['loop_wall_s']:.2f} of 2)")
-    print(f"two / one, median of {len(ratios)}: {statistics.median(ratios):.2f}x (MEASURED on this machine's CPUs; napping candidates emulate "
-          "GPU-bound ones, no GPU ran)")
+    print(f"two / one, median of {len(ratios)}: {statistics.median(ratios):.2f}x (MEASURED on this machine's CPUs; napping candidates "
+          "emulate GPU-bound ones, no GPU ran)")
     return 0
 
 

@@ -29,7 +29,8 @@ from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import TuneRequest
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "specs" / "tune"
-QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 6, "target_ci": 1.0, "flush_cache": False, "revalidate_pairs": 0, "sweep_shapes": False}
+QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 6, "target_ci": 1.0, "flush_cache": False, "revalidate_pairs": 0,
+         "sweep_shapes": False}
 
 
 CREATED: list[Path] = []
@@ -83,8 +84,8 @@ def measure(candidates: int, pairs: int, repeat: int) -> None:
     device_s = sum(t.device_s for t in trials)
     overhead_ms = (wall - compile_s - device_s) / n * 1e3
     print(f"loop overhead per candidate (excluding compile and run): {overhead_ms:.1f} ms  [target <= 50 ms]")
-    print(f"  {n} candidates in {wall:.2f} s; compile {compile_s / n * 1e3:.1f} ms and worker processes {device_s / n * 1e3:.0f} ms per candidate "
-          "(3 launches each: 2 input sets + timing)")
+    print(f"  {n} candidates in {wall:.2f} s; compile {compile_s / n * 1e3:.1f} ms and worker processes {device_s / n * 1e3:.0f} ms per "
+          "candidate (3 launches each: 2 input sets + timing)")
 
     # 2. Throughput: CPU-bound candidates (REPEAT 2000.. by default: about 10 ms a call on 65536 floats, 6 timed reps), one worker
     # against two in interleaved pairs (which goes first alternates), so drift in the machine's load hits both sides.

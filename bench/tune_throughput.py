@@ -112,7 +112,8 @@ def leg(workspace: Workspace, cache: Path, request: TuneRequest) -> dict[str, An
     run = breakdown["run"]
     trials = [TrialRecord.model_validate(t) for t in breakdown["trials"]]
     return {"session": request.session, "worker_mode": request.worker_mode, "compile_ahead": run["compile_ahead"], "slots": run["slots"],
-            "session_wall_s": wall_s, "loop_wall_s": run["loop_wall_s"], "candidates": len(trials), "candidates_per_hour": run["candidates_per_hour"],
+            "session_wall_s": wall_s, "loop_wall_s": run["loop_wall_s"], "candidates": len(trials),
+            "candidates_per_hour": run["candidates_per_hour"],
             "counts": breakdown["counts"], "run": run, "best": report.status.best.model_dump() if report.status.best else None,
             "trials": [{"hash": t.hash, "params": t.params, "status": t.status, "median_s": t.median_s, "ci_halfwidth_s": t.ci_halfwidth_s,
                         "device_index": t.device_index, "worker": t.worker} for t in trials]}
@@ -123,7 +124,8 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
     the medians' ratio and whether they differ beyond noise (NOISE_FLOOR)."""
     a, b = ({json.dumps(t["params"], sort_keys=True): t for t in leg_["trials"]} for leg_ in (first, second))
     common = [h for h in a if h in b]
-    differ = [{"params": a[h]["params"], "first": a[h]["status"], "second": b[h]["status"]} for h in common if a[h]["status"] != b[h]["status"]]
+    differ = [{"params": a[h]["params"], "first": a[h]["status"], "second": b[h]["status"]} for h in common
+              if a[h]["status"] != b[h]["status"]]
     ratios, apart = [], []
     for h in common:
         x, y = a[h], b[h]
@@ -139,33 +141,40 @@ def compare(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
 
 def print_leg(name: str, figures: dict[str, Any]) -> None:
     run = figures["run"]
-    print(f"{name}: {figures['candidates']} candidates in {figures['loop_wall_s']:.1f} s of search -> {figures['candidates_per_hour']:.0f} candidates/hour "
-          f"(worker mode {figures['worker_mode']}, compile ahead {figures['compile_ahead']}, on {', '.join(figures['slots'])}; session {figures['session_wall_s']:.1f} s "
-          f"with set-up); verdicts {figures['counts']}")
+    print(f"{name}: {figures['candidates']} candidates in {figures['loop_wall_s']:.1f} s of search -> {figures['candidates_per_hour']:.0f} "
+          f"candidates/hour (worker mode {figures['worker_mode']}, compile ahead {figures['compile_ahead']}, on "
+          f"{', '.join(figures['slots'])}; session {figures['session_wall_s']:.1f} s with set-up); verdicts {figures['counts']}")
     per = run["phases_per_candidate_s"]
     total = sum(per.values()) or 1.0
     print("  per candidate: " + ", ".join(f"{p} {per.get(p, 0.0) * 1e3:.0f} ms ({per.get(p, 0.0) / total:.0%})" for p in PHASES))
-    print("  devices: " + "; ".join(f"{d['device']} {d['candidates']} candidates, busy {d['busy_s']:.1f} s ({d['busy_share'] or 0:.0%} of the search)" for d in run["devices"]))
+    print("  devices: " + "; ".join(f"{d['device']} {d['candidates']} candidates, busy {d['busy_s']:.1f} s ({d['busy_share'] or 0:.0%} of "
+                                    "the search)" for d in run["devices"]))
     for workers in run["workers"]:
-        print(f"  workers: {workers.get('launches', 0)} launches in {workers.get('processes_started', 0)} processes, {workers.get('start_s', 0.0):.2f} s starting warm ones,"
-              f" replaced {workers.get('replaced') or 'never'}")
+        print(f"  workers: {workers.get('launches', 0)} launches in {workers.get('processes_started', 0)} processes, "
+              f"{workers.get('start_s', 0.0):.2f} s starting warm ones, replaced {workers.get('replaced') or 'never'}")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("--backend", choices=["c", "cuda", "hip"], default="c", help="c: the host fixture on CPU workers; cuda/hip: the decode spec on GPUs")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--backend", choices=["c", "cuda", "hip"], default="c",
+                        help="c: the host fixture on CPU workers; cuda/hip: the decode spec on GPUs")
     parser.add_argument("--target", default="sm_90", help="GPU target (cuda: sm_XX, hip: gfxNNN)")
-    parser.add_argument("--variants", nargs="+", default=GPU_VARIANTS, help="GPU: the session's variant, then the further variants searched")
+    parser.add_argument("--variants", nargs="+", default=GPU_VARIANTS,
+                        help="GPU: the session's variant, then the further variants searched")
     parser.add_argument("--shape", type=int, default=3, help="GPU: the spec's shape index (3: 28672 x 8192)")
     parser.add_argument("--candidates", type=int, default=16)
     parser.add_argument("--strategy", default="random", choices=["random", "grid", "tpe", "cmaes"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout-s", type=float, default=60.0)
-    parser.add_argument("--two-devices", action="store_true", help="one device against two (the new loop in both legs) instead of old against new")
-    parser.add_argument("--devices", type=int, nargs="+", default=[0, 1], help="GPUs: the first is the one-device leg's, the first two the two-device leg's")
+    parser.add_argument("--two-devices", action="store_true",
+                        help="one device against two (the new loop in both legs) instead of old against new")
+    parser.add_argument("--devices", type=int, nargs="+", default=[0, 1],
+                        help="GPUs: the first is the one-device leg's, the first two the two-device leg's")
     parser.add_argument("--cache", choices=["cold", "warm"], default=None, help="default: cold for old/new, warm for --two-devices")
     parser.add_argument("--compile-ahead", type=int, default=None, help="the new loop's compile_ahead (default auto)")
-    parser.add_argument("--repeat", type=int, default=1, help="rounds of both legs (the order alternating); the target is judged on the median ratio")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of both legs (the order alternating); the target is judged on the median ratio")
     parser.add_argument("--out", type=Path, default=None, help="write every figure and trial as JSON here")
     args = parser.parse_args()
     cache_mode = args.cache or ("warm" if args.two_devices else "cold")
@@ -179,7 +188,8 @@ def main() -> int:
         one = {"devices": args.devices[:1]} if gpu else {"workers": 1}
         if args.two_devices:
             legs = [("one device", {**one, "worker_mode": "warm", "compile_ahead": args.compile_ahead}),
-                    ("two devices", {**({"devices": args.devices[:2]} if gpu else {"workers": 2}), "worker_mode": "warm", "compile_ahead": args.compile_ahead})]
+                    ("two devices", {**({"devices": args.devices[:2]} if gpu else {"workers": 2}), "worker_mode": "warm",
+                                     "compile_ahead": args.compile_ahead})]
             target, label = TARGET_TWO_DEVICES, "two devices / one"
         else:
             legs = [("old (fresh, compile inline)", {**one, "worker_mode": "fresh", "compile_ahead": 0}),
@@ -190,9 +200,10 @@ def main() -> int:
             os.environ["HYPERLOOM_CACHE_DIR"] = str(warm_cache)
             started = time.perf_counter()
             built, tried = precompile(workspace, base, max(1, min(32, os.cpu_count() or 1)))
-            print(f"cache warm: {tried} candidate builds ({built} succeeded) in {time.perf_counter() - started:.1f} s before either leg", flush=True)
-        print(f"{args.backend}: spec {base['spec']}, shape {base['shape']}, strategy {args.strategy} seed {args.seed}, {args.candidates} candidates a leg, "
-              f"cache {cache_mode}", flush=True)
+            print(f"cache warm: {tried} candidate builds ({built} succeeded) in {time.perf_counter() - started:.1f} s before either leg",
+                  flush=True)
+        print(f"{args.backend}: spec {base['spec']}, shape {base['shape']}, strategy {args.strategy} seed {args.seed}, {args.candidates} "
+              f"candidates a leg, cache {cache_mode}", flush=True)
         rounds = []
         for repeat in range(args.repeat):  # later rounds alternate the legs' order: a drift of the machine favours neither
             order = list(enumerate(legs)) if repeat % 2 == 0 else list(reversed(list(enumerate(legs))))
@@ -206,21 +217,24 @@ def main() -> int:
             same = compare(results[0], results[1])
             print(f"{label}: {ratio:.2f}x candidates per hour" + (f" (round {repeat + 1} of {args.repeat})" if args.repeat > 1 else
                   f"  [target >= {target:g}x: {'met' if ratio >= target else 'NOT met'}]"))
-            print(f"verdicts: {same['common']} candidates in both legs ({same['only_first']} only in the first, {same['only_second']} only in the second); "
+            print(f"verdicts: {same['common']} candidates in both legs ({same['only_first']} only in the first, {same['only_second']} only "
+                  "in the second); "
                   + ("identical" if not same["status_differs"] else f"{len(same['status_differs'])} DIFFER: {same['status_differs']}"))
             if same["median_ratios"]:
-                print(f"medians of candidates passing in both: |second/first - 1| median {same['median_abs_diff_pct']:.1f} %, max {same['max_abs_diff_pct']:.1f} %; "
-                      f"{len(same['ci_apart'])} of {len(same['median_ratios'])} further apart than their 95 % CIs and {NOISE_FLOOR:.0%}", flush=True)
+                print(f"medians of candidates passing in both: |second/first - 1| median {same['median_abs_diff_pct']:.1f} %, max "
+                      f"{same['max_abs_diff_pct']:.1f} %; {len(same['ci_apart'])} of {len(same['median_ratios'])} further apart than their "
+                      f"95 % CIs and {NOISE_FLOOR:.0%}", flush=True)
             rounds.append({"ratio": ratio, "comparison": same, "legs": [results[0], results[1]]})
         ratios = [r["ratio"] for r in rounds]
         ratio = statistics.median(ratios)
         if args.repeat > 1:
             print(f"{label}, median of {len(ratios)} rounds: {ratio:.2f}x (rounds {', '.join(f'{r:.2f}x' for r in ratios)})  "
-                  f"[target >= {target:g}x: {'met' if ratio >= target else 'NOT met'}; every round: {'yes' if min(ratios) >= target else 'no'}]")
+                  f"[target >= {target:g}x: {'met' if ratio >= target else 'NOT met'}; every round: "
+                  f"{'yes' if min(ratios) >= target else 'no'}]")
         if args.out:
-            args.out.write_text(json.dumps({"backend": args.backend, "cache": cache_mode, "strategy": args.strategy, "seed": args.seed, "request": base,
-                                            "ratio": ratio, "target": target, "comparison": rounds[0]["comparison"], "legs": rounds[0]["legs"],
-                                            "rounds": rounds, "python": sys.version}, indent=1, default=str))
+            args.out.write_text(json.dumps({"backend": args.backend, "cache": cache_mode, "strategy": args.strategy, "seed": args.seed,
+                                            "request": base, "ratio": ratio, "target": target, "comparison": rounds[0]["comparison"],
+                                            "legs": rounds[0]["legs"], "rounds": rounds, "python": sys.version}, indent=1, default=str))
         return 0
     finally:
         for folder in (root, *root.parent.glob(f"{root.name}-cache-*")):

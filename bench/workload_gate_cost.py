@@ -37,7 +37,8 @@ def one_round(mode: str, workspace: Workspace) -> list[CandidateResult]:
     if mode == "traced":
         ab.unreviewed = lambda levers: True  # as if an overrides module were among the levers
     try:
-        result = bench_workload(WorkloadBenchRequest(name="decoder", candidates=[["sdpa_math"], ["sdpa_math"]], pairs=5, steps_per_leg=2), workspace)
+        result = bench_workload(WorkloadBenchRequest(name="decoder", candidates=[["sdpa_math"], ["sdpa_math"]], pairs=5, steps_per_leg=2),
+                                workspace)
     finally:
         ab.unreviewed = catalog
     return result.candidates
@@ -61,7 +62,8 @@ def main() -> None:
             gate = statistics.median(r.gate_s or 0.0 for r in results)
             profile = statistics.median((r.gate_parts_s or {}).get("profile", 0.0) for r in results)
             print(f"{mode:8} {len(results)} trials: trial {trial:.2f} s, gate {gate:.2f} s (profile {profile:.2f} s), "
-                  f"gate share {100 * gate / trial:.1f} %, work {'recorded' if all(r.work is not None for r in results) else 'not recorded'}")
+                  f"gate share {100 * gate / trial:.1f} %, work "
+                  f"{'recorded' if all(r.work is not None for r in results) else 'not recorded'}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -62,7 +62,8 @@ def main() -> None:
         (root / "step.py").write_text(STEP)
         workspace = Workspace(root)
         target = Target(f"{root / 'step.py'}:build", "function", (), {"step_ms": str(args.step_ms)})
-        runner.build({"workload": target.workload, "kind": "function", "root": str(root), "knobs": target.knobs, "levers": [], "folder": str(root)})
+        runner.build({"workload": target.workload, "kind": "function", "root": str(root), "knobs": target.knobs, "levers": [],
+                      "folder": str(root)})
         sync = runner._torch().cuda.synchronize if runner.STATE.gpu else (lambda: None)
         step = runner.STATE.step
         bare, wrapped, worker, calls = [], [], [], []
@@ -86,11 +87,13 @@ def main() -> None:
                     worker.append(statistics.median(timed["wall_s"]))  # what workload_bench counts for a leg
     b, w, p = statistics.median(bare), statistics.median(wrapped), statistics.median(worker)
     device = "GPU" if runner.STATE.gpu else "CPU"
-    print(f"MEASURED on the {device}, {args.rounds} x {args.legs} legs of {args.steps_per_leg} steps, ways alternating; median seconds per step:")
+    print(f"MEASURED on the {device}, {args.rounds} x {args.legs} legs of {args.steps_per_leg} steps, ways alternating; median "
+          "seconds per step:")
     print(f"  bare step + synchronize   {b * 1e3:8.3f} ms")
     print(f"  the worker's step wrapper {w * 1e3:8.3f} ms  ({(w - b) / b:+.2%})")
     print(f"  as workload_bench counts it {p * 1e3:6.3f} ms  ({(p - b) / b:+.2%}; the step timed inside its worker process)")
-    print(f"  each leg's call to the worker costs {statistics.median(calls) * 1e3:.3f} ms more (pipe, JSON): outside the figure, in the wall time of a bench")
+    print(f"  each leg's call to the worker costs {statistics.median(calls) * 1e3:.3f} ms more (pipe, JSON): outside the figure, in the "
+          "wall time of a bench")
     print(f"target: the harness adds at most 1 % to a {args.step_ms:g} ms step: {'met' if max(w, p) - b <= 0.01 * b else 'NOT met'}")
 
 

@@ -60,11 +60,13 @@ def refusal(entry: ToolDef, exc: BaseException) -> str:
         text = str(exc)
     elif isinstance(exc, OSError):  # a path the checks let through and the OS refused: the caller's to fix
         cause = "a name in the path is too long" if exc.errno == errno.ENAMETOOLONG else (exc.strerror or type(exc).__name__)
-        text = f"{entry.name} could not use a file or folder: {cause}. Next step: check the paths you passed (files where files are expected, folders where folders are)."
+        text = (f"{entry.name} could not use a file or folder: {cause}. Next step: check the paths you passed (files where files are "
+                "expected, folders where folders are).")
     elif isinstance(exc, MemoryError):
         text = f"{entry.name} ran out of memory on this input. Next step: pass smaller inputs."
     else:
-        text = f"internal error in {entry.name} ({type(exc).__name__}). Next step: report it with the arguments; the server log has the traceback."
+        text = (f"internal error in {entry.name} ({type(exc).__name__}). Next step: report it with the arguments; the server log has "
+                "the traceback.")
     return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 1] + "…"
 
 
@@ -161,10 +163,12 @@ def build_family_tool(family: Family) -> Tool:
             return refused(f"{family.name} needs action, one of {', '.join(verbs)} (got {str(action)[:40]!r}). "
                             f"Next step: call {family.name} again with action set.")
         entry = verbs[action]
-        elsewhere = [name for name in arguments if name not in entry.request.model_fields and any(name in e.request.model_fields for e in verbs.values())]
+        elsewhere = [name for name in arguments if name not in entry.request.model_fields
+                     and any(name in e.request.model_fields for e in verbs.values())]
         if elsewhere:
             owners = {name: [a for a, e in verbs.items() if name in e.request.model_fields] for name in elsewhere}
-            return refused(f"{family.name} action {action} does not take " + "; ".join(f"{n} (an argument of {', '.join(o)})" for n, o in owners.items())
+            return refused(f"{family.name} action {action} does not take "
+                           + "; ".join(f"{n} (an argument of {', '.join(o)})" for n, o in owners.items())
                             + f". Next step: leave {'them' if len(elsewhere) > 1 else 'it'} out, or call action {owners[elsewhere[0]][0]}.")
         return await _run(entry, arguments, ctx)
 

@@ -17,7 +17,8 @@ INSTRUCTIONS = (
 
 
 def build_server() -> MCPServer:
-    return MCPServer("hyperloom", version=__version__, instructions=INSTRUCTIONS, log_level="INFO", tools=[build_tool(entry) for entry in mcp_tools()])
+    return MCPServer("hyperloom", version=__version__, instructions=INSTRUCTIONS, log_level="INFO",
+                     tools=[build_tool(entry) for entry in mcp_tools()])
 
 
 def main() -> None:

@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     out.write_text(json.dumps({"target": target, "tag": "MEASURED (compile and disassembly only; nothing was run)",
                                "made_by": f"python scripts/kernel_proofs.py {target}", "kernels": kernels}, indent=1) + "\n")
     failed = [k["kernel"] for k in kernels if not k["proved"]]
-    print(f"{out.relative_to(REPO)}: {len(kernels) - len(failed)}/{len(kernels)} kernels proved" + (f"; failed: {failed}" if failed else ""))
+    print(f"{out.relative_to(REPO)}: {len(kernels) - len(failed)}/{len(kernels)} kernels proved"
+          + (f"; failed: {failed}" if failed else ""))
     return 1 if failed else 0
 
 

@@ -78,9 +78,11 @@ def fingerprint_the_seed(spec_path: Path, workspace: Workspace, shape_index: int
     from hyperloom.tools.kernelspec.load import draw_inputs, load_spec
 
     spec = load_spec(spec_path, workspace).spec
-    bits = {case: struct.unpack("<I", draw_inputs(spec, spec.shapes[shape_index], case)["x"][:1].tobytes())[0] for case in ("seeded", "zeros", "extremes")}
+    bits = {case: struct.unpack("<I", draw_inputs(spec, spec.shapes[shape_index], case)["x"][:1].tobytes())[0]
+                  for case in ("seeded", "zeros", "extremes")}
     doc = yaml.safe_load(spec_path.read_text())
-    doc["variants"]["special_cases_seed"]["defines"] = {"SEEDED_BITS": bits["seeded"], "ZEROS_BITS": bits["zeros"], "EXTREMES_BITS": bits["extremes"]}
+    doc["variants"]["special_cases_seed"]["defines"] = {"SEEDED_BITS": bits["seeded"], "ZEROS_BITS": bits["zeros"],
+                                                        "EXTREMES_BITS": bits["extremes"]}
     spec_path.write_text(yaml.safe_dump(doc, sort_keys=False))
 
 
@@ -94,7 +96,8 @@ def write_roofline(workspace: Workspace, device: str, fma_tflops: float, memory_
     evidence = measured("roofline", inputs_sha256="0" * 64, device=device)
     ceilings = [Ceiling(name="fma", kind="compute", value=fma_tflops, unit="TFLOP/s", source="test", evidence=evidence),
                 Ceiling(name="copy", kind="memory", value=memory_gbps, unit="GB/s", source="test", evidence=evidence)]
-    result = RooflineResult(summary="test ceilings", target="host", device=device, measured=ceilings, datasheet=[], placements=[], files=[], evidence=evidence)
+    result = RooflineResult(summary="test ceilings", target="host", device=device, measured=ceilings, datasheet=[], placements=[], files=[],
+                            evidence=evidence)
     path = workspace.root / ROOFLINE_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(result.model_dump_json())

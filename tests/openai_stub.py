@@ -22,7 +22,8 @@ Reply = dict[str, Any] | tuple[int, bytes] | Callable[[dict[str, Any]], dict[str
 def tool_call(name: str, arguments: Any, call_id: str = "call_1") -> dict[str, Any]:
     """One assistant message asking for one tool call, as an OpenAI chat completion's message."""
     text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}]}
+    return {"role": "assistant", "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": {"name": name, "arguments": text}}]}
 
 
 def answer(text: str) -> dict[str, Any]:
@@ -68,8 +69,10 @@ def _chunks(message: dict[str, Any], prompt_chars: int) -> list[dict[str, Any]]:
         arguments = function.get("arguments", "")
         arguments = arguments if isinstance(arguments, str) else json.dumps(arguments)
         half = len(arguments) // 2
-        out.append(chunk({"tool_calls": [{"index": index, "id": call.get("id"), "type": "function", "function": {"name": function.get("name"), "arguments": ""}}]}))
-        out += [chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]}) for part in (arguments[:half], arguments[half:]) if part]
+        out.append(chunk({"tool_calls": [{"index": index, "id": call.get("id"), "type": "function",
+                                          "function": {"name": function.get("name"), "arguments": ""}}]}))
+        out += [chunk({"tool_calls": [{"index": index, "function": {"arguments": part}}]}) for part in (arguments[:half], arguments[half:])
+                if part]
     out.append(chunk({}, "tool_calls" if message.get("tool_calls") else "stop"))
     out.append({"id": "chatcmpl-stub", "object": "chat.completion.chunk", "choices": [],
                 "usage": {"prompt_tokens": max(prompt_chars // 4, 1), "completion_tokens": max(len(json.dumps(message)) // 4, 1)}})

@@ -26,7 +26,8 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 SERVER = Path(sys.executable).parent / "hyperloom-mcp"
 CALL_TIMEOUT_S = 30.0
 MESSAGE_LIMIT = 1500
-DEEP = json.loads("[" * 100 + "]" * 100)  # the SDK's JSON reader drops a message nested past ~200 levels unanswered (its limit, below our layer)
+# the SDK's JSON reader drops a message nested past ~200 levels unanswered (its limit, below our layer)
+DEEP = json.loads("[" * 100 + "]" * 100)
 
 
 @pytest.fixture
@@ -118,7 +119,8 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
     (workspace / "spec_evil" / "kernel.yaml").write_text(
         "name: e\nsource: k.c\nlanguage: c\nvariants: {host: {entry: k, targets: [host]}}\n"
         "args: [{kind: buffer, name: y, dtype: float32, shape: [4], role: output}]\nlaunch: {grid: [1], block: [1]}\n"
-        f"shapes: [{{n: 1}}]\nreference: {os.path.relpath(outside / 'evil.py', workspace / 'spec_evil')}:f\ntolerance: {{atol: 0, rtol: 0}}\n")
+        f"shapes: [{{n: 1}}]\nreference: {os.path.relpath(outside / 'evil.py', workspace / 'spec_evil')}:f\ntolerance: {{atol: "
+        f"0, rtol: 0}}\n")
     (workspace / "spec_evil" / "k.c").write_text("void k(float* y) { for (int i = 0; i < 4; ++i) y[i] = 0; }\n")
     long_name = "d" * 300
     paths = ["../outside.npy", "/etc/passwd", "link_out/x.npy", "a_folder", f"{long_name}.npy", "nope.npy", "~/x.npy"]
@@ -152,7 +154,8 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("tune", "a dangling session", {"action": "report", "session": "dangling"}),
         ("tune", "a session name with a path", {"action": "status", "session": "../../x"}),
         ("tune", "a source change to a session that is not there", {"action": "propose", "session": "dangling", "source": "ok.npy"}),
-        ("tune", "a source change and a diff at once", {"action": "propose", "session": "dangling", "source": "ok.npy", "diff": "--- a\n+++ b\n"}),
+        ("tune", "a source change and a diff at once",
+         {"action": "propose", "session": "dangling", "source": "ok.npy", "diff": "--- a\n+++ b\n"}),
         ("tune", "nothing to propose", {"action": "propose", "session": "dangling"}),
         ("bench_command", "empty command", {"command": []}),
         ("bench_command", "empty program", {"command": [""]}),
@@ -179,10 +182,13 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("workload", "not a workload", {"action": "freeze", "workload": "rm -rf /", "name": "w"}),
         ("workload", "a session name with a path", {"action": "bench", "name": "../../x"}),
         ("workload", "a session that is not there", {"action": "bench", "name": "nope"}),
-        ("workload", "integrate into a session that is not there", {"action": "integrate", "name": "nope", "kernel": "rmsnorm", "replace": "m:C.forward"}),
-        ("workload", "per_output with an unknown key", {"action": "freeze", "workload": "w.py:build", "per_output": {"y": {"tolerance": 1}}}),
+        ("workload", "integrate into a session that is not there",
+         {"action": "integrate", "name": "nope", "kernel": "rmsnorm", "replace": "m:C.forward"}),
+        ("workload", "per_output with an unknown key",
+         {"action": "freeze", "workload": "w.py:build", "per_output": {"y": {"tolerance": 1}}}),
         ("workload", "outputs() named as a path out", {"action": "freeze", "workload": "escape.py:build", "name": "escape"}),
-        ("workload", "a workload's tolerances for an output it lacks", {"action": "freeze", "workload": "badtol.py:build", "name": "badtol"}),
+        ("workload", "a workload's tolerances for an output it lacks",
+         {"action": "freeze", "workload": "badtol.py:build", "name": "badtol"}),
         ("optimize", "workload outside", {"action": "start", "workload": "link_out/w.py:build", "session": "o"}),
         ("optimize", "workload through ..", {"action": "start", "workload": "../w.py:build", "session": "o"}),
         ("optimize", "not a workload", {"action": "start", "workload": "rm -rf /", "session": "o"}),
@@ -191,7 +197,8 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("optimize", "a frozen session that is not there", {"action": "start", "session": "nothing"}),
         ("optimize", "one workload and a list", {"action": "start", "workload": "plain.py:build", "workload_list": ["plain.py:build"]}),
         ("optimize", "a zero budget", {"action": "start", "workload": "plain.py:build", "budget_gpu_hours": 0}),
-        ("optimize", "a Ray address that does not answer", {"action": "start", "workload_list": ["plain.py:build"], "ray": "127.0.0.1:1", "session": "far"}),
+        ("optimize", "a Ray address that does not answer",
+         {"action": "start", "workload_list": ["plain.py:build"], "ray": "127.0.0.1:1", "session": "far"}),
         ("optimize", "ray without a list", {"action": "start", "workload": "plain.py:build", "ray": "local"}),
         ("optimize", "a session name with a path", {"action": "status", "session": "../../x"}),
         ("optimize", "a dangling session", {"action": "report", "session": "dangling"}),
@@ -200,7 +207,8 @@ def hostile(workspace: Path, outside: Path) -> list[tuple[str, str, dict[str, An
         ("optimize", "propose nothing", {"action": "propose", "session": "nothing", "levers": []}),
     ]
     (workspace / "plain.py").write_text("def build():\n    return lambda: None\n")
-    outputs = "import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{{NAME!r}: np.ones(2)}}\ndef build(): return W()\n"
+    outputs = ("import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{{NAME!r}: "
+               "np.ones(2)}}\ndef build(): return W()\n")
     (workspace / "escape.py").write_text(outputs.format(TOL="{}", NAME="../" * 12 + "escaped"))
     (workspace / "badtol.py").write_text(outputs.format(TOL="{'z': {'atol': 1}}", NAME="y"))
     (workspace / ".hyperloom" / "tune").mkdir(parents=True)
@@ -242,9 +250,11 @@ async def test_a_hostile_corpus_is_refused_with_cause_and_next_step_and_nothing_
         for index, (name, label, args) in enumerate(corpus):
             result = await call(name, args)
             text = " ".join(getattr(block, "text", "") for block in result.content)
-            if name == "spec" and args.get("action") == "check" and not result.is_error:  # a spec it can read is judged, not refused: problems with next steps
+            # a spec it can read is judged, not refused: problems with next steps
+            if name == "spec" and args.get("action") == "check" and not result.is_error:
                 problems = result.structured_content["problems"]
-                assert result.structured_content["ok"] is False and problems and all(p["next_step"] for p in problems), f"{label}: {text[:300]}"
+                assert result.structured_content["ok"] is False and problems and all(p["next_step"]
+                                                                                     for p in problems), f"{label}: {text[:300]}"
                 counts["refused"] += 1
                 continue
             assert result.is_error, f"{name} {label}: accepted {str(args)[:200]} -> {text[:300]}"

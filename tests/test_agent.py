@@ -73,7 +73,8 @@ def test_unknown_tools_and_bad_arguments_go_back_to_the_model_and_the_loop_goes_
         "tool_calls": [
             {"id": "a", "type": "function", "function": {"name": "mcp__hyperloom__no_such_tool", "arguments": "{}"}},
             {"id": "b", "type": "function", "function": {"name": GATE, "arguments": '{"candidates": ['}},
-            {"id": "c", "type": "function", "function": {"name": GATE, "arguments": '{"candidates": [[1.0]], "references": [[1.0]], "atol": "tiny", "rtol": 0}'}},
+            {"id": "c", "type": "function",
+             "function": {"name": GATE, "arguments": '{"candidates": [[1.0]], "references": [[1.0]], "atol": "tiny", "rtol": 0}'}},
             {"id": "d", "type": "function", "function": {"name": GATE, "arguments": "[1, 2]"}},
         ],
     }
@@ -84,7 +85,8 @@ def test_unknown_tools_and_bad_arguments_go_back_to_the_model_and_the_loop_goes_
     unknown, bad_json, bad_value, not_object = _tool_messages(stub.requests[1])
     assert unknown.startswith("ERROR: unknown tool 'mcp__hyperloom__no_such_tool'") and GATE in unknown
     assert bad_json.startswith("ERROR:") and "not valid JSON" in bad_json
-    assert bad_value.startswith("ERROR: invalid argument: atol"), bad_value  # one prefix (the loop's), not the SDK's "Error executing tool" too
+    # one prefix (the loop's), not the SDK's "Error executing tool" too
+    assert bad_value.startswith("ERROR: invalid argument: atol"), bad_value
     assert not_object.startswith("ERROR:") and "JSON object" in not_object
     assert json.loads(_tool_messages(stub.requests[2])[-1])["passed"] is True
     saved = json.loads(transcript.read_text())
@@ -174,9 +176,11 @@ def test_the_agent_side_tools_read_the_skill_list_the_tools_and_change_the_offer
     offered = [t["function"]["name"] for t in stub.requests[4]["tools"]]
     assert offered[0] == "mcp__hyperloom__serve_sweep", "a tool asked for by name comes first: a short context keeps a prefix"
     assert set(offered[1:-3]) <= {"mcp__hyperloom__tune"}
-    assert offered[-3:] == ["list_tools", "use_tools", "read_skill"] and "web_fetch" not in offered, "web tools only with HYPERLOOM_ALLOW_WEB=1"
+    assert offered[-3:] == ["list_tools", "use_tools", "read_skill"] and "web_fetch" not in offered, ("web tools only with "
+                                                                                                      "HYPERLOOM_ALLOW_WEB=1")
     saved_request = json.loads(transcript.read_text())["requests"][4]
-    assert saved_request["choice"].endswith(f"{len(offered) - 3} of 2 offered Hyperloom tools")  # serve_sweep and the TUNE phase's one family tool
+    # serve_sweep and the TUNE phase's one family tool
+    assert saved_request["choice"].endswith(f"{len(offered) - 3} of 2 offered Hyperloom tools")
     saved = json.loads(transcript.read_text())
     assert [c["side"] for c in saved["tool_calls"]] == ["agent"] * 4 and saved["tool_calls"][1]["is_error"] is True
 
@@ -190,7 +194,8 @@ def test_a_small_context_gets_the_minimal_prompt_and_a_max_tokens_that_fits(work
     request = json.loads(transcript.read_text())["requests"][0]
     counted = request["prompt_tokens_counted"]
     assert "## Iron rules" not in first["messages"][0]["content"] and "Rules: 1. MEASURED or ASSUMED" in first["messages"][0]["content"]
-    assert request["choice"].startswith("minimal prompt") and [t["function"]["name"] for t in first["tools"]][-3:] == ["list_tools", "use_tools", "read_skill"]
+    assert request["choice"].startswith("minimal prompt") and [t["function"]["name"]
+                                                               for t in first["tools"]][-3:] == ["list_tools", "use_tools", "read_skill"]
     assert first["max_tokens"] == 1200 - counted and first["max_tokens"] >= 256
     assert f"{counted:,} prompt tokens" in err and "1,200-token context (--context" in err
 
@@ -204,7 +209,8 @@ def test_a_context_too_small_for_the_smallest_request_is_refused_with_the_number
     assert "cannot fit the server's context" in err and "> 512 tokens of context (llama.cpp" in err and "/props" in err
     assert "a reply needs at least 256 more" in err and "-c 8192" in err and "Traceback" not in err
     saved = json.loads(transcript.read_text())
-    assert saved["status"] == "error" and saved["context"] == {"tokens": 512, "source": saved["context"]["source"], "tag": "MEASURED", "server": "llama.cpp"}
+    assert saved["status"] == "error" and saved["context"] == {"tokens": 512, "source": saved["context"]["source"], "tag": "MEASURED",
+                                                               "server": "llama.cpp"}
 
 
 def test_the_servers_own_context_refusal_is_counted_and_the_request_fitted_again(workspace, capsys):

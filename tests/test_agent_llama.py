@@ -21,7 +21,8 @@ from hyperloom.cli.main import EXIT_OK, main
 REPO = Path(__file__).parent.parent
 LLAMA_SERVER = os.environ.get("HYPERLOOM_TEST_LLAMA_SERVER", "")
 pytestmark = pytest.mark.skipif(not (LLAMA_SERVER and Path(LLAMA_SERVER).is_file()),
-                                reason="no llama-server: run `bash scripts/serve/llama_server.sh` and set HYPERLOOM_TEST_LLAMA_SERVER to the path it prints")
+                                reason="no llama-server: run `bash scripts/serve/llama_server.sh` and set HYPERLOOM_TEST_LLAMA_SERVER to "
+                                       "the path it prints")
 
 
 def _free_port() -> int:
@@ -60,8 +61,10 @@ def default_server(tmp_path_factory):
 
 def _server_count(root: str, messages: list, tools: list) -> int:
     """The first request's prompt tokens, counted here independently of the agent: the server's template, its tokenizer."""
-    prompt = httpx2.post(f"{root}/apply-template", json={"messages": messages, "tools": tools}, timeout=30, trust_env=False).json()["prompt"]
-    return len(httpx2.post(f"{root}/tokenize", json={"content": prompt, "add_special": True, "parse_special": True}, timeout=30, trust_env=False).json()["tokens"])
+    prompt = httpx2.post(f"{root}/apply-template", json={"messages": messages, "tools": tools}, timeout=30,
+                         trust_env=False).json()["prompt"]
+    return len(httpx2.post(f"{root}/tokenize", json={"content": prompt, "add_special": True, "parse_special": True}, timeout=30,
+                           trust_env=False).json()["tokens"])
 
 
 def test_the_agent_runs_on_a_default_llama_server_and_its_first_request_fits_as_the_server_counts_it(default_server, workspace, capsys):
@@ -74,7 +77,8 @@ def test_the_agent_runs_on_a_default_llama_server_and_its_first_request_fits_as_
     saved = json.loads(transcript.read_text())
     first = saved["requests"][0]
     assert saved["status"] == "answered" and saved["model"].endswith("tiny-llama.gguf")
-    assert saved["context"] == {"tokens": 4096, "source": f"llama.cpp {default_server}/props default_generation_settings.n_ctx", "tag": "MEASURED", "server": "llama.cpp"}
+    assert saved["context"] == {"tokens": 4096, "source": f"llama.cpp {default_server}/props default_generation_settings.n_ctx",
+                                "tag": "MEASURED", "server": "llama.cpp"}
     assert first["counted_by"] == "the server's /apply-template and /tokenize"
     assert first["prompt_tokens_server"] == first["prompt_tokens_counted"], "the agent counts as the server does"
     assert first["prompt_tokens_server"] + first["max_tokens"] <= n_ctx and first["prompt_tokens_server"] <= 4096

@@ -46,8 +46,10 @@ def test_ctrl_c_mid_request_ends_the_run_within_2_s_with_an_interrupted_transcri
     transcript = workspace.root / "t.json"
     with scripted_endpoint([Stall(120.0, answer("never"))]) as stub:
         process = subprocess.Popen(
-            [sys.executable, "-m", "hyperloom.cli.main", "agent", "hello", "--base-url", stub.base_url, "--model", "m", "--transcript", str(transcript)],
-            cwd=workspace.root, env=_env(HYPERLOOM_WORKSPACE=str(workspace.root)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-m", "hyperloom.cli.main", "agent", "hello", "--base-url", stub.base_url, "--model", "m", "--transcript",
+             str(transcript)],
+            cwd=workspace.root, env=_env(HYPERLOOM_WORKSPACE=str(workspace.root)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             assert stub.in_flight.wait(60), "the request never reached the server"
@@ -109,8 +111,10 @@ def test_without_allow_web_no_socket_but_the_endpoints_is_opened_and_no_lookup_i
         [tool_call("web_fetch", {"url": f"{site}/page"}), answer("done")]
     ) as stub:
         run = subprocess.run(
-            [sys.executable, "-c", AUDITED, "agent", "hello", "--base-url", stub.base_url, "--model", "m", "--transcript", str(workspace.root / "t.json")],
-            cwd=workspace.root, env=_env(AUDIT_LOG=str(audit), HYPERLOOM_WORKSPACE=str(workspace.root), HYPERLOOM_SEARCH_URL=f"{site}/search?q={{query}}"),
+            [sys.executable, "-c", AUDITED, "agent", "hello", "--base-url", stub.base_url, "--model", "m", "--transcript",
+             str(workspace.root / "t.json")],
+            cwd=workspace.root, env=_env(AUDIT_LOG=str(audit), HYPERLOOM_WORKSPACE=str(workspace.root),
+                                         HYPERLOOM_SEARCH_URL=f"{site}/search?q={{query}}"),
             capture_output=True, text=True, timeout=120,
         )
         port = urlsplit(stub.base_url).port
@@ -125,7 +129,8 @@ def test_without_allow_web_no_socket_but_the_endpoints_is_opened_and_no_lookup_i
 
 def test_with_allow_web_a_loopback_page_is_fetched_extracted_and_cited_in_the_transcript(workspace, monkeypatch, capsys):
     pytest.importorskip("trafilatura", reason="web_fetch reads HTML with trafilatura: pip install 'hyperloom[web]'")
-    results = json.dumps({"results": [{"title": "s_waitcnt on gfx942", "url": "http://127.0.0.1/page", "content": "vmcnt and lgkmcnt"}]}).encode()
+    results = json.dumps({"results": [{"title": "s_waitcnt on gfx942", "url": "http://127.0.0.1/page",
+                                       "content": "vmcnt and lgkmcnt"}]}).encode()
     with loopback_pages({"/page": ("text/html; charset=utf-8", PAGE), "/search": ("application/json", results)}) as (site, seen):
         monkeypatch.setenv("HYPERLOOM_ALLOW_WEB", "1")
         monkeypatch.setenv("HYPERLOOM_SEARCH_URL", f"{site}/search?q={{query}}&format=json")
@@ -133,12 +138,14 @@ def test_with_allow_web_a_loopback_page_is_fetched_extracted_and_cited_in_the_tr
                   answer(f"Wait with s_waitcnt vmcnt(0) ({site}/page, outside material).")]
         with scripted_endpoint(script) as stub:
             transcript = workspace.root / "t.json"
-            code = main(["agent", "How do I wait for a load on gfx942?", "--base-url", stub.base_url, "--model", "m", "--transcript", str(transcript)])
+            code = main(["agent", "How do I wait for a load on gfx942?", "--base-url", stub.base_url, "--model", "m", "--transcript",
+                         str(transcript)])
     assert code == EXIT_OK and "web lookups on" in capsys.readouterr().err
     assert {"web_fetch", "web_search"} <= {t["function"]["name"] for t in stub.requests[0]["tools"]}
     assert seen == ["/search?q=s_waitcnt+gfx942&format=json", "/page"]
     found = [m["content"] for m in stub.requests[1]["messages"] if m["role"] == "tool"][0]
-    assert found.startswith("OUTSIDE MATERIAL (search results for 's_waitcnt gfx942'") and "1. s_waitcnt on gfx942 <http://127.0.0.1/page>" in found
+    assert found.startswith("OUTSIDE MATERIAL (search results for 's_waitcnt gfx942'") and ("1. s_waitcnt on gfx942 "
+                                                                                            "<http://127.0.0.1/page>") in found
     page = [m["content"] for m in stub.requests[2]["messages"] if m["role"] == "tool"][1]
     assert page.startswith(f"OUTSIDE MATERIAL (fetched from {site}/page") and "Not a measurement" in page
     assert "s_waitcnt vmcnt(0)" in page and "lgkmcnt" in page
@@ -148,7 +155,8 @@ def test_with_allow_web_a_loopback_page_is_fetched_extracted_and_cited_in_the_tr
     assert [c["side"] for c in saved["tool_calls"]] == ["outside", "outside"]
     search, fetch = saved["outside_material"]
     assert search["kind"] == "web_search" and search["tag"] == "OUTSIDE" and search["results"] == ["http://127.0.0.1/page"]
-    assert fetch["kind"] == "web_fetch" and fetch["url"] == f"{site}/page" and fetch["title"] == "s_waitcnt on gfx942" and fetch["tag"] == "OUTSIDE"
+    assert fetch["kind"] == "web_fetch" and fetch["url"] == f"{site}/page" and fetch["title"] == ("s_waitcnt on "
+                                                                                                  "gfx942") and fetch["tag"] == "OUTSIDE"
     assert fetch["bytes"] == len(PAGE) and len(fetch["sha256"]) == 64 and fetch["call_id"] == "call_2"
     assert f"{site}/page" in saved["messages"][-1]["content"], "the answer cites the page"
 

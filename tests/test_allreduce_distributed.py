@@ -45,7 +45,8 @@ def test_torch_scales_and_codes_equal_numpy_bit_for_bit(rounding, q_max):
     on_torch = torch_codec.quantize(torch.from_numpy(x), torch.from_numpy(scales), 64, q_max, rounding, 2**40 + 3, 1)
     assert np.array_equal(on_torch.numpy(), codes) and np.abs(codes).max() <= q_max
     sums = (codes.astype(np.int16) * 3)
-    assert np.array_equal(torch_codec.dequantize(torch.from_numpy(sums), torch.from_numpy(scales), 64).numpy(), ref.dequantize(sums, scales, 64))
+    assert np.array_equal(torch_codec.dequantize(torch.from_numpy(sums), torch.from_numpy(scales), 64).numpy(),
+                          ref.dequantize(sums, scales, 64))
 
 
 def test_the_hash_stream_differs_by_rank_and_seed_and_is_uniform():
@@ -88,8 +89,10 @@ def test_gloo_ranks_that_disagree_on_the_shape_fail_together_instead_of_hanging(
     for rank, n in enumerate((16, 20)):
         inputs.append(str(tmp_path / f"in{rank}.npy"))
         np.save(inputs[-1], np.ones(n, np.float32))
-    job = {"mode": "run", "backend": "gloo", "inputs": inputs, "kind": "float32", "scheme": asdict(Scheme()), "timeout_s": 60, "codec": "auto"}
-    with pytest.raises(HyperloomError, match=r"disagree.*rank 0: dtype torch.float32, shape \[16\].*rank 1: dtype torch.float32, shape \[20\]"):
+    job = {"mode": "run", "backend": "gloo", "inputs": inputs, "kind": "float32", "scheme": asdict(Scheme()), "timeout_s": 60,
+           "codec": "auto"}
+    with pytest.raises(HyperloomError,
+                       match=r"disagree.*rank 0: dtype torch.float32, shape \[16\].*rank 1: dtype torch.float32, shape \[20\]"):
         run_ranks(job, 2, tmp_path, timeout_s=120)
 
 
@@ -140,7 +143,8 @@ def test_cpu_ranks_use_torch_ops_and_say_so_and_demanding_the_kernels_there_is_r
 
 
 @pytest.mark.parametrize(("version", "properties", "capability", "target"), [
-    (None, None, (9, 0), "sm_90"), (None, None, (8, 6), "sm_86"), ("6.2", "gfx942:sramecc+:xnack-", None, "gfx942"), ("6.4", "gfx1201", None, "gfx1201"),
+    (None, None, (9, 0), "sm_90"), (None, None, (8, 6), "sm_86"), ("6.2", "gfx942:sramecc+:xnack-", None, "gfx942"),
+    ("6.4", "gfx1201", None, "gfx1201"),
 ])
 def test_the_kernels_are_built_for_the_devices_own_target(version, properties, capability, target):
     from types import SimpleNamespace

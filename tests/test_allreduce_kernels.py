@@ -18,8 +18,10 @@ from hyperloom.tools.compile.models import CompileRequest
 
 reference = kernel_module("allreduce", "reference")
 QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 6, "max_time_s": 0.5, "flush_cache": False}
-needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="clang is not installed; .ci/run installs clang-19")
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not __import__("pathlib").Path("/usr/local/cuda/bin/nvcc").exists(), reason="nvcc (CUDA toolkit) is not installed")
+needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                                 reason="clang is not installed; .ci/run installs clang-19")
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not __import__("pathlib").Path("/usr/local/cuda/bin/nvcc").exists(),
+                                reason="nvcc (CUDA toolkit) is not installed")
 
 
 def test_the_wire_layout_puts_each_code_in_its_six_bits_low_byte_first():
@@ -30,7 +32,8 @@ def test_the_wire_layout_puts_each_code_in_its_six_bits_low_byte_first():
     assert np.array_equal(reference.unpack_int6(reference.pack_int6(every)), every)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("hyperloom.tools.allreduce") is None, reason="the allreduce reference (issue 'allreduce') is not installed")
+@pytest.mark.skipif(importlib.util.find_spec("hyperloom.tools.allreduce") is None,
+                    reason="the allreduce reference (issue 'allreduce') is not installed")
 def test_pack_and_unpack_match_the_allreduce_reference_bit_for_bit():
     from hyperloom.tools.allreduce import packing
 

@@ -65,7 +65,8 @@ def test_a_wrong_result_has_no_speed(specs):
 
 def test_a_command_that_prints_samples_is_benchmarked(workspace):
     script = workspace.root / "timer.py"
-    script.write_text('import json\nprint("warming up")\nprint(json.dumps({"samples_s": [0.002, 0.001, 0.0011, 0.0012, 0.001, 0.0013], "bytes": 1000000}))\n')
+    script.write_text('import json\nprint("warming up")\nprint(json.dumps({"samples_s": [0.002, 0.001, 0.0011, 0.0012, 0.001, 0.0013], '
+                      '"bytes": 1000000}))\n')
     result = run_bench_command(BenchCommandRequest(command=[sys.executable, "timer.py"], target="host"), workspace)
     assert result.ok and result.kernel.n == 6 and result.kernel.median_s == pytest.approx(0.00115)
     assert result.bandwidth_gbps == pytest.approx(1e6 / 0.00115 / 1e9)
@@ -76,7 +77,8 @@ def test_a_command_that_prints_samples_is_benchmarked(workspace):
     [
         ({"spec": "copy", "variant": "nope", "target": "host"}, "no variant"),
         ({"spec": "copy", "variant": "host", "target": "sm_90"}, "does not build for sm_90"),
-        ({"spec": "copy", "target": "host"}, r"first variant 'gpu' \(hip\) does not build for host.*pass variant: host \(CLI: --variant host\)"),
+        ({"spec": "copy", "target": "host"},
+         r"first variant 'gpu' \(hip\) does not build for host.*pass variant: host \(CLI: --variant host\)"),
         ({"spec": "copy", "variant": "host", "target": "host", "shape": 9}, "out of range"),
         ({"spec": "../x", "target": "host"}, "outside the workspace"),
     ],
@@ -124,7 +126,8 @@ def test_expressions_cannot_reach_beyond_arithmetic(text):
         evaluate(text, {"n": 4})
 
 
-@pytest.mark.parametrize(("text", "value"), [("ceil_div(n, 3)", 2), ("round_up(n, 8)", 8), ("2 * n ** 2", 32), ("min(n, 2) + max(1, 3)", 5), ("log2(n)", 2)])
+@pytest.mark.parametrize(("text", "value"),
+                         [("ceil_div(n, 3)", 2), ("round_up(n, 8)", 8), ("2 * n ** 2", 32), ("min(n, 2) + max(1, 3)", 5), ("log2(n)", 2)])
 def test_expressions_evaluate_over_the_shape(text, value):
     assert evaluate(text, {"n": 4}) == value
 

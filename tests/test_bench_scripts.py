@@ -16,7 +16,8 @@ import decode_gpu  # noqa: E402  (bench/ is a folder of scripts, not a package)
 def table(ours_us: float, torch_us: float, percent: float, gated: bool = True) -> list[dict]:
     rows = []
     for n, k in decode_gpu.SHAPES:
-        rows.append({"shape": f"{n}x{k}", "method": "hyperloom w4a16 mma", "time_us": ours_us if gated else None, "percent_of_read": percent if gated else None})
+        rows.append({"shape": f"{n}x{k}", "method": "hyperloom w4a16 mma", "time_us": ours_us if gated else None,
+                     "percent_of_read": percent if gated else None})
         rows.append({"shape": f"{n}x{k}", "method": "hyperloom w4a16 simt", "time_us": 10 * ours_us, "percent_of_read": percent / 10})
         rows.append({"shape": f"{n}x{k}", "method": "torch int4pack_mm", "time_us": torch_us, "percent_of_read": None})
     return rows

@@ -45,7 +45,8 @@ def host_roof(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("roofws")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HYPERLOOM_CACHE_DIR", str(tmp_path_factory.mktemp("roofcache")))
-        run_roofline(RooflineRequest(target="host", ceilings=["read"], shape="small", plot=False, same_size_read=False, max_time_s=1.0), Workspace.at(root))
+        run_roofline(RooflineRequest(target="host", ceilings=["read"], shape="small", plot=False, same_size_read=False, max_time_s=1.0),
+                     Workspace.at(root))
         roof = measured_roof(host_device())
     assert roof is not None and roof.memory_gbps
     return roof
@@ -64,7 +65,8 @@ def corpus(workspace, host_roof):
 def test_the_honest_kernel_passes_every_check(corpus):
     result = run_bench(BenchRequest(spec="cheats", variant="honest", target="host", **TIMING), corpus)
     assert result.ok, result.summary
-    assert {v.check for v in result.checks} == {"guard", "timed_launch", "fresh_inputs", "determinism", "roof"} and all(v.passed for v in result.checks)
+    assert {v.check for v in result.checks} == {"guard", "timed_launch", "fresh_inputs", "determinism",
+                                                "roof"} and all(v.passed for v in result.checks)
     assert "under the measured roof" in next(v.summary for v in result.checks if v.check == "roof")
 
 
@@ -78,7 +80,8 @@ def test_a_cheating_kernel_is_refused_by_the_check_its_trick_meets(corpus, cheat
 
 @needs_cc
 def test_special_casing_the_first_shape_fails_the_gate_at_the_second(corpus):
-    assert run_bench(BenchRequest(spec="cheats", variant="special_cases_shape", shape=0, target="host", **TIMING), corpus).ok  # right where it was written for
+    # right where it was written for
+    assert run_bench(BenchRequest(spec="cheats", variant="special_cases_shape", shape=0, target="host", **TIMING), corpus).ok
     result = run_bench(BenchRequest(spec="cheats", variant="special_cases_shape", shape=1, target="host", **TIMING), corpus)
     assert not result.ok and "gate" in refused_by(result)
 
@@ -96,7 +99,8 @@ def test_spec_check_reports_a_degenerate_reference_and_one_that_ignores_an_input
     from hyperloom.tools.spec.models import SpecCheckRequest
 
     ones = run_spec_check(SpecCheckRequest(spec="cheats/ones"), corpus)
-    assert not ones.ok and any(p.path == "reference" and p.severity == "error" and "a constant passes as y" in p.cause for p in ones.problems)
+    assert not ones.ok and any(p.path == "reference" and p.severity == "error" and "a constant passes as y" in p.cause
+                               for p in ones.problems)
     (corpus.root / "cheats" / "reference.py").write_text(
         "import numpy as np\n\ndef axpb(inputs, shape):\n    return {'y': (2 * np.arange(shape['n']) + 1).astype(np.float32)}\n")
     ignores = run_spec_check(SpecCheckRequest(spec="cheats"), corpus)

@@ -26,7 +26,8 @@ CHEATS = {
     "skip_repeat": {"timed_launch"},
     "fewer_when_timed": {"timed_launch"},
     "special_cases_seed": {"timed_launch"},
-    "checks_previous_output": {"timed_launch", "roof"},  # the timed launch's outputs are poisoned first, so the blocks that see the flag leave poison
+    # the timed launch's outputs are poisoned first, so the blocks that see the flag leave poison
+    "checks_previous_output": {"timed_launch", "roof"},
     "writes_past_end": {"guard"},
     "writes_before_start": {"guard"},
     "partial_output": {"gate"},

@@ -55,7 +55,8 @@ def test_tools_lists_every_tool_with_both_schemas(capsys):
     assert main(["tools", "--json"]) == EXIT_OK
     listed = {t["name"]: t for t in json.loads(capsys.readouterr().out)}
     assert set(listed) == {entry.name for entry in mcp_tools()}  # what the MCP server lists: a family is one tool
-    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify", "detect", "bench", "roofline", "isa", "spec", "tune", "workload"} <= set(listed)
+    assert {"correctness_gate", "gate_freeze", "compile_kernel", "disasm_verify", "detect", "bench", "roofline", "isa", "spec", "tune",
+            "workload"} <= set(listed)
     families = {family.name for family in FAMILIES}  # a family's result depends on its action: no one output schema
     assert all("inputSchema" in t and ("outputSchema" in t) == (name not in families) for name, t in listed.items())
 
@@ -73,11 +74,13 @@ def test_the_installed_command_runs_from_any_directory(workspace):
         capture_output=True, text=True, cwd=workspace.root, timeout=60, check=False,
     )
     assert proc.returncode == 0 and "PASS" in proc.stdout
-    proc = subprocess.run([str(CLI), "gate", "check", "--candidate", "x.npy"], capture_output=True, text=True, cwd=workspace.root, timeout=60, check=False)
+    proc = subprocess.run([str(CLI), "gate", "check", "--candidate", "x.npy"], capture_output=True, text=True, cwd=workspace.root,
+                          timeout=60, check=False)
     assert proc.returncode == 2 and "Next step" in proc.stderr
 
 
-@pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="LLVM is not installed; .ci/run installs clang-19")
+@pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                    reason="LLVM is not installed; .ci/run installs clang-19")
 def test_compile_then_verify_print_their_reports_and_exit_by_verdict(workspace, capsys):
     copy_kernel(workspace, "dot8.hip")
     assert main(["compile", "--source", "dot8.hip", "--target", "gfx1201", "--json"]) == EXIT_OK
@@ -101,7 +104,8 @@ def llvm19(monkeypatch):
 def test_census_prints_a_summary_lists_on_request_and_probes(workspace, llvm19, capsys):
     assert main(["census", "gfx1201", "--match", "swmmac"]) == EXIT_OK
     out = capsys.readouterr().out
-    assert "v_swmmac_i32_16x16x64_iu4" in out and "MEASURED" in out and "proved by" not in out  # a listing leaves the capabilities to the plain census
+    # a listing leaves the capabilities to the plain census
+    assert "v_swmmac_i32_16x16x64_iu4" in out and "MEASURED" in out and "proved by" not in out
     assert main(["census", "gfx1201", "--json"]) == EXIT_OK
     plain = json.loads(capsys.readouterr().out)
     assert plain["target"] == "gfx1201" and "dot8_int4_mixed_sign" in {c["name"] for c in plain["capabilities_present"]}
@@ -155,7 +159,8 @@ def test_bench_and_roofline_print_their_reports_on_the_host(workspace, capsys):
     assert "gate seeded: PASS" in out and "bandwidth:" in out and out.rstrip().splitlines()[-1].startswith("copy/host on host")
     assert main(["bench", "--spec", "copy", "--variant", "host", "--target", "host", "--no-adversarial", *quick, "--json"]) == EXIT_OK
     (workspace.root / "copy.json").write_text(capsys.readouterr().out)
-    assert main(["roofline", "--target", "host", "--shape", "small", "--ceiling", "copy", "--no-plot", "--max-time-s", "0.5", "--place", "copy.json"]) == EXIT_OK
+    assert main(["roofline", "--target", "host", "--shape", "small", "--ceiling", "copy", "--no-plot", "--max-time-s", "0.5", "--place",
+                 "copy.json"]) == EXIT_OK
     out = capsys.readouterr().out
     assert "copy" in out and "MEASURED" in out and out.rstrip().splitlines()[-1].startswith("MEASURED on host CPU")
     placed = next(line for line in out.splitlines() if line.startswith("copy/host"))

@@ -129,7 +129,8 @@ def test_a_group_without_its_verb_lists_the_verbs(capsys):
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["serve", "sweep", "--base-url", "http://h:1/v1", "--", "llama-server", "-m", "m.gguf"], {"server_command": ["llama-server", "-m", "m.gguf"]}),
+        (["serve", "sweep", "--base-url", "http://h:1/v1", "--", "llama-server", "-m", "m.gguf"],
+         {"server_command": ["llama-server", "-m", "m.gguf"]}),
         (["serve", "sweep", "--base-url", "http://h:1/v1"], {"server_command": None}),
         (["profile", "--steps", "1", "model.py", "48", "--fast"], {"workload": "model.py", "args": ["48", "--fast"]}),
         (["profile", "--trace", "t.json"], {"workload": None, "args": None}),

@@ -16,7 +16,8 @@ from hyperloom.core.evidence import measured
 from hyperloom.core.figures import significant
 from hyperloom.tools.bench.models import BenchResult
 
-needs_llvm = pytest.mark.skipif(shutil.which("llvm-mc-19") is None or shutil.which("clang-19") is None, reason="LLVM 19 is not installed; .ci/run installs it")
+needs_llvm = pytest.mark.skipif(shutil.which("llvm-mc-19") is None or shutil.which("clang-19") is None,
+                                reason="LLVM 19 is not installed; .ci/run installs it")
 
 
 @pytest.fixture
@@ -45,7 +46,8 @@ def test_compile_refuses_a_target_the_llvm_does_not_know_as_census_does(workspac
     assert main(["compile", "--source", "dot8.hip", "--target", "gfx9999"]) == EXIT_INPUT_ERROR
     compile_error = capsys.readouterr().err.strip()
     assert compile_error == census_error and "does not know the target 'gfx9999'" in compile_error and "gfx1201" in compile_error
-    assert main(["compile", "--source", "dot8.hip", "--target", "gfx1201:xnack-"]) in (EXIT_OK, EXIT_FAILED_VERDICT)  # features are not part of the name
+    # features are not part of the name
+    assert main(["compile", "--source", "dot8.hip", "--target", "gfx1201:xnack-"]) in (EXIT_OK, EXIT_FAILED_VERDICT)
 
 
 def test_a_gate_case_whose_shapes_differ_says_so_instead_of_zero_of_zero(workspace, capsys):

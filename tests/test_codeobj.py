@@ -34,7 +34,8 @@ def test_objdump_text_splits_into_kernels_without_padding():
 
 @pytest.mark.parametrize(
     ("mnemonic", "base"),
-    [("v_lshlrev_b32_e32", "v_lshlrev_b32"), ("v_add_f32_e64_dpp", "v_add_f32"), ("v_dot4c_i32_i8_e32", "v_dot4c_i32_i8"), ("s_endpgm", "s_endpgm")],
+    [("v_lshlrev_b32_e32", "v_lshlrev_b32"), ("v_add_f32_e64_dpp", "v_add_f32"), ("v_dot4c_i32_i8_e32", "v_dot4c_i32_i8"),
+     ("s_endpgm", "s_endpgm")],
 )
 def test_encoding_suffixes_are_stripped_to_the_base_name(mnemonic, base):
     assert base_mnemonic(mnemonic) == base

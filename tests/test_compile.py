@@ -14,8 +14,10 @@ from hyperloom.tools.compile.diagnostics import parse_diagnostics, parse_remarks
 from hyperloom.tools.compile.models import CompileRequest
 from hyperloom.tools.compile.resources import nvidia_kernels
 
-needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="clang is not installed; .ci/run installs clang-19")
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not __import__("pathlib").Path("/usr/local/cuda/bin/nvcc").exists(), reason="nvcc (CUDA toolkit) is not installed")
+needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                                 reason="clang is not installed; .ci/run installs clang-19")
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not __import__("pathlib").Path("/usr/local/cuda/bin/nvcc").exists(),
+                                reason="nvcc (CUDA toolkit) is not installed")
 
 
 def build(workspace, source, *targets, **options):
@@ -156,7 +158,8 @@ def test_clang_and_nvcc_messages_parse_into_diagnostics():
         "ptxas info    : Used 73 registers, used 1 barriers, 65536 bytes smem\n"
     )
     diagnostics = parse_diagnostics(text)
-    assert [(d.file, d.line, d.severity) for d in diagnostics] == [("k.hip", 3, "error"), ("k.cu", 7, "warning"), ("", None, "error"), ("", None, "error")]
+    assert [(d.file, d.line, d.severity) for d in diagnostics] == [("k.hip", 3, "error"), ("k.cu", 7, "warning"), ("", None, "error"),
+                                                                   ("", None, "error")]
     assert diagnostics[-1].message.startswith("Entry function 'lds_read' uses too much shared data")
 
 
@@ -176,7 +179,8 @@ def test_depfiles_with_continuations_and_escaped_spaces_parse():
     assert [str(p) for p in parse_depfile(text)] == ["a.hip", "/usr/include/x.h", "my dir/b.h"]
 
 
-needs_triton = pytest.mark.skipif(__import__("importlib").util.find_spec("triton") is None, reason="triton is not installed (pip install 'hyperloom[triton]')")
+needs_triton = pytest.mark.skipif(__import__("importlib").util.find_spec("triton") is None,
+                                  reason="triton is not installed (pip install 'hyperloom[triton]')")
 
 
 @needs_triton

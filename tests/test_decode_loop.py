@@ -129,7 +129,8 @@ def test_the_loop_returns_generate_s_output_record_with_each_token_s_raw_logits_
     assert {k: v for k, v in decode_loop.COUNTS.since(before).items() if k in ("loop", "fallbacks")} == {"loop": 2, "fallbacks": {}}
     assert type(theirs[0]) is type(ours[0]) and torch.equal(theirs[0].sequences, ours[0].sequences)
     assert len(theirs[0].logits) == len(ours[0].logits) == GREEDY["max_new_tokens"]
-    assert all(x.dtype == y.dtype == torch.float32 and torch.allclose(x, y, atol=1e-4, rtol=1e-5) for x, y in zip(theirs[0].logits, ours[0].logits))
+    assert all(x.dtype == y.dtype == torch.float32 and torch.allclose(x, y, atol=1e-4, rtol=1e-5)
+               for x, y in zip(theirs[0].logits, ours[0].logits))
     assert ours[1].logits is None and theirs[1].logits is None and torch.equal(ours[1].sequences, theirs[1].sequences)
     assert "output_scores" in decode_loop.uncovered(model, prompt, {**asked, "output_scores": True})
 
@@ -187,13 +188,15 @@ def test_a_fallback_runs_transformers_generate_and_gives_its_tokens(model, promp
 
 
 def test_a_workload_without_a_transformers_model_is_refused_with_the_way_out():
-    with pytest.raises(WorkloadContractError, match=r"the workload's model is a Linear, which has no generate\(\) .*an encoder.*leave the lever out"):
+    with pytest.raises(WorkloadContractError,
+                       match=r"the workload's model is a Linear, which has no generate\(\) .*an encoder.*leave the lever out"):
         decode_loop.install(torch.nn.Linear(2, 2), compiled=False)
     with pytest.raises(WorkloadContractError, match=r"this workload has no `model`"):
         decode_loop.install(None, compiled=False)
     from hyperloom.tools.workload.worker.levers.model_changes import static_cache
 
-    encoder = transformers.BertModel(transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64))
+    encoder = transformers.BertModel(transformers.BertConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                                             intermediate_size=64))
     with pytest.raises(WorkloadContractError, match="the static_cache lever .* model is a BertModel, which has no generate"):
         static_cache(encoder)
     with pytest.raises(HyperloomError, match="separate candidates"):
@@ -203,7 +206,8 @@ def test_a_workload_without_a_transformers_model_is_refused_with_the_way_out():
 def test_the_lever_is_a_no_op_on_a_dynamic_cache_and_engaged_and_gated_on_a_static_one(workspace):
     (workspace.root / "tiny_decoder.py").write_text(WORKLOAD)
     workload_freeze(WorkloadFreezeRequest(workload="tiny_decoder.py:build", name="tiny", timeout_s=300), workspace)
-    result = workload_bench(WorkloadBenchRequest(name="tiny", candidates=[["decode_loop"], ["knob:cache=static", "decode_loop"]], **FAST), workspace)
+    result = workload_bench(WorkloadBenchRequest(name="tiny", candidates=[["decode_loop"], ["knob:cache=static", "decode_loop"]], **FAST),
+                            workspace)
     alone, stacked = result.candidates
     assert alone.verdict == "NO_OP" and "dynamic KV cache" in alone.reason, alone.reason
     assert stacked.verdict in ("FASTER", "NOT_FASTER"), stacked.reason  # through the gate: the frozen tokens, exactly
@@ -223,20 +227,27 @@ def test_a_profiled_stack_reports_the_kv_bytes_its_replayed_steps_read_for_the_r
     workload_freeze(WorkloadFreezeRequest(workload="tiny_decoder.py:build", name="tiny", timeout_s=300), workspace)
     frozen = read_frozen("tiny", workspace)
     folder = workspace.state_dir("profile", "kv")
-    looped = _stack_capture(frozen, prepared(["knob:cache=static", "decode_loop"], frozen.vendor, frozen.declared_knobs, workspace), folder, workspace, 300.0)
+    looped = _stack_capture(frozen, prepared(["knob:cache=static", "decode_loop"], frozen.vendor, frozen.declared_knobs, workspace), folder,
+                            workspace, 300.0)
     assert looped.extra["kv_read_bytes_per_replay"] == 140 * (2 * 2 * 2 * 16 * 4 * 2) // 7, looped.extra
-    plain = _stack_capture(frozen, prepared(["knob:cache=static"], frozen.vendor, frozen.declared_knobs, workspace), folder, workspace, 300.0)
+    plain = _stack_capture(frozen, prepared(["knob:cache=static"], frozen.vendor, frozen.declared_knobs, workspace), folder, workspace,
+                           300.0)
     assert "kv_read_bytes_per_replay" not in plain.extra  # transformers' own generate: no loop counted its read
     assert "0.02 MB a replayed step" in roof_note(10**6, looped.extra["kv_read_bytes_per_replay"])
     assert "lower bound" in roof_note(10**6, 0)
 
 
 FAMILIES = {  # held-out families the loop was not written for: each forward reads the mask or positions its own way
-    "llama": ("LlamaConfig", "LlamaForCausalLM", dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)),
-    "opt": ("OPTConfig", "OPTForCausalLM", dict(hidden_size=64, ffn_dim=128, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=64)),
-    "bloom": ("BloomConfig", "BloomForCausalLM", dict(hidden_size=64, n_layer=2, n_head=4, attn_implementation="eager")),  # ALiBi from the mask's length
-    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4, n_positions=256)),  # its EOS (50,256) past this vocabulary
-    "mistral": ("MistralConfig", "MistralForCausalLM", dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+    "llama": ("LlamaConfig", "LlamaForCausalLM",
+              dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2)),
+    "opt": ("OPTConfig", "OPTForCausalLM",
+            dict(hidden_size=64, ffn_dim=128, num_hidden_layers=2, num_attention_heads=4, word_embed_proj_dim=64)),
+    # ALiBi from the mask's length
+    "bloom": ("BloomConfig", "BloomForCausalLM", dict(hidden_size=64, n_layer=2, n_head=4, attn_implementation="eager")),
+    # its EOS (50,256) past this vocabulary
+    "gpt2": ("GPT2Config", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4, n_positions=256)),
+    "mistral": ("MistralConfig", "MistralForCausalLM",
+                dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
                                                               num_key_value_heads=2, sliding_window=16)),
 }
 
@@ -266,7 +277,8 @@ def test_the_loop_gives_transformers_tokens_on_model_families_it_was_not_written
         ours = tiny.generate(prompt, attention_mask=mask, **asked)
     counted = decode_loop.COUNTS.since(before)
     if padded and family == "bloom":
-        assert counted["loop"] == 0 and list(counted["fallbacks"]) == ["a padded batch on BloomForCausalLM (the loop gives padded rows their positions through position_ids)"]
+        assert counted["loop"] == 0 and list(counted["fallbacks"]) == ["a padded batch on BloomForCausalLM (the loop gives padded rows "
+                                                                       "their positions through position_ids)"]
         return
     assert (counted["loop"], counted["fallbacks"], counted["steps"]) == (1, {}, 9), counted
     assert torch.equal(ours.sequences, theirs.sequences), (family, theirs.sequences, ours.sequences)
@@ -285,7 +297,8 @@ def test_an_encoder_decoder_model_runs_transformers_generate_with_the_reason_cou
         before = decode_loop.COUNTS.snapshot()
         ours = tiny.generate(prompt, **GREEDY)
     assert torch.equal(ours, theirs)
-    assert decode_loop.COUNTS.since(before) == {"loop": 0, "fallbacks": {"an encoder-decoder model (the loop decodes a decoder-only model's tokens)": 1},
+    assert decode_loop.COUNTS.since(before) == {"loop": 0, "fallbacks": {"an encoder-decoder model (the loop decodes a decoder-only "
+                                                                         "model's tokens)": 1},
                                                 "steps": 0, "kv_read_bytes": 0}
 
 
@@ -308,7 +321,8 @@ def test_a_library_s_raise_under_a_lever_names_the_lever_s_frame_beside_the_libr
     with pytest.raises(ValueError) as caught:
         loop("not a tensor")  # not covered: the loop calls the library's generate
     where = _innermost(caught.value)
-    shown = os.path.relpath(__file__) if not os.path.relpath(__file__).startswith("..") else __file__  # a user's file: relative to the working folder
+    # a user's file: relative to the working folder
+    shown = os.path.relpath(__file__) if not os.path.relpath(__file__).startswith("..") else __file__
     assert where.startswith(f"{shown}:") and "(through hyperloom/tools/workload/worker/levers/decode_loop.py:" in where, where
     with pytest.raises(ValueError) as direct:
         Library().generate(None)
@@ -356,7 +370,8 @@ def test_a_left_padded_batch_takes_the_loop_and_passes_the_twin_rule_with_its_to
     The loop takes it now, and the recorder, outermost, gives teacher forcing the mask."""
     (workspace.root / "padded.py").write_text(PADDED)
     workload_freeze(WorkloadFreezeRequest(workload="padded.py:build", name="padded", timeout_s=300), workspace)
-    [stacked] = workload_bench(WorkloadBenchRequest(name="padded", candidates=[["static_cache", "decode_loop"]], **FAST), workspace).candidates
+    [stacked] = workload_bench(WorkloadBenchRequest(name="padded", candidates=[["static_cache", "decode_loop"]], **FAST),
+                               workspace).candidates
     assert stacked.verdict in ("FASTER", "NOT_FASTER"), stacked.reason
     loop = next(e for e in stacked.engagement if e.lever == "decode_loop")
     assert loop.engaged and "took the loop" in loop.evidence, loop.evidence
@@ -368,6 +383,7 @@ def test_a_processor_that_only_bans_tokens_keeps_generate_greedy_for_the_gate_no
     which applies no such processor, still does not take the call. A penalty is not greedy for either."""
     model.generation_config.begin_suppress_tokens = [5, 7]
     assert decode_loop.not_greedy(model, dict(GREEDY), bans_too=False) is None
-    assert "begin_suppress_tokens" in decode_loop.not_greedy(model, dict(GREEDY)) and "begin_suppress_tokens" in decode_loop.uncovered(model, prompt, dict(GREEDY))
+    assert "begin_suppress_tokens" in decode_loop.not_greedy(model,
+                                                             dict(GREEDY)) and "begin_suppress_tokens" in decode_loop.uncovered(model, prompt, dict(GREEDY))
     assert "generate argument repetition_penalty" in decode_loop.not_greedy(model, {**GREEDY, "repetition_penalty": 1.2}, bans_too=False)
     assert decode_loop.not_greedy(model, {**GREEDY, "suppress_tokens": [3]}, bans_too=False) is None

@@ -54,7 +54,8 @@ def _problem(seed: int) -> tuple[dict[str, int], np.ndarray, np.ndarray, np.ndar
 def test_the_tiled_reference_equals_the_row_layout_reference_on_the_same_weights():
     shape, codes, scales, x = _problem(4)
     row = reference.w4a16({"w": packing.pack_int4(codes), "w_scales": scales, "x": x}, {**shape, "threads": 4, "rows": 8})["y"]
-    tiled = reference.w4a16_tiled({"w": packing.tile_int4_for_mma(codes), "w_scales": packing.tile_scales_for_mma(scales), "x": x}, shape)["y"]
+    tiled = reference.w4a16_tiled({"w": packing.tile_int4_for_mma(codes), "w_scales": packing.tile_scales_for_mma(scales), "x": x},
+                                  shape)["y"]
     assert np.array_equal(row, tiled)
 
 
@@ -79,13 +80,15 @@ def test_the_grouped_reference_equals_the_tiled_reference_on_the_same_weights():
     shape, codes, scales, x = _problem(5)
     words, tiled_scales = packing.tile_int4_for_mma(codes), packing.tile_scales_for_mma(scales)
     tiled = reference.w4a16_tiled({"w": words, "w_scales": tiled_scales, "x": x}, shape)["y"]
-    grouped = reference.w4a16_grouped({"w": packing.group_tiles(words, 4), "w_scales": packing.pad_tiles(tiled_scales, 4), "x": x}, shape)["y"]
+    grouped = reference.w4a16_grouped({"w": packing.group_tiles(words, 4), "w_scales": packing.pad_tiles(tiled_scales, 4), "x": x},
+                                      shape)["y"]
     assert np.array_equal(tiled, grouped)
     with pytest.raises(HyperloomError, match=r"w_scales has shape \(7, 8, 16\), expected \(8, 8, 16\)"):
         reference.w4a16_grouped({"w": packing.group_tiles(words, 4), "w_scales": tiled_scales, "x": x}, shape)
 
 
-@pytest.mark.parametrize(("change", "message"), [({"k": 96}, "multiple of 64"), ({"n": 64}, r"w has shape \(3, 2, 128\), expected \(4, 2, 128\)")])
+@pytest.mark.parametrize(("change", "message"),
+                         [({"k": 96}, "multiple of 64"), ({"n": 64}, r"w has shape \(3, 2, 128\), expected \(4, 2, 128\)")])
 def test_a_layout_that_does_not_fit_the_shape_is_named(change, message):
     codes = np.zeros((40, 128), dtype=np.int8)
     inputs = {"w": packing.tile_int4_for_mma(codes), "w_scales": np.zeros((3, 4, 16), np.float16), "x": np.zeros((1, 128), np.float16)}
@@ -95,7 +98,8 @@ def test_a_layout_that_does_not_fit_the_shape_is_named(change, message):
     assert error.value.next_step
 
 
-@pytest.mark.parametrize(("spec", "w_shape", "scales_shape"), [("w4a16_tiled", (7, 4, 128), (7, 8, 16)), ("w4a16_grouped", (2, 4, 4, 128), (8, 8, 16))])
+@pytest.mark.parametrize(("spec", "w_shape", "scales_shape"),
+                         [("w4a16_tiled", (7, 4, 128), (7, 8, 16)), ("w4a16_grouped", (2, 4, 4, 128), (8, 8, 16))])
 def test_the_tiled_specs_draw_inputs_their_references_take(spec, w_shape, scales_shape):
     from helpers import REPO
     from hyperloom.tools.kernelspec.load import draw_inputs

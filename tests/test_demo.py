@@ -12,7 +12,8 @@ from hyperloom.demo.report import brief
 from hyperloom.demo.run import run_demo
 from hyperloom.tools.detect.parts import PARTS
 
-pytestmark = pytest.mark.skipif(shutil.which("clang-19") is None or shutil.which("llvm-mc-19") is None, reason="LLVM 19 is not installed; .ci/run installs it")
+pytestmark = pytest.mark.skipif(shutil.which("clang-19") is None or shutil.which("llvm-mc-19") is None,
+                                reason="LLVM 19 is not installed; .ci/run installs it")
 
 
 def test_the_demo_maps_compiles_and_proves_and_says_what_stays_assumed(tmp_path, monkeypatch):
@@ -24,7 +25,8 @@ def test_the_demo_maps_compiles_and_proves_and_says_what_stays_assumed(tmp_path,
     tags = {f.tag for f in report.figures}
     assert tags == {"MEASURED", "ASSUMED"}
     proofs = {f.name: int(f.value.removesuffix(" instructions")) for f in report.figures if ": @dot4_i8" in f.name or ": v_dot8" in f.name}
-    assert proofs["decode_w4a8: @dot4_i8 (v_dot4_i32_iu8)"] > 0 and proofs["decode_w4a4: v_dot8_i32_iu4"] > 0  # a rule that is its own spelling is not repeated
+    # a rule that is its own spelling is not repeated
+    assert proofs["decode_w4a8: @dot4_i8 (v_dot4_i32_iu8)"] > 0 and proofs["decode_w4a4: v_dot8_i32_iu4"] > 0
     assert any("fastest possible" in f.name and f.tag == "ASSUMED" for f in report.figures)
     assert report.gpu == "none" and any("no gfx1201 GPU here" in claim for claim in report.not_measured)
     saved = json.loads((tmp_path / "demo" / "report.json").read_text())

@@ -22,7 +22,8 @@ from hyperloom.tools.detect.root import SystemView
 def test_the_h200_capture_reports_gpu_driver_cuda_and_compute_capability():
     result = replay("h200")
     (gpu,) = result.gpus
-    assert (gpu.vendor, gpu.name, gpu.target, gpu.compute_capability, gpu.pci_device_id) == ("nvidia", "NVIDIA H200", "sm_90", "9.0", "0x2335")
+    assert (gpu.vendor, gpu.name, gpu.target, gpu.compute_capability, gpu.pci_device_id) == ("nvidia", "NVIDIA H200", "sm_90", "9.0",
+                                                                                             "0x2335")
     driver = one(result, "driver")
     assert driver.details == {"driver_version": "580.159.04", "cuda_version": "13.0"} and driver.status == "ok"
     assert one(result, "gpu_0").details["sm_clock_max_mhz"] == 1980.0
@@ -66,10 +67,12 @@ def test_the_default_answer_gives_passed_checks_one_line_each_and_leaves_per_che
     default = run_detect(DetectRequest(root=root), workspace)
     assert full.passed == [] and all(f.evidence is not None for f in full.findings) and all(g.evidence is not None for g in full.gpus)
     assert [(f.check, f.status) for f in default.findings] == [(f.check, f.status) for f in full.findings if f.status != "ok"]
-    assert [(p.layer, p.check, p.summary) for p in default.passed] == [(f.layer, f.check, f.summary) for f in full.findings if f.status == "ok"]
+    assert [(p.layer, p.check, p.summary) for p in default.passed] == [(f.layer, f.check, f.summary) for f in full.findings
+                                                                       if f.status == "ok"]
     assert all(f.evidence is None for f in default.findings) and all(g.evidence is None for g in default.gpus)
     assert (default.summary, default.layers, default.evidence.inputs_sha256) == (full.summary, full.layers, full.evidence.inputs_sha256)
-    assert [p.model_dump(exclude={"evidence"}) for p in default.parts.values()] == [p.model_dump(exclude={"evidence"}) for p in full.parts.values()]
+    assert [p.model_dump(exclude={"evidence"}) for p in default.parts.values()] == [p.model_dump(exclude={"evidence"})
+                                                                                    for p in full.parts.values()]
 
 
 # ------------------------------------------------------------------ traps, one each
@@ -195,10 +198,12 @@ def _root_with_commands(folder: Path, outputs: dict[str, str]) -> Path:
     return folder
 
 
-@pytest.mark.skipif(shutil.which("clang-19") is None or shutil.which("llvm-mc-19") is None, reason="LLVM 19 is not installed; .ci/run installs it")
+@pytest.mark.skipif(shutil.which("clang-19") is None or shutil.which("llvm-mc-19") is None,
+                    reason="LLVM 19 is not installed; .ci/run installs it")
 def test_a_missing_hipcc_beside_a_working_clang_leaves_the_compiler_layer_ok(tmp_path):
     # this machine's own clang and llvm-mc answers, recorded as a root without hipcc and without a GPU
-    outputs = {f"{tool} --version": subprocess.run([f"{tool}-19", "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
+    outputs = {f"{tool} --version": subprocess.run([f"{tool}-19", "--version"], capture_output=True, text=True, timeout=30,
+                                                   check=True).stdout
                for tool in ("clang", "llvm-mc")}
     result = replay(_root_with_commands(tmp_path / "clang", outputs))
     hipcc = one(result, "hipcc")

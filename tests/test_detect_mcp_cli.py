@@ -44,7 +44,8 @@ async def test_the_stdio_server_runs_detect_live_and_on_a_recorded_root(tmp_path
         assert not replayed.is_error and content["gpus"][0]["target"] == "gfx1201" and content["layers"]["compiler"] == "fail"
         jsonschema.validate(content, tool.output_schema)
 
-        for arguments, expected in (({"root": "../.."}, "outside the workspace"), ({"timeout_s": 0}, "timeout_s"), ({"root": "nope"}, "does not exist")):
+        for arguments, expected in (({"root": "../.."}, "outside the workspace"), ({"timeout_s": 0}, "timeout_s"),
+                                    ({"root": "nope"}, "does not exist")):
             refused = await session.call_tool("detect", arguments)
             text = " ".join(block.text for block in refused.content)
             assert refused.is_error and expected in text, text

@@ -24,7 +24,8 @@ def test_gfx_target_version_decodes_with_hex_minor_and_stepping(version, target)
     assert gfx_name(version) == target
 
 
-@pytest.mark.parametrize(("value", "target"), [("10.3.0", "gfx1030"), ("11.0.0", "gfx1100"), ("9.4.2", "gfx942"), ("9.0.10", "gfx90a"), ("gfx1100", None)])
+@pytest.mark.parametrize(("value", "target"),
+                         [("10.3.0", "gfx1030"), ("11.0.0", "gfx1100"), ("9.4.2", "gfx942"), ("9.0.10", "gfx90a"), ("gfx1100", None)])
 def test_hsa_override_values_read_as_the_target_they_force(value, target):
     assert override_target(value) == target
 
@@ -33,7 +34,8 @@ def test_hsa_override_values_read_as_the_target_they_force(value, target):
     ("path", "expected"),
     [
         ("gfx1100-rx7900xtx/sys/class/kfd/kfd/topology/nodes/1/properties",
-         {"gfx_target_version": 110000, "simd_count": 192, "simd_per_cu": 2, "device_id": 0x744C, "lds_size_in_kb": 64, "wave_front_size": 32}),
+         {"gfx_target_version": 110000, "simd_count": 192, "simd_per_cu": 2, "device_id": 0x744C, "lds_size_in_kb": 64,
+          "wave_front_size": 32}),
         ("gfx942-mi300x/sys/class/kfd/kfd/topology/nodes/2/properties",
          {"gfx_target_version": 90402, "simd_count": 152, "simd_per_cu": 4, "device_id": 0x74A1, "num_xcc": 1, "max_waves_per_simd": 8}),
         ("gfx942-mi300x/sys/class/kfd/kfd/topology/nodes/1/properties", {"gfx_target_version": 0, "cpu_cores_count": 96, "simd_count": 0}),
@@ -70,7 +72,8 @@ def test_rocminfo_reports_the_cpu_agent_and_module_line():
 @pytest.mark.parametrize(
     ("text_file", "levels", "caps", "processes", "driver"),
     [
-        (command_file("gfx942-mi300x", "rocm-smi -a"), {0: "auto", 1: "auto"}, {0: 750.0, 1: 750.0}, [(1188185, "UNKNOWN", (), None)], "6.7.0"),
+        (command_file("gfx942-mi300x", "rocm-smi -a"), {0: "auto", 1: "auto"}, {0: 750.0, 1: 750.0}, [(1188185, "UNKNOWN", (), None)],
+         "6.7.0"),
         (command_file("vega10-perf-manual", "rocm-smi -a"), {0: "manual", 1: "manual"}, {0: 264.0, 1: 264.0},
          [(1319, "teamredminer", (0, 1), 14147411968)], "5.11.32.21.40"),
     ],
@@ -85,7 +88,8 @@ def test_rocm_smi_all_gives_levels_caps_processes_and_driver(text_file, levels, 
 
 def test_rocm_smi_showpids_table_reads_vram_per_process():
     report = parse_rocm_smi((PARSERS / "rocm-smi-showpids.txt").read_text())
-    assert [(p.pid, p.name, p.vram_bytes) for p in report.processes] == [(3722222, "test_ref", 0), (1168514, "pt_main_thread", 177386942464)]
+    assert [(p.pid, p.name, p.vram_bytes) for p in report.processes] == [(3722222, "test_ref", 0),
+                                                                         (1168514, "pt_main_thread", 177386942464)]
 
 
 def test_amd_smi_default_view_gives_each_gpu_and_the_versions():
@@ -99,7 +103,8 @@ def test_amd_smi_default_view_gives_each_gpu_and_the_versions():
 def test_nvidia_smi_banner_and_query_from_the_h200():
     assert parse_header(command_file("h200", "nvidia-smi").read_text()) == ("580.159.04", "13.0")
     (gpu,) = parse_query(command_file("h200", " ".join(("nvidia-smi", *QUERY_ARGS))).read_text())
-    assert (gpu.index, gpu.get("name"), gpu.sm, gpu.number("clocks.max.sm"), gpu.number("memory.total")) == (0, "NVIDIA H200", "sm_90", 1980.0, 143771.0)
+    assert (gpu.index, gpu.get("name"), gpu.sm, gpu.number("clocks.max.sm"), gpu.number("memory.total")) == (0, "NVIDIA H200", "sm_90",
+                                                                                                             1980.0, 143771.0)
     assert gpu.get("display_active") == "Disabled"
 
 

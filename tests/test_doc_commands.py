@@ -38,23 +38,27 @@ FENCE_RE = re.compile(r"^(?P<indent> *)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=i
 _CLAUDE = "needs Claude Code, installed from npm (network); tests/test_hosts.py runs it where `claude` is installed"
 # Commands that cannot run here, with the reason. Every other line of a fenced shell block must run.
 SKIPPED = {
-    "bash scripts/demo.sh": "network: its setup.sh installs LLVM 19 with apt-get and the package with pip from the index (tests/test_demo.py runs the demo)",
+    "bash scripts/demo.sh": "network: its setup.sh installs LLVM 19 with apt-get and the package with pip from the index "
+                            "(tests/test_demo.py runs the demo)",
     "bash .ci/run": "network (apt-get, pip, the llama.cpp sdist), and it runs this test suite itself",
     "bash scripts/setup.sh --llvm": "network: apt-get and pip; these commands run in the environment it made",
-    ".venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu": "network: pip downloads torch (the test extra's environment has it)",
+    ".venv/bin/pip install torch --index-url https://download.pytorch.org/whl/cpu": "network: pip downloads torch (the test extra's "
+                                                                                    "environment has it)",
     ".venv/bin/pip install transformers": "network: pip downloads transformers (the test extra's environment has it)",
     "claude plugin marketplace add /path/to/hyperloom": _CLAUDE,
     "claude plugin install hyperloom@hyperloom": _CLAUDE,
     "hyperloom bench --spec norm/rms_norm_f32 --target sm_90": "needs an NVIDIA GPU (sm_90)",
     "hyperloom bench --spec kernels/decode/w4a8 --target sm_90 --shape 0": "needs an H200 (sm_90)",
     "lemonade-server serve --ctx-size 8192": "needs Lemonade Server installed, and a model it downloads",
-    "llama-server -m qwen2.5-7b-instruct-q4_k_m.gguf --jinja -c 8192 --port 8080": "needs a real instruct GGUF (gigabytes, from the network)",
+    "llama-server -m qwen2.5-7b-instruct-q4_k_m.gguf --jinja -c 8192 --port 8080": "needs a real instruct GGUF (gigabytes, "
+                                                                                   "from the network)",
     ".venv/bin/pip install -q --no-deps --no-build-isolation . && .venv/bin/python -m pytest -q":
         "reinstalls the package into the environment running these tests, then runs the whole suite, this test included",
 }
 # Commands whose documented outcome is a failing verdict (exit 1), with why. Every other command must exit 0.
 FAILING_VERDICT = {
-    "hyperloom spec check --spec norm/rms_norm_f32 --target sm_90": "a fresh spec_init draft has placeholders to fill, which the check lists",
+    "hyperloom spec check --spec norm/rms_norm_f32 --target sm_90": "a fresh spec_init draft has placeholders to fill, which "
+                                                                    "the check lists",
 }
 
 
@@ -95,7 +99,8 @@ ALL = [c for doc in DOCS for c in shell_commands(doc)]
 def test_every_fenced_block_says_what_it_holds():
     for doc, path in DOCS.items():
         for block in FENCE_RE.finditer(path.read_text()):
-            assert block.group("info").strip(), f"{doc}: a fenced block without a language (bash for commands, text, toml …): {block.group('body')[:80]!r}"
+            assert block.group("info").strip(), (f"{doc}: a fenced block without a language (bash for commands, text, toml …): "
+                                                 f"{block.group('body')[:80]!r}")
 
 
 def test_the_skip_lists_name_only_commands_the_docs_give():
@@ -110,7 +115,8 @@ def test_the_skip_lists_name_only_commands_the_docs_give():
 def clone(tmp_path_factory) -> Path:
     """This working tree as a clone after setup: its files (tracked and new, not ignored) and a .venv."""
     root = tmp_path_factory.mktemp("docs") / "hyperloom"
-    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, check=True, timeout=60).stdout
+    listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"], cwd=REPO, capture_output=True, check=True,
+                            timeout=60).stdout
     for name in filter(None, listed.decode().split("\0")):
         source = REPO / name
         if source.is_file():
@@ -142,7 +148,8 @@ def _fresh_shell(command: str, cwd: Path, venv: Path, home: Path) -> subprocess.
     if os.environ.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]  # a development overlay of this tree; unset in CI
     script = f". {shlex.quote(str(venv / 'bin' / 'activate'))}\n{command}\n"
-    return subprocess.run(["bash", "--noprofile", "--norc", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+    return subprocess.run(["bash", "--noprofile", "--norc", "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+                          check=False)
 
 
 @pytest.mark.timeout(900)  # README runs a workload freeze and bench on the CPU (about 75 s alone) beside the first hour
@@ -155,7 +162,8 @@ def test_every_command_of_the_docs_runs_as_written_after_setup(clone, doc, tmp_p
             continue
         proc = _fresh_shell(command.text, cwd, clone / ".venv", tmp_path / "home")
         expected = 1 if command.text in FAILING_VERDICT else 0
-        assert proc.returncode == expected, f"{command}\nexit {proc.returncode}, expected {expected}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+        assert proc.returncode == expected, (f"{command}\nexit {proc.returncode}, expected "
+                                             f"{expected}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         assert "Traceback" not in proc.stderr, f"{command}\n{proc.stderr[-2000:]}"
         ran.append(command)
     assert ran or doc in PAGES, f"{doc} gives no command that runs here"  # a page may give only commands for other machines
@@ -186,14 +194,16 @@ def cli_refusal(argv: list[str]) -> str | None:
 
 def test_the_docs_give_commands_in_prose_blocks_and_docstrings_and_the_reader_finds_them():
     where = {c.doc for c in DOCUMENTED}
-    assert {"README.md", "skill/hyperloom-kernel-optimizer/SKILL.md", "skill/hyperloom-kernel-optimizer/workload.md", "examples/workloads/decoder.py"} <= where
+    assert {"README.md", "skill/hyperloom-kernel-optimizer/SKILL.md", "skill/hyperloom-kernel-optimizer/workload.md",
+            "examples/workloads/decoder.py"} <= where
     assert {c.text for c in DOCUMENTED} >= {c.text for c in ALL if c.text.startswith("hyperloom ")}  # the fenced blocks' lines too
     assert len(DOCUMENTED) >= 60
 
 
 @pytest.mark.parametrize(("usage", "commands"), [
     ("hyperloom tune status|stop|report --session NAME", [["tune", s, "--session", "NAME"] for s in ("status", "stop", "report")]),
-    ("hyperloom census TARGET… [--detail \\| --match TEXT]", [["census", "TARGET"], ["census", "TARGET", "--detail"], ["census", "TARGET", "--match", "TEXT"]]),
+    ("hyperloom census TARGET… [--detail \\| --match TEXT]",
+     [["census", "TARGET"], ["census", "TARGET", "--detail"], ["census", "TARGET", "--match", "TEXT"]]),
     ("hyperloom profile [WORKLOAD [ARG …]]", [["profile"], ["profile", "WORKLOAD"], ["profile", "WORKLOAD", "ARG"]]),
     ("hyperloom uninstall claude [--scope …]", [["uninstall", "claude"], ["uninstall", "claude", "--scope", "VALUE"]]),
     ("hyperloom workload bench --candidate '[\"a|b\"]'", [["workload", "bench", "--candidate", '["a|b"]']]),

@@ -31,7 +31,8 @@ EXAMPLE = REPO / "kernels" / "examples" / "rmsnorm_bf16"
 QUICK = {"warmup_s": 0.0, "min_reps": 6, "max_reps": 6, "max_time_s": 0.05, "target_ci": 1.0, "flush_cache": False}
 HAS_INTERPRETER = importlib.util.find_spec("triton") is not None and importlib.util.find_spec("torch") is not None
 needs_interpreter = pytest.mark.skipif(not HAS_INTERPRETER, reason="Triton's interpreter needs triton and torch")
-needs_cc = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("c++") is None, reason="no system C/C++ compiler (apt-get install g++)")
+needs_cc = pytest.mark.skipif(shutil.which("cc") is None or shutil.which("c++") is None,
+                              reason="no system C/C++ compiler (apt-get install g++)")
 needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="clang is not installed")
 
 
@@ -177,8 +178,8 @@ def test_an_output_the_kernel_never_wrote_reads_as_nan(dtype):
 @needs_clang
 @pytest.mark.parametrize(("suffix", "includes", "types"), [
     (".hip", ["hip/hip_bf16.h", "hip/hip_bfloat16.h", "hip/hip_fp8.h"],
-     {"__hip_bfloat16": "bfloat16", "hip_bfloat16": "bfloat16", "__hip_fp8_e4m3_fnuz": "float8_e4m3fnuz", "__hip_fp8_e5m2_fnuz": "float8_e5m2fnuz",
-      "__hip_fp8_e4m3": "float8_e4m3fn", "__hip_fp8_e5m2": "float8_e5m2"}),
+     {"__hip_bfloat16": "bfloat16", "hip_bfloat16": "bfloat16", "__hip_fp8_e4m3_fnuz": "float8_e4m3fnuz",
+      "__hip_fp8_e5m2_fnuz": "float8_e5m2fnuz", "__hip_fp8_e4m3": "float8_e4m3fn", "__hip_fp8_e5m2": "float8_e5m2"}),
     (".cu", ["cuda_bf16.h", "cuda_fp8.h"], {"__nv_bfloat16": "bfloat16", "__nv_fp8_e4m3": "float8_e4m3fn", "__nv_fp8_e5m2": "float8_e5m2"}),
 ])
 def test_spec_init_maps_the_vendors_bfloat16_and_fp8_pointer_types_back_to_spec_dtypes(workspace, suffix, includes, types):
@@ -186,7 +187,8 @@ def test_spec_init_maps_the_vendors_bfloat16_and_fp8_pointer_types_back_to_spec_
     from hyperloom.tools.spec.models import SpecInitRequest
 
     params = ", ".join(f"{'const ' if i else ''}{t}* __restrict__ p{i}" for i, t in enumerate(types))
-    (workspace.root / f"k{suffix}").write_text("".join(f"#include <{h}>\n" for h in includes) + f"__global__ void k({params}, int n) {{}}\n")
+    (workspace.root / f"k{suffix}").write_text("".join(f"#include <{h}>\n" for h in includes)
+                                               + f"__global__ void k({params}, int n) {{}}\n")
     result = run_spec_init(SpecInitRequest(source=f"k{suffix}", entry="k", out="draft"), workspace)
     assert [(p.kind, p.dtype) for p in result.parameters] == [("buffer", d) for d in types.values()] + [("scalar", "int32")]
     drafted = yaml.safe_load((workspace.root / "draft" / "kernel.yaml").read_text())
@@ -198,7 +200,8 @@ def _all_midpoints(dtype: str) -> np.ndarray:
     values = np.unique(np.arange(256, dtype=np.uint8).view(np.dtype(dtype)).astype(np.float64))
     values = values[np.isfinite(values)]
     mids = (values[:-1] + values[1:]) / 2
-    return np.concatenate([values, mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf), [1e6, -1e6, np.inf, -np.inf, np.nan, 1e-30]]).astype(np.float32)
+    return np.concatenate([values, mids, np.nextafter(mids, np.inf), np.nextafter(mids, -np.inf),
+                           [1e6, -1e6, np.inf, -np.inf, np.nan, 1e-30]]).astype(np.float32)
 
 
 @needs_cc
@@ -223,7 +226,8 @@ int main(int argc, char** argv) {
     assert inputs.size <= 8192
     inputs.tofile(tmp_path / "x.bin")
     subprocess.run(["c++", "-std=c++17", "-O1", f"-I{prelude}", str(probe), "-o", str(tmp_path / "probe")], check=True, timeout=120)
-    lines = subprocess.run([str(tmp_path / "probe"), str(tmp_path / "x.bin")], capture_output=True, text=True, check=True, timeout=60).stdout.split()
+    lines = subprocess.run([str(tmp_path / "probe"), str(tmp_path / "x.bin")], capture_output=True, text=True, check=True,
+                           timeout=60).stdout.split()
     wrong = []
     for name, kind, index, value in zip(lines[0::4], lines[1::4], map(int, lines[2::4]), map(int, lines[3::4]), strict=True):
         dtype = np.dtype(name)
@@ -234,8 +238,10 @@ int main(int argc, char** argv) {
         else:
             limit = float(float_info(dtype).max)
             x = inputs[index:index + 1]
-            want = (np.clip(x, -limit, limit) if dtype.name != "bfloat16" else x).astype(dtype)  # the headers saturate, as ROCm's and CUDA's do
-            ok = (np.isnan(x[0]) and np.isnan(np.array([value], _bits(want).dtype).view(dtype).astype(np.float32)[0])) or _bits(want)[0] == value
+            # the headers saturate, as ROCm's and CUDA's do
+            want = (np.clip(x, -limit, limit) if dtype.name != "bfloat16" else x).astype(dtype)
+            ok = (np.isnan(x[0]) and np.isnan(np.array([value],
+                                                       _bits(want).dtype).view(dtype).astype(np.float32)[0])) or _bits(want)[0] == value
         if not ok:
             wrong.append((name, kind, index, value))
     assert not wrong, wrong[:10]
@@ -254,7 +260,8 @@ __global__ void k(const __hip_bfloat16* x, __hip_bfloat16* y, __hip_fp8_e4m3_fnu
   if (i < n) { float v = __bfloat162float(x[i]) * 2.0f; y[i] = __float2bfloat16(v); q[i] = __hip_fp8_e4m3_fnuz(v); }
 }
 """)
-    result = compile_kernel(CompileRequest(source="k.hip", targets=["gfx942"], kernels=["_Z1kPK14__hip_bfloat16PS_P19__hip_fp8_e4m3_fnuzi"]), workspace)
+    result = compile_kernel(CompileRequest(source="k.hip", targets=["gfx942"],
+                                           kernels=["_Z1kPK14__hip_bfloat16PS_P19__hip_fp8_e4m3_fnuzi"]), workspace)
     assert result.ok, result.summary
 
 
@@ -273,7 +280,8 @@ def _bench(workspace, variant: str, **options):  # type: ignore[no-untyped-def]
 @needs_cc
 def test_a_c_twin_on_bfloat16_storage_passes_the_gate_in_bfloat16_ulps_through_bench(workspace, rmsnorm_bf16):
     result = _bench(workspace, "host")
-    assert [v.input_set for v in result.gate] == ["seeded", "zeros", "ones"] and all(v.passed for v in result.gate), [v.summary for v in result.gate]
+    assert [v.input_set for v in result.gate] == ["seeded", "zeros",
+                                                  "ones"] and all(v.passed for v in result.gate), [v.summary for v in result.gate]
     assert result.kernel is not None and "max_ulp=1" in result.gate[0].summary
 
 
@@ -315,7 +323,8 @@ DENORMALS = {name: [] if name == "bfloat16" else ["denormals"] for name in NARRO
 def _scale_spec(folder: Path, dtype: str, factor: float) -> None:
     folder.mkdir()
     (folder / "scale.py").write_text(SCALE_KERNEL.replace("FACTOR", repr(factor)))
-    (folder / "reference.py").write_text("import numpy as np\n\n\ndef scale(inputs, shape):\n    return {'y': inputs['x'].astype(np.float64) * 2.0}\n")
+    (folder / "reference.py").write_text("import numpy as np\n\n\ndef scale(inputs, shape):\n    return {'y': "
+                                         "inputs['x'].astype(np.float64) * 2.0}\n")
     (folder / "kernel.yaml").write_text(yaml.safe_dump({
         "name": "scale", "source": "scale.py", "language": "triton", "variants": {"triton": {"entry": "scale", "defines": {"BLOCK": 256}}},
         "args": [{"kind": "buffer", "name": "x", "dtype": dtype, "shape": ["n"], "role": "input"},

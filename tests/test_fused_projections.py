@@ -64,7 +64,8 @@ def test_a_llama_s_projections_fuse_into_two_gemms_a_layer_with_the_same_logits_
 
 def test_bert_s_query_key_value_fuse_with_their_biases():
     torch.manual_seed(0)
-    model = transformers.BertModel(transformers.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)).eval()
+    model = transformers.BertModel(transformers.BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                           intermediate_size=128)).eval()
     ids = torch.randint(0, 1000, (2, 10))
     with torch.no_grad():
         reference = model(ids).last_hidden_state
@@ -79,11 +80,13 @@ def test_families_that_name_their_projections_their_own_way_fuse_with_the_same_o
     torch.manual_seed(0)
     ids = torch.randint(0, 100, (2, 10))
     if family == "distilbert":
-        model = transformers.DistilBertModel(transformers.DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4, hidden_dim=128)).eval()
+        model = transformers.DistilBertModel(transformers.DistilBertConfig(vocab_size=100, dim=64, n_layers=2, n_heads=4,
+                                                                           hidden_dim=128)).eval()
         run, expected = (lambda: model(ids).last_hidden_state), {"q_lin+k_lin+v_lin": 2}
     else:
-        model = transformers.T5ForConditionalGeneration(transformers.T5Config(vocab_size=100, d_model=64, d_ff=128, d_kv=16, num_heads=4, num_layers=1,
-                                                                              feed_forward_proj="gated-gelu", decoder_start_token_id=0)).eval()
+        model = transformers.T5ForConditionalGeneration(transformers.T5Config(vocab_size=100, d_model=64, d_ff=128, d_kv=16, num_heads=4,
+                                                                              num_layers=1, feed_forward_proj="gated-gelu",
+                                                                              decoder_start_token_id=0)).eval()
         run, expected = (lambda: model(input_ids=ids, decoder_input_ids=ids[:, :4]).logits), {"q+k+v": 3, "wi_0+wi_1": 2}
     with torch.no_grad():
         reference = run()
@@ -183,4 +186,5 @@ def test_a_model_lever_on_a_workload_without_a_torch_model_is_raised_with_what_i
     workload_freeze(WorkloadFreezeRequest(workload="plain.py:build", name="plain", atol=1e-6, timeout_s=120), workspace)
     result = workload_bench(WorkloadBenchRequest(name="plain", candidates=[["fuse_projections"], ["int8_weight_only"]], **FAST), workspace)
     for candidate in result.candidates:
-        assert candidate.verdict == "RAISED" and "needs the workload's `model` attribute to be a torch.nn.Module" in candidate.reason, candidate.reason
+        assert candidate.verdict == "RAISED" and ("needs the workload's `model` attribute to be a "
+                                                  "torch.nn.Module") in candidate.reason, candidate.reason

@@ -55,8 +55,10 @@ def test_each_library_spec_passes_spec_check_and_its_gate_in_the_interpreter_at_
 
 @needs_interpreter
 @pytest.mark.parametrize(("name", "line", "wrong"), [
-    ("rmsnorm", "for start in range(0, n_cols, BLOCK):\n        mask", "for start in range(0, n_cols - BLOCK, BLOCK):\n        mask"),  # the last chunk's squares left out
-    ("add_rmsnorm", "        tl.store(r_row + start + columns, total, mask=mask)\n", "        tl.store(r_row + start + columns, b.to(total.dtype), mask=mask)\n"),
+    # the last chunk's squares left out
+    ("rmsnorm", "for start in range(0, n_cols, BLOCK):\n        mask", "for start in range(0, n_cols - BLOCK, BLOCK):\n        mask"),
+    ("add_rmsnorm", "        tl.store(r_row + start + columns, total, mask=mask)\n",
+     "        tl.store(r_row + start + columns, b.to(total.dtype), mask=mask)\n"),
     ("rotary", "(-x2 * sin1)", "(x2 * sin1)"),
 ])
 def test_the_interpreter_gate_rejects_a_wrong_library_kernel(workspace, name, line, wrong):
@@ -112,7 +114,8 @@ def test_the_launchers_run_in_a_python_whose_triton_started_in_its_interpreter()
     if os.environ.get(FRESH) == "1":
         pytest.skip("this is the fresh Python")
     env = {**os.environ, FRESH: "1", "TRITON_INTERPRET": "1"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "(matches or returns_the_norm or launcher) and not whose_triton"],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                          "(matches or returns_the_norm or launcher) and not whose_triton"],
                          env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
     assert run.returncode == 0 and " passed" in run.stdout and "skipped" not in run.stdout.splitlines()[-1], run.stdout[-3000:]
 

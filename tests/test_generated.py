@@ -44,7 +44,8 @@ def test_a_parting_at_a_near_tie_passes_and_what_follows_it_is_not_compared():
     # it, the candidate goes on from another token, so its third step (wildly different) is not compared
     parted = [REFERENCE[0], (3, {3: -1.01, 2: -1.03, 4: -3.0}), (9, {9: -0.1, 8: -5.0, 7: -6.0})]
     passed, detail = judge(side(parted), side(REFERENCE), TOL)
-    assert passed and "1 parted at a near tie (steps 1;" in detail and "1 of 3 generated tokens after a parting not compared" in detail, detail
+    assert passed and "1 parted at a near tie (steps 1;" in detail and ("1 of 3 generated tokens after a parting not "
+                                                                        "compared") in detail, detail
 
 
 def test_a_parting_wider_than_the_tolerance_allows_is_refused():
@@ -64,7 +65,8 @@ def test_a_token_outside_the_reference_s_top_k_and_an_id_missing_from_a_list_are
     missing = [(1, {1: -0.5, 2: -1.5, 9: -1.6}), *REFERENCE[1:]]  # id 9 at -1.6 would rank in the reference's top 3 (lowest -2.0)
     passed, detail = judge(side(missing), side(REFERENCE), TOL)
     assert not passed and "id 9 (-1.6) is in the candidate's top 3" in detail, detail
-    below = [(1, {1: -0.5, 2: -1.5, 9: -2.03}), *REFERENCE[1:]]  # id 3 (-2.0) may sit just below the candidate's lowest (-2.03) within the tolerance
+    # id 3 (-2.0) may sit just below the candidate's lowest (-2.03) within the tolerance
+    below = [(1, {1: -0.5, 2: -1.5, 9: -2.03}), *REFERENCE[1:]]
     assert judge(side(below), side(REFERENCE), TOL)[0]
 
 
@@ -74,8 +76,10 @@ def test_a_parting_to_a_token_outside_the_reference_s_top_k_says_when_more_log_p
     near tie from a wrong token and says to return more log-probabilities."""
     elsewhere = [(7, REFERENCE[0][1]), *REFERENCE[1:]]  # the same lists, another token: 7, unlisted
     passed, detail = judge(side(elsewhere), side(REFERENCE), TOL)
-    assert not passed and "token 7, not among the reference's top 3 (it chose 1)" in detail and "more log-probabilities" not in detail, detail
-    passed, detail = judge(side(elsewhere), side(REFERENCE), OutputTolerance(atol=1.0))  # 1.5 nats from its pick to its lowest: within 2 x 1.0
+    assert not passed and "token 7, not among the reference's top 3 (it chose 1)" in detail and ("more "
+                                                                                                 "log-probabilities") not in detail, detail
+    # 1.5 nats from its pick to its lowest: within 2 x 1.0
+    passed, detail = judge(side(elsewhere), side(REFERENCE), OutputTolerance(atol=1.0))
     assert not passed and "a near tie cannot be told from a wrong token; return more log-probabilities (k above 3)" in detail, detail
 
 
@@ -132,12 +136,14 @@ def test_the_decoder_example_with_top_logprobs_is_frozen_under_its_declared_tole
     tolerances = {o.name: o.tolerance for o in frozen.outputs}
     assert sorted(tolerances) == ["tokens", "tokens.top_ids", "tokens.top_logprobs"]
     assert tolerances["tokens.top_logprobs"] == OutputTolerance(atol=0.04, rtol=0.01)  # the workload's atol, the caller's rtol
-    result = workload_bench(WorkloadBenchRequest(name="gen", candidates=[["knob:cache=static", "decode_loop"], ["knob:top_logprobs=2"]], **FAST), workspace)
+    result = workload_bench(WorkloadBenchRequest(name="gen", candidates=[["knob:cache=static", "decode_loop"], ["knob:top_logprobs=2"]],
+                                                 **FAST), workspace)
     looped, fewer = result.candidates
     assert looped.verdict in ("FASTER", "NOT_FASTER"), looped.reason
     assert next(e for e in looped.engagement if e.lever == "decode_loop").engaged  # the loop kept the logits, no fallback
     checks = {c.output: c for c in looped.outputs}
-    assert checks["tokens"].passed and "rows equal to the end, top-4 log-probabilities within atol 0.04, rtol 0.01" in checks["tokens"].detail
+    assert checks["tokens"].passed and ("rows equal to the end, top-4 log-probabilities within atol 0.04, rtol "
+                                        "0.01") in checks["tokens"].detail
     assert checks["tokens.top_logprobs"].detail == "judged with tokens (its near-tie gate)"
     assert fewer.verdict == "REJECTED" and "batch, prompt and k must match" in fewer.reason, fewer.reason
 
@@ -201,21 +207,24 @@ def test_a_generated_group_whose_lists_do_not_fit_its_tokens_is_refused_at_freez
     [batch, ...] sequences): named as a generated group, freeze raised an IndexError deep in the drift measure. Refused
     now, before any twin, saying what to return; nothing is frozen."""
     (workspace.root / "beams.py").write_text(BEAMS)
-    with pytest.raises(HyperloomError, match=r"name a generated group \(the near-tie gate\) that does not fit: the baseline: top_ids \[4, 3, 5\] "
+    with pytest.raises(HyperloomError,
+                       match=r"name a generated group \(the near-tie gate\) that does not fit: the baseline: top_ids \[4, 3, 5\] "
                                              r"do not fit tokens \[2, 6\].*rename the lists"):
         workload_freeze(WorkloadFreezeRequest(workload="beams.py:build", name="beams", timeout_s=120), workspace)
     assert not (workspace.root / ".hyperloom" / "workload" / "beams" / "workload.json").exists()
 
 
 def test_a_workload_s_declared_tolerances_must_name_its_outputs_and_be_tolerances(workspace):
-    body = "import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{'y': np.ones(2)}}\ndef build(): return W()\n"
+    body = ("import numpy as np\nclass W:\n    tolerances = {TOL}\n    def step(self): pass\n    def outputs(self): return {{'y': "
+            "np.ones(2)}}\ndef build(): return W()\n")
     for name, tolerances, message in (("unknown", "{'z': {'atol': 1}}", "the workload's `tolerances` names z"),
                                       ("negative", "{'y': {'atol': -1}}", "is not a tolerance"),
                                       ("misspelled", "{'y': {'tol': 1}}", "it has tol"),
                                       ("not a dict", "[1]", "must be a dict")):
         (workspace.root / f"{name.replace(' ', '_')}.py").write_text(body.format(TOL=tolerances))
         with pytest.raises(HyperloomError, match=message):
-            workload_freeze(WorkloadFreezeRequest(workload=f"{name.replace(' ', '_')}.py:build", name=name.replace(" ", "_"), timeout_s=120), workspace)
+            workload_freeze(WorkloadFreezeRequest(workload=f"{name.replace(' ', '_')}.py:build", name=name.replace(" ", "_"),
+                                                  timeout_s=120), workspace)
 
 
 def _continuation_case():
@@ -237,9 +246,12 @@ def test_after_a_near_tie_parting_the_candidate_s_own_tokens_must_be_the_referen
     honest = Generated(np.array([[5, 1, 4, 6]]), *parted)
     padded = Generated(np.array([[5, 1, 4, 0]]), *parted)  # parts at the tie, then pads
     assert continuation.judge("tokens", honest, reference, scored, tolerance, eos=[], pad=None).passed
-    reused = Generated(np.array([[5, 1, 4, 6]]), np.array([[[1, 0], [4, 2], [1, 0]]]), np.array([[[-0.1, -3.0], [-0.70, -0.71], [-0.1, -3.0]]], np.float32))
-    refused = continuation.judge("tokens", reused, reference, scored, tolerance, eos=[], pad=None)  # its first step's list reported again after the parting
-    assert not refused.passed and "row 0 step 2, after its parting at step 1: the log-probabilities it reported are not the reference model's" in refused.detail
+    reused = Generated(np.array([[5, 1, 4, 6]]), np.array([[[1, 0], [4, 2], [1, 0]]]),
+                       np.array([[[-0.1, -3.0], [-0.70, -0.71], [-0.1, -3.0]]], np.float32))
+    # its first step's list reported again after the parting
+    refused = continuation.judge("tokens", reused, reference, scored, tolerance, eos=[], pad=None)
+    assert not refused.passed and ("row 0 step 2, after its parting at step 1: the log-probabilities it reported are not the reference "
+                                   "model's") in refused.detail
     refused = continuation.judge("tokens", padded, reference, scored, tolerance, eos=[], pad=None)
     assert not refused.passed and "token 0" in refused.detail and "its own pick 6" in refused.detail
     stopped = continuation.judge("tokens", Generated(np.array([[5, 1, 4, 6]]), *parted), reference, scored, tolerance, eos=[4], pad=9)
@@ -278,13 +290,15 @@ def build(mode: Literal["greedy", "sample", "penalty"] = "greedy"):
 '''
 
 
-@pytest.mark.parametrize(("mode", "why"), [("sample", r"sampling \(do_sample\)"), ("penalty", "generate argument repetition_penalty shapes the tokens")])
+@pytest.mark.parametrize(("mode", "why"),
+                         [("sample", r"sampling \(do_sample\)"), ("penalty", "generate argument repetition_penalty shapes the tokens")])
 def test_tokens_from_a_generate_that_is_not_greedy_are_refused_by_the_near_tie_gate_at_freeze(workspace, mode, why):
     """The near-tie gate reads each token as its step's argmax: on a held-out Llama sampling in its step (seeded),
     compile and sdpa_math were refused after a parting, the continuation not the reference model's picks. Freeze now
     says the generate is not greedy, and what to do; a greedy one freezes."""
     pytest.importorskip("transformers")
     (workspace.root / "chat.py").write_text(DECODING)
-    with pytest.raises(HyperloomError, match=f"tokens came from a generate that does not decode greedily \\({why}.*generate greedily to gate"):
+    with pytest.raises(HyperloomError,
+                       match=f"tokens came from a generate that does not decode greedily \\({why}.*generate greedily to gate"):
         workload_freeze(WorkloadFreezeRequest(workload="chat.py:build", name=mode, knobs={"mode": mode}, timeout_s=120), workspace)
     assert workload_freeze(WorkloadFreezeRequest(workload="chat.py:build", name="greedy", timeout_s=120), workspace).ok

@@ -41,17 +41,22 @@ ROW, TILED, GROUPED, SPLIT = "decode/w4a16", "decode/w4a16_tiled", "decode/w4a16
         # packing.py's row layout
         (ROW, "mma", 0, {}), (ROW, "mma", 4, {}),  # 4096² at one tile a block; 128256 rows at two (one of each kind of block)
         (ROW, "mma", 5, {}), (ROW, "mma", 5, {"tiles": 2, "warps": 2}),  # batch 8, group 32
-        (ROW, "mma", 6, {}), (ROW, "mma", 6, {"tiles": 1, "HL_UNROLL": 2}),  # a partial 16-row tile at batch 3; idle warps (2 steps over 8 warps)
-        (ROW, "mma", 7, {}), (ROW, "mma", 7, {"tiles": 4, "warps": 1, "HL_UNROLL": 2, "HL_PREFETCH": 256}),  # k = 352: the last step is partial
+        # a partial 16-row tile at batch 3; idle warps (2 steps over 8 warps)
+        (ROW, "mma", 6, {}), (ROW, "mma", 6, {"tiles": 1, "HL_UNROLL": 2}),
+        # k = 352: the last step is partial
+        (ROW, "mma", 7, {}), (ROW, "mma", 7, {"tiles": 4, "warps": 1, "HL_UNROLL": 2, "HL_PREFETCH": 256}),
         (ROW, "mma", 2, {"tiles": 8, "warps": 4, "HL_PREFETCH": 128}),  # 4 tile pairs a block, in turn
         # the tile layout, register stages
         (TILED, "mma", 0, {}), (TILED, "mma", 4, {}),  # one tile a block; two
         (TILED, "mma", 5, {}), (TILED, "mma", 5, {"tiles": 2, "warps": 2, "HL_UNROLL": 1}),  # batch 8, group 32 (two groups per 64-k block)
-        (TILED, "mma", 6, {}), (TILED, "mma", 6, {"tiles": 1, "HL_UNROLL": 4}),  # a partial last tile at batch 3; idle warps (4 blocks over 8 warps)
-        (TILED, "mma", 2, {"tiles": 8, "warps": 4, "HL_UNROLL": 4}),  # 4 tile pairs a block, in turn; a k range not a multiple of the unroll
+        # a partial last tile at batch 3; idle warps (4 blocks over 8 warps)
+        (TILED, "mma", 6, {}), (TILED, "mma", 6, {"tiles": 1, "HL_UNROLL": 4}),
+        # 4 tile pairs a block, in turn; a k range not a multiple of the unroll
+        (TILED, "mma", 2, {"tiles": 8, "warps": 4, "HL_UNROLL": 4}),
         # the tile layout, the cp.async ring
         (TILED, "mma_async", 0, {}), (TILED, "mma_async", 4, {}), (TILED, "mma_async", 5, {}), (TILED, "mma_async", 6, {}),  # 4 ring stages
-        (TILED, "mma_async", 4, {"stages": 2, "tiles": 1}), (TILED, "mma_async", 3, {"stages": 8, "warps": 4}),  # the shallowest and the deepest ring
+        # the shallowest and the deepest ring
+        (TILED, "mma_async", 4, {"stages": 2, "tiles": 1}), (TILED, "mma_async", 3, {"stages": 8, "warps": 4}),
         (TILED, "mma_async", 6, {"stages": 8, "warps": 2, "tiles": 1}),  # a ring deeper than the warp's blocks (2 of them)
         (TILED, "mma_async", 2, {"stages": 4, "tiles": 8, "warps": 8}),  # tile pairs in turn: the ring drained between them
         (TILED, "mma_async", 1, {"stages": 8, "warps": 8, "tiles": 4}),  # 80 KB of ring: past the 48 KB a launch gets unasked
@@ -60,10 +65,12 @@ ROW, TILED, GROUPED, SPLIT = "decode/w4a16", "decode/w4a16_tiled", "decode/w4a16
         (TILED, "mma_async4", 4, {"tiles": 4}), (TILED, "mma_async4", 5, {"tiles": 4, "warps": 8, "stages": 8}),  # 160 KB of ring
         (TILED, "mma_async4", 6, {"tiles": 8, "warps": 2}),  # 7 tiles: four, then a pair, then one
         # grouped tiles (four tiles' blocks side by side)
-        (GROUPED, "mma_async4", 6, {}), (GROUPED, "mma_async4", 5, {"warps": 2}), (GROUPED, "mma", 6, {"tiles": 8}),  # 7 tiles: a group, then 3
+        # 7 tiles: a group, then 3
+        (GROUPED, "mma_async4", 6, {}), (GROUPED, "mma_async4", 5, {"warps": 2}), (GROUPED, "mma", 6, {"tiles": 8}),
         (GROUPED, "mma_async", 6, {"tiles": 1}),  # tiles one at a time in grouped memory (bench/decode_gpu.py gates 128256 rows)
         # k split over blocks, combined through the scratch workspace
-        (SPLIT, "mma_async4", 6, {}), (SPLIT, "mma_async", 6, {"splits": 8}), (SPLIT, "mma", 6, {"splits": 2, "warps": 2}),  # 3 splits; more splits than k blocks
+        # 3 splits; more splits than k blocks
+        (SPLIT, "mma_async4", 6, {}), (SPLIT, "mma_async", 6, {"splits": 8}), (SPLIT, "mma", 6, {"splits": 2, "warps": 2}),
         (SPLIT, "mma_async4", 3, {}), (SPLIT, "mma_async", 0, {}), (SPLIT, "mma_async", 5, {}),  # 28672x8192 in 4; 4096² in 4; batch 8
         (SPLIT, "mma", 6, {"splits": 1}),  # one split stores y itself, past the workspace
     ],
@@ -107,14 +114,16 @@ def test_the_int6_device_kernels_pack_and_unpack_torch_tensors_bit_for_bit_as_to
 
 def test_the_kernel_is_timed_without_the_hosts_launch_latency(workspace):
     shutil.copytree(REPO / "kernels" / "microbench" / "copy", workspace.root / "copy")
-    result = run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0, flush_mode="read", adversarial=False), workspace)
+    result = run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0, flush_mode="read", adversarial=False),
+                       workspace)
     assert result.ok and result.late_reps <= result.kernel.n // 10, result.summary  # a busy host may be late now and then
     assert result.kernel.median_s < result.wall.median_s  # the wall clock keeps the launch latency the events leave out
 
 
 def test_a_read_flush_times_the_copy_and_says_so(workspace):
     shutil.copytree(REPO / "kernels" / "microbench" / "copy", workspace.root / "copy")
-    result = run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0, flush_mode="read", adversarial=False), workspace)
+    result = run_bench(BenchRequest(spec="copy", variant="gpu", target="sm_90", max_time_s=1.0, flush_mode="read", adversarial=False),
+                       workspace)
     assert result.ok and result.flush_mode == "read" and result.flush_bytes >= 2 * result.cache_bytes
 
 

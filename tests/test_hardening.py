@@ -26,7 +26,8 @@ from hyperloom.tools.tune.loop import run_tune
 from hyperloom.tools.tune.models import SessionRef, TuneRequest
 
 QUICK = {"min_reps": 6, "max_reps": 20, "max_time_s": 0.3}
-needs_optuna = pytest.mark.skipif(shutil.which("cc") is None or __import__("importlib").util.find_spec("optuna") is None, reason="needs cc and optuna")
+needs_optuna = pytest.mark.skipif(shutil.which("cc") is None or __import__("importlib").util.find_spec("optuna") is None,
+                                  reason="needs cc and optuna")
 
 
 @pytest.fixture
@@ -104,7 +105,8 @@ def test_a_dangling_or_empty_linked_session_is_a_clear_error(copy_spec):
 def test_an_sqlite_storage_outside_the_workspace_is_refused_and_not_created(copy_spec, tmp_path):
     target = tmp_path / "x.db"
     with pytest.raises(HyperloomError, match="outside the workspace"):
-        tune_start(TuneRequest(spec="copy", variant="host", target="host", strategy="tpe", storage=f"sqlite:///{target}", session="a"), copy_spec)
+        tune_start(TuneRequest(spec="copy", variant="host", target="host", strategy="tpe", storage=f"sqlite:///{target}", session="a"),
+                   copy_spec)
     assert not target.exists()
 
 

@@ -293,7 +293,8 @@ def test_codex_lists_the_server_install_registered(home):
     (home / ".codex").mkdir()
     shutil.copy(HOSTS / "codex-config.toml", home / ".codex" / "config.toml")
     assert _install("codex") == EXIT_OK
-    proc = subprocess.run([CODEX, "mcp", "get", "hyperloom", "--json"], capture_output=True, text=True, timeout=60, env=_host_env(home), cwd=home, check=False)
+    proc = subprocess.run([CODEX, "mcp", "get", "hyperloom", "--json"], capture_output=True, text=True, timeout=60, env=_host_env(home),
+                          cwd=home, check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["transport"]["command"] == SERVER
 
@@ -301,7 +302,8 @@ def test_codex_lists_the_server_install_registered(home):
 @pytest.mark.skipif(CLAUDE is None, reason="Claude Code is not installed (npm install -g @anthropic-ai/claude-code)")
 def test_the_repository_is_a_valid_claude_marketplace_whose_plugin_brings_skill_and_server(home, tmp_path):
     # As after the README's setup: a clone with its .venv, and no hyperloom-mcp on PATH.
-    env = _host_env(home) | {"PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep) if Path(p) != Path(sys.executable).parent)}
+    env = _host_env(home) | {"PATH": os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                     if Path(p) != Path(sys.executable).parent)}
 
     def claude(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([CLAUDE, *args], capture_output=True, text=True, timeout=120, env=env, cwd=home, check=False)

@@ -19,7 +19,8 @@ MAX_PARAMETERS = 10  # a function past this wants a parameter object (STYLE.md: 
 MAX_WORKLOAD_MODULES = 25  # tools/workload/'s top level; the rest by room and idea (worker/, gate/, checks/)
 # What both rooms read: the wire, the lever catalog (kinds the worker applies), a profiled step's work (weighed in the
 # worker on a CPU, read by the controller) and the models it is made of.
-SHARED = {"hyperloom.tools.workload.wire", "hyperloom.tools.workload.levers", "hyperloom.tools.workload.work", "hyperloom.tools.workload.models"}
+SHARED = {"hyperloom.tools.workload.wire", "hyperloom.tools.workload.levers", "hyperloom.tools.workload.work",
+          "hyperloom.tools.workload.models"}
 DOORS = {"overrides.py"}  # the public name an overrides module imports `replace` by (the code is worker/overrides.py)
 
 
@@ -40,7 +41,8 @@ def too_many_parameters(root: Path, limit: int) -> list[str]:
 
 
 def too_long(root: Path, limit: int) -> list[str]:
-    return [f"{path.relative_to(root)}: {n} lines" for path in sorted(root.rglob("*.py")) if (n := len(path.read_text().splitlines())) > limit]
+    return [f"{path.relative_to(root)}: {n} lines" for path in sorted(root.rglob("*.py"))
+            if (n := len(path.read_text().splitlines())) > limit]
 
 
 def workload_imports(path: Path, package: str | None = None) -> set[str]:
@@ -95,8 +97,10 @@ def test_the_controller_reaches_the_worker_only_through_the_wire():
 
 def test_the_rooms_check_sees_a_function_level_import_of_the_worker_and_a_name_from_the_wire(tmp_path):
     reaching = tmp_path / "ab.py"
-    reaching.write_text("from hyperloom.tools.workload.wire import RUNNER\n\ndef f():\n    from hyperloom.tools.workload.worker.runner import time_steps\n")
-    assert workload_imports(reaching, "hyperloom.tools.workload") == {"hyperloom.tools.workload.wire", "hyperloom.tools.workload.worker.runner"}
+    reaching.write_text("from hyperloom.tools.workload.wire import RUNNER\n\ndef f():\n    from hyperloom.tools.workload.worker.runner "
+                        "import time_steps\n")
+    assert workload_imports(reaching, "hyperloom.tools.workload") == {"hyperloom.tools.workload.wire",
+                                                                      "hyperloom.tools.workload.worker.runner"}
 
 
 def test_every_entry_the_controller_calls_is_on_the_wire_and_in_the_runner():

@@ -76,11 +76,13 @@ def test_a_library_kernel_in_place_of_a_module_forward_is_engaged_gated_and_ab_t
     assert result.verdict in ("KEEP", "REVERT") and (result.verdict == "KEEP") == (candidate.verdict == "FASTER")
     overrides = (frozen.root / result.overrides).read_text()
     assert "TARGET = 'wl:TinyRMSNorm.forward'" in overrides and result.kernel_sha256
-    assert str(frozen.root) not in overrides and "shipped_kernels('triton', 'rmsnorm')" in overrides  # no machine's path: it reproduces elsewhere
+    # no machine's path: it reproduces elsewhere
+    assert str(frozen.root) not in overrides and "shipped_kernels('triton', 'rmsnorm')" in overrides
 
 
 def test_a_wrong_kernel_is_reverted_with_the_models_first_mismatches(frozen):
-    result = workload_integrate(IntegrateRequest(name="tiny", kernel="wrongnorm", adapter="rmsnorm", replace="wl:TinyRMSNorm.forward", **FAST), frozen)
+    result = workload_integrate(IntegrateRequest(name="tiny", kernel="wrongnorm", adapter="rmsnorm", replace="wl:TinyRMSNorm.forward",
+                                                 **FAST), frozen)
     assert result.verdict == "REVERT" and "out of tolerance" in result.summary and "y" in result.summary
     assert str(frozen.root) not in (frozen.root / result.overrides).read_text()  # the workspace kernel found relative to the overrides file
     assert result.bench.candidates[0].speedup is None  # no speed counted for a wrong kernel
@@ -139,7 +141,8 @@ def test_a_kernel_a_replayed_graph_runs_with_no_host_call_is_engaged_by_its_devi
             "override_kernels": {"wl:TinyRMSNorm.forward": ["_mean_square", "rmsnorm_kernel"], "wl:UnusedNorm.forward": ["other_kernel"]},
             "kernels": {"rmsnorm_kernel": 33, "nvjet_gemv": 64}, "compiled_graphs": 1}
     [said] = engagement([lever("overrides:norm.py")], seen, {}, {})
-    assert not said.engaged and "TinyRMSNorm.forward by rmsnorm_kernel x33" in said.evidence and "never called: wl:UnusedNorm.forward" in said.evidence
+    assert not said.engaged and "TinyRMSNorm.forward by rmsnorm_kernel x33" in said.evidence and ("never called: "
+                                                                                                  "wl:UnusedNorm.forward") in said.evidence
     seen["override_calls"].pop("wl:UnusedNorm.forward")
     [said] = engagement([lever("overrides:norm.py")], seen, {}, {})
     assert said.engaged and "a replayed graph" in said.evidence
@@ -159,8 +162,8 @@ def test_an_integrated_kernel_is_one_opaque_op_inside_a_compiled_model(frozen):
     right = write_overrides(folder, "rmsnorm", "wl:TinyRMSNorm.forward", {}, None, frozen)[2]
     wrong = write_overrides(folder, "wrongnorm", "wl:UnusedNorm.forward", {}, "rmsnorm", frozen)[2]
     assert "torch.library.custom_op('hyperloom::rmsnorm_" in right.read_text()
-    run = subprocess.run([sys.executable, "-c", COMPILED, str(frozen.root), str(right), str(wrong)], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "TRITON_INTERPRET": "1"})
+    run = subprocess.run([sys.executable, "-c", COMPILED, str(frozen.root), str(right), str(wrong)], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "TRITON_INTERPRET": "1"})
     assert run.returncode == 0, run.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines["graphs"] == "1", run.stdout  # compiled once: a count dynamo guarded on would compile again at every call

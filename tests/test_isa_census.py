@@ -57,9 +57,12 @@ def _entry(census_: Census, name: str):
     [
         ("gfx1201", ["v_dot8_i32_iu4", "v_dot4_i32_iu8", "v_swmmac_i32_16x16x64_iu4", "v_wmma_i32_16x16x32_iu4", "v_dot4_f32_fp8_fp8"],
          ["v_dot8_i32_i4", "v_mfma_i32_16x16x32_i8", "v_pk_fma_f32"]),
-        ("gfx1100", ["v_dot8_i32_iu4", "v_wmma_f32_16x16x16_f16", "v_wmma_i32_16x16x16_iu4"], ["v_dot4_f32_fp8_fp8", "v_wmma_i32_16x16x32_iu4"]),
-        ("gfx942", ["v_mfma_i32_16x16x32_i8", "v_mfma_f32_16x16x16_f16", "v_dot8_i32_i4", "v_dot8c_i32_i4", "v_pk_fma_f32"], ["v_dot8_i32_iu4", "v_wmma_f32_16x16x16_f16"]),
-        ("gfx90a", ["v_mfma_f32_16x16x16f16", "v_dot4_i32_i8", "v_pk_fma_f32"], ["v_mfma_f32_16x16x16_f16", "v_mfma_i32_16x16x32_i8", "v_dot8_i32_iu4"]),
+        ("gfx1100", ["v_dot8_i32_iu4", "v_wmma_f32_16x16x16_f16", "v_wmma_i32_16x16x16_iu4"],
+         ["v_dot4_f32_fp8_fp8", "v_wmma_i32_16x16x32_iu4"]),
+        ("gfx942", ["v_mfma_i32_16x16x32_i8", "v_mfma_f32_16x16x16_f16", "v_dot8_i32_i4", "v_dot8c_i32_i4", "v_pk_fma_f32"],
+         ["v_dot8_i32_iu4", "v_wmma_f32_16x16x16_f16"]),
+        ("gfx90a", ["v_mfma_f32_16x16x16f16", "v_dot4_i32_i8", "v_pk_fma_f32"],
+         ["v_mfma_f32_16x16x16_f16", "v_mfma_i32_16x16x32_i8", "v_dot8_i32_iu4"]),
     ],
 )
 def test_the_sweep_finds_what_toolchain_md_verified(censuses, target, present, absent):
@@ -179,9 +182,11 @@ def test_probe_lines_are_accepted_or_rejected_with_the_error_class(llvm19, works
         ),
         workspace,
     )
-    assert [line.error_class for line in result.lines] == [None, "operands_not_valid_for_gpu_or_mode", "not_supported_on_this_gpu", "unknown_mnemonic"]
+    assert [line.error_class for line in result.lines] == [None, "operands_not_valid_for_gpu_or_mode", "not_supported_on_this_gpu",
+                                                           "unknown_mnemonic"]
     assert result.lines[0].encoding == "[0x01,0x40,0x18,0xcc,0x02,0x07,0x12,0x1c]"
-    wave64 = run_probe(ProbeRequest(target="gfx1201", lines=["v_wmma_f32_16x16x16_f16 v[4:7], v[0:1], v[2:3], v[4:7]"], wave64=True), workspace)
+    wave64 = run_probe(ProbeRequest(target="gfx1201", lines=["v_wmma_f32_16x16x16_f16 v[4:7], v[0:1], v[2:3], v[4:7]"], wave64=True),
+                       workspace)
     assert wave64.accepted == 1  # toolchain.md 4: wave64 changes register widths, not mnemonics
     gfx942 = run_probe(ProbeRequest(target="gfx942", lines=["v_dot8_i32_iu4 v1, v2, v3, v4"]), workspace)
     assert gfx942.lines[0].error_class == "not_supported_on_this_gpu"
@@ -246,7 +251,8 @@ def test_a_crashing_llvm_mc_is_bisected_and_the_group_dropped(llvm19, tmp_path, 
     # VOP3P op 0x33 with all-SGPR operands: the group that crashes llvm-mc-22 on gfx1250 (toolchain.md 6.2).
     poison = "[0x00,0x00,0x33,0xcc,0x00,0x00,0x00,0x00,0x00,0x00,0x80,0xbf]"
     real = Path(LLVM_MC_19).resolve()
-    _script(tmp_path / "bin", "llvm-mc", f'input=$(cat)\ncase "$input" in *"{poison}"*) kill -SEGV $$;; esac\nprintf "%s\\n" "$input" | exec {real} "$@"\n')
+    _script(tmp_path / "bin", "llvm-mc",
+            f'input=$(cat)\ncase "$input" in *"{poison}"*) kill -SEGV $$;; esac\nprintf "%s\\n" "$input" | exec {real} "$@"\n')
     monkeypatch.setenv("HYPERLOOM_LLVM_DIR", str(tmp_path / "bin"))
     crashed, _ = census("gfx1201", parallel=False)
     assert [g.encoding for g in crashed.checks.dropped_groups] == [poison]
@@ -276,10 +282,12 @@ def test_no_llvm_mc_at_all_is_an_error_with_a_next_step(tmp_path, monkeypatch, w
 
 def test_an_llvm_mc_without_the_amdgcn_target_is_refused(tmp_path, monkeypatch, workspace):
     # The real `--version` output with the AMDGPU lines removed, and llvm-mc's real "unable to get target" error.
-    version = "\n".join(l for l in (FIXTURES / "versions" / "llvm-mc-19.txt").read_text().splitlines() if "amdgcn" not in l and "r600" not in l)
+    version = "\n".join(l for l in (FIXTURES / "versions" / "llvm-mc-19.txt").read_text().splitlines() if "amdgcn" not in l
+                        and "r600" not in l)
     no_target = (FIXTURES / "isa" / "no-target.llvm-mc-19.txt").read_text().replace("foo-bar-baz", "amdgcn-amd-amdhsa").strip()
     (tmp_path / "version.txt").write_text(version + "\n")
-    _script(tmp_path / "bin", "llvm-mc", f'if [ "$1" = --version ]; then cat {tmp_path / "version.txt"}; exit 0; fi\necho "{no_target}" >&2\nexit 1\n')
+    _script(tmp_path / "bin", "llvm-mc",
+            f'if [ "$1" = --version ]; then cat {tmp_path / "version.txt"}; exit 0; fi\necho "{no_target}" >&2\nexit 1\n')
     monkeypatch.setenv("HYPERLOOM_LLVM_DIR", str(tmp_path / "bin"))
     with pytest.raises(HyperloomError, match="built without the AMDGPU \\(amdgcn\\) target.*Next step: install Debian's llvm-19"):
         run_census(CensusRequest(target="gfx1201"), workspace)

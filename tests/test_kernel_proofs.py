@@ -16,8 +16,10 @@ from hyperloom.tools.compile.api import compile_kernel
 from hyperloom.tools.compile.drivers import prelude_dir
 from hyperloom.tools.compile.models import CompileRequest
 
-needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="clang is not installed; .ci/run installs clang-19")
-needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(), reason="nvcc (CUDA toolkit) is not installed")
+needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                                 reason="clang is not installed; .ci/run installs clang-19")
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None and not Path("/usr/local/cuda/bin/nvcc").exists(),
+                                reason="nvcc (CUDA toolkit) is not installed")
 
 _spec = importlib.util.spec_from_file_location("hyperloom_kernel_proofs", REPO / "scripts" / "kernel_proofs.py")
 proofs = importlib.util.module_from_spec(_spec)
@@ -51,8 +53,9 @@ def _machine_paths(record: object) -> list[str]:
 
 def test_the_written_command_names_no_path_of_the_machine_that_ran_it(tmp_path):
     # The shape of a real command, as compile_kernel reports it (results/kernels/gfx1201.json before paths were taken out).
-    command = ["/usr/bin/clang-19", "-x", "hip", "--offload-arch=gfx1201", f"-I{prelude_dir('amd')}", "-MD", "-MF", "/tmp/hyperloom-build-zxy6vl3v/code.d",
-               str(tmp_path / "kernels/decode/w4a16.hip"), "-o", "/tmp/hyperloom-build-zxy6vl3v/code.hsaco", "&&", "/usr/lib/llvm-19/bin/ld.lld"]
+    command = ["/usr/bin/clang-19", "-x", "hip", "--offload-arch=gfx1201", f"-I{prelude_dir('amd')}", "-MD", "-MF",
+               "/tmp/hyperloom-build-zxy6vl3v/code.d", str(tmp_path / "kernels/decode/w4a16.hip"), "-o",
+               "/tmp/hyperloom-build-zxy6vl3v/code.hsaco", "&&", "/usr/lib/llvm-19/bin/ld.lld"]
     assert proofs.portable(command, tmp_path) == [
         "clang-19", "-x", "hip", "--offload-arch=gfx1201", "-Ihyperloom/tools/compile/prelude/amd", "-MD", "-MF", "{build}/code.d",
         "kernels/decode/w4a16.hip", "-o", "{build}/code.hsaco", "&&", "ld.lld",

@@ -1,5 +1,6 @@
 """The kernel levers (issue 46: library kernels routed into a model, inside the replayed graph). decode_attention
-(attention that reads only the filled part of a static cache): the library's Triton kernel against a float64 attention in Triton's interpreter (grouped query heads,
+(attention that reads only the filled part of a static cache): the library's Triton kernel against a float64 attention in Triton's
+interpreter (grouped query heads,
 a dim and a group that are no powers of two, bool, additive and no masks, a mask with holes per batch row, the cache
 split over programs), what it refuses and why; the route on a transformers Llama (the same tokens and logits as SDPA,
 prefills left to SDPA, an unrouted model in the same process untouched, a copy routed too, eager attention not
@@ -24,7 +25,8 @@ from hyperloom.tools.workload.levers import check_candidate, lever
 torch = pytest.importorskip("torch")
 FRESH = "HYPERLOOM_TEST_KERNEL_ROUTES_FRESH"
 HAS_TRITON = importlib.util.find_spec("triton") is not None
-in_fresh_interpreter = pytest.mark.skipif(os.environ.get(FRESH) != "1", reason="runs in a fresh Python with TRITON_INTERPRET=1 (the test below)")
+in_fresh_interpreter = pytest.mark.skipif(os.environ.get(FRESH) != "1",
+                                          reason="runs in a fresh Python with TRITON_INTERPRET=1 (the test below)")
 
 
 @pytest.mark.skipif(not HAS_TRITON, reason="triton is not installed (pip install 'hyperloom[triton]')")
@@ -34,7 +36,8 @@ def test_the_kernel_tests_run_in_a_python_whose_triton_started_in_its_interprete
     if os.environ.get(FRESH) == "1":
         pytest.skip("this is the fresh Python")
     env = {**os.environ, FRESH: "1", "TRITON_INTERPRET": "1"}
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k", "(kernel_ or route or gemv) and not whose_triton"],
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__, "-k",
+                          "(kernel_ or route or gemv) and not whose_triton"],
                          env=env, capture_output=True, text=True, timeout=900, cwd=REPO)
     last = run.stdout.splitlines()[-1] if run.stdout else ""
     assert run.returncode == 0 and " passed" in last and "skipped" not in last, run.stdout[-3000:] + run.stderr[-2000:]
@@ -76,7 +79,8 @@ def test_the_kernel_matches_attention_in_float64_with_grouped_heads_masks_and_sp
     filled = torch.tensor([slots - 1 - 17 * row for row in range(batch)])  # each batch row filled to its own slot
     keep = (torch.arange(slots) < filled[:, None]).view(batch, 1, 1, slots)
     keep[:, :, :, 3:9] = False  # a hole inside a block
-    mask = {"none": None, "bool": keep, "additive": torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)}[masking]
+    mask = {"none": None, "bool": keep,
+            "additive": torch.zeros(keep.shape, dtype=dtype).masked_fill(~keep, torch.finfo(dtype).min)}[masking]
     got = launcher.decode_attention(q, k, v, mask, dim ** -0.5, params)
     assert got.shape == (batch, 1, heads, dim) and got.dtype == dtype
     want = _exact(q, k, v, None if mask is None else keep, dim ** -0.5)
@@ -155,14 +159,16 @@ def test_a_model_on_eager_attention_is_not_routed_and_says_why():
     assert "no `model` attribute" in decode_attention.route(torch, None)["why"]
 
 
-ROUTED = {"routed": 16, "what": "attention module(s) routed", "why": "", "expected": ["prefill"], "kernels": ["decode_attention_kernel", "combine_kernel"]}
+ROUTED = {"routed": 16, "what": "attention module(s) routed", "why": "", "expected": ["prefill"],
+          "kernels": ["decode_attention_kernel", "combine_kernel"]}
 
 
 def test_engagement_reads_host_calls_or_a_replayed_graph_s_kernels_and_refuses_decode_fallbacks():
     attention = lever("decode_attention")
     [eager] = engagement([attention], {"decode_attention": {**ROUTED, "kernel": 32, "fallbacks": {"prefill": 16}}}, {}, {})
     assert eager.engaged and eager.calls == 32 and "16 attention module(s) routed; 32 kernel call(s)" in eager.evidence
-    seen = {"decode_attention": {**ROUTED, "kernel": 0, "fallbacks": {"prefill": 16}}, "kernels": {"decode_attention_kernel": 1008, "nvjet_x": 3}}
+    seen = {"decode_attention": {**ROUTED, "kernel": 0, "fallbacks": {"prefill": 16}},
+            "kernels": {"decode_attention_kernel": 1008, "nvjet_x": 3}}
     [replayed] = engagement([attention], seen, {"kernels": {"nvjet_x": 3}}, {})
     assert replayed.engaged and "decode_attention_kernel x1008" in replayed.evidence
     [theirs_too] = engagement([attention], seen, {"kernels": {"decode_attention_kernel": 1008}}, {})  # the reference ran it: proves nothing
@@ -203,7 +209,8 @@ def test_decode_loop_s_two_pass_argmax_is_argmax_with_ties_infinities_and_a_ragg
 
 # --- decode_gemv ---------------------------------------------------------------------------------------------------
 
-GEMV_CASES = [(1, 100, 300, True), (1, 64, 2048, False), (3, 70, 200, True), (8, 48, 96, False)]  # widths no powers of two, K over many blocks
+# widths no powers of two, K over many blocks
+GEMV_CASES = [(1, 100, 300, True), (1, 64, 2048, False), (3, 70, 200, True), (8, 48, 96, False)]
 
 
 @in_fresh_interpreter
@@ -248,24 +255,29 @@ def test_a_routed_llama_s_decode_linears_run_the_gemv_with_the_same_tokens_prefi
     routed = copy.deepcopy(plain)
     fused_projections.fuse(torch, routed)  # the fused layers are routed too
     # by default the norms are not folded, the MLPs' activations are
-    assert decode_gemv.route(torch, copy.deepcopy(routed))["what"] == "linear layer(s) routed, 2 MLP activation(s) folded into their down projection's GEMV"
+    assert decode_gemv.route(torch, copy.deepcopy(routed))["what"] == ("linear layer(s) routed, 2 MLP activation(s) folded into their down "
+                                                                       "projection's GEMV")
     monkeypatch.setattr(decode_gemv, "FOLD_ACTS", False)  # the norms' fold alone below
     monkeypatch.setattr(decode_gemv, "FOLD_NORMS", True)
     said = decode_gemv.route(torch, routed)
-    weights = sum(m.weight.numel() * m.weight.element_size() for m in routed.modules() if type(m) is torch.nn.Linear and m is not routed.lm_head)
+    weights = sum(m.weight.numel() * m.weight.element_size() for m in routed.modules() if type(m) is torch.nn.Linear
+                  and m is not routed.lm_head)
     assert said == {"routed": 2 * 4, "what": "linear layer(s) routed, 4 RMSNorm(s) folded into the GEMVs that read them", "why": "",
                     "kernel_bytes": {"gemv_kernel": weights}}  # the weights each decode step reads through the kernel; a layer's
     # fused q/k/v, o, fused gate/up and down; its two norms, each read by one fused layer now
     assert type(routed.model.layers[0].input_layernorm).__name__ == "FoldedNorm" and type(routed.model.norm).__name__ == "LlamaRMSNorm"
-    assert routed.state_dict().keys() != plain.state_dict().keys() and len(routed.state_dict()) == len(plain.state_dict()) - 2 * 3  # q/k/v, gate/up fused
+    # q/k/v, gate/up fused
+    assert routed.state_dict().keys() != plain.state_dict().keys() and len(routed.state_dict()) == len(plain.state_dict()) - 2 * 3
     before = decode_gemv.COUNTS.snapshot()
     want, got = _generate(plain, ids), _generate(routed, ids)
     counted = decode_gemv.COUNTS.since(before)
-    assert counted["kernel"] == 4 * 2 * 4 and counted["fallbacks"] == {"a GEMM": 2 * 4}  # 4 decode steps x 2 layers x 4 layers; the prefill's
+    # 4 decode steps x 2 layers x 4 layers; the prefill's
+    assert counted["kernel"] == 4 * 2 * 4 and counted["fallbacks"] == {"a GEMM": 2 * 4}
     assert torch.equal(got.sequences, want.sequences)
     for mine, theirs in zip(got.logits, want.logits, strict=True):
         torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
-    assert "forward" not in vars(routed.lm_head) and "forward" in vars(routed.model.layers[0].mlp.down_proj)  # the output embeddings keep cuBLAS
+    # the output embeddings keep cuBLAS
+    assert "forward" not in vars(routed.lm_head) and "forward" in vars(routed.model.layers[0].mlp.down_proj)
     unfused = copy.deepcopy(plain)  # without fusion each of q, k, v (gate, up) normalizes its input itself
     assert decode_gemv.route(torch, unfused)["what"].endswith("4 RMSNorm(s) folded into the GEMVs that read them")
     assert torch.equal(_generate(unfused, ids).sequences, want.sequences)
@@ -288,7 +300,9 @@ def test_a_batch_s_decode_calls_run_cublas_unless_the_few_row_tile_is_asked_for_
         got = _generate(routed, ids)
         counted = decode_gemv.COUNTS.since(before)
         # 4 decode steps x 2 layers x 7 linears (the down projection's call with its activation folded in, or as written)
-        assert counted["kernel"] == (4 * 2 * 7 if few else 0) and counted["fallbacks"] == ({"a GEMM": 2 * 7} if few else {"a GEMM": 2 * 7, "a few rows": 4 * 2 * 7}), (few, counted)
+        assert counted["kernel"] == (4 * 2 * 7 if few else 0) and counted["fallbacks"] == ({"a GEMM": 2 * 7} if few
+                                                                                           else {"a GEMM": 2 * 7,
+                                                                                                 "a few rows": 4 * 2 * 7}), (few, counted)
         assert torch.equal(got.sequences, want.sequences), few
     assert "a few rows" in decode_gemv.EXPECTED
 
@@ -305,8 +319,8 @@ def test_the_gemv_route_names_the_matmul_layers_it_leaves_to_torch_on_a_family_w
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_embd=64, n_layer=2, n_head=4, vocab_size=300, n_positions=64)).eval()
     said = decode_gemv.route(torch, gpt2)
     assert said["routed"] == 0 and said["kernel_bytes"] == {}
-    assert said["why"] == ("the model has no plain torch.nn.Linear layer besides its output embeddings; 8 matmul layer(s) of other types left to "
-                           "torch (8 x Conv1D: only a plain torch.nn.Linear is routed)"), said
+    assert said["why"] == ("the model has no plain torch.nn.Linear layer besides its output embeddings; 8 matmul layer(s) of other types "
+                           "left to torch (8 x Conv1D: only a plain torch.nn.Linear is routed)"), said
     llama = _llama()
     assert "other types" not in decode_gemv.route(torch, llama)["what"]  # its linears are plain: nothing else to name
 
@@ -349,8 +363,10 @@ def test_a_routed_llama_with_its_mlp_activations_folded_decodes_the_same_tokens(
         before = decode_gemv.COUNTS.snapshot()
         got = _generate(routed, ids)
         counted = decode_gemv.COUNTS.since(before)
-        layers = 4 if fuse else 7  # a decoder layer's GEMVs now: q/k/v (fused or three), o, gate/up (fused or two), down with the activation
-        assert counted["kernel"] == 4 * 2 * layers and counted["fallbacks"] == {"a GEMM": 2 * layers}  # the prefill's down counted once, by its own forward
+        # a decoder layer's GEMVs now: q/k/v (fused or three), o, gate/up (fused or two), down with the activation
+        layers = 4 if fuse else 7
+        # the prefill's down counted once, by its own forward
+        assert counted["kernel"] == 4 * 2 * layers and counted["fallbacks"] == {"a GEMM": 2 * layers}
         assert torch.equal(got.sequences, want.sequences)
         for mine, theirs in zip(got.logits, want.logits, strict=True):
             torch.testing.assert_close(mine, theirs, rtol=1e-5, atol=1e-5)
@@ -375,22 +391,26 @@ def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launc
 
     gemv = launcher(torch, "gemv")
     table = tmp_path / "tuned.json"
-    table.write_text('{"cpu": {"measured": "a test", "shapes": {"128,256": "cublas", "256,128": {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": 1, "num_stages": 1}}},'
-                     ' "Another GPU": {"shapes": {"128,128": "cublas"}}}')
+    table.write_text('{"cpu": {"measured": "a test", "shapes": {"128,256": "cublas", "256,128": {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": '
+                     '1, "num_stages": 1}}}, "Another GPU": {"shapes": {"128,128": "cublas"}}}')
     monkeypatch.setattr(gemv, "SHIPPED", table)
-    assert gemv.choice(128, 256, "cpu") == "cublas" and gemv.choice(128, 128, "cpu") is None and gemv.choice(128, 128, "Another GPU") == "cublas"
+    assert gemv.choice(128, 256, "cpu") == "cublas" and gemv.choice(128, 128, "cpu") is None and gemv.choice(128, 128,
+                                                                                                             "Another GPU") == "cublas"
     monkeypatch.setitem(gemv.TUNED, (128, 128), {"BLOCK_N": 2, "BLOCK_K": 32, "num_warps": 1, "num_stages": 1})  # a caller's choice first
     assert gemv.choice(128, 128, "cpu") == gemv.TUNED[(128, 128)]
     launched = []
     real = gemv.gemv
-    monkeypatch.setattr(gemv, "gemv", lambda x, weight, bias=None, params=None, *rest: launched.append(params) or real(x, weight, bias, params, *rest))
+    monkeypatch.setattr(gemv, "gemv",
+                        lambda x, weight, bias=None, params=None, *rest: launched.append(params) or real(x, weight, bias, params, *rest))
     plain, ids = _llama(), torch.randint(0, 300, (1, 9))
     routed = copy.deepcopy(plain)
     said = decode_gemv.route(torch, routed)  # per layer: q, o (128x128), k, v (64x128), gate, up (256x128), down (128x256)
-    assert said["routed"] == 2 * 6 and said["what"].endswith("2 left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)")
+    assert said["routed"] == 2 * 6 and said["what"].endswith("2 left to cuBLAS (measured faster at their shape on this device: "
+                                                             "kernels/triton/gemv/tuned.json)")
     assert "forward" not in vars(routed.model.layers[0].mlp.down_proj) and "forward" in vars(routed.model.layers[0].mlp.up_proj)
     assert torch.equal(_generate(routed, ids).sequences, _generate(plain, ids).sequences)
-    assert gemv.TUNED[(128, 128)] in launched and {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": 1, "num_stages": 1} in launched and None in launched
+    assert gemv.TUNED[(128, 128)] in launched and {"BLOCK_N": 4, "BLOCK_K": 64, "num_warps": 1,
+                                                   "num_stages": 1} in launched and None in launched
     launched.clear()  # a few rows a call (a batch of 2): cuBLAS's by default; asked for, the kernel's few-row tile runs,
     assert torch.equal(_generate(routed, ids.repeat(2, 1)).sequences, _generate(plain, ids.repeat(2, 1)).sequences)
     assert launched == [], launched
@@ -400,9 +420,11 @@ def test_a_shape_where_cublas_measured_faster_is_left_to_it_and_a_measured_launc
     monkeypatch.setitem(gemv.TUNED, (128, 256), "cublas")
     for shape in ((128, 128), (64, 128), (256, 128)):
         monkeypatch.setitem(gemv.TUNED, shape, "cublas")
-    assert decode_gemv.route(torch, copy.deepcopy(plain)) == {"routed": 0, "what": "linear layer(s) routed, 14 left to cuBLAS (measured faster at their "
+    assert decode_gemv.route(torch, copy.deepcopy(plain)) == {"routed": 0,
+                                                              "what": "linear layer(s) routed, 14 left to cuBLAS (measured faster at their "
                                                                 "shape on this device: kernels/triton/gemv/tuned.json)",
-                                                                "why": "every plain linear layer's shape is one where cuBLAS measured faster on this device",
+                                                                "why": "every plain linear layer's shape is one where cuBLAS measured "
+                                                                       "faster on this device",
                                                                 "kernel_bytes": {}}
 
 

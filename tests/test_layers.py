@@ -31,7 +31,8 @@ LADDER = (  # bottom to top: a folder imports only folders on the rungs below it
 )
 BELOW_THE_PIPELINE = tuple(folder for rung in LADDER[: LADDER.index(("pipeline",))] for folder in rung)
 # Where the modules live, and the name each folder is imported as.
-PACKAGES = {"tools": "hyperloom.tools", "src/hyperloom": "hyperloom", "mcp_server": "hyperloom.mcp_server", "validators": "hyperloom.validators"}
+PACKAGES = {"tools": "hyperloom.tools", "src/hyperloom": "hyperloom", "mcp_server": "hyperloom.mcp_server",
+            "validators": "hyperloom.validators"}
 
 
 def imported(path: Path, package: str) -> list[list[str]]:
@@ -151,7 +152,8 @@ def test_every_tool_folder_stands_on_exactly_one_rung_of_the_ladder():
     folders = sorted(p.name for p in TOOLS.iterdir() if p.is_dir() and (p / "__init__.py").is_file())
     placed = [folder for rung in LADDER for folder in rung]
     assert sorted(placed) == sorted(set(placed)), "a folder stands on two rungs"
-    assert folders == sorted(placed), f"not on the ladder: {sorted(set(folders) - set(placed))}; on it but gone: {sorted(set(placed) - set(folders))}"
+    assert folders == sorted(placed), (f"not on the ladder: {sorted(set(folders) - set(placed))}; on it but gone: "
+                                       f"{sorted(set(placed) - set(folders))}")
 
 
 def test_each_tool_folder_imports_only_the_rungs_below_its_own():
@@ -160,18 +162,21 @@ def test_each_tool_folder_imports_only_the_rungs_below_its_own():
 
 def test_the_pipeline_imports_only_what_lies_below_it():
     edges = folder_edges(TOOLS)
-    assert set(edges["pipeline"]) <= set(BELOW_THE_PIPELINE), {k: sorted(v) for k, v in edges["pipeline"].items() if k not in BELOW_THE_PIPELINE}
+    assert set(edges["pipeline"]) <= set(BELOW_THE_PIPELINE), {k: sorted(v) for k, v in edges["pipeline"].items()
+                                                                                   if k not in BELOW_THE_PIPELINE}
 
 
 @pytest.mark.parametrize("folder", sorted(PACKAGES))
 def test_the_files_import_each_other_without_a_cycle(folder):
     edges = module_edges(REPO / folder, PACKAGES[folder])
     found = cycles(edges)
-    assert not found, f"import cycle between files of {folder}/ (move what both need into a module below them):\n" + "\n".join(describe(found, edges))
+    assert not found, (f"import cycle between files of {folder}/ (move what both need into a module below "
+                       "them):\n") + "\n".join(describe(found, edges))
 
 
 def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
-    for folder, body in {"a": "from hyperloom.tools.b.x import y\n", "b": "def late():\n    from hyperloom.tools.a.m import n\n", "c": ""}.items():
+    for folder, body in {"a": "from hyperloom.tools.b.x import y\n", "b": "def late():\n    from hyperloom.tools.a.m import n\n",
+                         "c": ""}.items():
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "__init__.py").write_text("")
         (tmp_path / folder / "m.py").write_text(body)
@@ -179,7 +184,8 @@ def test_a_cycle_through_a_function_level_import_is_found(tmp_path):
 
 
 def test_a_type_checking_import_counts_too(tmp_path):
-    for folder, body in {"a": "from hyperloom.tools.b import x\n", "b": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import hyperloom.tools.a.m\n"}.items():
+    for folder, body in {"a": "from hyperloom.tools.b import x\n",
+                         "b": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import hyperloom.tools.a.m\n"}.items():
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "__init__.py").write_text("")
         (tmp_path / folder / "m.py").write_text(body)
@@ -211,7 +217,8 @@ def test_an_import_of_a_name_reaches_the_module_that_defines_it_not_a_cycle_thro
     root = tree(tmp_path / "tools", {"a/m.py": "from hyperloom.tools.a.n import thing\n", "a/n.py": "thing = 1\n"})
     (root / "a" / "__init__.py").write_text("from hyperloom.tools.a import m\n")
     edges = module_edges(root, "hyperloom.tools")
-    assert dict(edges) == {"hyperloom.tools.a": {"hyperloom.tools.a.m": {"a/__init__.py"}}, "hyperloom.tools.a.m": {"hyperloom.tools.a.n": {"a/m.py"}}}
+    assert dict(edges) == {"hyperloom.tools.a": {"hyperloom.tools.a.m": {"a/__init__.py"}},
+                           "hyperloom.tools.a.m": {"hyperloom.tools.a.n": {"a/m.py"}}}
     assert cycles(edges) == []
 
 

@@ -45,7 +45,8 @@ async def test_the_tool_list_fits_in_40000_bytes_with_valid_schemas():
         for schema in filter(None, (t.input_schema, t.output_schema)):
             jsonschema.Draft202012Validator.check_schema(schema)
             assert schema["type"] == "object" and schema["properties"], t.name
-        assert t.output_schema is None or all("type" in p or "anyOf" in p or "enum" in p for p in t.output_schema["properties"].values()), t.name
+        assert t.output_schema is None or all("type" in p or "anyOf" in p or "enum" in p
+                                              for p in t.output_schema["properties"].values()), t.name
 
 
 async def test_a_family_answers_with_its_verbs_result_though_it_lists_no_output_schema(workspace):
@@ -65,7 +66,8 @@ async def test_hints_follow_what_each_tool_does():
     assert hints["correctness_gate"].read_only_hint and hints["correctness_gate"].idempotent_hint
     assert not hints["gate_freeze"].read_only_hint and hints["gate_freeze"].destructive_hint
     open_world = {name for name, h in hints.items() if h.open_world_hint}
-    assert open_world == {"bench_command", "profile", "serve_sweep", "workload", "optimize"}  # any program, any workload, a network server: the tools reaching beyond the workspace
+    # any program, any workload, a network server: the tools reaching beyond the workspace
+    assert open_world == {"bench_command", "profile", "serve_sweep", "workload", "optimize"}
     assert hints["bench_command"].destructive_hint and not hints["bench"].destructive_hint
 
 
@@ -98,7 +100,8 @@ def test_the_text_block_is_the_structured_content_without_its_null_fields():
 
 
 @pytest.mark.parametrize(("root", "nodes"), [
-    *((root, nodes) for root in ("gfx942-mi300x", "gfx1100-rx7900xtx", "gfx1201-rx9070xt", "h200", "vega10-perf-manual") for nodes in (1, 8)),
+    *((root, nodes) for root in ("gfx942-mi300x", "gfx1100-rx7900xtx", "gfx1201-rx9070xt", "h200", "vega10-perf-manual")
+      for nodes in (1, 8)),
     ("gfx942-mi300x", 64),  # eight MI300X in CPX mode: each XCD its own node
     ("h200", 64),  # GPU checks past the eighth folded into one passed line
 ])
@@ -134,7 +137,8 @@ async def test_a_family_is_one_tool_whose_action_picks_the_verb_and_refuses_anot
     async with Client(build_server(), mode="legacy") as client:
         tune = next(t for t in (await client.list_tools()).tools if t.name == "tune")
         assert tune.input_schema["required"] == ["action"] and tune.input_schema["properties"]["action"]["enum"] == ["start", "status", "propose", "stop", "report"]
-        assert tune.input_schema["properties"]["spec"]["description"].startswith("(start) ")  # a parameter not every action takes says which do
+        # a parameter not every action takes says which do
+        assert tune.input_schema["properties"]["spec"]["description"].startswith("(start) ")
         assert not tune.annotations.read_only_hint and not tune.annotations.destructive_hint
         missing = await client.call_tool("tune", {"session": "s"})
         other = await client.call_tool("tune", {"action": "status", "session": "s", "strategy": "grid"})

@@ -82,17 +82,21 @@ async def test_the_server_lists_schemas_judges_refuses_and_keeps_serving(served_
         case = failing.structured_content["cases"][0]
         assert not failing.is_error and failing.structured_content["passed"] is False
         assert case["mismatches"] == 10 and case["nan_count"]["candidate"] == 10
-        assert case["first_mismatches"][0] == {"index": [100], "candidate": "nan", "reference": case["first_mismatches"][0]["reference"], "abs_error": None, "ulp": None}
+        assert case["first_mismatches"][0] == {"index": [100], "candidate": "nan", "reference": case["first_mismatches"][0]["reference"],
+                                               "abs_error": None, "ulp": None}
 
         bad_calls = {
             "a string where a number belongs": ({"candidates": ["good.npy"], "references": ["ref.npy"], "atol": "tiny", "rtol": 0}, "atol"),
             "no candidates at all": ({"references": ["ref.npy"], "atol": 0, "rtol": 0}, "candidates"),
             "a negative tolerance": ({"candidates": ["good.npy"], "references": ["ref.npy"], "atol": -1, "rtol": 0}, "atol"),
-            "an unknown dtype": ({"candidates": [[1]], "references": [[1]], "atol": 0, "rtol": 0, "inline_dtype": "float8"}, "inline_dtype"),
-            "a path outside the workspace": ({"candidates": ["/etc/passwd.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "outside the workspace"),
+            "an unknown dtype": ({"candidates": [[1]], "references": [[1]], "atol": 0, "rtol": 0, "inline_dtype": "float8"},
+                                 "inline_dtype"),
+            "a path outside the workspace": ({"candidates": ["/etc/passwd.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0},
+                                             "outside the workspace"),
             "a missing file": ({"candidates": ["nope.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "does not exist"),
             "a text file": ({"candidates": ["ref.txt"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "not a .npy file"),
-            "mismatched lists": ({"candidates": ["good.npy", "bad.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0}, "one reference per candidate"),
+            "mismatched lists": ({"candidates": ["good.npy", "bad.npy"], "references": ["ref.npy"], "atol": 0, "rtol": 0},
+                                 "one reference per candidate"),
             "no tolerance": ({"candidates": ["good.npy"], "references": ["ref.npy"]}, "tolerance is not declared"),
         }
         for label, (arguments, expected) in bad_calls.items():
@@ -108,7 +112,8 @@ async def test_the_server_lists_schemas_judges_refuses_and_keeps_serving(served_
         assert (served_dir / "refs/manifest.json").is_file()
 
 
-@pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="LLVM is not installed; .ci/run installs clang-19")
+@pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                    reason="LLVM is not installed; .ci/run installs clang-19")
 async def test_compile_and_verify_prove_instructions_over_stdio(tmp_path):
     for name in ("dot8.hip", "swmmac.hip", "spill.hip"):
         shutil.copy(KERNELS / name, tmp_path / name)
@@ -121,10 +126,12 @@ async def test_compile_and_verify_prove_instructions_over_stdio(tmp_path):
             assert not result.is_error and result.structured_content["ok"], result.content[0].text
             return result.structured_content["builds"][0]["code_object"]
 
-        dot8 = await session.call_tool("disasm_verify", {"code_object": await code_object("dot8.hip", "gfx1201"), "expect": ["v_dot8_i32_iu4"]})
+        dot8 = await session.call_tool("disasm_verify",
+                                       {"code_object": await code_object("dot8.hip", "gfx1201"), "expect": ["v_dot8_i32_iu4"]})
         assert dot8.structured_content["passed"] is True
 
-        swmmac = await session.call_tool("disasm_verify", {"code_object": await code_object("swmmac.hip", "gfx1201"), "expect": ["v_swmmac_i32_16x16x64_iu4"]})
+        swmmac = await session.call_tool("disasm_verify", {"code_object": await code_object("swmmac.hip", "gfx1201"),
+                                                           "expect": ["v_swmmac_i32_16x16x64_iu4"]})
         assert swmmac.structured_content["passed"] is True
 
         spill = await session.call_tool("disasm_verify", {"code_object": await code_object("spill.hip", "gfx1201")})
@@ -135,14 +142,16 @@ async def test_compile_and_verify_prove_instructions_over_stdio(tmp_path):
         assert not missing.is_error and missing.structured_content["ok"] is False
         assert "not available on gfx942" in missing.structured_content["summary"] and "dot8-insts" in missing.structured_content["summary"]
 
-        refused = await session.call_tool("compile_kernel", {"source": "dot8.hip", "targets": ["gfx1201"], "extra_flags": ["-save-temps=obj"]})
+        refused = await session.call_tool("compile_kernel",
+                                          {"source": "dot8.hip", "targets": ["gfx1201"], "extra_flags": ["-save-temps=obj"]})
         assert "allow-list" in _error_text(refused)
         outside = await session.call_tool("disasm_verify", {"code_object": "/etc/hostname"})
         assert "outside the workspace" in _error_text(outside)
 @pytest.mark.skipif(shutil.which("llvm-mc-19") is None, reason="llvm-mc-19 is not installed; .ci/run installs llvm-19")
 async def test_the_isa_tools_answer_over_stdio_with_summaries_pages_and_refusals(tmp_path, private_cache):
     shutil.copy(Path(__file__).parent / "fixtures" / "codeobj" / "dot8_lds.gfx1201.hsaco", tmp_path / "k.hsaco")
-    env = {**os.environ, "HYPERLOOM_CACHE_DIR": str(private_cache), "HYPERLOOM_LLVM_DIR": str(Path(shutil.which("llvm-mc-19")).resolve().parent)}
+    env = {**os.environ, "HYPERLOOM_CACHE_DIR": str(private_cache),
+           "HYPERLOOM_LLVM_DIR": str(Path(shutil.which("llvm-mc-19")).resolve().parent)}
     params = StdioServerParameters(command=str(SERVER), cwd=str(tmp_path), env=env)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -154,7 +163,8 @@ async def test_the_isa_tools_answer_over_stdio_with_summaries_pages_and_refusals
         summary = await session.call_tool("isa", {"action": "census", "target": "gfx1201"}, read_timeout_seconds=120)
         assert not summary.is_error, summary.content
         jsonschema.validate(summary.structured_content, result_schema("isa_census"))  # a family lists no output schema
-        assert summary.structured_content["instructions"] == [] and "swmmac" in {c["name"] for c in summary.structured_content["capabilities_present"]}
+        assert summary.structured_content["instructions"] == [] and "swmmac" in {c["name"]
+                                                                                 for c in summary.structured_content["capabilities_present"]}
         assert summary.structured_content["evidence"]["tag"] == "MEASURED"
         assert summary.structured_content["llvm_version"].startswith("19.")
 

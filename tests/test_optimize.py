@@ -109,14 +109,18 @@ def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_r
     assert wrong.result.verdict == "REJECTED" and wrong.result.speedup is None and "y" in wrong.result.reason
     assert dead.result.verdict == "CRASH" and "SIGKILL" in dead.result.reason  # and the campaign went on
     assert idle.result.verdict == "NO_OP"
-    assert ("levers", "sdpa_math") not in by and any("lever sdpa_math not tried: the baseline's profiled step called no scaled_dot_product_attention" in n
+    assert ("levers", "sdpa_math") not in by and any("lever sdpa_math not tried: the baseline's profiled step called no "
+                                                     "scaled_dot_product_attention" in n
                                                      for n in report.notes)  # listed, but the MLP has no attention
     status = report.status
-    assert sorted(status.stack) == ["knob:pause=no", "knob:work=half"], [(r.seq, r.phase, r.result.levers, r.decision, r.result.reason) for r in report.records]
+    assert sorted(status.stack) == ["knob:pause=no", "knob:work=half"], [(r.seq, r.phase, r.result.levers, r.decision, r.result.reason)
+                                                                         for r in report.records]
     on_top = next(r for r in report.records if r.phase == "combine" and r.device_s > 0)
     assert on_top.reference and on_top.decision == "KEEP"  # the second winner was timed against the stack, not the baseline
-    again = next(r for r in report.records if r.phase == "combine" and "overrides:idle.py" in r.result.levers)  # NO_OP alone: once more on the stack
-    assert sorted(again.reference) == sorted(status.stack) and again.result.verdict == "NO_OP" and "took no effect on the baseline" in again.note
+    # NO_OP alone: once more on the stack
+    again = next(r for r in report.records if r.phase == "combine" and "overrides:idle.py" in r.result.levers)
+    assert sorted(again.reference) == sorted(status.stack) and again.result.verdict == "NO_OP" and ("took no effect on the "
+                                                                                                    "baseline") in again.note
     revalidations = [r for r in report.records if r.phase == "revalidate"]
     assert len(revalidations) == 2 and all(r.reference == [] and r.decision == "MEASURED" for r in revalidations)
     assert status.gain == revalidations[-1].result.speedup and status.gain > 1.5 and status.gain_ci95  # the last revalidation, measured
@@ -128,7 +132,8 @@ def test_a_campaign_keeps_what_helps_rejects_an_output_change_survives_a_crash_r
     assert set(parts) == {"references", "solo legs", "trials"} and abs(sum(parts.values()) - status.spent_device_s) < 1e-6, parts
     assert parts["trials"] == pytest.approx(sum(r.device_s for r in report.records)) and "by part: " in status.summary
     started = [n for n in report.notes if n.startswith("reference ")]  # each reference worker's start, by its parts
-    assert any(n.startswith("reference baseline started in") for n in started) and all(all(p in n for p in ("build", "warm-up", "outputs", "profile")) for n in started), started
+    assert any(n.startswith("reference baseline started in")
+               for n in started) and all(all(p in n for p in ("build", "warm-up", "outputs", "profile")) for n in started), started
     assert report.evidence is not None and report.evidence.tag.value == "MEASURED"
     saved = json.loads((mlp.root / report.breakdown_json).read_text())
     jsonschema.validate(saved, json.loads((REPO / "validators" / "optimize_breakdown.schema.json").read_text()))
@@ -161,7 +166,8 @@ def test_each_budget_kind_stops_the_campaign_and_starting_it_again_goes_on(mlp):
     _freeze(mlp, pause="no")  # no fixed pause in the step: half the work is near 2x on any CPU (with it, 1.38x here and under 1.2x on CI)
     levers = ["knob:mode=other", "knob:work=half"]
     stops = [({"deadline_s": 0.001}, "deadline"), ({"budget_gpu_hours": 1e-6}, "device-hour budget spent"),
-             ({"max_candidates": 1}, "max_candidates (1)"), ({"patience": 1}, "patience: 1"), ({"target_speedup": 1.2}, "target speedup of 1.2x")]
+             ({"max_candidates": 1}, "max_candidates (1)"), ({"patience": 1}, "patience: 1"),
+             ({"target_speedup": 1.2}, "target speedup of 1.2x")]
     tried = []
     for fields, reason in stops:
         report = _campaign(mlp, levers=levers, **fields)
@@ -194,8 +200,10 @@ def test_a_sweep_point_where_a_kept_lever_has_nothing_to_act_on_is_timed_and_say
     report = _campaign(mlp, levers=["knob:pause=no"])
     assert report.status.stack == ["knob:pause=no"], [(r.phase, r.result.levers, r.result.verdict, r.result.reason) for r in report.records]
     sweep = [r for r in report.records if r.phase == "sweep"]
-    assert len(sweep) == 2 and all(r.result.verdict == "FASTER" and r.decision == "MEASURED" for r in sweep), [(r.result.verdict, r.result.reason) for r in sweep]
-    assert all("at this point knob:pause=no did not take effect: nothing to act on here" in r.result.reason for r in sweep), sweep[0].result.reason
+    assert len(sweep) == 2 and all(r.result.verdict == "FASTER" and r.decision == "MEASURED"
+                                   for r in sweep), [(r.result.verdict, r.result.reason) for r in sweep]
+    assert all("at this point knob:pause=no did not take effect: nothing to act on here" in r.result.reason
+               for r in sweep), sweep[0].result.reason
 
 
 def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
@@ -211,7 +219,8 @@ def test_the_search_ends_early_enough_for_the_sweep_to_run(mlp, monkeypatch):
     _freeze(mlp, points="true")
     monkeypatch.setattr(stops.StopRules, "sweep_reserve_s", lambda self: 1e9 if self.ledger.stack() else 0.0)
     report = _campaign(mlp, levers=["knob:work=half", "knob:pause=no"])
-    assert "which what follows it (keeping the best winner, a rival's revalidation, the sweep) needs" in report.status.stop_reason, report.status.stop_reason
+    assert ("which what follows it (keeping the best winner, a rival's revalidation, the sweep) "
+            "needs") in report.status.stop_reason, report.status.stop_reason
     assert not [r for r in report.records if r.phase == "combine" and r.device_s > 0]  # the second winner was not stacked
     assert [r.point for r in report.records if r.phase == "sweep"] == [{"rows": "128"}, {"rows": "64"}]
 
@@ -246,8 +255,10 @@ def test_a_campaign_killed_mid_run_resumes_and_measures_nothing_twice(mlp):
     levers = ["knob:mode=other", "knob:work=half", "knob:pause=no"]
     code = ("import sys; from hyperloom.core.workspace import Workspace; from hyperloom.tools.optimize.api import run_campaign; "
             "from hyperloom.tools.optimize.models import OptimizeRequest; "
-            f"run_campaign(OptimizeRequest(session='mlp', levers={levers!r}, pairs=5, steps_per_leg=2, timeout_s=120.0, fixed_inputs=True), Workspace.from_env())")
-    process = subprocess.Popen([sys.executable, "-c", code], cwd=mlp.root, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, start_new_session=True)
+            f"run_campaign(OptimizeRequest(session='mlp', levers={levers!r}, pairs=5, steps_per_leg=2, timeout_s=120.0, "
+            "fixed_inputs=True), Workspace.from_env())")
+    process = subprocess.Popen([sys.executable, "-c", code], cwd=mlp.root, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                               start_new_session=True)
     ledger = mlp.root / ".hyperloom" / "optimize" / "mlp" / "ledger.sqlite"
     deadline = time.monotonic() + 300
     try:
@@ -267,14 +278,17 @@ def test_a_campaign_killed_mid_run_resumes_and_measures_nothing_twice(mlp):
 
 
 def test_a_pass_runs_each_workload_in_turn_and_one_whose_levers_do_not_apply_is_recorded(mlp):
-    members = run_pass(OptimizeRequest(session="two", workload_list=["mlp.py:plain", "mlp.py:build"], levers=["knob:work=half"], **FAST), mlp)
+    members = run_pass(OptimizeRequest(session="two", workload_list=["mlp.py:plain", "mlp.py:build"], levers=["knob:work=half"], **FAST),
+                       mlp)
     assert members == ["two.0", "two.1"]
     status = optimize_status(OptimizeRef(session="two"), mlp)
     plain, mlp_row = status.workloads
-    assert plain.state == "not running" and "declares no knob 'work'" in plain.stop_reason  # refused before its campaign opened; the pass went on
+    # refused before its campaign opened; the pass went on
+    assert plain.state == "not running" and "declares no knob 'work'" in plain.stop_reason
     assert mlp_row.state == "closed" and mlp_row.stack == ["knob:work=half"] and mlp_row.gain > 1.2
     member = optimize_status(OptimizeRef(session="two.1"), mlp)
-    assert status.candidates == member.candidates >= 1 and f"{member.candidates} candidate(s) tried" in status.summary  # the members' sum, not 0
+    # the members' sum, not 0
+    assert status.candidates == member.candidates >= 1 and f"{member.candidates} candidate(s) tried" in status.summary
     assert "one after another" in " ".join(optimize_report(OptimizeRef(session="two"), mlp).notes)
 
 
@@ -282,7 +296,8 @@ def test_a_pass_over_three_workloads_runs_as_tasks_on_a_local_ray(mlp):
     """Ray places one campaign per workload (two at once on this machine's two CPUs); the pass's status merges them."""
     pytest.importorskip("ray", reason="a pass on Ray needs ray (pip install 'hyperloom[cluster]')")
     (mlp.root / "mlp2.py").write_text(WORKLOAD)
-    run_pass(OptimizeRequest(session="three", workload_list=["mlp.py:build", "mlp.py:plain", "mlp2.py:build"], levers=["knob:work=half"], ray="local", **FAST), mlp)
+    run_pass(OptimizeRequest(session="three", workload_list=["mlp.py:build", "mlp.py:plain", "mlp2.py:build"], levers=["knob:work=half"],
+                             ray="local", **FAST), mlp)
     status = optimize_status(OptimizeRef(session="three"), mlp)
     first, plain, second = status.workloads
     assert first.state == second.state == "closed" and first.stack == second.stack == ["knob:work=half"] and first.gain > 1.2 and second.gain > 1.2
@@ -402,7 +417,8 @@ def test_the_kernel_proposals_profile_runs_the_stack_with_every_lever_in_place(w
     frozen = read_frozen("norm", workspace)
     traces = workspace.root / ".hyperloom" / "profile"
     stacked = profile_proposals(frozen, "stacked", workspace, 300.0, ["knob:pause=no", "compile"])
-    assert stacked.notes[0] == "the kernel proposals' profile ran with knob:pause=no + compile (each lever in place, warmed up, in a workload worker)"
+    assert stacked.notes[0] == ("the kernel proposals' profile ran with knob:pause=no + compile (each lever in place, warmed up, in a "
+                                "workload worker)")
     assert "Torch-Compiled Region" in (traces / "optimize-stacked" / "trace.json").read_text()  # the compiled step, recorded
     assert stacked.profile_json and (workspace.root / stacked.profile_json).is_file()
     knobs = profile_proposals(frozen, "knobs", workspace, 300.0, ["knob:pause=no"])
@@ -452,7 +468,8 @@ def test_a_trial_against_a_stack_is_judged_by_the_noise_band_of_that_stack_s_own
     workers keep one pace. A proposal doing a quarter less work on the stack (1.33x) is inside the baseline's band and
     far beyond the stack's own: it is judged by the A/A of the stack, measured once before the first trial against it."""
     (workspace.root / "paced.py").write_text(PACED)
-    workload_freeze(WorkloadFreezeRequest(workload="paced.py:build", name="paced", atol=1e-6, timeout_s=120), workspace)  # no `model`: no twin, a tolerance declared
+    # no `model`: no twin, a tolerance declared
+    workload_freeze(WorkloadFreezeRequest(workload="paced.py:build", name="paced", atol=1e-6, timeout_s=120), workspace)
     request = OptimizeRequest(session="paced", levers=["knob:jitter=off"], proposal_wait_s=0.0, **FAST)
     report = run_campaign(request, workspace)
     baseline_band = abs(report.records[0].result.speedup - 1)
@@ -470,7 +487,8 @@ def test_a_trial_against_a_stack_is_judged_by_the_noise_band_of_that_stack_s_own
     _keys_unique(again)
 
 
-@pytest.mark.parametrize(("verdict", "fresh", "consent", "kept"), [("FASTER", True, False, True), ("FASTER", None, False, True), ("FASTER", False, False, False),
+@pytest.mark.parametrize(("verdict", "fresh", "consent", "kept"),
+                         [("FASTER", True, False, True), ("FASTER", None, False, True), ("FASTER", False, False, False),
                                                                    ("FASTER", False, True, True), ("NOT_FASTER", True, True, False)])
 def test_an_unattended_campaign_keeps_a_gain_on_fixed_inputs_only_with_the_caller_s_consent(verdict, fresh, consent, kept):
     from types import SimpleNamespace
@@ -492,7 +510,8 @@ def test_levers_that_cannot_act_on_the_workload_are_not_built_and_those_a_stack_
     assert "lever channels_last not tried: the baseline's profiled step ran no convolution" in notes
     assert "lever sdpa_math not tried: the baseline's profiled step called no scaled_dot_product_attention" in notes
     assert "lever decode_loop not tried: the workload's model has no transformers generate" in notes
-    assert "lever int8_weight_only not tried: it changes numerics beyond the model's own" in notes  # atol/rtol declared, no looser twin rule
+    # atol/rtol declared, no looser twin rule
+    assert "lever int8_weight_only not tried: it changes numerics beyond the model's own" in notes
     assert "compile not tried" not in notes
     waiting = [r for r in report.records if r.result.levers == ["skip_guard_eval"]]
     assert len(waiting) == 1 and waiting[0].result.verdict == "NO_OP" and waiting[0].device_s == 0.0
@@ -511,7 +530,8 @@ def test_a_lever_s_need_is_read_from_the_baseline_and_only_an_unknown_is_tried()
     assert unmet(lever("sdpa_flash"), {}, conv).deferred is False
     assert unmet(lever("cudagraph_step_begin"), {}, conv).deferred is True
     assert unmet(lever("cudagraph_step_begin"), {}, {"ops": {"cudaGraphLaunch": 2}}) is None
-    assert unmet(lever("tf32"), {"module": True, "float32_weights": 0}, conv).reason.startswith("the workload's model has no float32 weights")
+    assert unmet(lever("tf32"), {"module": True, "float32_weights": 0},
+                 conv).reason.startswith("the workload's model has no float32 weights")
     assert unmet(lever("tf32"), {}, conv) is None  # no torch module to read: tried
     assert unmet(lever("sdpa_flash"), {}, {}) is None  # no profiled step: tried
     assert unmet(lever("compile"), {}, {}) is None
@@ -639,7 +659,8 @@ def test_a_winner_measured_above_the_stack_s_revalidation_is_revalidated_alone_a
     report = _campaign(mlp, levers=["knob:pause=no", "knob:scale=2", "knob:work=half"])
     assert report.status.stack == ["knob:scale=2"] and report.status.gain == 1.9, (report.status, report.notes)
     rivals = [r for r in report.records if r.phase == "revalidate" and r.result.levers != ["knob:pause=no"]]
-    assert [r.result.levers for r in rivals] == [["knob:scale=2"]], "work=half (1.5x alone) cannot beat the new stack's 1.9x: not revalidated"
+    assert [r.result.levers for r in rivals] == [["knob:scale=2"]], ("work=half (1.5x alone) cannot beat the new stack's 1.9x: "
+                                                                     "not revalidated")
     kept = [r for r in report.records if r.decision == "KEEP"]
     assert kept[-1].result.levers == ["knob:scale=2"] and "replaces it" in kept[-1].note
 
@@ -649,7 +670,8 @@ def test_the_catalog_is_tried_cheapest_first_and_the_tuners_last():
 
     for vendor in ("cuda", "rocm", "cpu"):
         order = catalog_order(vendor)
-        tuners = ["compile_max_autotune"] + (["compile_max_autotune_no_cudagraphs", "tunableop"] if vendor != "cpu" else [])  # no CUDA graphs on a CPU: the same mode
+        # no CUDA graphs on a CPU: the same mode
+        tuners = ["compile_max_autotune"] + (["compile_max_autotune_no_cudagraphs", "tunableop"] if vendor != "cpu" else [])
         assert sorted(order[-len(tuners):]) == tuners, (vendor, order)
         assert order.index("channels_last") < order.index("compile") < order.index("compile_max_autotune")
     assert "hipblaslt" in catalog_order("rocm") and "hipblaslt" not in catalog_order("cuda")
@@ -671,10 +693,12 @@ def test_a_disturbed_a_a_is_measured_again_and_the_steady_one_sets_the_noise_ban
         solo = self.ledger.get_json("baseline", {})["stats"]["median_s"]
         again = "(again:" in job.note
         legs = [solo] * 6 if again or job.phase != "baseline" else [solo] * 3 + [3 * solo] * 3  # the first A/A's reference at two paces
-        result = CandidateResult(levers=job.levers, verdict="NOT_FASTER", reason="stood in", speedup=1.01 if again else 1.8 if job.phase == "baseline" else 1.0,
+        result = CandidateResult(levers=job.levers, verdict="NOT_FASTER", reason="stood in",
+                                 speedup=1.01 if again else 1.8 if job.phase == "baseline" else 1.0,
                                  baseline_legs_s=legs, candidate_legs_s=[solo] * 6, inputs_fresh=True)
         return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
-                                         decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0, finished_at="now"))
+                                         decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0,
+                                         finished_at="now"))
 
     monkeypatch.setattr(measurement.Measurement, "measure", measure)
     _freeze(mlp)
@@ -682,8 +706,8 @@ def test_a_disturbed_a_a_is_measured_again_and_the_steady_one_sets_the_noise_ban
     assert bands[0] == 1.01, bands  # the steady second A/A set the band, not the first's 1.8x
     aas = [r for r in report.records if r.phase == "baseline" and not r.reference]
     assert [r.result.speedup for r in aas] == [1.8, 1.01] and "(again: the first was disturbed)" in aas[1].note
-    assert any(n.startswith("the A/A against the baseline was disturbed (the reference ran at 2.00x its solo pace") and n.endswith("measured again, 1.8x then 1.01x")
-               for n in report.notes), report.notes
+    assert any(n.startswith("the A/A against the baseline was disturbed (the reference ran at 2.00x its solo pace")
+               and n.endswith("measured again, 1.8x then 1.01x") for n in report.notes), report.notes
 
 
 def test_a_search_trial_beside_a_wrecked_reference_is_measured_again(mlp, monkeypatch):
@@ -701,15 +725,18 @@ def test_a_search_trial_beside_a_wrecked_reference_is_measured_again(mlp, monkey
         solo = against.solo_s
         calls.append(solo)
         wrecked = len(calls) == 1
-        return CandidateResult(levers=names, verdict="NOT_FASTER" if wrecked else "FASTER", reason="stood in", speedup=1.0 if wrecked else 1.5,
+        return CandidateResult(levers=names, verdict="NOT_FASTER" if wrecked else "FASTER", reason="stood in",
+                               speedup=1.0 if wrecked else 1.5,
                                baseline_legs_s=[solo * (5 if wrecked else 1)] * 6, candidate_legs_s=[solo / 1.5] * 6, inputs_fresh=True)
 
     monkeypatch.setattr(measurement, "trial", trial)
     _freeze(mlp)
     report = _campaign(mlp, levers=["knob:work=half"])
     [record] = [r for r in report.records if r.phase == "levers" and r.result.levers == ["knob:work=half"]]
-    assert len(calls) == 3 and record.result.verdict == "FASTER" and record.decision == "WINNER", (calls, record)  # twice, then its revalidation
-    assert any(n.startswith("levers knob:work=half: the reference ran at 5x its solo pace in the pairs; its verdict (NOT_FASTER) not kept, measured again")
+    # twice, then its revalidation
+    assert len(calls) == 3 and record.result.verdict == "FASTER" and record.decision == "WINNER", (calls, record)
+    assert any(n.startswith("levers knob:work=half: the reference ran at 5x its solo pace in the pairs; its verdict (NOT_FASTER) not kept, "
+                            "measured again")
                for n in report.notes), report.notes
 
 
@@ -737,16 +764,17 @@ def test_a_trial_against_a_stack_is_judged_by_the_stack_s_own_pace_in_its_a_a(wo
     kernel = Job("k", "kernels", [*stack, "overrides:k.py"], stack, ["overrides:k.py"], "agent")
     assert campaign.solo_s(kernel) is None  # the stack's A/A has not run
     for kind, legs in (("same_work", [0.3, 0.31, 0.9]), ("same_work_again", [0.2, 0.21, 0.22])):
-        result = CandidateResult(levers=stack, verdict="NOT_FASTER", reason="A/A", speedup=1.0, baseline_legs_s=legs, candidate_legs_s=legs, inputs_fresh=True)
+        result = CandidateResult(levers=stack, verdict="NOT_FASTER", reason="A/A", speedup=1.0, baseline_legs_s=legs, candidate_legs_s=legs,
+                                 inputs_fresh=True)
         key = campaign.key(kind, stack, [])
-        campaign.ledger.rows[key] = Record(seq=0, key=key, phase="baseline", reference=stack, proposer="campaign", note="", decision="MEASURED",
-                                           result=result, device="cpu", device_s=1.0, finished_at="now")
+        campaign.ledger.rows[key] = Record(seq=0, key=key, phase="baseline", reference=stack, proposer="campaign", note="",
+                                           decision="MEASURED", result=result, device="cpu", device_s=1.0, finished_at="now")
     assert campaign.solo_s(kernel) == 0.21
     assert campaign.solo_s(Job("aa", "baseline", stack, stack, [], "campaign")) is None
     assert campaign.solo_s(Job("p", "sweep", stack, [], [], "campaign", point={"batch": "8"})) is None
     assert campaign.solo_s(Job("l", "levers", ["compile"], [], ["compile"], "catalog")) == 0.9
-    wrecked = CandidateResult(levers=kernel.levers, verdict="NOT_FASTER", reason="x", speedup=1.0, baseline_legs_s=[0.7] * 6, candidate_legs_s=[0.7] * 6,
-                              inputs_fresh=True)
+    wrecked = CandidateResult(levers=kernel.levers, verdict="NOT_FASTER", reason="x", speedup=1.0, baseline_legs_s=[0.7] * 6,
+                              candidate_legs_s=[0.7] * 6, inputs_fresh=True)
     assert campaign.wrecked(kernel, wrecked) == "the reference ran at 3.33x its solo pace in the pairs"
 
 
@@ -763,9 +791,11 @@ def _stand_in_trials(monkeypatch, speed, revalidated=None, engaged=(), revalidat
         gain = again if again and job.phase == "revalidate" else speed.get(tuple(job.levers))
         verdict = (revalidated_verdict if job.phase == "revalidate" else "FASTER") if gain else "NOT_FASTER"
         result = CandidateResult(levers=job.levers, verdict=verdict, reason="stood in", speedup=gain or 1.0, inputs_fresh=True,
-                                 engagement=[Engagement(lever=name, engaged=True, evidence="stood in") for name in job.levers if name in engaged])
+                                 engagement=[Engagement(lever=name, engaged=True, evidence="stood in") for name in job.levers
+                                             if name in engaged])
         return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer, note=job.note,
-                                         decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0, finished_at="now"))
+                                         decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=1.0,
+                                         finished_at="now"))
 
     monkeypatch.setattr(measurement.Measurement, "measure", measure)
 
@@ -781,7 +811,8 @@ def test_a_trial_the_deadline_cut_is_not_recorded_so_a_resume_runs_it_and_the_st
     def cut_revalidation(candidate, against, plan):
         names = candidate.names
         if candidate.new and len(names) == 1 and names == ["knob:pause=no"] and campaign_state["kept"]:
-            return CandidateResult(levers=names, verdict="TIMEOUT", reason="warmup, cut at the campaign's deadline: did not finish within 3 s and was killed")
+            return CandidateResult(levers=names, verdict="TIMEOUT",
+                                   reason="warmup, cut at the campaign's deadline: did not finish within 3 s and was killed")
         result = real(candidate, against, plan)
         campaign_state["kept"] = campaign_state["kept"] or result.verdict == "FASTER"
         return result
@@ -814,7 +845,8 @@ def test_a_search_trial_is_cut_where_keeping_its_winner_must_start_and_the_winne
         names = candidate.names
         cut_at[tuple(names)] = plan.settings.deadline_at
         if names == ["knob:scale=2"]:
-            return CandidateResult(levers=names, verdict="TIMEOUT", reason="warmup, cut at the campaign's deadline: did not finish and was killed")
+            return CandidateResult(levers=names, verdict="TIMEOUT",
+                                   reason="warmup, cut at the campaign's deadline: did not finish and was killed")
         return real(candidate, against, plan)
 
     monkeypatch.setattr(measurement, "trial", slow_second_lever)
@@ -837,10 +869,12 @@ def test_what_follows_the_search_is_costed_at_the_trials_that_built_their_worker
 
     def done(phase, device_s, turn):
         return Record(seq=0, key=f"{phase}{device_s}", phase=phase, reference=[], proposer="campaign", note="", decision="WINNER",
-                      result=CandidateResult(levers=["x"], verdict="FASTER", reason="", worker_turn=turn), device="gpu0", device_s=device_s, finished_at="now")
+                      result=CandidateResult(levers=["x"], verdict="FASTER", reason="", worker_turn=turn), device="gpu0", device_s=device_s,
+                      finished_at="now")
 
     assert built_trial_s([]) is None
-    assert built_trial_s([done("baseline", 30.0, 1), done("levers", 14.0, 1), done("levers", 2.0, 2), done("levers", 3.0, 3), done("levers", 16.0, 1)]) == 15.0
+    assert built_trial_s([done("baseline", 30.0, 1), done("levers", 14.0, 1), done("levers", 2.0, 2), done("levers", 3.0, 3),
+                          done("levers", 16.0, 1)]) == 15.0
     assert built_trial_s([done("levers", 2.0, 2), done("levers", 4.0, 3)]) == 3.0  # none built: every trial's mean
 
 
@@ -862,7 +896,8 @@ def test_rivals_that_share_no_lever_with_an_unsteady_stack_are_tried_first():
 
     def winner(levers, gain):
         return Record(seq=0, key="+".join(levers), phase="levers", reference=[], proposer="campaign", note="", decision="WINNER",
-                      result=CandidateResult(levers=levers, verdict="FASTER", reason="", speedup=gain), device="gpu0", device_s=1.0, finished_at="now")
+                      result=CandidateResult(levers=levers, verdict="FASTER", reason="", speedup=gain), device="gpu0", device_s=1.0,
+                      finished_at="now")
 
     stack = ["compile_reduce_overhead", "skip_guard_eval"]
     winners = [winner(["compile_reduce_overhead", "cudagraph_step_begin"], 2.22), winner(["compile_reduce_overhead"], 2.17),
@@ -880,8 +915,9 @@ def test_the_sweep_counts_the_final_stack_s_points_not_an_earlier_stack_s():
     from hyperloom.tools.workload.models import CandidateResult
 
     def swept(levers, point, seq):
-        return Record(seq=seq, key=f"sweep{seq}", phase="sweep", reference=levers, proposer="campaign", note="", decision="MEASURED", point=point,
-                      result=CandidateResult(levers=levers, verdict="FASTER", reason="", speedup=2.0), device="gpu0", device_s=1.0, finished_at="now")
+        return Record(seq=seq, key=f"sweep{seq}", phase="sweep", reference=levers, proposer="campaign", note="", decision="MEASURED",
+                      point=point, result=CandidateResult(levers=levers, verdict="FASTER", reason="", speedup=2.0), device="gpu0",
+                      device_s=1.0, finished_at="now")
 
     earlier, final = ["static_cache", "decode_loop"], ["static_cache", "decode_loop", "fuse_projections"]
     records = [swept(earlier, {"batch": "8"}, 18), swept(final, {"batch": "8"}, 21)]
@@ -902,7 +938,8 @@ def test_winners_are_ranked_by_their_own_legs_not_by_a_ratio_whose_reference_mov
     ranked = fastest_first(winners)
     order = [w.result.levers for w in ranked]
     assert order[0] == ["compile_reduce_overhead"] and order.index(["compile"]) > 3, order
-    assert rival_order(winners, ["compile_reduce_overhead"])[0].result.levers == ["compile"]  # the one sharing no lever with the stack first
+    # the one sharing no lever with the stack first
+    assert rival_order(winners, ["compile_reduce_overhead"])[0].result.levers == ["compile"]
     for winner in ranked:  # without legs (a record that has none): by ratio, as before
         winner.result.candidate_legs_s = []
     assert fastest_first(winners)[0].result.levers == ["compile"]

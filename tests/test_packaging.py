@@ -49,7 +49,8 @@ def test_the_wheel_installs_only_the_hyperloom_namespace(wheel):
 
 def test_the_installed_wheel_imports_from_any_directory(wheel, tmp_path):
     target = tmp_path / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)], check=True,
+                   timeout=300)
     probe = (
         "import importlib.util, hyperloom.tools.gate.check, hyperloom.mcp_server.server, hyperloom.validators.schemas;"
         "assert hyperloom.__file__.startswith(%r);"

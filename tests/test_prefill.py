@@ -79,8 +79,10 @@ def test_activations_are_packed_in_natural_nibble_order(k_offset):
         (lambda: packing.compress_2of4(np.zeros((1, 48), np.int8)), "multiple of 32"),
         (lambda: packing.compress_2of4(np.zeros((1, 32), np.float32)), "integers"),
         (lambda: packing.pack_int4(np.full((2, 8), -9)), r"values lie in \[-8, 7\]"),
-        (lambda: packing.expand_2of4(np.zeros((1, 4), np.uint32), np.zeros((1, 2), np.uint32)), "index field 0x0 at row 0, block 0 is not a 2-of-4 selection"),
-        (lambda: packing.expand_2of4(np.zeros((1, 2), np.uint32), np.full((1, 2), 0x44444444, np.uint32)), r"describes 16 blocks of 4 \(needs 32\)"),
+        (lambda: packing.expand_2of4(np.zeros((1, 4), np.uint32), np.zeros((1, 2), np.uint32)),
+         "index field 0x0 at row 0, block 0 is not a 2-of-4 selection"),
+        (lambda: packing.expand_2of4(np.zeros((1, 2), np.uint32), np.full((1, 2), 0x44444444, np.uint32)),
+         r"describes 16 blocks of 4 \(needs 32\)"),
     ],
 )
 def test_host_input_the_layout_cannot_represent_is_refused_by_name(call, message):
@@ -199,13 +201,15 @@ def test_activations_in_the_decode_nibble_order_give_a_different_product():
 )
 def test_shapes_that_are_not_whole_tiles_are_refused_before_any_launch(variant, shape, message):
     rng = np.random.default_rng(10)
-    inputs = sparse_inputs(rng, 48, 64, 256)[2] if variant == "sparse_w4a4" else {"w": np.zeros((64, 256), np.int8), "x": np.zeros((48, 256), np.int8)}
+    inputs = sparse_inputs(rng, 48, 64, 256)[2] if variant == "sparse_w4a4" else {"w": np.zeros((64, 256), np.int8),
+                                                                                  "x": np.zeros((48, 256), np.int8)}
     with pytest.raises(HyperloomError, match=message):
         getattr(reference, variant)(inputs, dict(SHAPE, **shape))
 
 
 @pytest.mark.parametrize(("name", "array", "message"), [("w_idx", np.zeros((64, 8), np.int32), "w_idx has dtype int32"),
-                                                         ("x", np.zeros((48, 16), np.uint32), r"x has shape \(48, 16\), expected \(48, 32\)")])
+                                                         ("x", np.zeros((48, 16), np.uint32),
+                                                          r"x has shape \(48, 16\), expected \(48, 32\)")])
 def test_operands_of_the_wrong_dtype_or_shape_are_named(name, array, message):
     inputs = sparse_inputs(np.random.default_rng(11), 48, 64, 256)[2]
     inputs[name] = array

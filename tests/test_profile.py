@@ -62,7 +62,8 @@ def test_the_documentation_example_of_the_older_columns_parses_with_queues_as_st
     trace = read_trace(DOCS, "docs_kernel_trace.csv")
     assert len(trace.kernels) == 7 and {k.stream for k in trace.kernels} == {"1", "2", "3", "4"}
     first = trace.kernels[0]
-    assert first.name.startswith("void addition_kernel<float>") and first.dur_us == pytest.approx((8819330200116308 - 8819330200067564) / 1e3)
+    assert first.name.startswith("void "
+                                 "addition_kernel<float>") and first.dur_us == pytest.approx((8819330200116308 - 8819330200067564) / 1e3)
     assert first.launch == "grid 16x1024x1 block 64x1x1"
 
 
@@ -108,7 +109,8 @@ def test_a_cpu_only_trace_ranks_operators_by_self_time_and_finds_its_fusions():
     assert linear.bytes_per_call is None and "counted in aten::addmm" in linear.work_model
     chains = {tuple(c.ops): c for c in a.fusion}
     assert set(chains) == {("aten::gelu", "aten::layer_norm"), ("aten::softmax", "aten::mul", "aten::add")}
-    assert chains[("aten::gelu", "aten::layer_norm")].occurrences == 2 and chains[("aten::gelu", "aten::layer_norm")].bytes_saved_per_occurrence == 2 * 8 * 128 * 4
+    assert chains[("aten::gelu", "aten::layer_norm")].occurrences == 2 and chains[("aten::gelu",
+                                                                                   "aten::layer_norm")].bytes_saved_per_occurrence == 2 * 8 * 128 * 4
     assert chains[("aten::softmax", "aten::mul", "aten::add")].before == "aten::linear"
 
 
@@ -116,7 +118,8 @@ def test_a_cpu_only_trace_ranks_operators_by_self_time_and_finds_its_fusions():
 
 def test_kernels_inside_a_compiled_region_are_ranked_each_by_name_and_launch_shape_not_as_one_region():
     trace = read_trace(STATIC_CACHE, "static")
-    region_us = sum(k.dur_us for k in trace.kernels if k.kind == "kernel" and k.op is not None and k.op.name == "Torch-Compiled Region: 0/0")
+    region_us = sum(k.dur_us for k in trace.kernels if k.kind == "kernel" and k.op is not None
+                    and k.op.name == "Torch-Compiled Region: 0/0")
     analysis = analyse(trace, NO_ROOF)
     spots = [h for h, _ in analysis.ranked]
     assert not any(h.label.startswith("Torch-Compiled Region") for h in spots)  # it was one hotspot of 59 % before
@@ -126,7 +129,8 @@ def test_kernels_inside_a_compiled_region_are_ranked_each_by_name_and_launch_sha
     top = spots[0]
     assert top.kernel_class == "gemm" and top.label.startswith("nvjet_sm90_tst_384x8") and "[grid 2x66x1 block 384x1x1]" in top.label
     norm = next(h for h in inside if h.label.startswith("triton_per_fused__to_copy_add_embedding_mean_mul_pow_rsqrt_0"))
-    assert norm.kernel_class == "normalization" and "Inductor's persistent reduction kernel fusing _to_copy_add_embedding" in norm.work_model
+    assert norm.kernel_class == "normalization" and ("Inductor's persistent reduction kernel fusing "
+                                                     "_to_copy_add_embedding") in norm.work_model
     assert norm.bytes_per_call is None and norm.roof is None and "no byte/flop model" in norm.work_model  # said, not guessed
     said = next(f for f in analysis.findings if "inside compiled code" in f)
     assert "59 % of device time" in said and "19 kernels" in said and "13 Inductor kernels" in said and "6 library kernels" in said
@@ -185,24 +189,32 @@ BF16, F32 = "c10::BFloat16", "float"
 
 
 @pytest.mark.parametrize(("op", "bytes_moved", "flops", "out"), [
-    (_op("aten::mm", [[8, 4096], [4096, 11008]], [BF16, BF16]), (8 * 4096 + 4096 * 11008 + 8 * 11008) * 2, 2 * 8 * 11008 * 4096, (8, 11008)),
+    (_op("aten::mm", [[8, 4096], [4096, 11008]], [BF16, BF16]), (8 * 4096 + 4096 * 11008 + 8 * 11008) * 2, 2 * 8 * 11008 * 4096,
+     (8, 11008)),
     (_op("aten::addmm", [[11008], [8, 4096], [4096, 11008], [], []], [BF16, BF16, BF16, "Scalar", "Scalar"]),
      (11008 + 8 * 4096 + 4096 * 11008 + 8 * 11008) * 2, 2 * 8 * 11008 * 4096, (8, 11008)),
-    (_op("aten::bmm", [[32, 128, 64], [32, 64, 128]], [F32, F32]), (3 * 32 * 128 * 64 + 32 * 128 * 128 - 32 * 128 * 64) * 4, 2 * 32 * 128 * 128 * 64, (32, 128, 128)),
-    (_op("aten::linear", [[2, 16, 512], [1024, 512], [1024]], [F32, F32, F32]), (2 * 16 * 512 + 1024 * 512 + 1024 + 2 * 16 * 1024) * 4, 2 * 32 * 1024 * 512, (2, 16, 1024)),
+    (_op("aten::bmm", [[32, 128, 64], [32, 64, 128]], [F32, F32]), (3 * 32 * 128 * 64 + 32 * 128 * 128 - 32 * 128 * 64) * 4,
+     2 * 32 * 128 * 128 * 64, (32, 128, 128)),
+    (_op("aten::linear", [[2, 16, 512], [1024, 512], [1024]], [F32, F32, F32]), (2 * 16 * 512 + 1024 * 512 + 1024 + 2 * 16 * 1024) * 4,
+     2 * 32 * 1024 * 512, (2, 16, 1024)),
     (_op("aten::matmul", [[2, 16, 512], [512, 64]], [F32, F32]), (2 * 16 * 512 + 512 * 64 + 32 * 64) * 4, 2 * 32 * 64 * 512, (32, 64)),
     (_op("aten::add", [[4, 1, 8], [8], []], [F32, F32, "Scalar"]), (32 + 8 + 32) * 4, 32, (4, 1, 8)),
     (_op("aten::mul_", [[4, 4096], [4, 1]], [BF16, F32]), 4 * 4096 * 2 + 4 * 4 + 4 * 4096 * 2, 4 * 4096, (4, 4096)),
     (_op("aten::fill_", [[4, 4096], []], [BF16, "Scalar"]), 4 * 4096 * 2, 0, (4, 4096)),
-    (_op("aten::mean", [[2, 7, 4096], [], [], []], [F32, "ScalarList", "Scalar", ""], ["", "[-1]", "True", ""]), (2 * 7 * 4096 + 2 * 7) * 4, 2 * 7 * 4096, (2, 7, 1)),
+    (_op("aten::mean", [[2, 7, 4096], [], [], []], [F32, "ScalarList", "Scalar", ""], ["", "[-1]", "True", ""]), (2 * 7 * 4096 + 2 * 7) * 4,
+     2 * 7 * 4096, (2, 7, 1)),
     (_op("aten::sum", [[5, 128], [], []], [F32, "ScalarList", "Scalar"], ["", "", "False"]), (640 + 1) * 4, 640, ()),
-    (_op("aten::_fused_rms_norm", [[2, 7, 4096], [], [4096], []], [BF16, "ScalarList", BF16, "Scalar"]), (2 * 2 * 7 * 4096 + 4096) * 2, 4 * 2 * 7 * 4096, (2, 7, 4096)),
-    (_op("aten::native_layer_norm", [[8, 128], [], [128], [128], []], [F32, "ScalarList", F32, F32, "Scalar"]), (2 * 8 * 128 + 2 * 128) * 4, 5 * 8 * 128, (8, 128)),
+    (_op("aten::_fused_rms_norm", [[2, 7, 4096], [], [4096], []], [BF16, "ScalarList", BF16, "Scalar"]), (2 * 2 * 7 * 4096 + 4096) * 2,
+     4 * 2 * 7 * 4096, (2, 7, 4096)),
+    (_op("aten::native_layer_norm", [[8, 128], [], [128], [128], []], [F32, "ScalarList", F32, F32, "Scalar"]), (2 * 8 * 128 + 2 * 128) * 4,
+     5 * 8 * 128, (8, 128)),
     (_op("aten::_softmax", [[2, 32, 7, 7], [], []], [F32, "Scalar", "Scalar"]), 2 * 2 * 32 * 49 * 4, 5 * 2 * 32 * 49, (2, 32, 7, 7)),
     (_op("aten::copy_", [[2, 7, 4096], [2, 7, 4096], []], [F32, BF16, "Scalar"]), 2 * 7 * 4096 * (4 + 2), 0, (2, 7, 4096)),
-    (_op("aten::_to_copy", [[2, 7, 4096], [], [], [], [], [], []], [F32, "Scalar", "", "", "", "Scalar", ""], ["", "15", "", "", "", "False", ""]),
+    (_op("aten::_to_copy", [[2, 7, 4096], [], [], [], [], [], []], [F32, "Scalar", "", "", "", "Scalar", ""],
+         ["", "15", "", "", "", "False", ""]),
      2 * 7 * 4096 * (4 + 2), 0, (2, 7, 4096)),
-    (_op("aten::embedding", [[32000, 4096], [1, 7], [], [], []], [BF16, "long int", "Scalar", "Scalar", "Scalar"]), 7 * 8 + 2 * 7 * 4096 * 2, 0, (1, 7, 4096)),
+    (_op("aten::embedding", [[32000, 4096], [1, 7], [], [], []], [BF16, "long int", "Scalar", "Scalar", "Scalar"]),
+     7 * 8 + 2 * 7 * 4096 * 2, 0, (1, 7, 4096)),
 ])
 def test_work_models_match_hand_counts(op, bytes_moved, flops, out):
     work = op_work(op)
@@ -217,8 +229,8 @@ def test_attention_counts_the_causal_triangle_only_when_the_op_was_causal():
     pairs = 128 * 128 - 128 * 127 // 2  # query i sees keys 0..i
     assert causal.flops == 2 * 32 * pairs * (128 + 128) and full.flops == 2 * 32 * 128 * 128 * 256
     assert causal.bytes_moved == (2 * 32 * 128 * 128 + 2 * 8 * 128 * 128) * 2
-    decode = op_work(_op("aten::_scaled_dot_product_flash_attention", [[1, 32, 1, 128], [1, 32, 129, 128], [1, 32, 129, 128]] + dims[3:], types,
-                         ["", "", "", "0.0", "True", "False", ""]))
+    decode = op_work(_op("aten::_scaled_dot_product_flash_attention", [[1, 32, 1, 128], [1, 32, 129, 128], [1, 32, 129, 128]] + dims[3:],
+                         types, ["", "", "", "0.0", "True", "False", ""]))
     assert decode.flops == 2 * 32 * 129 * 256  # one new query sees every cached key
     flash = op_work(_op("aten::_flash_attention_forward", [[1, 128, 32, 128], [1, 128, 8, 128], [1, 128, 8, 128]] + [[]] * 6,
                         [BF16] * 3 + ["", "", "Scalar", "Scalar", "Scalar", "Scalar"], ["", "", "", "", "", "128", "128", "0.0", "True"]))
@@ -318,7 +330,8 @@ def traces(workspace):
     packed = gzip.compress(text.encode())
     (folder / "truncated.json.gz").write_bytes(packed[: len(packed) // 2])
     (folder / "notes.txt").write_text("these are my notes, not a trace\n")
-    (folder / "other_tool.json").write_text(json.dumps([{"name": "Paint", "cat": "blink", "ph": "X", "ts": 1, "dur": 2, "pid": 1, "tid": 1}]))
+    (folder / "other_tool.json").write_text(json.dumps([{"name": "Paint", "cat": "blink", "ph": "X", "ts": 1, "dur": 2, "pid": 1,
+                                                         "tid": 1}]))
     (folder / "rocprof.json").write_text(json.dumps({"rocprofiler-sdk-tool": [{"metadata": {}}]}))
     (folder / "config.json").write_text(json.dumps({"hello": 1}))
     (folder / "empty_steps.json").write_text(json.dumps({"schemaVersion": 1, "traceEvents": [
@@ -405,7 +418,8 @@ def test_an_addmm_hand_off_names_the_spec_buffers_and_its_reference_computes_the
     from hyperloom.tools.profile.hotspots import rank_hotspots
 
     trace = read_trace(CPU, "cpu")
-    ranked = [(h, i) for h, i in rank_hotspots(work_items(trace.kernels, Classifier(), WorkCache()), NO_ROOF, 1.0) if h.label.startswith("aten::addmm [128]")]
+    ranked = [(h, i) for h, i in rank_hotspots(work_items(trace.kernels, Classifier(), WorkCache()), NO_ROOF, 1.0)
+                            if h.label.startswith("aten::addmm [128]")]
     (draft,) = handoffs(ranked, [], [], workspace.root, workspace, "cpu", count=1)
     assert draft.metric == {"bytes": 39424, "flops": 131072} and draft.ops == ["aten::addmm"]
     spec = yaml.safe_load((workspace.root / draft.spec).read_text())
@@ -424,13 +438,16 @@ def test_the_committed_schema_is_the_result_models_schema():
     committed = json.loads((REPO / "validators" / "profile.schema.json").read_text())
     from hyperloom.tools.profile.schema import result_schema
 
-    assert committed == result_schema(), "validators/profile.schema.json is stale: python -m hyperloom.tools.profile.schema > validators/profile.schema.json"
+    assert committed == result_schema(), ("validators/profile.schema.json is stale: python -m hyperloom.tools.profile.schema > "
+                                          "validators/profile.schema.json")
 
 
 @pytest.mark.parametrize(("name", "short"), [
     ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, "
-     "at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)", "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, detail::Array<char*, 3> >"),
-    ("void at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)::{lambda()#1}::operator()() const", "launch_clamp_scalar()"),
+     "at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)",
+     "vectorized_elementwise_kernel<4, CUDAFunctor_add<float>, detail::Array<char*, 3> >"),
+    ("void at::native::(anonymous namespace)::launch_clamp_scalar(at::TensorIteratorBase&, c10::Scalar)::{lambda()#1}::operator()() const",
+     "launch_clamp_scalar()"),
     ("Memcpy HtoD (Host -> Device)", "Memcpy HtoD (Host -> Device)"),
     ("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", "ncclDevKernel_Generic"),
 ])
@@ -524,7 +541,8 @@ def test_a_convolution_s_work_is_read_from_a_real_trace_with_its_stride_padding_
     torch = pytest.importorskip("torch")
     from hyperloom.tools.profile.load import read_trace
 
-    layers = [torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.Conv2d(16, 16, 3, padding=1, groups=4, bias=False), torch.nn.Conv2d(16, 4, 1)]
+    layers = [torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.Conv2d(16, 16, 3, padding=1, groups=4, bias=False),
+              torch.nn.Conv2d(16, 4, 1)]
     x = torch.randn(2, 8, 32, 32)
     with torch.profiler.profile(record_shapes=True) as prof, torch.inference_mode():
         for layer in layers:

@@ -56,7 +56,8 @@ def _load(path: Path):
 
 def test_profile_drafts_the_top_hotspots_and_fusion_candidates_and_every_library_chain(h200):
     _, drafts = h200
-    assert sorted(drafts) == ["fusion1_add_rmsnorm", "fusion2_silu_and_mul", "fusion3_mul_add", "fusion4_rmsnorm", "hotspot1_mm", "hotspot2_mm", "hotspot3_mm"]
+    assert sorted(drafts) == ["fusion1_add_rmsnorm", "fusion2_silu_and_mul", "fusion3_mul_add", "fusion4_rmsnorm", "hotspot1_mm",
+                              "hotspot2_mm", "hotspot3_mm"]
     assert drafts["fusion1_add_rmsnorm"].ranks == [1, 6]  # prefill and decode: one draft at both recorded shapes
     assert drafts["fusion1_add_rmsnorm"].shapes == [{"rows": 512, "cols": 2048}, {"rows": 1, "cols": 2048}]
 
@@ -84,7 +85,8 @@ def test_the_library_drafts_metric_counts_bfloat16_bytes(h200):
     spec = _spec(workspace, drafts["fusion4_rmsnorm"])
     from hyperloom.tools.kernelspec.expr import evaluate
 
-    assert evaluate(spec["metric"]["bytes"], {"rows": 512, "cols": 2048}) == 2 * (2 * 512 * 2048 + 2048)  # x, y and the weight, 2 bytes each
+    # x, y and the weight, 2 bytes each
+    assert evaluate(spec["metric"]["bytes"], {"rows": 512, "cols": 2048}) == 2 * (2 * 512 * 2048 + 2048)
 
 
 def test_the_rmsnorm_drafts_reference_is_hf_s_eager_module_bit_for_bit(h200):
@@ -106,10 +108,13 @@ def test_a_chain_the_library_does_not_cover_lists_its_todos_and_nothing_else(h20
     handoff = drafts["fusion3_mul_add"]
     assert handoff.library is None and [t.split(":")[0] for t in handoff.todos] == ["source", "variants.triton.entry"]
     result = _check(workspace, handoff)
-    assert not result.ok and {(p.severity, p.path) for p in result.problems if p.severity != "warning"} == {("todo", "source"), ("todo", "variants.triton.entry")}
+    assert not result.ok and {(p.severity, p.path) for p in result.problems if p.severity != "warning"} == {("todo", "source"),
+                                                                                                            ("todo",
+                                                                                                             "variants.triton.entry")}
     assert result.reference is not None  # the contract is checked while the kernel is still to write
     spec = _spec(workspace, handoff)
-    assert [(a["name"], a["shape"]) for a in spec["args"]] == [("in0", [1, 32, 512, 64]), ("in1", [1, 1, 512, 64]), ("in2", [1, 32, 512, 64]), ("out", [1, 32, 512, 64])]
+    assert [(a["name"], a["shape"]) for a in spec["args"]] == [("in0", [1, 32, 512, 64]), ("in1", [1, 1, 512, 64]),
+                                                               ("in2", [1, 32, 512, 64]), ("out", [1, 32, 512, 64])]
 
 
 def test_a_hotspot_drafts_reference_runs_in_spec_check(h200):

@@ -45,7 +45,8 @@ def test_the_h200_residual_add_and_rmsnorm_chain_is_the_librarys_add_rmsnorm_wit
     chain = _one(h200, ["add", *RMS], "[1, 512, 2048] bfloat16")
     assert chain.occurrences == 32 and chain.library is not None, chain.library_note
     m = chain.library
-    assert (m.kernel, m.spec_folder, m.entry, m.dtype, m.shape) == ("add_rmsnorm", "kernels/triton/add_rmsnorm", "add_rmsnorm_kernel", "bfloat16", {"rows": 512, "cols": 2048})
+    assert (m.kernel, m.spec_folder, m.entry, m.dtype, m.shape) == ("add_rmsnorm", "kernels/triton/add_rmsnorm", "add_rmsnorm_kernel",
+                                                                    "bfloat16", {"rows": 512, "cols": 2048})
     assert (REPO / m.spec_folder / "kernel.yaml").is_file() and (REPO / m.spec_folder / m.launcher.split(":")[0]).is_file()
     args = {a.name: a for a in m.args}
     assert list(args) == ["x", "residual", "weight", "y", "n_cols", "eps"]  # the spec's arguments, in its order
@@ -59,7 +60,8 @@ def test_the_h200_residual_add_and_rmsnorm_chain_is_the_librarys_add_rmsnorm_wit
 def test_the_h200_first_layers_norm_with_no_add_before_it_is_the_plain_rmsnorm(h200):
     m = _one(h200, RMS, "[1, 512, 2048] float32").library
     assert m is not None and m.kernel == "rmsnorm" and m.shape == {"rows": 512, "cols": 2048}
-    assert [(a.name, a.dims, a.dtype) for a in m.args[:3]] == [("x", [1, 512, 2048], "bfloat16"), ("weight", [2048], "bfloat16"), ("y", [1, 512, 2048], "bfloat16")]
+    assert [(a.name, a.dims, a.dtype) for a in m.args[:3]] == [("x", [1, 512, 2048], "bfloat16"), ("weight", [2048], "bfloat16"),
+                                                               ("y", [1, 512, 2048], "bfloat16")]
 
 
 def test_the_h200_gated_mlp_steps_over_the_up_projection_and_is_silu_and_mul(h200):
@@ -148,7 +150,8 @@ def test_gelu_with_the_tanh_form_is_refused_by_the_exact_gelu_spec(h200):
 def test_the_cpu_threads_chain_of_aten_to_ops_matches_too():
     fusion = analyse(read_trace(CPU_DECODER, "cpu"), from_datasheet(None)).fusion
     matched = {(c.library.kernel, c.shapes[0]) for c in fusion if c.library}
-    assert matched == {("add_rmsnorm", "[1, 12, 96] bfloat16"), ("rmsnorm", "[1, 12, 96] float32"), ("silu_and_mul", "[1, 12, 160] bfloat16")}
+    assert matched == {("add_rmsnorm", "[1, 12, 96] bfloat16"), ("rmsnorm", "[1, 12, 96] float32"),
+                       ("silu_and_mul", "[1, 12, 160] bfloat16")}
     assert any(c.ops[1] == "aten::to" for c in fusion if c.library and c.library.kernel == "add_rmsnorm")
     silu = next(c for c in fusion if c.library and c.library.kernel == "silu_and_mul")
     assert silu.steps_over == ["aten::linear"] and silu.library.shape == {"rows": 12, "d": 160}

@@ -44,14 +44,16 @@ async def test_profile_reads_a_trace_and_runs_a_workload_over_stdio(tmp_path):
         async def on_progress(progress, total, message):
             updates.append((progress, total))
 
-        read = await session.call_tool("profile", {"trace": "mi250.json.gz", "plot": False}, read_timeout_seconds=120, progress_callback=on_progress)
+        read = await session.call_tool("profile", {"trace": "mi250.json.gz", "plot": False}, read_timeout_seconds=120,
+                                       progress_callback=on_progress)
         assert not read.is_error, read.content
         jsonschema.validate(read.structured_content, profile.output_schema)
         content = read.structured_content
         assert content["launch_bound"] is True and content["device"] == "AMD Radeon Graphics" and content["evidence"]["tag"] == "ASSUMED"
         assert content["kernels"][0]["name"] == "Memcpy HtoD (Host -> Device)" and updates and updates[-1][0] == updates[-1][1]
 
-        ran = await session.call_tool("profile", {"workload": "step.py", "steps": 1, "warmup_steps": 0, "plot": False}, read_timeout_seconds=300)
+        ran = await session.call_tool("profile", {"workload": "step.py", "steps": 1, "warmup_steps": 0, "plot": False},
+                                      read_timeout_seconds=300)
         assert not ran.is_error, ran.content
         assert ran.structured_content["evidence"]["tag"] == "MEASURED" and ran.structured_content["gpu"] is False
         assert any(h["label"].startswith("aten::mm [64, 64] float32") for h in ran.structured_content["hotspots"])

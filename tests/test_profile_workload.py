@@ -88,7 +88,8 @@ def test_a_small_model_is_profiled_on_the_cpu_in_a_worker(workspace):
     assert any("CPU-only" in f for f in result.findings)
     assert (workspace.root / ".hyperloom/profile/cpu/trace.json").is_file()
     labels = [h.label for h in result.hotspots]
-    assert any(label.startswith("aten::addmm [96] float32, [16, 64] float32, [64, 96] float32") for label in labels)  # argv reached the script
+    # argv reached the script
+    assert any(label.startswith("aten::addmm [96] float32, [16, 64] float32, [64, 96] float32") for label in labels)
     chains = [c.ops for c in result.fusion]
     assert ["aten::gelu", "aten::layer_norm"] in chains and ["aten::softmax", "aten::mul", "aten::add"] in chains
 
@@ -204,8 +205,9 @@ def test_a_trace_written_unchecked_is_repaired_by_its_reader(tmp_path):
     from hyperloom.tools.profile.load import read_trace
 
     trace = tmp_path / "trace.json"
-    export_json(_Exported('{"traceEvents": [\n  {\n    "ph": "X", "cat": "cpu_op",\n    "name": """"",\n    "ts": 1, "dur": 2, "pid": 1, "tid": 1\n  },\n'
-                          '  {\n    "ph": "X", "cat": "cpu_op",\n    "name": "aten::mm",\n    "ts": 4, "dur": 3, "pid": 1, "tid": 1\n  }\n]}\n'),
+    export_json(_Exported('{"traceEvents": [\n  {\n    "ph": "X", "cat": "cpu_op",\n    "name": """"",\n    "ts": 1, "dur": 2, "pid": 1, '
+                          '"tid": 1\n  },\n  {\n    "ph": "X", "cat": "cpu_op",\n    "name": "aten::mm",\n    "ts": 4, "dur": 3, "pid": 1, '
+                          '"tid": 1\n  }\n]}\n'),
                 str(trace), checked=False)
     with pytest.raises(json.JSONDecodeError):
         json.loads(trace.read_text())

@@ -59,7 +59,8 @@ def test_the_cli_s_bench_lines_wrap_a_reason_and_keep_every_word():
 
 
 def _record(seq: int, phase: str, levers: list[str], device_s: float = 5.0, reason: str = REASON) -> Record:
-    return Record(seq=seq, key=str(seq), phase=phase, reference=levers if phase == "baseline" else [], proposer="catalog", decision="MEASURED",
+    return Record(seq=seq, key=str(seq), phase=phase, reference=levers if phase == "baseline" else [], proposer="catalog",
+                  decision="MEASURED",
                   result=CandidateResult(levers=levers, verdict="NOT_FASTER", reason=reason, speedup=1.01), device="cpu", device_s=device_s,
                   finished_at="2026-01-01T00:00:00")
 
@@ -68,11 +69,11 @@ def _report() -> OptimizeReport:
     records = [_record(1, "baseline", []), _record(2, "levers", ["compile"]), _record(3, "levers", ["knob:batch=8"]),
                _record(4, "levers", ["decode_loop"], device_s=0.0, reason="not run alone: it needs a static KV cache"),
                _record(5, "levers", ["channels_last"]), _record(6, "levers", ["sdpa_math"]), _record(7, "revalidate", ["knob:batch=8"])]
-    status = OptimizeStatus(session="mlp", workload="mymodel.py:build", folder="f", state="closed", phase="closed", summary="mlp: closed; 4 candidate(s) tried",
-                            candidates=4, pending_proposals=0, stack=[], gain=None, baseline_step_s=0.00148, budget_device_s=3600, spent_device_s=60,
-                            stop_reason="every phase ran to its end")
-    return OptimizeReport(status=status, records=records, sweep_note=SweepNote(declared=0, swept=0, note="no points"), notes=[REASON], evidence=None,
-                          report_md="r.md", breakdown_json="b.json", plot=None)
+    status = OptimizeStatus(session="mlp", workload="mymodel.py:build", folder="f", state="closed", phase="closed",
+                            summary="mlp: closed; 4 candidate(s) tried", candidates=4, pending_proposals=0, stack=[], gain=None,
+                            baseline_step_s=0.00148, budget_device_s=3600, spent_device_s=60, stop_reason="every phase ran to its end")
+    return OptimizeReport(status=status, records=records, sweep_note=SweepNote(declared=0, swept=0, note="no points"), notes=[REASON],
+                          evidence=None, report_md="r.md", breakdown_json="b.json", plot=None)
 
 
 def test_the_campaign_s_lines_count_what_they_list_and_label_the_a_a():
@@ -105,14 +106,16 @@ def test_a_reason_shortened_for_a_line_ends_at_a_clause_or_a_word_and_says_where
 
 
 def _status(stack: list[str], stop: str) -> OptimizeStatus:
-    return OptimizeStatus(session="mlp", workload="w", folder="f", state="closed", phase="closed", summary="s", candidates=4, pending_proposals=0,
-                          stack=stack, gain=1.3 if stack else None, baseline_step_s=None, budget_device_s=1, spent_device_s=1, stop_reason=stop)
+    return OptimizeStatus(session="mlp", workload="w", folder="f", state="closed", phase="closed", summary="s", candidates=4,
+                          pending_proposals=0, stack=stack, gain=1.3 if stack else None, baseline_step_s=None, budget_device_s=1,
+                          spent_device_s=1, stop_reason=stop)
 
 
 @pytest.mark.parametrize(("stack", "stop", "code", "said"), [
     ([], "every phase ran to its end", 0, "exit 0: nothing kept: no candidate was measured faster and gated (4 tried"),
     (["compile"], "every phase ran to its end", 0, "exit 0: kept compile (1.3x, MEASURED)"),
-    ([], "error: the workload w raised in warmup: boom", 1, "exit 1: the campaign stopped on an error, so nothing could be judged: the workload w raised"),
+    ([], "error: the workload w raised in warmup: boom", 1,
+     "exit 1: the campaign stopped on an error, so nothing could be judged: the workload w raised"),
 ])
 def test_optimize_start_s_exit_code_is_said_in_a_line(stack, stop, code, said, capsys):
     from hyperloom.cli.commands.optimize import campaign_exit
@@ -129,7 +132,8 @@ def test_workload_bench_exits_0_when_nothing_is_faster_and_says_why(monkeypatch,
     slower = _bench().model_copy(update={"candidates": [_bench().candidates[0]]})
     monkeypatch.setattr(workload, "run_tool", lambda entry, args: slower)
     assert workload.bench(entry, argparse.Namespace(json=True)) == 0
-    assert "exit 0: no candidate of 1 faster than the baseline; a candidate not faster is an answer, not a failure of the tool" in capsys.readouterr().err
+    assert ("exit 0: no candidate of 1 faster than the baseline; a candidate not faster is an answer, not a failure of the "
+            "tool") in capsys.readouterr().err
 
 
 def test_a_campaign_s_progress_counts_against_what_it_plans_and_ends_at_what_it_tried():

@@ -50,10 +50,13 @@ def test_the_same_size_read_is_skipped_on_request_and_for_a_result_without_bytes
     shutil.copytree(shipped_microbench_dir(), workspace.root / "mb")
     bench = run_bench(BenchRequest(spec="mb/copy", variant="host", target="host", max_time_s=0.2, min_reps=6, adversarial=False), workspace)
     (workspace.root / "copy.json").write_text(bench.model_dump_json())
-    (workspace.root / "flops.json").write_text(bench.model_copy(update={"bytes_moved": None, "bandwidth_gbps": None, "flops": 1000, "tflops": 1e-6}).model_dump_json())
-    off = run_roofline(RooflineRequest(target="host", shape="small", max_time_s=0.2, ceilings=["copy", "fma"], place=["copy.json"], same_size_read=False, plot=False), workspace)
+    (workspace.root / "flops.json").write_text(bench.model_copy(update={"bytes_moved": None, "bandwidth_gbps": None, "flops": 1000,
+                                                                        "tflops": 1e-6}).model_dump_json())
+    off = run_roofline(RooflineRequest(target="host", shape="small", max_time_s=0.2, ceilings=["copy", "fma"], place=["copy.json"],
+                                       same_size_read=False, plot=False), workspace)
     assert off.placements[0].same_size_read_gbps is None and off.placements[0].percent_of_same_size_read is None
-    no_bytes = run_roofline(RooflineRequest(target="host", shape="small", max_time_s=0.2, ceilings=["copy", "fma"], place=["flops.json"], plot=False), workspace)
+    no_bytes = run_roofline(RooflineRequest(target="host", shape="small", max_time_s=0.2, ceilings=["copy", "fma"], place=["flops.json"],
+                                            plot=False), workspace)
     assert no_bytes.placements[0].bound == "compute" and no_bytes.placements[0].same_size_read_gbps is None
 
 

@@ -37,8 +37,8 @@ def test_a_full_host_roofline_measures_memory_beyond_the_cache_and_compute_at_th
 
 
 def _step() -> StepWork:
-    return StepWork(classes={"gemm": ClassWork(ops=4, flops=537_000_000)}, compute_flops_by_dtype={"float": 537_000_000}, parameter_bytes=2_000_000,
-                    device_timed=False)
+    return StepWork(classes={"gemm": ClassWork(ops=4, flops=537_000_000)}, compute_flops_by_dtype={"float": 537_000_000},
+                    parameter_bytes=2_000_000, device_timed=False)
 
 
 def test_the_host_microbenchmarks_one_core_ceilings_set_no_roof_for_a_cpu_workload(workspace):

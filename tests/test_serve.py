@@ -25,7 +25,8 @@ from hyperloom.tools.serve.models import ServeSweepRequest
 REPO = Path(__file__).parent.parent
 LLAMA_SERVER = os.environ.get("HYPERLOOM_TEST_LLAMA_SERVER", "")
 pytestmark = pytest.mark.skipif(not (LLAMA_SERVER and Path(LLAMA_SERVER).is_file()),
-                                reason="no llama-server: run `bash scripts/serve/llama_server.sh` and set HYPERLOOM_TEST_LLAMA_SERVER to the path it prints")
+                                reason="no llama-server: run `bash scripts/serve/llama_server.sh` and set HYPERLOOM_TEST_LLAMA_SERVER to "
+                                       "the path it prints")
 
 
 def free_port() -> int:
@@ -46,7 +47,8 @@ def processes_serving(model: Path) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if str(model).encode() in (entry / "cmdline").read_bytes() and (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                if str(model).encode() in (entry / "cmdline").read_bytes() and (entry / "stat").read_text().rsplit(")",
+                                                                                                                   1)[1].split()[0] != "Z":
                     found.append(int(entry.name))
             except OSError:
                 continue
@@ -126,8 +128,8 @@ def test_killing_the_tool_mid_sweep_leaves_no_server_process(workspace, tiny_mod
     errors = tmp_path / "cli.stderr"
     handle = errors.open("wb")
     cli = subprocess.Popen(
-        [sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", f"http://127.0.0.1:{port}/v1", "--max-concurrency", "4",
-         "--input-tokens", "16", "--output-tokens", "64", "--requests-per-level", "100000", "--no-plot", "--",
+        [sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", f"http://127.0.0.1:{port}/v1", "--max-concurrency",
+         "4", "--input-tokens", "16", "--output-tokens", "64", "--requests-per-level", "100000", "--no-plot", "--",
          *server_command(tiny_model, port, slots=4)],
         cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=handle, start_new_session=True, preexec_fn=interruptible)
     try:
@@ -171,7 +173,8 @@ def test_a_model_file_the_server_cannot_load_is_an_error_with_the_servers_log(wo
     broken.write_bytes(b"GGUF" + b"\x00" * 64)
     port = free_port()
     with pytest.raises(HyperloomError, match="exited with status .* before serving"):
-        run_serve_sweep(ServeSweepRequest(base_url=f"http://127.0.0.1:{port}/v1", server_command=server_command(broken, port, slots=1)), workspace)
+        run_serve_sweep(ServeSweepRequest(base_url=f"http://127.0.0.1:{port}/v1", server_command=server_command(broken, port, slots=1)),
+                        workspace)
     assert processes_serving(broken) == []
 
 
@@ -219,8 +222,10 @@ def test_the_local_model_agent_calls_serve_sweep_through_the_real_mcp_server(wor
     from hyperloom.cli.main import EXIT_OK, main
     from openai_stub import answer, scripted_endpoint, tool_call
 
-    sweep = {"base_url": running_server, "max_concurrency": 8, "input_tokens": 16, "output_tokens": 8, "requests_per_level": 4, "plot": False}
-    script = [tool_call("mcp__hyperloom__serve_sweep", sweep), answer("Serve at 2 streams: the server's 2 slots bound the sweep (MEASURED).")]
+    sweep = {"base_url": running_server, "max_concurrency": 8, "input_tokens": 16, "output_tokens": 8, "requests_per_level": 4,
+             "plot": False}
+    script = [tool_call("mcp__hyperloom__serve_sweep", sweep),
+              answer("Serve at 2 streams: the server's 2 slots bound the sweep (MEASURED).")]
     transcript = workspace.root / "t.json"
     with scripted_endpoint(script) as stub:
         code = main(["agent", "Pick a serving concurrency for the model at " + running_server, "--base-url", stub.base_url,
@@ -242,7 +247,8 @@ def tight_server(tiny_model, tmp_path_factory):
     """Two slots of 256 tokens (-np 2 -c 512): less than one word per token asks of this character-level tokenizer."""
     port = free_port()
     log = (tmp_path_factory.mktemp("tight") / "server.log").open("wb")
-    process = subprocess.Popen(server_command(tiny_model, port, slots=2, context=512), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(server_command(tiny_model, port, slots=2, context=512), stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not answers(port):
@@ -293,11 +299,12 @@ def test_an_impossible_length_is_refused_with_the_numbers_before_any_load(worksp
 
 
 def test_an_agent_trace_sweep_reports_ttft_per_turn_and_the_prefix_reuse_the_server_saw(workspace, running_server):
-    spec = {"shared_prefix_tokens": 300, "turns": {"median": 4}, "task_tokens": {"median": 40}, "tool_result_tokens": {"median": 60, "sigma": 0.3},
-            "file_read_probability": 0.5, "file_read_tokens": {"median": 100, "low": 16}, "files": 2, "output_tokens": {"median": 8, "low": 1}}
+    spec = {"shared_prefix_tokens": 300, "turns": {"median": 4}, "task_tokens": {"median": 40},
+            "tool_result_tokens": {"median": 60, "sigma": 0.3}, "file_read_probability": 0.5,
+            "file_read_tokens": {"median": 100, "low": 16}, "files": 2, "output_tokens": {"median": 8, "low": 1}}
     (workspace.root / "agent.json").write_text(json.dumps(spec))
-    result = run_serve_sweep(ServeSweepRequest(base_url=running_server, workload="agent_trace", prompts_file="agent.json", max_concurrency=2,
-                                               requests_per_level=8, plot=True), workspace)
+    result = run_serve_sweep(ServeSweepRequest(base_url=running_server, workload="agent_trace", prompts_file="agent.json",
+                                               max_concurrency=2, requests_per_level=8, plot=True), workspace)
     assert result.complete and result.workload.kind == "agent_trace" and result.workload.trace_source == "generated: the spec agent.json"
     assert result.workload.longest_request_tokens <= 1024 and result.workload.trace_spec["max_context_tokens"] == 921  # 90 % of the slot
     for level in result.levels:

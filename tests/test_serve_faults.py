@@ -28,7 +28,8 @@ Mode = Callable[[int], str]  # the n-th POST -> "ok" | "garbage" | "early_close"
 
 
 class Stub:
-    def __init__(self, mode: Mode, tokens_per_word: int = 1, metrics: str | None = None, tokenizer: bool = True, context_tokens: int | None = None) -> None:
+    def __init__(self, mode: Mode, tokens_per_word: int = 1, metrics: str | None = None, tokenizer: bool = True,
+                 context_tokens: int | None = None) -> None:
         self.mode, self.tokens_per_word, self.metrics = mode, tokens_per_word, metrics
         self.tokenizer, self.context_tokens = tokenizer, context_tokens
         self.posts = 0
@@ -84,8 +85,10 @@ def stub_server(mode: Mode, **options) -> Iterator[Stub]:
             prompt = body.get("prompt") or body["messages"][0]["content"]
             if stub.context_tokens is not None and self.tokens(prompt) > stub.context_tokens:  # llama.cpp's refusal, as captured
                 n = self.tokens(prompt)
-                self._json(400, {"error": {"code": 400, "message": f"request ({n} tokens) exceeds the available context size ({stub.context_tokens} tokens), "
-                                           "try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": n, "n_ctx": stub.context_tokens}})
+                self._json(400, {"error": {"code": 400, "message": f"request ({n} tokens) exceeds the available context size "
+                                                                   f"({stub.context_tokens} tokens), "
+                                           "try increasing it", "type": "exceed_context_size_error", "n_prompt_tokens": n,
+                                           "n_ctx": stub.context_tokens}})
                 return
             with stub.lock:
                 index = stub.posts
@@ -327,8 +330,8 @@ def test_the_watchdog_ends_the_server_group_when_its_parent_dies(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", (
         "import os, sys, time\n"
         "from hyperloom.tools.serve.server import start\n"
-        f"s = start(['sh', '-c', 'sleep 120 & sleep 120 # {marker}'], __import__('pathlib').Path('{tmp_path}'), __import__('pathlib').Path('{tmp_path}/log'))\n"
-        f"open('{pid_file}', 'w').write(str(s.process.pid))\n"
+        f"s = start(['sh', '-c', 'sleep 120 & sleep 120 # {marker}'], __import__('pathlib').Path('{tmp_path}'), "
+        f"__import__('pathlib').Path('{tmp_path}/log'))\nopen('{pid_file}', 'w').write(str(s.process.pid))\n"
         "time.sleep(120)\n")])
     try:
         def server_processes() -> list[int]:
@@ -356,8 +359,8 @@ def test_an_interrupted_sweep_keeps_its_finished_levels_labelled_interrupted(wor
     import subprocess
 
     with stub_server(after(6, "hang")) as stub:
-        cli = subprocess.Popen([sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", stub.base_url, "--input-tokens", "16",
-                                "--output-tokens", "4", "--requests-per-level", "4", "--max-concurrency", "8", "--no-plot"],
+        cli = subprocess.Popen([sys.executable, "-m", "hyperloom.cli.main", "serve", "sweep", "--base-url", stub.base_url, "--input-tokens",
+                                "16", "--output-tokens", "4", "--requests-per-level", "4", "--max-concurrency", "8", "--no-plot"],
                                cwd=workspace.root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=interruptible)
         try:
             deadline = time.monotonic() + 60
@@ -387,7 +390,8 @@ def test_without_a_tokenizer_calibration_starts_small_and_grows_inside_a_tight_c
 
 def test_a_context_refusal_on_the_first_request_is_reported_as_the_context_bound(workspace):
     with stub_server(always("ok"), tokens_per_word=4, tokenizer=False, context_tokens=3) as stub, \
-            pytest.raises(HyperloomError, match="refused a calibration prompt of 2 words as longer than its context .*exceeds the available context size") as caught:
+            pytest.raises(HyperloomError, match="refused a calibration prompt of 2 words as longer than its context .*exceeds the "
+                                                "available context size") as caught:
         sweep(workspace, stub, input_tokens=16)
     assert "serves this model" not in str(caught.value) and "larger context" in str(caught.value)
 
@@ -396,7 +400,8 @@ def _trace(tmp: Path, sessions: int = 2, turns: int = 3, words: int = 10) -> str
     lines = []
     for s in range(sessions):
         lines.append(json.dumps({"id": f"s{s}", "turns": [
-            {"messages": ([{"role": "system", "content": "shared prefix " * 20}] if t == 0 else []) + [{"role": "user", "content": f"s{s} t{t} " + "x " * words}],
+            {"messages": ([{"role": "system", "content": "shared prefix " * 20}] if t == 0 else [])
+                         + [{"role": "user", "content": f"s{s} t{t} " + "x " * words}],
              "output_tokens": 4, **({"reply": f"reply {s} {t}"} if t == 0 else {})} for t in range(turns)]}))
     (tmp / "trace.jsonl").write_text("\n".join(lines) + "\n")
     return "trace.jsonl"
@@ -408,7 +413,8 @@ def test_a_recorded_trace_is_replayed_turn_by_turn_each_prompt_extending_the_las
         result = sweep(workspace, stub, workload="agent_trace", prompts_file=name, max_concurrency=2, requests_per_level=6)
     assert result.complete and result.workload.kind == "agent_trace" and result.workload.trace_sessions == 2
     assert result.workload.trace_source == "recorded: trace.jsonl" and len(result.workload.prompts_sha256) == 64
-    prompts = [b["prompt"] for b in stub.bodies if "user: s" in b.get("prompt", "")]  # the trace's requests, not the probes of the API's wrapping
+    # the trace's requests, not the probes of the API's wrapping
+    prompts = [b["prompt"] for b in stub.bodies if "user: s" in b.get("prompt", "")]
     assert len(prompts) >= 12 and all(p.startswith("system: shared prefix") for p in prompts), "every session shares the long prefix"
     firsts = [p for p in prompts if p.count("user:") == 1]
     for p in prompts:
@@ -420,7 +426,8 @@ def test_a_recorded_trace_is_replayed_turn_by_turn_each_prompt_extending_the_las
 
 def test_a_request_past_the_servers_context_mid_sweep_stops_it_as_the_context_limit(workspace):
     name = _trace(workspace.root, turns=3, words=30)
-    with stub_server(always("ok"), context_tokens=100) as stub:  # the first turn fits, the third does not; the stub says nothing of its context
+    # the first turn fits, the third does not; the stub says nothing of its context
+    with stub_server(always("ok"), context_tokens=100) as stub:
         result = sweep(workspace, stub, workload="agent_trace", prompts_file=name, max_concurrency=2, requests_per_level=6)
     assert result.stop_reason == "context_limit" and "-c" in result.stop_detail and "--max-model-len" in result.stop_detail
     assert "exceeds the available context size" in result.levels[-1].failures[0]

@@ -64,8 +64,9 @@ def test_levels_double_up_to_the_maximum_and_end_at_a_lower_server_bound(max_con
 
 def _level(concurrency: int, ok: int = 8, failed: int = 0, ttft: float = 0.1, waiting: float | None = None) -> Level:
     stats = Percentiles(p50=ttft, p90=ttft, p99=ttft, mean=ttft, count=ok)
-    return Level(concurrency=concurrency, requests_ok=ok, requests_failed=failed, timeouts=0, failures=["request 3: HTTP 500: x"] if failed else [],
-                 duration_s=1.0, output_tokens_per_s=100.0, requests_per_s=8.0, per_request_output_tokens_per_s=50.0, ttft_s=stats, itl_s=stats,
+    return Level(concurrency=concurrency, requests_ok=ok, requests_failed=failed, timeouts=0,
+                 failures=["request 3: HTTP 500: x"] if failed else [], duration_s=1.0, output_tokens_per_s=100.0, requests_per_s=8.0,
+                 per_request_output_tokens_per_s=50.0, ttft_s=stats, itl_s=stats,
                  e2e_s=stats, input_tokens_mean=10.0, output_tokens_mean=10.0, output_tokens_min=10, server_waiting_max=waiting)
 
 
@@ -162,8 +163,8 @@ def test_a_server_command_string_is_split_into_arguments_without_a_shell():
 def test_the_committed_result_schema_is_the_models_schema():
     committed = json.loads((REPO / "validators" / "serve_sweep.schema.json").read_text())
     assert committed == result_schema(), (
-        "validators/serve_sweep.schema.json is stale; regenerate it with: python -c \"import json; from hyperloom.tools.serve.models import "
-        "result_schema; open('validators/serve_sweep.schema.json', 'w').write(json.dumps(result_schema(), indent=2) + '\\n')\"")
+        "validators/serve_sweep.schema.json is stale; regenerate it with: python -c \"import json; from hyperloom.tools.serve.models "
+        "import result_schema; open('validators/serve_sweep.schema.json', 'w').write(json.dumps(result_schema(), indent=2) + '\\n')\"")
 
 
 def test_a_seeded_agent_trace_is_the_same_every_time_and_its_sessions_share_the_prefix_and_grow():
@@ -266,8 +267,9 @@ def test_vllm_prefix_cache_counters_are_summed_over_engines():
     from hyperloom.tools.serve.capacity import prefix_cache_counts
 
     # the counter names vLLM's V1 engine documents (docs/usage/metrics.md); no captured page of one is at hand
-    text = ('vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0\nvllm:prefix_cache_hits_total{engine="0",model_name="m"} 250.0\n'
-            'vllm:prefix_cache_queries_total{engine="1",model_name="m"} 500.0\nvllm:prefix_cache_hits_total{engine="1",model_name="m"} 50.0\n')
+    text = ('vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1000.0\nvllm:prefix_cache_hits_total{engine="0",model_name="m"} '
+            '250.0\nvllm:prefix_cache_queries_total{engine="1",model_name="m"} '
+            '500.0\nvllm:prefix_cache_hits_total{engine="1",model_name="m"} 50.0\n')
     assert prefix_cache_counts(parse_metrics(text)) == (300.0, 1500.0)
     assert prefix_cache_counts(parse_metrics((FIXTURES / "vllm_metrics.txt").read_text())) is None, "vLLM 0.6 has only a hit-rate gauge"
 
@@ -279,9 +281,12 @@ def test_per_turn_figures_and_the_prefix_share_come_from_the_responses():
     records = [Record(ok=True, ttft_s=0.1 * turn, e2e_s=1.0, output_tokens=4, input_tokens=100 * turn, cached_tokens=100 * (turn - 1),
                       turn=turn, started_at=0.0, finished_at=1.0) for turn in (1, 2, 2, 3)]
     level = summarize(2, records)
-    assert [(t.turn, t.requests, t.input_tokens_mean, t.cached_input_tokens_mean) for t in level.turns] == [(1, 1, 100, 0), (2, 2, 200, 100), (3, 1, 300, 200)]
+    assert [(t.turn, t.requests, t.input_tokens_mean, t.cached_input_tokens_mean) for t in level.turns] == [(1, 1, 100, 0),
+                                                                                                            (2, 2, 200, 100),
+                                                                                                            (3, 1, 300, 200)]
     assert level.prefix_cache_hit_fraction == pytest.approx(400 / 800) and "responses" in level.prefix_cache_source
-    assert summarize(1, [Record(ok=True, ttft_s=0.1, e2e_s=1, output_tokens=4, turn=1, finished_at=1.0)], metrics_hit_fraction=0.4).prefix_cache_hit_fraction == 0.4
+    assert summarize(1, [Record(ok=True, ttft_s=0.1, e2e_s=1, output_tokens=4, turn=1, finished_at=1.0)],
+                     metrics_hit_fraction=0.4).prefix_cache_hit_fraction == 0.4
     assert summarize(1, records[:1]).turns == [], "single requests have no turns"
 
 

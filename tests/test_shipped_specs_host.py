@@ -44,7 +44,8 @@ def host_cases() -> list:
                 folder = path.parent.relative_to(REPO / "kernels")
                 marks = []
                 if moved > SMALL_BYTES or done > SMALL_FLOPS:
-                    reason = f"{folder} shape {index}: {moved:.3g} bytes, {done:.3g} flops per launch, beyond {SMALL_BYTES:.3g} bytes / {SMALL_FLOPS:.3g} flops"
+                    reason = (f"{folder} shape {index}: {moved:.3g} bytes, {done:.3g} flops per launch, beyond {SMALL_BYTES:.3g} bytes / "
+                              f"{SMALL_FLOPS:.3g} flops")
                     marks.append(pytest.mark.skip(reason=reason))
                 cases.append(pytest.param(folder, name, index, marks=marks, id=f"{folder}-{name}-shape{index}"))
     return cases

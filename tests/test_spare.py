@@ -91,7 +91,8 @@ def test_a_setting_lever_is_served_by_the_kept_worker_and_put_back_before_the_ne
     host build); a setting is now served and what it replaced put back, the worker's own defaults kept."""
     import numpy as np
 
-    assert servable([lever("cudnn_benchmark")]) and servable([lever("tf32"), lever("compile")]) and servable([lever("inductor_combo_kernels")])
+    assert servable([lever("cudnn_benchmark")]) and servable([lever("tf32"),
+                                                              lever("compile")]) and servable([lever("inductor_combo_kernels")])
     spare, where = Spare(), _where(small)
     seen = {}
     for name, levers in (("plain", []), ("on", [lever("cudnn_benchmark"), lever("tf32"), lever("inductor_combo_kernels")]), ("after", [])):

@@ -60,22 +60,30 @@ def check(workspace: Workspace, **request):
 
 BROKEN = {
     "an unknown field": (lambda d: d.update(bogus=1), None, "bogus", "error", "Extra inputs"),
-    "a grid that divides by zero": (lambda d: d["launch"].update(grid=["rows // (block - block)"]), None, "launch.grid[0]", "error", "divides by zero"),
-    "a negative dimension": (lambda d: d["args"][0].update(shape=["rows - 100", "cols"]), None, "args[0].shape[0]", "error", "not positive"),
+    "a grid that divides by zero": (lambda d: d["launch"].update(grid=["rows // (block - block)"]), None, "launch.grid[0]", "error",
+                                    "divides by zero"),
+    "a negative dimension": (lambda d: d["args"][0].update(shape=["rows - 100", "cols"]), None, "args[0].shape[0]", "error",
+                             "not positive"),
     "a block of more than 1024 threads": (lambda d: d["shapes"][0].update(block=2048), None, "launch.block", "error", "more than 1024"),
-    "an integer scalar that is not whole": (lambda d: d["args"][2].update(value="cols / 3"), None, "args[2].value", "error", "not a whole number"),
+    "an integer scalar that is not "
+    "whole": (lambda d: d["args"][2].update(value="cols / 3"), None, "args[2].value", "error", "not a whole number"),
     "a name no shape defines": (lambda d: d["metric"].update(bytes="8 * rows * width"), None, "metric.bytes", "error", "'width'"),
-    "a tuning value that changes an argument": (lambda d: d["tuning"].update(cols=[10, 20]), None, "tuning.cols", "error", "changes argument"),
-    "a reference outside the workspace": (lambda d: d.update(reference="../../outside.py:f"), None, "reference", "error", "outside the workspace"),
+    "a tuning value that changes an "
+    "argument": (lambda d: d["tuning"].update(cols=[10, 20]), None, "tuning.cols", "error", "changes argument"),
+    "a reference outside the workspace": (lambda d: d.update(reference="../../outside.py:f"), None, "reference", "error",
+                                          "outside the workspace"),
     "a missing source": (lambda d: d.update(source="nope.hip"), None, "source", "error", "does not exist"),
-    "a bad entry": (lambda d: d["variants"]["gpu"].update(entry="rms norm; rm -rf"), None, "variants.gpu.entry", "error", "not a kernel name"),
-    "launch_args on a GPU kernel": (lambda d: d["variants"]["gpu"].update(launch_args=True), None, "variants.gpu.launch_args", "error", "host twins"),
+    "a bad entry": (lambda d: d["variants"]["gpu"].update(entry="rms norm; rm -rf"), None, "variants.gpu.entry", "error",
+                    "not a kernel name"),
+    "launch_args on a GPU kernel": (lambda d: d["variants"]["gpu"].update(launch_args=True), None, "variants.gpu.launch_args", "error",
+                                    "host twins"),
     "a reference that raises": (None, "    raise ValueError('broken on purpose')\n", "reference", "error", "ValueError: broken on purpose"),
     "a reference that exits": (None, "    sys.exit(3)\n", "reference", "error", "sys.exit(3)"),
     "a reference that hangs": (None, "    time.sleep(60)\n", "reference", "error", "did not finish within 5 s"),
     "a reference of the wrong size": (None, "    return {'y': np.zeros(3)}\n", "reference", "error", "the spec declares [8, 1000]"),
     "a reference missing an output": (None, "    return {'z': inputs['x']}\n", "reference", "error", "returned no 'y'"),
-    "a reference with NaN": (lambda d: d["tolerance"].update(nan_policy="forbid"), "    return {'y': np.full(inputs['x'].shape, np.nan)}\n", "reference", "error", "NaN"),
+    "a reference with NaN": (lambda d: d["tolerance"].update(nan_policy="forbid"), "    return {'y': np.full(inputs['x'].shape, np.nan)}\n",
+                             "reference", "error", "NaN"),
     "a placeholder left": (lambda d: d["launch"].update(block=["TODO: threads per block"]), None, "launch.block[0]", "todo", "placeholder"),
 }
 
@@ -103,7 +111,8 @@ def test_several_defects_are_reported_at_once(example):
 def test_builds_report_resource_usage_and_a_compile_error_with_its_line(example):
     ok = check(example, targets=["gfx1201", "host"])
     built = {(b.variant, b.target): b for b in ok.builds}
-    assert built[("gpu", "gfx1201")].ok and built[("gpu", "gfx1201")].kernels[0].vgprs and built[("gpu", "gfx1201")].symbol.startswith("_Z11rmsnorm_f32ILi32E")
+    assert built[("gpu", "gfx1201")].ok and built[("gpu", "gfx1201")].kernels[0].vgprs and built[("gpu",
+                                                                                                  "gfx1201")].symbol.startswith("_Z11rmsnorm_f32ILi32E")
     assert built[("host", "host")].ok and ("host", "gfx1201") not in built and ("gpu", "host") not in built
     source = example.root / "k" / "rmsnorm.hip"
     source.write_text(source.read_text().replace("sum += row_x[c] * row_x[c];", "sum += undeclared_name;"))

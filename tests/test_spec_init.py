@@ -23,7 +23,8 @@ from hyperloom.tools.tune.models import TuneRequest
 sys.path.insert(0, str(REPO / "bench"))
 import onboarding  # noqa: E402  (bench/ is a folder of scripts)
 
-needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="clang (LLVM 19) reads kernel signatures")
+needs_clang = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                                 reason="clang (LLVM 19) reads kernel signatures")
 QUICK = {"min_reps": 6, "max_reps": 20, "max_time_s": 0.3}
 
 
@@ -35,7 +36,8 @@ def test_a_templated_hip_kernel_is_drafted_with_its_template_parameter_as_a_defi
     by_name = {p.name: p for p in result.parameters}
     assert result.entry == "rmsnorm_f32<HL_BLOCK_SIZE>" and result.template_parameters == ["block_size"]
     assert (by_name["x"].kind, by_name["x"].dtype, by_name["x"].role) == ("buffer", "float32", "input")
-    assert (by_name["y"].role, by_name["cols"].kind, by_name["cols"].dtype, by_name["eps"].dtype) == ("output", "scalar", "int32", "float32")
+    assert (by_name["y"].role, by_name["cols"].kind, by_name["cols"].dtype, by_name["eps"].dtype) == ("output", "scalar", "int32",
+                                                                                                      "float32")
     todo = {p.path for p in result.check.problems if p.severity == "todo"}
     assert {"variants.gpu.defines.HL_BLOCK_SIZE", "args[0].shape[0]", "launch.grid[0]", "tolerance.atol"} <= todo
     assert not result.check.ok and [p for p in result.check.problems if p.severity == "error"] == []
@@ -44,8 +46,10 @@ def test_a_templated_hip_kernel_is_drafted_with_its_template_parameter_as_a_defi
 @needs_clang
 def test_vector_and_c_parameters_map_to_dtypes(workspace):
     shutil.copytree(REPO / "kernels" / "decode", workspace.root / "decode")
-    gpu = {p.name: p for p in run_spec_init(SpecInitRequest(source="decode/w4a16.hip", entry="decode_w4a16", out="d1"), workspace).parameters}
-    host = {p.name: p for p in run_spec_init(SpecInitRequest(source="decode/w4a16.c", entry="decode_w4a16", out="d2"), workspace).parameters}
+    gpu = {p.name: p for p in run_spec_init(SpecInitRequest(source="decode/w4a16.hip", entry="decode_w4a16", out="d1"),
+                                            workspace).parameters}
+    host = {p.name: p for p in run_spec_init(SpecInitRequest(source="decode/w4a16.c", entry="decode_w4a16", out="d2"),
+                                             workspace).parameters}
     assert gpu["w"].dtype == "uint32" and "4 lanes" in gpu["w"].type and gpu["w_scales"].dtype == "uint16" and gpu["y"].role == "output"
     assert host["w"].dtype == "uint32" and host["m"].kind == "scalar" and host["m"].dtype == "int32"
 

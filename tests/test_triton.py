@@ -114,7 +114,8 @@ def test_launch_options_the_runtime_cannot_honour_are_refused(option, value):
 
 
 def test_autotune_config_stands_for_its_configs_values_and_explicit_params_win():
-    configs = [AutotuneConfig(kwargs={"BLOCK": 128}, num_warps=4, num_stages=3), AutotuneConfig(kwargs={"BLOCK": 512}, num_warps=8, num_stages=2)]
+    configs = [AutotuneConfig(kwargs={"BLOCK": 128}, num_warps=4, num_stages=3),
+               AutotuneConfig(kwargs={"BLOCK": 512}, num_warps=8, num_stages=2)]
     info = _info(("x", False), ("BLOCK", True), autotune=configs)
     assert expand_autotune({"autotune_config": 1}, {}, info) == {"BLOCK": 512, "num_warps": 8, "num_stages": 2}
     assert expand_autotune({"autotune_config": "0", "num_stages": 5}, {}, info) == {"BLOCK": 128, "num_warps": 4, "num_stages": 5}
@@ -128,7 +129,8 @@ def test_the_launch_drops_arguments_triton_made_constant_and_appends_its_scratch
              ArgSpec(name="stride", kind="scalar", dtype="int64", value=1),
              ArgSpec(name="n", kind="scalar", dtype="int64", value=4096)]
     launched = TritonLaunch(kept=(("a", "*fp32"), ("n", "i32")), scratch_bytes_per_program=(16, 0)).arg_specs(specs, [4, 2])
-    assert [(s.name, s.dtype) for s in launched] == [("a", "float32"), ("n", "int32"), ("triton_global_scratch", "uint8"), ("triton_profile_scratch", "uint8")]
+    assert [(s.name, s.dtype) for s in launched] == [("a", "float32"), ("n", "int32"), ("triton_global_scratch", "uint8"),
+                                                     ("triton_profile_scratch", "uint8")]
     assert [s.nbytes for s in launched[2:]] == [16 * 8, 0] and launched[2].role == "scratch"
 
 
@@ -145,7 +147,8 @@ def test_a_missing_triton_package_is_one_error_naming_the_extra(monkeypatch):
 def test_the_example_entry_is_read_through_its_autotune_wrapper(workspace, softmax):
     info = loader.describe_kernel(softmax / "softmax.py", "softmax_kernel", workspace)
     assert info.runtime == ["x", "y", "n_cols"] and [p.name for p in info.constexprs] == ["BLOCK"]
-    assert [c.params() for c in info.autotune or []][:2] == [{"BLOCK": 256, "num_warps": 4, "num_stages": 3}, {"BLOCK": 256, "num_warps": 8, "num_stages": 3}]
+    assert [c.params() for c in info.autotune or []][:2] == [{"BLOCK": 256, "num_warps": 4, "num_stages": 3},
+                                                             {"BLOCK": 256, "num_warps": 8, "num_stages": 3}]
     assert info.autotune_key == ["n_cols"]
 
 
@@ -211,7 +214,8 @@ def test_the_interpreter_gate_rejects_a_wrong_kernel(workspace, softmax):
 @needs_interpreter
 def test_a_heuristics_constexpr_is_computed_as_triton_would(workspace, softmax):
     text = (EXAMPLE / "softmax.py").read_text().replace(
-        '@triton.jit\ndef softmax_kernel', '@triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"]) // 4})\n@triton.jit\ndef softmax_kernel')
+        '@triton.jit\ndef softmax_kernel',
+        '@triton.heuristics({"BLOCK": lambda args: triton.next_power_of_2(args["n_cols"]) // 4})\n@triton.jit\ndef softmax_kernel')
     _kernel(softmax, text)
     _edit_spec(softmax, lambda s: s["variants"]["triton"].update(defines={"num_warps": 4}))
     result = run_bench(BenchRequest(spec="softmax", target="host", shape=0, adversarial=False), workspace)
@@ -265,7 +269,8 @@ def test_a_grid_that_is_not_positive_is_refused_before_any_build(workspace, soft
 
 @needs_triton
 def test_an_argument_equal_to_one_is_compiled_away_as_triton_does_and_not_passed(workspace, softmax):
-    text = (EXAMPLE / "softmax.py").read_text().replace("def softmax_kernel(x, y, n_cols, BLOCK", "def softmax_kernel(x, y, n_cols, unit, BLOCK")
+    text = (EXAMPLE / "softmax.py").read_text().replace("def softmax_kernel(x, y, n_cols, BLOCK",
+                                                        "def softmax_kernel(x, y, n_cols, unit, BLOCK")
     _kernel(softmax, text)
     _edit_spec(softmax, lambda s: s["args"].append({"kind": "scalar", "name": "unit", "dtype": "int64", "value": 1}))
     launchable, build = build_with(prepare(load_spec(softmax, workspace), None, "gfx942", 1), workspace, {})
@@ -290,7 +295,8 @@ def test_the_report_puts_the_autotune_choice_beside_the_winner_with_its_ratio():
     from hyperloom.tools.tune.models import TrialRecord
 
     def trial(seq: int, digest: str, median_s: float) -> TrialRecord:
-        return TrialRecord(seq=seq, hash=digest, params={"autotune_config": seq}, proposer="grid", status="PASSED", reason="", input_set=None,
+        return TrialRecord(seq=seq, hash=digest, params={"autotune_config": seq}, proposer="grid", status="PASSED", reason="",
+                           input_set=None,
                            median_s=median_s, bandwidth_gbps=None, tflops=None, roof_pct=None, speedup=None, device="gpu 0", worker=0,
                            device_s=1.0, compile_s=0.1, finished_at="2026-11-30T00:00:00+00:00")
 
@@ -318,9 +324,11 @@ def test_the_trial_a_triton_kernel_sends_to_the_cuda_runtime_is_the_compiled_ker
         return TrialResult(status="CRASH", message="no GPU here")
 
     launchable, build = build_with(prepare(load_spec(softmax, workspace), None, "sm_90", 1), workspace, {"autotune_config": 5})
-    check_input_set(launchable, build.code_object, "seeded", workspace.root, workspace.root / "out", workspace, timeout_s=1, device=None, runner=runner)
+    check_input_set(launchable, build.code_object, "seeded", workspace.root, workspace.root / "out", workspace, timeout_s=1, device=None,
+                    runner=runner)
     request = sent[0]
     assert request.backend == "cuda" and request.entry == "softmax_kernel" and request.code_object.endswith(".cubin")
     assert request.grid == [4096] and request.block == [8 * 32] and request.shared_bytes == launchable.shared_bytes > 0
-    assert [(a.name, a.kind, a.role) for a in request.args][:3] == [("x", "buffer", "input"), ("y", "buffer", "output"), ("n_cols", "scalar", "scalar")]
+    assert [(a.name, a.kind, a.role) for a in request.args][:3] == [("x", "buffer", "input"), ("y", "buffer", "output"),
+                                                                    ("n_cols", "scalar", "scalar")]
     assert [a.role for a in request.args[3:]] == ["scratch"] * len(launchable.parameters.scratch_bytes_per_program)

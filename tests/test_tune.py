@@ -60,7 +60,8 @@ def test_with_two_workers_a_candidate_runs_beside_the_baseline_and_gets_its_spee
     import yaml
 
     spec = yaml.safe_load((specs.root / "tune" / "kernel.yaml").read_text())
-    spec["variants"]["host"]["defines"] = {"REPEAT": 16384}  # about 0.4 s a launch, 3 s in all: the other worker (started, compiled) finishes first
+    # about 0.4 s a launch, 3 s in all: the other worker (started, compiled) finishes first
+    spec["variants"]["host"]["defines"] = {"REPEAT": 16384}
     spec["tuning"] = {"REPEAT": [1, 16384]}
     (specs.root / "tune" / "slow.yaml").write_text(yaml.safe_dump(spec))
     report = tune(specs, spec="tune/slow.yaml", strategy="grid", workers=2, revalidate_pairs=0, sweep_shapes=False)
@@ -247,7 +248,9 @@ POSTGRES = os.environ.get("HYPERLOOM_TEST_POSTGRES")
 
 @needs_cc
 @pytest.mark.parametrize("engine", ["sqlite",
-                                    pytest.param("postgresql", marks=pytest.mark.skipif(not POSTGRES, reason="no PostgreSQL (.ci/run starts one: HYPERLOOM_TEST_POSTGRES)"))])
+                                    pytest.param("postgresql", marks=pytest.mark.skipif(not POSTGRES,
+                                                                                        reason="no PostgreSQL (.ci/run starts one: "
+                                                                                               "HYPERLOOM_TEST_POSTGRES)"))])
 def test_two_sessions_sharing_an_optuna_storage_never_run_the_same_candidate_twice(specs, engine):
     pytest.importorskip("optuna")
     storage = f"sqlite:///{specs.root / 'study.db'}" if engine == "sqlite" else POSTGRES
@@ -262,7 +265,8 @@ def _proposer(storage: str, study: str, lease_s: float = 3600.0, sampler: str = 
     from hyperloom.tools.tune.proposers import OptunaProposer
     from hyperloom.tools.tune.space import Space
 
-    return OptunaProposer(Space({"REPEAT": [1, 4, 16, 64], "UNROLL": [1, 2]}), seed=7, storage=storage, study=study, lease_s=lease_s, sampler=sampler)
+    return OptunaProposer(Space({"REPEAT": [1, 4, 16, 64], "UNROLL": [1, 2]}), seed=7, storage=storage, study=study, lease_s=lease_s,
+                          sampler=sampler)
 
 
 def test_cmaes_walks_numeric_values_in_order_and_refuses_a_categorical_define(tmp_path):
@@ -307,14 +311,17 @@ def test_of_two_machines_asking_for_one_candidate_at_once_the_lower_trial_number
 def test_two_machines_tuning_at_once_on_one_postgresql_study_never_run_a_candidate_twice(specs):
     pytest.importorskip("optuna")
     study = f"concurrent-{uuid.uuid4().hex[:8]}"
-    command = [sys.executable, "-m", "hyperloom.cli.main", "tune", "--spec", "tune", "--strategy", "tpe", "--storage", POSTGRES, "--study", study,
+    command = [sys.executable, "-m", "hyperloom.cli.main", "tune", "--spec", "tune", "--strategy", "tpe", "--storage", POSTGRES, "--study",
+               study,
                "--seed", "1", "--revalidate-pairs", "0", "--no-sweep-shapes", "--no-flush-cache", "--max-time-s", "0.2", "--min-reps", "6",
                "--target-ci", "0.5", "--warmup-s", "0", "--json"]
-    machines = [subprocess.Popen([*command, "--session", name], cwd=specs.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for name in ("a", "b")]
+    machines = [subprocess.Popen([*command, "--session", name], cwd=specs.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for name in ("a", "b")]
     reports = []
     for proc in machines:
         out, err = proc.communicate(timeout=240)
         assert proc.returncode == 0, err[-2000:]
         reports.append(json.loads(out))
-    ran = [json.dumps(t["params"], sort_keys=True) for r in reports for t in r["leaderboard"] + r["rejected"] if t["proposer"] != "baseline"]
+    ran = [json.dumps(t["params"], sort_keys=True) for r in reports for t in r["leaderboard"] + r["rejected"]
+           if t["proposer"] != "baseline"]
     assert len(ran) == len(set(ran)) == 3  # the space's three non-baseline candidates, each run by one machine

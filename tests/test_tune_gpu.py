@@ -59,14 +59,16 @@ def test_an_illegal_address_and_a_hang_among_good_candidates_leave_the_following
         after = ran[json.dumps(good.params, sort_keys=True)]
         assert good.status == after.status == "PASSED", (good.params, after.reason)
         allowed = 0.05 * good.median_s + (good.ci_halfwidth_s or 0) + (after.ci_halfwidth_s or 0)
-        assert abs(after.median_s - good.median_s) <= allowed, f"{good.params}: {after.median_s * 1e6:.2f} us after the faults, {good.median_s * 1e6:.2f} us clean"
+        assert abs(after.median_s - good.median_s) <= allowed, (f"{good.params}: {after.median_s * 1e6:.2f} us after the faults, "
+                                                                f"{good.median_s * 1e6:.2f} us clean")
     folder = specs.root / ".hyperloom" / "tune" / "faulty"
     workers = json.loads((folder / "breakdown.json").read_text())["run"]["workers"][0]
     assert workers["replaced"] == {"CRASH": 1, "TIMEOUT": 1} and workers["processes_started"] == 3
 
 
 @pytest.mark.skipif(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1,
-                    reason="reads the device's free memory, which other test processes change; run alone (scripts/device/gate_h200.sh does)")
+                    reason="reads the device's free memory, which other test processes change; run alone "
+                           "(scripts/device/gate_h200.sh does)")
 def test_a_warm_worker_frees_or_reuses_every_device_allocation_a_trial_makes(specs):
     """Trials run in this process as a warm worker runs them: the device's free memory is the same after each."""
     from cuda.bindings import driver as cuda
@@ -78,22 +80,26 @@ def test_a_warm_worker_frees_or_reuses_every_device_allocation_a_trial_makes(spe
     from hyperloom.tools.runtime.models import Timing, TrialRequest
     from hyperloom.tools.kernelspec.load import load_spec
 
-    launchable, build = build_with(prepare(load_spec(specs.root / "tune_gpu" / "kernel.yaml", specs), "gpu", TARGET, 0), specs, {"REPEAT": 2})
+    launchable, build = build_with(prepare(load_spec(specs.root / "tune_gpu" / "kernel.yaml", specs), "gpu", TARGET, 0), specs,
+                                   {"REPEAT": 2})
     folder = specs.root / "run"
     stage_input_set(launchable, "seeded", folder)
     common = {"backend": "cuda", "device_index": 0, "code_object": str(specs.root / build.code_object), "entry": "scale",
               "grid": launchable.grid, "block": launchable.block}
     helpers = str(specs.root / timing_kernels(TARGET, specs))
-    gate = TrialRequest(**common, args=arg_specs(launchable, folder, folder), mode="correctness", timing_code_object=helpers).model_dump(mode="json")
+    gate = TrialRequest(**common, args=arg_specs(launchable, folder, folder), mode="correctness",
+                        timing_code_object=helpers).model_dump(mode="json")
     timed = TrialRequest(**common, args=arg_specs(launchable, folder, None), mode="timing", timing=Timing(max_time_s=0.2),
                          timing_code_object=helpers).model_dump(mode="json")
-    for first in (gate, timed):  # the context, the cached inputs, their kept device copies and the buffers kept between trials exist from here on
+    # the context, the cached inputs, their kept device copies and the buffers kept between trials exist from here on
+    for first in (gate, timed):
         assert warm_trial.run_payload(first)["status"] == "OK"
     free = []
     for payload in (gate, timed, gate, timed):
         assert warm_trial.run_payload(payload)["status"] == "OK"
         free.append(int(cuda.cuMemGetInfo()[1]))
-    assert max(free) - min(free) < 8 << 20, free  # each trial allocates 128 MB of x and y, each timing trial also a flush buffer twice the L2
+    # each trial allocates 128 MB of x and y, each timing trial also a flush buffer twice the L2
+    assert max(free) - min(free) < 8 << 20, free
 
 
 @pytest.mark.skipif(gpu_count() < 2, reason="needs two GPUs")
@@ -103,7 +109,8 @@ def test_two_gpus_run_candidates_at_once_their_verdicts_match_each_gpu_alone_and
                 sweep_shapes=True, sweep_pairs=5)
     assert {t.device_index for t in both.leaderboard + both.rejected if t.worker >= 0} == {0, 1}
     assert [r.device.split(" (")[0] for r in both.revalidations] == ["gpu 0", "gpu 1"] and all(r.pairs == 5 for r in both.revalidations)
-    assert sorted((s.device.split(" (")[0], s.shape["n"]) for s in both.sweep) == [("gpu 0", 65536), ("gpu 0", 16777216), ("gpu 1", 65536), ("gpu 1", 16777216)]
+    assert sorted((s.device.split(" (")[0], s.shape["n"]) for s in both.sweep) == [("gpu 0", 65536), ("gpu 0", 16777216), ("gpu 1", 65536),
+                                                                                   ("gpu 1", 16777216)]
     # one or two stores against four, at every shape: REPEAT 1 and 2 are within noise of each other on the H200 (its L2 keeps the
     # second store of a line from reaching memory), so either may win; REPEAT 8 and the baseline may not
     assert both.status.best.params in (GOOD[0], GOOD[1]) and not any(s.regression for s in both.sweep)

@@ -41,7 +41,8 @@ def test_a_regression_is_flagged_only_when_the_sign_test_and_the_median_both_say
 
 
 def test_a_suspected_regression_is_flagged_only_when_a_second_round_of_fresh_pairs_says_so_too():
-    suspected = shape_verdict({"n": 1}, "cpu", [10.0] * 7, [10.5] * 7)  # 7 of 7 slower by 5 %: what one round of noise did to identical code in CI
+    # 7 of 7 slower by 5 %: what one round of noise did to identical code in CI
+    suspected = shape_verdict({"n": 1}, "cpu", [10.0] * 7, [10.5] * 7)
     assert suspected.regression and suspected.slower_p == 1 / 128
     noise = confirmed(suspected, [10.0, 10.2, 9.9, 10.0, 10.1, 10.0, 10.3], [10.1, 10.0, 10.0, 9.9, 10.2, 10.0, 10.2])
     assert not noise.regression and noise.winner_slower == 7 and noise.slower_p > 0.05 and "did not confirm it (3/7 slower" in noise.note
@@ -64,7 +65,8 @@ def session_with_twins(workspace):
     spec["tuning"] = {"REPEAT": [16, 64], "HL_UNUSED": [0, 1]}
     spec["variants"]["host"]["defines"] = {"REPEAT": 16, "HL_UNUSED": 0}
     (workspace.root / "tune" / "twins.yaml").write_text(yaml.safe_dump(spec))
-    request = TuneRequest(spec="tune/twins.yaml", session="twins", strategy="grid", background=False, revalidate_pairs=0, sweep_shapes=False, **QUICK)
+    request = TuneRequest(spec="tune/twins.yaml", session="twins", strategy="grid", background=False, revalidate_pairs=0,
+                          sweep_shapes=False, **QUICK)
     run_tune(request, workspace)
     session, _ = open_session(request, workspace)
     yield session, request
@@ -85,7 +87,8 @@ def test_the_sweep_never_flags_a_winner_identical_to_the_baseline_and_flags_a_sl
     assert len(revalidations) == 1 and revalidations[0].device == "cpu" and revalidations[0].pairs == 5
     _, sweep = revalidate_pair(session, checking, workspace, baseline, slower)
     # 4x the work: fixed per-launch costs and a shared machine's noise keep the ratio above 0.25 at the small shape (0.55 seen in CI)
-    assert all(s.regression and s.winner_slower == 7 and s.speedup < 0.75 and "confirmed by a second round (7/7" in s.note for s in sweep), \
+    assert all(s.regression and s.winner_slower == 7 and s.speedup < 0.75 and "confirmed by a second round (7/7" in s.note
+               for s in sweep), \
         [(s.shape, s.speedup, s.note) for s in sweep]
 
 

@@ -34,7 +34,8 @@ def tune(workspace, **fields):
 
 def test_a_joint_space_lists_the_own_variant_first_then_each_further_variant_tagged():
     space = Space({"REPEAT": [4, 16]}, {"fast": {"REPEAT": [1, 2]}, "broken": {}}, variant="host")
-    assert list(space.grid()) == [{"REPEAT": 4}, {"REPEAT": 16}, {VARIANT: "fast", "REPEAT": 1}, {VARIANT: "fast", "REPEAT": 2}, {VARIANT: "broken"}]
+    assert list(space.grid()) == [{"REPEAT": 4}, {"REPEAT": 16}, {VARIANT: "fast", "REPEAT": 1}, {VARIANT: "fast", "REPEAT": 2},
+                                  {VARIANT: "broken"}]
     assert space.size == 5
     assert Space({}, {"fast": {}}).size == 1 and list(Space({}, {"fast": {}}).grid()) == [{}, {VARIANT: "fast"}]
 

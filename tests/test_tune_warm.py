@@ -59,7 +59,8 @@ def test_a_crash_and_a_hang_among_good_candidates_leave_the_following_verdicts_a
         after = ran[json.dumps(good.params, sort_keys=True)]
         assert good.status == after.status == "PASSED"
         # a third to three times: the two sessions run one after the other on a shared machine whose load changes
-        assert 1 / 3 < after.median_s / good.median_s < 3.0, f"{good.params}: {after.median_s * 1e6:.1f} us after the faults, {good.median_s * 1e6:.1f} us in a clean session"
+        assert 1 / 3 < after.median_s / good.median_s < 3.0, (f"{good.params}: {after.median_s * 1e6:.1f} us after the faults, "
+                                                              f"{good.median_s * 1e6:.1f} us in a clean session")
     workers = breakdown_of(specs, "faulty")["run"]["workers"][0]
     assert workers["worker_mode"] == "warm" and workers["replaced"] == {"CRASH": 1, "TIMEOUT": 1}  # each fault ended its process
     assert workers["processes_started"] == 3 and breakdown_of(specs, "clean")["run"]["workers"][0]["processes_started"] == 1
@@ -118,7 +119,9 @@ def test_breakdown_phases_are_present_and_add_up_in_both_worker_modes(specs):
             assert run["phases_s"][phase] == pytest.approx(sum(t["phases_s"][phase] for t in trials), abs=1e-5)
         assert run["candidates"] == len(trials) == 4 and run["worker_mode"] == mode and run["slots"] == ["cpu"]
         assert run["candidates_per_hour"] == pytest.approx(len(trials) / run["loop_wall_s"] * 3600, rel=1e-3)
-        assert [d["device"] for d in run["devices"]] == ["cpu"] and run["devices"][0]["busy_s"] == pytest.approx(sum(t["device_s"] for t in trials), abs=1e-4)
+        assert [d["device"]
+                for d in run["devices"]] == ["cpu"] and run["devices"][0]["busy_s"] == pytest.approx(sum(t["device_s"] for t in trials),
+                                                                                                     abs=1e-4)
         assert run["workers"][0]["launches"] == 3 * len(trials)  # two input sets and the timing, each candidate
         figures[mode] = run
         assert "## Where the time went" in (specs.root / ".hyperloom" / "tune" / mode / "report.md").read_text()
@@ -154,8 +157,8 @@ def test_the_throughput_bench_alternates_its_legs_over_rounds_and_judges_the_med
     from helpers import REPO
 
     out = tmp_path / "rounds.json"
-    done = subprocess.run([sys.executable, str(REPO / "bench" / "tune_throughput.py"), "--two-devices", "--candidates", "3", "--repeat", "2",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    done = subprocess.run([sys.executable, str(REPO / "bench" / "tune_throughput.py"), "--two-devices", "--candidates", "3", "--repeat",
+                           "2", "--out", str(out)], capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     legs = [line.split(":")[0] for line in done.stdout.splitlines() if line.startswith(("one device:", "two devices:"))]
     assert legs == ["one device", "two devices", "two devices", "one device"]

@@ -34,16 +34,18 @@ def test_a_plain_decoder_frozen_with_no_tolerance_takes_honest_levers_and_refuse
     rules = {o.name: o.tolerance.derived for o in frozen.outputs}
     assert frozen.name == "dec" and rules["tokens.top_logprobs"] is not None and rules["tokens.teacher"] is not None
     assert rules["tokens.teacher"].twin_dtype == "float64" and rules["tokens.teacher"].baseline_error["rel_l2"] > 0
-    candidates = [["sdpa_math"], ["static_cache", "decode_loop"], ["compile", "skip_guard_eval"], ["overrides:mlp_too_large.py"], ["overrides:skipped_layer.py"],
-                  ["overrides:truncated_prompt.py"]]
+    candidates = [["sdpa_math"], ["static_cache", "decode_loop"], ["compile", "skip_guard_eval"], ["overrides:mlp_too_large.py"],
+                  ["overrides:skipped_layer.py"], ["overrides:truncated_prompt.py"]]
     seen = _verdicts(workload_bench(WorkloadBenchRequest(name="dec", candidates=candidates, **FAST), user))
-    for honest in ("sdpa_math", "static_cache+decode_loop", "compile+skip_guard_eval"):  # the stance RAISED in teacher forcing's new shapes before
+    # the stance RAISED in teacher forcing's new shapes before
+    for honest in ("sdpa_math", "static_cache+decode_loop", "compile+skip_guard_eval"):
         assert seen[honest].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), (honest, seen[honest].reason)
     assert all(e.engaged for e in seen["static_cache+decode_loop"].engagement), seen["static_cache+decode_loop"].engagement
     # one kept worker, built beside the baseline, served the A/A and then the honest levers a copy of the decoder as built; an
     # overrides module changes the process: each got a fresh worker
     assert [seen[h].worker_turn for h in ("sdpa_math", "static_cache+decode_loop", "compile+skip_guard_eval")] == [3, 4, 5]
-    assert all(seen[w].worker_turn == 1 for w in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"))
+    assert all(seen[w].worker_turn == 1
+               for w in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"))
     for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py"):
         assert seen[wrong].verdict == "REJECTED", (wrong, seen[wrong].reason)
     teacher = next(o for o in seen["overrides:skipped_layer.py"].outputs if o.output == "tokens.teacher")
@@ -58,7 +60,8 @@ def test_a_seeded_decoder_s_log_probability_drift_is_the_largest_over_the_frozen
     rule = next(o.tolerance for o in frozen.outputs if o.name == "tokens.top_logprobs")
     assert rule.derived is not None and rule.derived.inputs == 1 + freeze.DRIFT_SEEDS
     runs = user.root / ".hyperloom" / "workload" / "seeded" / "runs" / "freeze"
-    pairs = [(runs / "baseline0", runs / "twin")] + [(runs / "seeds" / "baseline" / f"seed{i}", runs / "seeds" / "twin" / f"seed{i}") for i in range(freeze.DRIFT_SEEDS)]
+    pairs = [(runs / "baseline0", runs / "twin")] + [(runs / "seeds" / "baseline" / f"seed{i}", runs / "seeds" / "twin" / f"seed{i}")
+                                                     for i in range(freeze.DRIFT_SEEDS)]
     drifts = []
     for base, other in pairs:
         b, t = ({name: np.load(f / f"tokens{name}.npy") for name in ("", ".top_ids", ".top_logprobs")} for f in (base, other))
@@ -71,14 +74,18 @@ def test_a_seeded_decoder_s_log_probability_drift_is_the_largest_over_the_frozen
     assert teacher.inputs == 1 + freeze.DRIFT_SEEDS, teacher
     assert teacher.baseline_error == {"rel_l2": errors[0]["rel_l2"], "max_rel": max(e["max_rel"] for e in errors)}, (teacher, errors)
     assert len({e["max_rel"] for e in errors}) > 1, errors
-    assert rule.derived.baseline_error["top_logprob_drift"] == max(drifts) and rule.atol == pytest.approx((rule.derived.k + 1) * max(max(drifts), twin.NATS_FLOOR))
+    assert rule.derived.baseline_error["top_logprob_drift"] == max(drifts) and rule.atol == pytest.approx((rule.derived.k
+                                                                                                           + 1) * max(max(drifts), twin.NATS_FLOOR))
     # the looser drift does not let the wrong candidates through on fresh prompts: teacher forcing against the twin holds
-    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="seeded", candidates=[["static_cache", "decode_loop"], ["static_cache"], ["overrides:mlp_too_large.py"],
-                                                                                    ["overrides:skipped_layer.py"], ["overrides:truncated_prompt.py"],
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="seeded", candidates=[["static_cache", "decode_loop"], ["static_cache"],
+                                                                                    ["overrides:mlp_too_large.py"],
+                                                                                    ["overrides:skipped_layer.py"],
+                                                                                    ["overrides:truncated_prompt.py"],
                                                                                     ["overrides:part_reuse_logits.py"]], **FAST), user))
     for honest in ("static_cache+decode_loop", "static_cache"):  # static_cache alone judged, not refused (it was on a GPU: issue 66)
         assert seen[honest].verdict not in ("REJECTED", "NO_OP", "RAISED", "CRASH"), (honest, seen[honest].reason)
-    for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py", "overrides:part_reuse_logits.py"):
+    for wrong in ("overrides:mlp_too_large.py", "overrides:skipped_layer.py", "overrides:truncated_prompt.py",
+                  "overrides:part_reuse_logits.py"):
         assert seen[wrong].verdict == "REJECTED", (wrong, seen[wrong].reason)
     # parted at its nearest tie, its token repeated, the parting's logits reported after it: the tokens may pass the
     # continuation check; the log-probabilities reported after the parting are compared with the reference model's
@@ -187,7 +194,8 @@ def test_a_model_that_cannot_be_upcast_needs_a_declared_tolerance_and_says_why(w
 def test_a_workload_edited_after_freeze_is_refused_with_both_digests(user):
     workload_freeze(WorkloadFreezeRequest(workload="convnet.py:build", name="conv", timeout_s=240), user)
     source = user.root / "convnet.py"
-    source.write_text(source.read_text().replace("self.logits = self.model(self.images)", "self.logits = self.model(self.images); __import__('time').sleep(0.1)"))
+    source.write_text(source.read_text().replace("self.logits = self.model(self.images)",
+                                                 "self.logits = self.model(self.images); __import__('time').sleep(0.1)"))
     with pytest.raises(HyperloomError) as caught:
         workload_bench(WorkloadBenchRequest(name="conv", candidates=[["compile"]], **FAST), user)
     assert "convnet.py changed since session 'conv' was frozen" in str(caught.value) and "at freeze" in str(caught.value)
@@ -202,7 +210,8 @@ def test_a_frozen_session_moved_to_another_workspace_reads_its_workload_there(us
     shutil.copytree(user.root, moved.root, ignore=shutil.ignore_patterns("runs"))
     frozen = read_frozen("conv", moved)
     assert frozen.target.workload == f"{moved.root}/convnet.py:build"
-    assert located("mypackage.bench:build", moved) == "mypackage.bench:build" and located("/elsewhere/w.py:build", moved) == "/elsewhere/w.py:build"
+    assert located("mypackage.bench:build", moved) == "mypackage.bench:build" and located("/elsewhere/w.py:build",
+                                                                                          moved) == "/elsewhere/w.py:build"
     assert portable(f"{moved.root}/sub/w.py", moved) == "sub/w.py" and located("sub/w.py", moved) == f"{moved.root}/sub/w.py"
     with pytest.raises(HyperloomError, match="outside the workspace"):  # an edited manifest cannot point the worker elsewhere
         located("../elsewhere.py:build", moved)
@@ -267,25 +276,28 @@ def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input
 
     torch.manual_seed(0)
     if family == "t5":
-        model = transformers.T5ForConditionalGeneration(transformers.T5Config(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16, vocab_size=64,
+        model = transformers.T5ForConditionalGeneration(transformers.T5Config(d_model=32, d_ff=64, num_layers=1, num_heads=2, d_kv=16,
+                                                                              vocab_size=64,
                                                                               decoder_start_token_id=0, initializer_factor=4.0)).eval()
     elif family == "whisper":
         model = transformers.WhisperForConditionalGeneration(transformers.WhisperConfig(
-            vocab_size=64, num_mel_bins=8, encoder_layers=1, decoder_layers=1, d_model=32, encoder_attention_heads=2, decoder_attention_heads=2,
-            encoder_ffn_dim=64, decoder_ffn_dim=64, max_source_positions=8, max_target_positions=32, decoder_start_token_id=2, pad_token_id=0,
-            eos_token_id=1, bos_token_id=2, init_std=0.5)).eval()
+            vocab_size=64, num_mel_bins=8, encoder_layers=1, decoder_layers=1, d_model=32, encoder_attention_heads=2,
+            decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_source_positions=8, max_target_positions=32,
+            decoder_start_token_id=2, pad_token_id=0, eos_token_id=1, bos_token_id=2, init_std=0.5)).eval()
     else:
-        model = transformers.BartForConditionalGeneration(transformers.BartConfig(vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
-                                                                                  encoder_attention_heads=2, decoder_attention_heads=2, encoder_ffn_dim=64,
-                                                                                  decoder_ffn_dim=64, max_position_embeddings=32, init_std=0.5,
-                                                                                  forced_bos_token_id=None, forced_eos_token_id=None)).eval()
+        model = transformers.BartForConditionalGeneration(transformers.BartConfig(vocab_size=64, d_model=32, encoder_layers=1,
+                                                                                  decoder_layers=1, encoder_attention_heads=2,
+                                                                                  decoder_attention_heads=2, encoder_ffn_dim=64,
+                                                                                  decoder_ffn_dim=64, max_position_embeddings=32,
+                                                                                  init_std=0.5, forced_bos_token_id=None,
+                                                                                  forced_eos_token_id=None)).eval()
     assert forced(torch, model, [[5, 6, 7, 8]], 2, nullcontext, compiled=False) is None  # no generate recorded its encoder input
     record_generate_inputs(model)
     generator = torch.Generator().manual_seed(1)
     prompt = torch.randn(2, 8, 16, generator=generator) if family == "whisper" else torch.randint(3, 64, (2, 9), generator=generator)
     with torch.inference_mode():
-        out = model.generate(prompt, attention_mask=torch.ones(prompt.shape[:2], dtype=torch.long) if family != "whisper" else None, max_new_tokens=6,
-                             min_new_tokens=6, do_sample=False, return_dict_in_generate=True, output_logits=True)
+        out = model.generate(prompt, attention_mask=torch.ones(prompt.shape[:2], dtype=torch.long) if family != "whisper" else None,
+                             max_new_tokens=6, min_new_tokens=6, do_sample=False, return_dict_in_generate=True, output_logits=True)
     ids = out.sequences.tolist()
     scored = forced(torch, model, ids, 1, nullcontext, compiled=False)  # the decoder's start token: its prompt
     assert tuple(scored.shape) == (2, len(ids[0]) - 1, 64)
@@ -297,13 +309,14 @@ def test_an_encoder_decoder_s_tokens_are_teacher_forced_beside_the_encoder_input
     first = torch.stack(out.logits, dim=1)
     prompt.copy_(torch.randn(2, 8, 16, generator=generator) if family == "whisper" else torch.randint(3, 64, (2, 9), generator=generator))
     with torch.inference_mode():
-        model.generate(prompt, attention_mask=torch.ones(prompt.shape[:2], dtype=torch.long) if family != "whisper" else None, max_new_tokens=6,
-                       min_new_tokens=6, do_sample=False)
+        model.generate(prompt, attention_mask=torch.ones(prompt.shape[:2], dtype=torch.long) if family != "whisper" else None,
+                       max_new_tokens=6, min_new_tokens=6, do_sample=False)
     built = forced(torch, model, ids, 1, nullcontext, compiled=False, source="built")
     assert torch.allclose(built, first, atol=1e-4), (built - first).abs().max()
-    assert not torch.allclose(forced(torch, model, ids, 1, nullcontext, compiled=False, source="last"), first, atol=1e-2)  # the last input: another's
-    decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                                                                     num_key_value_heads=1, vocab_size=64)).eval()
+    # the last input: another's
+    assert not torch.allclose(forced(torch, model, ids, 1, nullcontext, compiled=False, source="last"), first, atol=1e-2)
+    decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                                                     num_attention_heads=2, num_key_value_heads=1, vocab_size=64)).eval()
     assert tuple(forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False).shape) == (1, 2, 64)  # a decoder's are scored
 
 
@@ -318,16 +331,17 @@ def test_a_decoder_s_left_padded_prompt_is_teacher_forced_with_its_mask_and_posi
     from hyperloom.tools.workload.worker.teacher import forced, record_generate_inputs
 
     torch.manual_seed(0)
-    decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                                                                     num_key_value_heads=1, vocab_size=64, initializer_range=0.3, pad_token_id=0)).eval()
+    decoder = transformers.LlamaForCausalLM(transformers.LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                                                                     num_attention_heads=2, num_key_value_heads=1, vocab_size=64,
+                                                                     initializer_range=0.3, pad_token_id=0)).eval()
     prompt = torch.randint(3, 64, (2, 9), generator=torch.Generator().manual_seed(1))
     mask = torch.ones_like(prompt)
     prompt[1, :4], mask[1, :4] = 0, 0
     unpadded = forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False)
     record_generate_inputs(decoder)
     with torch.inference_mode():
-        out = decoder.generate(prompt, attention_mask=mask, max_new_tokens=5, min_new_tokens=5, do_sample=False, return_dict_in_generate=True,
-                               output_logits=True)
+        out = decoder.generate(prompt, attention_mask=mask, max_new_tokens=5, min_new_tokens=5, do_sample=False,
+                               return_dict_in_generate=True, output_logits=True)
     ids, expected = out.sequences.tolist(), torch.stack(out.logits, dim=1)
     scored = forced(torch, decoder, ids, 9, nullcontext, compiled=False)
     assert torch.allclose(scored, expected, atol=1e-4), (scored - expected).abs().amax(dim=(1, 2))
@@ -335,7 +349,8 @@ def test_a_decoder_s_left_padded_prompt_is_teacher_forced_with_its_mask_and_posi
         blind = decoder(input_ids=out.sequences, use_cache=False).logits[:, 8:-1]
     assert (blind[1] - expected[1]).abs().max() > 0.1  # the padded row, scored without its mask: what the gate read before
     other = [[3] + row[1:] for row in ids]  # not the recorded prompt: no mask applied
-    assert torch.equal(forced(torch, decoder, other, 9, nullcontext, compiled=False), decoder(input_ids=torch.tensor(other), use_cache=False).logits[:, 8:-1])
+    assert torch.equal(forced(torch, decoder, other, 9, nullcontext, compiled=False),
+                       decoder(input_ids=torch.tensor(other), use_cache=False).logits[:, 8:-1])
     assert torch.equal(forced(torch, decoder, [[5, 6, 7, 8]], 2, nullcontext, compiled=False), unpadded)
 
 
@@ -347,7 +362,8 @@ def test_an_encoder_decoder_frozen_with_no_tolerance_gates_its_teacher_forced_lo
     frozen = workload_freeze(WorkloadFreezeRequest(workload="encoder_decoder.py:build", name="ed", timeout_s=240), user)
     teacher = next(o.tolerance.derived for o in frozen.outputs if o.name == "tokens.teacher")
     assert teacher is not None and teacher.inputs == 1 + freeze.DRIFT_SEEDS, teacher
-    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="ed", candidates=[["sdpa_math"], ["overrides:skipped_layer.py"], ["overrides:ed_part_pad.py"]],
+    seen = _verdicts(workload_bench(WorkloadBenchRequest(name="ed", candidates=[["sdpa_math"], ["overrides:skipped_layer.py"],
+                                                                                ["overrides:ed_part_pad.py"]],
                                                          **FAST), user))
     assert seen["sdpa_math"].verdict not in ("REJECTED", "RAISED", "CRASH"), seen["sdpa_math"].reason
     assert next(c for c in seen["sdpa_math"].outputs if c.output == "tokens.teacher").passed
@@ -458,7 +474,8 @@ def test_a_float64_twin_with_no_room_for_its_weights_falls_back_to_float32_and_s
     its GPU) gives the float32 twin, said, not a freeze refused for want of any twin."""
     (workspace.root / "no_room.py").write_text(NO_ROOM)
     frozen = workload_freeze(WorkloadFreezeRequest(workload="no_room.py:build", name="no_room", timeout_s=120), workspace)
-    assert "a float64 twin raised (OutOfMemoryError: no room" in frozen.summary and "declare a tolerance if honest levers are refused" in frozen.summary, frozen.summary
+    assert "a float64 twin raised (OutOfMemoryError: no room" in frozen.summary and ("declare a tolerance if honest levers are "
+                                                                                     "refused") in frozen.summary, frozen.summary
     assert frozen.outputs[0].tolerance.derived.twin_dtype == "float32"
 
 

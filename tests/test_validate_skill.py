@@ -266,7 +266,8 @@ def test_a_case_id_taken_by_the_catalogs_shared_negatives_is_refused(tmp_path):
     data["evaluations"].append({"id": ours, "skill_should_trigger": False, "prompt": "What is the capital of Peru?"})
     pool.write_text(json.dumps(data))
     report = validate_skill(root / "skills" / NAME, root)
-    assert not report.valid and [f.rule for f in report.findings] == ["evals.duplicate-id"] and "negatives.json" in report.findings[0].message
+    assert not report.valid and [f.rule
+                                 for f in report.findings] == ["evals.duplicate-id"] and "negatives.json" in report.findings[0].message
 
 
 def test_each_skill_says_where_the_other_fits():
@@ -274,7 +275,8 @@ def test_each_skill_says_where_the_other_fits():
     theirs = (FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "SKILL.md").read_text()
     assert "use hyperloom-workload-optimizer" in ours.split("\n---\n", 1)[0]
     assert "run a one-off\n  kernel/benchmark or trace analysis without the optimization loop" in theirs  # where ours takes over
-    their_ids = {c["id"] for c in json.loads((FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "evals" / "evals.json").read_text())["evaluations"]}
+    their_ids = {c["id"]
+                 for c in json.loads((FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "evals" / "evals.json").read_text())["evaluations"]}
     our_cases = json.loads((SKILL / "evals" / "evals.json").read_text())["evaluations"]
     assert not their_ids & {c["id"] for c in our_cases}
     boundary = [c for c in our_cases if c["skill_should_trigger"] and ("vLLM" in c["prompt"] or "no GPU" in c["prompt"])]
@@ -316,7 +318,8 @@ def test_agentskills_validate_accepts_our_skill():
 
 
 @needs_agentskills
-@pytest.mark.parametrize("rule", ["frontmatter.unknown-key", "frontmatter.flow-style", "frontmatter.duplicate-key", "name.directory", "compatibility.length"])
+@pytest.mark.parametrize("rule", ["frontmatter.unknown-key", "frontmatter.flow-style", "frontmatter.duplicate-key", "name.directory",
+                                  "compatibility.length"])
 def test_agentskills_validate_rejects_what_we_reject_for_the_spec(tmp_path, rule):
     skill = _copy(tmp_path)
     BROKEN[rule](skill)

@@ -17,7 +17,8 @@ from hyperloom.tools.verify.models import VerifyRequest
 from hyperloom.tools.verify.rules import parse_rule
 from hyperloom.tools.verify.spellings import generation, spelling
 
-needs_llvm = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None, reason="LLVM is not installed; .ci/run installs llvm-19 and clang-19")
+needs_llvm = pytest.mark.skipif(shutil.which("clang-19") is None and shutil.which("clang") is None,
+                                reason="LLVM is not installed; .ci/run installs llvm-19 and clang-19")
 
 
 def built(workspace, kernel: str, target: str) -> str:
@@ -67,7 +68,8 @@ def test_generation_aware_sets_follow_the_target(workspace):
 @needs_llvm
 def test_bounds_and_forbid_rules_count_instructions(workspace):
     code = built(workspace, "spill.hip", "gfx1201")
-    result = check(workspace, code, kernels=["spill"], expect=["scratch_store_*>=100", "v_fma_f32<10"], forbid=["s_endpgm"], check_spills=False)
+    result = check(workspace, code, kernels=["spill"], expect=["scratch_store_*>=100", "v_fma_f32<10"], forbid=["s_endpgm"],
+                   check_spills=False)
     outcomes = {v.rule: v.passed for v in result.verdicts}
     assert outcomes == {"scratch_store_*>=100": True, "v_fma_f32<10": False, "s_endpgm": False}
 
@@ -96,7 +98,8 @@ def test_a_file_that_is_not_a_code_object_is_refused(workspace):
 
 @pytest.mark.parametrize(
     ("text", "kind", "op", "count"),
-    [("v_dot8_i32_iu4", "expect", ">=", 1), ("v_wmma_*>=4", "expect", ">=", 4), ("@dot4_i8 == 2", "expect", "==", 2), ("scratch_*", "forbid", "==", 0)],
+    [("v_dot8_i32_iu4", "expect", ">=", 1), ("v_wmma_*>=4", "expect", ">=", 4), ("@dot4_i8 == 2", "expect", "==", 2),
+     ("scratch_*", "forbid", "==", 0)],
 )
 def test_rules_parse_into_pattern_and_bound(text, kind, op, count):
     rule = parse_rule(text, kind)
@@ -116,13 +119,15 @@ def test_forbid_rules_take_no_bound():
 
 @pytest.mark.parametrize(
     ("target", "expected"),
-    [("gfx1201", ("v_dot4_i32_iu8",)), ("gfx1100", ("v_dot4_i32_iu8",)), ("gfx942", ("v_dot4_i32_i8", "v_dot4c_i32_i8")), ("gfx90a", ("v_dot4_i32_i8", "v_dot4c_i32_i8"))],
+    [("gfx1201", ("v_dot4_i32_iu8",)), ("gfx1100", ("v_dot4_i32_iu8",)), ("gfx942", ("v_dot4_i32_i8", "v_dot4c_i32_i8")),
+     ("gfx90a", ("v_dot4_i32_i8", "v_dot4c_i32_i8"))],
 )
 def test_the_int8_dot_is_spelled_per_generation(target, expected):
     assert spelling("dot4_i8", target) == expected
 
 
-@pytest.mark.parametrize(("target", "gen"), [("gfx1201", "gfx12"), ("gfx1151", "gfx11"), ("gfx1030", "gfx10"), ("gfx90a", "gfx9"), ("gfx942", "gfx9"), ("sm_90", "sm")])
+@pytest.mark.parametrize(("target", "gen"), [("gfx1201", "gfx12"), ("gfx1151", "gfx11"), ("gfx1030", "gfx10"), ("gfx90a", "gfx9"),
+                                             ("gfx942", "gfx9"), ("sm_90", "sm")])
 def test_generations_come_from_target_names(target, gen):
     assert generation(target) == gen
 

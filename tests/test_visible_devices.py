@@ -33,7 +33,8 @@ def test_a_pinned_worker_gets_the_gpu_the_callers_variable_lists_at_that_positio
     assert pinned_environ({}, "cuda", 1)["CUDA_VISIBLE_DEVICES"] == "1"
     env = pinned_environ({"CUDA_VISIBLE_DEVICES": "2,3"}, "cuda", 1)
     assert env["CUDA_VISIBLE_DEVICES"] == "3" and env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # the order nvidia-smi numbers in
-    assert pinned_environ({"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}, "cuda", 0)["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"  # the caller's choice stays
+    # the caller's choice stays
+    assert pinned_environ({"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}, "cuda", 0)["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"
     hip = pinned_environ({"HIP_VISIBLE_DEVICES": "GPU-aa,GPU-bb", "ROCR_VISIBLE_DEVICES": "1,2"}, "hip", 1)
     assert hip["HIP_VISIBLE_DEVICES"] == "GPU-bb" and hip["ROCR_VISIBLE_DEVICES"] == "1,2" and "CUDA_DEVICE_ORDER" not in hip
     assert pinned_environ({"CUDA_VISIBLE_DEVICES": "5"}, "c", None) == {"CUDA_VISIBLE_DEVICES": "5"}  # a CPU worker: nothing pinned

@@ -78,7 +78,8 @@ def test_a_warm_worker_dies_with_its_parent_even_while_a_call_hangs(tmp_path):
         "import sys\nfrom hyperloom.core.warm import WarmWorker\n"
         "w = WarmWorker()\nw.start()\nprint(w.pid, flush=True)\nw.call('warm_calls:hang', {}, timeout_s=600)\n"
     )
-    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(TESTS)})
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(TESTS)})
     child = int(parent.stdout.readline())
     time.sleep(0.3)
     os.kill(child, 0)  # running its hung call
@@ -96,16 +97,19 @@ def library(tmp_path):
     built = {}
     for fault in (0, 2, 3):
         out = tmp_path / f"scale{fault}.so"
-        subprocess.run(["cc", "-O1", "-shared", "-fPIC", f"-DFAULT={fault}", "-o", str(out), str(FIXTURES / "specs" / "tune" / "scale.c")], check=True)
+        subprocess.run(["cc", "-O1", "-shared", "-fPIC", f"-DFAULT={fault}", "-o", str(out), str(FIXTURES / "specs" / "tune" / "scale.c")],
+                       check=True)
         built[fault] = str(out)
     np.save(tmp_path / "x.npy", np.arange(64, dtype=np.float32))
     return built, tmp_path
 
 
 def _request(code_object: str, folder: Path, mode: str = "correctness") -> TrialRequest:
-    return TrialRequest(backend="c", code_object=code_object, entry="scale", mode=mode, timing=Timing(warmup_s=0, min_reps=6, max_reps=6, flush_cache=False), args=[
+    return TrialRequest(backend="c", code_object=code_object, entry="scale", mode=mode,
+                        timing=Timing(warmup_s=0, min_reps=6, max_reps=6, flush_cache=False), args=[
         ArgSpec(name="x", kind="buffer", dtype="float32", nbytes=256, role="input", shape=[64], input_path=str(folder / "x.npy")),
-        ArgSpec(name="y", kind="buffer", dtype="float32", nbytes=256, role="output", shape=[64], output_path=str(folder / "y.npy") if mode == "correctness" else None),
+        ArgSpec(name="y", kind="buffer", dtype="float32", nbytes=256, role="output", shape=[64],
+                output_path=str(folder / "y.npy") if mode == "correctness" else None),
         ArgSpec(name="n", kind="scalar", dtype="int64", value=64),
     ])
 
@@ -262,7 +266,8 @@ def test_a_warm_gpu_trial_unloads_its_code_objects_refills_the_buffers_it_keeps_
         assert held is None or set(fake.memory) == held  # buffers kept for the next trial, none made anew
         held = set(fake.memory)
         y = np.load(tmp_path / "y.npy")
-        assert (y == 0).all() if trial == 0 else np.isnan(y).all()  # a kept buffer is poisoned afresh: the next kernel, writing nothing, shows NaN
+        # a kept buffer is poisoned afresh: the next kernel, writing nothing, shows NaN
+        assert (y == 0).all() if trial == 0 else np.isnan(y).all()
         fake.on_launch = None
     assert reads == [str(tmp_path / "x.npy")]  # read from disk once, copied in every time
     time.sleep(0.01)
@@ -299,9 +304,11 @@ def test_a_warm_worker_keeps_inputs_on_the_device_and_fails_the_trial_whose_kern
     fake.on_launch = look
     for _ in range(3):
         assert warm_trial.run_payload(request)["status"] == "OK"
-    assert copied == [252] and all(np.array_equal(x, np.arange(63, dtype=np.float32)) for x in seen)  # over the bus once, on the device after
+    # over the bus once, on the device after
+    assert copied == [252] and all(np.array_equal(x, np.arange(63, dtype=np.float32)) for x in seen)
     guarded = 252 + 2 * GUARD_BYTES  # each trial's buffer between its guard regions
-    assert sorted(len(m) for m in fake.memory.values()) == [8, 252, guarded, guarded]  # between trials: x and y kept for the next trial, the kept copy, the sum
+    # between trials: x and y kept for the next trial, the kept copy, the sum
+    assert sorted(len(m) for m in fake.memory.values()) == [8, 252, guarded, guarded]
     (kept,) = kept_pointers()
 
     def stray_write(buffers):  # out of bounds, into the kept copy

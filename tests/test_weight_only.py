@@ -70,7 +70,8 @@ def test_a_quantized_model_compiles_without_a_graph_break():
 
 
 def test_the_lever_s_evidence_bad_inputs_and_what_optimize_reads():
-    [said] = engagement([lever("int8_weight_only")], {"weight_only": {"layers": 15, "bytes_before": 2_000_000, "bytes_after": 1_010_000}}, {}, {})
+    [said] = engagement([lever("int8_weight_only")], {"weight_only": {"layers": 15, "bytes_before": 2_000_000, "bytes_after": 1_010_000}},
+                        {}, {})
     assert said.engaged and "15 Linear layer(s) in int8" in said.evidence and "2.0 -> 1.0 MB" in said.evidence
     [said] = engagement([lever("fp8_weight_only")], {"weight_only": {"layers": 0}}, {}, {})
     assert not said.engaged and "no plain floating-point Linear" in said.evidence
@@ -86,7 +87,8 @@ def test_the_lever_s_evidence_bad_inputs_and_what_optimize_reads():
 
 
 def _frozen(**tolerance):
-    return Frozen(folder=None, target=None, tolerances={"y": OutputTolerance(**tolerance)}, declared_knobs={}, vendor="cpu", manifest_sha256="")
+    return Frozen(folder=None, target=None, tolerances={"y": OutputTolerance(**tolerance)}, declared_knobs={}, vendor="cpu",
+                  manifest_sha256="")
 
 
 def test_only_a_twin_rule_looser_than_the_default_lets_optimize_try_a_lossy_lever_unasked():

@@ -86,7 +86,8 @@ def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_less_work_from_
     assert frozen.ok and frozen.gated and [o.name for o in frozen.outputs] == ["y", "argmax"]
     assert frozen.declared_knobs["mode"] == ["eager", "other"] and frozen.declared_knobs["repeat"] is None
     assert all(o.spread <= 1 for o in frozen.outputs) and frozen.evidence.tag.value == "MEASURED"
-    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["knob:repeat=1"], ["knob:repeat=4"], ["knob:scale=2"], ["knob:die=true"], ["knob:repeat=1"]],
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["knob:repeat=1"], ["knob:repeat=4"], ["knob:scale=2"],
+                                                                         ["knob:die=true"], ["knob:repeat=1"]],
                                                  **{**FAST, "pairs": 8, "noise_band": 0.15}), mlp)
     # a band of 15 %: two worker processes doing the same work were measured 6 % apart in 7 of 8 pairs on a loaded
     # machine; the candidates judged faster here do a quarter of the work
@@ -103,7 +104,8 @@ def test_a_frozen_workload_gates_its_candidates_and_the_ab_tells_less_work_from_
     assert result.noise_band >= 0.02 and "Same work (A/A)" in (mlp.root / result.report_md).read_text()
     # no inputs(seed): benched on fixed inputs, and every verdict, the summary and the report say what that leaves open
     assert all(c.inputs_fresh is False and "inputs fixed: memoization not excluded" in c.reason for c in result.candidates)
-    assert "memoization not excluded" in result.summary and "Inputs fixed: memoization not excluded" in (mlp.root / result.report_md).read_text()
+    assert "memoization not excluded" in result.summary and ("Inputs fixed: memoization not "
+                                                             "excluded") in (mlp.root / result.report_md).read_text()
 
 
 class _Clock:
@@ -175,7 +177,8 @@ def test_a_slow_step_fills_a_leg_alone_a_short_one_fills_its_leg_with_steps_and_
 
     settings = ABSettings(pairs=6, steps_per_leg=3, warmup_steps=2, noise_band=0.02, timeout_s=60.0)
     assert paced(settings, 1.17).steps_per_leg == 1 and paced(settings, 0.2).steps_per_leg == 3 and paced(settings, 0.3).steps_per_leg == 2
-    assert paced(settings, 0.001).steps_per_leg == 25 and paced(settings, 0.0) == settings  # 25 ms of the model's time a leg; no pace, no change
+    # 25 ms of the model's time a leg; no pace, no change
+    assert paced(settings, 0.001).steps_per_leg == 25 and paced(settings, 0.0) == settings
     assert paced(settings, 0.008, 0.090).steps_per_leg == 4  # a ResNet's 8 ms step behind 90 ms of host-drawn inputs: 32 ms of model a leg
     assert paced(settings, 0.004, 0.5).steps_per_leg == 1  # inputs that fill the leg's wall time alone: one step
     assert paced(settings, 1e-6).steps_per_leg == 1000  # at most MAX_STEPS
@@ -215,9 +218,11 @@ def test_outputs_whose_shape_changes_between_runs_are_refused(mlp):
 
 def test_levers_that_are_unknown_do_not_apply_here_or_name_no_knob_are_refused_before_anything_runs(mlp):
     _freeze(mlp)
-    for candidate, message in ((["turbo"], "unknown lever"), (["graph"], "does not apply on this machine"), (["knob:nope=1"], "declares no knob"),
+    for candidate, message in ((["turbo"], "unknown lever"), (["graph"], "does not apply on this machine"),
+                               (["knob:nope=1"], "declares no knob"),
                                (["knob:mode=fast"], "takes eager, other"), (["compile", "compile_max_autotune"], "two compile levers"),
-                               (["int8_weight_only", "fp8_weight_only"], "two quantize levers"), (["inductor_coordinate_descent"], "does not apply on this machine"),
+                               (["int8_weight_only", "fp8_weight_only"], "two quantize levers"),
+                               (["inductor_coordinate_descent"], "does not apply on this machine"),
                                (["inductor_combo_kernels"], "does not apply on this machine"),
                                (["fuse_projections", "fuse_projections"], "named twice")):
         with pytest.raises(HyperloomError, match=message):
@@ -230,7 +235,8 @@ def test_a_lever_that_leaves_no_trace_is_a_no_op(mlp):
     result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["sdpa_math"], ["fuse_projections"]], **FAST), mlp)
     no_op, unfused = result.candidates
     assert no_op.verdict == "NO_OP" and "scaled_dot_product_attention" in no_op.reason and no_op.speedup is None
-    assert unfused.verdict == "NO_OP" and "no sibling projections were fused" in unfused.reason, unfused.reason  # a Sequential of two Linears
+    # a Sequential of two Linears
+    assert unfused.verdict == "NO_OP" and "no sibling projections were fused" in unfused.reason, unfused.reason
 
 
 def test_a_kept_worker_serves_the_a_a_and_the_candidates_unless_fresh_workers_are_asked_for(mlp):
@@ -269,7 +275,8 @@ def test_a_candidate_that_makes_the_compiled_model_recompile_says_so(mlp):
     way out: a custom op counting with note_call, as integrate writes."""
     _freeze(mlp)
     (mlp.root / "recompiling.py").write_text(RECOMPILING)
-    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["compile", "overrides:recompiling.py"]], **{**FAST, "timeout_s": 300.0}), mlp)
+    result = workload_bench(WorkloadBenchRequest(name="mlp", candidates=[["compile", "overrides:recompiling.py"]],
+                                                 **{**FAST, "timeout_s": 300.0}), mlp)
     (candidate,) = result.candidates
     assert candidate.verdict == "NO_OP" and "only a custom op calling overrides.note_call counts" in candidate.reason, candidate.reason
     assert "graph(s) during a warmed-up step" in candidate.reason and "TORCH_LOGS=recompiles" in candidate.reason, candidate.reason
@@ -325,7 +332,8 @@ def test_skip_guard_eval_skips_dynamo_guards_in_the_steps_after_warm_up(workspac
     them skipped, the warm-up's graph runs on with the old one (what makes the lever unsafe, and what the gate's check
     of each pair's timed outputs catches). The warm-up itself keeps the guards: it is where the graphs are compiled."""
     (workspace.root / "guarded.py").write_text(GUARDED)
-    run = subprocess.run([sys.executable, "-c", DRIVER, str(workspace.root), json.dumps(levers)], capture_output=True, text=True, timeout=600)
+    run = subprocess.run([sys.executable, "-c", DRIVER, str(workspace.root), json.dumps(levers)], capture_output=True, text=True,
+                         timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     assert float(run.stdout.split()[-1]) == pytest.approx(scale_seen, rel=1e-4), run.stdout
 

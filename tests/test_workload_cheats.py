@@ -72,11 +72,13 @@ def test_the_corpus_holds_every_cheat_the_test_expects_and_each_names_its_trick(
 
 
 def test_no_cheat_is_faster_each_meets_its_defence_and_honest_candidates_are_still_judged(seeded):
-    candidates = [[f"overrides:cheats/{name}.py"] for name in CHEATS] + [["overrides:cheats/honest_gelu.py"], ["knob:redundant=0"], ["compile"]]
+    candidates = [[f"overrides:cheats/{name}.py"] for name in CHEATS] + [["overrides:cheats/honest_gelu.py"], ["knob:redundant=0"],
+                                                                         ["compile"]]
     result = workload_bench(WorkloadBenchRequest(name="seeded", candidates=candidates, **FAST), seeded)
     *cheats, honest, fast, compiled = result.candidates
     said = {name: (c.verdict, c.reason) for name, c in zip(CHEATS, cheats, strict=True)}
-    wrong = {name: said[name] for name, (verdict, reason) in CHEATS.items() if said[name][0] not in (verdict if isinstance(verdict, tuple) else (verdict,))
+    wrong = {name: said[name] for name, (verdict, reason) in CHEATS.items()
+                                        if said[name][0] not in (verdict if isinstance(verdict, tuple) else (verdict,))
              or reason not in said[name][1]}
     assert not wrong, "\n".join(f"{name}: {verdict} {reason[:240]}" for name, (verdict, reason) in wrong.items())
     assert all(c.inputs_fresh for c in [result.same_work, *result.candidates]) and "memoization not excluded" not in result.summary
@@ -84,9 +86,11 @@ def test_no_cheat_is_faster_each_meets_its_defence_and_honest_candidates_are_sti
     assert fast.verdict == "FASTER" and fast.speedup > 1.5, fast.reason  # a third of the work, the same outputs on every seed
     assert honest.work.compute().flops == result.baseline_work.compute().flops, honest.work  # an overrides module proves its work
     assert compiled.verdict in ("NOT_FASTER", "FASTER") and compiled.work is None, compiled.reason  # the catalog's compile: engagement only
-    assert result.roof.roof_s is None and any("no roof: no ceiling known for this CPU" in w for w in result.warnings), (result.roof, result.warnings)
+    assert result.roof.roof_s is None and any("no roof: no ceiling known for this CPU" in w
+                                              for w in result.warnings), (result.roof, result.warnings)
     timed = [c for c in result.candidates if c.pairs]
-    assert all(c.gate_s is not None and c.trial_s > c.gate_s for c in result.candidates) and all(c.gate_s > 0 for c in timed), [(c.levers, c.gate_s, c.trial_s) for c in timed]
+    assert all(c.gate_s is not None and c.trial_s > c.gate_s for c in result.candidates) and all(c.gate_s > 0
+                                                                                                 for c in timed), [(c.levers, c.gate_s, c.trial_s) for c in timed]
 
 
 FIXED = '''
@@ -109,7 +113,8 @@ def test_on_fixed_inputs_a_memo_fails_proof_of_work_and_a_profiler_aware_one_is_
     (workspace.root / "seeded.py").write_text((CORPUS / "workload" / "seeded.py").read_text() + FIXED)
     shutil.copytree(CORPUS, workspace.root / "cheats", ignore=shutil.ignore_patterns("workload", "__pycache__"))
     write_roofline(workspace, host_device(), fma_tflops=0.4, memory_gbps=200.0)
-    workload_freeze(WorkloadFreezeRequest(workload="seeded.py:build_fixed", name="fixed", knobs={"redundant": "20"}, atol=1e-5, rtol=1e-5, timeout_s=120),
+    workload_freeze(WorkloadFreezeRequest(workload="seeded.py:build_fixed", name="fixed", knobs={"redundant": "20"}, atol=1e-5, rtol=1e-5,
+                                          timeout_s=120),
                     workspace)
     candidates = [["overrides:cheats/memo_input_hash.py"], ["overrides:cheats/profiler_aware.py"], ["overrides:cheats/honest_gelu.py"]]
     result = workload_bench(WorkloadBenchRequest(name="fixed", candidates=candidates, **FAST), workspace)
@@ -141,7 +146,8 @@ def build():
 
 def test_a_workload_whose_outputs_change_shape_with_the_seed_is_refused_with_the_shapes(workspace):
     (workspace.root / "ragged.py").write_text(SHAPES)
-    workload_freeze(WorkloadFreezeRequest(workload="ragged.py:build", name="ragged", atol=1e-6, timeout_s=120), workspace)  # no `model`: a tolerance declared
+    # no `model`: a tolerance declared
+    workload_freeze(WorkloadFreezeRequest(workload="ragged.py:build", name="ragged", atol=1e-6, timeout_s=120), workspace)
     with pytest.raises(HyperloomError, match=r"changed shape with the inputs of seed \d+: y \[\d, 8\], frozen \[4, 8\]"):
         workload_bench(WorkloadBenchRequest(name="ragged", **FAST), workspace)
 
@@ -242,16 +248,17 @@ def test_the_other_worker_is_stopped_with_a_child_that_left_its_session_and_cont
 
 def _leg(step_s: float, controller_s: float, inputs_s: float = 0.0, device: list[float] | None = None, steps: int = 1) -> timed.Leg:
     """A leg of `steps` windows of `step_s` each (and `inputs_s` of inputs(seed) each) that the controller timed at `controller_s`."""
-    return timed.Leg(step_s=step_s, figure="wall", controller_s=controller_s, worker_s=steps * (step_s + inputs_s), window_s=[step_s] * steps,
-                     device_s=device or [], inputs_s=[inputs_s] * steps if inputs_s else [], step_only_s=[step_s] * steps, digests=[], tampered=[],
-                     seeds=None)
+    return timed.Leg(step_s=step_s, figure="wall", controller_s=controller_s, worker_s=steps * (step_s + inputs_s),
+                     window_s=[step_s] * steps, device_s=device or [], inputs_s=[inputs_s] * steps if inputs_s else [],
+                     step_only_s=[step_s] * steps, digests=[], tampered=[], seeds=None)
 
 
 @pytest.mark.parametrize(("claimed_s", "reference_unaccounted_s", "lied"), [
     (0.25, None, True), (0.7, None, True), (0.9, None, False), (1.0, None, False),  # a 1 s call: 0.75, 0.3, 0.1, 0 s unaccounted
     (0.5, 0.2, True), (0.75, 0.2, False),  # beside a reference that left 0.2 s of its call unaccounted
     (0.05, 0.9, False)])  # a tenth of its step unaccounted beyond a reference that left 0.9 s: within half the reference's own
-def test_a_worker_whose_windows_leave_far_more_of_the_call_unaccounted_than_the_reference_s_is_called_a_liar(claimed_s, reference_unaccounted_s, lied):
+def test_a_worker_whose_windows_leave_far_more_of_the_call_unaccounted_than_the_reference_s_is_called_a_liar(claimed_s,
+                                                                                                             reference_unaccounted_s, lied):
     """What a call costs beyond its windows and inputs is the harness's, the same in both workers: a candidate's windows
     that leave more of the controller's clock unexplained than the reference's, by a quarter of what it claims, lied."""
     reference = [_leg(1.0 - reference_unaccounted_s, 1.0)] * 5 if reference_unaccounted_s is not None else None
@@ -267,7 +274,8 @@ def test_legs_too_short_for_the_call_s_own_cost_are_not_called_lies_and_inputs_a
     assert clock_checks.disagreement([_leg(1e-3, 4e-3)] * 5) is None
     assert clock_checks.disagreement([_leg(2.5e-3, 10e-3)] * 5) is not None  # a quarter of 10 ms legs: 7.5 ms a leg unaccounted for
     assert clock_checks.disagreement([_leg(10e-3, 3 * 100.5e-3, inputs_s=90e-3, steps=3)] * 5) is None
-    assert clock_checks.disagreement([_leg(2.5e-3, 3 * 100.5e-3, inputs_s=90e-3, steps=3)] * 5) is not None  # claims 2.5 ms of its 10 ms windows
+    # claims 2.5 ms of its 10 ms windows
+    assert clock_checks.disagreement([_leg(2.5e-3, 3 * 100.5e-3, inputs_s=90e-3, steps=3)] * 5) is not None
 
 
 def test_inputs_that_take_longer_in_the_candidate_s_worker_than_the_reference_s_on_the_same_seeds_are_work_moved():
@@ -306,11 +314,14 @@ def test_a_candidate_faster_only_beside_a_slowed_reference_is_not_faster():
     matched = judge(["x"], [15e-3] * 6, [10e-3] * 6, None, 0.02, [], [], 0.0)
     assert matched.verdict == "FASTER" and matched.speedup == pytest.approx(1.5)
     held = held_alone(matched, solo, 0.02)
-    assert held.verdict == "NOT_FASTER" and held.reason.startswith("faster only beside a slowed reference: 1x") and held.speedup == matched.speedup
+    assert held.verdict == "NOT_FASTER" and held.reason.startswith("faster only beside a slowed reference: "
+                                                                   "1x") and held.speedup == matched.speedup
     faster = judge(["x"], [15e-3] * 6, [5e-3] * 6, None, 0.02, [], [], 0.0)
     stands = held_alone(faster, solo, 0.02)  # 3x beside the slowed reference, 2x against its solo pace: FASTER at 2x
-    assert stands.verdict == "FASTER" and stands.speedup == pytest.approx(2.0) and stands.reason.startswith("2x against the reference's solo pace (the pairs read 3x")
-    assert stands.speedup_ci95 is not None and stands.speedup_ci95[0] <= stands.speedup <= stands.speedup_ci95[1]  # its interval moved with it
+    assert stands.verdict == "FASTER" and stands.speedup == pytest.approx(2.0) and stands.reason.startswith("2x against the reference's "
+                                                                                                            "solo pace (the pairs read 3x")
+    # its interval moved with it
+    assert stands.speedup_ci95 is not None and stands.speedup_ci95[0] <= stands.speedup <= stands.speedup_ci95[1]
     slower = judge(["x"], [15e-3] * 6, [20e-3] * 6, None, 0.02, [], [], 0.0)
     assert held_alone(slower, solo, 0.02) == slower  # only a FASTER is reconsidered
 
@@ -388,7 +399,8 @@ def test_the_tamper_check_names_a_replaced_timer_and_a_rebound_step_and_nothing_
 
     work = _Work()
     before, bound = tamper.snapshot(), tamper.methods(work)
-    assert tamper.changed(before, tamper.snapshot()) == [] and tamper.changed(bound, tamper.methods(work)) == []  # a bound method is made anew at each access
+    # a bound method is made anew at each access
+    assert tamper.changed(before, tamper.snapshot()) == [] and tamper.changed(bound, tamper.methods(work)) == []
     monkeypatch.setattr(time, "perf_counter", lambda: 0.0)
     monkeypatch.setattr(runner, "_save", lambda folder, arrays: {})
     monkeypatch.setattr(runner.time_steps, "__code__", (lambda payload: {}).__code__)  # the same object, other code

@@ -39,12 +39,15 @@ def test_a_step_that_did_none_of_the_work_is_refused_naming_both_figures():
     assert said is not None and "proof of work" in said and "0 ops against 6" in said and "0 of the baseline's 201.3 MFLOP" in said, said
 
 
-@pytest.mark.parametrize(("flops_share", "time_share", "refused"), [(1 / 3, 1 / 3, False), (0.2, 0.2, True), (1.0, 0.1, False), (0.1, 0.5, False)])
+@pytest.mark.parametrize(("flops_share", "time_share", "refused"),
+                         [(1 / 3, 1 / 3, False), (0.2, 0.2, True), (1.0, 0.1, False), (0.1, 0.5, False)])
 def test_a_step_is_short_of_work_only_when_both_its_flops_and_its_time_are_under_a_quarter(flops_share, time_share, refused):
-    """TF32 or a faster GEMM cuts the time and keeps the flops; a replayed graph or compiled code records no op but keeps the kernels' time."""
+    """TF32 or a faster GEMM cuts the time and keeps the flops; a replayed graph or compiled code records no op but keeps the kernels'
+    time."""
     base = _work("seeded_cpu_step")
     gemm = base.classes["gemm"]
-    mine = base.model_copy(update={"classes": {**base.classes, "gemm": ClassWork(ops=gemm.ops, flops=int(gemm.flops * flops_share), time_s=gemm.time_s * time_share)}})
+    mine = base.model_copy(update={"classes": {**base.classes, "gemm": ClassWork(ops=gemm.ops, flops=int(gemm.flops * flops_share),
+                                                                                 time_s=gemm.time_s * time_share)}})
     assert (short_of_work(base, mine, []) is not None) == refused
     assert POW_FRACTION == 0.25
 

@@ -87,7 +87,8 @@ def test_a_factory_s_module_given_without_its_function_is_refused_with_the_facto
     with pytest.raises(HyperloomError) as caught:
         workload_freeze(WorkloadFreezeRequest(workload="mymodel.py", name="x"), mine)
     said = str(caught.value)
-    assert "did you mean mymodel.py:build?" in said and "defines MLP, Workload, build" in said and "runs nothing at its top level" in said, said
+    assert "did you mean mymodel.py:build?" in said and "defines MLP, Workload, build" in said and ("runs nothing at its top "
+                                                                                                    "level") in said, said
     _nothing_made(mine, "x")
 
 
@@ -138,7 +139,8 @@ def test_a_step_that_raises_names_the_user_s_line_and_the_command_that_runs_it_a
     command = said.split("run it alone in the workspace root: ", 1)[1].rstrip(".")
     assert " -c " in command and 'run_once("bad_step.py:build")' in command, command
     ran = subprocess.run(command, shell=True, cwd=workspace.root, capture_output=True, text=True, timeout=300, check=False)
-    assert ran.returncode == 1 and 'bad_step.py", line 7, in step' in ran.stderr and "mat1 and mat2 shapes cannot be multiplied" in ran.stderr, ran.stderr
+    assert ran.returncode == 1 and 'bad_step.py", line 7, in step' in ran.stderr and ("mat1 and mat2 shapes cannot be "
+                                                                                      "multiplied") in ran.stderr, ran.stderr
 
 
 def test_the_command_that_runs_a_workload_alone_runs_a_good_one_with_its_knobs(mine):

@@ -32,12 +32,17 @@ def test_a_norm_digest_is_held_to_what_the_output_s_tolerance_allows_and_never_t
     within = y + np.float32(0.01 + 0.001 * 2.0) * 0.99
     assert np.all(np.abs(within - y) <= 0.01 + 0.001 * np.abs(y))
     norm = float(np.linalg.norm(y))
-    assert digest.mismatch([{"y": float(np.linalg.norm(within)), "ids": 6.0, "h": norm * 1.02}], [{"y": norm, "ids": 6.0, "h": norm}], held) is None
-    stale = digest.mismatch([{"y": norm, "ids": 6.0, "h": norm}, {"y": 0.5 * norm, "ids": 6.0, "h": norm}], [{"y": norm, "ids": 6.0, "h": norm}] * 2, held)
-    assert stale is not None and stale.startswith("timed step 2's y: its L2 norm 5.656854") and "did not produce its outputs" in stale, stale
+    assert digest.mismatch([{"y": float(np.linalg.norm(within)), "ids": 6.0, "h": norm * 1.02}], [{"y": norm, "ids": 6.0, "h": norm}],
+                           held) is None
+    stale = digest.mismatch([{"y": norm, "ids": 6.0, "h": norm}, {"y": 0.5 * norm, "ids": 6.0, "h": norm}],
+                            [{"y": norm, "ids": 6.0, "h": norm}] * 2, held)
+    assert stale is not None and stale.startswith("timed step 2's y: its L2 norm 5.656854") and ("did not produce its "
+                                                                                                 "outputs") in stale, stale
     assert "sum 7" in digest.mismatch([{"y": norm, "ids": 7.0, "h": norm}], [{"y": norm, "ids": 6.0, "h": norm}], held)
-    assert digest.mismatch([{"y": norm, "ids": 6.0, "h": norm * 1.03}], [{"y": norm, "ids": 6.0, "h": norm}], held) is not None  # (k + 1) x 0.01 is 2.5 %
-    assert digest.mismatch([{"y": math.nan, "ids": 6.0, "h": norm}], [{"y": math.nan, "ids": 6.0, "h": norm}], held) is None  # NaN where the reference has NaN
+    # (k + 1) x 0.01 is 2.5 %
+    assert digest.mismatch([{"y": norm, "ids": 6.0, "h": norm * 1.03}], [{"y": norm, "ids": 6.0, "h": norm}], held) is not None
+    # NaN where the reference has NaN
+    assert digest.mismatch([{"y": math.nan, "ids": 6.0, "h": norm}], [{"y": math.nan, "ids": 6.0, "h": norm}], held) is None
     assert digest.mismatch([{"y": math.nan, "ids": 6.0, "h": norm}], [{"y": norm, "ids": 6.0, "h": norm}], held) is not None
 
 
@@ -71,8 +76,8 @@ def test_behind_inputs_drawn_on_the_host_the_baseline_is_the_model_s_step_and_an
     timed step the rewrite read 1.2-1.3x; the window leaves the draw outside, so the rewrite reads several times faster,
     and the same work moved into what inputs(seed) calls is refused. (Its figure against the step timed by hand in one
     process is bench/host_inputs.py's.)"""
-    result = workload_bench(WorkloadBenchRequest(name="host", candidates=[["knob:rows_at_once=32"], ["overrides:moved_into_inputs.py"]], pairs=5,
-                                                 steps_per_leg=2, warmup_steps=1, max_baseline_legs=8, timeout_s=120), host_drawn)
+    result = workload_bench(WorkloadBenchRequest(name="host", candidates=[["knob:rows_at_once=32"], ["overrides:moved_into_inputs.py"]],
+                                                 pairs=5, steps_per_leg=2, warmup_steps=1, max_baseline_legs=8, timeout_s=120), host_drawn)
     rewrite, moved = result.candidates
     assert result.baseline_inputs_step_s is not None and result.figure == "wall"
     assert rewrite.verdict == "FASTER" and rewrite.speedup > 2.0, rewrite.reason  # (10 + 3) / (10 + 0.5) = 1.2x with the draw timed

@@ -30,7 +30,8 @@ CATALOG: tuple[ToolDef, ...] = (
     ToolDef(
         name="detect",
         title="Detect the GPU stack",
-        description='Check the GPU stack bottom-up (silicon, driver, runtime, compiler) and name the layer a fault lives in, with sources and fixes.',
+        description='Check the GPU stack bottom-up (silicon, driver, runtime, compiler) and name the layer a fault lives in, with '
+                    'sources and fixes.',
         request="hyperloom.tools.detect.models:DetectRequest",
         result="hyperloom.tools.detect.models:DetectResult",
         run="hyperloom.tools.detect.api:run_detect",
@@ -56,7 +57,8 @@ CATALOG: tuple[ToolDef, ...] = (
     ToolDef(
         name="gate_freeze",
         title="Freeze a reference set",
-        description='Freeze reference .npy outputs and their tolerance, before any trial, into a hashed folder correctness_gate takes as reference_set.',
+        description='Freeze reference .npy outputs and their tolerance, before any trial, into a hashed folder correctness_gate takes as '
+                    'reference_set.',
         request="hyperloom.tools.gate.models:FreezeRequest",
         result="hyperloom.tools.gate.models:FreezeResult",
         run=_freeze,
@@ -219,7 +221,8 @@ CATALOG += (
     ToolDef(
         name="bench_command",
         title="Time a program's own samples",
-        description="Time any program whose last stdout line is JSON with samples_s, with bench's statistics. Runs with your rights, ungated: prefer bench.",
+        description="Time any program whose last stdout line is JSON with samples_s, with bench's statistics. Runs with your rights, "
+                    "ungated: prefer bench.",
         request="hyperloom.tools.bench.models:BenchCommandRequest",
         result="hyperloom.tools.bench.models:BenchResult",
         run="hyperloom.tools.bench.api:run_bench_command",
@@ -262,7 +265,8 @@ CATALOG += (
         hints=Hints(read_only=False, destructive=False, idempotent=False),
         cli=CliDef(
             ("tune", "start"), handler="hyperloom.cli.commands.tune:start", default=True,
-            group_help="Tuning sessions: start or resume one in the foreground (`tune --spec S` is `tune start`), watch, steer, stop, report",
+            group_help="Tuning sessions: start or resume one in the foreground (`tune --spec S` is `tune start`), watch, "
+                       "steer, stop, report",
         ),
     ),
     ToolDef(
@@ -407,13 +411,15 @@ CATALOG += (
     ToolDef(
         name="optimize_start",
         title="Start an optimize campaign",
-        description="Start or resume a campaign over a workload: freeze, baseline, levers alone then stacked, proposals, revalidation, sweep, report.",
+        description="Start or resume a campaign over a workload: freeze, baseline, levers alone then stacked, proposals, revalidation, "
+                    "sweep, report.",
         request="hyperloom.tools.optimize.models:OptimizeRequest",
         result="hyperloom.tools.optimize.models:OptimizeStatus",
         run="hyperloom.tools.optimize.api:optimize_start",
         hints=Hints(read_only=False, destructive=False, idempotent=False, open_world=True),
         cli=CliDef(("optimize", "start"), handler="hyperloom.cli.commands.optimize:start",
-                   group_help="Optimize campaigns over a workload: start or resume one in the foreground, watch, propose levers, stop, report"),
+                   group_help="Optimize campaigns over a workload: start or resume one in the foreground, watch, propose levers, "
+                              "stop, report"),
     ),
     ToolDef(
         name="optimize_status",
@@ -448,7 +454,8 @@ CATALOG += (
     ToolDef(
         name="optimize_report",
         title="Optimize campaign report",
-        description="Every measurement with its verdict and reason, the stack, revalidations, sweep; writes report.md and breakdown.json once stopped.",
+        description="Every measurement with its verdict and reason, the stack, revalidations, sweep; writes report.md and breakdown.json "
+                    "once stopped.",
         request="hyperloom.tools.optimize.models:OptimizeRef",
         result="hyperloom.tools.optimize.models:OptimizeReport",
         run="hyperloom.tools.optimize.api:optimize_report",
@@ -468,7 +475,8 @@ FAMILIES: tuple[Family, ...] = (
             "count, budget, patience, deadline, % of roof; re-times the winner), status, propose (defines, a source or a "
             "diff), stop, report."
         ),
-        actions=(("start", "tune_start"), ("status", "tune_status"), ("propose", "tune_propose"), ("stop", "tune_stop"), ("report", "tune_report")),
+        actions=(("start", "tune_start"), ("status", "tune_status"), ("propose", "tune_propose"), ("stop", "tune_stop"),
+                 ("report", "tune_report")),
     ),
     Family(
         name="workload",

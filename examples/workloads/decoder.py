@@ -8,7 +8,8 @@ logit between 2 and 4: on this repository's CPU run (results/cpu/near_tie) faith
 layer whose MLP output was 10 % too large 0.055; on a GPU it is ASSUMED until lab/near-tie/near_tie.py measures it.
 
     hyperloom workload freeze --workload examples/workloads/decoder.py:build --name qwen2
-    hyperloom workload bench --name qwen2 --candidate knob:cache=static --candidate compile --candidate '["knob:cache=static", "decode_loop"]'
+    hyperloom workload bench --name qwen2 --candidate knob:cache=static --candidate compile \\
+        --candidate '["knob:cache=static", "decode_loop"]'
 
 (decode_loop acts on generate with a static cache: one graph-replayed step per token; on the H200 2.38x the static
 cache, results/h200/optimize/README.md.)
@@ -43,14 +44,16 @@ class Decoder:
         reads (the gate's fresh inputs; in place, so a captured graph sees it). Drawn outside the timed step: on the
         device it costs a leg little wall time."""
         device = self.prompt.device
-        fresh = torch.randint(1, self.model.config.vocab_size, tuple(self.prompt.shape), device=device, generator=torch.Generator(device=device).manual_seed(seed))
+        fresh = torch.randint(1, self.model.config.vocab_size, tuple(self.prompt.shape), device=device,
+                              generator=torch.Generator(device=device).manual_seed(seed))
         self.prompt.copy_(fresh)
 
     def step(self) -> None:
         options = {"cache_implementation": "static"} if self.cache == "static" else {}
         with torch.inference_mode():
-            out = self.model.generate(self.prompt, attention_mask=torch.ones_like(self.prompt), max_new_tokens=self.new_tokens, min_new_tokens=self.new_tokens,
-                                      do_sample=False, pad_token_id=0, return_dict_in_generate=True, output_logits=self.top_logprobs > 0, **options)
+            out = self.model.generate(self.prompt, attention_mask=torch.ones_like(self.prompt), max_new_tokens=self.new_tokens,
+                                      min_new_tokens=self.new_tokens, do_sample=False, pad_token_id=0, return_dict_in_generate=True,
+                                      output_logits=self.top_logprobs > 0, **options)
         self.tokens, self.logits = out.sequences, out.logits
 
     def outputs(self) -> dict[str, torch.Tensor]:
@@ -60,8 +63,8 @@ class Decoder:
         return {"tokens": self.tokens, "tokens.top_ids": top.indices, "tokens.top_logprobs": top.values}
 
 
-def build(cache: Literal["dynamic", "static"] = "dynamic", layers: int = 8, hidden: int = 1536, prompt_tokens: int = 256, new_tokens: int = 16,
-          dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16", batch: int = 1, top_logprobs: int = 0) -> Decoder:
+def build(cache: Literal["dynamic", "static"] = "dynamic", layers: int = 8, hidden: int = 1536, prompt_tokens: int = 256,
+          new_tokens: int = 16, dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16", batch: int = 1, top_logprobs: int = 0) -> Decoder:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)

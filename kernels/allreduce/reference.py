@@ -16,7 +16,8 @@ def pack_int6(codes: np.ndarray) -> np.ndarray:
     """int8 or int16 codes in [-32, 31], a multiple of 4 → 3 bytes per 4 codes."""
     codes = np.asarray(codes).reshape(-1)
     if codes.dtype not in (np.int8, np.int16) or codes.size % 4:
-        raise HyperloomError(f"int6 packing takes int8 or int16 codes in groups of 4, got {codes.dtype} × {codes.size}", "pad to a multiple of 4 integer codes")
+        raise HyperloomError(f"int6 packing takes int8 or int16 codes in groups of 4, got {codes.dtype} × {codes.size}",
+                             "pad to a multiple of 4 integer codes")
     if codes.size and (codes.min() < -32 or codes.max() > 31):
         raise HyperloomError(f"int6 codes lie in [-32, 31], got [{codes.min()}, {codes.max()}]", "requantize with a bound of 31")
     fields = (codes.astype(np.uint32) & 63).reshape(-1, 4)

@@ -76,7 +76,8 @@ def check_group(k: int, group: int) -> None:
     if group not in GROUPS:
         raise HyperloomError(f"group size {group} is not supported", f"use one of {list(GROUPS)}")
     if k % group:
-        raise HyperloomError(f"k = {k} is not a multiple of the group size {group}", f"pad k to a multiple of {group}, or pick a group that divides it")
+        raise HyperloomError(f"k = {k} is not a multiple of the group size {group}",
+                             f"pad k to a multiple of {group}, or pick a group that divides it")
 
 
 def check_launch(shape: dict[str, int]) -> None:
@@ -117,7 +118,8 @@ def mma_tiles(n: int) -> int:
 
 def check_mma_k(k: int) -> None:
     if k % MMA_BLOCK_K:
-        raise HyperloomError(f"the tensor-core tile layout needs k a multiple of {MMA_BLOCK_K}, got {k}", f"pad k to a multiple of {MMA_BLOCK_K}")
+        raise HyperloomError(f"the tensor-core tile layout needs k a multiple of {MMA_BLOCK_K}, got {k}",
+                             f"pad k to a multiple of {MMA_BLOCK_K}")
 
 
 def tile_int4_for_mma(q: np.ndarray) -> np.ndarray:
@@ -168,7 +170,8 @@ def untile_scales_for_mma(tiled: np.ndarray, n: int) -> np.ndarray:
     """(ceil(n / 16), groups, 16) in the tile layout → per-group scales (n, groups)."""
     tiled = np.asarray(tiled)
     if tiled.ndim != 3 or tiled.shape[0] != mma_tiles(n) or tiled.shape[2] != MMA_TILE_ROWS:
-        raise HyperloomError(f"tiled scales are ({mma_tiles(n)}, groups, 16) for n = {n}, got {tiled.shape}", "tile them with tile_scales_for_mma")
+        raise HyperloomError(f"tiled scales are ({mma_tiles(n)}, groups, 16) for n = {n}, got {tiled.shape}",
+                             "tile them with tile_scales_for_mma")
     tiles, groups = tiled.shape[:2]
     return tiled.reshape(tiles, groups, 8, 2).transpose(0, 3, 2, 1).reshape(tiles * MMA_TILE_ROWS, groups)[:n]
 
@@ -192,7 +195,8 @@ def ungroup_tiles(grouped: np.ndarray, tiles: int) -> np.ndarray:
     """(ceil(tiles / G), k // 64, G, 128) grouped words → the first `tiles` tiles, (tiles, k // 64, 128)."""
     grouped = np.asarray(grouped)
     if grouped.ndim != 4 or grouped.shape[3] != MMA_LANES * 4 or grouped.shape[0] != -(-tiles // max(grouped.shape[2], 1)):
-        raise HyperloomError(f"grouped tile words are (ceil({tiles} / G), k // 64, G, 128), got {grouped.shape}", "group them with group_tiles")
+        raise HyperloomError(f"grouped tile words are (ceil({tiles} / G), k // 64, G, 128), got {grouped.shape}",
+                             "group them with group_tiles")
     groups, kblocks, group = grouped.shape[:3]
     return grouped.transpose(0, 2, 1, 3).reshape(groups * group, kblocks, MMA_LANES * 4)[:tiles]
 

@@ -100,14 +100,16 @@ def compress_2of4(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     so the selections stay distinct and increasing (one of CANONICAL_FIELDS)."""
     w = _check_ints("2:4 weights", w, INT4_MIN, INT4_MAX)
     if w.ndim != 2 or w.shape[1] % 32:
-        raise HyperloomError(f"2:4 compression takes a matrix (n, k) with k a multiple of 32, got shape {w.shape}", "pad k to a multiple of 32")
+        raise HyperloomError(f"2:4 compression takes a matrix (n, k) with k a multiple of 32, got shape {w.shape}",
+                             "pad k to a multiple of 32")
     blocks = w.astype(np.int8).reshape(w.shape[0], -1, 4)
     nonzero = blocks != 0
     counts = nonzero.sum(axis=-1)
     if (counts > 2).any():
         row, block = np.argwhere(counts > 2)[0]
         raise HyperloomError(
-            f"weights are not 2:4 sparse: row {row}, k {4 * block}..{4 * block + 3} holds {counts[row, block]} nonzeros ({blocks[row, block].tolist()})",
+            f"weights are not 2:4 sparse: row {row}, k {4 * block}..{4 * block + 3} holds {counts[row, block]} nonzeros "
+            f"({blocks[row, block].tolist()})",
             "prune with prune_2of4 first: at most 2 nonzeros in every block of 4 along k",
         )
     # Positions sorted with the nonzeros first, each group in increasing k; the first two are kept.
@@ -138,11 +140,13 @@ def expand_2of4(values: np.ndarray, index: np.ndarray, canonical: bool = True) -
     fields = index_fields(index)
     n, blocks = fields.shape
     if stored.shape != (n, 2 * blocks):
-        raise HyperloomError(f"values hold {stored.shape[-1]} int4 per row but the index describes {blocks} blocks of 4 (needs {2 * blocks})",
+        raise HyperloomError(f"values hold {stored.shape[-1]} int4 per row but the index describes {blocks} blocks of 4 (needs "
+                             f"{2 * blocks})",
                              "pass values and index from one compress_2of4 call")
     if canonical and not np.isin(fields, CANONICAL_FIELDS).all():
         row, block = np.argwhere(~np.isin(fields, CANONICAL_FIELDS))[0]
-        raise HyperloomError(f"index field {int(fields[row, block]):#x} at row {row}, block {block} is not a 2-of-4 selection (two distinct positions, increasing)",
+        raise HyperloomError(f"index field {int(fields[row, block]):#x} at row {row}, block {block} is not a 2-of-4 selection (two "
+                             "distinct positions, increasing)",
                              f"use a field from {[hex(f) for f in CANONICAL_FIELDS]}")
     out = np.zeros((n, blocks, 4), np.int64)
     rows, cols = np.indices((n, blocks))
@@ -157,7 +161,8 @@ def check_shape(variant: str, shape: dict[str, int]) -> tuple[int, int, int, int
     m, n, k, waves = (int(shape.get(key, 0)) for key in ("m", "n", "k", "waves"))
     step = K_STEP[variant]
     if not 1 <= waves <= MAX_WAVES:
-        raise HyperloomError(f"waves = {waves} is outside 1..{MAX_WAVES}", "pick the waves per block (each owns 16 output features) in 1..8")
+        raise HyperloomError(f"waves = {waves} is outside 1..{MAX_WAVES}",
+                             "pick the waves per block (each owns 16 output features) in 1..8")
     problems = [f"{name} = {value} is not a positive multiple of {mult}" for name, value, mult in
                 (("m", m, TILE), ("n", n, TILE * waves), ("k", k, step)) if value <= 0 or value % mult]
     if problems:

@@ -43,7 +43,8 @@ def sdpa(q, k, v, mask, scale):  # noqa: ANN001, ANN201
 def main(out: Path) -> None:
     torch.manual_seed(0)
     rows = []
-    for batch, slots, filled in ((1, 192, 160), (1, 192, 129), (8, 192, 160), (32, 192, 160), (1, 4096, 1000), (1, 4096, 4000), (8, 4096, 2048)):
+    for batch, slots, filled in ((1, 192, 160), (1, 192, 129), (8, 192, 160), (32, 192, 160), (1, 4096, 1000), (1, 4096, 4000),
+                                 (8, 4096, 2048)):
         q = torch.randn(batch, 32, 1, 64, device="cuda", dtype=torch.bfloat16)
         k, v = (torch.randn(batch, 8, slots, 64, device="cuda", dtype=torch.bfloat16) for _ in range(2))
         mask = (torch.arange(slots, device="cuda") < filled).view(1, 1, 1, slots).expand(batch, 1, 1, slots).contiguous()
@@ -51,7 +52,8 @@ def main(out: Path) -> None:
         exact = reference(q, k, v, mask, scale)
         mine, theirs = kernel.decode_attention(q, k, v, mask, scale), sdpa(q, k, v, mask, scale)
         error = {name: float((got.float() - exact).norm() / exact.norm()) for name, got in (("kernel", mine), ("sdpa", theirs))}
-        timed = {"kernel_us": graph_us(lambda: kernel.decode_attention(q, k, v, mask, scale)), "sdpa_us": graph_us(lambda: sdpa(q, k, v, mask, scale))}
+        timed = {"kernel_us": graph_us(lambda: kernel.decode_attention(q, k, v, mask, scale)),
+                 "sdpa_us": graph_us(lambda: sdpa(q, k, v, mask, scale))}
         variants = {}
         for label, params in VARIANTS.items():  # blocks of fewer slots (more splits)
             got = kernel.decode_attention(q, k, v, mask, scale, params)
@@ -63,7 +65,8 @@ def main(out: Path) -> None:
               f"sdpa with repeated K/V {timed['sdpa_us']:6.1f} us (rel L2 {error['sdpa']:.2e}); "
               + ", ".join(f"{label} {v['us']:.1f} us ({v['rel_l2_vs_float32']:.1e})" for label, v in variants.items()), flush=True)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "decode_attention_check.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, indent=1))
+    (out / "decode_attention_check.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                                                 "rows": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -68,7 +68,8 @@ def leg(conn, steps):
 
 def main():
     legs, steps = (int(a) for a in (sys.argv[1:3] if len(sys.argv) > 2 else (40, 3)))
-    sampler = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu,pstate,clocks_throttle_reasons.active",
+    sampler = subprocess.Popen(["nvidia-smi",
+                                "--query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu,pstate,clocks_throttle_reasons.active",
                                 "--format=csv,noheader,nounits", "-lms", "100"], stdout=subprocess.PIPE, text=True)
     marks = []
     a, a_conn = start()
@@ -116,7 +117,8 @@ def main():
             walls += w
             devices += d
         marks.append(("alternating_stopped", began, time.time()))
-        print(json.dumps({"phase": "alternating_stopped", "wall_ms": round(statistics.median(walls), 2), "device_ms": round(statistics.median(devices), 2),
+        print(json.dumps({"phase": "alternating_stopped", "wall_ms": round(statistics.median(walls), 2),
+                          "device_ms": round(statistics.median(devices), 2),
                           "device_max_ms": round(max(devices), 2), "first_of_leg_device_ms": round(statistics.median(devices[::steps]), 2),
                           "device_steps_ms": [round(x, 2) for x in devices[:24]]}), flush=True)
 
@@ -141,8 +143,9 @@ def main():
             if began <= stamp <= ended:
                 inside.append(row)
         if inside:
-            print(json.dumps({"phase": name, "samples": len(inside), "sm_mhz": sorted({r[1] for r in inside}), "mem_mhz": sorted({r[2] for r in inside}),
-                              "power_w": [r[3] for r in inside][:12], "util": [r[4] for r in inside][:12], "pstate": sorted({r[5] for r in inside}),
+            print(json.dumps({"phase": name, "samples": len(inside), "sm_mhz": sorted({r[1] for r in inside}),
+                              "mem_mhz": sorted({r[2] for r in inside}), "power_w": [r[3] for r in inside][:12],
+                              "util": [r[4] for r in inside][:12], "pstate": sorted({r[5] for r in inside}),
                               "throttle": sorted({r[6] for r in inside})}), flush=True)
 
 

@@ -23,7 +23,8 @@ from hyperloom.tools.workload.gate.generated import Generated, judge
 from hyperloom.tools.workload.models import OutputTolerance
 
 REPO = Path(__file__).resolve().parents[2]
-POINTS = [{"top_logprobs": 8}, {"new_tokens": 64, "top_logprobs": 8}, {"batch": 8, "top_logprobs": 8}, {"prompt_tokens": 1024, "top_logprobs": 8}]
+POINTS = [{"top_logprobs": 8}, {"new_tokens": 64, "top_logprobs": 8}, {"batch": 8, "top_logprobs": 8},
+          {"prompt_tokens": 1024, "top_logprobs": 8}]
 
 
 def example():
@@ -83,9 +84,10 @@ def main(args: argparse.Namespace) -> None:
         for name, candidate in rows.items():
             passed, detail = judge(candidate, reference, tolerance)
             equal = float(np.mean(candidate.tokens == reference.tokens)) if candidate.tokens.shape == reference.tokens.shape else None
-            print(json.dumps({"point": point, "candidate": name, "gate": "PASS" if passed else "FAIL", "exact_tokens": "PASS" if equal == 1.0 else "FAIL",
-                              "tokens_equal_share": equal,
-                              "drift_before_parting_nats": round(drift(candidate, reference), 5), "atol": tolerance.atol, "detail": detail[:400]}), flush=True)
+            print(json.dumps({"point": point, "candidate": name, "gate": "PASS" if passed else "FAIL",
+                              "exact_tokens": "PASS" if equal == 1.0 else "FAIL", "tokens_equal_share": equal,
+                              "drift_before_parting_nats": round(drift(candidate, reference), 5), "atol": tolerance.atol,
+                              "detail": detail[:400]}), flush=True)
         print(json.dumps({"point": point, "decode_loop_counts": decode_loop.COUNTS.snapshot()}), flush=True)
         del workload
         torch.cuda.empty_cache()

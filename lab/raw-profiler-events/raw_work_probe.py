@@ -17,7 +17,8 @@ from hyperloom.tools.workload.models import StepWork
 from hyperloom.tools.workload.work import step_work
 
 torch.manual_seed(0)
-config = LlamaConfig(hidden_size=512, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2, vocab_size=32000)
+config = LlamaConfig(hidden_size=512, intermediate_size=1536, num_hidden_layers=4, num_attention_heads=8, num_key_value_heads=2,
+                     vocab_size=32000)
 model = LlamaForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
 prompt = torch.randint(0, config.vocab_size, (1, 64), device="cuda")
 params = int(sum(p.numel() * p.element_size() for p in model.parameters()))
@@ -42,6 +43,7 @@ for way in ("raw", "json", "raw", "json"):
     work = StepWork.model_validate(seen["work"]) if "work" in seen else step_work(path, params)
     controller_s = time.perf_counter() - began
     print(json.dumps({"way": way, "from_raw": "work" in seen, "worker_s": round(worker_s, 3), "controller_s": round(controller_s, 3),
-                      "kernels": sum(seen["kernels"].values()), "classes": {n: [c.ops, c.flops, c.bytes_moved, round(c.time_s * 1e3, 3)] for n, c in work.classes.items()},
+                      "kernels": sum(seen["kernels"].values()),
+                      "classes": {n: [c.ops, c.flops, c.bytes_moved, round(c.time_s * 1e3, 3)] for n, c in work.classes.items()},
                       "flops_by_dtype": work.compute_flops_by_dtype, "device_timed": work.device_timed}))
     path.unlink(missing_ok=True)

@@ -24,8 +24,8 @@ folder = Path(tempfile.mkdtemp())
 def timed(name, process):
     steps_ms = [w * 1e3 for _ in range(16) for w in process.time(3, seeds=draw_seeds(3))["wall_s"]]
     median = statistics.median(steps_ms)
-    print(json.dumps({"phase": name, "median_ms": round(median, 2), "slow_steps": sum(s > 1.5 * median for s in steps_ms), "of": len(steps_ms),
-                      "steps_ms": [round(s, 1) for s in steps_ms]}), flush=True)
+    print(json.dumps({"phase": name, "median_ms": round(median, 2), "slow_steps": sum(s > 1.5 * median for s in steps_ms),
+                      "of": len(steps_ms), "steps_ms": [round(s, 1) for s in steps_ms]}), flush=True)
 
 
 for turn in ("cold", "warm"):

@@ -53,7 +53,8 @@ def report(variant, run):
     times, device = run()
     median = statistics.median(times)
     print(json.dumps({"variant": variant, "median_ms": round(median, 2), "slow_steps": sum(t > 1.5 * median for t in times),
-                      "device_median_ms": round(statistics.median(device), 2), "device_slow": sum(d > 1.5 * statistics.median(device) for d in device),
+                      "device_median_ms": round(statistics.median(device), 2),
+                      "device_slow": sum(d > 1.5 * statistics.median(device) for d in device),
                       "steal_ms": (steal_jiffies() - stolen) * 10, "wall_s": round(time.perf_counter() - began, 2),
                       "slowest_ms": sorted(round(t, 1) for t in times)[-8:]}), flush=True)
 

@@ -29,7 +29,8 @@ from hyperloom.tools.workload.timed import draw_seeds, leg, stopped
 
 LEGS, STEPS = 16, 3
 workspace = Workspace.from_env()
-workload, candidate_lever = sys.argv[1:3] if len(sys.argv) > 2 else ("scripts/device/user_workloads/conv_resnet.py:build", "compile_reduce_overhead")
+workload, candidate_lever = sys.argv[1:3] if len(sys.argv) > 2 else ("scripts/device/user_workloads/conv_resnet.py:build",
+                                                                     "compile_reduce_overhead")
 frozen_name = sys.argv[3] if len(sys.argv) > 3 else None
 target = describe_target(workload, [], {}, workspace)
 folder = Path(tempfile.mkdtemp())
@@ -37,7 +38,8 @@ folder = Path(tempfile.mkdtemp())
 
 def report(phase, steps_ms, legs_ms):
     median = statistics.median(steps_ms)
-    print(json.dumps({"phase": phase, "median_ms": round(median, 2), "slow_steps": sum(s > 1.5 * median for s in steps_ms), "of": len(steps_ms),
+    print(json.dumps({"phase": phase, "median_ms": round(median, 2), "slow_steps": sum(s > 1.5 * median for s in steps_ms),
+                      "of": len(steps_ms),
                       "legs_ms": [round(x, 2) for x in legs_ms], "steps_ms": [round(s, 1) for s in steps_ms]}), flush=True)
 
 

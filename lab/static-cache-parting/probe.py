@@ -16,8 +16,8 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 
 def generate(model, prompt, steps, **options):
     with torch.inference_mode():
-        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=steps, min_new_tokens=steps, do_sample=False, pad_token_id=0,
-                             return_dict_in_generate=True, output_logits=True, **options)
+        out = model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=steps, min_new_tokens=steps, do_sample=False,
+                             pad_token_id=0, return_dict_in_generate=True, output_logits=True, **options)
     return out.sequences[0, prompt.shape[1]:].tolist(), torch.stack(out.logits, dim=1)[0].float().log_softmax(-1)
 
 
@@ -33,8 +33,8 @@ def main():
     parser.add_argument("--steps", type=int, default=8)
     args = parser.parse_args()
     torch.manual_seed(0)
-    config = Qwen3Config(hidden_size=2048, intermediate_size=6144, num_hidden_layers=args.layers, num_attention_heads=16, num_key_value_heads=8, head_dim=128,
-                         vocab_size=151936, max_position_embeddings=4096, tie_word_embeddings=True)
+    config = Qwen3Config(hidden_size=2048, intermediate_size=6144, num_hidden_layers=args.layers, num_attention_heads=16,
+                         num_key_value_heads=8, head_dim=128, vocab_size=151936, max_position_embeddings=4096, tie_word_embeddings=True)
     model = Qwen3ForCausalLM(config).to(device="cuda", dtype=torch.bfloat16).eval()
     twin = Qwen3ForCausalLM(config).to("cuda").eval()
     twin.load_state_dict({k: v.float() for k, v in model.state_dict().items()})
@@ -49,7 +49,8 @@ def main():
             torch._dynamo.reset()
             tokens, logprobs = generate(model, prompt, args.steps, **options)
             same = next((i for i, (a, b) in enumerate(zip(tokens, base_tokens)) if a != b), None)
-            print(f"  {name:<22} parts at {same}; vs baseline {[round(x, 4) for x in apart(base, logprobs)]}; vs twin {[round(x, 4) for x in apart(logprobs, reference)]}")
+            print(f"  {name:<22} parts at {same}; vs baseline {[round(x, 4) for x in apart(base, logprobs)]}; vs twin "
+                  f"{[round(x, 4) for x in apart(logprobs, reference)]}")
 
 
 if __name__ == "__main__":

@@ -54,8 +54,9 @@ def main(args: argparse.Namespace) -> None:
     pairs = [(timed_s(theirs, 1)[0], timed_s(ours, 1)[0]) for _ in range(args.pairs)]
     theirs_s, ours_s = [p[0] for p in pairs], [p[1] for p in pairs]
     eos = eos_check(decoder, transformers_generate, loop_generate, static_tokens) if args.eos else None
-    result = {"knobs": knobs, "tokens_equal": tokens_equal, "eos": eos, "first_unequal_new_token": first_unequal, "warmup_s": warm_s, "pairs": len(pairs),
-              "transformers_median_ms": round(statistics.median(theirs_s) * 1e3, 3), "loop_median_ms": round(statistics.median(ours_s) * 1e3, 3),
+    result = {"knobs": knobs, "tokens_equal": tokens_equal, "eos": eos, "first_unequal_new_token": first_unequal, "warmup_s": warm_s,
+              "pairs": len(pairs), "transformers_median_ms": round(statistics.median(theirs_s) * 1e3, 3),
+              "loop_median_ms": round(statistics.median(ours_s) * 1e3, 3),
               "speedup_median_of_ratios": round(statistics.median(t / o for t, o in pairs), 4),
               "loop_faster_pairs": sum(o < t for t, o in pairs), "counts": decode_loop.COUNTS.snapshot(),
               "profiled": {"transformers": profiled(theirs), "loop": profiled(ours)},

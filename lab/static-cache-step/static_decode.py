@@ -58,7 +58,8 @@ def profiled(step) -> dict[str, float | int]:
     names = {e.name for e in events}
     return {"profiled_wall_ms": round(wall_s * 1e3, 3), "device_kernel_ms": round(device_us / 1e3, 3), "kernels": len(kernels),
             "graph_launches": sum(1 for e in events if e.name == "cudaGraphLaunch"),
-            "kernel_launches": sum(1 for e in events if e.name in ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC")),
+            "kernel_launches": sum(1 for e in events
+                                   if e.name in ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC")),
             "compiled_regions": sum(1 for e in events if e.name.startswith("Torch-Compiled Region")), "distinct_names": len(names)}
 
 
@@ -66,12 +67,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("out", type=Path)
     parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--knobs", type=json.loads, default={}, help="more of the factory's keyword arguments (a CPU smoke run: small sizes)")
+    parser.add_argument("--knobs", type=json.loads, default={},
+                        help="more of the factory's keyword arguments (a CPU smoke run: small sizes)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--overrides", type=Path, nargs="*", default=[])
     args = parser.parse_args()
     from torch._dynamo.utils import counters
-    result: dict[str, object] = {"measured": "MEASURED", "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu", "torch": torch.__version__}
+    result: dict[str, object] = {"measured": "MEASURED", "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu",
+                                 "torch": torch.__version__}
     runs = [("dynamic", "dynamic"), ("static", "static")] + ([("static+overrides", "static")] if args.overrides else [])
     tokens: dict[str, torch.Tensor] = {}
     for label, cache in runs:
@@ -104,8 +107,9 @@ def main() -> None:
         equal = bool(torch.equal(tokens[label], tokens["static"])) if "static" in tokens else None
         result[label] = {"tokens_equal_static": equal, "warmup_s": round(warmup_s, 2),
                          "step_ms": [round(t, 3) for t in full_ms], "step_median_ms": round(statistics.median(full_ms), 3),
-                         "prefill_and_one_token_median_ms": round(statistics.median(prefill_ms), 3), "per_later_token_ms": round(decode_ms, 3),
-                         "tokens_repeat": same, "dynamo_stats_during_timed_steps": {k: graphs_after.get(k, 0) - graphs_before.get(k, 0) for k in graphs_after},
+                         "prefill_and_one_token_median_ms": round(statistics.median(prefill_ms), 3),
+                         "per_later_token_ms": round(decode_ms, 3), "tokens_repeat": same,
+                         "dynamo_stats_during_timed_steps": {k: graphs_after.get(k, 0) - graphs_before.get(k, 0) for k in graphs_after},
                          "profile_one_step": profile}
         print(label, json.dumps(result[label]), flush=True)
         args.out.mkdir(parents=True, exist_ok=True)

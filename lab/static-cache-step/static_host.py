@@ -40,9 +40,10 @@ def main() -> None:
             legs["skip_guard_eval_unsafe"].append(timed_s(workload.step, 1)[0] * 1e3)
             same &= bool(torch.equal(workload.tokens, reference))
     median = {name: statistics.median(times) for name, times in legs.items()}
-    result = {"measured": "MEASURED", "device": torch.cuda.get_device_name(), "torch": torch.__version__, "sampled_steps_ms": [round(t, 3) for t in sampled_ms],
-              "sampled_median_ms": round(statistics.median(sampled_ms), 3), "legs_ms": {k: [round(t, 3) for t in v] for k, v in legs.items()},
-              "median_ms": {k: round(v, 3) for k, v in median.items()}, "speedup": round(median["default"] / median["skip_guard_eval_unsafe"], 4),
+    result = {"measured": "MEASURED", "device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "sampled_steps_ms": [round(t, 3) for t in sampled_ms], "sampled_median_ms": round(statistics.median(sampled_ms), 3),
+              "legs_ms": {k: [round(t, 3) for t in v] for k, v in legs.items()}, "median_ms": {k: round(v, 3) for k, v in median.items()},
+              "speedup": round(median["default"] / median["skip_guard_eval_unsafe"], 4),
               "pairs_faster": sum(b < a for a, b in zip(legs["default"], legs["skip_guard_eval_unsafe"])), "tokens_equal": same}
     print(json.dumps(result), flush=True)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -31,8 +31,9 @@ def main() -> None:
         compiled = torch.compile(copy.deepcopy(model))
         torch.backends.cudnn.allow_tf32 = True
         candidate = compiled(images)
-    row = {"cudnn_allow_tf32_default": True, "baseline_vs_old_twin": rel_l2(baseline, old_twin), "baseline_vs_f32_no_tf32": rel_l2(baseline, f32_exact),
-           "baseline_vs_new_twin": rel_l2(baseline, new_twin), "compile_vs_new_twin": rel_l2(candidate, new_twin), "float32_eps": torch.finfo(torch.float32).eps}
+    row = {"cudnn_allow_tf32_default": True, "baseline_vs_old_twin": rel_l2(baseline, old_twin),
+           "baseline_vs_f32_no_tf32": rel_l2(baseline, f32_exact), "baseline_vs_new_twin": rel_l2(baseline, new_twin),
+           "compile_vs_new_twin": rel_l2(candidate, new_twin), "float32_eps": torch.finfo(torch.float32).eps}
     print(json.dumps(row, indent=1))
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:

@@ -24,8 +24,8 @@ round trip of every Linear and Conv2d weight). A candidate that fails records it
 largest honest ratio and the smallest wrong one (a k exists between them). Also the median forward time and the first
 call's time (the compile). results.json and results.md are rewritten after every candidate, so a killed run keeps its rows.
 
-    python3 lab/twin-numerics/twin_numerics.py OUT [--workloads decoder,encoder,conv] [--budget 360] [--autotune decoder,encoder,conv] [--no-compile]
-    python3 lab/twin-numerics/twin_numerics.py /tmp/twin_out --quick          # CPU smoke: tiny sizes, bf16, float64 twin
+    python3 lab/twin-numerics/twin_numerics.py OUT [--workloads decoder,encoder,conv] [--budget 360] [--autotune decoder,encoder,conv]
+    [--no-compile] python3 lab/twin-numerics/twin_numerics.py /tmp/twin_out --quick          # CPU smoke: tiny sizes, bf16, float64 twin
 
 The workloads run one after the other (the twin freed once its output is taken, compiled graphs reset, the cache
 emptied); the max-autotune compiles, the slow ones, come last in a second pass, each only if about three times its
@@ -81,8 +81,10 @@ def sync():
 
 def build_decoder(quick, dtype, device):
     from transformers import LlamaConfig, LlamaForCausalLM
-    shape = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=512, vocab_size=1024) if quick else \
-        dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, intermediate_size=8192, vocab_size=128256)
+    shape = dict(hidden_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=512,
+                 vocab_size=1024) if quick else \
+        dict(hidden_size=2048, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, intermediate_size=8192,
+             vocab_size=128256)
     config = LlamaConfig(**shape, tie_word_embeddings=True, max_position_embeddings=2048, rope_theta=500000.0)
     with torch.device(device):
         model = LlamaForCausalLM._from_config(config, attn_implementation="sdpa")
@@ -104,7 +106,8 @@ def build_encoder(quick, dtype, device):
     cut = mask.clone()
     cut[:, seq - seq // 10:] = 0
     mid = model.encoder.layer[config.num_hidden_layers // 2]
-    return model, {"input_ids": ids, "attention_mask": mask}, {"input_ids": ids, "attention_mask": cut}, mid.output.dense, mid, True, False, shape
+    return model, {"input_ids": ids, "attention_mask": mask}, {"input_ids": ids,
+                                                               "attention_mask": cut}, mid.output.dense, mid, True, False, shape
 
 
 class Block(nn.Module):
@@ -303,11 +306,13 @@ def table(name: str, result: dict) -> str:
     lines = [f"### {name}: {json.dumps(result['config'])}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in result["rows"]:
         e, q = r.get("errors", {}), r.get("ratio", {})
-        cells = [r["name"], r["kind"], *[fmt(e.get(c)) for c in cols], *[fmt(q.get(m)) for m in ratios], fmt(r.get("ms"), 4), fmt(r.get("first_ms"), 4), r.get("error", "")]
+        cells = [r["name"], r["kind"], *[fmt(e.get(c)) for c in cols], *[fmt(q.get(m)) for m in ratios], fmt(r.get("ms"), 4),
+                 fmt(r.get("first_ms"), 4), r.get("error", "")]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for m, s in result["separation"].items():
-        lines.append(f"- {m}: largest honest ratio {s['max_honest']:.3g}, smallest wrong ratio {s['min_wrong']:.3g}{'' if s['separates'] else ' (overlap)'}")
+        lines.append(f"- {m}: largest honest ratio {s['max_honest']:.3g}, smallest wrong ratio "
+                     f"{s['min_wrong']:.3g}{'' if s['separates'] else ' (overlap)'}")
     return "\n".join(lines) + "\n"
 
 
@@ -353,7 +358,8 @@ def measure(w: Workload, rows: list, args, deadline: float, results: dict, out: 
         result["separation"] = separation(result["rows"])
         e = row.get("errors", {})
         print(f"  {name:40s} {kind:6s} rel_l2 {fmt(e.get('rel_l2'))} max_abs {fmt(e.get('max_abs'))} "
-              f"ratio {fmt(row.get('ratio', {}).get('rel_l2'))} ms {fmt(row.get('ms'), 4)} first {fmt(row.get('first_ms'), 4)} {row.get('error', '')}", flush=True)
+              f"ratio {fmt(row.get('ratio', {}).get('rel_l2'))} ms {fmt(row.get('ms'), 4)} first {fmt(row.get('first_ms'), 4)} "
+              f"{row.get('error', '')}", flush=True)
         write(out, results)
     print(table(w.name, result), flush=True)
 

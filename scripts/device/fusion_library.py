@@ -6,7 +6,8 @@ and the time of both (triton.testing.do_bench: CUDA events, L2 flushed between r
 
 Writes OUT/fusion_library.json and OUT/fusion_library.log. Needs torch with a GPU, triton and hyperloom (the
 launchers launch through hyperloom.core.triton_launch); no network. On the CPU, the interpreter rounds float32 to
-bfloat16 by truncation, so bit-identity in bfloat16 is something only this run shows (tests/test_fusion_library.py holds bfloat16 to two ulps there). Without a GPU it runs
+bfloat16 by truncation, so bit-identity in bfloat16 is something only this run shows (tests/test_fusion_library.py holds bfloat16 to two
+ulps there). Without a GPU it runs
 as a dry run in Triton's interpreter, untimed: `python scripts/device/fusion_library.py /tmp/out --tokens 4`.
 """
 
@@ -45,7 +46,8 @@ def cases(dtype: torch.dtype, tokens: int):  # type: ignore[no-untyped-def]
     def draw(*shape: int) -> torch.Tensor:
         return torch.randn(shape, generator=g, device=DEVICE).to(dtype)
 
-    rms, add, ln, silu, gelu, rope = (load_module(str(LIBRARY / n / f"{n}.py")) for n in ("rmsnorm", "add_rmsnorm", "layernorm", "silu_and_mul", "gelu_and_mul", "rotary"))
+    rms, add, ln, silu, gelu, rope = (load_module(str(LIBRARY / n / f"{n}.py"))
+                                      for n in ("rmsnorm", "add_rmsnorm", "layernorm", "silu_and_mul", "gelu_and_mul", "rotary"))
     x, residual, weight, bias = draw(1, tokens, 2048), draw(1, tokens, 2048), draw(2048).abs() + 0.5, draw(2048)
     gate, up = draw(1, tokens, 8192), draw(1, tokens, 8192)
     q, cos, sin = draw(1, tokens, 32, 64).transpose(1, 2), draw(1, tokens, 64), draw(1, tokens, 64)
@@ -78,8 +80,8 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     log = (args.out / "fusion_library.log").open("w")
     timed = DEVICE == "cuda"
-    report = {"device": torch.cuda.get_device_name() if timed else "CPU (Triton's interpreter: a dry run, untimed)", "torch": torch.__version__,
-              "triton": triton.__version__, "tag": "MEASURED", "tokens": args.tokens, "cases": []}
+    report = {"device": torch.cuda.get_device_name() if timed else "CPU (Triton's interpreter: a dry run, untimed)",
+              "torch": torch.__version__, "triton": triton.__version__, "tag": "MEASURED", "tokens": args.tokens, "cases": []}
     for dtype in (torch.bfloat16, torch.float16, torch.float32):
         for name, ours, eager in cases(dtype, args.tokens):
             row = {"kernel": name, "dtype": str(dtype).removeprefix("torch."), **compare(ours(), eager())}

@@ -43,7 +43,8 @@ def rotating(call, copies: list[torch.Tensor]):
 
 def main(args: argparse.Namespace) -> None:
     torch.manual_seed(0)
-    grid = [{"BLOCK_N": n, "BLOCK_K": k, "num_warps": warps, "num_stages": stages} for (n, k), warps, stages in itertools.product(TILES, [4, 8], [2, 4])]
+    grid = [{"BLOCK_N": n, "BLOCK_K": k, "num_warps": warps, "num_stages": stages}
+            for (n, k), warps, stages in itertools.product(TILES, [4, 8], [2, 4])]
     if args.quick:
         grid = [{"BLOCK_N": n, "BLOCK_K": k, "num_warps": 4, "num_stages": 3} for n, k in TILES[::3]]
     rows, best = [], {}
@@ -71,8 +72,8 @@ def main(args: argparse.Namespace) -> None:
         winner = min(ran, key=lambda t: t["us"]) if ran else None
         if winner:
             best[f"{n_out},{k_in}"] = winner["params"] if winner["us"] < CUBLAS_MARGIN * cublas else "cublas"
-        rows.append({"shape": label, "n": n_out, "k": k_in, "mb": mb, "copies": len(copies), "cublas_us": cublas, "cublas_gb_s": mb / cublas * 1e3,
-                     "best": winner, "tried": tried})
+        rows.append({"shape": label, "n": n_out, "k": k_in, "mb": mb, "copies": len(copies), "cublas_us": cublas,
+                     "cublas_gb_s": mb / cublas * 1e3, "best": winner, "tried": tried})
         said = f"{winner['us']:7.2f} us ({mb / winner['us'] * 1e3:5.0f} GB/s) {winner['params']}" if winner else "none ran"
         print(f"{label:<8} {n_out:>6} x {k_in:<5} {mb:6.1f} MB x{len(copies):>2}: cuBLAS {cublas:7.2f} us ({mb / cublas * 1e3:5.0f} GB/s); "
               f"kernel best {said} -> {'cuBLAS' if best.get(f'{n_out},{k_in}', 'cublas') == 'cublas' else 'kernel'}", flush=True)
@@ -80,8 +81,8 @@ def main(args: argparse.Namespace) -> None:
         torch.cuda.empty_cache()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gemv_sweep.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "cold": not args.hot,
-                                                     "rows": rows, "best": best}, indent=1))
+    (out / "gemv_sweep.json").write_text(json.dumps({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+                                                     "cold": not args.hot, "rows": rows, "best": best}, indent=1))
 
 
 if __name__ == "__main__":

@@ -48,7 +48,8 @@ def main() -> None:
     def binder_rmsnorm(x, weight, eps):  # the same launch through Triton's binder, kernel[grid](...), as before
         rows = x.reshape(-1, x.shape[-1]).contiguous()
         y = torch.empty_like(rows)
-        rmsnorm.rmsnorm_kernel.fn[(rows.shape[0],)](rows, weight, y, rows.shape[1], eps, **rmsnorm.launch_params(rows.shape[1], None, rows.shape[0]))
+        rmsnorm.rmsnorm_kernel.fn[(rows.shape[0],)](rows, weight, y, rows.shape[1], eps,
+                                                    **rmsnorm.launch_params(rows.shape[1], None, rows.shape[0]))
         return y.reshape(x.shape)
 
     def binder_silu_mul(gate, up):

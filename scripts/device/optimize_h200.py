@@ -43,8 +43,8 @@ async def main(args: argparse.Namespace) -> None:
     async with logged_tool(ws, "optimize", out / f"calls-{args.label}.json") as call:
         start = {"action": "start", "workload": f"{source.name}:build", "session": "qwen2",
                  "knobs": json.loads(args.knobs) if args.knobs else {"layers": str(args.layers)},
-                 "budget_gpu_hours": args.budget_gpu_hours, "deadline_s": args.deadline_s, "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,
-                 "proposal_wait_s": args.proposal_wait_s}
+                 "budget_gpu_hours": args.budget_gpu_hours, "deadline_s": args.deadline_s, "pairs": args.pairs,
+                 "steps_per_leg": args.steps_per_leg, "proposal_wait_s": args.proposal_wait_s}
         if args.levers:
             start["levers"] = json.loads(args.levers)
         if args.profile_kernels != "auto":
@@ -67,7 +67,8 @@ async def main(args: argparse.Namespace) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--workload-file", default=str(REPO / "examples" / "workloads" / "decoder.py"), help="a factory file (build); a CPU dry run passes a small one")
+    parser.add_argument("--workload-file", default=str(REPO / "examples" / "workloads" / "decoder.py"),
+                        help="a factory file (build); a CPU dry run passes a small one")
     parser.add_argument("--knobs", default=None, help="JSON knob values (default: the decoder's layers)")
     parser.add_argument("--budget-gpu-hours", type=float, default=0.5)
     parser.add_argument("--deadline-s", type=float, default=1500.0)
@@ -76,7 +77,8 @@ if __name__ == "__main__":
     parser.add_argument("--proposal-wait-s", type=float, default=0.0)
     parser.add_argument("--levers", default=None, help="JSON list of levers tried alone (default: every applicable one)")
     parser.add_argument("--propose", default=None, help="JSON list of lever lists to propose after the start")
-    parser.add_argument("--profile-kernels", choices=("auto", "on", "off"), default="auto", help="the campaign's own kernel proposals (auto: on a GPU)")
+    parser.add_argument("--profile-kernels", choices=("auto", "on", "off"), default="auto",
+                        help="the campaign's own kernel proposals (auto: on a GPU)")
     parser.add_argument("--workspace", default=None, help="the campaign's workspace (default $OUT/optimize/ws); the same one resumes")
     parser.add_argument("--label", default="1", help="names this command's call log (calls-LABEL.json)")
     anyio.run(main, parser.parse_args())

@@ -153,14 +153,16 @@ def main() -> int:
     shutil.copy(HERE / "llama_workload.py", workspace.root / "llama_workload.py")
     checks: dict = {"environment": versions, "workload_args": workload_args, "steps": args.steps, "warmup_steps": args.warmup}
 
-    roofline, roof_summary = (None, "skipped (--no-roofline)") if args.no_roofline else measure_roof(workspace, args.roof_target, out, args.roof_max_time_s, args.roof_shape)
+    roofline, roof_summary = (None, "skipped (--no-roofline)") if args.no_roofline else measure_roof(workspace, args.roof_target, out,
+                                                                                                     args.roof_max_time_s, args.roof_shape)
     log(out, f"roofline: {roof_summary}")
     checks["roofline"] = {"file": roofline, "summary": roof_summary}
 
     started = time.perf_counter()
     plain = capture_workload("llama_workload:setup", workload_args, args.steps, args.warmup, args.timeout_s,
                              workspace.state_dir("plain"), workspace, profile=False)
-    log(out, f"without the profiler: steps {[round(s, 4) for s in plain.step_wall_s]} s ({time.perf_counter() - started:.0f} s with set-up)")
+    log(out, f"without the profiler: steps {[round(s, 4) for s in plain.step_wall_s]} s ({time.perf_counter() - started:.0f} "
+             "s with set-up)")
     started = time.perf_counter()
     result = run_profile(ProfileRequest(workload="llama_workload:setup", args=workload_args, steps=args.steps, warmup_steps=args.warmup,
                                         timeout_s=args.timeout_s, roofline=roofline, name="llama", top=25), workspace)
@@ -199,7 +201,8 @@ def main() -> int:
     (out / "acceptance.json").write_text(json.dumps(checks, indent=1, default=str))
     for name in ("sum_within_2_percent", "top_ten_match_key_averages", "gemms_on_measured_roof", "fusion_candidates"):
         log(out, f"{name}: {'PASSED' if checks[name]['passed'] else 'FAILED'}")
-    log(out, f"sum {result.device_time_s * 1e3:.4g} ms against key_averages {(result.profiler_device_time_s or 0) * 1e3:.4g} ms ({gap if gap is None else round(gap, 3)} %)")
+    log(out, f"sum {result.device_time_s * 1e3:.4g} ms against key_averages {(result.profiler_device_time_s or 0) * 1e3:.4g} ms "
+             f"({gap if gap is None else round(gap, 3)} %)")
     log(out, f"overhead: median step {without * 1e3:.2f} ms without the profiler, {with_p * 1e3:.2f} ms with it")
     log(out, result.summary)
     return 0

@@ -34,13 +34,15 @@ from hyperloom.tools.profile.models import ReplayRoof
 from hyperloom.tools.profile.replays import attribute_replays
 from hyperloom.tools.workload.worker.levers import decode_attention, decode_gemv, decode_loop, fused_projections, kernel_route, weight_only
 
-LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
+LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+                vocab_size=128256)
 SMALL = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, vocab_size=512)
 PROMPT = 128
-STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8"), "fused+int8+cd": ("fuse", "int8", "cd"),
-          "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"), "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"),
-          "attn": ("attn",), "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"), "fused+gemv": ("fuse", "gemv"),
-          "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"),
+STACKS = {"plain": (), "fused": ("fuse",), "int8": ("int8",), "fp8": ("fp8",), "fused+int8": ("fuse", "int8"),
+          "fused+int8+cd": ("fuse", "int8", "cd"), "fused+cd": ("fuse", "cd"), "fused+argmax1": ("fuse", "argmax1"),
+          "fused+attn": ("fuse", "attn"), "fused+attn+cd": ("fuse", "attn", "cd"), "attn": ("attn",),
+          "fused+attn+gemv": ("fuse", "attn", "gemv"), "fused+attn+gemv-nofold": ("fuse", "attn", "gemv", "nofold"),
+          "fused+gemv": ("fuse", "gemv"), "fused+attn+gemv-act": ("fuse", "attn", "gemv", "nofold", "act"),
           "fused+attn+combo": ("fuse", "attn", "combo"), "fused+attn+gemv-act+combo": ("fuse", "attn", "gemv", "nofold", "act", "combo"),
           "attn+gemv-act+combo": ("attn", "gemv", "nofold", "act", "combo"),
           "fused+attn+gemv-act-few+combo": ("fuse", "attn", "gemv", "nofold", "act", "few", "combo")}
@@ -116,7 +118,8 @@ def copy_bandwidth_gb_s(device: str) -> float:
 
 def generate(model: LlamaForCausalLM, prompt: torch.Tensor, tokens: int) -> torch.Tensor:
     with torch.inference_mode():
-        return model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False, pad_token_id=0)
+        return model.generate(prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=tokens, min_new_tokens=tokens, do_sample=False,
+                              pad_token_id=0)
 
 
 def per_token_ms(model: LlamaForCausalLM, prompt: torch.Tensor, tokens: int, repeats: int, device: str) -> tuple[float, list[float]]:
@@ -152,8 +155,8 @@ def main(args: argparse.Namespace) -> None:
     shape = SMALL if args.small else LLAMA_1B
     bandwidth = copy_bandwidth_gb_s(device)
     rows = []
-    meta = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__, "copy_bandwidth_gb_s": bandwidth,
-            "tokens": args.tokens, "prompt": PROMPT, "shape": shape}
+    meta = {"device": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
+            "copy_bandwidth_gb_s": bandwidth, "tokens": args.tokens, "prompt": PROMPT, "shape": shape}
     for batch in [int(b) for b in args.batches.split(",")]:
         prompt = torch.randint(0, shape["vocab_size"], (batch, PROMPT), device=device, generator=None)
         plain_tokens, plain_roof_ms = None, None
@@ -169,7 +172,8 @@ def main(args: argparse.Namespace) -> None:
             weights = stored_bytes(model)
             token_bytes = weights + kv_bytes(model.config, batch, args.tokens)
             roof_ms = token_bytes / (bandwidth * 1e9) * 1e3
-            if plain_roof_ms is None and not {"int8", "fp8"} & set(STACKS[name]):  # issue 46's roof: the bf16 weights and the KV cache, whatever a stack stores
+            # issue 46's roof: the bf16 weights and the KV cache, whatever a stack stores
+            if plain_roof_ms is None and not {"int8", "fp8"} & set(STACKS[name]):
                 plain_roof_ms = roof_ms
             roof = ReplayRoof(bytes_per_replay=token_bytes, bandwidth_gb_s=bandwidth,
                               source="MEASURED: this process's device copy; the weights as stored plus the mean filled KV cache")
@@ -177,16 +181,19 @@ def main(args: argparse.Namespace) -> None:
                 plain_tokens = first
             same = None if plain_tokens is None else float((first[:, PROMPT:] == plain_tokens[:, PROMPT:]).float().mean())
             found = attribution(model, prompt, args.tokens, roof, device) if args.attribute else None
-            rows.append({"batch": batch, "stack": name, "ms_per_token": ms, "pairs_ms": pairs, "roof_ms": roof_ms, "roof_percent": 100 * roof_ms / ms,
+            rows.append({"batch": batch, "stack": name, "ms_per_token": ms, "pairs_ms": pairs, "roof_ms": roof_ms,
+                         "roof_percent": 100 * roof_ms / ms,
                          "bf16_roof_percent": None if plain_roof_ms is None else 100 * plain_roof_ms / ms,
                          "weight_bytes": weights, "token_bytes": token_bytes, "tokens_equal_to_plain": same, "build_and_warmup_s": build_s,
                          "attribution": found})
             bf16 = f", {100 * plain_roof_ms / ms:5.1f} % of plain's" if plain_roof_ms else ""
-            print(f"batch {batch:>3} {name:<14} {ms:7.3f} ms/token  roof {roof_ms:6.3f} ms ({100 * roof_ms / ms:5.1f} %{bf16})  weights {weights / 1e9:.2f} GB  "
+            print(f"batch {batch:>3} {name:<14} {ms:7.3f} ms/token  roof {roof_ms:6.3f} ms ({100 * roof_ms / ms:5.1f} %{bf16})  weights "
+                  f"{weights / 1e9:.2f} GB  "
                   f"tokens = first's {same if same is None else round(same, 3)}  built+warm {build_s:.0f} s", flush=True)
             if found:
                 top = ", ".join(f"{k['name'][:40]} {k['us']:.0f} us" for k in found["kernels"][:4])
-                print(f"    {found['kernels_per_replay']} kernels a token; busy {found['graph_busy_us']:.0f} us, gaps {found['graph_gaps_us']:.0f}, "
+                print(f"    {found['kernels_per_replay']} kernels a token; busy {found['graph_busy_us']:.0f} us, gaps "
+                      f"{found['graph_gaps_us']:.0f}, "
                       f"outside {found['outside_kernels_us']:.0f}, idle {found['idle_us']:.0f} of {found['period_us']:.0f} us; by class "
                       f"{ {k: round(v) for k, v in found['classes_us'].items()} }; top: {top}", flush=True)
             del model

@@ -29,8 +29,10 @@ def main() -> int:
         ok = seen.lower() == expected and count == "1"
         failures += not ok
         print(f"{'OK  ' if ok else 'FAIL'} CUDA_VISIBLE_DEVICES={os.environ['CUDA_VISIBLE_DEVICES']} device {device}: worker's "
-              f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}, its one GPU at {seen} (nvidia-smi GPU {physical} is at {bus_of[physical]})")
-    print(f"idle GPUs as this process numbers them: {idle_gpus('cuda')} (nvidia-smi's idle ones, mapped through {os.environ['CUDA_VISIBLE_DEVICES']})")
+              f"CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}, its one GPU at {seen} (nvidia-smi GPU {physical} is at "
+              f"{bus_of[physical]})")
+    print(f"idle GPUs as this process numbers them: {idle_gpus('cuda')} (nvidia-smi's idle ones, mapped through "
+          f"{os.environ['CUDA_VISIBLE_DEVICES']})")
     return 1 if failures else 0
 
 

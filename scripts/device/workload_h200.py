@@ -35,11 +35,14 @@ async def main(args: argparse.Namespace) -> None:
         frozen = await call({"action": "freeze", "workload": "decoder.py:build", "name": "qwen2", "knobs": knobs, "token_match": 1.0})
         (out / "freeze.json").write_text(json.dumps(frozen, indent=2))
         if args.integrate:
-            integrated = await call({"action": "integrate", "name": "qwen2", "kernel": "rmsnorm", "pairs": args.pairs, "steps_per_leg": args.steps_per_leg,
+            integrated = await call({"action": "integrate", "name": "qwen2", "kernel": "rmsnorm", "pairs": args.pairs,
+                                     "steps_per_leg": args.steps_per_leg,
                                      "replace": "transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward"})
             (out / "integrate.json").write_text(json.dumps(integrated, indent=2))
-            print(f"  {integrated.get('verdict')}: calls a step {integrated.get('calls_per_step')}, wrapper {integrated.get('wrapper_us_per_call')} us a call")
-        bench = {} if args.integrate else await call({"action": "bench", "name": "qwen2", "candidates": json.loads(args.candidates) if args.candidates else CANDIDATES,
+            print(f"  {integrated.get('verdict')}: calls a step {integrated.get('calls_per_step')}, wrapper "
+                  f"{integrated.get('wrapper_us_per_call')} us a call")
+        bench = {} if args.integrate else await call({"action": "bench", "name": "qwen2",
+                                                      "candidates": json.loads(args.candidates) if args.candidates else CANDIDATES,
                             "pairs": args.pairs, "steps_per_leg": args.steps_per_leg, "warmup_steps": 2, "max_baseline_legs": 12})
         for c in bench.get("candidates", []):
             print(f"  {' + '.join(c['levers'])}: {c['verdict']} {c.get('speedup') or ''} {c['reason'][:200]}")
@@ -54,5 +57,6 @@ if __name__ == "__main__":
     parser.add_argument("--steps-per-leg", type=int, default=2)
     parser.add_argument("--candidates", default=None)
     parser.add_argument("--knobs", default="{}", help="more knobs for the freeze, JSON (e.g. {\"new_tokens\": \"64\"})")
-    parser.add_argument("--integrate", action="store_true", help="instead of the levers: the fusion library's rmsnorm in place of Qwen2RMSNorm.forward")
+    parser.add_argument("--integrate", action="store_true",
+                        help="instead of the levers: the fusion library's rmsnorm in place of Qwen2RMSNorm.forward")
     anyio.run(main, parser.parse_args())

@@ -36,7 +36,8 @@ def run_allreduce(request: AllreduceRequest, workspace: Workspace, progress: Pro
     if request.backend != "numpy":
         distributed = _run_torch(request, inputs, scheme)
         toolchain["torch"] = distributed["torch"]
-        device = f"{request.backend} ranks on {distributed['device']}" if distributed["device"] != "cpu" else f"{request.backend} ranks on {device}"
+        device = f"{request.backend} ranks on {distributed['device']}" if distributed["device"] != "cpu" else (f"{request.backend} "
+                                                                                                               f"ranks on {device}")
         _tick(progress, 1, steps)
 
     start = time.perf_counter()

@@ -43,7 +43,8 @@ def run_allreduce_bench(request: AllreduceBenchRequest) -> AllreduceBenchResult:
         toolchain={"torch": report["torch"]},
     )
     return AllreduceBenchResult(
-        summary=f"{len(rows) // 2} sizes, {request.ranks} {request.backend} ranks on {device}: int6 ({report['codec']}) against native bf16",
+        summary=f"{len(rows) // 2} sizes, {request.ranks} {request.backend} ranks on {device}: int6 ({report['codec']}) "
+                "against native bf16",
         ranks=request.ranks, backend=request.backend, device=device, codec=report["codec"], rows=rows, evidence=evidence,
     )
 

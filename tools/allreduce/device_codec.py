@@ -50,7 +50,8 @@ class DeviceCodec:
             raise HyperloomError(f"the INT6 kernels do not build for {self.target}: {build.summary}",
                                  "install the toolchain (nvcc for NVIDIA, ROCm or LLVM for AMD), or use codec='torch'")
         # the device's primary context, the one torch's runtime uses: torch's device pointers are valid in it
-        self.driver = Driver("hip" if torch.version.hip is not None else "cuda", device.index if device.index is not None else torch.cuda.current_device())
+        self.driver = Driver("hip" if torch.version.hip is not None else "cuda",
+                             device.index if device.index is not None else torch.cuda.current_device())
         module = self.driver.load((root / build.code_object).read_bytes())
         self._pack = self.driver.function(module, "int6_pack")
         self._unpack_add = self.driver.function(module, "int6_unpack_add")
@@ -65,7 +66,8 @@ class DeviceCodec:
     def decode_into(self, data: Any, target: Any, add: bool) -> None:
         """target (int16, contiguous) += the codes in data (add), or = them (store)."""
         groups = target.numel() // 4
-        self._launch(self._unpack_add, groups, [ctypes.c_uint64(data.data_ptr()), ctypes.c_uint64(target.data_ptr()), ctypes.c_int64(groups),
+        self._launch(self._unpack_add, groups,
+                     [ctypes.c_uint64(data.data_ptr()), ctypes.c_uint64(target.data_ptr()), ctypes.c_int64(groups),
                                                 ctypes.c_int32(0 if add else 1)])
 
     def _launch(self, function: Any, groups: int, values: list[ctypes._SimpleCData]) -> None:
@@ -93,7 +95,8 @@ def _choose(torch: Any, device: Any, codec: Codec) -> CodecChoice:
         return CodecChoice(None, "torch ops (asked for)")
     if device.type != "cuda":
         if codec == "kernels":
-            raise HyperloomError(f"codec 'kernels' runs the INT6 device kernels on a GPU, and this run is on {device.type}", "use backend nccl on GPUs, or codec auto/torch")
+            raise HyperloomError(f"codec 'kernels' runs the INT6 device kernels on a GPU, and this run is on {device.type}",
+                                 "use backend nccl on GPUs, or codec auto/torch")
         return CodecChoice(None, "torch ops (CPU tensors)")
     try:
         kernels = DeviceCodec(torch, device)

@@ -37,7 +37,8 @@ def require_torch() -> Any:
     except ImportError as exc:
         raise HyperloomError(
             f"torch is not installed, and the distributed allreduce_int6 runs on torch.distributed ({exc})",
-            f"install the extra: pip install 'hyperloom[{EXTRA}]' (CPU-only: pip install torch --index-url https://download.pytorch.org/whl/cpu), or use backend='numpy'",
+            f"install the extra: pip install 'hyperloom[{EXTRA}]' (CPU-only: pip install torch --index-url "
+            "https://download.pytorch.org/whl/cpu), or use backend='numpy'",
         ) from exc
 
 
@@ -70,7 +71,8 @@ def _agree(torch: Any, dist: Any, tensor: Any, scheme: Scheme, group: Any) -> No
     headers = [g.tolist() for g in gathered]
     if any(h[0] == 0 for h in headers):
         bad = [r for r, h in enumerate(headers) if h[0] == 0]
-        raise HyperloomError(f"rank(s) {bad} passed a tensor that is not float32, float16 or bfloat16", "cast the tensor on every rank to one of those three")
+        raise HyperloomError(f"rank(s) {bad} passed a tensor that is not float32, float16 or bfloat16",
+                             "cast the tensor on every rank to one of those three")
     if any(h != headers[0] for h in headers):
         shapes = "; ".join(
             f"rank {r}: dtype {next(k for k, v in _DTYPE_CODES.items() if v == h[0])}, shape {h[3 : 3 + min(h[1], _HEADER_DIMS)]}"

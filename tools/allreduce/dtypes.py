@@ -32,7 +32,8 @@ def input_kind(dtype: np.dtype, bfloat16_bits: bool, label: str) -> FloatName:
         return "float16" if dtype.itemsize == 2 else "float32"
     raise HyperloomError(
         f"{label} has dtype {dtype.str!r}; allreduce_int6 takes float32, float16 or bfloat16",
-        "cast to float32 (float64 too: the all-reduce would narrow it anyway), or save bfloat16 bit patterns as uint16 with bfloat16_bits=true",
+        "cast to float32 (float64 too: the all-reduce would narrow it anyway), or save bfloat16 bit patterns as uint16 with "
+        "bfloat16_bits=true",
     )
 
 

@@ -27,7 +27,8 @@ class RankInputs:
 def rank_inputs(request: AllreduceRequest, workspace: Workspace) -> RankInputs:
     if request.inputs is not None:
         if request.ranks is not None or request.shape is not None:
-            raise HyperloomError("both input files and ranks/shape were given", "pass inputs (one .npy per rank), or ranks and shape to generate them, not both")
+            raise HyperloomError("both input files and ranks/shape were given",
+                                 "pass inputs (one .npy per rank), or ranks and shape to generate them, not both")
         return _load(request.inputs, request.bfloat16_bits, workspace)
     if request.ranks is None or request.shape is None:
         raise HyperloomError("no inputs: neither .npy files nor ranks and shape were given",
@@ -42,7 +43,8 @@ def _load(paths: list[str], bfloat16_bits: bool, workspace: Workspace) -> RankIn
         label = f"rank {rank}'s input {raw!r}"
         header = NpyFile.open(path, label, comparable=False)  # the header checked against the file's size before anything is allocated
         if header.size * len(paths) > MAX_TOTAL_ELEMENTS:
-            raise HyperloomError(f"{len(paths)} ranks of {header.size} elements exceed the limit of {MAX_TOTAL_ELEMENTS} elements over all ranks",
+            raise HyperloomError(f"{len(paths)} ranks of {header.size} elements exceed the limit of {MAX_TOTAL_ELEMENTS} elements "
+                                 "over all ranks",
                                  "all-reduce fewer or smaller tensors in one call")
         try:
             array = np.load(path, allow_pickle=False)
@@ -54,7 +56,8 @@ def _load(paths: list[str], bfloat16_bits: bool, workspace: Workspace) -> RankIn
     shapes = [a.shape for a in stored]
     if len(set(shapes)) > 1 or len(set(kinds)) > 1:
         described = "; ".join(f"rank {r}: {k} {list(s)}" for r, (k, s) in enumerate(zip(kinds, shapes, strict=True)))
-        raise HyperloomError(f"the ranks' inputs differ in shape or dtype ({described})", "an all-reduce sums tensors of one shape and dtype: give every rank the same")
+        raise HyperloomError(f"the ranks' inputs differ in shape or dtype ({described})",
+                             "an all-reduce sums tensors of one shape and dtype: give every rank the same")
     return _finish(stored, kinds[0], digests)
 
 
@@ -69,11 +72,12 @@ def generate(ranks: int, shape: tuple[int, ...], seed: int, distribution: Distri
     elements = math.prod(shape)  # exact integers: a huge shape cannot wrap around and slip past the limits
     if any(d < 1 for d in shape) or elements > MAX_GENERATED_ELEMENTS or elements * ranks > MAX_TOTAL_ELEMENTS:
         raise HyperloomError(
-            f"shape {str(list(shape))[:80]} gives {elements:.3g} elements per rank over {ranks} ranks; generated tensors have 1..{MAX_GENERATED_ELEMENTS}"
-            f" elements each and at most {MAX_TOTAL_ELEMENTS} over all ranks",
+            f"shape {str(list(shape))[:80]} gives {elements:.3g} elements per rank over {ranks} ranks; generated tensors have "
+            f"1..{MAX_GENERATED_ELEMENTS} elements each and at most {MAX_TOTAL_ELEMENTS} over all ranks",
             "choose positive dimensions with a smaller product, or pass your own .npy files",
         )
-    stored = [from_float32(_draw(np.random.default_rng([seed, r]), elements, distribution, kind), kind).reshape(shape) for r in range(ranks)]
+    stored = [from_float32(_draw(np.random.default_rng([seed, r]), elements, distribution, kind), kind).reshape(shape)
+              for r in range(ranks)]
     return _finish(stored, kind, [sha256_bytes(a.tobytes()) for a in stored])
 
 

@@ -62,7 +62,8 @@ def run_ranks(job: dict[str, Any], ranks: int, folder: Path, timeout_s: float) -
     for rank, (proc, item) in enumerate(zip(procs, data, strict=True)):
         if proc.returncode != 0 or item is None:
             tail = " | ".join((folder / f"rank{rank}.stderr").read_text(errors="replace").strip().splitlines()[-6:]) or "no output"
-            raise HyperloomError(f"rank {rank} exited with code {proc.returncode}: {tail}", "read the message; fix the input or the installation")
+            raise HyperloomError(f"rank {rank} exited with code {proc.returncode}: {tail}",
+                                 "read the message; fix the input or the installation")
     return data
 
 

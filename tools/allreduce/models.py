@@ -45,7 +45,8 @@ class WireStats(BaseModel):
     payload_bytes_per_rank: int = Field(description="One rank's packed codes plus its float32 scales.")
     compression_vs_fp16: float = Field(description="fp16 bytes of the tensor / payload_bytes_per_rank (scales counted).")
     compression_vs_fp32: float = Field(description="fp32 bytes of the tensor / payload_bytes_per_rank (scales counted).")
-    wire_bytes_per_rank: list[int] = Field(description="Bytes each rank sent: the ring payload as encoded, plus the scale exchange counted as a ring all-reduce.")
+    wire_bytes_per_rank: list[int] = Field(description="Bytes each rank sent: the ring payload as encoded, plus the scale exchange counted "
+                                                       "as a ring all-reduce.")
     fp16_ring_wire_bytes_per_rank: int = Field(description="Bytes one rank sends in a ring all-reduce of the same tensor in fp16.")
     wire_ratio_vs_fp16: float | None = Field(description="fp16_ring_wire_bytes_per_rank / wire bytes; null for one rank (nothing travels).")
     step_formats: list[str] = Field(description="Wire format of each ring step: N-1 reduce-scatter, then N-1 all-gather.")
@@ -73,10 +74,13 @@ class AllreduceResult(BaseModel):
     cross_rank_drift: float = Field(description="max |rank r's result − rank 0's| over ranks and elements; 0 when bit-identical.")
     bit_identical_across_ranks: bool
     nonzero_inputs: int
-    inputs_quantized_to_zero: int = Field(description="Nonzero inputs (all ranks) smaller than half a step of their block's scale: lost entirely.")
+    inputs_quantized_to_zero: int = Field(description="Nonzero inputs (all ranks) smaller than half a step of their block's scale: "
+                                                      "lost entirely.")
     precision_note: str | None = Field(description="What precision was lost to a wide dynamic range inside blocks, when any was.")
-    codec: str | None = Field(description="torch backends: what packed and unpacked the codes (device kernels or torch ops) and why; null for numpy.")
-    matches_reference: bool | None = Field(description="torch backends: every rank's result equals the numpy reference bit for bit; null for numpy.")
+    codec: str | None = Field(description="torch backends: what packed and unpacked the codes (device kernels or torch ops) and why; "
+                                          "null for numpy.")
+    matches_reference: bool | None = Field(description="torch backends: every rank's result equals the numpy reference bit for bit; "
+                                                       "null for numpy.")
     wire: WireStats
     elapsed_s: float = Field(description="Wall time of the all-reduce itself (numpy: the simulated ring; torch: rank 0, after a barrier).")
     evidence: Evidence

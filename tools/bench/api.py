@@ -41,7 +41,8 @@ from hyperloom.tools.runtime.models import HOST_BACKENDS, Timing
 from hyperloom.tools.runtime.probe import require_backend
 
 
-def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn | None = None, *, measuring_roof: bool = False) -> BenchResult:
+def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn | None = None, *,
+              measuring_roof: bool = False) -> BenchResult:
     """Gate the spec's variant on every input set, then time it on secret inputs with its timed launches gated too.
     `measuring_roof`: roofline measuring the roof itself, whose results are not held against the roof they replace."""
     timing = Timing(
@@ -55,15 +56,18 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
     launchable, build = build_with(prepared, workspace, request.params)
     variant_name, shape, backend = launchable.variant_name, launchable.shape, launchable.backend
     if not build.ok:
-        raise HyperloomError(f"{spec.name}/{variant_name} does not build for {request.target}: {build.summary}", "fix the build with compile_kernel first")
-    run_dir = workspace.state_dir("bench", f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}")
+        raise HyperloomError(f"{spec.name}/{variant_name} does not build for {request.target}: {build.summary}",
+                             "fix the build with compile_kernel first")
+    run_dir = workspace.state_dir("bench",
+                                  f"{spec.name}-{variant_name}-{request.target}-s{request.shape}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}")
     state_before = device_state(backend, request.device)
 
     names = launchable.input_sets if request.adversarial else ["seeded"]
     sets = [InputSet(name, run_dir / name, run_dir / name) for name in names]
     refused = resource_refusal(launchable, build)
     if refused is not None:
-        raise HyperloomError(f"{spec.name}/{variant_name} for {request.target}: resource limit: {refused}", "ask for less shared memory or fewer threads per workgroup")
+        raise HyperloomError(f"{spec.name}/{variant_name} for {request.target}: resource limit: {refused}",
+                             "ask for less shared memory or fewer threads per workgroup")
     secret = DrawnMeanwhile(launchable, workspace, timeout_s=request.timeout_s)  # while the input sets are staged and gated
     try:
         for index, each in enumerate(sets):
@@ -71,7 +75,8 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
             if progress is not None:
                 progress(index + 1, len(sets) + 1)
         audit = audit_verdict([staged_set(launchable, s.name, s.inputs) for s in sets], launchable)
-        evaluation = evaluate(launchable, build.code_object, sets, workspace, Plan(timing, request.timeout_s, request.device, keep_going=True),
+        evaluation = evaluate(launchable, build.code_object, sets, workspace,
+                              Plan(timing, request.timeout_s, request.device, keep_going=True),
                               Against(secret, UNBOUNDED if measuring_roof else None, audit))
     finally:
         secret.close()
@@ -90,7 +95,8 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
         + (f", {significant(bytes_moved / kernel.median_s / 1e9)} GB/s" if bytes_moved else "")
         + (f", {significant(flops / kernel.median_s / 1e12)} TFLOP/s" if flops else "")
         + f" (n={kernel.n}, CV {kernel.cv:.2%}); gate passed on {len(evaluation.verdicts)} input set(s)"
-        + (f"; {late_reps} rep(s) were enqueued after their flush could have ended, so host launch latency may be in them" if late_reps else "")
+        + (f"; {late_reps} rep(s) were enqueued after their flush could have ended, so host launch latency may be in them" if late_reps
+           else "")
         if ok and kernel is not None
         else "no speed: " + "; ".join(f"{v.input_set}: {v.summary}" for v in evaluation.failed)
     )
@@ -103,9 +109,10 @@ def run_bench(request: BenchRequest, workspace: Workspace, progress: ProgressFn 
         bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if ok and kernel and bytes_moved else None,
         tflops=flops / kernel.median_s / 1e12 if ok and kernel and flops else None,
         flush_bytes=trial.flush_bytes if trial else 0, flush_mode=request.flush_mode, cache_bytes=trial.cache_bytes if trial else 0,
-        late_reps=late_reps, state_before=state_before, state_after=device_state(backend, request.device), artifacts=workspace.relative(run_dir),
-        evidence=measured(
-            "bench", inputs_sha256=combine_digests([sha256_file(workspace.root / build.code_object), sha256_json(request.model_dump()), sha256_json(shape)]),
+        late_reps=late_reps, state_before=state_before, state_after=device_state(backend, request.device),
+        artifacts=workspace.relative(run_dir), evidence=measured(
+            "bench", inputs_sha256=combine_digests([sha256_file(workspace.root / build.code_object), sha256_json(request.model_dump()),
+                                                    sha256_json(shape)]),
             target=request.target, device=device_name or _unnamed(backend, request.device),
             toolchain={build.compiler.name: build.compiler.version or "unknown", "numpy": np.__version__},
         ),
@@ -135,16 +142,20 @@ def run_bench_command(request: BenchCommandRequest, workspace: Workspace, progre
         data = json.loads(report)
         samples = [float(s) for s in data["samples_s"]]
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
-        raise HyperloomError(f"the command's last JSON line has no list of numbers samples_s ({str(exc)[:120]})", f"print {REPORT_EXAMPLE}") from exc
+        raise HyperloomError(f"the command's last JSON line has no list of numbers samples_s ({str(exc)[:120]})",
+                             f"print {REPORT_EXAMPLE}") from exc
     if not samples:
         raise HyperloomError("the command reported no samples", "report at least one sample in samples_s")
     if not all(math.isfinite(s) and s > 0 for s in samples):
-        raise HyperloomError("the command reported a sample that is not a positive finite number of seconds", "report each repetition's time in seconds")
+        raise HyperloomError("the command reported a sample that is not a positive finite number of seconds",
+                             "report each repetition's time in seconds")
     bytes_moved, flops = _count(data, "bytes"), _count(data, "flops")
     kernel = summarize(samples)
     return BenchResult(
-        ok=True, summary=f"{' '.join(request.command)[:60]}: median {kernel.median_s * 1e6:.2f} us over {kernel.n} samples (reported by the command)",
-        name=os.path.basename(request.command[0]), variant=None, target=request.target, backend="command", device=str(data.get("device", ""))[:200],
+        ok=True, summary=f"{' '.join(request.command)[:60]}: median {kernel.median_s * 1e6:.2f} us over {kernel.n} samples (reported "
+                         "by the command)",
+        name=os.path.basename(request.command[0]), variant=None, target=request.target, backend="command",
+        device=str(data.get("device", ""))[:200],
         shape={}, gate=[], kernel=kernel, wall=None, kernel_to_wall=None, bytes_moved=bytes_moved, flops=flops,
         bandwidth_gbps=bytes_moved / kernel.median_s / 1e9 if bytes_moved else None,
         tflops=flops / kernel.median_s / 1e12 if flops else None, flush_bytes=0, cache_bytes=0,
@@ -156,10 +167,11 @@ def run_bench_command(request: BenchCommandRequest, workspace: Workspace, progre
 
 def _run(command: list[str], timeout_s: float, workspace: Workspace) -> tuple[str, str, int]:
     try:
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                                cwd=workspace.root, start_new_session=True)
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace", cwd=workspace.root, start_new_session=True)
     except FileNotFoundError as exc:
-        raise HyperloomError(f"{command[0][:80]!r} was not found", "pass an argument list whose first item is an executable (a name on PATH or a path)") from exc
+        raise HyperloomError(f"{command[0][:80]!r} was not found",
+                             "pass an argument list whose first item is an executable (a name on PATH or a path)") from exc
     except OSError as exc:  # a folder, a file without execute permission, a binary for another machine
         raise HyperloomError(f"{command[0][:80]!r} cannot be run ({exc.strerror})", "pass an executable program as the first item") from exc
     try:
@@ -167,7 +179,8 @@ def _run(command: list[str], timeout_s: float, workspace: Workspace) -> tuple[st
     except subprocess.TimeoutExpired as exc:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        raise HyperloomError(f"the command did not finish within {timeout_s:g} s and was killed", "shorten its run or raise timeout_s") from exc
+        raise HyperloomError(f"the command did not finish within {timeout_s:g} s and was killed",
+                             "shorten its run or raise timeout_s") from exc
     finally:
         try:
             os.killpg(proc.pid, signal.SIGKILL)  # nothing it started outlives it

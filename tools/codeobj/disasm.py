@@ -215,7 +215,8 @@ def _objdump_all(commands: list[list[str]], label: str) -> list[str]:
             err.seek(0)
             if proc.returncode != 0:
                 message = err.read().decode(errors="replace").strip()[-400:] or "no message"
-                raise HyperloomError(f"llvm-objdump failed on {label} (exit code {proc.returncode}): {message}", "check that it is an AMDGPU code object")
+                raise HyperloomError(f"llvm-objdump failed on {label} (exit code {proc.returncode}): {message}",
+                                     "check that it is an AMDGPU code object")
             out.seek(0)
             texts.append(out.read().decode(errors="replace"))
     return texts

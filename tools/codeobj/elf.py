@@ -100,4 +100,5 @@ def symbol_bytes(elf: bytes, symbol: Symbol) -> bytes:
 def loaded_contents(elf: bytes) -> list[tuple[str, bytes]]:
     """(name, bytes) of each section the loader maps (code, data, dynamic symbols), notes left out: what a code object
     does, without the file names, build ids and comments that differ between builds of the same code."""
-    return [(s.name, elf[s.offset:s.offset + s.size]) for s in sections(elf) if s.flags & SHF_ALLOC and s.type not in (SHT_NOTE, SHT_NOBITS)]
+    return [(s.name, elf[s.offset:s.offset + s.size]) for s in sections(elf) if s.flags & SHF_ALLOC
+            and s.type not in (SHT_NOTE, SHT_NOBITS)]

@@ -74,7 +74,8 @@ def read_members(path: Path, label: str) -> list[Member]:
     if data.startswith(COMPRESSED_BUNDLE_MAGIC):
         raise HyperloomError(
             f"{label} is a compressed offload bundle",
-            "unbundle it first: clang-offload-bundler -unbundle -type=o -input=FILE -targets=hipv4-amdgcn-amd-amdhsa--<gfx> -output=k.hsaco",
+            "unbundle it first: clang-offload-bundler -unbundle -type=o -input=FILE -targets=hipv4-amdgcn-amd-amdhsa--<gfx> "
+            "-output=k.hsaco",
         )
     raise HyperloomError(
         f"{label} is not a code object (no ELF or offload-bundle header)",

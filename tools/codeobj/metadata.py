@@ -87,5 +87,6 @@ def _from_descriptors(elf: bytes) -> list[KernelResources]:
             )
         )
     if not kernels:
-        raise HyperloomError("the code object has neither a metadata note nor kernel descriptors", "compile it for an amdgcn target with clang, hipcc or llvm-mc")
+        raise HyperloomError("the code object has neither a metadata note nor kernel descriptors",
+                             "compile it for an amdgcn target with clang, hipcc or llvm-mc")
     return kernels

@@ -34,7 +34,8 @@ def parse_sass(text: str) -> Listing:
         elif current is not None and (match := _SASS.search(line)):
             address, opcode, operands = match.groups()
             current.append(f"\t{opcode} {operands.strip()} // {address}:")
-    return Listing(target=arch.group(1) if arch else "sm_unknown", texts={name: "\n" + "\n".join(lines) + "\n" for name, lines in blocks.items()})
+    return Listing(target=arch.group(1) if arch else "sm_unknown",
+                   texts={name: "\n" + "\n".join(lines) + "\n" for name, lines in blocks.items()})
 
 
 def parse_resource_usage(text: str) -> dict[str, dict[str, int]]:

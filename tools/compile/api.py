@@ -26,7 +26,8 @@ def compile_kernel(request: CompileRequest, workspace: Workspace, progress: Prog
     plans = [plan_target(request, source, target, includes) for target in dict.fromkeys(request.targets)]
 
     builds: list[TargetBuild] = []
-    with pool_or_inline(len(plans) > 1, min(len(plans), os.cpu_count() or 1), "compile") as pool:  # one target (a tune candidate): no thread
+    # one target (a tune candidate): no thread
+    with pool_or_inline(len(plans) > 1, min(len(plans), os.cpu_count() or 1), "compile") as pool:
         for build in pool.map(lambda plan: build_target(plan, request, source, workspace, out_dir), plans):
             builds.append(build)
             if progress is not None:

@@ -110,10 +110,12 @@ def _result(
     listed = plan.suffix != ".so"  # host libraries carry no kernel metadata to check names against
     if ok and listed and request.kernels and (missing := [k for k in request.kernels if k not in {r.name for r in kernels}]):
         ok = False
-        summary = f"kernels {missing} are not in the code object (it has {sorted(r.name for r in kernels)}); check the names and extern \"C\""
+        summary = (f"kernels {missing} are not in the code object (it has {sorted(r.name for r in kernels)}); check the names "
+                   "and extern \"C\"")
     if ok and not summary and not listed:
         entries = f" for {', '.join(request.kernels)}" if request.kernels else ""
-        summary = f"host library {code_object}{entries} built for the CPU (a host build has no GPU kernel metadata: no registers, spills or occupancy)"
+        summary = (f"host library {code_object}{entries} built for the CPU (a host build has no GPU kernel metadata: no registers, spills "
+                   "or occupancy)")
     elif ok and not summary:
         summary = f"{len(kernels)} kernel(s): " + ", ".join(f"{k.name} ({k.vgprs} VGPRs, {k.vgpr_spills or 0} spills)" for k in kernels)
     return TargetBuild(

@@ -57,7 +57,8 @@ def failure_summary(diagnostics: list[Diagnostic], target: str, log: str = "") -
         return f"the build for {target} failed: {tail[:400]}" if tail else f"the build for {target} failed and the compiler printed nothing"
     first = errors[0]
     if match := _FEATURE.search(first.message):
-        return f"not available on {target}: {first.message} (feature {match['feature']} is missing on {target}; guard the code with #if for targets that have it)"
+        return (f"not available on {target}: {first.message} (feature {match['feature']} is missing on {target}; guard the code with #if "
+                "for targets that have it)")
     shown = [_place(e) + e.message for e in errors[:FIRST_ERRORS]]
     more = f" (+{len(errors) - FIRST_ERRORS} more errors)" if len(errors) > FIRST_ERRORS else ""
     return " | ".join(shown) + more

@@ -18,7 +18,8 @@ from hyperloom.tools.isa.targets import require_known_amd_target
 
 AMD_TARGET = re.compile(r"gfx([0-9]{2,4}[a-z]?|[0-9]{1,2}(-[0-9])?-generic)(:(sramecc|xnack)[+-])*")
 NVIDIA_TARGET = re.compile(r"sm_[0-9]{2,3}[af]?")
-_SUFFIX_LANGUAGE = {".hip": "hip", ".cpp": "hip", ".cc": "hip", ".cxx": "hip", ".s": "asm", ".asm": "asm", ".cu": "cuda", ".c": "c", ".py": "triton"}
+_SUFFIX_LANGUAGE = {".hip": "hip", ".cpp": "hip", ".cc": "hip", ".cxx": "hip", ".s": "asm", ".asm": "asm", ".cu": "cuda", ".c": "c",
+                    ".py": "triton"}
 HOST_TARGET = "host"
 
 
@@ -73,7 +74,8 @@ def plan_target(request: CompileRequest, source: Path, target: str, includes: li
             "use a gfx name such as gfx1201, gfx1100, gfx942 or gfx90a, an NVIDIA sm_XX such as sm_90, or host (C on the CPU)",
         )
     if language == "cuda":
-        raise HyperloomError(f"CUDA source {source.name} cannot build for {target}", "write the kernel as HIP (.hip) to build it for AMD and NVIDIA")
+        raise HyperloomError(f"CUDA source {source.name} cannot build for {target}",
+                             "write the kernel as HIP (.hip) to build it for AMD and NVIDIA")
     if language in ("hip", "asm"):  # built by this toolchain's LLVM; Triton brings its own
         require_known_amd_target(target)
     if request.wavefront_size == 32 and target.startswith("gfx9"):
@@ -136,7 +138,8 @@ def _nvcc_plan(request: CompileRequest, source: Path, target: str, language: str
 def _host_plan(request: CompileRequest, source: Path, target: str, language: str, includes: list[Path]) -> Plan:
     """C (or C++, language cpp) for the host CPU (the `c` runtime backend): a shared library from the system compiler."""
     if target != HOST_TARGET or language not in ("c", "cpp"):
-        raise HyperloomError(f"{source.name} ({language}) cannot build for {target}", "build C or C++ (language cpp) sources for target host, and host only from them")
+        raise HyperloomError(f"{source.name} ({language}) cannot build for {target}",
+                             "build C or C++ (language cpp) sources for target host, and host only from them")
     cc = require_tool("cc" if language == "c" else "c++")
     flags = check_flags(request.extra_flags, "clang")
     standard = ["-std=c11"] if language == "c" else ["-x", "c++", "-std=c++17"]
@@ -165,7 +168,8 @@ def _triton_plan(request: CompileRequest, source: Path, target: str) -> Plan:
         name, _, value = define.partition("=")
         constexprs[name] = int(value) if value.lstrip("-").isdigit() else value
     if not signature:
-        raise HyperloomError("a Triton build needs triton_signature", "list every argument as NAME:TYPE, constexprs as NAME:constexpr with their values in defines")
+        raise HyperloomError("a Triton build needs triton_signature",
+                             "list every argument as NAME:TYPE, constexprs as NAME:constexpr with their values in defines")
     wave = request.wavefront_size or (64 if target.startswith("gfx9") else 32)
     tool = ToolInfo(name="triton", path=sys.executable, version=version, found_by="python package")
     args = ["-m", "hyperloom.tools.compile.triton_worker", str(source), request.kernels[0], target, str(wave),

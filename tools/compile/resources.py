@@ -9,7 +9,8 @@ from hyperloom.tools.compile.diagnostics import parse_remarks
 from hyperloom.tools.compile.models import KernelReport
 
 _PTXAS_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_PTXAS_FRAME = re.compile(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_FRAME = re.compile(r"Function properties for (\S+)\s*\n\s*(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) "
+                          r"bytes spill loads")
 _PTXAS_USED = re.compile(r"Used (\d+) registers(?:, used \d+ barriers)?(?:, (\d+) bytes smem)?")
 
 

@@ -115,9 +115,11 @@ def _gpus(system: SystemView, silicon: Silicon, runtime: Runtime, nvidia: Nvidia
         gpus.append(Gpu(
             index=index, vendor="amd", name=name or (part.name if part else f"AMD GPU {device_id or '?'}"), target=node.target,
             pci_device_id=f"0x{device_id:04x}" if device_id else None, bus_id=node.bus_id,
-            compute_units=node.compute_units, simd_per_cu=per_cu, wave_size=node.properties.get("wave_front_size") or (agent.wavefront_size if agent else None),
+            compute_units=node.compute_units, simd_per_cu=per_cu,
+            wave_size=node.properties.get("wave_front_size") or (agent.wavefront_size if agent else None),
             max_waves_per_cu=(waves * per_cu) if waves and per_cu else None, lds_kib=node.properties.get("lds_size_in_kb"),
-            memory_banks=node.properties.get("mem_banks_count"), vram_bytes=node.vram_bytes, part_compute_units=part.compute_units if part and partitioned else None,
+            memory_banks=node.properties.get("mem_banks_count"), vram_bytes=node.vram_bytes,
+            part_compute_units=part.compute_units if part and partitioned else None,
             part=_named(part, found), evidence=evidence_for(system, node.sources[:1], target=node.target),
         ))
     if not silicon.kfd:

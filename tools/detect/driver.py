@@ -142,7 +142,8 @@ def _module(system: SystemView, result: AmdDriver, pci_amd: bool) -> Finding:
     if loaded:
         return finding.make(
             system, "driver", "amdgpu", "ok",
-            f"amdgpu is loaded{f', version {version}' if version else ' (no /sys/module/amdgpu/version: an in-tree module, or not readable)'}",
+            "amdgpu is "
+            f"loaded{f', version {version}' if version else ' (no /sys/module/amdgpu/version: an in-tree module, or not readable)'}",
             sources=[read], ground_truth=GROUND_TRUTH, details={"amdgpu_version": version},
         )
     if pci_amd:

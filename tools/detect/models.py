@@ -83,7 +83,8 @@ class Gpu(BaseModel):
     memory_banks: int | None = None
     vram_bytes: int | None = None
     compute_capability: str | None = None
-    part_compute_units: int | None = Field(None, description="The whole part's CUs when this node is a partition of it (MI300X in CPX mode); peaks are the part's.")
+    part_compute_units: int | None = Field(None, description="The whole part's CUs when this node is a partition of it (MI300X in CPX "
+                                                             "mode); peaks are the part's.")
     part: str | None = Field(None, description="Its key in `parts`, when the part is known.")
     evidence: Evidence | None = Field(description="Null without detail: the result's evidence covers it.")
 

@@ -35,12 +35,14 @@ def detect_nvidia(system: SystemView, nvidia_on_pci: bool) -> Nvidia:
             add(finding.make(
                 system, "nvidia", "nvidia_smi", "unknown", f"NVIDIA driver not read: {banner.why_not(system.timeout_s)}",
                 sources=[banner], ground_truth=GROUND_TRUTH,
-                fix=install_hint("nvidia-smi") if banner.missing else "run nvidia-smi by hand; a hang means a wedged GPU or driver (check dmesg, nvidia-bug-report.sh)",
+                fix=install_hint("nvidia-smi") if banner.missing
+                    else "run nvidia-smi by hand; a hang means a wedged GPU or driver (check dmesg, nvidia-bug-report.sh)",
             ))
         else:
             add(finding.make(
                 system, "nvidia", "nvidia_smi", "unknown", "no NVIDIA GPU on the PCI bus and no nvidia-smi: NVIDIA layer not checked",
-                sources=[banner], ground_truth=GROUND_TRUTH, fix="nothing to do unless this machine has an NVIDIA GPU; then install its driver",
+                sources=[banner], ground_truth=GROUND_TRUTH,
+                fix="nothing to do unless this machine has an NVIDIA GPU; then install its driver",
             ))
         return result
     result.driver_version, result.cuda_version = parse_header(banner.text or "")

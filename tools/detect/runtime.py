@@ -35,7 +35,8 @@ def _missing(system: SystemView, check: str, output: Output, what: str) -> Findi
     return finding.make(
         system, "runtime", check, "unknown", f"{what} not read: {output.why_not(system.timeout_s)}",
         sources=[output], ground_truth=GROUND_TRUTH,
-        fix=(install_hint(tool) if output.missing else f"run `{output.command}` by hand; a hang here usually means a wedged GPU or driver (check dmesg)"),
+        fix=(install_hint(tool) if output.missing
+             else f"run `{output.command}` by hand; a hang here usually means a wedged GPU or driver (check dmesg)"),
     )
 
 
@@ -100,7 +101,8 @@ def _smi(system: SystemView, result: Runtime) -> Finding:
             return _missing(system, "smi", rocm, "clocks, power and memory (amd-smi and rocm-smi)")
     result.smi, result.smi_output = report, output
     rows = {
-        g.index: f"perf {g.perf_level or '-'}, power cap {g.power_cap_w or '-'} W" + (f", VRAM {g.vram_used_mb}/{g.vram_total_mb} MB" if g.vram_total_mb else "")
+        g.index: f"perf {g.perf_level or '-'}, power cap {g.power_cap_w or '-'} W"
+                 + (f", VRAM {g.vram_used_mb}/{g.vram_total_mb} MB" if g.vram_total_mb else "")
         for g in report.gpus.values()
     }
     return finding.make(

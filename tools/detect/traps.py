@@ -106,17 +106,20 @@ def visible_display(system: SystemView, kfd: list[KfdGpu], nvidia: Nvidia) -> Fi
         chosen = [int(v) for v in (value or "").split(",") if v.strip().isdigit()]
         hit = [i for i in chosen if i in displays]
         if hit:
-            problems.append(f"{variable}={value} selects GPU {', '.join(map(str, hit))}, which drives a display ({', '.join(displays[i] for i in hit)})")
+            problems.append(f"{variable}={value} selects GPU {', '.join(map(str, hit))}, which drives a display "
+                            f"({', '.join(displays[i] for i in hit)})")
     details = {"amd_display_gpus": ",".join(map(str, sorted(amd_display))), "nvidia_display_gpus": ",".join(map(str, sorted(nv_display)))}
     if problems:
         return finding.make(
-            system, "runtime", check, "warn", "; ".join(problems) + ": the compositor shares its clocks and memory, and a hang freezes the screen",
+            system, "runtime", check, "warn",
+            "; ".join(problems) + ": the compositor shares its clocks and memory, and a hang freezes the screen",
             sources=sources, ground_truth=f"{DRM}/card*-*/status, nvidia-smi display_active", details=details,
             fix="point HIP_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES at a GPU with no display attached",
         )
     return finding.make(
         system, "runtime", check, "ok",
-        "no selected GPU drives a display" + (f" (GPU {details['amd_display_gpus'] or details['nvidia_display_gpus']} does)" if amd_display or nv_display else ""),
+        "no selected GPU drives a display"
+        + (f" (GPU {details['amd_display_gpus'] or details['nvidia_display_gpus']} does)" if amd_display or nv_display else ""),
         sources=sources, ground_truth=f"{DRM}/card*-*/status, nvidia-smi display_active", details=details,
     )
 
@@ -138,10 +141,12 @@ def perf_level(system: SystemView, runtime: Runtime) -> Finding | None:
     shown = by_value(levels, "GPU")
     return finding.make(
         system, "runtime", check, "warn" if gated else "ok",
-        f"performance level {shown}" + (": clocks are held by hand or low, so timings and counters will not show the part's peak" if gated else ""),
+        f"performance level {shown}" + (": clocks are held by hand or low, so timings and counters will not show the part's peak" if gated
+                                        else ""),
         sources=[output], ground_truth="rocm-smi --showperflevel (sysfs power_dpm_force_performance_level)",
         details={f"gpu{i}_perf_level": lvl for i, lvl in levels.items()},
-        fix="rocm-smi --setperfdeterminism off / amd-smi reset, or echo auto > /sys/class/drm/cardN/device/power_dpm_force_performance_level",
+        fix="rocm-smi --setperfdeterminism off / amd-smi reset, or echo auto > "
+            "/sys/class/drm/cardN/device/power_dpm_force_performance_level",
     )
 
 

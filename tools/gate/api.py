@@ -26,7 +26,8 @@ def _prepare(request: GateRequest, workspace: Workspace) -> tuple[Tolerance, lis
         declared = [n for n in ("atol", "rtol", "max_ulp", "nan_policy") if getattr(request, n) is not None]
         if declared or request.references is not None:
             raise HyperloomError(
-                f"reference_set declares its own references and tolerance, but {', '.join(declared + (['references'] if request.references is not None else []))} were also given",
+                "reference_set declares its own references and tolerance, but "
+                f"{', '.join(declared + (['references'] if request.references is not None else []))} were also given",
                 "drop those arguments to use the frozen tolerance, or freeze a new reference set with the tolerance you want",
             )
         frozen = load_reference_set(workspace.resolve(request.reference_set, kind="dir", what="reference_set"), workspace)

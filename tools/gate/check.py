@@ -28,7 +28,8 @@ class Case:
 
 
 def judge(
-    cases: list[Case], tolerance: Tolerance, *, keep: int, reference_set: str | None, target: str | None, progress: ProgressFn | None = None,
+    cases: list[Case], tolerance: Tolerance, *, keep: int, reference_set: str | None, target: str | None,
+    progress: ProgressFn | None = None,
 ) -> GateResult:
     """The verdict on cases whose arrays are open already (files, or arrays in memory: a GPU worker's outputs, tools/gate/outputs.py)."""
     total = sum(max(case.candidate.size, 1) for case in cases)

@@ -54,7 +54,8 @@ def freeze(request: FreezeRequest, workspace: Workspace) -> FreezeResult:
             f"{len(names)} case names for {len(request.references)} references (names must be unique)",
             "give one unique name per reference, or none",
         )
-    sources = [NpyFile.open(workspace.resolve(ref, suffix=".npy", kind="file", what="reference"), f"reference {ref!r}") for ref in request.references]
+    sources = [NpyFile.open(workspace.resolve(ref, suffix=".npy", kind="file", what="reference"), f"reference {ref!r}")
+               for ref in request.references]
     inputs = [{"path": raw, "sha256": sha256_file(workspace.resolve(raw, kind="file", what="input"))} for raw in request.inputs]
     tolerance = Tolerance(atol=request.atol, rtol=request.rtol, max_ulp=request.max_ulp, nan_policy=request.nan_policy)
 
@@ -122,7 +123,8 @@ def load_reference_set(folder: Path, workspace: Workspace) -> FrozenSet:
     frozen = _verify(folder, workspace)
     stamps = _stamps([key / MANIFEST, *(key / p.name for p in frozen.reference_paths)])
     if (stamps is not None and before is not None and all(before.get(f) == stamp for f, stamp in stamps.items())  # unchanged while read
-            and all(stamp[3] < started_ns - RACY_NS for stamp in stamps.values())):  # and changed well before: a write in the same clock tick shows
+            # and changed well before: a write in the same clock tick shows
+            and all(stamp[3] < started_ns - RACY_NS for stamp in stamps.values())):
         with _VERIFIED_LOCK:
             _VERIFIED[key] = (stamps, frozen)
             while len(_VERIFIED) > VERIFIED_SETS:

@@ -26,7 +26,8 @@ class Tolerance(BaseModel):
     atol: float = Field(ge=0, allow_inf_nan=False, description="Absolute tolerance, ≥ 0.")
     rtol: float = Field(ge=0, allow_inf_nan=False, description="Relative tolerance, ≥ 0, times |reference|.")
     max_ulp: int | None = Field(default=None, ge=0, description="Also accept float elements within this many ULPs of the reference.")
-    nan_policy: NanPolicy = Field(default="forbid", description="'forbid': any NaN is a mismatch; 'match': NaN must sit where the reference has NaN.")
+    nan_policy: NanPolicy = Field(default="forbid",
+                                  description="'forbid': any NaN is a mismatch; 'match': NaN must sit where the reference has NaN.")
 
 
 class GateRequest(Request):

@@ -48,15 +48,18 @@ def judge_outputs(outputs: dict[str, np.ndarray], gate: OutputGate) -> GateResul
     cases = []
     for check in gate.checks:
         if check.output not in outputs:
-            raise HyperloomError(f"the gate names output {check.output!r}, which the launch did not copy back", "name an output buffer of the spec")
+            raise HyperloomError(f"the gate names output {check.output!r}, which the launch did not copy back",
+                                 "name an output buffer of the spec")
         cases.append(Case(check.case, InMemory(outputs[check.output], f"candidate {check.case}"),
                           NpyFile.open(Path(check.reference), f"reference {check.case} ({check.reference})", check.reference_sha256)))
     return judge(cases, gate.tolerance, keep=gate.max_reported_mismatches, reference_set=gate.reference_set, target=None)
 
 
-def judge_arrays(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], tolerance: Tolerance, case_names: dict[str, str]) -> GateResult:
+def judge_arrays(outputs: dict[str, np.ndarray], references: dict[str, np.ndarray], tolerance: Tolerance,
+                 case_names: dict[str, str]) -> GateResult:
     """The verdict on outputs against references both in memory (by argument name), each case named by `case_names`."""
-    cases = [Case(case_names[name], InMemory(outputs[name], f"candidate {case_names[name]}"), InMemory(references[name], f"reference {case_names[name]}"))
+    cases = [Case(case_names[name], InMemory(outputs[name], f"candidate {case_names[name]}"),
+                  InMemory(references[name], f"reference {case_names[name]}"))
              for name in references]
     return judge(cases, tolerance, keep=10, reference_set=None, target=None)
 
@@ -86,7 +89,8 @@ def gate_references(gate: OutputGate) -> dict[str, np.ndarray]:
     return {check.output: load_npy(check.reference, mmap_mode="r") for check in gate.checks}
 
 
-def judge_checked_launches(last: dict[str, np.ndarray], again: dict[str, np.ndarray], fresh: dict[str, np.ndarray], timed_references: dict[str, np.ndarray],
+def judge_checked_launches(last: dict[str, np.ndarray], again: dict[str, np.ndarray], fresh: dict[str, np.ndarray],
+                           timed_references: dict[str, np.ndarray],
                            fresh_references: dict[str, np.ndarray], tolerance: Tolerance, determinism: Tolerance | None,
                            case_names: dict[str, dict[str, str]]) -> dict[str, GateResult]:
     """A timing trial's checked launches judged: 'last' against the timed set's references, 'fresh' against the fresh

@@ -160,7 +160,8 @@ class InMemory:
         array = np.asanyarray(self.array)
         data = array if array.flags.c_contiguous or array.flags.f_contiguous else np.ascontiguousarray(array)
         digest = hashlib.sha256(npy_header(data))
-        digest.update(memoryview(as_bits(data).reshape(-1, order="F" if data.flags.f_contiguous and not data.flags.c_contiguous else "C")).cast("B"))
+        digest.update(memoryview(as_bits(data).reshape(-1, order="F" if data.flags.f_contiguous and not data.flags.c_contiguous
+                                                                 else "C")).cast("B"))
         return digest.hexdigest()
 
 

@@ -30,9 +30,11 @@ def code_object_files(raw_paths: list[str], workspace: Workspace) -> list[Path]:
                 if workspace.root in real.parents and real.is_file() and _looks_like_code_object(real):
                     files.append(real)
             if len(files) > MAX_FILES:
-                raise HyperloomError(f"more than {MAX_FILES} code objects under {raw!r}", "name the folders or files to audit more narrowly")
+                raise HyperloomError(f"more than {MAX_FILES} code objects under {raw!r}",
+                                     "name the folders or files to audit more narrowly")
     if not files:
-        raise HyperloomError(f"no code objects (ELF or offload bundle) under {', '.join(raw_paths)}", "pass .hsaco/.co files or folders holding them")
+        raise HyperloomError(f"no code objects (ELF or offload bundle) under {', '.join(raw_paths)}",
+                             "pass .hsaco/.co files or folders holding them")
     return list(dict.fromkeys(files))
 
 

@@ -251,5 +251,6 @@ GENERATIONS: dict[str, tuple[Family, ...]] = {"gfx9": GFX9, "gfx10": GFX10, "gfx
 # instructions reach the census only through the assembler probe, so they are listed as aliases.
 UNSWEPT: dict[str, str] = {
     "gfx950": "the 16-byte VOP3PX2 encoding of v_mfma_scale_* is not swept",
-    "gfx1250": "VOPD3 (v_dual_*_f64, v_dual_fma_f32), TENSOR (tensor_load_to_lds), VOP3PX2 (v_wmma_scale*) and 64-bit literals (v_fmaak_f64) are not swept",
+    "gfx1250": "VOPD3 (v_dual_*_f64, v_dual_fma_f32), TENSOR (tensor_load_to_lds), VOP3PX2 (v_wmma_scale*) and 64-bit literals "
+               "(v_fmaak_f64) are not swept",
 }

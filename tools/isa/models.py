@@ -38,12 +38,14 @@ class LlvmInfo(BaseModel):
 class InstructionEntry(BaseModel):
     name: str = Field(description="Mnemonic without encoding suffixes (_e32, _e64, _dpp, _sdwa).")
     kind: Literal["canonical", "alias"] = Field(
-        description="canonical: printed by the disassembler; alias: accepted by the assembler but never printed (a spelling of a canonical instruction)."
+        description="canonical: printed by the disassembler; alias: accepted by the assembler but never printed (a spelling of a "
+                    "canonical instruction)."
     )
     families: list[str] = Field(description="Encoding families whose opcodes decode to it (empty for aliases).")
     example: str | None = Field(default=None, description="One decoded instance, as llvm-mc prints it (null for aliases).")
     encoding: str | None = Field(default=None, description="The example's bytes as llvm-mc re-encodes them.")
-    reassembles: bool | None = Field(default=None, description="Whether the example assembles again; false flags printed operands that are unusable as they stand.")
+    reassembles: bool | None = Field(default=None, description="Whether the example assembles again; false flags printed operands that are "
+                                                               "unusable as they stand.")
 
 
 class CapabilityEntry(BaseModel):
@@ -68,10 +70,12 @@ class CensusChecks(BaseModel):
     sweep_subset_of_probe: bool = Field(description="Every name the disassembler printed is accepted by the assembler.")
     sweep_not_in_probe: list[str] = Field(description="Names the disassembler printed that the assembler refused (should be empty).")
     checked_by_example: list[str] = Field(
-        description="VOPD second-slot names, which the assembler takes only inside a dual instruction: accepted through their re-assembled example."
+        description="VOPD second-slot names, which the assembler takes only inside a dual instruction: accepted through their "
+                    "re-assembled example."
     )
     examples_reassembled: int = Field(description="Canonical instructions whose example assembled again.")
-    examples_not_reassembled: list[str] = Field(description="Canonical instructions whose example did not assemble (flagged, still present).")
+    examples_not_reassembled: list[str] = Field(description="Canonical instructions whose example did not assemble (flagged, "
+                                                            "still present).")
     layouts_verified: bool = Field(description="Whether this target's encoding layouts were checked bit by bit (layouts.py).")
     notes: list[str] = Field(default_factory=list)
 
@@ -142,7 +146,8 @@ class CensusResult(BaseModel):
     canonical_count: int
     alias_count: int
     families: dict[str, int]
-    capabilities_present: list[CapabilitySummary] = Field(description="Empty in a listing or comparison (detail, match, compare_to): the plain summary has them.")
+    capabilities_present: list[CapabilitySummary] = Field(description="Empty in a listing or comparison (detail, match, compare_to): the "
+                                                                      "plain summary has them.")
     capabilities_absent: list[str] = Field(description="Empty in a listing or comparison, as capabilities_present.")
     checks: CensusChecks = Field(description="Self-checks; long name lists are cut to 10 entries.")
     instructions: list[InstructionEntry] = Field(description="The requested page of instructions (empty unless detail or match).")

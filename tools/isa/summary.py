@@ -30,7 +30,8 @@ def summarise(measured: Census, comparison: Comparison | None, listed: bool, pag
         f"{measured.canonical_count} canonical instructions in {len(measured.families)} encoding families, "
         f"plus {measured.alias_count} assembler aliases.",
         f"{len(present)} of {len(measured.capabilities)} known capabilities present, {len(absent)} absent"
-        + (" (named in the plain census, without a listing or comparison)." if paged else ", each present one with the instructions that prove it."),
+        + (" (named in the plain census, without a listing or comparison)." if paged
+           else ", each present one with the instructions that prove it."),
         "Self-checks: "
         + ("every disassembled name is accepted by the assembler" if checks.sweep_subset_of_probe
            else f"{len(checks.sweep_not_in_probe)} disassembled names refused by the assembler")
@@ -38,7 +39,8 @@ def summarise(measured: Census, comparison: Comparison | None, listed: bool, pag
         + (f" (the other {len(checks.examples_not_reassembled)} print operands llvm-mc does not accept back as printed: the "
            "instructions are real and stay in the census)"
            if checks.examples_not_reassembled else "")
-        + (f"; {len(checks.dropped_groups)} encodings that crash llvm-mc were dropped" if checks.dropped_groups else "; llvm-mc did not crash")
+        + (f"; {len(checks.dropped_groups)} encodings that crash llvm-mc were dropped" if checks.dropped_groups
+           else "; llvm-mc did not crash")
         + ("" if checks.layouts_verified else "; this target's layouts are unverified")
         + ".",
     ]

@@ -31,11 +31,14 @@ def check_entry(entry: str, language: str) -> None:
     """A plain identifier (C, asm, any kernel), or a template instance `name<args>` of a HIP or CUDA kernel."""
     base, _, rest = entry.partition("<")
     if not _IDENTIFIER.fullmatch(base.strip().split("::")[-1]) or (rest and not rest.rstrip().endswith(">")):
-        raise HyperloomError(f"entry {entry[:80]!r} is not a kernel name", "write the kernel's name, or a template instance such as rms_norm_f32<BLOCK>")
+        raise HyperloomError(f"entry {entry[:80]!r} is not a kernel name",
+                             "write the kernel's name, or a template instance such as rms_norm_f32<BLOCK>")
     if rest and language not in _SUFFIX:
-        raise HyperloomError(f"entry {entry[:80]!r} is a template instance, which only HIP, CUDA and C++ (cpp) functions have", "name the function itself")
+        raise HyperloomError(f"entry {entry[:80]!r} is a template instance, which only HIP, CUDA and C++ (cpp) functions have",
+                             "name the function itself")
     if rest and any(c in entry for c in ";{}#\"'\\\n"):
-        raise HyperloomError(f"entry {entry[:80]!r} holds characters no template argument list has", "write e.g. rms_norm_f32<BLOCK> (defines or numbers as arguments)")
+        raise HyperloomError(f"entry {entry[:80]!r} holds characters no template argument list has",
+                             "write e.g. rms_norm_f32<BLOCK> (defines or numbers as arguments)")
 
 
 def instance_source(source: Path, entry: str, language: str, folder: Path) -> Path:
@@ -109,7 +112,8 @@ def demangle(symbols: list[str]) -> list[str]:
         raise HyperloomError("a C++ kernel name needs a demangler, and neither llvm-cxxfilt nor c++filt was found",
                              "install llvm-19 (llvm-cxxfilt) or binutils (c++filt), or declare the kernel extern \"C\"")
     try:
-        proc = subprocess.run([path], input="\n".join(symbols) + "\n", capture_output=True, text=True, timeout=DEMANGLE_TIMEOUT_S, check=True)
+        proc = subprocess.run([path], input="\n".join(symbols) + "\n", capture_output=True, text=True, timeout=DEMANGLE_TIMEOUT_S,
+                              check=True)
     except (OSError, subprocess.SubprocessError) as exc:
         raise HyperloomError(f"demangling the kernel names failed ({exc})", "check the demangler with `hyperloom toolchain`") from exc
     lines = proc.stdout.splitlines()
@@ -122,7 +126,8 @@ def exported_functions(library: Path) -> list[str]:
     if nm is None:
         raise HyperloomError("listing a C++ twin's functions needs nm", "install binutils (nm), or declare the function extern \"C\"")
     try:
-        proc = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True, timeout=DEMANGLE_TIMEOUT_S, check=True)
+        proc = subprocess.run([nm, "-D", "--defined-only", str(library)], capture_output=True, text=True, timeout=DEMANGLE_TIMEOUT_S,
+                              check=True)
     except (OSError, subprocess.SubprocessError) as exc:
         raise HyperloomError(f"nm could not list {library.name} ({exc})", "check the build with compile_kernel") from exc
     return [parts[2] for parts in (line.split() for line in proc.stdout.splitlines()) if len(parts) == 3 and parts[1] in "TtWw"]

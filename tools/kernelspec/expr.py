@@ -41,7 +41,8 @@ def evaluate(text: str | int | float, names: Mapping[str, Number], where: str = 
     try:
         tree = _parsed(str(text))
     except SyntaxError as exc:
-        raise HyperloomError(f"{where} {text!r} is not an arithmetic expression ({exc.msg})", "write e.g. ceil_div(n, 256) or 2 * n * k") from exc
+        raise HyperloomError(f"{where} {text!r} is not an arithmetic expression ({exc.msg})",
+                             "write e.g. ceil_div(n, 256) or 2 * n * k") from exc
     return _eval(tree.body, names, text, where)
 
 
@@ -64,7 +65,8 @@ def _eval(node: ast.AST, names: Mapping[str, Number], text: object, where: str) 
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _eval(node.left, names, text, where), _eval(node.right, names, text, where)
         if isinstance(node.op, ast.Pow) and (abs(right) > MAX_EXPONENT or abs(left) > MAX_MAGNITUDE):
-            raise HyperloomError(f"{where} {_shown(text)} raises {left} to {right}, beyond what a shape needs", f"keep exponents within ±{MAX_EXPONENT}")
+            raise HyperloomError(f"{where} {_shown(text)} raises {left} to {right}, beyond what a shape needs",
+                                 f"keep exponents within ±{MAX_EXPONENT}")
         return _bounded(_apply(lambda: _BINARY[type(node.op)](left, right), names, text, where), text, where)
     if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
         return _UNARY[type(node.op)](_eval(node.operand, names, text, where))
@@ -83,7 +85,8 @@ def _apply(compute, names: Mapping[str, Number], text: object, where: str) -> Nu
         return compute()
     except ZeroDivisionError as exc:
         shape = ", ".join(f"{k}={v}" for k, v in list(names.items())[:8])
-        raise HyperloomError(f"{where} {_shown(text)} divides by zero (with {shape})", "check the shape values and tuning values it uses") from exc
+        raise HyperloomError(f"{where} {_shown(text)} divides by zero (with {shape})",
+                             "check the shape values and tuning values it uses") from exc
     except TypeError as exc:  # e.g. ceil_div(n) with one argument
         raise HyperloomError(f"{where} {_shown(text)} calls a function with the wrong arguments ({exc})",
                              "min(a, b, ...), max(a, b, ...), ceil_div(a, b), round_up(a, b), log2(a)") from exc
@@ -93,7 +96,8 @@ def _apply(compute, names: Mapping[str, Number], text: object, where: str) -> Nu
 
 def _bounded(value: Number, text: object, where: str) -> Number:
     if abs(value) > MAX_MAGNITUDE:
-        raise HyperloomError(f"{where} {_shown(text)} evaluates to {value:.3g}, beyond any size a kernel takes", "check the expression and the shape values")
+        raise HyperloomError(f"{where} {_shown(text)} evaluates to {value:.3g}, beyond any size a kernel takes",
+                             "check the expression and the shape values")
     return value
 
 

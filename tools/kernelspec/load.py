@@ -46,7 +46,8 @@ class LoadedSpec:
 
     def shape(self, index: int) -> dict[str, int]:
         if not 0 <= index < len(self.spec.shapes):
-            raise HyperloomError(f"{self.spec.name} has {len(self.spec.shapes)} shapes; index {index} is out of range", "pass a shape index from 0")
+            raise HyperloomError(f"{self.spec.name} has {len(self.spec.shapes)} shapes; index {index} is out of range",
+                                 "pass a shape index from 0")
         return dict(self.spec.shapes[index])
 
 
@@ -57,13 +58,15 @@ def read_spec(path: Path) -> tuple[Path, object]:
     if not path.is_file():
         raise HyperloomError(f"{path} is not a kernel spec", "pass a kernel.yaml file, or the folder that holds one")
     if path.stat().st_size > SPEC_LIMIT_BYTES:
-        raise HyperloomError(f"{path.name} is {path.stat().st_size} bytes; a kernel spec is at most {SPEC_LIMIT_BYTES}", "pass a kernel.yaml")
+        raise HyperloomError(f"{path.name} is {path.stat().st_size} bytes; a kernel spec is at most {SPEC_LIMIT_BYTES}",
+                             "pass a kernel.yaml")
     try:
         return path, yaml.safe_load(path.read_text(errors="replace"))
     except yaml.YAMLError as exc:
         raise HyperloomError(f"{path.name} is not valid YAML ({str(exc)[:300]})", "fix the YAML syntax") from exc
     except RecursionError as exc:
-        raise HyperloomError(f"{path.name} nests too deeply to be a kernel spec", "write the spec as the documented flat mapping (hyperloom spec example)") from exc
+        raise HyperloomError(f"{path.name} nests too deeply to be a kernel spec",
+                             "write the spec as the documented flat mapping (hyperloom spec example)") from exc
 
 
 def load_spec(path: Path, workspace: Workspace) -> LoadedSpec:
@@ -84,11 +87,13 @@ def locate(spec: KernelSpec, path: Path, workspace: Workspace, sources: bool = T
         source = workspace.check(path.parent / (variant.source or spec.source), raw=variant.source or spec.source, must_exist=False,
                                  kind="file", what=f"variant {name!r}'s source")
         if not source.is_file():
-            raise HyperloomError(f"variant {name!r} names source {variant.source or spec.source!r}, which does not exist beside {path.name}", "fix the source path")
+            raise HyperloomError(f"variant {name!r} names source {variant.source or spec.source!r}, which does not exist beside "
+                                 f"{path.name}", "fix the source path")
     file, function = reference_parts(spec.reference)
     reference = workspace.check(path.parent / file, raw=file, must_exist=False, kind="file", what="reference")
     if not reference.is_file():
-        raise HyperloomError(f"reference {spec.reference!r} names {file}, which does not exist beside {path.name}", "fix the reference entry: 'file.py:function'")
+        raise HyperloomError(f"reference {spec.reference!r} names {file}, which does not exist beside {path.name}",
+                             "fix the reference entry: 'file.py:function'")
     for sibling in reference.parent.glob("*.py"):  # the reference may import them by name
         workspace.check(sibling, what="a module beside the reference")
     return LoadedSpec(spec, path, reference, function)
@@ -116,7 +121,8 @@ def describe_spec_error(error: ValidationError, limit: int = 5) -> str:
 def reference_parts(text: str) -> tuple[str, str]:
     file, _, function = text.partition(":")
     if not file.endswith(".py") or not function.isidentifier():
-        raise HyperloomError(f"reference {text!r} is not 'file.py:function'", "name a Python file beside the spec and a function in it, e.g. reference.py:rmsnorm")
+        raise HyperloomError(f"reference {text!r} is not 'file.py:function'",
+                             "name a Python file beside the spec and a function in it, e.g. reference.py:rmsnorm")
     return file, function
 
 
@@ -178,11 +184,13 @@ def _draw(arg: BufferArg, dims: tuple[int, ...], dtype: np.dtype, rng: np.random
     if case == "extremes":
         return rng.choice(np.array([float(info.max) / 4, -float(info.max) / 4, 0, 1], dtype=dtype), size=dims).astype(dtype)
     if case == "denormals":
-        steps = 64 if 2 ** int(info.nmant) > 64 else 2 ** int(info.nmant) - 1  # fp8 has 3 or 7 subnormals a sign: stay below the smallest normal
+        # fp8 has 3 or 7 subnormals a sign: stay below the smallest normal
+        steps = 64 if 2 ** int(info.nmant) > 64 else 2 ** int(info.nmant) - 1
         return (rng.integers(-steps, steps, size=dims) * float(info.smallest_subnormal)).astype(dtype)
     if arg.init == "uniform":
         if max(abs(arg.low), abs(arg.high)) > float(info.max):
-            raise HyperloomError(f"buffer {arg.name} draws uniform in [{arg.low:g}, {arg.high:g}], beyond {dtype.name}'s largest finite value {float(info.max):g}",
+            raise HyperloomError(f"buffer {arg.name} draws uniform in [{arg.low:g}, {arg.high:g}], beyond {dtype.name}'s largest finite "
+                                 f"value {float(info.max):g}",
                                  f"give low and high within ±{float(info.max):g}, or a wider dtype")
         return rng.uniform(arg.low, arg.high, size=dims).astype(dtype)
     return rng.standard_normal(size=dims).astype(dtype)

@@ -19,6 +19,7 @@ def kernel_spec_schema() -> dict[str, Any]:
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
         "title": "Hyperloom kernel spec (kernel.yaml)",
-        "description": "A kernel, its arguments, launch, shapes, reference, declared tolerance, metric and tuning space. See the skill's spec.md.",
+        "description": "A kernel, its arguments, launch, shapes, reference, declared tolerance, metric and tuning space. See the "
+                       "skill's spec.md.",
         **{k: v for k, v in schema.items() if k != "title"},
     }

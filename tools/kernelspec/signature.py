@@ -65,8 +65,8 @@ def read_signature(source: Path, entry: str, language: str) -> Signature:
     """The parameters (and template parameters) of function `entry` in `source`, from clang's AST."""
     clang = require_tool("clang")
     mode = ["-x", "c", "-std=c11"] if language == "c" else ["-x", "c++", "-std=c++17"] if language == "cpp" else [
-        "-x", "hip", "--cuda-device-only", "-nogpulib", "-nogpuinc", "--offload-arch=gfx1201", f"-I{prelude_dir('amd')}", f"-I{VENDOR_TYPES}",
-        "-include", "hip/hip_runtime.h", "-D__CUDACC__"]
+        "-x", "hip", "--cuda-device-only", "-nogpulib", "-nogpuinc", "--offload-arch=gfx1201", f"-I{prelude_dir('amd')}",
+        f"-I{VENDOR_TYPES}", "-include", "hip/hip_runtime.h", "-D__CUDACC__"]
     with tempfile.TemporaryDirectory(prefix="hyperloom-ast-") as stand_ins:
         for _ in range(MAX_STAND_INS):
             argv = [str(clang.path), *mode, f"-I{source.parent}", f"-I{stand_ins}", "-fsyntax-only", "-ferror-limit=0", "-w",
@@ -74,7 +74,8 @@ def read_signature(source: Path, entry: str, language: str) -> Signature:
             try:
                 proc = subprocess.run(argv, capture_output=True, text=True, timeout=PARSE_TIMEOUT_S, errors="replace", check=False)
             except subprocess.TimeoutExpired as exc:
-                raise HyperloomError(f"clang did not parse {source.name} within {PARSE_TIMEOUT_S:g} s", "pass a smaller source holding the kernel") from exc
+                raise HyperloomError(f"clang did not parse {source.name} within {PARSE_TIMEOUT_S:g} s",
+                                     "pass a smaller source holding the kernel") from exc
             missing = _MISSING.search(proc.stderr)
             if missing is None:
                 break

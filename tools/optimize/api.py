@@ -18,8 +18,8 @@ from hyperloom.core.shorten import at_clause
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.optimize.stops import Control
 from hyperloom.tools.optimize.keys import conflict, measurement_key, stacked
-from hyperloom.tools.optimize.models import (OptimizeProposeRequest, OptimizeRef, OptimizeReport, OptimizeRequest, OptimizeStatus, ProposeResult, SweepNote,
-                                             WorkloadRow, stack_of)
+from hyperloom.tools.optimize.models import (OptimizeProposeRequest, OptimizeRef, OptimizeReport, OptimizeRequest, OptimizeStatus,
+                                             ProposeResult, SweepNote, WorkloadRow, stack_of)
 from hyperloom.tools.optimize.report import build_report, close, pass_note, status_of
 from hyperloom.tools.optimize.one_campaign import run_campaign
 from hyperloom.tools.optimize.spread import spread
@@ -32,7 +32,8 @@ OPEN_TIMEOUT_S = 3600.0  # a freeze runs the baseline twice before the campaign 
 RUNS = Runs("optimize session")  # by session name (a pass's too)
 
 
-def run_pass(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None, control: Control | None = None) -> list[str]:
+def run_pass(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None,
+             control: Control | None = None) -> list[str]:
     """One campaign per workload, in turn; a workload that cannot be opened is recorded and the pass goes on."""
     control = control or Control()
     name = request.session or "pass"
@@ -58,7 +59,8 @@ def run_pass(request: OptimizeRequest, workspace: Workspace, progress: ProgressF
     return members
 
 
-def _in_turn(jobs: list[tuple[str, OptimizeRequest]], workspace: Workspace, progress: ProgressFn | None, control: Control) -> Iterator[tuple[str, str | None]]:
+def _in_turn(jobs: list[tuple[str, OptimizeRequest]], workspace: Workspace, progress: ProgressFn | None,
+             control: Control) -> Iterator[tuple[str, str | None]]:
     """Each campaign in this process, one after another: (member, its refusal or None) as each ends."""
     for member, one in jobs:
         if control.stop.is_set():
@@ -79,7 +81,8 @@ def optimize_start(request: OptimizeRequest, workspace: Workspace, progress: Pro
     request = request.model_copy(update={"session": name})
     RUNS.refuse_if_running(name, "optimize")
     control = Control()
-    body = (lambda: run_pass(request, workspace, None, control)) if request.workload_list else (lambda: run_campaign(request, workspace, None, control))
+    body = (lambda: run_pass(request, workspace, None,
+                             control)) if request.workload_list else (lambda: run_campaign(request, workspace, None, control))
     run = RUNS.launch(control, body, f"optimize-{name}")
     RUNS.register(name, run)  # before it opens: status sees it running during the freeze
     control.opened.wait(OPEN_TIMEOUT_S)
@@ -106,24 +109,30 @@ def optimize_propose(request: OptimizeProposeRequest, workspace: Workspace, prog
         records = session.ledger.records()
         stack = stack_of(records)
         candidate = stacked(stack, request.levers)
-        prepared(candidate, session.frozen.vendor, session.frozen.declared_knobs, workspace)  # an overrides file outside the workspace or missing: refused now
+        # an overrides file outside the workspace or missing: refused now
+        prepared(candidate, session.frozen.vendor, session.frozen.declared_knobs, workspace)
         new = [n for n in candidate if n not in stack]
         key = measurement_key("candidate", stack, candidate, None, workspace)
         if not new:
             return ProposeResult(accepted=False, key=key, summary=f"every lever is on the kept stack already ({' + '.join(stack)})")
         why = conflict(stack, new)
         if why is not None:
-            raise HyperloomError(f"{' + '.join(request.levers)} cannot go on the stack {' + '.join(stack) or '(empty)'}: {why}", "propose other levers")
+            raise HyperloomError(f"{' + '.join(request.levers)} cannot go on the stack {' + '.join(stack) or '(empty)'}: {why}",
+                                 "propose other levers")
         earlier = next((r for r in records if r.key == key), None)
         if earlier is not None:
-            return ProposeResult(accepted=False, key=key, summary=f"measured as #{earlier.seq}: {earlier.decision} ({earlier.result.verdict}) "
+            return ProposeResult(accepted=False, key=key,
+                                 summary=f"measured as #{earlier.seq}: {earlier.decision} ({earlier.result.verdict}) "
                                   + at_clause(earlier.result.reason, 160, "its record: optimize report"))
         if any(sorted(levers) == sorted(request.levers) for _, levers, _ in session.ledger.queued()):
             return ProposeResult(accepted=False, key=key, summary="already queued")
         session.ledger.propose(request.levers, request.note)
         running = _state(session) == "running"
-        return ProposeResult(accepted=True, key=key, summary="queued; " + ("the running campaign takes it in its kernel phase (give it proposal_wait_s to wait for proposals)"
-                                                                          if running else "it runs when the campaign resumes (optimize start with this session)"))
+        return ProposeResult(accepted=True, key=key, summary="queued; " + ("the running campaign takes it in its kernel phase (give it "
+                                                                           "proposal_wait_s to wait for proposals)"
+                                                                          if running
+                                                                           else "it runs when the campaign resumes (optimize start with "
+                                                                                "this session)"))
 
 
 def optimize_stop(request: OptimizeRef, workspace: Workspace, progress: ProgressFn | None = None) -> OptimizeStatus:
@@ -145,7 +154,8 @@ def optimize_stop(request: OptimizeRef, workspace: Workspace, progress: Progress
         if run is not None and run.thread is not None:
             run.thread.join(timeout=5.0)
         if _state(session) == "running":
-            return status_of(session, workspace, "running").model_copy(update={"summary": f"{session.name}: stopping after the measurement in flight"})
+            return status_of(session, workspace,
+                             "running").model_copy(update={"summary": f"{session.name}: stopping after the measurement in flight"})
         if not session.ledger.get("stop_reason"):
             session.ledger.set("stop_reason", "stopped on request (optimize stop)")
         return close(session, workspace).status
@@ -157,8 +167,10 @@ def optimize_report(request: OptimizeRef, workspace: Workspace, progress: Progre
     stored = read_pass(folder_of(request.session, workspace))
     if stored is not None:
         status = _pass_status(request.session, stored, workspace)
-        return OptimizeReport(status=status, records=[], sweep_note=SweepNote(declared=0, swept=0, note="each workload's sweep is in its own session"),
-                              notes=[pass_note(stored), *(f"{m}: {e}" for m, e in stored.get("errors", {}).items())], evidence=None, report_md="", breakdown_json="", plot=None)
+        return OptimizeReport(status=status, records=[],
+                              sweep_note=SweepNote(declared=0, swept=0, note="each workload's sweep is in its own session"),
+                              notes=[pass_note(stored), *(f"{m}: {e}" for m, e in stored.get("errors", {}).items())], evidence=None,
+                              report_md="", breakdown_json="", plot=None)
     with open_existing(request.session, workspace) as session:
         if _state(session) == "running":
             return build_report(session, workspace, "running", _error(session.name))
@@ -188,21 +200,22 @@ def _pass_status(name: str, stored: dict, workspace: Workspace) -> OptimizeStatu
     rows, spent, budget, tried, phases = [], 0.0, 0.0, 0, []
     for member, workload in zip(stored["members"], stored["workloads"], strict=True):
         if not (folder_of(member, workspace) / MANIFEST).is_file():
-            rows.append(WorkloadRow(session=member, workload=workload, state="not running", baseline_step_s=None, stack=[], gain=None, spent_device_s=0.0,
-                                    stop_reason=stored.get("errors", {}).get(member, "not started")))
+            rows.append(WorkloadRow(session=member, workload=workload, state="not running", baseline_step_s=None, stack=[], gain=None,
+                                    spent_device_s=0.0, stop_reason=stored.get("errors", {}).get(member, "not started")))
             continue
         with open_existing(member, workspace) as session:
             status = status_of(session, workspace, _state(session))
         spent, budget, tried = spent + status.spent_device_s, status.budget_device_s, tried + status.candidates
         phases += [status.phase] if status.state == "running" else []
-        rows.append(WorkloadRow(session=member, workload=workload, state=status.state, baseline_step_s=status.baseline_step_s, stack=status.stack,
-                                gain=status.gain, spent_device_s=status.spent_device_s, stop_reason=status.stop_reason))
+        rows.append(WorkloadRow(session=member, workload=workload, state=status.state, baseline_step_s=status.baseline_step_s,
+                                stack=status.stack, gain=status.gain, spent_device_s=status.spent_device_s, stop_reason=status.stop_reason))
     running = RUNS.running(name) or any(r.state == "running" for r in rows)
     state = "running" if running else "closed" if all(r.state == "closed" for r in rows) else "stopped"
     done = sum(r.state == "closed" for r in rows)
     summary = f"pass {name}: {state}; {done} of {len(rows)} workloads closed, {tried} candidate(s) tried; " + "; ".join(
         f"{r.session} {' + '.join(r.stack) or 'nothing kept'}{f' {r.gain:.3g}x' if r.gain else ''}" for r in rows)
-    return OptimizeStatus(session=name, workload=f"a pass over {len(stored['workloads'])} workloads", folder=workspace.relative(folder_of(name, workspace)), state=state,
+    return OptimizeStatus(session=name, workload=f"a pass over {len(stored['workloads'])} workloads",
+                          folder=workspace.relative(folder_of(name, workspace)), state=state,
                           phase="closed" if state == "closed" else phases[0] if phases else "baseline",
-                          summary=summary, candidates=tried, pending_proposals=0, stack=[], gain=None, baseline_step_s=None, budget_device_s=budget,
-                          spent_device_s=spent, stop_reason=None, error=_error(name), workloads=rows)
+                          summary=summary, candidates=tried, pending_proposals=0, stack=[], gain=None, baseline_step_s=None,
+                          budget_device_s=budget, spent_device_s=spent, stop_reason=None, error=_error(name), workloads=rows)

@@ -54,7 +54,8 @@ def unmet(lever: Lever, facts: dict[str, Any], evidence: dict[str, Any]) -> Unme
     if lever.needs == "static_cache" and facts.get("encoder_decoder"):  # no stack brings what it needs: not tried at all
         return Unmet(lever.name, "the workload's model is an encoder-decoder: the loop decodes a decoder-only model's tokens", False)
     if lever.needs == "static_cache" and facts.get("generate") and facts.get("cache_implementation") != "static":
-        return Unmet(lever.name, f"the model's generate decodes on the {facts.get('cache_implementation') or 'default (dynamic)'} cache, not a static one", True)
+        return Unmet(lever.name, f"the model's generate decodes on the {facts.get('cache_implementation') or 'default (dynamic)'} cache, "
+                                 "not a static one", True)
     lacks = _lacks(lever.needs, facts, evidence)
     return None if lacks is None else Unmet(lever.name, lacks, lever.needs in STACK_MAY_BRING)
 
@@ -65,15 +66,18 @@ def _lacks(need: Need, facts: dict[str, Any], evidence: dict[str, Any]) -> str |
         return None if not facts or facts.get("generate") else "the workload's model has no transformers generate with a generation_config"
     if need == "projections":
         return None if not facts or facts.get("projection_groups") else ("the workload's model has no sibling projections to fuse (q/k/v, "
-                                                                         "query/key/value or gate/up as plain Linear layers on one input width)")
+                                                                         "query/key/value or gate/up as plain Linear layers on "
+                                                                         "one input width)")
     if need == "float32_weights":
-        return None if not facts or facts.get("float32_weights") else "the workload's model has no float32 weights (TF32 acts on float32 matmuls)"
+        return None if not facts or facts.get("float32_weights") else ("the workload's model has no float32 weights (TF32 acts on "
+                                                                       "float32 matmuls)")
     if not ops:  # no profiled step to read: not known
         return None
     if need == "convolution":
         return None if any("convolution" in op for op in ops) else "the baseline's profiled step ran no convolution"
     if need == "attention":
-        return None if any(op_class(op) == "attention" for op in ops) else "the baseline's profiled step called no scaled_dot_product_attention"
+        return None if any(op_class(op) == "attention" for op in ops) else ("the baseline's profiled step called no "
+                                                                            "scaled_dot_product_attention")
     if need == "gemm":
         return None if any(op_class(op) == "gemm" for op in ops) else "the baseline's profiled step ran no GEMM"
     if need == "compiled":

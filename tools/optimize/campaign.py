@@ -65,12 +65,13 @@ class Campaign:
     """The phases of one campaign over a frozen workload (the module's docstring), each measurement made by
     `measurement` (measurement.py) and each stop rule read from `stops` (stops.py); what is recorded is the ledger's."""
 
-    def __init__(self, session: Session, request: OptimizeRequest, workspace: Workspace, control: Control, progress: ProgressFn | None = None) -> None:
+    def __init__(self, session: Session, request: OptimizeRequest, workspace: Workspace, control: Control,
+                 progress: ProgressFn | None = None) -> None:
         self.session, self.request, self.workspace, self.control, self.progress = session, request, workspace, control, progress
         self.ledger, self.frozen = session.ledger, session.frozen
         # an undecided candidate gets up to twice its pairs again (ab.paired; docs/decisions.md: The baseline's solo legs and the pairs)
-        settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band, request.timeout_s,
-                              max_pairs=LOOKS * request.pairs)
+        settings = ABSettings(request.pairs, request.steps_per_leg, OptimizeRequest.warmup_steps, OptimizeRequest.noise_band,
+                              request.timeout_s, max_pairs=LOOKS * request.pairs)
         self.stops = StopRules(request, self.ledger, control, self.frozen.declared_knobs, workspace)
         self.measurement = Measurement(session, workspace, self.stops, settings, self.report_progress)  # its settings: self.settings
         self.planned = 0  # candidates the campaign plans to try, for its progress (report_progress)
@@ -162,7 +163,8 @@ class Campaign:
             self.ledger.add_spent(time.perf_counter() - started, "solo legs")
             info = base.info
             evidence = measured("optimize", device=info["device"] or host_device(), target=info["vendor"], toolchain=info["toolchain"],
-                                inputs_sha256=combine_digests([self.frozen.manifest_sha256, sha256_json(self.request.model_dump(mode="json"))]))
+                                inputs_sha256=combine_digests([self.frozen.manifest_sha256,
+                                                               sha256_json(self.request.model_dump(mode="json"))]))
             self.ledger.set_json("baseline", {"stats": summarize(solo.legs_s).model_dump(), "device_step_s": solo.device_step_s,
                                               "inputs_step_s": solo.inputs_step_s, "wall_step_s": solo.wall_step_s, "figure": solo.figure,
                                               "points": info["points"],
@@ -172,13 +174,13 @@ class Campaign:
         self.settings = paced(self.settings, step_s, recorded.get("inputs_step_s"))  # on a resume too
         if self.settings.steps_per_leg != self.request.steps_per_leg and not self.ledger.get("paced_noted"):
             inputs = f" and {recorded['inputs_step_s'] * 1e3:.4g} ms of inputs(seed)" if recorded.get("inputs_step_s") else ""
-            self.ledger.add_note(f"{self.settings.steps_per_leg} step(s) a timed leg, not {self.request.steps_per_leg}: the baseline's step of "
-                                 f"{step_s * 1e3:.4g} ms{inputs} (a leg holds at least {LEG_FILL_S * 1e3:g} ms of the model's time, at most "
-                                 f"{LEG_MAX_S:g} s of wall time)")
+            self.ledger.add_note(f"{self.settings.steps_per_leg} step(s) a timed leg, not {self.request.steps_per_leg}: the baseline's "
+                                 f"step of {step_s * 1e3:.4g} ms{inputs} (a leg holds at least {LEG_FILL_S * 1e3:g} ms of the model's "
+                                 f"time, at most {LEG_MAX_S:g} s of wall time)")
             self.ledger.set("paced_noted", "yes")
         if not base.process.info["has_inputs"] and not self.request.fixed_inputs and not self.ledger.get("fixed_inputs_noted"):
-            self.ledger.add_note("the workload has no inputs(seed): its inputs are fixed, so memoization is not excluded and no gain is kept; "
-                                 "give the workload inputs(seed), or pass fixed_inputs true to keep gains measured on fixed inputs")
+            self.ledger.add_note("the workload has no inputs(seed): its inputs are fixed, so memoization is not excluded and no gain is "
+                                 "kept; give the workload inputs(seed), or pass fixed_inputs true to keep gains measured on fixed inputs")
             self.ledger.set("fixed_inputs_noted", "yes")
         same = self.measurement.same_work(slot, [], SAME_WORK, step_s)
         self.settings = calibrated(self.settings, same.result)  # every later trial's noise band (ab.calibrated), on a resume too
@@ -206,9 +208,9 @@ class Campaign:
             if self.ledger.find(key) is not None:
                 continue
             if item.lossy and self.chosen is None and not self.frozen.looser_twin_rule():
-                self.ledger.add_note(f"lever {name} not tried: it changes numerics beyond the model's own ({item.lossy}); freeze with k above "
-                                     f"{twin.DEFAULT_K:g} (the error against the float32 twin you accept, as a multiple of the model's own) to try "
-                                     "it, or list it in levers")
+                self.ledger.add_note(f"lever {name} not tried: it changes numerics beyond the model's own ({item.lossy}); freeze with k "
+                                     f"above {twin.DEFAULT_K:g} (the error against the float32 twin you accept, as a multiple of the "
+                                     "model's own) to try it, or list it in levers")
                 continue
             lacking = unmet(item, base.info["model_facts"], base.evidence)  # listed levers too: one that cannot act would come back NO_OP
             if lacking is None:
@@ -250,7 +252,8 @@ class Campaign:
                 continue
             key = self.measurement.key("candidate", [], names)
             if self.ledger.find(key) is None:
-                follow.append(Job(key, "levers", names, [], names, "catalog", f"{waiting.name} waited for what {' + '.join(job.levers)} brings"))
+                follow.append(Job(key, "levers", names, [], names, "catalog",
+                                  f"{waiting.name} waited for what {' + '.join(job.levers)} brings"))
         return follow
 
     def waiting(self) -> list[Lever]:
@@ -261,8 +264,8 @@ class Campaign:
         """A lever whose need only a stack can bring, recorded NO_OP without a worker (no device time), so that
         retry_on_stack tries it on the stack."""
         result = CandidateResult(levers=[name], verdict="NO_OP", reason=f"not run alone: {reason}; tried on the stack once one is kept")
-        self.ledger.record(Record(seq=0, key=key, phase="levers", reference=[], proposer="catalog", note=NOT_RUN, decision="DROPPED", result=result,
-                                  device="none", device_s=0.0, finished_at=now()))
+        self.ledger.record(Record(seq=0, key=key, phase="levers", reference=[], proposer="catalog", note=NOT_RUN, decision="DROPPED",
+                                  result=result, device="none", device_s=0.0, finished_at=now()))
 
     def combine(self, slot: Slot) -> None:
         self.set_phase("combine")
@@ -305,12 +308,14 @@ class Campaign:
             key = self.measurement.key("revalidate", [], levers)
             note = f"winner #{winner.seq} ({winner.result.speedup:.3g}x alone) against {' + '.join(stack)}'s revalidated {gain:.3g}x"
             job = Job(key, "revalidate", levers, [], levers, "campaign", note, fallback=stack)
-            record = self.ledger.find(key) or self.measurement.measure(slot, job, lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 else "REGRESSION")
+            record = self.ledger.find(key) or self.measurement.measure(slot, job, lambda r: "MEASURED" if r.verdict in TIMED
+                                                                                            and (r.speedup or 0) >= 1 else "REGRESSION")
             tried += 1
             keep = self.measurement.key("keep", [], levers)
             if record.decision == "MEASURED" and (record.result.speedup or 0) > gain and self.ledger.find(keep) is None:
                 self.ledger.record(Record(seq=0, key=keep, phase="combine", reference=[], proposer="campaign",
-                                          note=f"revalidated at {record.result.speedup:.3g}x, above {' + '.join(stack)}'s {gain:.3g}x: replaces it",
+                                          note=f"revalidated at {record.result.speedup:.3g}x, above {' + '.join(stack)}'s "
+                                               f"{gain:.3g}x: replaces it",
                                           decision="KEEP", result=record.result, device=record.device, device_s=0.0, finished_at=now()))
 
     def retry_on_stack(self, slot: Slot) -> None:
@@ -325,11 +330,13 @@ class Campaign:
             if record.result.verdict == "NOT_FASTER":
                 if base_graphs or not engaged_without_gain(record) or not self.replays_graphs(slot, stack):
                     continue
-                why = f"#{record.seq} engaged on the baseline but was not faster there (the host bounds an eager step); on a stack that replays graphs it may be"
+                why = (f"#{record.seq} engaged on the baseline but was not faster there (the host bounds an eager step); on a stack that "
+                       "replays graphs it may be")
             else:
                 lever = BY_NAME.get(record.result.levers[0])  # None: a knob or an overrides module, which needs nothing
                 need = lever.needs if lever is not None else None
-                if record.note == NOT_RUN and need not in brought(stack) and (need not in STACK_MAY_BRING or need not in present(slot.reference(stack).evidence)):
+                if record.note == NOT_RUN and need not in brought(stack) and (need not in STACK_MAY_BRING
+                                                                              or need not in present(slot.reference(stack).evidence)):
                     continue  # what it waits for is not on the stack either (by the catalog, nor in the stack's profiled step)
                 why = f"#{record.seq} took no effect on the baseline; on the stack it may"
             if frozenset(stacked(stack, record.result.levers)) in self.ledger.followed():
@@ -373,7 +380,8 @@ class Campaign:
         self.stops.check_search()
         started = time.perf_counter()
         try:
-            found = profile_proposals(self.frozen, self.session.name, self.workspace, self.request.timeout_s, self.ledger.stack(), bytes_per_replay)
+            found = profile_proposals(self.frozen, self.session.name, self.workspace, self.request.timeout_s, self.ledger.stack(),
+                                      bytes_per_replay)
         except HyperloomError as exc:
             self.ledger.add_note(f"the profile for kernel proposals failed, none proposed: {exc.cause}")
             found = ProfileProposals()
@@ -396,7 +404,8 @@ class Campaign:
         """The fastest single lever starts the stack: its own measurement against the baseline is the evidence."""
         key = self.measurement.key("keep", [], winner.result.levers)
         if self.ledger.find(key) is None:
-            self.ledger.record(Record(seq=0, key=key, phase="combine", reference=[], proposer="campaign", note=f"the fastest single lever (#{winner.seq})",
+            self.ledger.record(Record(seq=0, key=key, phase="combine", reference=[], proposer="campaign",
+                                      note=f"the fastest single lever (#{winner.seq})",
                                       decision="KEEP", result=winner.result, device=winner.device, device_s=0.0, finished_at=now()))
 
     def try_on_stack(self, slot: Slot, stack: list[str], levers: list[str], proposer: str, note: str) -> bool:
@@ -449,7 +458,8 @@ class Campaign:
             job = Job(key, "revalidate", stack, [], stack, "campaign", "the whole stack against the baseline", fallback=previous)
             record = self.measurement.measure(slot, job, decide)
             if record.decision == "REGRESSION":
-                self.ledger.add_note(f"the stack {' + '.join(stack)} failed its revalidation ({record.result.verdict}: {at_clause(record.result.reason, 200, 'breakdown.json')}); "
+                self.ledger.add_note(f"the stack {' + '.join(stack)} failed its revalidation ({record.result.verdict}: "
+                                     f"{at_clause(record.result.reason, 200, 'breakdown.json')}); "
                                      f"reverted to {' + '.join(previous) or 'the baseline'}")
             else:
                 self.note_unsteady(stack, record.result.speedup)
@@ -462,9 +472,11 @@ class Campaign:
         if kept is None or kept.reference or not kept.result.speedup or not revalidated:
             return
         if kept.result.speedup > UNSTEADY * revalidated:
-            self.ledger.add_note(f"the stack {' + '.join(stack)} was kept at {kept.result.speedup:.3g}x against the baseline and revalidated at "
+            self.ledger.add_note(f"the stack {' + '.join(stack)} was kept at {kept.result.speedup:.3g}x against the baseline and "
+                                 "revalidated at "
                                  f"{revalidated:.3g}x: its gain does not hold from one pair of workers to the next (a graph re-recorded, a "
-                                 "compile that differs per process?); run the campaign again or profile the stack before trusting either figure")
+                                 "compile that differs per process?); run the campaign again or profile the stack before trusting "
+                                 "either figure")
 
     def sweep(self, slot: Slot) -> None:
         """The stack at each declared point against the baseline at it, while a trial fits before the deadline (a point
@@ -484,11 +496,13 @@ class Campaign:
             if self.ledger.find(key) is not None:
                 continue
             if not self.stops.room_for_a_trial():
-                self.ledger.add_note(f"sweep of {' + '.join(stack)} at {', '.join(f'{k}={v}' for k, v in point.items())} not started: no time left "
-                                     "before the deadline for one more trial (its references at the point are built first); start the campaign again to sweep it")
+                self.ledger.add_note(f"sweep of {' + '.join(stack)} at {', '.join(f'{k}={v}' for k, v in point.items())} not started: no "
+                                     "time left before the deadline for one more trial (its references at the point are built first); "
+                                     "start the campaign again to sweep it")
                 return
             self.measurement.measure(slot, Job(key, "sweep", stack, [], stack, "campaign", "the final stack at a declared point", point),
-                                     lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - self.settings.noise_band else "REGRESSION")
+                                     lambda r: "MEASURED" if r.verdict in TIMED and (r.speedup or 0) >= 1 - self.settings.noise_band
+                                               else "REGRESSION")
 
     # progress -----------------------------------------------------------------------------------
     def report_progress(self, final: bool = False) -> None:

@@ -21,7 +21,8 @@ def identity(name: str, workspace: Workspace) -> str:
 
 def measurement_key(kind: str, reference: list[str], levers: list[str], point: dict[str, str] | None, workspace: Workspace) -> str:
     """What novelty is judged by: the kind of measurement, its reference and its levers (as sets, files hashed), its point."""
-    return sha256_json([kind, sorted(identity(n, workspace) for n in reference), sorted(identity(n, workspace) for n in levers), point])[:24]
+    return sha256_json([kind, sorted(identity(n, workspace) for n in reference), sorted(identity(n, workspace) for n in levers),
+                        point])[:24]
 
 
 def stacked(stack: list[str], levers: list[str]) -> list[str]:

@@ -33,7 +33,8 @@ class Ledger:
 
     def __init__(self, path: Path, session: str, *, create: bool) -> None:
         if not create and not path.is_file():
-            raise HyperloomError(f"{path.name} is missing from the session folder", "the session is incomplete; start another under a new name")
+            raise HyperloomError(f"{path.name} is missing from the session folder",
+                                 "the session is incomplete; start another under a new name")
         self._lock = threading.Lock()
         try:
             self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
@@ -43,9 +44,11 @@ class Ledger:
                 self._db.executemany("INSERT OR IGNORE INTO meta VALUES (?, ?)", [("kind", KIND), ("session", session)])
             meta = dict(self._db.execute("SELECT key, value FROM meta WHERE key IN ('kind', 'session')").fetchall())
         except sqlite3.DatabaseError as exc:
-            raise HyperloomError(f"{path.name} is not a readable campaign ledger ({exc})", "move the session aside and start a new one") from exc
+            raise HyperloomError(f"{path.name} is not a readable campaign ledger ({exc})",
+                                 "move the session aside and start a new one") from exc
         if meta != {"kind": KIND, "session": session}:
-            raise HyperloomError(f"{path.name} belongs to {meta.get('kind')} session {meta.get('session')!r}, not to {session!r}", "open it under its own name")
+            raise HyperloomError(f"{path.name} belongs to {meta.get('kind')} session {meta.get('session')!r}, not to {session!r}",
+                                 "open it under its own name")
 
     def close(self) -> None:
         with self._lock:
@@ -149,7 +152,8 @@ class Ledger:
         self._write("INSERT INTO proposals (levers, note) VALUES (?, ?)", (json.dumps(levers), note))
 
     def queued(self) -> list[tuple[int, list[str], str]]:
-        return [(row[0], json.loads(row[1]), row[2]) for row in self._query("SELECT id, levers, note FROM proposals WHERE taken = 0 ORDER BY id")]
+        return [(row[0], json.loads(row[1]), row[2])
+                for row in self._query("SELECT id, levers, note FROM proposals WHERE taken = 0 ORDER BY id")]
 
     def take(self, proposal_id: int) -> None:
         self._write("UPDATE proposals SET taken = 1 WHERE id = ?", (proposal_id,))

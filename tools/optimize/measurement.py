@@ -25,7 +25,8 @@ from hyperloom.tools.workload.models import CandidateResult
 from hyperloom.tools.workload.process import CUT
 from hyperloom.tools.workload.spare import Where
 
-SAME_STACK = "A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials against this stack"
+SAME_STACK = ("A/A of the stack: a second worker doing the stack's own work against the first; its gap sets the noise band of trials "
+              "against this stack")
 WRECKED_PACE = 3.0  # a search trial whose reference ran this many times its solo pace is measured again (once)
 
 
@@ -46,7 +47,8 @@ class Measurement:
     """How a campaign measures: `settings` (the A/B's, paced and calibrated by the baseline phase), the stop rules'
     cut times, and `recorded`, told after each record."""
 
-    def __init__(self, session: Session, workspace: Workspace, stops: StopRules, settings: ABSettings, recorded: Callable[[], None]) -> None:
+    def __init__(self, session: Session, workspace: Workspace, stops: StopRules, settings: ABSettings,
+                 recorded: Callable[[], None]) -> None:
         self.session, self.workspace, self.stops, self.settings, self.recorded = session, workspace, stops, settings, recorded
         self.ledger, self.frozen, self.request = session.ledger, session.frozen, stops.request
 
@@ -71,19 +73,22 @@ class Measurement:
         lever could be kept (docs/decisions.md: A disturbed A/A, a wrecked trial). The second is used when it is steady,
         or when its gap is the smaller; both are recorded and the choice noted."""
         key = self.key("same_work", reference, [])
-        first = self.ledger.find(key) or self.measure(slot, Job(key, "baseline", reference, reference, [], "campaign", note), lambda r: "MEASURED")
+        first = self.ledger.find(key) or self.measure(slot, Job(key, "baseline", reference, reference, [], "campaign", note),
+                                                      lambda r: "MEASURED")
         why = disturbed(first.result, solo_s)
         if why is None:
             return first
         key = self.key("same_work_again", reference, [])
         again = self.ledger.find(key)
         if again is None:
-            again = self.measure(slot, Job(key, "baseline", reference, reference, [], "campaign", f"{note} (again: the first was disturbed)"),
+            again = self.measure(slot, Job(key, "baseline", reference, reference, [], "campaign",
+                                           f"{note} (again: the first was disturbed)"),
                                  lambda r: "MEASURED")
             self.ledger.add_note(f"the A/A against {' + '.join(reference) or 'the baseline'} was disturbed ({why}): measured again, "
                                  f"{_gap(first.result)} then {_gap(again.result)}")
         steady = disturbed(again.result, solo_s) is None
-        if again.result.speedup is not None and (steady or first.result.speedup is None or abs(again.result.speedup - 1) < abs(first.result.speedup - 1)):
+        if again.result.speedup is not None and (steady or first.result.speedup is None
+                                                 or abs(again.result.speedup - 1) < abs(first.result.speedup - 1)):
             return again
         return first
 
@@ -125,7 +130,8 @@ class Measurement:
                       else frozen_references(self.frozen))
         new = [item for item in levers if item.name in job.new]
         folder = slot.folder / job.key
-        settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)  # an A/A decides nothing
+        # an A/A decides nothing
+        settings = replace(self.settings, max_pairs=None) if job.phase == "baseline" else self.band_for(slot, job.reference)
         ends_at = self.stops.ends_at(job.phase)
         if ends_at is not None:
             settings = replace(settings, deadline_at=ends_at)
@@ -141,21 +147,25 @@ class Measurement:
         result = run()
         wrecked = self.wrecked(job, result)
         if wrecked is not None and job.phase in SEARCH and self.stops.room_for_a_trial():
-            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers)}: {wrecked}; its verdict ({result.verdict}) not kept, measured again")
+            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers)}: {wrecked}; its verdict ({result.verdict}) not kept, "
+                                 "measured again")
             shutil.rmtree(folder, ignore_errors=True)
             result = run()
         device_s = time.perf_counter() - started
         shutil.rmtree(folder, ignore_errors=True)
         if result.verdict == "TIMEOUT" and CUT in result.reason:  # not a verdict on the candidate: unrecorded, so a resume runs it again
             self.ledger.add_spent(device_s, "trials")
-            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s ({' '.join(result.reason.split())}): "
+            self.ledger.add_note(f"{job.phase} {' + '.join(job.levers) or 'A/A'} was {CUT} after {device_s:.0f} device-s "
+                                 f"({' '.join(result.reason.split())}): "
                                  "not recorded; starting the campaign again runs it" + tuner_cut(job.levers, device_s, self.session.name))
             left_s = self.request.deadline_s - (time.monotonic() - self.stops.started) if self.request.deadline_s is not None else 0.0
             if job.phase in SEARCH and left_s > 0:
-                raise Stopped(f"the search's last trial was cut {left_s:.0f} s before the wall-clock deadline, which {AFTER_SEARCH} needs", hard=False)
+                raise Stopped(f"the search's last trial was cut {left_s:.0f} s before the wall-clock deadline, which {AFTER_SEARCH} needs",
+                              hard=False)
             raise self.stops.deadline_reached()
-        record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point, proposer=job.proposer, note=job.note,
-                                           decision=decide(result), fallback=job.fallback, result=result, device=slot.label, device_s=device_s, finished_at=now()))
+        record = self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, point=job.point,
+                                           proposer=job.proposer, note=job.note, decision=decide(result), fallback=job.fallback,
+                                           result=result, device=slot.label, device_s=device_s, finished_at=now()))
         self.recorded()
         return record
 
@@ -173,8 +183,8 @@ def tuner_cut(levers: list[str], ran_s: float, session: str) -> str:
     if not tuners:
         return ""
     return (f"; {tuners[0]} tunes each kernel in its warm-up and needs more than the {ran_s:.0f} s it had: give it its time once with "
-            f"`hyperloom workload bench --name {session} --candidate {tuners[0]} --timeout-s 1800`, or start the campaign again with a later "
-            "deadline (Inductor's cache on this machine keeps what it tuned)")
+            f"`hyperloom workload bench --name {session} --candidate {tuners[0]} --timeout-s 1800`, or start the campaign again with a "
+            "later deadline (Inductor's cache on this machine keeps what it tuned)")
 
 
 def now() -> str:

@@ -78,7 +78,8 @@ class Record(BaseModel):
     """One measurement of the campaign: a candidate, a revalidation or a sweep point."""
 
     seq: int
-    key: str = Field(description="Novelty key: the phase's kind, the reference stack, the candidate's levers (file contents hashed), the point.")
+    key: str = Field(description="Novelty key: the phase's kind, the reference stack, the candidate's levers (file contents "
+                                 "hashed), the point.")
     phase: Phase
     reference: list[str] = Field(description="The levers of the reference it was A/B-timed against ([]: the baseline).")
     point: dict[str, str] | None = Field(None, description="Sweep: the knob values of the point.")
@@ -118,11 +119,14 @@ class OptimizeStatus(BaseModel):
     gain: float | None = Field(description="The stack's speedup over the baseline, MEASURED in its last revalidation.")
     gain_ci95: list[float] | None = None
     baseline_step_s: float | None = Field(description="The baseline's median step, MEASURED: its timed windows (device time on a GPU).")
-    baseline_inputs_step_s: float | None = Field(None, description="The baseline's inputs(seed) a step, outside its timed window, MEASURED.")
+    baseline_inputs_step_s: float | None = Field(None,
+                                                 description="The baseline's inputs(seed) a step, outside its timed window, MEASURED.")
     budget_device_s: float
     spent_device_s: float
-    spent_by_part_s: dict[str, float] = Field(default_factory=dict, description="spent_device_s by part: freeze, references (their workers' "
-                                              "start: build, warm-up, outputs, profile), solo legs, trials, profile (the kernel proposals').")
+    spent_by_part_s: dict[str, float] = Field(default_factory=dict,
+                                              description="spent_device_s by part: freeze, references (their "
+                                                          "workers' " "start: build, warm-up, outputs, profile), solo legs, trials, "
+                                                                      "profile (the kernel proposals').")
     stop_reason: str | None
     error: str | None = None
     workloads: list[WorkloadRow] = Field(default_factory=list, description="A pass over several workloads: one row each.")

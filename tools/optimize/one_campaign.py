@@ -13,7 +13,8 @@ from hyperloom.tools.optimize.session import open_campaign
 from hyperloom.tools.workload.levers import lever
 
 
-def run_campaign(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None, control: Control | None = None) -> OptimizeReport:
+def run_campaign(request: OptimizeRequest, workspace: Workspace, progress: ProgressFn | None = None,
+                 control: Control | None = None) -> OptimizeReport:
     """Open (freezing first if needed) or resume one campaign, run it to a stop rule, close it."""
     control = control or Control()
     for name in request.levers or []:  # a lever no catalog has, refused before anything is frozen or built

@@ -10,14 +10,17 @@ from hyperloom.tools.optimize.models import Record
 from hyperloom.tools.workload.levers import BY_NAME, CATALOG
 
 # cheapest first: a knob costs a build, a compile minutes
-TUNERS = frozenset({"tunableop", "compile_max_autotune", "compile_max_autotune_no_cudagraphs", "inductor_coordinate_descent"})  # tried last, whatever their kind
-COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "fusion": 1, "quantize": 1, "kernel": 1, "cache": 2, "env": 2, "sdpa": 3, "graph": 4, "compile": 5, "generate": 5}
+# tried last, whatever their kind
+TUNERS = frozenset({"tunableop", "compile_max_autotune", "compile_max_autotune_no_cudagraphs", "inductor_coordinate_descent"})
+COST = {"knob": 0, "setting": 1, "stance": 1, "layout": 1, "fusion": 1, "quantize": 1, "kernel": 1, "cache": 2, "env": 2, "sdpa": 3,
+        "graph": 4, "compile": 5, "generate": 5}
 
 
 def catalog_order(vendor: str) -> list[str]:
     """The catalog's levers for `vendor`, cheapest first, the searching ones last (TUNERS: each tunes per shape, and
     can take minutes a campaign needs for the rest)."""
-    levers = sorted((item for item in CATALOG if vendor in item.vendors), key=lambda item: (item.name in TUNERS, COST[item.kind], item.name))
+    levers = sorted((item for item in CATALOG if vendor in item.vendors),
+                    key=lambda item: (item.name in TUNERS, COST[item.kind], item.name))
     return [item.name for item in levers]
 
 

@@ -52,11 +52,13 @@ def profile_proposals(frozen: Frozen, session: str, workspace: Workspace, timeou
     others = [item for item in chosen if item.kind != "knob"]
     captured = _stack_capture(frozen, chosen, workspace.state_dir("profile", name), workspace, timeout_s) if others else None
     kv_bytes = int(captured.extra.get("kv_read_bytes_per_replay") or 0) if captured is not None else 0
-    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s, name=name, plot=False,
-                             bytes_per_replay=bytes_per_replay + kv_bytes if bytes_per_replay else None)
+    request = ProfileRequest(workload=target.workload, args=list(target.args), steps=1, warmup_steps=1, timeout_s=timeout_s, name=name,
+                             plot=False, bytes_per_replay=bytes_per_replay + kv_bytes if bytes_per_replay else None)
     result = run_profile(request, workspace, knobs=knobs, captured=captured)
-    out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None), busy_percent=result.busy_percent)
-    out.notes.append(f"the kernel proposals' profile ran {'with ' + ' + '.join(item.name for item in chosen) if chosen else 'at the baseline'}"
+    out = ProfileProposals(profile_json=next((f for f in result.files if f.endswith("profile.json")), None),
+                           busy_percent=result.busy_percent)
+    out.notes.append("the kernel proposals' profile ran "
+                     f"{'with ' + ' + '.join(item.name for item in chosen) if chosen else 'at the baseline'}"
                      + (" (each lever in place, warmed up, in a workload worker)" if others else ""))
     if result.busy_percent is not None:
         out.notes.append(host_note(result.busy_percent))

@@ -22,8 +22,10 @@ REPORT, BREAKDOWN, PLOT = "report.md", "breakdown.json", "campaign.png"
 def pass_note(stored: dict) -> str:
     """How a pass over several workloads ran, from its pass.json."""
     if stored.get("ray"):
-        return f"the {len(stored['workloads'])} workloads ran as Ray tasks (ray: {stored['ray']}), one campaign each, on the GPU Ray gave it"
-    return f"the {len(stored['workloads'])} workloads ran one after another in this process (ray: local, or a cluster's address, spreads them with Ray)"
+        return (f"the {len(stored['workloads'])} workloads ran as Ray tasks (ray: {stored['ray']}), one campaign each, on the "
+                "GPU Ray gave it")
+    return (f"the {len(stored['workloads'])} workloads ran one after another in this process (ray: local, or a cluster's address, spreads "
+            "them with Ray)")
 
 
 def _unproven(result: CandidateResult | None) -> str:
@@ -52,14 +54,14 @@ def status_of(session: Session, workspace: Workspace, state: State | None = None
     spent, parts = ledger.spent_s(), ledger.spent_parts_s()
     stop = ledger.get("stop_reason")
     summary = (f"{session.name}: {state}, phase {phase}; {len(tried)} candidate(s) tried; "
-               + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated{_unproven(last)})" if last and last.speedup
-                  else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
+               + (f"stack {' + '.join(stack)} {last.speedup:.3g}x the baseline (MEASURED, revalidated{_unproven(last)})" if last
+                  and last.speedup else f"stack {' + '.join(stack)} (not revalidated yet)" if stack else "nothing kept")
                + (f"; baseline {base_s * 1e3:.3g} ms/step" if base_s else "")
-               + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f" ({pace(len(tried), spent)}; {served(tried)})" if tried else "")
-               + (f"; by part: {by_part(parts)}" if parts else "")
+               + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent"
+               + (f" ({pace(len(tried), spent)}; {served(tried)})" if tried else "") + (f"; by part: {by_part(parts)}" if parts else "")
                + (f"; stopped: {stop}" if stop and state != "running" else ""))
-    return OptimizeStatus(session=session.name, workload=session.frozen.target.workload, folder=workspace.relative(session.folder), state=state, phase=phase,
-                          summary=summary,
+    return OptimizeStatus(session=session.name, workload=session.frozen.target.workload, folder=workspace.relative(session.folder),
+                          state=state, phase=phase, summary=summary,
                           candidates=len(tried), pending_proposals=len(ledger.queued()), stack=stack, gain=last.speedup if last else None,
                           gain_ci95=last.speedup_ci95 if last else None, baseline_step_s=base_s, budget_device_s=request.budget_device_s,
                           baseline_inputs_step_s=baseline.get("inputs_step_s") if baseline else None,
@@ -75,8 +77,10 @@ def tally(records: list[Record]) -> str:
     """What the records are, counted by kind, so a count above a list of them agrees with its rows."""
     tried = len(candidates_tried(records))
     kinds = [(sum(r.phase == "baseline" for r in records), "A/A (a reference against its own work)"),
-             (sum(r.phase in ("levers", "combine", "kernels") and r.device_s == 0 for r in records), "not run alone (a need the baseline lacks)"),
-             (sum(r.phase == "revalidate" for r in records), "whole-stack revalidation(s)"), (sum(r.phase == "sweep" for r in records), "sweep point(s)")]
+             (sum(r.phase in ("levers", "combine", "kernels") and r.device_s == 0 for r in records),
+              "not run alone (a need the baseline lacks)"),
+             (sum(r.phase == "revalidate" for r in records), "whole-stack revalidation(s)"),
+             (sum(r.phase == "sweep" for r in records), "sweep point(s)")]
     return f"{len(records)} measurement(s) recorded: {tried} candidate(s) tried" + "".join(f", {n} {what}" for n, what in kinds if n)
 
 
@@ -90,7 +94,8 @@ def pace(candidates: int, spent_s: float) -> str:
     """The campaign's cost per candidate: every device-second spent (the baseline, the A/A, reference builds,
     revalidations included) over the candidates timed or refused, and what that makes an hour."""
     each_s = spent_s / candidates
-    return f"{each_s:.0f} device-s a candidate, all costs shared, {3600 / each_s:.0f} candidates per device-hour" if each_s > 0 else "no device time"
+    return (f"{each_s:.0f} device-s a candidate, all costs shared, {3600 / each_s:.0f} candidates per "
+            "device-hour") if each_s > 0 else "no device time"
 
 
 def by_part(parts: dict[str, float]) -> str:
@@ -113,7 +118,8 @@ def build_report(session: Session, workspace: Workspace, state: State | None = N
     earlier = sum(1 for r in records if r.phase == "sweep") - swept
     note = ("the workload declares no points (a `points` attribute: a list of knob dicts); nothing swept" if not points
             else "nothing kept: the baseline is the final stack, nothing to sweep" if not status.stack
-            else f"{swept} of {len(points)} declared point(s) swept with the final stack" + ("" if swept == len(points) else " (the rest skipped or not reached: see notes)")
+            else f"{swept} of {len(points)} declared point(s) swept with the final stack"
+            + ("" if swept == len(points) else " (the rest skipped or not reached: see notes)")
             + (f"; {earlier} sweep(s) of an earlier stack, kept below for the record" if earlier else ""))
     return OptimizeReport(
         status=status, records=records, sweep_note=SweepNote(declared=len(points), swept=swept, note=note),
@@ -161,18 +167,22 @@ def markdown(report: OptimizeReport) -> str:
                + (f" (95 % interval {s.gain_ci95[0]:.3g}-{s.gain_ci95[1]:.3g})" if s.gain_ci95 else "")
                + f", MEASURED as one candidate against the pure baseline, interleaved{unproven}." if s.gain else
                f"{' + '.join(s.stack)} (not revalidated)" if s.stack else "Nothing kept: no candidate was measured faster and gated."), ""]
-    lines += ["## Candidates", "", tally(report.records) + ".", "", "| # | phase | levers | against | decision | verdict | speedup [95 %] | device-s | why |",
+    lines += ["## Candidates", "", tally(report.records) + ".", "",
+              "| # | phase | levers | against | decision | verdict | speedup [95 %] | device-s | why |",
               "|---|---|---|---|---|---|---|---|---|"]
     lines += [_row(r) for r in candidates]
     if revalidations:
-        lines += ["", "## Whole-stack revalidations (after each keep)", "", "| # | stack | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.seq} | {' + '.join(r.result.levers)} | {r.decision} | {r.result.verdict} | {_speed(r)} | {r.device_s:.1f} | {_why(r)} |" for r in revalidations]
+        lines += ["", "## Whole-stack revalidations (after each keep)", "",
+                  "| # | stack | decision | verdict | speedup [95 %] | device-s | why |", "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.seq} | {' + '.join(r.result.levers)} | {r.decision} | {r.result.verdict} | {_speed(r)} | {r.device_s:.1f} | "
+                  f"{_why(r)} |" for r in revalidations]
     lines += ["", "## Sweep", "", report.sweep_note.note + "."]
     if sweep:
         lines += ["", "| # | point | stack | decision | verdict | speedup [95 %] | why |", "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.seq} | {r.point} | {' + '.join(r.result.levers) if r.result.levers != s.stack else 'the final stack'} | {r.decision} | "
-                  f"{r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in sweep]
-    lines += ["", "## Budget and stop", "", f"{s.spent_device_s:.1f} of {s.budget_device_s:g} device-s spent (MEASURED: the wall time workers held a device). "
+        lines += [f"| {r.seq} | {r.point} | {' + '.join(r.result.levers) if r.result.levers != s.stack else 'the final stack'} | "
+                  f"{r.decision} | {r.result.verdict} | {_speed(r)} | {_why(r)} |" for r in sweep]
+    lines += ["", "## Budget and stop", "",
+              f"{s.spent_device_s:.1f} of {s.budget_device_s:g} device-s spent (MEASURED: the wall time workers held a device). "
               f"Stopped: {s.stop_reason or '-'}."]
     notes = report.notes + ([NO_PLOT.replace("speedup.png", "campaign.png")] if report.plot is None and not can_plot() else [])
     if notes:

@@ -14,7 +14,8 @@ from hyperloom.validators.schemas import model_schema
 
 def breakdown_schema() -> dict[str, Any]:
     return model_schema(OptimizeReport, "hyperloom.optimize_breakdown/1", "Hyperloom optimize campaign breakdown",
-                        "breakdown.json in a campaign's folder (.hyperloom/optimize/<name>/): the OptimizeReport optimize_report returns once it is closed.")
+                        "breakdown.json in a campaign's folder (.hyperloom/optimize/<name>/): the OptimizeReport optimize_report returns "
+                        "once it is closed.")
 
 
 if __name__ == "__main__":

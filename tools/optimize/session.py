@@ -67,17 +67,20 @@ def open_campaign(request: OptimizeRequest, workspace: Workspace) -> Session:
     name = request.session or default_name(request.workload or "")
     folder = folder_of(name, workspace)
     if (folder / PASS).is_file():
-        raise HyperloomError(f"{name!r} is a pass over several workloads", "start it again with the same workloads, or name one of its sessions (NAME.N)")
+        raise HyperloomError(f"{name!r} is a pass over several workloads",
+                             "start it again with the same workloads, or name one of its sessions (NAME.N)")
     frozen, freeze_s = _frozen(request, name, workspace)
     for lever in request.levers or []:  # each applies here and names a knob the workload declares: refused before the session is made
         check_candidate([lever], frozen.vendor, frozen.declared_knobs)
     if not frozen.gated:
         raise HyperloomError(f"the workload {frozen.target.workload} has no outputs() to gate: nothing could be kept honestly",
-                             "give its factory an outputs() returning the tensors a faster run must reproduce (see the skill's workload page)")
+                             "give its factory an outputs() returning the tensors a faster run must reproduce (see the skill's "
+                             "workload page)")
     manifest = folder / MANIFEST
     if manifest.is_file():
         stored = json.loads(manifest.read_text())
-        if stored.get("format") != FORMAT or located(stored.get("workload") or "", workspace) != frozen.target.workload or stored.get("frozen_sha256") != frozen.manifest_sha256:
+        if stored.get("format") != FORMAT or located(stored.get("workload") or "",
+                                                     workspace) != frozen.target.workload or stored.get("frozen_sha256") != frozen.manifest_sha256:
             raise HyperloomError(f"optimize session {name!r} was started on another workload or another freeze of it",
                                  "resume it with the same workload, or start a new session under another name")
         return Session(name, folder, frozen, Ledger(folder / LEDGER, name, create=False))
@@ -85,8 +88,9 @@ def open_campaign(request: OptimizeRequest, workspace: Workspace) -> Session:
     ledger = Ledger(folder / LEDGER, name, create=True)
     if freeze_s:  # frozen here, not before by workload freeze
         ledger.add_spent(freeze_s, "freeze")
-    write_bytes_atomic(manifest, json.dumps({"format": FORMAT, "session": name, "workload": portable(frozen.target.workload, workspace), "knobs": frozen.target.knobs,
-                                             "frozen_sha256": frozen.manifest_sha256, "created_at": dt.datetime.now(dt.timezone.utc).isoformat()},
+    write_bytes_atomic(manifest, json.dumps({"format": FORMAT, "session": name, "workload": portable(frozen.target.workload, workspace),
+                                             "knobs": frozen.target.knobs, "frozen_sha256": frozen.manifest_sha256,
+                                             "created_at": dt.datetime.now(dt.timezone.utc).isoformat()},
                                             indent=2).encode() + b"\n")
     return Session(name, folder, frozen, ledger)
 
@@ -106,20 +110,23 @@ def _frozen(request: OptimizeRequest, name: str, workspace: Workspace) -> tuple[
         if request.workload is not None:
             wanted = describe_target(request.workload, [], request.knobs, workspace)
             if (wanted.workload, wanted.knobs) != (frozen.target.workload, frozen.target.knobs):
-                raise HyperloomError(f"workload {name!r} is frozen as {frozen.target.workload} with knobs {frozen.target.knobs}, not as asked",
+                raise HyperloomError(f"workload {name!r} is frozen as {frozen.target.workload} with knobs "
+                                     f"{frozen.target.knobs}, not as asked",
                                      "omit workload and knobs to optimize the frozen one, or pick another session name")
         return frozen, 0.0
     if request.workload is None:
         raise HyperloomError(f"no frozen workload {name!r} to optimize", "pass workload (module:function or file.py:function)")
     started = time.perf_counter()
-    freeze_workload(WorkloadFreezeRequest(workload=request.workload, name=name, knobs=request.knobs, k=request.k, timeout_s=request.timeout_s), workspace)
+    freeze_workload(WorkloadFreezeRequest(workload=request.workload, name=name, knobs=request.knobs, k=request.k,
+                                          timeout_s=request.timeout_s), workspace)
     return read_frozen(name, workspace), time.perf_counter() - started
 
 
 def write_pass(folder: Path, members: list[str], workloads: list[str], errors: dict[str, str], ray: str | None = None) -> None:
     """pass.json: a pass's member sessions, its workloads, where they ran (the Ray address, or null: in turn here) and
     why a member could not be opened or finished."""
-    write_bytes_atomic(folder / PASS, json.dumps({"format": PASS_FORMAT, "members": members, "workloads": workloads, "ray": ray, "errors": errors},
+    write_bytes_atomic(folder / PASS,
+                       json.dumps({"format": PASS_FORMAT, "members": members, "workloads": workloads, "ray": ray, "errors": errors},
                                                  indent=2).encode() + b"\n")
 
 

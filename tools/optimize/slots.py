@@ -56,7 +56,8 @@ class Reference:
 class Slot:
     """One device and its reference workers. Not shared between threads: the campaign hands each slot one job at a time."""
 
-    def __init__(self, device: int | None, frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace, charge: Charge) -> None:
+    def __init__(self, device: int | None, frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace,
+                 charge: Charge) -> None:
         self.device, self.frozen, self.settings, self.folder, self.workspace, self.charge = device, frozen, settings, folder, workspace, charge
         self.backend = BACKENDS.get(frozen.vendor, "cuda")
         self.label = "cpu" if device is None else f"gpu {device}"
@@ -86,7 +87,8 @@ class Slot:
             else:
                 # built without a kept copy (one copy of the model on the device, as before serving): only a worker that was
                 # kept to serve (the pool's) is given back when its stack retires
-                process = WorkloadProcess(target, chosen, folder, self.workspace, self.settings.timeout_s, device=self.device, backend=self.backend)
+                process = WorkloadProcess(target, chosen, folder, self.workspace, self.settings.timeout_s, device=self.device,
+                                          backend=self.backend)
                 with clock.timing("build"):
                     if levers or point is not None:
                         process.__enter__()
@@ -100,8 +102,10 @@ class Slot:
                 if not levers and point is None:
                     checks = compare(outputs, frozen, self.frozen.tolerances)
                     if not all(c.passed for c in checks):
-                        raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:500],
-                                             "freeze the workload again (workload freeze, overwrite) and start a new session, or find what changed")
+                        raise HyperloomError("the baseline no longer matches its frozen outputs: "
+                                             + "; ".join(f"{c.output}: {c.detail}" for c in checks if not c.passed)[:500],
+                                             "freeze the workload again (workload freeze, overwrite) and start a new session, or "
+                                             "find what changed")
             with clock.timing("profile"):
                 evidence = reference_evidence(process, folder / "profiled", self.workspace)
         except BaseException:
@@ -122,7 +126,8 @@ class Slot:
 class Slots:
     """The campaign's slots; run_many spreads independent jobs over them, one job per slot at a time."""
 
-    def __init__(self, devices: list[int | None], frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace, charge: Charge) -> None:
+    def __init__(self, devices: list[int | None], frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace,
+                 charge: Charge) -> None:
         self.slots = [Slot(d, frozen, settings, folder / ("cpu" if d is None else f"gpu{d}"), workspace, charge) for d in devices]
 
     @property

@@ -73,7 +73,8 @@ def connect(address: str) -> tuple[Any, bool]:
     return ray, True
 
 
-def spread(address: str, jobs: list[tuple[str, OptimizeRequest]], workspace: Workspace, control: Control) -> Iterator[tuple[str, str | None]]:
+def spread(address: str, jobs: list[tuple[str, OptimizeRequest]], workspace: Workspace,
+           control: Control) -> Iterator[tuple[str, str | None]]:
     """Run each (member, request) as a Ray task; yield (member, its refusal or None) as each ends. A stop cancels the rest."""
     ray, started = connect(address)
     try:

@@ -16,7 +16,8 @@ from hyperloom.tools.optimize.order import fastest_first
 
 AFTER_SEARCH = "what follows it (keeping the best winner, a rival's revalidation, the sweep)"
 DEADLINE_GRACE_S = 20.0  # a trial still running at the deadline gets this long to answer, then its workers are killed
-SEARCH: frozenset[Phase] = frozenset({"levers", "combine", "kernels"})  # the phases a stop rule may end early (what follows: settle, the sweep)
+# the phases a stop rule may end early (what follows: settle, the sweep)
+SEARCH: frozenset[Phase] = frozenset({"levers", "combine", "kernels"})
 
 
 @dataclass
@@ -135,7 +136,9 @@ def sweep_reserve(reserve_s: float, deadline_left_s: float | None, budget_left_s
     if reserve_s <= 0:
         return None
     if deadline_left_s is not None and deadline_left_s <= reserve_s:
-        return f"the search ended {deadline_left_s:.0f} s before the wall-clock deadline, which {AFTER_SEARCH} needs: {reserve_s:.0f} s expected"
+        return (f"the search ended {deadline_left_s:.0f} s before the wall-clock deadline, which {AFTER_SEARCH} needs: "
+                f"{reserve_s:.0f} s expected")
     if budget_left_s <= reserve_s:
-        return f"the search ended with {budget_left_s:.0f} device-s of the budget left, which {AFTER_SEARCH} needs: {reserve_s:.0f} s expected"
+        return (f"the search ended with {budget_left_s:.0f} device-s of the budget left, which {AFTER_SEARCH} needs: "
+                f"{reserve_s:.0f} s expected")
     return None

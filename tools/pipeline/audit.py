@@ -44,8 +44,10 @@ def audit_references(sets: Sequence[StagedSet], tolerance: Tolerance) -> list[Au
         if first.size < 2:
             continue  # one value: nothing distinguishes a constant from the answer
         constant = first.flat[0]
-        trivial = {"zeros": lambda s, o=output: np.zeros_like(s.references[o]), "a constant": lambda s, o=output: np.full_like(s.references[o], constant)}
-        copies = {f"input {name}": lambda s, n=name: s.inputs[n] for name, array in sets[0].inputs.items() if array.shape == first.shape and array.dtype == first.dtype}
+        trivial = {"zeros": lambda s, o=output: np.zeros_like(s.references[o]),
+                   "a constant": lambda s, o=output: np.full_like(s.references[o], constant)}
+        copies = {f"input {name}": lambda s, n=name: s.inputs[n] for name, array in sets[0].inputs.items() if array.shape == first.shape
+                                                                           and array.dtype == first.dtype}
         for label, make in {**trivial, **copies}.items():
             if all(_passes(make(each), each, output, tolerance) for each in sets):
                 findings.append(AuditFinding(output, label, refuses=label in trivial))

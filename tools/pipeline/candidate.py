@@ -41,7 +41,8 @@ class Unbuilt:
     clock: PhaseClock
 
 
-def build_candidate(launchable: Launchable, params: Mapping[str, str | int], workspace: Workspace, *, expect: list[str], forbid: list[str]) -> Built | Unbuilt:
+def build_candidate(launchable: Launchable, params: Mapping[str, str | int], workspace: Workspace, *, expect: list[str],
+                    forbid: list[str]) -> Built | Unbuilt:
     """Compile (cached) with `params` and check the disasm rules `expect` and `forbid`."""
     clock = PhaseClock()
     started = time.perf_counter()
@@ -52,7 +53,8 @@ def build_candidate(launchable: Launchable, params: Mapping[str, str | int], wor
         return Unbuilt("COMPILE_ERROR", str(exc), "compile", 0.0, clock)
     clock.add("compile", time.perf_counter() - started)
     if not build.ok:
-        return Unbuilt("COMPILE_ERROR", build.summary + (f": {build.log.strip()[-400:]}" if build.log.strip() else ""), "compile", build.compile_s, clock)
+        return Unbuilt("COMPILE_ERROR", build.summary + (f": {build.log.strip()[-400:]}" if build.log.strip() else ""), "compile",
+                       build.compile_s, clock)
     refusal = resource_refusal(built, build)
     if refusal is not None:
         return Unbuilt("RESOURCE_LIMIT", f"resource limit: {refusal}", "compile", build.compile_s, clock)

@@ -66,7 +66,8 @@ class Plan:
     keep_going: bool = False
 
 
-def evaluate(launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, plan: Plan, against: Against = NOTHING) -> Evaluation:
+def evaluate(launchable: Launchable, code_object: str, sets: Sequence[InputSet], workspace: Workspace, plan: Plan,
+             against: Against = NOTHING) -> Evaluation:
     """Gate the candidate on every input set in order, then time it (plan.timing; None: gate only) on the secret sets'
     timed inputs (without secret sets: the first set's), and judge what the timing ran. The first failing set ends it,
     unless plan.keep_going (every set is gated, none is timed after a failure). A failed reference audit refuses a
@@ -95,8 +96,8 @@ def _gated(launchable: Launchable, code_object: str, sets: Sequence[InputSet], w
     verdicts: list[InputSetVerdict] = []
     first: Evaluation | None = None
     for each in sets:
-        verdict = run(lambda cap, s=each: check_input_set(launchable, code_object, s.name, s.inputs, s.outputs, workspace, timeout_s=cap, device=plan.device,
-                                                          reference_set=s.reference_set, runner=plan.runner))
+        verdict = run(lambda cap, s=each: check_input_set(launchable, code_object, s.name, s.inputs, s.outputs, workspace, timeout_s=cap,
+                                                          device=plan.device, reference_set=s.reference_set, runner=plan.runner))
         verdicts.append(verdict)
         if not verdict.passed and first is None:
             first = rejected(verdict)
@@ -123,11 +124,12 @@ def _timed(launchable: Launchable, code_object: str, first_inputs: Path, workspa
         checks = secret.checks(secret.folder / "outputs" / uuid.uuid4().hex, None if spec.nondeterministic else spec.tolerance)
     try:
         inputs = secret.timed_inputs if secret is not None else first_inputs
-        trial = run(lambda cap: time_kernel(launchable, code_object, inputs, plan.timing, workspace, timeout_s=cap, device=plan.device, runner=plan.runner,
-                                            checks=checks))
+        trial = run(lambda cap: time_kernel(launchable, code_object, inputs, plan.timing, workspace, timeout_s=cap, device=plan.device,
+                                            runner=plan.runner, checks=checks))
         if trial.status != "OK":
             return Evaluation(status=trial.status, reason=f"timing: {trial.message}", input_set="timing", verdicts=verdicts,  # type: ignore[arg-type]
-                              timing_failure=InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status))
+                              timing_failure=InputSetVerdict(input_set="timing", passed=False, summary=f"{trial.status}: {trial.message}",
+                                                             status=trial.status))
         integrity = _integrity(launchable, trial, plan.timing, secret, checks, against.roof)
     finally:
         if checks is not None:
@@ -141,7 +143,8 @@ def _timed(launchable: Launchable, code_object: str, first_inputs: Path, workspa
 def _integrity(launchable: Launchable, trial: TrialResult, timing: Timing, secret: SecretSets | None, checks, roof: Roof | None) -> list[InputSetVerdict]:  # type: ignore[no-untyped-def]
     """What the timing trial ran, judged: its guards, its timed launches (with secret sets), its time against the roof."""
     spec = launchable.loaded.spec
-    found = [guard_verdict("timing", trial)] if trial.guard_violations else [InputSetVerdict(input_set="guard", check="guard", passed=True, summary="no write outside the buffers")]
+    found = [guard_verdict("timing", trial)] if trial.guard_violations else [InputSetVerdict(input_set="guard", check="guard", passed=True,
+                                                                                             summary="no write outside the buffers")]
     if secret is not None and checks is not None:
         found += secret.verdicts(trial, checks, spec.tolerance)
     roof = roof or measured_roof(trial.device)
@@ -150,7 +153,8 @@ def _integrity(launchable: Launchable, trial: TrialResult, timing: Timing, secre
     median_s = statistics.median(trial.kernel_s)
     if roof is None:
         found.append(InputSetVerdict(input_set="roof", check="roof", passed=True,
-                                     summary=f"not checked: no measured roof for {trial.device or launchable.target} (roofline measures one)"))
+                                     summary=f"not checked: no measured roof for {trial.device or launchable.target} (roofline "
+                                             "measures one)"))
         return found
     bytes_moved = evaluate_int(spec.metric.bytes, launchable.shape, "metric bytes") if spec.metric.bytes is not None else None
     flops = evaluate_int(spec.metric.flops, launchable.shape, "metric flops") if spec.metric.flops is not None else None
@@ -167,7 +171,8 @@ _STATUS_OF_CHECK = {"guard": "OUT_OF_BOUNDS", "determinism": "NONDETERMINISTIC",
 def rejected(verdict: InputSetVerdict) -> Evaluation:
     """The evaluation a failed verdict ends with: the worker's own failure, a check's refusal, or a tolerance miss (NaN or wrong)."""
     if verdict.status in ("TIMEOUT", "CRASH", "ERROR"):
-        return Evaluation(status=verdict.status, reason=f"{verdict.input_set}: {verdict.summary}", input_set=verdict.input_set, check=verdict.check)
+        return Evaluation(status=verdict.status, reason=f"{verdict.input_set}: {verdict.summary}", input_set=verdict.input_set,
+                          check=verdict.check)
     if verdict.check in _STATUS_OF_CHECK:
         return Evaluation(status=_STATUS_OF_CHECK[verdict.check], reason=f"{verdict.check}: {verdict.summary}", input_set=verdict.input_set,  # type: ignore[arg-type]
                           check=verdict.check)

@@ -35,7 +35,8 @@ class Judging:
     reference_audit: InputSetVerdict | None  # a refusing audit; None: the reference is not degenerate
 
     @classmethod
-    def open(cls, launchable: Launchable, staged: Sequence[StagedSet], workspace: Workspace, *, roof: Roof | None, timeout_s: float) -> Judging:
+    def open(cls, launchable: Launchable, staged: Sequence[StagedSet], workspace: Workspace, *, roof: Roof | None,
+             timeout_s: float) -> Judging:
         """Audit the reference on the staged sets and draw the secret sets (close() removes them)."""
         return cls(SecretSets.draw(launchable, workspace, timeout_s=timeout_s), roof, audit_verdict(staged, launchable))
 
@@ -54,4 +55,5 @@ def audit_verdict(staged: Sequence[StagedSet], launchable: Launchable) -> InputS
     if not degenerate or launchable.loaded.spec.trivial_reference:
         return None
     return InputSetVerdict(input_set="reference_audit", check="reference_audit", passed=False, summary=(
-        "; ".join(f.describe() for f in degenerate) + ": a kernel writing that passes this gate (draw other inputs, tighten the tolerance; spec_check shows it)"))
+        "; ".join(f.describe() for f in degenerate)
+        + ": a kernel writing that passes this gate (draw other inputs, tighten the tolerance; spec_check shows it)"))

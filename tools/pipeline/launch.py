@@ -42,10 +42,12 @@ def prepare(loaded: LoadedSpec, variant: str | None, target: str, shape_index: i
 def _first_variant_refused(loaded: LoadedSpec, first: str, target: str) -> HyperloomError:
     """No variant was named and the spec's first one (the default) is not meant for `target`: name the variants that are."""
     fitting = [name for name, v in loaded.spec.variants.items() if builds_for(loaded, v, target)]
-    cause = f"no variant was named, and {loaded.spec.name}'s first variant {first!r} ({loaded.source_of(loaded.spec.variants[first])[1]}) does not build for {target}"
+    cause = (f"no variant was named, and {loaded.spec.name}'s first variant {first!r} ({loaded.source_of(loaded.spec.variants[first])[1]}) "
+             f"does not build for {target}")
     if not fitting:
         names = ", ".join(loaded.spec.variants)
-        return HyperloomError(f"{cause}; none of its variants does", f"choose a target that {names} builds for, or add a variant for {target} to the spec")
+        return HyperloomError(f"{cause}; none of its variants does",
+                              f"choose a target that {names} builds for, or add a variant for {target} to the spec")
     choices = f" (variants that build for {target}: {', '.join(fitting)})" if len(fitting) > 1 else ""
     return HyperloomError(cause, f"pass variant: {fitting[0]} (CLI: --variant {fitting[0]}){choices}")
 
@@ -53,8 +55,8 @@ def _first_variant_refused(loaded: LoadedSpec, first: str, target: str) -> Hyper
 def at_shape(loaded: LoadedSpec, variant_name: str, variant: Variant, target: str, shape: dict[str, int]) -> Launchable:
     launch = loaded.spec.launch_of(variant)
     return Launchable(
-        loaded=loaded, variant_name=variant_name, variant=variant, target=target, shape=shape, backend=backend_for(target, loaded.source_of(variant)[1]),
-        grid=[evaluate_int(g, shape, "launch grid") for g in launch.grid],
+        loaded=loaded, variant_name=variant_name, variant=variant, target=target, shape=shape,
+        backend=backend_for(target, loaded.source_of(variant)[1]), grid=[evaluate_int(g, shape, "launch grid") for g in launch.grid],
         block=[evaluate_int(b, shape, "launch block") for b in launch.block or [1]],  # no block: the build's (Triton's)
         shared_bytes=evaluate_int(launch.shared_bytes, shape, "shared_bytes"),
     )
@@ -73,7 +75,8 @@ def specialize(launchable: Launchable, params: Mapping[str, str | int]) -> tuple
     shape = dict(launchable.shape)
     for name, value in geometry.items():
         if isinstance(value, bool) or not str(value).lstrip("-").isdigit():
-            raise HyperloomError(f"the shape variable {name} takes an integer, got {value!r}", f"give {name} an integer (in --params, or as a tuning candidate)")
+            raise HyperloomError(f"the shape variable {name} takes an integer, got {value!r}",
+                                 f"give {name} an integer (in --params, or as a tuning candidate)")
         shape[name] = int(value)
     for arg in launchable.loaded.spec.args:
         before, after = argument_value(arg, launchable.shape), argument_value(arg, shape)

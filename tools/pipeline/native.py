@@ -57,7 +57,8 @@ class Assembly(Compiled):
     def declares(self, source: Path, function: str) -> None:
         text = source.read_text(errors="replace")
         if not re.search(rf"^\s*{re.escape(function)}\s*:", text, re.M):
-            raise HyperloomError(f"{source.name} defines no label {function!r}", "name the kernel's symbol as the assembly defines it (its label)")
+            raise HyperloomError(f"{source.name} defines no label {function!r}",
+                                 "name the kernel's symbol as the assembly defines it (its label)")
 
 
 class HostC(Compiled):

@@ -44,7 +44,8 @@ def record_roof(device: str, memory_gbps: float | None, compute_tflops: float | 
     if not device or (memory_gbps is None and compute_tflops is None):
         return
     write_bytes_atomic(cache_dir("roofs") / f"{_key(device)}.json",
-                       json.dumps({"device": device, "memory_gbps": memory_gbps, "compute_tflops": compute_tflops, "source": source}).encode())
+                       json.dumps({"device": device, "memory_gbps": memory_gbps, "compute_tflops": compute_tflops,
+                                   "source": source}).encode())
 
 
 def measured_roof(device: str) -> Roof | None:
@@ -57,7 +58,8 @@ def measured_roof(device: str) -> Roof | None:
         return None
 
 
-def impossible(roof: Roof, bytes_moved: int | None, flops: int | None, median_s: float, *, flushed: bool, margin: float = MARGIN) -> str | None:
+def impossible(roof: Roof, bytes_moved: int | None, flops: int | None, median_s: float, *, flushed: bool,
+               margin: float = MARGIN) -> str | None:
     """Why a median of `median_s` for the declared bytes and flops beats the roof by more than `margin`, or None."""
     if median_s <= 0:
         return f"a median of {median_s} s is not a time"

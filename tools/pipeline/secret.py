@@ -55,7 +55,8 @@ class SecretSets:
                 for name, array in draw_inputs(launchable.loaded.spec, launchable.shape, "seeded", seed=secrets.randbits(62)).items():
                     save_npy(folder / role / f"in_{name}.npy", array)
             # both in one worker, never through the reference cache: no copy of them outlives the sets
-            run_references(launchable.loaded, launchable.shape, [(folder / role, folder / f"{role}-refs") for role in ROLES], timeout_s=timeout_s)
+            run_references(launchable.loaded, launchable.shape, [(folder / role, folder / f"{role}-refs") for role in ROLES],
+                           timeout_s=timeout_s)
             for role in ROLES:
                 sets._keep(role, folder / f"{role}-refs", workspace, launchable.loaded.spec.tolerance)
         except BaseException:
@@ -67,7 +68,8 @@ class SecretSets:
         paths = [refs / f"ref_{n}.npy" for n in self.output_names]
         if self.in_worker:
             frozen = self.folder / f"{role}-frozen"
-            freeze(FreezeRequest(out=workspace.relative(frozen), references=[workspace.relative(p) for p in paths], **tolerance.model_dump()), workspace)
+            freeze(FreezeRequest(out=workspace.relative(frozen), references=[workspace.relative(p) for p in paths],
+                                 **tolerance.model_dump()), workspace)
             self.gates[role] = output_gate(frozen, self.output_names, [f"{role}:{n}" for n in self.output_names], workspace)
         else:
             self.references[role] = {n: load_npy(p) for n, p in zip(self.output_names, paths, strict=True)}
@@ -93,11 +95,13 @@ class SecretSets:
                                    if (folder / f"{prefix}_{n}.npy").is_file()}
             last, fresh, again = read("last"), read("fresh"), read("again")
             names = {role: {n: f"{refs}:{n}" for n in self.output_names} for role, refs in (("last", "timed"), ("fresh", "fresh"))}
-            gates = judge_checked_launches(last, again, fresh, self.references["timed"], self.references["fresh"], tolerance, checks.determinism, names)
+            gates = judge_checked_launches(last, again, fresh, self.references["timed"], self.references["fresh"], tolerance,
+                                           checks.determinism, names)
         verdicts = [_verdict("timed_launch", "the last timed launch, on secret inputs (its outputs poisoned first)", gates.get("last")),
                     _verdict("fresh_inputs", "a launch on a second secret input set after the timed ones", gates.get("fresh"))]
         if checks.determinism is not None:
-            verdicts.append(_verdict("determinism", "two launches on the same inputs (the last timed one and one more) agree within the tolerance", gates.get("determinism")))
+            verdicts.append(_verdict("determinism", "two launches on the same inputs (the last timed one and one more) agree within the "
+                                                    "tolerance", gates.get("determinism")))
         return verdicts
 
     def get(self) -> SecretSets:

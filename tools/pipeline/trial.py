@@ -62,30 +62,36 @@ def check_input_set(
     """
     names = [a.name for a in output_buffers(launchable.loaded.spec)]
     case_names = [f"{input_set}:{n}" for n in names]
-    in_worker = output_gate(reference_set, names, case_names, workspace) if reference_set is not None and launchable.backend not in HOST_BACKENDS else None
+    in_worker = output_gate(reference_set, names, case_names,
+                            workspace) if reference_set is not None and launchable.backend not in HOST_BACKENDS else None
     outputs.mkdir(parents=True, exist_ok=True)
     trial = runner(
-        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
+        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object),
+                     entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, outputs), grid=launchable.grid, block=launchable.block,
                      shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="correctness",
                      timing_code_object=_helpers_if_built(launchable, workspace), gate=in_worker),
         timeout_s=timeout_s, device=device,
     )
     if trial.status != "OK":
-        return InputSetVerdict(input_set=input_set, passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status, elapsed_s=trial.elapsed_s)
+        return InputSetVerdict(input_set=input_set, passed=False, summary=f"{trial.status}: {trial.message}", status=trial.status,
+                               elapsed_s=trial.elapsed_s)
     if trial.guard_violations:
         return guard_verdict(input_set, trial)
     if in_worker is not None:
         if trial.gate is None:
             return InputSetVerdict(input_set=input_set, passed=False, status="ERROR", elapsed_s=trial.elapsed_s,
-                                   summary="ERROR: the worker ran the launch but returned no verdict on its outputs (a worker of another version?)")
+                                   summary="ERROR: the worker ran the launch but returned no verdict on its outputs (a worker of "
+                                           "another version?)")
         gate = trial.gate
     else:
         against = (
             {"reference_set": workspace.relative(reference_set)} if reference_set is not None
-            else {"references": [workspace.relative(inputs / f"ref_{n}.npy") for n in names], **launchable.loaded.spec.tolerance.model_dump()}
+            else {"references": [workspace.relative(inputs / f"ref_{n}.npy") for n in names],
+                  **launchable.loaded.spec.tolerance.model_dump()}
         )
-        gate = run_gate(GateRequest(candidates=[workspace.relative(outputs / f"out_{n}.npy") for n in names], case_names=case_names, **against), workspace)
+        gate = run_gate(GateRequest(candidates=[workspace.relative(outputs / f"out_{n}.npy") for n in names], case_names=case_names,
+                                    **against), workspace)
     return InputSetVerdict(
         input_set=input_set, passed=gate.passed, summary=gate.summary, elapsed_s=trial.elapsed_s,
         nan=any(not c.passed and c.nan_count.candidate > c.nan_count.reference for c in gate.cases),
@@ -100,10 +106,11 @@ def time_kernel(
     launches are gated too (tools/pipeline/secret.py)."""
     helpers = _helpers(launchable, workspace)
     return runner(
-        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object), entry=launchable.symbol or launchable.variant.entry,
+        TrialRequest(backend=launchable.backend, code_object=str(workspace.root / code_object),
+                     entry=launchable.symbol or launchable.variant.entry,
                      args=arg_specs(launchable, inputs, None), grid=launchable.grid, block=launchable.block,
-                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="timing", timing=timing, timing_code_object=helpers,
-                     checks=checks),
+                     shared_bytes=launchable.shared_bytes, launch_args=launchable.variant.launch_args, mode="timing", timing=timing,
+                     timing_code_object=helpers, checks=checks),
         timeout_s=timeout_s, device=device,
     )
 

@@ -91,10 +91,11 @@ def analyse(trace: Trace, roofs: Roofs) -> Analysis:
     above = [h for h, _ in ranked if h.percent_of_roof is not None and h.percent_of_roof > 100]
     if above:
         worst = max(above, key=lambda h: h.percent_of_roof)
-        findings.append(f"{len(above)} hotspots run above their roof (up to {worst.percent_of_roof:.0f} % of {worst.roof}, #{worst.rank}): that "
-                        "ceiling is below what this part reaches (a microbenchmark that misses the fastest path, or a datasheet "
+        findings.append(f"{len(above)} hotspots run above their roof (up to {worst.percent_of_roof:.0f} % of {worst.roof}, #{worst.rank}): "
+                        "that ceiling is below what this part reaches (a microbenchmark that misses the fastest path, or a datasheet "
                         "figure), so their percent of roof is not a gap; measure a higher ceiling before ranking them")
     if trace.ops and not any(op.dims for op in trace.ops):
         findings.append("the trace records no input shapes (captured with record_shapes=False): no byte/flop models and no "
                         "fusion candidates; profile again with record_shapes=True")
-    return Analysis(total_us, groups, class_shares(trace.kernels, classify, total_us), devices, ranked, fusion, fusion_runs, launch_bound, findings)
+    return Analysis(total_us, groups, class_shares(trace.kernels, classify, total_us), devices, ranked, fusion, fusion_runs, launch_bound,
+                    findings)

@@ -40,9 +40,11 @@ def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Worksp
         from hyperloom.tools.roofline.models import RooflineRequest
         from hyperloom.tools.roofline.api import run_roofline
 
-        result = run_roofline(RooflineRequest(target=request.roof_target, plot=False, out_dir=workspace.relative(folder / "roofline")), workspace)
+        result = run_roofline(RooflineRequest(target=request.roof_target, plot=False, out_dir=workspace.relative(folder / "roofline")),
+                              workspace)
         if roof.same_device(result.device, device) is False:
-            findings.append(f"the roofline measured now ran on {result.device}, the trace on {device}: its percent of roof compares two devices")
+            findings.append(f"the roofline measured now ran on {result.device}, the trace on {device}: its percent of roof "
+                            "compares two devices")
         return roof.from_result(result)
     roofs = roof.from_datasheet(None if trace.cpu_only else device)
     if roofs.ceilings:
@@ -54,9 +56,11 @@ def _roofs(request: ProfileRequest, trace: Trace, device: str, workspace: Worksp
     return roofs
 
 
-def replay_roof(bytes_per_replay: int | None, roofs: roof.Roofs, findings: list[str], copy: dict[str, Any] | None = None) -> ReplayRoof | None:
+def replay_roof(bytes_per_replay: int | None, roofs: roof.Roofs, findings: list[str],
+                copy: dict[str, Any] | None = None) -> ReplayRoof | None:
     """The replay roof: the caller's bytes at the device copy's rate measured in the profiled process (copy_rate.py;
-    the rate a token's roof is read at: docs/decisions.md, The decode levers), else at the best memory ceiling (measured before datasheet), or None."""
+    the rate a token's roof is read at: docs/decisions.md, The decode levers), else at the best memory ceiling (measured before datasheet),
+    or None."""
     if bytes_per_replay is None:
         return None
     memory = roofs.memory()
@@ -69,7 +73,8 @@ def replay_roof(bytes_per_replay: int | None, roofs: roof.Roofs, findings: list[
                             f"{bytes_per_replay / (memory.value * 1e3):.1f} us")
         return found
     if copy.get("copy_skipped"):
-        findings.append(f"the device's copy bandwidth was not measured ({copy['copy_skipped']}): the replay's roof is read at a ceiling instead")
+        findings.append(f"the device's copy bandwidth was not measured ({copy['copy_skipped']}): the replay's roof is read at a "
+                        "ceiling instead")
     if memory is None:
         findings.append("no replay roof: bytes_per_replay was given but there is no memory ceiling (pass roofline= or roof_target=)")
         return None
@@ -118,8 +123,8 @@ def run_profile(request: ProfileRequest, workspace: Workspace, progress: Progres
     if capture is not None:
         trace_path, label = capture.trace, workspace.relative(capture.trace)
     elif request.workload is not None:
-        capture = capture_workload(request.workload, request.args, request.steps, request.warmup_steps, request.timeout_s, folder, workspace,
-                                   knobs=knobs)
+        capture = capture_workload(request.workload, request.args, request.steps, request.warmup_steps, request.timeout_s, folder,
+                                   workspace, knobs=knobs)
         trace_path = capture.trace
         label = workspace.relative(trace_path)
     else:
@@ -137,7 +142,8 @@ def _read(request: ProfileRequest, trace_path: Path, label: str, capture: Captur
         if capture is None:
             raise
         raise HyperloomError(f"the workload {request.workload} ran no torch operator and no GPU kernel in its recorded steps",
-                             "profile code that runs torch ops on each step (a script runs once per step; a function is called once per step)") from exc
+                             "profile code that runs torch ops on each step (a script runs once per step; a function is called once per "
+                             "step)") from exc
 
 
 def _device(trace: Trace, capture: Capture | None, findings: list[str]) -> str:
@@ -147,7 +153,8 @@ def _device(trace: Trace, capture: Capture | None, findings: list[str]) -> str:
         findings.append(f"no GPU kernels in this trace although torch saw {capture.device}: the workload never touched the GPU "
                         "(its tensors stayed on the CPU); the tables rank CPU operators by their self time (as key_averages does)")
     else:
-        findings.append("no GPU kernels in this trace: the run was CPU-only; the tables rank CPU operators by their self time (as key_averages does)")
+        findings.append("no GPU kernels in this trace: the run was CPU-only; the tables rank CPU operators by their self time (as "
+                        "key_averages does)")
     return host_device()
 
 
@@ -180,8 +187,8 @@ def _profile(request: ProfileRequest, workspace: Workspace, folder: Path, trace_
         launch_bound=a.launch_bound, devices=a.devices, profiler_device_time_s=capture.profiler_device_time_s if capture else None,
         steps=request.steps if capture else None, step_wall_s=capture.step_wall_s if capture else [], classes=a.classes,
         kernels=a.kernels[:top], kernel_groups=len(a.kernels), hotspots=[h for h, _ in a.ranked[:top]], fusion=a.fusion[:top],
-        handoff=handoffs(a.ranked[:top], a.fusion, a.fusion_runs, folder, workspace, label), replays=replays, roofs=roofs.ceilings, roof_source=roofs.source,
-        findings=findings, files=[], evidence=_evidence(trace_path, label, trace, device, capture),
+        handoff=handoffs(a.ranked[:top], a.fusion, a.fusion_runs, folder, workspace, label), replays=replays, roofs=roofs.ceilings,
+        roof_source=roofs.source, findings=findings, files=[], evidence=_evidence(trace_path, label, trace, device, capture),
     )
     files = [folder / "report.md", folder / "profile.json"]
     if capture is not None:

@@ -100,8 +100,8 @@ def capture(payload: dict[str, Any]) -> dict[str, Any]:
         synchronize()
         return time.perf_counter() - started
 
-    return record(timed_step, int(payload["warmup_steps"]), int(payload["steps"]), payload["trace"] if payload.get("profile", True) else None,
-                  payload["key_averages"], gpu)
+    return record(timed_step, int(payload["warmup_steps"]), int(payload["steps"]),
+                  payload["trace"] if payload.get("profile", True) else None, payload["key_averages"], gpu)
 
 
 def record(timed_step: Callable[[], float], warmup: int, active: int, trace: str | None, key_averages: str, gpu: bool) -> dict[str, Any]:
@@ -117,7 +117,8 @@ def record(timed_step: Callable[[], float], warmup: int, active: int, trace: str
     if trace is not None:
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
         # with_stack: the module forward each op ran in (stack.py), what integrate replaces
-        with profile(activities=activities, record_shapes=True, with_stack=True, schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
+        with profile(activities=activities, record_shapes=True, with_stack=True,
+                     schedule=schedule(wait=0, warmup=warmup, active=active, repeat=1),
                      on_trace_ready=lambda p: export_json(p, trace)) as prof:
             for _ in range(warmup + active):
                 walls.append(timed_step())

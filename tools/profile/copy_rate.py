@@ -25,7 +25,8 @@ def device_copy(torch: Any) -> dict[str, Any]:
     free_bytes, _ = torch.cuda.mem_get_info()
     size = min(COPY_BYTES, free_bytes // 4) // 4096 * 4096
     if size < MIN_BYTES:
-        return {"copy_skipped": f"{free_bytes / 2**20:.0f} MiB free on the device after the profile; the copy needs 2 x {MIN_BYTES >> 20} MiB at least"}
+        return {"copy_skipped": f"{free_bytes / 2**20:.0f} MiB free on the device after the profile; the copy needs 2 x "
+                                f"{MIN_BYTES >> 20} MiB at least"}
     try:
         source = torch.empty(size, dtype=torch.uint8, device="cuda")
         target = torch.empty_like(source)

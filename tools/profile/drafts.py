@@ -23,7 +23,8 @@ from hyperloom.tools.profile.tolerance import Suggested
 SPEC_DTYPES = {**TORCH_NAMES, "bool": "uint8"}  # a torch dtype as kernel.yaml spells it (numpy's names; bool travels as bytes)
 TODO_SOURCE = "TODO: the kernel's file beside this spec (Triton .py; or .cu/.hip/.c, language changed)"
 TODO_ENTRY = "TODO: the kernel's name (its parameters: args, in order)"
-GRID_NOTES = {"gemm": "grid: one program per output row, a draft; a GEMM tiles it, e.g. [ceil_div(rows, BLOCK_M) * ceil_div(cols, BLOCK_N)]"}
+GRID_NOTES = {"gemm": "grid: one program per output row, a draft; a GEMM tiles it, e.g. [ceil_div(rows, BLOCK_M) * "
+                      "ceil_div(cols, BLOCK_N)]"}
 GRID_NOTE = "grid: one program per output row (rows x cols is the output), a draft to change with the kernel"
 
 
@@ -89,7 +90,8 @@ def library_spec(name: str, match: LibraryMatch, shapes: list[dict[str, int]], d
     for arg in library["args"]:
         arg = dict(arg)
         if arg["kind"] == "buffer" and arg["name"] in dtypes and dtypes[arg["name"]] != arg["dtype"]:
-            changed.setdefault(f"{dtypes[arg['name']]} as recorded (the library spec gates {arg['dtype']}; the kernel is the same)", []).append(arg["name"])
+            changed.setdefault(f"{dtypes[arg['name']]} as recorded (the library spec gates {arg['dtype']}; the kernel is the same)",
+                               []).append(arg["name"])
             arg["dtype"] = dtypes[arg["name"]]
         if arg["kind"] == "scalar" and arg["name"] == "eps":
             eps = next((a.value for a in match.args if a.name == "eps"), None)
@@ -102,7 +104,9 @@ def library_spec(name: str, match: LibraryMatch, shapes: list[dict[str, int]], d
             bytes_terms.append(f"{size * (2 if arg['role'] == 'inout' else 1)} * {_product(arg['shape'])}")
     spec = {key: library[key] for key in ("name", "description", "source", "language", "variants", "args", "launch", "shapes", "seed",
                                            "adversarial", "reference", "tolerance", "metric", "tuning") if key in library}
-    spec.update(name=name, description=f"{library.get('description', '')} Drafted by hyperloom profile at the recorded shapes and dtypes of {label}.",
+    spec.update(name=name, description=f"{library.get('description', '')} Drafted by hyperloom profile at the recorded shapes and "
+                                       f"dtypes of {label}.",
                 args=args, shapes=shapes, reference="reference.py:reference", tolerance=tolerance_fields(suggested),
-                metric={"bytes": " + ".join(bytes_terms), **({"flops": library["metric"]["flops"]} if library.get("metric", {}).get("flops") else {})})
+                metric={"bytes": " + ".join(bytes_terms),
+                        **({"flops": library["metric"]["flops"]} if library.get("metric", {}).get("flops") else {})})
     return spec, [f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} {what}" for what, names in changed.items()]

@@ -43,7 +43,8 @@ def _module_notes(ops: list, module: str | None) -> list[str]:
     seen = list(dict.fromkeys(op.modules[-1] for op in ops if op is not None and op.modules))
     if not seen:
         return [NO_STACK]
-    return [f"the ops ran in no one module's forward (innermost: {', '.join(seen)}; some outside any module), so integrate replaces the aten ops listed"]
+    return [f"the ops ran in no one module's forward (innermost: {', '.join(seen)}; some outside any module), so integrate replaces the "
+            "aten ops listed"]
 
 
 def _names(op_name: str, count: int) -> list[str]:
@@ -52,7 +53,8 @@ def _names(op_name: str, count: int) -> list[str]:
 
 
 def _floats(tensors: Sequence[Tensor]) -> bool:
-    return any(drafts.spec_dtype(t) in ("float16", "float32", "float64", "bfloat16") or "float8" in str(drafts.spec_dtype(t)) for t in tensors)
+    return any(drafts.spec_dtype(t) in ("float16", "float32", "float64", "bfloat16") or "float8" in str(drafts.spec_dtype(t))
+               for t in tensors)
 
 
 def _header(label: str, trace_label: str, todos: list[str], why: str) -> list[str]:
@@ -84,7 +86,8 @@ def hotspot_draft(spot: Hotspot, item: WorkItem, trace_label: str) -> tuple[draf
     todos = ["source: write the kernel", "variants.triton.entry: name it"]
     module = common_module([op])
     draft = drafts.Draft(name, spec, _header(item.label, trace_label, todos, suggested.why), source, todos, _module_notes([op], module))
-    return draft, {"module": module, "kind": "hotspot", "rank": spot.rank, "label": spot.label, "ops": [op.name], "kernel": spot.kernels[0] if spot.kernels else "",
+    return draft, {"module": module, "kind": "hotspot", "rank": spot.rank, "label": spot.label, "ops": [op.name],
+                   "kernel": spot.kernels[0] if spot.kernels else "",
                    "dtype": drafts.spec_dtype(work.output), "why": suggested.why, "metric": metric}
 
 
@@ -104,13 +107,16 @@ def library_draft(group: list[tuple[int, FusionCandidate, list[Node]]], trace_la
     spec, notes = drafts.library_spec(name, match, shapes, dtypes, suggested, label)
     steps = [step_of(i, n.op, n.work.reads, n.work.output) for i, n in enumerate(run, start=1)]
     eps = next((a.value for a in match.args if a.name == "eps"), None)
-    source = replay.library_reference(match.kernel, steps, dtypes, float(eps) if eps is not None else None, f"{label} ({match.pattern})", trace_label)
-    notes = [*notes, *[n for n in match.notes if "gates float32" not in n], *[f"{a.name}: {a.source}" for a in match.args if a.tag.value == "ASSUMED"]]
+    source = replay.library_reference(match.kernel, steps, dtypes, float(eps) if eps is not None else None, f"{label} ({match.pattern})",
+                                      trace_label)
+    notes = [*notes, *[n for n in match.notes if "gates float32" not in n],
+             *[f"{a.name}: {a.source}" for a in match.args if a.tag.value == "ASSUMED"]]
     module = common_module([n.op for n in run])
     notes += _module_notes([n.op for n in run], module)
     draft = drafts.Draft(name, spec, _header(f"{label}, the library's {match.kernel}", trace_label, [], suggested.why), source, [], notes,
                          copy=[("triton", match.kernel, spec["source"])])
-    return draft, {"module": module, "kind": "fusion", "rank": rank, "ranks": [r for r, _, _ in group], "label": label, "ops": first.ops, "kernel": match.kernel,
+    return draft, {"module": module, "kind": "fusion", "rank": rank, "ranks": [r for r, _, _ in group], "label": label, "ops": first.ops,
+                   "kernel": match.kernel,
                    "library": match.kernel, "dtype": output, "why": suggested.why, "metric": spec["metric"], "launcher": match.launcher}
 
 
@@ -123,19 +129,22 @@ def chain_draft(rank: int, candidate: FusionCandidate, run: list[Node], trace_la
         return None
     out = outputs[-1]
     kinds = {n.cls for n in run}
-    suggested = suggest_tolerance(drafts.spec_dtype(out), "reduction" if "reduction" in kinds else "normalization" if "normalization" in kinds else "elementwise")
+    suggested = suggest_tolerance(drafts.spec_dtype(out),
+                                  "reduction" if "reduction" in kinds else "normalization" if "normalization" in kinds else "elementwise")
     args = [drafts.buffer(i.name, i.tensor, "input") for i in found.inputs] + [drafts.buffer("out", out, "output")]
-    args += [{"kind": "scalar", "name": s, "dtype": "float32", "value": f"TODO: {where} is a Python number the trace did not record; read it from the model"}
+    args += [{"kind": "scalar", "name": s, "dtype": "float32",
+              "value": f"TODO: {where} is a Python number the trace did not record; read it from the model"}
              for s, where in found.unrecorded]
     metric = {"bytes": sum(i.tensor.nbytes for i in found.inputs) + out.nbytes, "flops": sum(n.work.flops for n in run)}
     name = f"fusion{rank}_" + "_".join(dict.fromkeys(base_name(o).strip("_") for o in candidate.ops))[:60]
-    spec = drafts.open_spec(name, f"A fused kernel for the chain {label} (fusion candidate {rank}), at its recorded shapes and dtypes.", args,
-                            drafts.rows_cols(out), suggested, metric, _floats([i.tensor for i in found.inputs]), "elementwise")
+    spec = drafts.open_spec(name, f"A fused kernel for the chain {label} (fusion candidate {rank}), at its recorded shapes and dtypes.",
+                            args, drafts.rows_cols(out), suggested, metric, _floats([i.tensor for i in found.inputs]), "elementwise")
     todos = ["source: write the kernel (no library kernel is this chain)", "variants.triton.entry: name it"]
     todos += [f"args {s}: {where} was not recorded" for s, where in found.unrecorded]
     module = common_module(ops)
     notes = ["the reference reads each op's input from the op before where the shapes allow; every other tensor operand is an input"
-             " of its own (traces record shapes, not tensor identities): check the wiring against the model's code"] + _module_notes(ops, module)
+             " of its own (traces record shapes, not tensor identities): check the wiring against the model's "
+             "code"] + _module_notes(ops, module)
     if candidate.library_note:
         notes.insert(0, candidate.library_note)
     draft = drafts.Draft(name, spec, _header(label, trace_label, todos, suggested.why), found.source, todos, notes)
@@ -172,15 +181,16 @@ def _write(draft: drafts.Draft, fields: dict, root: Path, workspace: Workspace) 
     write_bytes_atomic(folder / "kernel.yaml", draft.kernel_yaml().encode())
     t = draft.spec["tolerance"]
     launcher = fields.pop("launcher", None)
-    handoff = Handoff(**{k: v for k, v in fields.items() if k != "why"}, folder=workspace.relative(folder), spec=workspace.relative(folder / "kernel.yaml"),
+    handoff = Handoff(**{k: v for k, v in fields.items() if k != "why"}, folder=workspace.relative(folder),
+                      spec=workspace.relative(folder / "kernel.yaml"),
                       todos=draft.todos, shapes=draft.spec["shapes"], tolerance={**t, "tag": "ASSUMED", "why": fields["why"]},
                       launcher=launcher, notes=draft.notes)
     write_bytes_atomic(folder / "handoff.json", handoff.model_dump_json(indent=1).encode())
     return handoff
 
 
-def handoffs(ranked: list[tuple[Hotspot, WorkItem]], fusion: list[FusionCandidate], runs: list[list[Node]], folder: Path, workspace: Workspace,
-             trace_label: str, count: int = 3) -> list[Handoff]:
+def handoffs(ranked: list[tuple[Hotspot, WorkItem]], fusion: list[FusionCandidate], runs: list[list[Node]], folder: Path,
+             workspace: Workspace, trace_label: str, count: int = 3) -> list[Handoff]:
     """Draft folders under folder/handoff for the top `count` hotspots a torch op launched and the top fusion candidates."""
     made = []
     for spot, item in ranked:

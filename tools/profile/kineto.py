@@ -28,7 +28,8 @@ from hyperloom.tools.profile.trace import Kernel, Op, Trace
 EVENT_FIELDS = ("device_type", "device_index", "device_resource_id", "start_ns", "duration_ns", "name", "start_thread_id", "correlation_id",
                 "linked_correlation_id", "shapes", "dtypes", "concrete_inputs")
 # a host event's kind that is a runtime or driver call: torch's activity types, and _host_kind's "runtime" without them
-RUNTIME_KINDS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "privateuse1_runtime", "privateuse1_driver", "runtime"})
+RUNTIME_KINDS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "hip_driver", "privateuse1_runtime", "privateuse1_driver",
+                           "runtime"})
 RUNTIME_CALL = re.compile(r"(cuda|cu|hip|hsa)[A-Z_]")  # cudaLaunchKernel, cuLaunchKernelEx, hipMemcpyAsync, hsa_signal_wait...
 COPY_KINDS = (("Memcpy", "memcpy"), ("Memset", "memset"))  # a device event's kind by its name's start; else a kernel
 
@@ -61,8 +62,8 @@ def trace_of(prof: Any, events: list[Any] | None = None) -> Trace | None:
         annotation = event.is_user_annotation() if annotated else name.startswith("ProfilerStep#")
         if event.device_type() != cpu:
             if not annotation:  # a record_function range on the device's timeline is no kernel
-                kernels.append(Kernel(name, start_us, dur_us, str(event.device_index()), str(event.device_resource_id()), _device_kind(name),
-                                      event.correlation_id(), event.linked_correlation_id() or None))
+                kernels.append(Kernel(name, start_us, dur_us, str(event.device_index()), str(event.device_resource_id()),
+                                      _device_kind(name), event.correlation_id(), event.linked_correlation_id() or None))
             continue
         if annotation:
             if name.startswith("ProfilerStep#"):

@@ -129,7 +129,8 @@ def _rms_norm(c: Cursor) -> _Norm:
     power = c.take("pow")
     if upcast is None:
         x = power.reads[0]
-        c.require(x.dtype == "float", f"squares a {_dtype(x)} tensor: HF's norm upcasts to float32 first, so a {_dtype(x)} model would show a conversion")
+        c.require(x.dtype == "float", f"squares a {_dtype(x)} tensor: HF's norm upcasts to float32 first, so a {_dtype(x)} model would "
+                                      "show a conversion")
     hidden = upcast.output if upcast else x
     c.require(power.reads[0].dims == hidden.dims and power.output.dims == hidden.dims, "does not square the normalized tensor elementwise")
     exponent = power.scalar(1)
@@ -140,13 +141,15 @@ def _rms_norm(c: Cursor) -> _Norm:
     axes, keepdim = mean.scalar(1), mean.scalar(2)
     c.require(mean.reads[0].dims == hidden.dims and mean.output.dims == hidden.dims[:-1] + (1,),
               f"reduces {mean.reads[0].text()} to {mean.output.text()}, not over the last dimension with keepdim")
-    c.require(axes in (None, "[-1]", f"[{len(hidden.dims) - 1}]") and keepdim in (None, "True"), f"averages over {axes} (keepdim {keepdim}), not [-1] with keepdim")
+    c.require(axes in (None, "[-1]", f"[{len(hidden.dims) - 1}]") and keepdim in (None, "True"),
+              f"averages over {axes} (keepdim {keepdim}), not [-1] with keepdim")
     if axes is None:
         notes.append("mean's dimension is not recorded in the trace: -1 ASSUMED from its output shape")
     variance = mean.output
     add = c.take("add")
     tensors = [t for t in add.reads if t.dims]  # a Python float is recorded as a 0-dim double
-    c.require(len(tensors) == 1 and tensors[0].dims == variance.dims, "adds a tensor to the mean square where the pattern adds the scalar eps")
+    c.require(len(tensors) == 1 and tensors[0].dims == variance.dims,
+              "adds a tensor to the mean square where the pattern adds the scalar eps")
     root = c.take("rsqrt")
     c.require(root.output.dims == variance.dims, "is not the reciprocal root of the mean square")
     scale = c.take("mul")
@@ -154,18 +157,21 @@ def _rms_norm(c: Cursor) -> _Norm:
     normed = scale.output
     if upcast is not None:
         down = c.take(*CONVERT)
-        c.require(down.reads[0].dims == hidden.dims and down.output.dtype == x.dtype, f"converts to {_dtype(down.output)}, not back to the input's {_dtype(x)}")
+        c.require(down.reads[0].dims == hidden.dims and down.output.dtype == x.dtype,
+                  f"converts to {_dtype(down.output)}, not back to the input's {_dtype(x)}")
         normed = down.output
     weighted = c.take("mul")
     weights = [t for t in weighted.reads if t.dims == hidden.dims[-1:]]
     others = [t for t in weighted.reads if t.dims == hidden.dims]
     c.require(len(weighted.reads) == 2 and len(weights) == 1 and len(others) == 1 and others[0].dtype == normed.dtype,
               f"multiplies {', '.join(t.text() for t in weighted.reads)}, not the normalized row by a weight of [{hidden.dims[-1]}]")
-    return _Norm(x, weights[0], f"{weighted.where()}, its [{hidden.dims[-1]}] operand", weighted.output, f"{weighted.where()}, its output", notes)
+    return _Norm(x, weights[0], f"{weighted.where()}, its [{hidden.dims[-1]}] operand", weighted.output, f"{weighted.where()}, its output",
+                 notes)
 
 
 def _norm_args(norm: _Norm) -> list[LibraryArg]:
-    eps_note = f"not recorded in the trace (a Python float): {RMS_EPS:g}, Qwen2's and Llama-3's rms_norm_eps; read it from the model's config"
+    eps_note = (f"not recorded in the trace (a Python float): {RMS_EPS:g}, Qwen2's and Llama-3's rms_norm_eps; read it from the "
+                "model's config")
     return [_buffer("weight", norm.weight_source, norm.weight), _buffer("y", norm.y_source, norm.y),
             _scalar("n_cols", "the last dimension of x", norm.x.dims[-1], Tag.MEASURED), _scalar("eps", eps_note, RMS_EPS, Tag.ASSUMED)]
 
@@ -176,7 +182,8 @@ def _match_rmsnorm(steps: list[Step]) -> LibraryMatch:
     c.end()
     source = f"{steps[0].where()}, its source" if steps[0].op in CONVERT else f"{steps[0].where()}, its input"
     return _found("rmsnorm", "rmsnorm_kernel", "rmsnorm.py:rmsnorm(x, weight, eps)", "HF Qwen2RMSNorm / LlamaRMSNorm, eager",
-                  norm.x, {"rows": _rows(norm.x.dims), "cols": norm.x.dims[-1]}, [_buffer("x", source, norm.x), *_norm_args(norm)], norm.notes)
+                  norm.x, {"rows": _rows(norm.x.dims), "cols": norm.x.dims[-1]}, [_buffer("x", source, norm.x), *_norm_args(norm)],
+                  norm.notes)
 
 
 def _match_add_rmsnorm(steps: list[Step]) -> LibraryMatch:
@@ -185,8 +192,8 @@ def _match_add_rmsnorm(steps: list[Step]) -> LibraryMatch:
     norm = _rms_norm(c)
     c.end()
     # checked once the ops have all fitted, so a chain of the right ops with a wrong add is named as a near miss
-    c.require(len(add.reads) == 2 and add.reads[0].dims == add.reads[1].dims == add.output.dims and add.reads[0].dtype == add.reads[1].dtype,
-              "is not the sum of two tensors of one shape and dtype (the residual add)", add)
+    c.require(len(add.reads) == 2 and add.reads[0].dims == add.reads[1].dims == add.output.dims
+              and add.reads[0].dtype == add.reads[1].dtype, "is not the sum of two tensors of one shape and dtype (the residual add)", add)
     c.require(add.scalar(2) in (None, "1"), f"scales its second operand by alpha={add.scalar(2)}", add)
     c.require(norm.x.dims == add.output.dims and norm.x.dtype == add.output.dtype, "normalizes something other than the residual sum", add)
     args = [_buffer("x", f"{add.where()}, its second operand (the sublayer's output)", add.reads[1]),
@@ -197,14 +204,16 @@ def _match_add_rmsnorm(steps: list[Step]) -> LibraryMatch:
                   {"rows": _rows(add.output.dims), "cols": add.output.dims[-1]}, args, norm.notes)
 
 
-def _gated(activation: str, kernel: str, launcher: str, split: str, check: Callable[[Cursor, Step], None]) -> Callable[[list[Step]], LibraryMatch]:
+def _gated(activation: str, kernel: str, launcher: str, split: str,
+           check: Callable[[Cursor, Step], None]) -> Callable[[list[Step]], LibraryMatch]:
     """The gated MLP's activation times the up projection: act(gate) then mul(act, up), gate and up of one shape and dtype."""
 
     def match(steps: list[Step]) -> LibraryMatch:
         c = Cursor(steps)
         act = c.take(activation)
         gate = act.reads[0]
-        c.require(len(act.reads) == 1 and act.output.dims == gate.dims and gate.dtype == act.output.dtype, f"is not {activation} of one tensor, elementwise")
+        c.require(len(act.reads) == 1 and act.output.dims == gate.dims and gate.dtype == act.output.dtype,
+                  f"is not {activation} of one tensor, elementwise")
         product = c.take("mul")
         up = [t for t in product.reads if t.numel == gate.numel and t.dtype == gate.dtype]
         c.require(len(product.reads) == 2 and len(up) == 2 and product.output.numel == gate.numel,
@@ -215,20 +224,24 @@ def _gated(activation: str, kernel: str, launcher: str, split: str, check: Calla
         args = [LibraryArg(name="x", source=f"[gate | up]: {act.where()}'s input and {product.where()}'s other operand, side by side "
                            f"in the spec; in the model, {split} takes them as two tensors",
                            dims=[_rows(gate.dims), 2 * d], dtype=_dtype(gate), tag=Tag.MEASURED),
-                _buffer("out", f"{product.where()}, its output", product.output), _scalar("d", "the last dimension of the gate", d, Tag.MEASURED)]
-        return _found(kernel, f"{kernel}_kernel", launcher, f"gated MLP: {activation}(gate) * up, eager", gate, {"rows": _rows(gate.dims), "d": d}, args, [])
+                _buffer("out", f"{product.where()}, its output", product.output),
+                _scalar("d", "the last dimension of the gate", d, Tag.MEASURED)]
+        return _found(kernel, f"{kernel}_kernel", launcher, f"gated MLP: {activation}(gate) * up, eager", gate,
+                      {"rows": _rows(gate.dims), "d": d}, args, [])
     return match
 
 
 def _exact_gelu(c: Cursor, act: Step) -> None:
     approximate = act.scalar(1)
-    c.require(approximate in (None, "none"), f"uses approximate={approximate!r}: the spec gates erf's exact GELU (the launcher takes approximate='tanh')", act)
+    c.require(approximate in (None, "none"),
+              f"uses approximate={approximate!r}: the spec gates erf's exact GELU (the launcher takes approximate='tanh')", act)
 
 
 PATTERNS: list[tuple[str, Callable[[list[Step]], LibraryMatch]]] = [
     ("add_rmsnorm", _match_add_rmsnorm),
     ("rmsnorm", _match_rmsnorm),
-    ("silu_and_mul", _gated("silu", "silu_and_mul", "silu_and_mul.py:silu_and_mul(x)", "silu_and_mul.py:silu_mul(gate, up)", lambda c, act: None)),
+    ("silu_and_mul", _gated("silu", "silu_and_mul", "silu_and_mul.py:silu_and_mul(x)", "silu_and_mul.py:silu_mul(gate, up)",
+                            lambda c, act: None)),
     ("gelu_and_mul", _gated("gelu", "gelu_and_mul", "gelu_and_mul.py:gelu_and_mul(x, approximate)",
                                    "gelu_and_mul.py:gelu_mul(gate, up, approximate)", _exact_gelu)),
 ]
@@ -237,8 +250,8 @@ PATTERNS: list[tuple[str, Callable[[list[Step]], LibraryMatch]]] = [
 def _found(kernel: str, entry: str, launcher: str, pattern: str, x: Tensor, shape: dict[str, int], args: list[LibraryArg],
            notes: list[str]) -> LibraryMatch:
     if x.dtype != "float":
-        notes = [*notes, f"the chain runs in {_dtype(x)}; the library spec gates float32 and the hand-off draft {_dtype(x)} (the same kernel), "
-                         f"the launcher takes {_dtype(x)} tensors"]
+        notes = [*notes, f"the chain runs in {_dtype(x)}; the library spec gates float32 and the hand-off draft {_dtype(x)} (the same "
+                         f"kernel), the launcher takes {_dtype(x)} tensors"]
     return LibraryMatch(kernel=kernel, spec_folder=f"kernels/triton/{kernel}", entry=entry, launcher=launcher, pattern=pattern,
                         dtype=_dtype(x), shape=shape, args=args, notes=notes)
 

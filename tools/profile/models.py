@@ -27,7 +27,8 @@ class ProfileRequest(Request):
     name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="Output folder name.")
     top: int = Field(15, ge=1, le=500, description="Rows per ranked table.")
     plot: bool = Field(True, description="Write PNG and SVG plots.")
-    bytes_per_replay: int | None = Field(None, ge=1, le=10**15, description="Bytes one replay of the step's graph must move (a decode token: "
+    bytes_per_replay: int | None = Field(None, ge=1, le=10**15,
+                                         description="Bytes one replay of the step's graph must move (a decode token: "
                                          "the weights plus the KV cache read once): sets the replay roof at the memory ceiling.")
 
     @model_validator(mode="after")
@@ -56,7 +57,8 @@ class KernelGroup(BaseModel):
     mean_s: float
     min_s: float
     max_s: float
-    launch_shapes: list[str] = Field(description="grid x block of its launches, most frequent first, with their counts (where the trace records them).")
+    launch_shapes: list[str] = Field(description="grid x block of its launches, most frequent first, with their counts (where the trace "
+                                                 "records them).")
     ops: list[str] = Field(description="The framework ops that launched it (innermost op, by correlation), most time first.")
 
 
@@ -83,7 +85,8 @@ class Hotspot(BaseModel):
     percent_of_roof: float | None
     bound: Literal["memory", "compute"] | None
     roof_tag: Tag | None = Field(description="MEASURED when the roof came from roofline on this device; ASSUMED for a datasheet peak.")
-    headroom_s: float | None = Field(description="total_s x (1 - percent_of_roof/100): time a kernel at the roof would save; null without a roof.")
+    headroom_s: float | None = Field(description="total_s x (1 - percent_of_roof/100): time a kernel at the roof would save; null "
+                                                 "without a roof.")
     score_s: float = Field(description="The ranking key: headroom_s, or total_s where the headroom is unknown (an upper bound).")
     work_model: str = Field(description="How bytes and flops were counted, or why they were not.")
 
@@ -99,7 +102,8 @@ class LibraryArg(BaseModel):
 
 class LibraryMatch(BaseModel):
     kernel: str = Field(description="The library kernel the whole chain is.")
-    spec_folder: str = Field(description="Its spec folder among the shipped kernels (kernels/triton/<kernel>; hyperloom/kernels/... installed).")
+    spec_folder: str = Field(description="Its spec folder among the shipped kernels (kernels/triton/<kernel>; "
+                                         "hyperloom/kernels/... installed).")
     entry: str
     launcher: str = Field(description="file:function taking torch tensors, for putting the kernel into the model.")
     pattern: str = Field(description="What the chain was read as.")
@@ -118,33 +122,37 @@ class FusionCandidate(BaseModel):
     kernels_per_occurrence: int
     time_s: float = Field(description="The chain's kernel time over all occurrences.")
     bytes_moved_per_occurrence: int
-    bytes_saved_per_occurrence: int = Field(description="2 x the bytes of each intermediate tensor: written by one kernel and read back by the next; "
-                                                        "one fused kernel keeps them on chip.")
+    bytes_saved_per_occurrence: int = Field(description="2 x the bytes of each intermediate tensor: written by one kernel and read back by "
+                                                        "the next; one fused kernel keeps them on chip.")
     bytes_saved_total: int
-    estimated_time_saved_s: float = Field(description="time_s x bytes_saved / bytes_moved: the chain's time scaled to the bytes a fusion removes "
-                                                      "(ASSUMED model; launch gaps not counted).")
+    estimated_time_saved_s: float = Field(description="time_s x bytes_saved / bytes_moved: the chain's time scaled to the bytes a fusion "
+                                                      "removes (ASSUMED model; launch gaps not counted).")
     steps_over: list[str] = Field(default_factory=list, description=(
         "Compute ops the chain steps over: they read nothing it wrote and the op after them reads both (the gated MLP's up projection)."))
-    library: LibraryMatch | None = Field(None, description="The fusion library kernel the whole chain is, with each argument traced to the chain.")
+    library: LibraryMatch | None = Field(None, description="The fusion library kernel the whole chain is, with each argument traced "
+                                                           "to the chain.")
     library_note: str | None = Field(None, description="Why the closest library kernel does not fit, where one came near.")
 
 
 class Handoff(BaseModel):
     kind: Literal["hotspot", "fusion"] = Field(description="A hotspot's op, or a fusion candidate's chain.")
     rank: int = Field(description="The hotspot's rank, or the first fusion candidate's (1-based, in fusion's order).")
-    ranks: list[int] = Field(default_factory=list, description="Every fusion candidate the draft covers (the same library kernel at other shapes).")
+    ranks: list[int] = Field(default_factory=list,
+                             description="Every fusion candidate the draft covers (the same library kernel at other shapes).")
     label: str
     ops: list[str] = Field(description="The recorded aten ops, in order.")
     kernel: str = Field(description="A hotspot's kernel taking most of its time; a chain's library kernel, or empty.")
     library: str | None = Field(None, description="The fusion library kernel the draft uses (source, entry, tuning space), or null.")
-    folder: str = Field(description="The draft folder, relative to the workspace: kernel.yaml, reference.py, handoff.json (and the library source).")
+    folder: str = Field(description="The draft folder, relative to the workspace: kernel.yaml, reference.py, handoff.json (and the "
+                                    "library source).")
     spec: str = Field(description="Its kernel.yaml, for spec_check.")
     todos: list[str] = Field(description="What is left to fill in before spec_check is ok; empty for a library kernel.")
     shapes: list[dict[str, int]] = Field(description="The spec's shapes: the recorded ones.")
     dtype: str = Field(description="The output's dtype.")
     tolerance: dict[str, float | int | str | None] = Field(description="The suggested tolerance (ASSUMED) and why.")
     metric: dict[str, int | str] = Field(description="bytes and flops per launch, for the spec's metric.")
-    module: str | None = Field(None, description="What integrate replaces: the module's forward the trace's Python stack names, or null (see ops).")
+    module: str | None = Field(None, description="What integrate replaces: the module's forward the trace's Python stack names, or "
+                                                 "null (see ops).")
     launcher: str | None = Field(None, description="The library's file:function taking torch tensors, inside the draft folder.")
     notes: list[str] = Field(default_factory=list)
 
@@ -159,9 +167,11 @@ class DeviceBusy(BaseModel):
 class ReplayRoof(BaseModel):
     """The bytes one replay must move (a token: the weights and the cache read once) and the bandwidth it moves them at."""
 
-    bytes_per_replay: int = Field(ge=0, description="Bytes one replay reads at least (a decode token: the weights plus the KV cache read once).")
+    bytes_per_replay: int = Field(ge=0,
+                                  description="Bytes one replay reads at least (a decode token: the weights plus the KV cache read once).")
     bandwidth_gb_s: float = Field(gt=0, description="The memory bandwidth, GB/s.")
-    source: str = Field(description="Where both came from, MEASURED or ASSUMED (a roofline run, a datasheet, the workload's parameter bytes).")
+    source: str = Field(description="Where both came from, MEASURED or ASSUMED (a roofline run, a datasheet, the workload's "
+                                    "parameter bytes).")
 
     def roof_us(self) -> float:
         return self.bytes_per_replay / (self.bandwidth_gb_s * 1e9) * 1e6
@@ -175,7 +185,8 @@ class ReplayKernel(BaseModel):
     us: float = Field(description="Its time in the mean replay (summed over its calls there), microseconds.")
     count: float = Field(description="Its calls in the mean replay.")
     share_of_period: float = Field(description="us as a share of the replay period.")
-    bytes: int | None = Field(None, description="The bytes it reads in one replay where its route counted them (a GEMV's weights), else None.")
+    bytes: int | None = Field(None,
+                              description="The bytes it reads in one replay where its route counted them (a GEMV's weights), else None.")
 
     def gb_s(self) -> float | None:
         """The bandwidth it reads its bytes at in one replay (its bytes over its time), GB/s."""
@@ -193,7 +204,8 @@ class ReplayAttribution(BaseModel):
     outside_kernels_us: float = Field(description="Median time of kernels and copies launched outside the graph between two replays.")
     outside_kernels_per_period: float
     idle_us: float = Field(description="The rest of the period: the device idle between replays while the host works.")
-    classes_us: dict[str, float] = Field(description="The graph's kernel time in the mean replay by class (gemm, attention, normalization, ...).")
+    classes_us: dict[str, float] = Field(description="The graph's kernel time in the mean replay by class (gemm, attention, "
+                                                     "normalization, ...).")
     kernels: list[ReplayKernel] = Field(description="The graph's kernels by time in one replay, most first.")
     roof: ReplayRoof | None = None
     roof_percent: float | None = Field(None, description="The roof's time for one replay as a percent of the period.")
@@ -207,13 +219,15 @@ class ProfileResult(BaseModel):
     device: str = Field(description="The GPU the trace names, or the host CPU for a CPU-only run.")
     gpu: bool = Field(description="Whether the trace has GPU kernels; false: CPU operators were analysed instead.")
     window_s: float = Field(description="The profiled window: the recorded steps, or first to last event.")
-    device_time_s: float = Field(description="Sum of every kernel, copy and set duration (GPU), or of every operator's self time (CPU-only).")
+    device_time_s: float = Field(description="Sum of every kernel, copy and set duration (GPU), or of every operator's self "
+                                             "time (CPU-only).")
     kernel_count: int
     busy_percent: float | None = Field(description="Percent of the window the busiest GPU ran something; null for CPU-only.")
     idle_percent: float | None
     launch_bound: bool = Field(description="The GPU idles most of the window between short kernels: the host's launch path limits the run.")
     devices: list[DeviceBusy]
-    profiler_device_time_s: float | None = Field(description="torch.profiler's own key_averages total of device self time, for a captured workload; null for a trace file.")
+    profiler_device_time_s: float | None = Field(description="torch.profiler's own key_averages total of device self time, for a captured "
+                                                             "workload; null for a trace file.")
     steps: int | None
     step_wall_s: list[float] = Field(description="Wall time of each recorded step under the profiler (captured workloads).")
     classes: list[ClassShare]
@@ -221,10 +235,13 @@ class ProfileResult(BaseModel):
     kernel_groups: int = Field(description="How many distinct kernels the trace has.")
     hotspots: list[Hotspot] = Field(description="Ops (or unlinked kernels) ranked by score_s.")
     fusion: list[FusionCandidate] = Field(description="Chains of memory-bound ops, most bytes saved first.")
-    handoff: list[Handoff] = Field(description="Draft spec folders for the top hotspots and fusion candidates (library kernels where a chain matches).")
-    replays: ReplayAttribution | None = Field(None, description="A graph replayed many times (a decode loop's token): each replay's period split into its parts; null without one.")
+    handoff: list[Handoff] = Field(description="Draft spec folders for the top hotspots and fusion candidates (library kernels where a "
+                                               "chain matches).")
+    replays: ReplayAttribution | None = Field(None, description="A graph replayed many times (a decode loop's token): each replay's period "
+                                                                "split into its parts; null without one.")
     roofs: list[Ceiling] = Field(description="The ceilings hotspots were placed under.")
     roof_source: str = Field(description="Where the roofs came from: a roofline file, a roofline run, a datasheet (ASSUMED), or none.")
-    findings: list[str] = Field(description="What a reader must know: CPU-only runs, launch-bound runs, missing links, ASSUMED roofs, skipped plots.")
+    findings: list[str] = Field(description="What a reader must know: CPU-only runs, launch-bound runs, missing links, ASSUMED roofs, "
+                                            "skipped plots.")
     files: list[str] = Field(description="report.md, profile.json, the trace, plots and stubs, relative to the workspace.")
     evidence: Evidence

@@ -143,7 +143,8 @@ def to_cpu_only(trace: Trace) -> None:
                 op.parent = stack[-1]
                 own[id(stack[-1])] -= op.dur_us
             stack.append(op)
-        slices += [Kernel(op.name, op.start_us, own[id(op)], "cpu", str(thread), "kernel", ext_id=op.ext_id, op=op) for op in ops if own[id(op)] > 0]
+        slices += [Kernel(op.name, op.start_us, own[id(op)], "cpu", str(thread), "kernel", ext_id=op.ext_id, op=op) for op in ops
+                   if own[id(op)] > 0]
     slices.sort(key=lambda k: k.start_us)
     trace.kernels = slices
     trace.cpu_only = True

@@ -40,7 +40,8 @@ def _rows(text: str, label: str, required: tuple[str, ...]) -> list[dict[str, st
     for number, row in enumerate(reader, start=2):
         if None in row.values() or None in row:
             raise HyperloomError(f"{label} row {number} has {len([v for v in row.values() if v is not None])} of "
-                                 f"{len(reader.fieldnames or [])} columns: the file looks truncated", "capture the trace again, or pass the complete file")
+                                 f"{len(reader.fieldnames or [])} columns: the file looks truncated",
+                                 "capture the trace again, or pass the complete file")
         rows.append(row)
     return rows
 

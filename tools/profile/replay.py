@@ -138,7 +138,8 @@ def op_reference(op: Op, names: list[str], kind: str, what: str, trace_label: st
     tensors = [None if t is not None and not t.dims else t for t in tensors]  # recorded Python numbers go in as literals
     wide = kind in ("gemm", "attention") and any(t is not None and t.dtype in HALF_TYPES for t in tensors)
     how = ("The torch op itself is the reference: a replacement kernel must match what it returns at these shapes"
-           + (" (computed in float32 from the recorded half-precision inputs, the result rounded to the output's dtype by the gate)." if wide else "."))
+           + (" (computed in float32 from the recorded half-precision inputs, the result rounded to the output's dtype by the gate)."
+              if wide else "."))
     lines = _header(what, trace_label, how) + PRELUDE.splitlines() + CALL.splitlines() + ["", ""]
     dims = {n: list(t.dims) for n, t in zip(names, tensors) if t is not None}
     dtypes = {n: "torch.float32" if wide and t.dtype in HALF_TYPES else torch_dtype(t) for n, t in zip(names, tensors) if t is not None}
@@ -162,7 +163,8 @@ def _norm_lines(steps: list[Step], h: str) -> list[str]:
         tag = f"  # op {s.position} {s.name}"
         if s.op in CONVERT:
             converts += 1
-            out.append(f"    {h} = {h}.to({torch_dtype(s.output)}){tag}" + (" (up to float32)" if converts == 1 and muls == 0 else " (back to the input's dtype)"))
+            out.append(f"    {h} = {h}.to({torch_dtype(s.output)}){tag}"
+                       + (" (up to float32)" if converts == 1 and muls == 0 else " (back to the input's dtype)"))
         elif s.op == "pow":
             out.append(f"    v = torch.ops.aten.pow({h}, {_literal(s.scalar(1)) if s.scalar(1) else 2}){tag}")
         elif s.op == "mean":
@@ -250,7 +252,8 @@ def chain_reference(ops: list[Op], outputs: list[Tensor], what: str, trace_label
         previous = output
     how = ("It replays the recorded torch ops of the chain in order. Traces record shapes, not tensor identities: each op"
            " reads the previous op's output where the shapes allow, and every other tensor operand is an input of its own (in0, in1, …).")
-    body = _header(what, trace_label, how) + PRELUDE.splitlines() + CALL.splitlines() + (SCALARS.splitlines() if unrecorded else []) + ["", ""]
+    body = _header(what, trace_label,
+                   how) + PRELUDE.splitlines() + CALL.splitlines() + (SCALARS.splitlines() if unrecorded else []) + ["", ""]
     body += ["SHAPES = {" + ", ".join(f"{i.name!r}: {list(i.tensor.dims)}" for i in inputs) + "}",
              "DTYPES = {" + ", ".join(f"{i.name!r}: {torch_dtype(i.tensor)}" for i in inputs) + "}", "", "",
              "def reference(inputs: dict[str, np.ndarray], shape: dict[str, int]) -> dict[str, np.ndarray]:",

@@ -77,8 +77,9 @@ def findings(a: ReplayAttribution) -> list[str]:
     said += [_kernel_bandwidth(k, a.roof) for k in a.kernels if k.gb_s() is not None]
     largest = max(parts, key=parts.__getitem__)
     if largest != "the graph's kernels":
-        said.append(f"the largest part is {largest}: a faster kernel shortens at most the graph's {100 * a.graph_busy_us / a.period_us:.0f} %; "
-                    "capture more of the token in the graph (sampling and the stopping check inside it) or cut the host's work between replays")
+        said.append(f"the largest part is {largest}: a faster kernel shortens at most the graph's "
+                    f"{100 * a.graph_busy_us / a.period_us:.0f} %; capture more of the token in the graph (sampling and the stopping check "
+                    "inside it) or cut the host's work between replays")
     elif a.kernels:
         top = a.kernels[0]
         said.append(f"the largest kernel is {top.name}: {top.us:.1f} us a replay ({100 * top.share_of_period:.0f} % of the period, "
@@ -104,10 +105,11 @@ def _gemm_finding(a: ReplayAttribution) -> list[str]:
     if a.roof is None or not a.roof.bytes_per_replay or gemm_us <= 0 or gemm_us < max(a.classes_us.values()):
         return []
     rate_gb_s = a.roof.bytes_per_replay / (gemm_us * 1e3)
-    return [f"GEMMs take {gemm_us:.1f} us of the graph's {a.graph_busy_us:.1f} us: the replay's {a.roof.bytes_per_replay / 1e6:.1f} MB over them is "
-            f"at most {rate_gb_s:.0f} GB/s, {100 * rate_gb_s / a.roof.bandwidth_gb_s:.0f} % of the roof's {a.roof.bandwidth_gb_s:.0f} GB/s; what acts "
-            "on them: fewer, wider GEMMs (the fuse_projections lever), a GEMV streaming each weight row once for a decode step's few rows (decode_gemv: "
-            "on the H200 3.1-3.6 us where cuBLAS took 5 for a 1.2B decoder's 8-13 MB projections) and narrower weights (int8_weight_only with inductor_coordinate_descent, under a "
+    return [f"GEMMs take {gemm_us:.1f} us of the graph's {a.graph_busy_us:.1f} us: the replay's {a.roof.bytes_per_replay / 1e6:.1f} MB "
+            f"over them is at most {rate_gb_s:.0f} GB/s, {100 * rate_gb_s / a.roof.bandwidth_gb_s:.0f} % of the roof's "
+            f"{a.roof.bandwidth_gb_s:.0f} GB/s; what acts on them: fewer, wider GEMMs (the fuse_projections lever), a GEMV streaming each "
+            "weight row once for a decode step's few rows (decode_gemv: on the H200 3.1-3.6 us where cuBLAS took 5 for a 1.2B decoder's "
+            "8-13 MB projections) and narrower weights (int8_weight_only with inductor_coordinate_descent, under a "
             "looser tolerance declared at freeze; measure it: Inductor may lower it to a slower GEMV)"]
 
 

@@ -57,11 +57,14 @@ def _replays(result: ProfileResult) -> list[str]:
     if r is None:
         return []
     parts = [("the graph's kernels", r.graph_busy_us), ("gaps inside the graph", r.graph_gaps_us),
-             (f"kernels outside the graph ({r.outside_kernels_per_period:g} a period)", r.outside_kernels_us), ("device idle between replays", r.idle_us)]
+             (f"kernels outside the graph ({r.outside_kernels_per_period:g} a period)", r.outside_kernels_us),
+             ("device idle between replays", r.idle_us)]
     lines = [f"## One replay of the graph ({r.replays} replays, {r.kernels_per_replay} kernels each)", ""]
-    lines += _table(["part", "us a replay", "% of the period"], [[name, f"{us:.1f}", f"{100 * us / r.period_us:.1f}"] for name, us in parts])
+    lines += _table(["part", "us a replay", "% of the period"],
+                    [[name, f"{us:.1f}", f"{100 * us / r.period_us:.1f}"] for name, us in parts])
     if r.roof is not None and r.roof_percent is not None:
-        lines += [f"Period {r.period_us:.1f} us; roof {r.roof.roof_us():.1f} us ({r.roof.describe()}): {r.roof_percent:.1f} % of the roof.", ""]
+        lines += [f"Period {r.period_us:.1f} us; roof {r.roof.roof_us():.1f} us ({r.roof.describe()}): {r.roof_percent:.1f} % of the roof.",
+                  ""]
     lines += _table(["kernel in the graph", "us a replay", "calls", "% of the period"],
                     [[_short(k.name), f"{k.us:.1f}", f"{k.count:g}", f"{100 * k.share_of_period:.1f}"] for k in r.kernels])
     return lines
@@ -77,7 +80,8 @@ def render(result: ProfileResult) -> str:
         f"- window {result.window_s * 1e3:.4g} ms; device time {result.device_time_s * 1e3:.4g} ms in {result.kernel_count} activities",
     ]
     if result.busy_percent is not None:
-        lines.append(f"- busiest GPU busy {result.busy_percent:.1f} %, idle {result.idle_percent:.1f} %{' (launch-bound)' if result.launch_bound else ''}")
+        lines.append(f"- busiest GPU busy {result.busy_percent:.1f} %, idle {result.idle_percent:.1f} "
+                     f"%{' (launch-bound)' if result.launch_bound else ''}")
     if result.profiler_device_time_s is not None:
         gap = 100 * (result.device_time_s - result.profiler_device_time_s) / result.profiler_device_time_s if result.profiler_device_time_s else 0.0
         lines.append(f"- torch.profiler key_averages device total {result.profiler_device_time_s * 1e3:.4g} ms; the kernels here sum to "
@@ -98,8 +102,8 @@ def render(result: ProfileResult) -> str:
                      for k in result.kernels])
     lines += ["## Hotspots (time x headroom to the roof)", ""]
     lines += _table(["#", "op or kernel", "class", "calls", "total (ms)", "%", "GB/s", "TFLOP/s", "% of roof", "roof", "headroom (ms)"],
-                    [[str(h.rank), _short(h.label if h.op else short_name(h.label)), h.kernel_class, str(h.calls), f"{h.total_s * 1e3:.4g}", f"{h.percent_of_device_time:.1f}",
-                      _num(h.achieved_gbps), _num(h.achieved_tflops), _num(h.percent_of_roof),
+                    [[str(h.rank), _short(h.label if h.op else short_name(h.label)), h.kernel_class, str(h.calls), f"{h.total_s * 1e3:.4g}",
+                      f"{h.percent_of_device_time:.1f}", _num(h.achieved_gbps), _num(h.achieved_tflops), _num(h.percent_of_roof),
                       f"{h.roof} ({h.roof_tag.value})" if h.roof and h.roof_tag else "-",
                       _num(h.headroom_s * 1e3 if h.headroom_s is not None else None)] for h in result.hotspots])
     models: dict[str, list[str]] = {}
@@ -108,11 +112,13 @@ def render(result: ProfileResult) -> str:
     lines += ["How each was counted:", "", *(f"- {', '.join(ranks)}: {model}" for model, ranks in models.items()), ""]
     lines += ["## Fusion candidates", ""]
     if result.fusion:
-        lines += _table(["#", "chain", "before → after", "times", "kernels each", "time (ms)", "bytes saved each", "saved in all", "est. time saved (ms)", "library kernel"],
+        lines += _table(["#", "chain", "before → after", "times", "kernels each", "time (ms)", "bytes saved each", "saved in all",
+                         "est. time saved (ms)", "library kernel"],
                         [[str(i), _short(" → ".join(c.ops), 120) + (f" (over {', '.join(c.steps_over)})" if c.steps_over else ""),
                           f"{c.before or '-'} → {c.after or '-'}", str(c.occurrences), str(c.kernels_per_occurrence),
                           f"{c.time_s * 1e3:.4g}", _bytes(c.bytes_saved_per_occurrence), _bytes(c.bytes_saved_total),
-                          f"{c.estimated_time_saved_s * 1e3:.3g}", f"`{c.library.kernel}`" if c.library else "-"] for i, c in enumerate(result.fusion, start=1)])
+                          f"{c.estimated_time_saved_s * 1e3:.3g}", f"`{c.library.kernel}`" if c.library else "-"]
+                         for i, c in enumerate(result.fusion, start=1)])
         lines += _library(result)
     else:
         lines += ["None found: no two memory-bound ops back to back over the same tensors (or no shapes in the trace).", ""]

@@ -58,14 +58,18 @@ def from_file(path: Path, label: str, trace_device: str | None) -> tuple[Roofs, 
     try:
         result = RooflineResult.model_validate_json(path.read_bytes())
     except ValueError as exc:
-        raise HyperloomError(f"{label} is not a roofline result ({str(exc)[:160]})", "pass a roofline.json written by `hyperloom roofline`") from exc
+        raise HyperloomError(f"{label} is not a roofline result ({str(exc)[:160]})",
+                             "pass a roofline.json written by `hyperloom roofline`") from exc
     if not result.measured:
-        raise HyperloomError(f"{label} has no measured ceiling", "measure the roofline on this device again (hyperloom roofline --target T)")
+        raise HyperloomError(f"{label} has no measured ceiling",
+                             "measure the roofline on this device again (hyperloom roofline --target T)")
     verdict = same_device(result.device, trace_device or "")
     if verdict is False:
         raise HyperloomError(f"{label} was measured on {result.device!r}, but the trace ran on {trace_device!r}",
-                             f"measure the roofline on {trace_device} (hyperloom roofline --target T there), or pass roof_target to measure it now")
-    note = None if verdict else f"the roofline in {label} ({result.device or 'no device named'}) could not be checked against the trace's device ({trace_device or 'not named'})"
+                             f"measure the roofline on {trace_device} (hyperloom roofline --target T there), or pass roof_target to "
+                             "measure it now")
+    note = None if verdict else (f"the roofline in {label} ({result.device or 'no device named'}) could not be checked against the trace's "
+                                 f"device ({trace_device or 'not named'})")
     return Roofs(result.measured, f"roofline file {label} ({result.device}, {result.summary[:120]})"), note
 
 
@@ -110,4 +114,5 @@ def place_work(kernel_class: str, dtype: str | None, bytes_moved: int | None, fl
     if roof is None:
         return NO_PLACEMENT
     achieved = (flops or 0) / seconds / 1e12 if roof.unit == "TFLOP/s" else (bytes_moved or 0) / seconds / 1e9
-    return WorkPlacement(roof.ceiling.name, roof.attainable, roof.unit, 100 * achieved / roof.attainable, roof.bound, roof.ceiling.evidence.tag)
+    return WorkPlacement(roof.ceiling.name, roof.attainable, roof.unit, 100 * achieved / roof.attainable, roof.bound,
+                         roof.ceiling.evidence.tag)

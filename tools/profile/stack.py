@@ -40,9 +40,11 @@ def _qualified(module: Frame, frames: list[Frame], calls: list[Frame], starts: l
 
     def own(frame: Frame) -> bool:
         nested = calls[first:bisect.bisect_right(starts, frame.start_us)]
-        return not any(c is not module and c.end_us <= module.end_us and c.start_us <= frame.start_us and frame.end_us <= c.end_us for c in nested)
+        return not any(c is not module and c.end_us <= module.end_us and c.start_us <= frame.start_us and frame.end_us <= c.end_us
+                       for c in nested)
 
-    inner = next((f for f in frames if module.start_us <= f.start_us and f.end_us <= module.end_us and FORWARD.match(f.name) and own(f)), None)
+    inner = next((f for f in frames if module.start_us <= f.start_us and f.end_us <= module.end_us and FORWARD.match(f.name) and own(f)),
+                 None)
     if inner is None:
         return f"{cls['cls']}.forward"
     path = FORWARD.match(inner.name)["file"].replace("\\", "/")

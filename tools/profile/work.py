@@ -89,7 +89,8 @@ def _convolution(op: Op, name: str, t: list[Tensor | None]) -> Work | None:
     convolution or arguments that do not parse: no model."""
     x, w = t[0], t[1]
     where = CONV_ARGUMENTS.get(name)
-    if where is None or x is None or w is None or len(x.dims) != len(w.dims) or len(x.dims) < 3 or (name in ("convolution", "_convolution") and concrete(op, 6) == "True"):
+    if where is None or x is None or w is None or len(x.dims) != len(w.dims) or len(x.dims) < 3 or (name in ("convolution", "_convolution")
+                                                                                                    and concrete(op, 6) == "True"):
         return None
     rank = len(x.dims) - 2
     stride, padding, dilation = (_ints(concrete(op, i), rank, default) for i, default in zip(where[:3], (1, 0, 1)))
@@ -109,7 +110,8 @@ def _convolution(op: Op, name: str, t: list[Tensor | None]) -> Work | None:
     bias = t[2] if name not in ("cudnn_convolution",) and len(t) > 2 else None
     flops = 2 * x.dims[0] * w.dims[0] * (x.dims[1] // max(groups, 1)) * math.prod(kernel) * math.prod(spatial)
     read = sum(v.nbytes for v in (x, w, bias) if v is not None)
-    return Work(read + out.nbytes, flops, out, f"{name}: 2·N·O·(C/groups)·prod(kernel)·prod(output) flops; input, weight, bias read and output written once")
+    return Work(read + out.nbytes, flops, out,
+                f"{name}: 2·N·O·(C/groups)·prod(kernel)·prod(output) flops; input, weight, bias read and output written once")
 
 
 def _ints(text: str | None, rank: int, default: int) -> tuple[int, ...] | None:
@@ -148,7 +150,8 @@ def _gemm(name: str, t: list[Tensor | None]) -> Work | None:
         if name == "matmul" and len(b.dims) == 2:  # [..., M, K] @ [K, N] folds the batch into M
             m, batch = math.prod(a.dims[:-1]), ()
         out = a.like(batch + (m, n))
-        return _gemm_work(m, n, k, math.prod(batch), [a, b, *extra], out, f"{name}: 2·batch·M·N·K flops; operands read and output written once")
+        return _gemm_work(m, n, k, math.prod(batch), [a, b, *extra], out,
+                          f"{name}: 2·batch·M·N·K flops; operands read and output written once")
     return _gemm_work(m, n, k, 1, [a, b, *extra], a.like((m, n)), f"{name}: 2·M·N·K flops; operands read and output written once")
 
 

@@ -83,7 +83,8 @@ def _refuse(workload: str, outcome: WorkerOutcome, timeout_s: float) -> Hyperloo
     if outcome.status == "CRASH":
         return HyperloomError(f"the workload {workload} crashed the worker: {outcome.describe()}{said}",
                               "run it alone to find the crash (an extension's segfault, or out of memory)")
-    return HyperloomError(f"the workload {workload} raised {outcome.describe()}", "fix the error (run it alone to see the traceback), then profile again")
+    return HyperloomError(f"the workload {workload} raised {outcome.describe()}",
+                          "fix the error (run it alone to see the traceback), then profile again")
 
 
 def capture_workload(workload: str, args: list[str], steps: int, warmup_steps: int, timeout_s: float, folder: Path,
@@ -113,4 +114,5 @@ def capture_of(report: dict[str, Any], trace: Path, averages: Path) -> Capture:
     return Capture(trace, averages, str(report["torch"]), toolchain, bool(report["gpu"]), report.get("device"),
                    [float(v) for v in report["step_wall_s"]], report.get("profiler_device_time_s"),
                    {"warmup_wall_s": report.get("warmup_wall_s", []), "kernel_bytes": dict(report.get("kernel_bytes") or {}),
-                    **{key: report[key] for key in ("copy_gb_s", "copy_bytes", "copy_skipped", "kv_read_bytes_per_replay") if key in report}})
+                    **{key: report[key] for key in ("copy_gb_s", "copy_bytes", "copy_skipped", "kv_read_bytes_per_replay")
+                            if key in report}})

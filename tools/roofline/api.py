@@ -26,7 +26,8 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
         try:
             placed.append(BenchResult.model_validate_json(workspace.resolve(raw, kind="file", what="place").read_text()))
         except ValueError as exc:
-            raise HyperloomError(f"{raw} is not a bench result ({str(exc)[:200]})", "pass a file written by `hyperloom bench --json`") from exc
+            raise HyperloomError(f"{raw} is not a bench result ({str(exc)[:200]})",
+                                 "pass a file written by `hyperloom bench --json`") from exc
     out_dir = workspace.resolve(request.out_dir, must_exist=False, kind="dir", what="out_dir")
     out_dir.mkdir(parents=True, exist_ok=True)
     staged = stage(workspace)
@@ -50,7 +51,8 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
     try:
         placements = [place(r, ceilings, read) for r, read in zip(timed, reads)]
     except ValueError as exc:
-        raise HyperloomError(f"a kernel cannot be placed: {exc}", "bench it with a spec whose metric has bytes or flops, and measure that ceiling") from exc
+        raise HyperloomError(f"a kernel cannot be placed: {exc}",
+                             "bench it with a spec whose metric has bytes or flops, and measure that ceiling") from exc
     summary = ", ".join(f"{c.name} {c.value:.4g} {c.unit}" for c in ceilings) or "no ceiling measured"
     if failures:
         summary += "; failed: " + "; ".join(failures)
@@ -69,7 +71,8 @@ def run_roofline(request: RooflineRequest, workspace: Workspace, progress: Progr
     )
     memory = [c.value for c in ceilings if c.kind == "memory"]
     compute = [c.value for c in ceilings if c.kind == "compute"]
-    record_roof(device_name, max(memory, default=None), max(compute, default=None), f"roofline on {device_name}, {result.evidence.at:%Y-%m-%d %H:%M} UTC")
+    record_roof(device_name, max(memory, default=None), max(compute, default=None),
+                f"roofline on {device_name}, {result.evidence.at:%Y-%m-%d %H:%M} UTC")
     files = [out_dir / "roofline.json"]
     if request.plot:
         files += draw(result, out_dir)

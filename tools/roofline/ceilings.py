@@ -82,7 +82,8 @@ def sized_shape(name: str, target: str, full: bool, staged: Path) -> int:
 SAME_SIZE_PER_THREAD = 2  # float4s a thread in a same-size read: the fastest measured (docs/decisions.md: The roofline's same-size read)
 
 
-def read_of_size(bytes_read: int, target: str, device: int, flush: tuple[bool, FlushMode], max_time_s: float, staged: Path, workspace: Workspace) -> BenchResult:
+def read_of_size(bytes_read: int, target: str, device: int, flush: tuple[bool, FlushMode], max_time_s: float, staged: Path,
+                 workspace: Workspace) -> BenchResult:
     """The read microbenchmark over `bytes_read` bytes (whole float4s) on `target`, flushed as `flush` says (flush_cache,
     flush_mode): a shape appended to the staged read spec, run with SAME_SIZE_PER_THREAD loads a thread, all in flight at
     once. The roof a kernel that moves that many bytes can reach, launch, first DRAM round trip and tail included."""
@@ -101,7 +102,8 @@ def read_of_size(bytes_read: int, target: str, device: int, flush: tuple[bool, F
     )
 
 
-def measure(name: str, target: str, device: int, shape: int, max_time_s: float, staged: Path, workspace: Workspace) -> tuple[BenchResult, Ceiling | None]:
+def measure(name: str, target: str, device: int, shape: int, max_time_s: float, staged: Path,
+            workspace: Workspace) -> tuple[BenchResult, Ceiling | None]:
     kind, variants = MICROBENCHES[name]
     result = run_bench(
         BenchRequest(
@@ -116,4 +118,5 @@ def measure(name: str, target: str, device: int, shape: int, max_time_s: float, 
         value, unit = result.bandwidth_gbps, "GB/s"
     else:
         value, unit = result.tflops, "TFLOP/s"
-    return result, Ceiling(name=name, kind=kind, value=value, unit=unit, source=f"microbench {name}: {result.summary}", evidence=result.evidence)
+    return result, Ceiling(name=name, kind=kind, value=value, unit=unit, source=f"microbench {name}: {result.summary}",
+                           evidence=result.evidence)

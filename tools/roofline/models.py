@@ -27,7 +27,8 @@ class RooflineRequest(Request):
 
 class Ceiling(BaseModel):
     name: str
-    kind: Literal["memory", "compute", "lds"] = Field(description="DRAM ('memory'), on-chip shared memory ('lds'), or arithmetic ('compute').")
+    kind: Literal["memory", "compute",
+                  "lds"] = Field(description="DRAM ('memory'), on-chip shared memory ('lds'), or arithmetic ('compute').")
     value: float = Field(description="GB/s for memory ceilings, TFLOP/s for compute ceilings.")
     unit: Literal["GB/s", "TFLOP/s"]
     source: str = Field(description="The microbenchmark and its summary, or the datasheet.")
@@ -43,7 +44,8 @@ class Placement(BaseModel):
     percent_of_roof: float
     bound: Literal["memory", "compute"]
     roof: str = Field(description="Which measured ceiling bounds it.")
-    same_size_read_gbps: float | None = Field(None, description="GB/s of a read of as many bytes as this kernel moves (same_size_read); null when not measured.")
+    same_size_read_gbps: float | None = Field(None, description="GB/s of a read of as many bytes as this kernel moves (same_size_read); "
+                                                                "null when not measured.")
     percent_of_same_size_read: float | None = Field(None, description="achieved_gbps as a percent of same_size_read_gbps.")
     evidence: Evidence
 

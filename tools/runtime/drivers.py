@@ -66,7 +66,8 @@ def _bindings(backend: str) -> tuple[Any, Any, Names]:
 
         return module, module.hipDeviceAttribute_t, HIP
     except ImportError as exc:
-        package = "cuda-python (pip install cuda-python)" if backend == "cuda" else "hip-python (pip install hip-python, matching your ROCm)"
+        package = "cuda-python (pip install cuda-python)" if backend == "cuda" else ("hip-python (pip install hip-python, "
+                                                                                     "matching your ROCm)")
         raise HyperloomError(f"the {backend} backend needs {package}: {exc}", f"install {package}") from exc
 
 

@@ -102,7 +102,8 @@ def dims(sizes: list[int]) -> list[int]:
 
 
 class Reuse(Protocol):
-    """What a warm worker keeps between trials: its driver (the context; the trial's allocations are freed after it) and inputs read from disk."""
+    """What a warm worker keeps between trials: its driver (the context; the trial's allocations are freed after it) and inputs read from
+    disk."""
 
     def driver(self, request: TrialRequest) -> Driver: ...
 
@@ -226,14 +227,16 @@ def _copy_in(driver: Driver, pointer: object, array: np.ndarray) -> None:
     driver.htod(pointer, host.ctypes.data, host.nbytes)
 
 
-def _judge_or_save(checks: TimedChecks, last: dict[str, np.ndarray], again: dict[str, np.ndarray], fresh: dict[str, np.ndarray], result: TrialResult) -> None:
+def _judge_or_save(checks: TimedChecks, last: dict[str, np.ndarray], again: dict[str, np.ndarray], fresh: dict[str, np.ndarray],
+                   result: TrialResult) -> None:
     """The checked launches judged here when the request gives their references (a GPU kernel cannot reach the host
     arrays they are copied into), else saved for the caller as last_, again_ and fresh_<arg>.npy."""
     if checks.last_gate is not None and checks.fresh_gate is not None:
         from hyperloom.tools.gate.outputs import gate_references, judge_checked_launches
 
         names = {role: {c.output: c.case for c in gate.checks} for role, gate in (("last", checks.last_gate), ("fresh", checks.fresh_gate))}
-        result.timed_gates = judge_checked_launches(last, again, fresh, gate_references(checks.last_gate), gate_references(checks.fresh_gate),
+        result.timed_gates = judge_checked_launches(last, again, fresh, gate_references(checks.last_gate),
+                                                    gate_references(checks.fresh_gate),
                                                     checks.last_gate.tolerance, checks.determinism, names)
         return
     folder = Path(checks.outputs)
@@ -257,7 +260,8 @@ class _Helpers:
         self._spin = driver.function(module, SPIN_ENTRY)
         self._spin_params = KernelParams([ctypes.c_int64(SPIN_NS), ctypes.c_uint64(int(sink))])
         self._read = driver.function(module, FLUSH_ENTRY)
-        self._read_params = KernelParams([ctypes.c_uint64(int(self.buffer) if self.buffer is not None else 0), ctypes.c_int64(flush_bytes // 16), ctypes.c_uint64(int(sink))])
+        self._read_params = KernelParams([ctypes.c_uint64(int(self.buffer) if self.buffer is not None else 0),
+                                          ctypes.c_int64(flush_bytes // 16), ctypes.c_uint64(int(sink))])
         if self.buffer is not None and not self.writes:
             driver.memset(self.buffer, 0, flush_bytes)  # written once, so every read flush finds defined bytes
         self._writes_done = 0

@@ -72,7 +72,8 @@ class DeviceInputs:
     def changed(self) -> list[str]:
         """The names of kept copies this trial used whose contents changed; those copies are dropped."""
         used, self._used = self._used, set()
-        damaged = [key for key in used if key in self._copies and self._checksum(self._copies[key].pointer, self._copies[key].padded_bytes) != self._copies[key].checksum]
+        damaged = [key for key in used if key in self._copies
+                   and self._checksum(self._copies[key].pointer, self._copies[key].padded_bytes) != self._copies[key].checksum]
         names = [self._copies[key].name for key in damaged]
         for key in damaged:
             self._drop(key)

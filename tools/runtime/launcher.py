@@ -16,7 +16,8 @@ from hyperloom.tools.runtime.visible import VISIBLE_DEVICES, pinned_environ
 def run_trial(request: TrialRequest, timeout_s: float, device: int | None = None) -> TrialResult:
     """Run `request` in a fresh worker; `device` pins it (the worker then sees that one GPU as 0)."""
     env = pinned_env(request.backend, device)
-    outcome = run_worker("hyperloom.tools.runtime.worker:run_payload", pinned(request, device).model_dump(mode="json"), timeout_s=timeout_s, env=env)
+    outcome = run_worker("hyperloom.tools.runtime.worker:run_payload", pinned(request, device).model_dump(mode="json"), timeout_s=timeout_s,
+                         env=env)
     return trial_result(outcome)
 
 

@@ -64,12 +64,15 @@ class TrialRequest(BaseModel):
     launch_args: bool = Field(False, description="c backend: also pass grid (x, y, z) and block (x, y, z) as six trailing int32 arguments.")
     mode: Literal["correctness", "timing"]
     timing: Timing = Field(default_factory=Timing)
-    timing_code_object: str | None = Field(None, description="GPU: the code object of kernels/runtime/timing.hip (read flush, spin, checksum): timing needs it; "
+    timing_code_object: str | None = Field(None, description="GPU: the code object of kernels/runtime/timing.hip (read flush, spin, "
+                                                             "checksum): timing needs it; "
                                            "with it a warm worker keeps inputs on the device, checked after each trial.")
-    gate: OutputGate | None = Field(None, description="GPU correctness: compare the outputs in the worker against these frozen references (the "
+    gate: OutputGate | None = Field(None,
+                                    description="GPU correctness: compare the outputs in the worker against these frozen references (the "
                                     "result's gate) instead of writing them to their output_path.")
     checks: TimedChecks | None = Field(None, description="Timing: also gate the timed launches (see TimedChecks).")
-    guard_bytes: int = Field(GUARD_BYTES, ge=0, description="Bytes of a known pattern before and after every buffer, checked after the trial.")
+    guard_bytes: int = Field(GUARD_BYTES, ge=0,
+                             description="Bytes of a known pattern before and after every buffer, checked after the trial.")
 
 
 class TrialResult(BaseModel):
@@ -78,7 +81,8 @@ class TrialResult(BaseModel):
     device: str = ""
     kernel_s: list[float] = Field(default_factory=list, description="Per repetition, from device events (host timer on the c backend).")
     wall_s: list[float] = Field(default_factory=list, description="Per repetition, host wall clock around launch and completion.")
-    late_reps: int = Field(0, description="GPU: repetitions whose start event and launch took the host longer to enqueue than 0.8 of the flush and spin before them last, "
+    late_reps: int = Field(0, description="GPU: repetitions whose start event and launch took the host longer to enqueue than 0.8 of the "
+                                          "flush and spin before them last, "
                                           "so the device may have waited for the launch inside the timed span.")
     warmup_reps: int = 0
     flush_bytes: int = 0
@@ -86,7 +90,10 @@ class TrialResult(BaseModel):
     stderr: str = ""
     elapsed_s: float = 0.0
     gate: GateResult | None = Field(None, description="The verdict on the outputs, when the request asked the worker for it.")
-    timed_gates: dict[str, GateResult] = Field(default_factory=dict, description="GPU timing with checks: 'last', 'fresh' and 'determinism' judged in the worker.")
+    timed_gates: dict[str, GateResult] = Field(default_factory=dict, description="GPU timing with checks: 'last', 'fresh' and "
+                                                                                 "'determinism' judged in the worker.")
     checked_kernel_s: float | None = Field(None, description="The checked timed launch's own time (with checks; not among kernel_s).")
-    guard_violations: list[str] = Field(default_factory=list, description="Buffers whose guard regions the kernel wrote: it wrote outside them.")
-    stage_s: float = Field(0.0, description="Seconds in the worker before the first launch: driver and context, code object, inputs read and copied in.")
+    guard_violations: list[str] = Field(default_factory=list,
+                                        description="Buffers whose guard regions the kernel wrote: it wrote outside them.")
+    stage_s: float = Field(0.0, description="Seconds in the worker before the first launch: driver and context, code object, inputs read "
+                                            "and copied in.")

@@ -44,7 +44,8 @@ class RunnerStats:
     replaced: Counter[str] = field(default_factory=Counter)  # why: CRASH, TIMEOUT, ERROR, verdict, schedule
 
     def as_dict(self) -> dict[str, object]:
-        return {"launches": self.launches, "processes_started": self.started, "start_s": round(self.start_s, 6), "replaced": dict(sorted(self.replaced.items()))}
+        return {"launches": self.launches, "processes_started": self.started, "start_s": round(self.start_s, 6),
+                "replaced": dict(sorted(self.replaced.items()))}
 
 
 class Runner(Protocol):
@@ -121,12 +122,14 @@ class WarmRunner:
             except HyperloomError as exc:
                 return TrialResult(status="ERROR", message=str(exc), elapsed_s=time.perf_counter() - started)
             if worker is None:
-                return TrialResult(status="TIMEOUT", message=f"the trial did not finish within {timeout_s:g} s and was killed (its worker was still starting)",
+                return TrialResult(status="TIMEOUT", message=f"the trial did not finish within {timeout_s:g} s and was killed (its worker "
+                                                             "was still starting)",
                                    elapsed_s=time.perf_counter() - started)
             left = timeout_s - (time.perf_counter() - started)
             outcome = worker.call(TRIAL_ENTRY, pinned(request, self.device).model_dump(mode="json"), timeout_s=max(left, 1e-3))
             if outcome.status == "TIMEOUT":  # named by the launch's own cap, as a fresh worker's is
-                outcome = type(outcome)("TIMEOUT", message=f"did not finish within {timeout_s:g} s and was killed", stderr=outcome.stderr, elapsed_s=outcome.elapsed_s)
+                outcome = type(outcome)("TIMEOUT", message=f"did not finish within {timeout_s:g} s and was killed", stderr=outcome.stderr,
+                                        elapsed_s=outcome.elapsed_s)
             result = trial_result(outcome)
             self._since_start += 1
             if not outcome.ok or result.status != "OK":

@@ -39,7 +39,8 @@ def backend_readiness(backend: str, device: int = 0) -> Readiness:
     """Whether `backend` can run on device `device` here, and why not."""
     if backend == "triton_interpreter":
         missing = [name for name in ("triton", "torch") if importlib.util.find_spec(name) is None]
-        return Readiness(not missing, f"{' and '.join(missing)} not installed: {INSTALL[backend]}" if missing else "Triton's interpreter (CPU; the gate only, no kernel timings)")
+        return Readiness(not missing, f"{' and '.join(missing)} not installed: {INSTALL[backend]}" if missing
+                                      else "Triton's interpreter (CPU; the gate only, no kernel timings)")
     if backend == "c":
         cc = find_tool("cc", version_timeout_s=None)
         return Readiness(True, f"host C compiler at {cc.path}") if cc.path else Readiness(False, f"no C compiler: {INSTALL['c']}")
@@ -62,7 +63,8 @@ def require_backend(backend: str, target: str, device: int = 0) -> None:
     if not ready.can_run:
         raise HyperloomError(
             f"{target} cannot run on this machine: {ready.reason}",
-            f"{INSTALL[backend]}; or compile and verify offline (compile_kernel, disasm_verify, spec_check) and run on a machine with that GPU",
+            f"{INSTALL[backend]}; or compile and verify offline (compile_kernel, disasm_verify, spec_check) and run on a machine "
+            "with that GPU",
         )
 
 

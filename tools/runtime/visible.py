@@ -72,6 +72,7 @@ def ordinals(backend: str, gpus: list[SmiGpu], environ: Mapping[str, str]) -> li
         return sorted(gpu.index for gpu in gpus)
     found = []
     for ordinal, entry in enumerate(entries):
-        if any(entry == str(gpu.index) or (gpu.uuid is not None and entry.startswith("GPU-") and gpu.uuid.startswith(entry)) for gpu in gpus):
+        if any(entry == str(gpu.index) or (gpu.uuid is not None and entry.startswith("GPU-") and gpu.uuid.startswith(entry))
+               for gpu in gpus):
             found.append(ordinal)
     return found

@@ -187,9 +187,11 @@ def run_payload(payload: dict[str, Any]) -> dict[str, Any]:
         _REUSE.release()
     except Exception as exc:  # noqa: BLE001 - a context that cannot free is not one to run the next trial in
         if result.get("status") == "OK":
-            result = {**result, "status": "ERROR", "message": f"the worker could not free the trial's device resources: {type(exc).__name__}: {exc}"}
+            result = {**result, "status": "ERROR",
+                      "message": f"the worker could not free the trial's device resources: {type(exc).__name__}: {exc}"}
         return result
     if changed and result.get("status") == "OK":
-        result = {**result, "status": "ERROR", "message": f"the kernel wrote outside its buffers: the worker's kept device copy of input(s) "
+        result = {**result, "status": "ERROR",
+                  "message": f"the kernel wrote outside its buffers: the worker's kept device copy of input(s) "
                   f"{', '.join(changed)} changed during this trial (its own inputs were intact; fix the out-of-bounds write)"}
     return result

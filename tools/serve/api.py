@@ -125,7 +125,8 @@ async def _levels(ctx: Context, client: httpx2.AsyncClient, workspace: Workspace
             progress(min(done, total), total)
 
     metrics_url = f"{root_url(request.base_url)}/metrics" if ctx.facts.metrics else None
-    runner = LevelRunner(client, request.api, ctx.plan.session_for, request.request_timeout_s, metrics_url, on_request, sustained=ctx.plan.sustained)
+    runner = LevelRunner(client, request.api, ctx.plan.session_for, request.request_timeout_s, metrics_url, on_request,
+                         sustained=ctx.plan.sustained)
     levels: list[Level] = []
     began = anyio.current_time()
     stop: tuple[StopReason, str] = ("interrupted", "the sweep was interrupted before its first level finished")
@@ -152,7 +153,8 @@ def _write(ctx: Context, levels: list[Level], stop: tuple[StopReason, str], work
         speedup_vs_one_stream=knee.speedup_vs_one_stream, saturation=verdict, saturation_reason=reason,  # type: ignore[arg-type]
         stop_reason=stop[0], stop_detail=stop[1], complete=stop[0] not in ("errors", "interrupted"), cached=False, cache_key=ctx.key,
         files=[], evidence=measured("serve_sweep", inputs_sha256=ctx.key, target=ctx.model, device=ctx.device,
-                                    toolchain={"server": f"{ctx.info.kind} {ctx.info.version or 'version unknown'}", "httpx2": httpx2.__version__}),
+                                    toolchain={"server": f"{ctx.info.kind} {ctx.info.version or 'version unknown'}",
+                                               "httpx2": httpx2.__version__}),
     )
     result.summary = summary_line(result)
     files = [ctx.folder / cache.RESULT_NAME]
@@ -164,13 +166,14 @@ def _write(ctx: Context, levels: list[Level], stop: tuple[StopReason, str], work
 
 
 def summary_line(result: ServeSweepResult) -> str:
-    head = f"{result.evidence.tag.value} on {result.evidence.device}: {result.server.kind} {result.server.version or ''} serving {result.model}".replace("  ", " ")
+    head = (f"{result.evidence.tag.value} on {result.evidence.device}: {result.server.kind} {result.server.version or ''} serving "
+            f"{result.model}").replace("  ", " ")
     if result.best_concurrency is None:
         return f"{head}: no level produced tokens; stopped ({result.stop_reason}): {result.stop_detail}"
     speedup = f" ({result.speedup_vs_one_stream:.1f}x one stream)" if result.speedup_vs_one_stream else ""
     return (f"{head}: best {result.best_output_tokens_per_s:.4g} output tokens/s at {result.best_concurrency} streams{speedup}; "
-            f"knee at {result.knee_concurrency} streams ({result.knee_fraction:.0%} of best); {result.saturation}: {result.saturation_reason}; "
-            f"stopped ({result.stop_reason}): {result.stop_detail}")
+            f"knee at {result.knee_concurrency} streams ({result.knee_fraction:.0%} of best); {result.saturation}: "
+            f"{result.saturation_reason}; stopped ({result.stop_reason}): {result.stop_detail}")
 
 
 def _as_cached(hit: ServeSweepResult) -> ServeSweepResult:

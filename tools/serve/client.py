@@ -75,12 +75,14 @@ def request_body(api: str, model: str, prompt: str | list[dict[str, str]], outpu
 
 
 def render_messages(messages: list[dict[str, str]]) -> str:
-    """A conversation as one completion prompt: each message's role and text, in order (a longer conversation extends the shorter's text)."""
+    """A conversation as one completion prompt: each message's role and text, in order (a longer conversation extends the shorter's
+    text)."""
     return "".join(f"{m['role']}: {m['content']}\n\n" for m in messages)
 
 
 def is_context_error(error: str | None) -> bool:
-    """Whether a server refused a request for not fitting its context (llama.cpp exceed_context_size_error, vLLM's maximum context length)."""
+    """Whether a server refused a request for not fitting its context (llama.cpp exceed_context_size_error, vLLM's maximum context
+    length)."""
     return bool(error) and any(mark in error for mark in _CONTEXT_MARKS)
 
 

@@ -25,7 +25,8 @@ def larger_context_step(facts: ServerFacts, needed_tokens: int | None = None) ->
 def holds(facts: ServerFacts) -> str:
     """What one sequence of this server holds, in words."""
     if facts.kind == "llama.cpp" and facts.slots:
-        return f"a slot of this llama.cpp server holds {facts.context_per_slot_tokens} (-c {facts.context_per_slot_tokens * facts.slots} shared by -np {facts.slots} slots)"
+        return (f"a slot of this llama.cpp server holds {facts.context_per_slot_tokens} (-c {facts.context_per_slot_tokens * facts.slots} "
+                f"shared by -np {facts.slots} slots)")
     if facts.kind == "vllm":
         return f"this vLLM server's max_model_len is {facts.context_per_slot_tokens}"
     return f"the server's context per sequence is {facts.context_per_slot_tokens}"
@@ -39,7 +40,8 @@ def refuse_unfit(facts: ServerFacts, input_tokens: int, output_tokens: int, what
                              larger_context_step(facts, needed))
     if facts.kv_cache_tokens is not None and needed > facts.kv_cache_tokens:
         raise HyperloomError(f"{what} needs {needed} tokens (input {input_tokens} + output {output_tokens}) but the server's KV cache "
-                             f"holds {facts.kv_cache_tokens}", "give the server more KV cache (vLLM --gpu-memory-utilization), or ask for shorter lengths")
+                             f"holds {facts.kv_cache_tokens}",
+                             "give the server more KV cache (vLLM --gpu-memory-utilization), or ask for shorter lengths")
 
 
 def context_refusal(facts: ServerFacts, error: str, what: str) -> HyperloomError:

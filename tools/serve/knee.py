@@ -45,7 +45,8 @@ def saturation(points: list[tuple[int, float]], rise_threshold: float) -> tuple[
     (c0, t0), (c1, t1) = usable[-2], usable[-1]
     needed = 1 + rise_threshold * math.log2(c1 / c0)
     gain = t1 / t0
-    words = f"{c0} -> {c1} streams: {t0:.4g} -> {t1:.4g} output tokens/s ({100 * (gain - 1):+.1f} %, rising needs {100 * (needed - 1):+.1f} %)"
+    words = (f"{c0} -> {c1} streams: {t0:.4g} -> {t1:.4g} output tokens/s ({100 * (gain - 1):+.1f} %, rising needs "
+             f"{100 * (needed - 1):+.1f} %)")
     if gain >= needed:
         return "not_saturated", f"still rising when the sweep stopped: {words}"
     return "saturated", f"flattened: {words}"

@@ -11,7 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from hyperloom.core.evidence import Evidence
 
 Api = Literal["completions", "chat"]
-StopReason = Literal["max_concurrency", "server_capacity", "kv_capacity", "context_limit", "errors", "latency_limit", "deadline", "interrupted"]
+StopReason = Literal["max_concurrency", "server_capacity", "kv_capacity", "context_limit", "errors", "latency_limit", "deadline",
+                     "interrupted"]
 WorkloadKind = Literal["synthetic", "agent_trace"]
 Saturation = Literal["not_saturated", "saturated", "undetermined"]
 ServerKind = Literal["llama.cpp", "vllm", "sglang", "unknown"]
@@ -80,7 +81,8 @@ class ServeSweepRequest(BaseModel):
     @model_validator(mode="after")
     def _limits_make_sense(self) -> ServeSweepRequest:
         if self.prompts_file is None and self.workload == "synthetic" and self.input_tokens + self.output_tokens > MAX_INPUT_TOKENS:
-            raise ValueError(f"input_tokens + output_tokens is {self.input_tokens + self.output_tokens}, more than any server's context ({MAX_INPUT_TOKENS})")
+            raise ValueError(f"input_tokens + output_tokens is {self.input_tokens + self.output_tokens}, more than any server's context "
+                             f"({MAX_INPUT_TOKENS})")
         return self
 
 
@@ -119,18 +121,25 @@ class Level(BaseModel):
     duration_s: float = Field(description="From the first measured request sent to the last one finished.")
     output_tokens_per_s: float = Field(description="Aggregate: output tokens of the successful measured requests / duration_s.")
     requests_per_s: float
-    per_request_output_tokens_per_s: float | None = Field(description="Median over requests of (output tokens - 1) / (end-to-end - TTFT): one stream's decode rate.")
+    per_request_output_tokens_per_s: float | None = Field(description="Median over requests of (output tokens - 1) / (end-to-end - TTFT): "
+                                                                      "one stream's decode rate.")
     ttft_s: Percentiles = Field(description="Time to first token: request sent to the first chunk with text.")
     itl_s: Percentiles = Field(description="Inter-token latency: the gaps between successive chunks with text, pooled over requests.")
     e2e_s: Percentiles = Field(description="End-to-end latency: request sent to the stream's end.")
-    input_tokens_mean: float | None = Field(description="Prompt tokens per request as the server counted them (usage); null when it did not say.")
-    output_tokens_mean: float | None = Field(description="Output tokens per successful request: the server's usage count, else the chunks with text.")
+    input_tokens_mean: float | None = Field(description="Prompt tokens per request as the server counted them (usage); null when "
+                                                        "it did not say.")
+    output_tokens_mean: float | None = Field(description="Output tokens per successful request: the server's usage count, else the "
+                                                         "chunks with text.")
     output_tokens_min: int | None
-    server_waiting_max: float | None = Field(None, description="Most requests the server reported waiting in its queue during the level (vLLM, SGLang /metrics).")
-    kv_cache_usage_max: float | None = Field(None, description="Highest KV-cache usage fraction the server reported during the level (vLLM /metrics).")
+    server_waiting_max: float | None = Field(None, description="Most requests the server reported waiting in its queue during the level "
+                                                               "(vLLM, SGLang /metrics).")
+    kv_cache_usage_max: float | None = Field(None, description="Highest KV-cache usage fraction the server reported during the level "
+                                                               "(vLLM /metrics).")
     cached_input_tokens_mean: float | None = Field(None, description="Prompt tokens per request the server reused from its prefix cache "
-                                                   "(usage.prompt_tokens_details.cached_tokens, else llama.cpp timings.cache_n); null when it did not say.")
-    prefix_cache_hit_fraction: float | None = Field(None, description="Reused / all prompt tokens over the level: from the responses, else vLLM "
+                                                   "(usage.prompt_tokens_details.cached_tokens, else llama.cpp timings.cache_n); null when "
+                                                   "it did not say.")
+    prefix_cache_hit_fraction: float | None = Field(None,
+                                                    description="Reused / all prompt tokens over the level: from the responses, else vLLM "
                                                     "/metrics prefix_cache_hits_total / prefix_cache_queries_total.")
     prefix_cache_source: str | None = Field(None, description="Where prefix_cache_hit_fraction was read.")
     turns: list[TurnStats] = Field(default_factory=list, description="agent_trace: per turn of a session, TTFT and prefix reuse.")
@@ -142,9 +151,11 @@ class Capacity(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     slots: int | None = Field(None, description="llama.cpp: parallel sequences (/props total_slots, the -np option).")
-    context_per_slot_tokens: int | None = Field(None, description="Context of one sequence: llama.cpp's slot (/props n_ctx, -c / -np), vLLM's max_model_len.")
+    context_per_slot_tokens: int | None = Field(None, description="Context of one sequence: llama.cpp's slot (/props n_ctx, -c / -np), "
+                                                                  "vLLM's max_model_len.")
     kv_cache_tokens: int | None = Field(None, description="vLLM: KV-cache size in tokens (cache_config_info num_gpu_blocks x block_size).")
-    max_concurrency: int | None = Field(None, description="The concurrency bound these imply for this workload: slots, or KV tokens / (input + output tokens).")
+    max_concurrency: int | None = Field(None, description="The concurrency bound these imply for this workload: slots, or KV tokens / "
+                                                          "(input + output tokens).")
     bound: Literal["slots", "kv_cache"] | None = Field(None, description="Which of them sets max_concurrency.")
     source: str = Field(description="Where it was read, or why nothing was.")
 
@@ -152,7 +163,8 @@ class Capacity(BaseModel):
 class ServerInfo(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: ServerKind = Field(description="The server as recognised from its pages: llama.cpp (/props), vLLM (/version, vllm: metrics), SGLang, or unknown.")
+    kind: ServerKind = Field(description="The server as recognised from its pages: llama.cpp (/props), vLLM (/version, vllm: metrics), "
+                                         "SGLang, or unknown.")
     version: str | None = Field(description="Its version or build (llama.cpp build_info, vLLM /version).")
     started_by_tool: bool
     command: list[str] | None = Field(description="The command this tool started, when it started one.")
@@ -168,14 +180,20 @@ class Workload(BaseModel):
     force_output_length: bool
     prompts_file: str | None
     prompts_sha256: str | None
-    words_per_prompt: int | None = Field(None, description="Synthetic prompts: words per prompt after calibration against the server's token counts.")
-    calibration: str | None = Field(None, description="How prompt lengths were sized: the server's /tokenize, or requests grown from a small first guess.")
+    words_per_prompt: int | None = Field(None, description="Synthetic prompts: words per prompt after calibration against the server's "
+                                                           "token counts.")
+    calibration: str | None = Field(None, description="How prompt lengths were sized: the server's /tokenize, or requests grown from a "
+                                                      "small first guess.")
     kind: WorkloadKind = "synthetic"
-    trace_source: str | None = Field(None, description="agent_trace: a recorded trace file, a spec file, or the default spec; sessions are replayed in turn.")
-    trace_sessions: int | None = Field(None, description="agent_trace: sessions in the recorded trace (a replay cycles through them); null for generated ones (each is new).")
+    trace_source: str | None = Field(None, description="agent_trace: a recorded trace file, a spec file, or the default spec; sessions are "
+                                                       "replayed in turn.")
+    trace_sessions: int | None = Field(None, description="agent_trace: sessions in the recorded trace (a replay cycles through them); null "
+                                                         "for generated ones (each is new).")
     trace_spec: dict[str, Any] | None = Field(None, description="agent_trace: the generator's settings and distributions, as used.")
-    tokens_per_word: float | None = Field(None, description="agent_trace: the server's tokens per generated word, measured, turning the spec's token lengths into text.")
-    longest_request_tokens: int | None = Field(None, description="agent_trace: the longest checked request (prompt + reply) in tokens, against the context per sequence.")
+    tokens_per_word: float | None = Field(None, description="agent_trace: the server's tokens per generated word, measured, turning the "
+                                                            "spec's token lengths into text.")
+    longest_request_tokens: int | None = Field(None, description="agent_trace: the longest checked request (prompt + reply) in tokens, "
+                                                                 "against the context per sequence.")
 
 
 class ServeSweepResult(BaseModel):
@@ -193,16 +211,20 @@ class ServeSweepResult(BaseModel):
     knee_fraction: float
     best_concurrency: int | None
     best_output_tokens_per_s: float | None
-    speedup_vs_one_stream: float | None = Field(description="Best aggregate output tokens/s over the 1-stream level's; null without a 1-stream level.")
-    saturation: Saturation = Field(description="not_saturated: throughput was still rising when the sweep stopped; saturated: it had flattened or fallen; "
-                                               "undetermined: fewer than two levels.")
+    speedup_vs_one_stream: float | None = Field(description="Best aggregate output tokens/s over the 1-stream level's; null without a "
+                                                            "1-stream level.")
+    saturation: Saturation = Field(description="not_saturated: throughput was still rising when the sweep stopped; saturated: it had "
+                                               "flattened or fallen; undetermined: fewer than two levels.")
     saturation_reason: str
-    stop_reason: StopReason = Field(description="What ended the sweep: the planned maximum, the server's slots or KV cache, failures, a latency limit, "
-                                                "the deadline, or an interruption (partial results).")
+    stop_reason: StopReason = Field(description="What ended the sweep: the planned maximum, the server's slots or KV cache, failures, a "
+                                                "latency limit, the deadline, or an interruption (partial results).")
     stop_detail: str
-    complete: bool = Field(description="True when the sweep ended by a rule (not by failures or an interruption); only complete sweeps are served from the cache.")
-    cached: bool = Field(description="True when this result was read from the cache instead of measured in this call (evidence.at says when it was measured).")
-    cache_key: str = Field(description="sha256 of model, server and version or build, device, server arguments, workload and sweep settings.")
+    complete: bool = Field(description="True when the sweep ended by a rule (not by failures or an interruption); only complete sweeps are "
+                                       "served from the cache.")
+    cached: bool = Field(description="True when this result was read from the cache instead of measured in this call (evidence.at says "
+                                     "when it was measured).")
+    cache_key: str = Field(description="sha256 of model, server and version or build, device, server arguments, workload and "
+                                       "sweep settings.")
     files: list[str] = Field(description="serve_sweep.json, plots and the started server's log, relative to the workspace.")
     evidence: Evidence
 

@@ -18,8 +18,8 @@ def title(result: ServeSweepResult) -> str:
     """The plot's title, wrapped so that no line is cut off: the server, the model's file name, the verdict and the stop reason."""
     model = result.model.rsplit("/", 1)[-1]
     workload = "agent trace" if result.workload.kind == "agent_trace" else f"{result.workload.input_tokens_requested or 'file'} in"
-    text = (f"{result.server.kind} {result.server.version or ''} serving {model} ({workload}, {result.workload.output_tokens_requested} out): "
-            f"{result.saturation.replace('_', ' ')}, stopped by {result.stop_reason}").replace("  ", " ")
+    text = (f"{result.server.kind} {result.server.version or ''} serving {model} ({workload}, {result.workload.output_tokens_requested} "
+            f"out): {result.saturation.replace('_', ' ')}, stopped by {result.stop_reason}").replace("  ", " ")
     return "\n".join(textwrap.wrap(text, TITLE_CHARS, break_long_words=True))
 
 
@@ -74,7 +74,8 @@ def draw(result: ServeSweepResult, folder: Path) -> list[Path]:
     bottom.grid(True, alpha=0.3)
     if by_turn:
         _turns(axes[2], by_turn)
-    figure.text(0.01, 0.005, f"{result.evidence.tag.value} on {result.evidence.device} at {result.evidence.at:%Y-%m-%d %H:%M} UTC", fontsize=6)
+    figure.text(0.01, 0.005, f"{result.evidence.tag.value} on {result.evidence.device} at {result.evidence.at:%Y-%m-%d %H:%M} UTC",
+                fontsize=6)
     figure.tight_layout()
     paths = [folder / "serve_sweep.png", folder / "serve_sweep.svg"]
     for path in paths:

@@ -58,14 +58,16 @@ async def prepare(request: ServeSweepRequest, client: httpx2.AsyncClient, model:
                     output_tokens_requested=request.output_tokens, force_output_length=request.force_output_length,
                     prompts_file=request.prompts_file, prompts_sha256=prompts_sha256)
     if prompts is not None:
-        return Plan(base, lambda i: [request_body(request.api, model, prompts[i % len(prompts)], request.output_tokens, request.force_output_length)],
+        return Plan(base, lambda i: [request_body(request.api, model, prompts[i % len(prompts)], request.output_tokens,
+                                                  request.force_output_length)],
                     False, None)
     refuse_unfit(facts, request.input_tokens, request.output_tokens)
     words, calibration = await _calibrate(request, counter, probe)
     base.words_per_prompt, base.calibration = words, calibration
 
     def one(i: int) -> list[dict[str, Any]]:
-        return [request_body(request.api, model, synthetic_prompt(words, request.seed, i), request.output_tokens, request.force_output_length)]
+        return [request_body(request.api, model, synthetic_prompt(words, request.seed, i), request.output_tokens,
+                             request.force_output_length)]
 
     return Plan(base, one, False, request.input_tokens + request.output_tokens)
 
@@ -99,7 +101,8 @@ async def _calibrate(request: ServeSweepRequest, counter: Counter | None, probe:
         words, served = await calibrate_words(target, seed, by_request, first_words=max(1, target // _SMALL_START))
         if served is None:
             return target, "none: the server reports no prompt tokens and has no /tokenize (one word per token, ASSUMED)"
-        return words, f"requests grown from {max(1, target // _SMALL_START)} words (no /tokenize): {words} words = {served} tokens as the server counted"
+        return words, (f"requests grown from {max(1, target // _SMALL_START)} words (no /tokenize): {words} words = {served} tokens as the "
+                       "server counted")
     words, counted = await calibrate_words(target, seed, counter)
     prompt = synthetic_prompt(words, seed, 0)
     served, alone = await probe(prompt, f"a prompt of {counted} tokens (its /tokenize count)"), await counter(prompt)
@@ -125,7 +128,8 @@ async def _message_tokens(probe: _Probe) -> int:
     label), measured as the difference between requests of four and of two one-word messages."""
     sizes = []
     for n in (2, 4):
-        sizes.append(await probe([{"role": "system" if i == 0 else "user", "content": "the"} for i in range(n)], f"a probe of {n} one-word messages"))
+        sizes.append(await probe([{"role": "system" if i == 0 else "user", "content": "the"} for i in range(n)],
+                                 f"a probe of {n} one-word messages"))
     if sizes[0] is None or sizes[1] is None:
         return MESSAGE_OVERHEAD_TOKENS
     return max(1, -(-(sizes[1] - sizes[0]) // 2))
@@ -137,7 +141,8 @@ async def _trace_plan(request: ServeSweepRequest, model: str, facts: ServerFacts
     per_message = await _message_tokens(probe)
     spec = trace.spec
     if spec is not None and facts.context_per_slot_tokens is not None:
-        spec = spec.model_copy(update={"max_context_tokens": min(spec.max_context_tokens, int(_CONTEXT_MARGIN * facts.context_per_slot_tokens))})
+        spec = spec.model_copy(update={"max_context_tokens": min(spec.max_context_tokens,
+                                                                 int(_CONTEXT_MARGIN * facts.context_per_slot_tokens))})
 
     def session(i: int) -> Session:
         if trace.sessions is not None:
@@ -146,9 +151,11 @@ async def _trace_plan(request: ServeSweepRequest, model: str, facts: ServerFacts
         return generate_session(spec, request.seed, i, tpw, per_message)
 
     def bodies(i: int) -> list[dict[str, Any]]:
-        return [request_body(request.api, model, messages, output, request.force_output_length) for messages, output in conversations(session(i), tpw)]
+        return [request_body(request.api, model, messages, output, request.force_output_length)
+                for messages, output in conversations(session(i), tpw)]
 
-    longest = await _check_fits(request, facts, [session(i) for i in range(_CHECKED_SESSIONS)] if trace.sessions is None else trace.sessions,
+    longest = await _check_fits(request, facts,
+                                [session(i) for i in range(_CHECKED_SESSIONS)] if trace.sessions is None else trace.sessions,
                                 counter, tpw, per_message)
     first_messages, _ = conversations(session(0), tpw)[0]
     await probe(first_messages, "the trace's first request")

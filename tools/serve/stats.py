@@ -29,7 +29,8 @@ def prefix_reuse(records: list[Record], metrics_hit_fraction: float | None) -> t
     both = [(r.cached_tokens, r.input_tokens) for r in records if r.cached_tokens is not None and r.input_tokens]
     if both:
         cached, total = sum(c for c, _ in both), sum(t for _, t in both)
-        return cached / len(both), cached / total, "the responses: usage.prompt_tokens_details.cached_tokens, else llama.cpp's timings.cache_n"
+        return cached / len(both), cached / total, ("the responses: usage.prompt_tokens_details.cached_tokens, else llama.cpp's "
+                                                    "timings.cache_n")
     if metrics_hit_fraction is not None:
         return None, metrics_hit_fraction, "vLLM /metrics: prefix_cache_hits_total / prefix_cache_queries_total over the level"
     return None, None, None

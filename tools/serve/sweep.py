@@ -46,7 +46,8 @@ def requests_for(request: ServeSweepRequest, concurrency: int) -> tuple[int, int
     return measured, warmup
 
 
-def stop_after(level: Level, request: ServeSweepRequest, capacity: Capacity, last_planned: int, elapsed_s: float) -> tuple[StopReason, str] | None:
+def stop_after(level: Level, request: ServeSweepRequest, capacity: Capacity, last_planned: int,
+               elapsed_s: float) -> tuple[StopReason, str] | None:
     """Whether the sweep ends after this level, and why; None to go on."""
     c = level.concurrency
     attempts = level.requests_ok + level.requests_failed
@@ -54,9 +55,9 @@ def stop_after(level: Level, request: ServeSweepRequest, capacity: Capacity, las
         first = level.failures[0] if level.failures else "no request succeeded"
         timeouts = f", {level.timeouts} timed out" if level.timeouts else ""
         if level.failures and all(is_context_error(f) for f in level.failures):
-            return "context_limit", (f"{level.requests_failed} of {attempts} requests at {c} streams were longer than the server's context per "
-                                     f"sequence (first: {first}); give each sequence more context (llama-server: a larger -c for its -np slots; "
-                                     "vLLM: --max-model-len)")
+            return "context_limit", (f"{level.requests_failed} of {attempts} requests at {c} streams were longer than the server's context "
+                                     f"per sequence (first: {first}); give each sequence more context (llama-server: a larger -c for its "
+                                     "-np slots; vLLM: --max-model-len)")
         return "errors", f"{level.requests_failed} of {attempts} requests failed at {c} streams{timeouts} (first: {first})"
     pct = request.latency_percentile
     for name, limit in (("TTFT", request.max_ttft_s), ("ITL", request.max_itl_s), ("end-to-end latency", request.max_e2e_s)):
@@ -65,7 +66,8 @@ def stop_after(level: Level, request: ServeSweepRequest, capacity: Capacity, las
         if limit is not None and value is not None and value > limit:
             return "latency_limit", f"{pct} {name} {value:.4g} s > {limit:g} s at {c} streams"
     if level.server_waiting_max:
-        return "server_capacity", f"the server queued up to {level.server_waiting_max:g} requests at {c} streams (its /metrics): it holds fewer at once"
+        return "server_capacity", (f"the server queued up to {level.server_waiting_max:g} requests at {c} streams (its /metrics): it holds "
+                                   "fewer at once")
     if c == last_planned:
         if capacity.max_concurrency is not None and c == capacity.max_concurrency and c < request.max_concurrency:
             if capacity.bound == "slots":
@@ -134,7 +136,8 @@ class LevelRunner:
         return records
 
     async def level(self, concurrency: int, measured: int, warmup: int, duration_s: float | None, max_error_rate: float) -> Level:
-        """Warm up, then measure one level; the server's queue, KV usage and prefix-cache counters are read meanwhile where it shows them."""
+        """Warm up, then measure one level; the server's queue, KV usage and prefix-cache counters are read meanwhile where it shows
+        them."""
         max_failures = int(max_error_rate * measured)
         if warmup and not self.sustained:
             warm = await self.closed_loop(concurrency, warmup, None, max_failures)
@@ -151,7 +154,8 @@ class LevelRunner:
         after = await self._prefix_counts()
         metrics_hits = None
         if before is not None and after is not None and after[1] > before[1]:
-            metrics_hits = (after[0] - before[0]) / (after[1] - before[1])  # includes the warm-up of a sustained level: counters are server-wide
+            # includes the warm-up of a sustained level: counters are server-wide
+            metrics_hits = (after[0] - before[0]) / (after[1] - before[1])
         return summarize(concurrency, records, samples.get("waiting"), samples.get("kv"), metrics_hits)
 
     async def _prefix_counts(self) -> tuple[float, float] | None:

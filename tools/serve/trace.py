@@ -36,9 +36,11 @@ class Message(BaseModel):
 class Turn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    messages: list[Message] = Field(min_length=1, description="Appended to the conversation before this turn's request: the task, a tool result, a file read.")
+    messages: list[Message] = Field(min_length=1, description="Appended to the conversation before this turn's request: the task, a tool "
+                                                              "result, a file read.")
     output_tokens: int = Field(ge=1, le=MAX_TRACE_TOKENS, description="The reply's length: the request's max_tokens.")
-    reply: str | None = Field(None, min_length=1, description="The reply as recorded, appended after the turn; default seeded words of output_tokens.")
+    reply: str | None = Field(None, min_length=1,
+                              description="The reply as recorded, appended after the turn; default seeded words of output_tokens.")
 
 
 class Session(BaseModel):
@@ -76,16 +78,20 @@ class AgentTraceSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    shared_prefix_tokens: int = Field(2048, ge=1, le=MAX_TRACE_TOKENS, description="System prompt and tool definitions, the same in every session.")
+    shared_prefix_tokens: int = Field(2048, ge=1, le=MAX_TRACE_TOKENS,
+                                      description="System prompt and tool definitions, the same in every session.")
     prefix_variants: int = Field(1, ge=1, le=1000, description="Distinct shared prefixes (agents); session i uses prefix i mod this.")
     turns: Lengths = Field(Lengths(median=8, sigma=0.5, low=2, high=40), description="Turns per session (before the context cap).")
     task_tokens: Lengths = Field(Lengths(median=200, sigma=0.6, high=2000), description="The user's task, the first turn's message.")
-    tool_result_tokens: Lengths = Field(Lengths(median=400, sigma=1.0, low=16, high=4000), description="A tool's output, appended every later turn.")
+    tool_result_tokens: Lengths = Field(Lengths(median=400, sigma=1.0, low=16, high=4000),
+                                        description="A tool's output, appended every later turn.")
     file_read_probability: float = Field(0.4, ge=0, le=1, description="Chance that a later turn also reads a file.")
     file_read_tokens: Lengths = Field(Lengths(median=1500, sigma=0.7, low=64, high=8000), description="A file's length.")
-    files: int = Field(32, ge=1, le=100_000, description="Files in the repository the sessions read: the same file is the same text in every session.")
+    files: int = Field(32, ge=1, le=100_000,
+                       description="Files in the repository the sessions read: the same file is the same text in every session.")
     output_tokens: Lengths = Field(Lengths(median=150, sigma=0.6, low=8, high=2000), description="A reply's length.")
-    max_context_tokens: int = Field(32768, ge=16, le=MAX_TRACE_TOKENS, description="A session ends (as an agent compacts) before a request would pass this (prompt + reply).")
+    max_context_tokens: int = Field(32768, ge=16, le=MAX_TRACE_TOKENS,
+                                    description="A session ends (as an agent compacts) before a request would pass this (prompt + reply).")
 
 
 def words_text(tokens: int, tokens_per_word: float, rng: random.Random) -> str:
@@ -104,20 +110,22 @@ def estimate_tokens(message: Message, tokens_per_word: float, message_tokens: in
     return round(len(message.content.split()) * tokens_per_word) + message_tokens
 
 
-def generate_session(spec: AgentTraceSpec, seed: int, index: int, tokens_per_word: float, message_tokens: int = MESSAGE_OVERHEAD_TOKENS) -> Session:
+def generate_session(spec: AgentTraceSpec, seed: int, index: int, tokens_per_word: float,
+                     message_tokens: int = MESSAGE_OVERHEAD_TOKENS) -> Session:
     """Session `index` of the seeded trace: the same for the same arguments, whatever else is generated. `tokens_per_word`
     and `message_tokens` (role markers around each message) turn the spec's token lengths into text and keep every request
     inside max_context_tokens (prompt + reply)."""
     rng = random.Random(f"{seed}:session:{index}")
-    prefix = Message(role="system", content=_shared("prefix", index % spec.prefix_variants, spec.shared_prefix_tokens, seed, tokens_per_word))
+    prefix = Message(role="system",
+                     content=_shared("prefix", index % spec.prefix_variants, spec.shared_prefix_tokens, seed, tokens_per_word))
     context = estimate_tokens(prefix, tokens_per_word, message_tokens)
     turns: list[Turn] = []
     for number in range(spec.turns.draw(rng)):
         if number == 0:
             free = spec.max_context_tokens - context - 2 * message_tokens
             if free < 2:
-                raise HyperloomError(f"the agent trace's shared prefix ({spec.shared_prefix_tokens} tokens) leaves no room for a task and a reply "
-                                     f"in max_context_tokens {spec.max_context_tokens}",
+                raise HyperloomError(f"the agent trace's shared prefix ({spec.shared_prefix_tokens} tokens) leaves no room for a task and "
+                                     f"a reply in max_context_tokens {spec.max_context_tokens}",
                                      "lower shared_prefix_tokens in the trace spec, or give the server a larger context per sequence")
             output = min(spec.output_tokens.draw(rng), free // 2)  # a long first turn is cut to fit: every session has one
             task = Message(role="user", content=words_text(min(spec.task_tokens.draw(rng), free - output), tokens_per_word, rng))
@@ -126,7 +134,8 @@ def generate_session(spec: AgentTraceSpec, seed: int, index: int, tokens_per_wor
             messages = [Message(role="user", content="Tool result: " + words_text(spec.tool_result_tokens.draw(rng), tokens_per_word, rng))]
             if rng.random() < spec.file_read_probability:
                 file = rng.randrange(spec.files)
-                messages.append(Message(role="user", content=f"File {file}: " + _shared("file", file, spec.file_read_tokens, seed, tokens_per_word)))
+                messages.append(Message(role="user",
+                                        content=f"File {file}: " + _shared("file", file, spec.file_read_tokens, seed, tokens_per_word)))
             output = spec.output_tokens.draw(rng)
         added = sum(estimate_tokens(m, tokens_per_word, message_tokens) for m in messages)
         if context + added + output > spec.max_context_tokens:
@@ -172,7 +181,8 @@ def load_spec(path: Path, shown: str) -> AgentTraceSpec:
     except ValidationError as exc:
         first = exc.errors()[0]
         raise HyperloomError(f"{shown} is not an agent-trace spec: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}",
-                             "fix that field (validators/agent_trace_spec.schema.json lists them), or leave prompts_file out for the defaults") from exc
+                             "fix that field (validators/agent_trace_spec.schema.json lists them), or leave prompts_file out for the "
+                             "defaults") from exc
 
 
 def write_trace(sessions: list[Session], path: Path) -> None:

@@ -32,7 +32,8 @@ def synthetic_prompt(words: int, seed: int, index: int) -> str:
     return " ".join([tag, *(rng.choice(WORDS) for _ in range(max(words, 1) - 1))])
 
 
-async def calibrate_words(input_tokens: int, seed: int, measure: Measure, tries: int = 4, first_words: int | None = None) -> tuple[int, int | None]:
+async def calibrate_words(input_tokens: int, seed: int, measure: Measure, tries: int = 4,
+                          first_words: int | None = None) -> tuple[int, int | None]:
     """Words per prompt whose token count, as `measure` reports it, is closest to `input_tokens`; and that count.
 
     Starts at `first_words` (default one word per token) and rescales by the measured ratio; a measure that reports
@@ -82,7 +83,8 @@ def read_jsonl(path: Path, shown: str, parse: Callable[[int, str], T], kind: Jso
     return records
 
 
-PROMPTS = JsonlKind("prompt", "prompts file", "use a smaller file; prompts are reused in turn", 'write one {"prompt": "..."} object per line')
+PROMPTS = JsonlKind("prompt", "prompts file", "use a smaller file; prompts are reused in turn",
+                    'write one {"prompt": "..."} object per line')
 
 
 def load_prompts(path: Path, shown: str) -> list[str]:

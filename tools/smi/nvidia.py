@@ -71,7 +71,8 @@ def parse_apps(text: str, gpus: list[NvidiaGpu]) -> list[GpuProcess]:
         if len(parts) == 4 and parts[0].isdigit():
             mib = float(parts[3]) if parts[3].replace(".", "", 1).isdigit() else None
             gpu = by_bus.get(parts[2].lower())
-            processes.append(GpuProcess(int(parts[0]), parts[1], (gpu,) if gpu is not None else (), int(mib * 2**20) if mib is not None else None))
+            processes.append(GpuProcess(int(parts[0]), parts[1], (gpu,) if gpu is not None else (),
+                                        int(mib * 2**20) if mib is not None else None))
     return processes
 
 

@@ -103,7 +103,8 @@ def run_spec_check(request: SpecCheckRequest, workspace: Workspace, progress: Pr
         (f"{path.name}: ready for bench and tune" if ok else f"{path.name}: {errors} error(s), {todos} placeholder(s) to fill")
         + (f", {warnings} warning(s)" if warnings else "")
         + (f"; reference ran in {reference.elapsed_s:.3g} s at shape {reference.shape}" if reference else "")
-        + (f"; built {len(built)} of {len(builds)} variant/target pair(s)" if builds else "; no variant built (entries read from their sources; pass targets to build)")
+        + (f"; built {len(built)} of {len(builds)} variant/target pair(s)" if builds
+           else "; no variant built (entries read from their sources; pass targets to build)")
         + ("; runs here on " + ", ".join(r.target for r in runnable if r.can_run) if any(r.can_run for r in runnable) else "")
     )
     inputs = [sha256_file(path)] if path.is_file() else []
@@ -187,18 +188,22 @@ def _reference(loaded: LoadedSpec, workspace: Workspace, timeout_s: float, probl
         except HyperloomError as exc:
             problems("reference", "error", exc.cause, exc.next_step, shape=index)
             return None
-        outputs_of = {case: {a.name: load_npy(folder / _slug(case) / f"ref_{a.name}.npy") for a in output_buffers(loaded.spec)} for case in cases}
+        outputs_of = {case: {a.name: load_npy(folder / _slug(case) / f"ref_{a.name}.npy") for a in output_buffers(loaded.spec)}
+                            for case in cases}
     run = runs[0]
     outputs = {}
     for arg in output_buffers(loaded.spec):
         nan = run.nan.get(arg.name, 0)
         outputs[arg.name] = f"{arg.dtype} {list(buffer_shape(arg, shape))}" + (f", {nan} NaN" if nan else "")
         if nan and loaded.spec.tolerance.nan_policy != "match":
-            problems("reference", "error", f"the reference's {arg.name} holds {nan} NaN at shape {index} on seeded inputs, and nan_policy forbids NaN",
+            problems("reference", "error",
+                     f"the reference's {arg.name} holds {nan} NaN at shape {index} on seeded inputs, and nan_policy forbids NaN",
                      "fix the reference, or declare nan_policy: match if NaN is part of the contract", shape=index)
         returned = run.shapes.get(arg.name)
-        if returned is not None and tuple(returned) != buffer_shape(arg, shape) and math.prod(returned) == math.prod(buffer_shape(arg, shape)):
-            problems("reference", "warning", f"the reference's {arg.name} has shape {returned}, the spec declares {list(buffer_shape(arg, shape))} (same size, reshaped)",
+        if returned is not None and tuple(returned) != buffer_shape(arg,
+                                                                    shape) and math.prod(returned) == math.prod(buffer_shape(arg, shape)):
+            problems("reference", "warning", f"the reference's {arg.name} has shape {returned}, the spec declares "
+                                             f"{list(buffer_shape(arg, shape))} (same size, reshaped)",
                      "return the declared shape, or declare the shape the reference returns", shape=index)
     _audit(loaded, drawn, outputs_of, index, problems)
     return ReferenceRunReport(shape=index, elapsed_s=run.elapsed_s, outputs=outputs)
@@ -208,7 +213,8 @@ def _slug(case: str) -> str:
     return case.replace(":", "-")
 
 
-def _audit(loaded: LoadedSpec, drawn: dict[str, dict[str, Any]], outputs_of: dict[str, dict[str, Any]], index: int, problems: Problems) -> None:
+def _audit(loaded: LoadedSpec, drawn: dict[str, dict[str, Any]], outputs_of: dict[str, dict[str, Any]], index: int,
+           problems: Problems) -> None:
     """Degenerate references: a trivial kernel that passes the gate on every set (error, or a warning for an input passed
     through), and outputs that do not change when an input is redrawn (warning)."""
     import numpy as np
@@ -222,8 +228,10 @@ def _audit(loaded: LoadedSpec, drawn: dict[str, dict[str, Any]], outputs_of: dic
                  else "fine for a copy; otherwise the reference ignores its arithmetic on these inputs", shape=index)
     for name in drawn["seeded"]:
         same = [o for o, array in outputs_of["seeded"].items() if np.array_equal(array, outputs_of[f"redrawn:{name}"][o], equal_nan=True)]
-        if same and np.any(drawn["seeded"][name] != draw_inputs(loaded.spec, loaded.shape(index), "seeded", seed=loaded.spec.seed + 1)[name]):
-            problems("reference", "warning", f"{', '.join(same)} did not change when input {name} was redrawn: the reference does not read {name}",
+        if same and np.any(drawn["seeded"][name] != draw_inputs(loaded.spec, loaded.shape(index), "seeded",
+                                                                seed=loaded.spec.seed + 1)[name]):
+            problems("reference", "warning",
+                     f"{', '.join(same)} did not change when input {name} was redrawn: the reference does not read {name}",
                      f"check the reference uses {name}; a kernel that ignores {name} would pass its gate", shape=index)
 
 
@@ -243,7 +251,8 @@ def _builds(loaded: LoadedSpec, targets: list[str], workspace: Workspace, proble
             builds.append(VariantBuild(variant=name, target=target, ok=build.ok, summary=build.summary, symbol=launchable.symbol,
                                        code_object=build.code_object, kernels=build.kernels))
             if not build.ok:
-                problems(f"variants.{name}", "error", f"does not build for {target}: {build.summary}", "fix the source (compile_kernel shows the full log)")
+                problems(f"variants.{name}", "error", f"does not build for {target}: {build.summary}",
+                         "fix the source (compile_kernel shows the full log)")
     return builds
 
 

@@ -18,13 +18,16 @@ EXAMPLES: dict[str, tuple[tuple[str, ...], str, str]] = {
     "copy": (("microbench", "copy"), "kernel.yaml",
              "the smallest complete spec: two buffers, a scalar, a launch from the shape, a C twin, an exact tolerance"),
     "rmsnorm": (("examples", "rmsnorm"), "kernel.yaml",
-                "a kernel templated on its block size, tuned as written: a template entry, a define computed from the shape, a C++ twin with launch_args"),
+                "a kernel templated on its block size, tuned as written: a template entry, a define computed from the shape, a C++ twin "
+                "with launch_args"),
     "rmsnorm_bf16": (("examples", "rmsnorm_bf16"), "kernel.yaml",
                      "bfloat16 buffers (drawn as values, gated in bfloat16's own ULPs): a CUDA kernel on __nv_bfloat16, a Triton variant on"
                      " tl.bfloat16 and a C twin on uint16_t storage"),
     "decode_w4a16": (("decode",), "w4a16/kernel.yaml",
-                     "several variants (SIMT, tensor cores, a C twin) with their own launch and tuning space; shape variables that steer the launch"),
-    "decode_split": (("decode",), "w4a16_split/kernel.yaml", "a scratch buffer (split-k partial sums and counters, zero-filled, never gated)"),
+                     "several variants (SIMT, tensor cores, a C twin) with their own launch and tuning space; shape variables that "
+                     "steer the launch"),
+    "decode_split": (("decode",), "w4a16_split/kernel.yaml",
+                     "a scratch buffer (split-k partial sums and counters, zero-filled, never gated)"),
     "triton_softmax": (("triton", "softmax"), "kernel.yaml",
                        "a Triton kernel (language: triton): the @triton.jit entry, constexprs and num_warps as defines, "
                        "the kernel's own @triton.autotune configs as the tuning space, Triton's interpreter on host"),

@@ -35,7 +35,8 @@ def run_spec_init(request: SpecInitRequest, workspace: Workspace, progress: Prog
     if language is None:
         raise HyperloomError(f"cannot tell the language of {source.name}", "pass a .cu (CUDA), .hip/.cpp (HIP) or .c (host C) source")
     if not re.fullmatch(r"[A-Za-z_]\w*", request.entry):
-        raise HyperloomError(f"entry {request.entry[:60]!r} is not a function name", "pass the kernel's name without template arguments or parameters")
+        raise HyperloomError(f"entry {request.entry[:60]!r} is not a function name",
+                             "pass the kernel's name without template arguments or parameters")
     out = workspace.resolve(request.out, must_exist=False, kind="dir", what="out") if request.out else \
         workspace.check(source.parent / request.entry, must_exist=False, kind="dir", what="out")
     spec_path, reference_path = out / "kernel.yaml", out / "reference.py"
@@ -56,7 +57,8 @@ def run_spec_init(request: SpecInitRequest, workspace: Workspace, progress: Prog
     check = run_spec_check(SpecCheckRequest(spec=workspace.relative(spec_path), run_reference=False), workspace)
     todo = sum(1 for p in check.problems if p.severity == "todo")
     return SpecInitResult(
-        summary=f"drafted {workspace.relative(spec_path)} from {signature.name} ({len(parameters)} parameters read by clang); {todo} placeholder(s) to fill, then spec_check",
+        summary=f"drafted {workspace.relative(spec_path)} from {signature.name} ({len(parameters)} parameters read by clang); {todo} "
+                "placeholder(s) to fill, then spec_check",
         spec=workspace.relative(spec_path), reference=workspace.relative(reference_path), entry=entry, parameters=parameters,
         template_parameters=[name for name, _ in signature.template], check=check,
     )
@@ -65,7 +67,8 @@ def run_spec_init(request: SpecInitRequest, workspace: Workspace, progress: Prog
 def _describe(parameter: Parameter, type_parameters: set[str]) -> KernelParameter:
     dtype, lanes = dtype_of(parameter.element)
     if parameter.pointer and parameter.element in type_parameters:  # T* of a template: a buffer whose dtype the define for T decides
-        return KernelParameter(name=parameter.name, type=parameter.type, kind="buffer", dtype=None, role="input" if parameter.const else "output")
+        return KernelParameter(name=parameter.name, type=parameter.type, kind="buffer", dtype=None,
+                               role="input" if parameter.const else "output")
     if parameter.pointer:
         note = f" ({lanes} lanes a element)" if lanes > 1 else ""
         return KernelParameter(name=parameter.name, type=parameter.type + note, kind="buffer" if dtype else "unsupported", dtype=dtype,
@@ -79,7 +82,8 @@ def _q(text: str) -> str:
     return json.dumps(text)  # a YAML double-quoted string
 
 
-def _draft(name: str, source: str, language: str, entry: str, defines: dict[str, str], signature: Signature, parameters: list[KernelParameter]) -> str:
+def _draft(name: str, source: str, language: str, entry: str, defines: dict[str, str], signature: Signature,
+           parameters: list[KernelParameter]) -> str:
     lines = [
         f"# Drafted by spec_init from {os.path.basename(source)} ({signature.name}); the parameters were read from clang's AST.",
         "# Fill every TODO (spec_check lists them with their field paths), then spec_check, bench and tune.",
@@ -104,12 +108,14 @@ def _draft(name: str, source: str, language: str, entry: str, defines: dict[str,
             role = p.role if p.role == "input" else "output"
             hint = "" if p.role == "input" else "  # writable: output, or inout if the kernel reads it first"
             dtype = p.dtype or _q(f"TODO: the dtype of {p.type.replace('*', '').strip()} (e.g. float32), as its define gives it")
-            lines.append(f"  - {{kind: buffer, name: {p.name}, dtype: {dtype}, shape: [{_q(f'TODO: dimensions of {p.name} as expressions of the shape')}], role: {role}}}"
-                         f"{hint}  # {p.type}")
+            lines.append(f"  - {{kind: buffer, name: {p.name}, dtype: {dtype}, shape: "
+                         f"[{_q(f'TODO: dimensions of {p.name} as expressions of the shape')}], role: {role}}}{hint}  # {p.type}")
         elif p.kind == "scalar":
-            lines.append(f"  - {{kind: scalar, name: {p.name}, dtype: {p.dtype}, value: {_q(f'TODO: {p.name} as an expression of the shape')}}}  # {p.type}")
+            lines.append(f"  - {{kind: scalar, name: {p.name}, dtype: {p.dtype}, value: "
+                         f"{_q(f'TODO: {p.name} as an expression of the shape')}}}  # {p.type}")
         else:
-            lines.append(f"  - {{kind: scalar, name: {p.name}, dtype: int32, value: {_q(f'TODO: {p.type} has no supported dtype; pass it another way, or choose a dtype')}}}")
+            lines.append(f"  - {{kind: scalar, name: {p.name}, dtype: int32, value: "
+                         f"{_q(f'TODO: {p.type} has no supported dtype; pass it another way, or choose a dtype')}}}")
     lines += [
         "launch:",
         f"  grid: [{_q('TODO: blocks, e.g. rows or ceil_div(n, block)')}]",
@@ -119,7 +125,8 @@ def _draft(name: str, source: str, language: str, entry: str, defines: dict[str,
         "seed: 0",
         "adversarial: [zeros]  # also: ones, extremes, denormals",
         f"reference: reference.py:{signature.name}",
-        f"tolerance: {{atol: {_q('TODO: absolute tolerance')}, rtol: {_q('TODO: relative tolerance')}}}  # declared before any trial; see the skill's tolerance table",
+        f"tolerance: {{atol: {_q('TODO: absolute tolerance')}, rtol: {_q('TODO: relative tolerance')}}}  # declared before any trial; see "
+        "the skill's tolerance table",
         f"metric: {{bytes: {_q('TODO: bytes read + written per launch, or delete the metric')}}}",
         "tuning: {}  # e.g. {block: [64, 128, 256, 512]} for a shape variable the launch uses",
         "",

@@ -40,7 +40,8 @@ class VariantBuild(BaseModel):
 class Runnable(BaseModel):
     target: str
     backend: Literal["cuda", "hip", "c", "triton_interpreter"]
-    can_run: bool = Field(description="Whether this machine can run the target: the backend's module imports and a device of that kind answers.")
+    can_run: bool = Field(description="Whether this machine can run the target: the backend's module imports and a device of that "
+                                      "kind answers.")
     reason: str = Field(description="What was found, or what is missing and how to install it.")
 
 

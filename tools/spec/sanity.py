@@ -21,7 +21,8 @@ from hyperloom.tools.pipeline.languages import target_kind
 
 GPU_BLOCK_LIMIT = 1024  # threads per block on every NVIDIA and AMD GPU the loop targets
 GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
-_INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1), "int64": (-(1 << 63), (1 << 63) - 1), "uint64": (0, (1 << 64) - 1)}
+_INT_RANGES = {"int32": (-(1 << 31), (1 << 31) - 1), "uint32": (0, (1 << 32) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
+               "uint64": (0, (1 << 64) - 1)}
 
 Report = Callable[..., None]
 
@@ -51,15 +52,18 @@ def _names(spec: KernelSpec, report: Report) -> None:
     seen: set[str] = set()
     for index, arg in enumerate(spec.args):
         if not arg.name.isidentifier():
-            report(f"args[{index}].name", "error", f"{arg.name!r} is not an identifier", "name arguments as the kernel's parameters are named")
+            report(f"args[{index}].name", "error", f"{arg.name!r} is not an identifier",
+                   "name arguments as the kernel's parameters are named")
         if arg.name in seen:
             report(f"args[{index}].name", "error", f"argument {arg.name!r} is declared twice", "give each argument its own name")
         seen.add(arg.name)
     if not any(isinstance(a, BufferArg) and a.role in ("output", "inout") for a in spec.args):
-        report("args", "error", "no argument is an output or inout buffer, so nothing can be gated", "mark the buffers the kernel writes as role: output (or inout)")
+        report("args", "error", "no argument is an output or inout buffer, so nothing can be gated",
+               "mark the buffers the kernel writes as role: output (or inout)")
     names = [set(s) for s in spec.shapes]
     if any(n != names[0] for n in names[1:]):
-        report("shapes", "warning", "the shapes define different variables", "give every shape the same variables, so every expression evaluates at every shape")
+        report("shapes", "warning", "the shapes define different variables",
+               "give every shape the same variables, so every expression evaluates at every shape")
 
 
 def _variant(spec: KernelSpec, name: str, variant: Variant, report: Report) -> None:
@@ -75,7 +79,8 @@ def _variant(spec: KernelSpec, name: str, variant: Variant, report: Report) -> N
     for target in variant.targets or []:
         if target_kind(target) not in language_of(language).kinds:
             report(f"{where}.targets", "error", f"a {language} variant cannot build for {target}",
-                   "host twins (c, cpp) build for host; cuda for sm_XX; asm for gfx; hip for both gfx and sm_XX; triton for gfx, sm_XX and host (its interpreter)")
+                   "host twins (c, cpp) build for host; cuda for sm_XX; asm for gfx; hip for both gfx and sm_XX; triton for gfx, sm_XX and "
+                   "host (its interpreter)")
     if _host_twin(language) and variant.targets != [HOST_TARGET]:
         report(f"{where}.targets", "warning", f"a {language} twin runs only on the host", "write targets: [host]")
     for define, value in variant.defines.items():
@@ -105,9 +110,11 @@ def _args_at(spec: KernelSpec, index: int, shape: dict[str, int], report: Report
         if arg.dtype in _INT_RANGES:
             low, high = _INT_RANGES[arg.dtype]
             if isinstance(value, float) and not value.is_integer():
-                report(where, "error", f"{arg.name} is {value}, not a whole number, for an {arg.dtype} scalar", "use // or ceil_div", shape=index)
+                report(where, "error", f"{arg.name} is {value}, not a whole number, for an {arg.dtype} scalar", "use // or ceil_div",
+                       shape=index)
             elif not low <= value <= high:
-                report(where, "error", f"{arg.name} is {value}, outside {arg.dtype}'s range", "use a wider dtype (int64) or check the expression", shape=index)
+                report(where, "error", f"{arg.name} is {value}, outside {arg.dtype}'s range",
+                       "use a wider dtype (int64) or check the expression", shape=index)
         elif not math.isfinite(float(value)):
             report(where, "error", f"{arg.name} is not finite", "check the expression", shape=index)
 
@@ -127,11 +134,14 @@ def _launch_at(spec: KernelSpec, name: str, variant: Variant, index: int, shape:
     for axis, text in enumerate(launch.grid):
         _integer(f"{where}.grid[{axis}]", text, shape, index, report, minimum=1, what="grid", maximum=GRID_LIMITS[axis])
     if launch.block is None and not language_of(language).block_from_build:
-        report(f"{where}.block", "error", f"variant {name} ({language}) has no launch block", "give the threads per block, e.g. block: [256]")
+        report(f"{where}.block", "error", f"variant {name} ({language}) has no launch block",
+               "give the threads per block, e.g. block: [256]")
     elif launch.block is not None and language_of(language).block_from_build:
-        report(f"{where}.block", "warning", f"variant {name} is a Triton kernel, whose block is num_warps × the warp size; this block is not used",
+        report(f"{where}.block", "warning",
+               f"variant {name} is a Triton kernel, whose block is num_warps × the warp size; this block is not used",
                "drop block (set num_warps in defines or tuning instead)")
-    block = [_integer(f"{where}.block[{axis}]", text, shape, index, report, minimum=1, what="block") for axis, text in enumerate(launch.block or [1])]
+    block = [_integer(f"{where}.block[{axis}]", text, shape, index, report, minimum=1, what="block")
+             for axis, text in enumerate(launch.block or [1])]
     _integer(f"{where}.shared_bytes", launch.shared_bytes, shape, index, report, minimum=0, what="shared_bytes")
     if gpu and None not in block and math.prod(block) > GPU_BLOCK_LIMIT:  # type: ignore[arg-type]
         report(f"{where}.block", "error", f"variant {name}'s block has {math.prod(block)} threads (more than {GPU_BLOCK_LIMIT}) at shape {index}",  # type: ignore[arg-type]
@@ -153,9 +163,11 @@ def _integer(where: str, text: object, shape: dict[str, int], index: int, report
         return None
     if minimum is not None and value < minimum:
         qualifier = "positive" if minimum == 1 else "non-negative"
-        report(where, "error", f"{what} {text!r} is {value} at shape {index}, not {qualifier}", "check the expression and the shape values", shape=index)
+        report(where, "error", f"{what} {text!r} is {value} at shape {index}, not {qualifier}", "check the expression and the shape values",
+               shape=index)
     elif maximum is not None and value > maximum:
-        report(where, "error", f"{what} {text!r} is {value} at shape {index}, above the limit {maximum}", "split the work over another grid axis", shape=index)
+        report(where, "error", f"{what} {text!r} is {value} at shape {index}, above the limit {maximum}",
+               "split the work over another grid axis", shape=index)
     return value
 
 
@@ -174,7 +186,8 @@ def _tuning(spec: KernelSpec, name: str, variant: Variant, report: Report) -> No
         for index, shape in enumerate(spec.shapes):
             for value in values:
                 if isinstance(value, bool) or not str(value).lstrip("-").isdigit():
-                    report(f"{where}.{tuned}", "error", f"{tuned} is a shape variable and takes integers; {value!r} is not one", "list integers")
+                    report(f"{where}.{tuned}", "error", f"{tuned} is a shape variable and takes integers; {value!r} is not one",
+                           "list integers")
                     break
                 changed = dict(shape, **{tuned: int(value)})
                 for arg in spec.args:
@@ -183,8 +196,10 @@ def _tuning(spec: KernelSpec, name: str, variant: Variant, report: Report) -> No
                     except HyperloomError:
                         continue  # reported by the argument checks
                     if moved:
-                        report(f"{where}.{tuned}", "error", f"tuning {tuned} to {value} changes argument {arg.name} at shape {index}, not only the launch",
-                               "tune only shape variables that steer the launch (threads, block, warps); the problem is chosen by the shape index", shape=index)
+                        report(f"{where}.{tuned}", "error",
+                               f"tuning {tuned} to {value} changes argument {arg.name} at shape {index}, not only the launch",
+                               "tune only shape variables that steer the launch (threads, block, warps); the problem is chosen by the "
+                               "shape index", shape=index)
                         return
 
 
@@ -194,9 +209,11 @@ def _tolerance(spec: KernelSpec, report: Report) -> None:
     tolerance = spec.tolerance
     if kinds and "f" not in kinds:
         if tolerance.atol > 0 or tolerance.rtol > 0:
-            report("tolerance", "warning", "every output is an integer, and the tolerance allows differences", "integer results usually compare exactly: atol 0, rtol 0")
+            report("tolerance", "warning", "every output is an integer, and the tolerance allows differences",
+                   "integer results usually compare exactly: atol 0, rtol 0")
         if tolerance.max_ulp is not None:
-            report("tolerance.max_ulp", "warning", "max_ulp applies to floating-point outputs only, and every output is an integer", "drop max_ulp")
+            report("tolerance.max_ulp", "warning", "max_ulp applies to floating-point outputs only, and every output is an integer",
+                   "drop max_ulp")
         if tolerance.nan_policy == "match":
             report("tolerance.nan_policy", "warning", "integer outputs hold no NaN", "drop nan_policy")
     elif "f" in kinds and tolerance.atol == 0 and tolerance.rtol == 0 and tolerance.max_ulp is None:

@@ -27,10 +27,13 @@ def autotune_choice(launchable: Launchable, inputs_folder: object, workspace: Wo
     if launchable.backend not in VISIBLE_DEVICES:
         return AutotuneChoice(determined=False, reason="the autotuner times configs on a GPU; this target has none")
     if importlib.util.find_spec("torch") is None:
-        return AutotuneChoice(determined=False, reason="running the kernel's own autotuner needs torch (Triton's launcher takes torch tensors)")
+        return AutotuneChoice(determined=False,
+                              reason="running the kernel's own autotuner needs torch (Triton's launcher takes torch tensors)")
     tuned = {k for c in info.autotune for k in c.kwargs}
-    defines = {k: v for k, v in resolved_defines(launchable.variant, launchable.shape).items() if k not in tuned and k not in OPTIONS and k != AUTOTUNE_CONFIG}
-    binding = bind(info, launchable.loaded.spec.args, {**defines, **{k: 0 for k in tuned}}, launchable.shape)  # the tuned ones: the autotuner's
+    defines = {k: v for k, v in resolved_defines(launchable.variant, launchable.shape).items() if k not in tuned and k not in OPTIONS
+                           and k != AUTOTUNE_CONFIG}
+    # the tuned ones: the autotuner's
+    binding = bind(info, launchable.loaded.spec.args, {**defines, **{k: 0 for k in tuned}}, launchable.shape)
     payload = {
         "source": str(source), "entry": launchable.variant.entry, "shape": launchable.shape,
         "grid": [str(g) for g in launchable.loaded.spec.launch_of(launchable.variant).grid],
@@ -48,6 +51,8 @@ def autotune_choice(launchable: Launchable, inputs_folder: object, workspace: Wo
     except HyperloomError as exc:
         return AutotuneChoice(determined=False, reason=exc.cause)
     if result["index"] is None:
-        return AutotuneChoice(determined=False, reason=f"the autotuner picked {result['config']}, which is not one of its listed configs (a prune or a pre-hook changed it)")
-    return AutotuneChoice(determined=True, reason=f"Triton's autotuner on {result['device']} (its own do_bench)", config_index=result["index"],
-                          config=info.autotune[result["index"]].label(), params={AUTOTUNE_CONFIG: result["index"]}, triton_ms=result["triton_ms"])
+        return AutotuneChoice(determined=False, reason=f"the autotuner picked {result['config']}, which is not one of its listed configs "
+                                                       "(a prune or a pre-hook changed it)")
+    return AutotuneChoice(determined=True, reason=f"Triton's autotuner on {result['device']} (its own do_bench)",
+                          config_index=result["index"], config=info.autotune[result["index"]].label(),
+                          params={AUTOTUNE_CONFIG: result["index"]}, triton_ms=result["triton_ms"])

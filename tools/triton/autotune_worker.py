@@ -22,7 +22,8 @@ def choice_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _same(config: Any, wanted: dict[str, Any]) -> bool:
-    return (dict(config.kwargs) == wanted["kwargs"] and config.num_warps == wanted["num_warps"] and config.num_stages == wanted["num_stages"]
+    return (dict(config.kwargs) == wanted["kwargs"] and config.num_warps == wanted["num_warps"]
+            and config.num_stages == wanted["num_stages"]
             and getattr(config, "num_ctas", None) == wanted["num_ctas"] and getattr(config, "maxnreg", None) == wanted["maxnreg"])
 
 

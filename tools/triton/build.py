@@ -65,22 +65,26 @@ def build_triton(source: Path, entry: str, target: str, binding: Binding, args: 
     if target == HOST_TARGET:
         return _interpreter_plan(source, entry, binding, workspace, started)
     if not (AMD_TARGET.fullmatch(target) or NVIDIA_TARGET.fullmatch(target)):
-        raise HyperloomError(f"{target!r} is not a target a Triton kernel builds for", "use a gfx target (gfx942, gfx1201, …), an sm_XX, or host (the CPU interpreter)")
+        raise HyperloomError(f"{target!r} is not a target a Triton kernel builds for",
+                             "use a gfx target (gfx942, gfx1201, …), an sm_XX, or host (the CPU interpreter)")
     key = build_key(source, entry, target, binding, spec_args)
     folder = workspace.state_dir("build", "triton", key[:24])
     record_path = folder / "record.json"
     tool = ToolInfo(name="triton", path=sys.executable, version=triton_version(), found_by="python package")
-    command = ["triton.compile", workspace.relative(source), entry, target, json.dumps({**binding.constexprs, **binding.options}, sort_keys=True)]
+    command = ["triton.compile", workspace.relative(source), entry, target,
+               json.dumps({**binding.constexprs, **binding.options}, sort_keys=True)]
     if record_path.is_file():
         record = json.loads(record_path.read_text())
-        return _result(target, tool, command, record, workspace, folder, cache_hit=True, compile_s=0.0, overhead_s=time.perf_counter() - started)
+        return _result(target, tool, command, record, workspace, folder, cache_hit=True, compile_s=0.0,
+                       overhead_s=time.perf_counter() - started)
     payload = {"source": str(source), "entry": entry, "target": target, "args": spec_args, "constexprs": binding.constexprs,
                "heuristics": binding.heuristics, "options": binding.options, "out": str(folder / "code")}
     t0 = time.perf_counter()
     outcome = run_worker("hyperloom.tools.triton.compile_worker:compile_payload", payload, timeout_s=timeout_s, env=worker_env())
     compile_s = time.perf_counter() - t0
     if not outcome.ok:
-        failure = {"error": {"kind": "worker", "message": f"Triton's compiler worker ended: {outcome.describe()}", "detail": outcome.stderr[-3000:]}}
+        failure = {"error": {"kind": "worker", "message": f"Triton's compiler worker ended: {outcome.describe()}",
+                             "detail": outcome.stderr[-3000:]}}
         return _result(target, tool, command, failure, workspace, folder, cache_hit=False, compile_s=compile_s, overhead_s=0.0)
     record = outcome.result
     if "error" not in record:
@@ -96,11 +100,14 @@ def _checked(record: dict[str, Any], target: str) -> dict[str, Any]:
     limits = limits_of(target)  # Triton's own launcher refuses a kernel above the device's limit
     limit = limits.shared_bytes if limits is not None else None
     if limit is not None and record["shared"] > limit:
-        return {"error": {"kind": "resources", "message": f"out of resources: the kernel needs {record['shared']} bytes of shared memory, {target} has {limit}"}}
+        return {"error": {"kind": "resources",
+                          "message": f"out of resources: the kernel needs {record['shared']} bytes of shared memory, {target} has {limit}"}}
     if record["num_ctas"] != 1 or record["cooperative"]:
-        return {"error": {"kind": "unsupported", "message": "the kernel launches as a thread-block cluster or a cooperative grid, which Hyperloom's runtime does not"}}
+        return {"error": {"kind": "unsupported", "message": "the kernel launches as a thread-block cluster or a cooperative grid, which "
+                                                            "Hyperloom's runtime does not"}}
     if record["hidden"] not in (0, 1, 2):
-        return {"error": {"kind": "unsupported", "message": f"the compiled kernel takes {record['hidden']} parameters beyond its arguments; "
+        return {"error": {"kind": "unsupported",
+                          "message": f"the compiled kernel takes {record['hidden']} parameters beyond its arguments; "
                                                             "this Triton's launch ABI is not known to Hyperloom"}}
     return record
 
@@ -119,8 +126,10 @@ def _result(target: str, tool: ToolInfo, command: list[str], record: dict[str, A
     code_object = folder / f"code{record['suffix']}"
     kernels = _resources(code_object, record)
     summary = (f"Triton {record['triton_version']} kernel {record['name']}: {record['num_warps']} warps × {record['warp_size']}, "
-               f"{record['shared']} B shared" + (f", {kernels[0].vgprs} registers, {kernels[0].vgpr_spills or 0} spills" if kernels else ""))
-    return TargetBuild(target=target, ok=True, summary=summary, code_object=workspace.relative(code_object), cache_hit=cache_hit, compiler=tool,
+               f"{record['shared']} B shared"
+               + (f", {kernels[0].vgprs} registers, {kernels[0].vgpr_spills or 0} spills" if kernels else ""))
+    return TargetBuild(target=target, ok=True, summary=summary, code_object=workspace.relative(code_object), cache_hit=cache_hit,
+                       compiler=tool,
                        command=command, diagnostics=[], kernels=kernels, log=record.get("log", "")[-4000:], compile_s=round(compile_s, 6),
                        overhead_s=round(overhead_s, 6)), record
 
@@ -134,7 +143,8 @@ def _resources(code_object: Path, record: dict[str, Any]) -> list[KernelReport]:
     return [k.model_copy(update={"lds_bytes": max(k.lds_bytes or 0, record["shared"])}) for k in reports]
 
 
-def _interpreter_plan(source: Path, entry: str, binding: Binding, workspace: Workspace, started: float) -> tuple[TargetBuild, dict[str, Any] | None]:
+def _interpreter_plan(source: Path, entry: str, binding: Binding, workspace: Workspace, started: float) -> tuple[TargetBuild,
+                                                                                                                 dict[str, Any] | None]:
     """For target host: the plan the interpreter worker runs (kernel file, entry, constexprs), as a small JSON file."""
     plan = {"format": BUILD_FORMAT, "source": str(source), "entry": entry, "constexprs": binding.constexprs,
             "heuristics": binding.heuristics, "folder": folder_digest(source)}
@@ -142,7 +152,8 @@ def _interpreter_plan(source: Path, entry: str, binding: Binding, workspace: Wor
     path = workspace.state_dir("build", "triton", "interpreter") / f"{source.stem}.{key[:16]}.json"
     if not path.is_file():
         write_bytes_atomic(path, json.dumps(plan, indent=1).encode())
-    build = TargetBuild(target=HOST_TARGET, ok=True, summary=f"{entry}: Triton interpreter plan (the kernel's math on the CPU, for the gate; no kernel timings)",
+    build = TargetBuild(target=HOST_TARGET, ok=True,
+                        summary=f"{entry}: Triton interpreter plan (the kernel's math on the CPU, for the gate; no kernel timings)",
                         code_object=workspace.relative(path), cache_hit=False, compiler=interpreter_tool(),
                         command=["TRITON_INTERPRET=1", workspace.relative(source), entry], diagnostics=[], kernels=[], log="",
                         compile_s=0.0, overhead_s=round(time.perf_counter() - started, 6))

@@ -51,15 +51,20 @@ def _variant(loaded: LoadedSpec, name: str, variant: Variant, info: KernelInfo, 
     names = {p.name for p in info.constexprs} | set(OPTIONS) | {AUTOTUNE_CONFIG}
     for tuned, values in tuning.items():
         if tuned not in names and all(tuned not in shape for shape in loaded.spec.shapes):
-            report(f"{tuning_where}.{tuned}", "error", f"{tuned} is neither a constexpr of {info.entry}, a Triton option, {AUTOTUNE_CONFIG} nor a shape variable",
-                   f"tune its constexprs ({', '.join(p.name for p in info.constexprs) or 'none'}), num_warps, num_stages or {AUTOTUNE_CONFIG}")
+            report(f"{tuning_where}.{tuned}", "error",
+                   f"{tuned} is neither a constexpr of {info.entry}, a Triton option, {AUTOTUNE_CONFIG} nor a shape variable",
+                   f"tune its constexprs ({', '.join(p.name for p in info.constexprs) or 'none'}), num_warps, num_stages or "
+                   f"{AUTOTUNE_CONFIG}")
         if tuned == AUTOTUNE_CONFIG:
             bad = [v for v in values if not str(v).isdigit() or int(v) >= len(info.autotune or [])]
             if bad:
-                report(f"{tuning_where}.{tuned}", "error", f"{AUTOTUNE_CONFIG} values {bad} are not indices of {info.entry}'s {len(info.autotune or [])} autotune configs",
-                       f"use 0 to {len(info.autotune or []) - 1}" if info.autotune else f"drop {AUTOTUNE_CONFIG}: the kernel has no @triton.autotune")
+                report(f"{tuning_where}.{tuned}", "error",
+                       f"{AUTOTUNE_CONFIG} values {bad} are not indices of {info.entry}'s {len(info.autotune or [])} autotune configs",
+                       f"use 0 to {len(info.autotune or []) - 1}" if info.autotune
+                       else f"drop {AUTOTUNE_CONFIG}: the kernel has no @triton.autotune")
     if info.autotune and AUTOTUNE_CONFIG not in tuning:
-        report(tuning_where, "warning", f"{info.entry} has {len(info.autotune)} @triton.autotune configs, and the tuning space does not search them",
+        report(tuning_where, "warning",
+               f"{info.entry} has {len(info.autotune)} @triton.autotune configs, and the tuning space does not search them",
                f"add them: {autotune_tuning_line(info)}")
     for index, shape in enumerate(loaded.spec.shapes):
         try:

@@ -106,8 +106,10 @@ def _refuse_fp8_the_target_lacks(payload: dict[str, Any], options: Any) -> None:
             continue
         name = tl_dtype(arg["dtype"]).name
         if name not in supported:
-            raise EntryError("unsupported", f"Triton for {payload['target']} cannot carry {arg['dtype']} (buffer {arg['name']}, tl.{name}): it compiles fp8 as "
-                             f"{', '.join(sorted(supported))} there; the fnuz formats are AMD's (gfx942), float8_e4m3fn needs sm_89 or later")
+            raise EntryError("unsupported", f"Triton for {payload['target']} cannot carry {arg['dtype']} (buffer {arg['name']}, "
+                                            f"tl.{name}): it compiles fp8 as "
+                             f"{', '.join(sorted(supported))} there; the fnuz formats are AMD's (gfx942), float8_e4m3fn needs "
+                             "sm_89 or later")
 
 
 def _pack(jit: Any, backend: Any, kwargs: dict[str, Any], bound: dict[str, Any], specialization: list[Any]) -> tuple[Any, ...]:

@@ -94,7 +94,8 @@ def bind(info: KernelInfo, args: Sequence[BufferArg | ScalarArg], defines: Mappi
     unknown = [d for d in defines if d not in names and d not in OPTIONS and d != AUTOTUNE_CONFIG]
     if unknown:
         raise HyperloomError(
-            f"defines {unknown} are neither constexprs of {info.entry} ({sorted(names) or 'it has none'}) nor Triton options {list(OPTIONS)}",
+            f"defines {unknown} are neither constexprs of {info.entry} ({sorted(names) or 'it has none'}) nor Triton options "
+            f"{list(OPTIONS)}",
             "name a constexpr parameter or an option (num_warps, num_stages, …); runtime arguments are args, not defines",
         )
     constexprs: dict[str, Value] = {}
@@ -110,9 +111,11 @@ def bind(info: KernelInfo, args: Sequence[BufferArg | ScalarArg], defines: Mappi
             constexprs[param.name] = param.default  # type: ignore[assignment]
         else:
             raise HyperloomError(
-                f"constexpr {param.name} of {info.entry} has no value (no define, shape variable, tuning value, heuristic or default names it)",
+                f"constexpr {param.name} of {info.entry} has no value (no define, shape variable, tuning value, heuristic or "
+                "default names it)",
                 f"give it one: defines: {{{param.name}: …}}, a shape variable {param.name}, a tuning value"
-                + (f", or {AUTOTUNE_CONFIG}: <index> for one of the kernel's {len(info.autotune)} autotune configs" if info.autotune else ""),
+                + (f", or {AUTOTUNE_CONFIG}: <index> for one of the kernel's {len(info.autotune)} autotune configs" if info.autotune
+                   else ""),
             )
     options = {name: _option(name, defines[name]) for name in OPTIONS if name in defines}
     return Binding(constexprs=constexprs, options=options, heuristics=pending)

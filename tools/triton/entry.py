@@ -66,7 +66,8 @@ def unwrap(module: ModuleType, entry: str) -> tuple[Any, list[Any]]:
         jit_types = (JITFunction,)
     if not hasattr(module, entry):
         found = sorted(name for name, value in vars(module).items() if isinstance(value, (*jit_types, Autotuner, Heuristics)))
-        raise EntryError("entry", f"{Path(module.__file__ or '').name} has no {entry!r} (its @triton.jit functions: {', '.join(found) or 'none'})")
+        raise EntryError("entry", f"{Path(module.__file__ or '').name} has no {entry!r} (its @triton.jit functions: "
+                                  f"{', '.join(found) or 'none'})")
     value, chain = getattr(module, entry), []
     while isinstance(value, (Autotuner, Heuristics)):
         chain.append(value)

@@ -36,7 +36,8 @@ class Triton(Language):
     def timing_refusal(self, target: str) -> HyperloomError | None:
         if target != HOST_TARGET:
             return None
-        return HyperloomError("tune ranks candidates by kernel time, and on target host a Triton kernel runs in Triton's interpreter, whose times are not kernel times",
+        return HyperloomError("tune ranks candidates by kernel time, and on target host a Triton kernel runs in Triton's interpreter, "
+                              "whose times are not kernel times",
                               "tune on a GPU target (gfx…, sm_XX); on the CPU, bench --target host gates the kernel's math")
 
     def own_tuner_choice(self, launchable: Launchable, inputs: Any, workspace: Workspace, device: int | None) -> AutotuneChoice | None:

@@ -66,7 +66,8 @@ def triton_build_with(launchable: Launchable, workspace: Workspace, params: dict
     expanded = expand_autotune(params, launchable.variant.defines, info)
     specialized, defines = specialize(launchable, expanded)
     if any(size < 1 for size in specialized.grid):
-        raise HyperloomError(f"the launch grid {specialized.grid} of {launchable.loaded.spec.name}/{launchable.variant_name} is not positive at shape {specialized.shape}",
+        raise HyperloomError(f"the launch grid {specialized.grid} of {launchable.loaded.spec.name}/{launchable.variant_name} is not "
+                             f"positive at shape {specialized.shape}",
                              "fix launch.grid: every axis must be at least 1 (ceil_div(n, BLOCK) rather than n // BLOCK)")
     merged = {**resolved_defines(specialized.variant, specialized.shape), **defines}
     merged.pop(AUTOTUNE_CONFIG, None)  # expanded above into its values

@@ -60,7 +60,8 @@ def describe_kernel(source: Path, entry: str, workspace: Workspace, *, timeout_s
                              timeout_s=timeout_s, env=worker_env())
         if not outcome.ok:
             raise HyperloomError(f"reading {source.name} in a worker failed: {outcome.describe()}",
-                                 "run the file with python to see the error; the kernel file must import without side effects that need a GPU")
+                                 "run the file with python to see the error; the kernel file must import without side effects "
+                                 "that need a GPU")
         info = KernelInfo.model_validate(raise_for_error(outcome.result, source, entry))
         write_bytes_atomic(stored, info.model_dump_json().encode())
     with _lock:
@@ -77,10 +78,12 @@ def raise_for_error(result: Any, source: Path, entry: str) -> Any:
     at = f" at {where}" if where else ""
     if kind == "import":
         raise HyperloomError(f"{source.name} fails to import: {message}{at}",
-                             "fix the error at that line (run `python " + source.name + "` to reproduce); a module it imports must be installed or lie beside it")
+                             "fix the error at that line (run `python " + source.name
+                             + "` to reproduce); a module it imports must be installed or lie beside it")
     if kind == "entry":
         raise HyperloomError(f"entry {entry!r}: {message}",
-                             "set the variant's entry to the @triton.jit function's name (for an @triton.autotune or @triton.heuristics kernel, the name they decorate)")
+                             "set the variant's entry to the @triton.jit function's name (for an @triton.autotune or @triton.heuristics "
+                             "kernel, the name they decorate)")
     if kind == "heuristics":
         raise HyperloomError(message, "fix the heuristic, or give that constexpr a value in defines (it then overrides the heuristic)")
     raise HyperloomError(f"{source.name}: {message}{at}", "fix the kernel file")

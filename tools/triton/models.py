@@ -67,8 +67,10 @@ class AutotuneChoice(BaseModel):
     config_index: int | None = None
     config: str = ""
     params: dict[str, int] = Field(default_factory=dict, description="The candidate tune ran for it: {autotune_config: index}.")
-    triton_ms: dict[str, float] = Field(default_factory=dict, description="Triton's own autotuner timings per config (its do_bench, ms), as it measured them.")
+    triton_ms: dict[str, float] = Field(default_factory=dict,
+                                        description="Triton's own autotuner timings per config (its do_bench, ms), as it measured them.")
     hash: str | None = Field(None, description="Its trial's content hash in the ledger.")
-    median_s: float | None = Field(None, description="Its median as Hyperloom timed it (same gate, flush and statistics as every candidate).")
+    median_s: float | None = Field(None,
+                                   description="Its median as Hyperloom timed it (same gate, flush and statistics as every candidate).")
     status: str | None = None
     winner_speedup: float | None = Field(None, description="Its median / the winner's median.")

@@ -42,13 +42,14 @@ def compile_candidate(session: Session, params: Params, workspace: Workspace, *,
     variant, rest = session.launchable_for(params)
     built = build_candidate(variant, rest, workspace, expect=expect, forbid=forbid)
     if isinstance(built, Unbuilt):
-        return Outcome(status=built.status, reason=built.reason, input_set=built.input_set, compile_s=built.compile_s, phases_s=built.clock.rounded())
+        return Outcome(status=built.status, reason=built.reason, input_set=built.input_set, compile_s=built.compile_s,
+                       phases_s=built.clock.rounded())
     return built
 
 
 def run_compiled(
-    session: Session, compiled: Built, workspace: Workspace, budget: Budget, *, runner: Runner, timing: Timing, timeout_s: float, digest: str,
-    judging: Judging | None = None,
+    session: Session, compiled: Built, workspace: Workspace, budget: Budget, *, runner: Runner, timing: Timing, timeout_s: float,
+    digest: str, judging: Judging | None = None,
 ) -> Outcome:
     """Gate a compiled candidate on every input set through `runner` (its device's), then time it if it passed (on the
     run's secret sets, against its roof and reference audit, when `judging` gives them)."""
@@ -76,8 +77,8 @@ def run_compiled(
     out = scratch(session, digest)
     sets = [InputSet(s, session.inputs(s), out / s, session.references(s)) for s in launchable.input_sets]
     try:
-        evaluation = evaluate_candidate(launchable, build.code_object, sets, workspace, Plan(timing, timeout_s, runner.device, recorded, launch),
-                                        judging.against() if judging else NOTHING)
+        evaluation = evaluate_candidate(launchable, build.code_object, sets, workspace,
+                                        Plan(timing, timeout_s, runner.device, recorded, launch), judging.against() if judging else NOTHING)
         outcome.status, outcome.reason, outcome.input_set = evaluation.status, evaluation.reason, evaluation.input_set
         if evaluation.status in ("WRONG", "NAN", "NONDETERMINISTIC", "OUT_OF_BOUNDS", "IMPOSSIBLE"):
             runner.discard("verdict")  # its code misbehaved: a warm process it ran in is not trusted with the next

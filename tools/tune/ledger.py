@@ -69,7 +69,8 @@ class Ledger:
             self._db.execute(_LINEAGE)
             meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as exc:
-            raise HyperloomError(f"{path} is not a readable tune ledger ({exc})", "the session is corrupt; move it aside and start a new session") from exc
+            raise HyperloomError(f"{path} is not a readable tune ledger ({exc})",
+                                 "the session is corrupt; move it aside and start a new session") from exc
         if meta.get("kind") != LEDGER_KIND or meta.get("session") != session_id:
             raise HyperloomError(
                 f"{path} belongs to {meta.get('kind', 'something else')} session {meta.get('session')!r}, not to {session_id!r}",
@@ -94,14 +95,17 @@ class Ledger:
         with self._lock, self._db:
             seq = self._db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM trials").fetchone()[0]
             record = record.model_copy(update={"seq": seq})
-            self._db.execute("INSERT INTO trials (seq, hash, record, spent_s) VALUES (?, ?, ?, ?)", (seq, record.hash, record.model_dump_json(), record.device_s))
+            self._db.execute("INSERT INTO trials (seq, hash, record, spent_s) VALUES (?, ?, ?, ?)",
+                             (seq, record.hash, record.model_dump_json(), record.device_s))
         return record
 
     def replace(self, record: TrialRecord) -> TrialRecord:
         """Store a recorded trial's figures again (its speedup, once the baseline it is measured against lands)."""
         with self._lock, self._db:
-            if self._db.execute("UPDATE trials SET record = ? WHERE hash = ? AND seq = ?", (record.model_dump_json(), record.hash, record.seq)).rowcount != 1:
-                raise HyperloomError(f"trial {record.hash[:16]} (seq {record.seq}) is not in {self.path}", "the session changed under the loop; resume it")
+            if self._db.execute("UPDATE trials SET record = ? WHERE hash = ? AND seq = ?",
+                                (record.model_dump_json(), record.hash, record.seq)).rowcount != 1:
+                raise HyperloomError(f"trial {record.hash[:16]} (seq {record.seq}) is not in {self.path}",
+                                     "the session changed under the loop; resume it")
         return record
 
     def trials(self) -> list[TrialRecord]:

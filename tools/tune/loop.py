@@ -74,7 +74,8 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
         session, _ = open_session(request, workspace, prepared=start_workers)
         pool, ledger = pools[0], session.ledger
         with session:
-            roof = Roof(request.roof_gbps, request.roof_tflops, "the roof tune was given") if request.roof_gbps or request.roof_tflops else None
+            roof = Roof(request.roof_gbps, request.roof_tflops,
+                        "the roof tune was given") if request.roof_gbps or request.roof_tflops else None
             judging = workers.enter_context(closing(Judging.open(session.launchable, session.staged_sets(workspace), workspace, roof=roof,
                                                                  timeout_s=request.timeout_s)))
             # connects the proposer (and its storage) before "running" is answered
@@ -82,7 +83,8 @@ def run_tune(request: TuneRequest, workspace: Workspace, progress: ProgressFn | 
             control.session_id = session.id
             control.opened.set()
             ledger.release_proposals()
-            prepare_session(session, request, workspace)  # refuses a backend that times no kernels; queues the kernel's own autotuner choice first
+            # refuses a backend that times no kernels; queues the kernel's own autotuner choice first
+            prepare_session(session, request, workspace)
             for params in request.warm_start:  # after the baseline, before the proposer's own (the loop takes proposals first)
                 queue_candidate(session.manifest, ledger, params, WARM_START)
             ledger.clear_stop_request()
@@ -104,12 +106,13 @@ class Loop:
         self.judging = judging
         self.ledger = session.ledger
         spec = session.launchable.loaded.spec
-        self.space = Space(spec.tuning_of(session.launchable.variant), {name: spec.tuning_of(o.variant) for name, o in session.others.items()},
-                           variant=session.launchable.variant_name)
+        self.space = Space(spec.tuning_of(session.launchable.variant),
+                           {name: spec.tuning_of(o.variant) for name, o in session.others.items()}, variant=session.launchable.variant_name)
         # A machine sharing the study owns a candidate for as long as one candidate can take: every
         # input set and the timing, each capped at timeout_s, plus room for the compile.
         lease_s = request.timeout_s * (len(session.launchable.input_sets) + 1) + LEASE_COMPILE_S
-        self.proposer = make_proposer(request.strategy, self.space, request.seed, storage_url(request.storage, workspace), request.study or session.id, lease_s)
+        self.proposer = make_proposer(request.strategy, self.space, request.seed, storage_url(request.storage, workspace),
+                                      request.study or session.id, lease_s)
         self.budget = Budget(request.budget_device_s, self.ledger.spent_s())
         self.timing = request.timing()
         self.trials = self.ledger.trials()
@@ -120,8 +123,10 @@ class Loop:
         cores = os.cpu_count() or 2
         self.ahead = request.compile_ahead if request.compile_ahead is not None else max(1, min(MAX_AUTO_AHEAD, cores - len(self.slots)))
         self.runs: list[dict[str, Any]] = self.ledger.runs()
-        self.run_entry: dict[str, Any] = {"worker_mode": request.worker_mode, "compile_ahead": self.ahead, "slots": [slot_label(s) for s in self.slots],
-                                          "started_at": dt.datetime.now(dt.timezone.utc).isoformat(), "loop_wall_s": 0.0, "candidates": 0, "workers": {}}
+        self.run_entry: dict[str, Any] = {"worker_mode": request.worker_mode, "compile_ahead": self.ahead,
+                                          "slots": [slot_label(s) for s in self.slots],
+                                          "started_at": dt.datetime.now(dt.timezone.utc).isoformat(), "loop_wall_s": 0.0, "candidates": 0,
+                                          "workers": {}}
         for trial in self.trials:  # a resumed proposer learns everything the ledger knows
             self.proposer.tell(trial.params, trial.median_s if trial.status == "PASSED" else None)
 
@@ -239,7 +244,8 @@ class Loop:
     def compile(self, compiler: ThreadPoolExecutor, params: Params, proposer: str) -> _Candidate:
         digest = self.digest(params)
         self.in_flight[digest] = params
-        future = compiler.submit(compile_candidate, self.session, params, self.workspace, expect=self.request.expect, forbid=self.request.forbid)
+        future = compiler.submit(compile_candidate, self.session, params, self.workspace, expect=self.request.expect,
+                                 forbid=self.request.forbid)
         return _Candidate(params, proposer, digest, future)
 
     def record_run(self, pool: RunnerPool) -> None:
@@ -261,9 +267,11 @@ class Loop:
             seq=0, hash=digest, params=params, proposer=proposer, status=outcome.status, reason=outcome.reason, input_set=outcome.input_set,
             median_s=median, ci_halfwidth_s=outcome.kernel.median_ci95_rel * median if outcome.kernel and median else None,
             bandwidth_gbps=bandwidth, tflops=tflops, roof_pct=roof,
-            speedup=(1.0 if median else None) if proposer == "baseline" else (baseline.median_s / median if baseline and baseline.median_s and median else None),
-            device=COMPILER if worker < 0 else outcome.device_name or slot_label(device), device_index=device, worker=worker, device_s=outcome.device_s,
-            compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(), phases_s=outcome.phases_s, build_sha256=outcome.build_sha256,
+            speedup=(1.0 if median else None) if proposer == "baseline"
+                    else (baseline.median_s / median if baseline and baseline.median_s and median else None),
+            device=COMPILER if worker < 0 else outcome.device_name or slot_label(device), device_index=device, worker=worker,
+            device_s=outcome.device_s, compile_s=outcome.compile_s, finished_at=dt.datetime.now(dt.timezone.utc).isoformat(),
+            phases_s=outcome.phases_s, build_sha256=outcome.build_sha256,
         ))
         self.trials.append(record)
         self.recorded.add(digest)

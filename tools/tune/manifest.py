@@ -71,12 +71,14 @@ def read_manifest(folder: Path) -> Manifest:
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise HyperloomError(f"{path} is corrupt ({exc})", "move the session folder aside and start a new session") from exc
     if not isinstance(raw, dict) or raw.get("kind") != SESSION_KIND:
-        raise HyperloomError(f"{path} is not a tune session manifest (kind {raw.get('kind') if isinstance(raw, dict) else None!r})", "choose another session name")
+        raise HyperloomError(f"{path} is not a tune session manifest (kind {raw.get('kind') if isinstance(raw, dict) else None!r})",
+                             "choose another session name")
     if raw.get("format_version") != SESSION_VERSION:
         raise HyperloomError(f"{folder} was written by session format {raw.get('format_version')}, this is {SESSION_VERSION}",
                              "finish it with the Hyperloom that started it, or start a new session")
     try:
         return Manifest.model_validate(raw)
     except ValidationError as exc:
-        raise HyperloomError(f"{path} does not hold a complete tune manifest ({exc.error_count()} field(s) wrong, e.g. {exc.errors()[0]['loc']})",
+        raise HyperloomError(f"{path} does not hold a complete tune manifest ({exc.error_count()} field(s) wrong, e.g. "
+                             f"{exc.errors()[0]['loc']})",
                              "move the session folder aside and start a new session") from exc

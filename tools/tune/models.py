@@ -95,7 +95,8 @@ class TrialRecord(BaseModel):
     roof_pct: float | None
     speedup: float | None = Field(description="Baseline median / this median.")
     device: str
-    device_index: int | None = Field(None, description="The GPU index that ran it (None: a CPU worker, or a session older than device indices).")
+    device_index: int | None = Field(None,
+                                     description="The GPU index that ran it (None: a CPU worker, or a session older than device indices).")
     worker: int
     device_s: float = Field(description="Seconds the worker processes ran for this candidate.")
     compile_s: float
@@ -103,9 +104,9 @@ class TrialRecord(BaseModel):
     build_sha256: str | None = Field(None, description="Its code object and launch, hashed (what novelty is judged by).")
     phases_s: dict[str, float] = Field(default_factory=dict, description=(
         "Where this candidate's time went, in seconds (they add up to its own wall time): compile, rules (disasm), process_start (worker"
-        " start-up and hand-over), stage (driver, code object, inputs in), gate (the kernel on each input set; a GPU's outputs checked there), compare"
-        " (host outputs against references), time (the timing loop, its helpers found), other (scratch folders). process_start + stage + gate + compare + time"
-        " = device_s."))
+        " start-up and hand-over), stage (driver, code object, inputs in), gate (the kernel on each input set; a GPU's outputs checked "
+        "there), compare (host outputs against references), time (the timing loop, its helpers found), other (scratch folders). "
+        "process_start + stage + gate + compare + time = device_s."))
 
 
 class TuneStatus(BaseModel):
@@ -161,10 +162,11 @@ class ShapeSweep(BaseModel):
     speedup: float | None
     pairs: int = Field(0, description="Interleaved (baseline, winner) pairs timed.")
     winner_slower: int = Field(0, description="Pairs in which the winner was slower.")
-    slower_p: float | None = Field(None, description="One-sided sign-test p-value that the winner is not slower (the weaker round's, when re-timed).")
+    slower_p: float | None = Field(None, description="One-sided sign-test p-value that the winner is not slower (the weaker round's, "
+                                                     "when re-timed).")
     regression: bool = Field(description=(
-        "The winner fails the gate where the baseline passes, or is slower beyond noise: slower in enough pairs for p < 0.05 and by more than 2 % at the "
-        "median, in the first round of pairs and again in a second round of fresh pairs."))
+        "The winner fails the gate where the baseline passes, or is slower beyond noise: slower in enough pairs for p < 0.05 and by more "
+        "than 2 % at the median, in the first round of pairs and again in a second round of fresh pairs."))
     note: str = ""
 
 
@@ -200,10 +202,12 @@ class TuneReport(BaseModel):
     leaderboard: list[TrialRecord]
     rejected: list[TrialRecord]
     revalidation: Revalidation | None = Field(description="The first device's re-validation (revalidations has every device's).")
-    revalidations: list[Revalidation] = Field(default_factory=list, description="Winner and baseline re-timed on each device the session used.")
+    revalidations: list[Revalidation] = Field(default_factory=list,
+                                              description="Winner and baseline re-timed on each device the session used.")
     sweep: list[ShapeSweep]
-    autotune: AutotuneChoice | None = Field(None, description="Triton kernels: the config the kernel's own @triton.autotune picked on this device, gated and timed as a candidate, "
-                                                              "beside the winner.")
-    lineage: list[LineageNode] = Field(default_factory=list, description="Source changes proposed, each under its parent (propose with source or diff).")
+    autotune: AutotuneChoice | None = Field(None, description="Triton kernels: the config the kernel's own @triton.autotune picked on this "
+                                                              "device, gated and timed as a candidate, beside the winner.")
+    lineage: list[LineageNode] = Field(default_factory=list,
+                                       description="Source changes proposed, each under its parent (propose with source or diff).")
     report_md: str = Field(description="Path of report.md in the workspace.")
     breakdown_json: str = Field(description="Path of breakdown.json in the workspace.")

@@ -15,7 +15,8 @@ def run_summary(trials: list[Any], runs: list[dict[str, Any]]) -> dict[str, Any]
     totals = {phase: round(sum(t.phases_s.get(phase, 0.0) for t in timed), DIGITS) for phase in PHASES}
     devices: dict[str, dict[str, Any]] = {}
     for t in trials:
-        entry = devices.setdefault(_label(t), {"device": _label(t), "device_index": t.device_index, "candidates": 0, "passed": 0, "busy_s": 0.0})
+        entry = devices.setdefault(_label(t),
+                                   {"device": _label(t), "device_index": t.device_index, "candidates": 0, "passed": 0, "busy_s": 0.0})
         entry["candidates"] += 1
         entry["passed"] += t.status == "PASSED"
         entry["busy_s"] = round(entry["busy_s"] + t.device_s, DIGITS)

@@ -89,7 +89,8 @@ class OptunaProposer:
         try:
             import optuna
         except ImportError as exc:
-            raise HyperloomError(f"the {sampler} strategy needs Optuna, which is not installed", "pip install 'hyperloom[tune]' or use strategy grid or random") from exc
+            raise HyperloomError(f"the {sampler} strategy needs Optuna, which is not installed",
+                                 "pip install 'hyperloom[tune]' or use strategy grid or random") from exc
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.name = sampler
         self._optuna = optuna
@@ -100,25 +101,29 @@ class OptunaProposer:
         # and each further variant's defines as "<variant>:<define>", asked only when that variant is drawn.
         self._joint = bool(space.others)
         labelled = {space.variant: space.values, **space.others}
-        self._names = {label: {(name if label == space.variant else f"{label}:{name}"): name for name in values} for label, values in labelled.items()}
+        self._names = {label: {(name if label == space.variant else f"{label}:{name}"): name for name in values}
+                              for label, values in labelled.items()}
         self._define_of = {optuna_name: name for names in self._names.values() for optuna_name, name in names.items()}
         if sampler == "cmaes":
             if self._joint:
-                raise HyperloomError("cmaes searches one variant's numeric space, and this session searches several variants", "use strategy tpe, grid or random")
+                raise HyperloomError("cmaes searches one variant's numeric space, and this session searches several variants",
+                                     "use strategy tpe, grid or random")
             self._ordered = {name: _numeric_order(name, values) for name, values in space.values.items()}
             self._distributions = {name: optuna.distributions.IntDistribution(0, len(values) - 1) for name, values in self._ordered.items()}
             self._decoding = {name: dict(enumerate(values)) for name, values in self._ordered.items()}
             try:
                 import cmaes  # noqa: F401  (CmaEsSampler imports it at its first sample: fail here, not mid-run)
             except ImportError as exc:
-                raise HyperloomError("the cmaes strategy needs the cmaes package, which is not installed", "pip install 'hyperloom[tune]' or use strategy tpe") from exc
+                raise HyperloomError("the cmaes strategy needs the cmaes package, which is not installed",
+                                     "pip install 'hyperloom[tune]' or use strategy tpe") from exc
             chosen = optuna.samplers.CmaEsSampler(seed=seed, n_startup_trials=startup, warn_independent_sampling=False)
         else:
             self._distributions = {
                 optuna_name: optuna.distributions.CategoricalDistribution([str(v) for v in labelled[label][name]])
                 for label, names in self._names.items() for optuna_name, name in names.items()
             }
-            self._decoding = {optuna_name: {str(v): v for v in labelled[label][name]} for label, names in self._names.items() for optuna_name, name in names.items()}
+            self._decoding = {optuna_name: {str(v): v for v in labelled[label][name]} for label, names in self._names.items()
+                                                                                                 for optuna_name, name in names.items()}
             if self._joint:
                 self._distributions[VARIANT] = optuna.distributions.CategoricalDistribution(list(labelled))
             chosen = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
@@ -130,13 +135,15 @@ class OptunaProposer:
         self._encoding = {name: {str(v): e for e, v in table.items()} for name, table in self._decoding.items()}
         try:
             rdb = None if storage is None else optuna.storages.RDBStorage(storage, engine_kwargs={"poolclass": NullPool})
-            self.study = optuna.create_study(storage=rdb, study_name=study, sampler=chosen, direction="minimize", load_if_exists=rdb is not None)
+            self.study = optuna.create_study(storage=rdb, study_name=study, sampler=chosen, direction="minimize",
+                                             load_if_exists=rdb is not None)
         except Exception as exc:  # noqa: BLE001 - a driver, a refused connection, a database that is not Optuna's: all the URL's
             if storage is None:
                 raise
             reason = " ".join(str(exc).split())[:200]
             raise HyperloomError(f"the storage could not be opened ({type(exc).__name__}: {reason})",
-                                 "check the URL, that its driver is installed (psycopg for postgresql+psycopg://) and that the server is reachable") from exc
+                                 "check the URL, that its driver is installed (psycopg for postgresql+psycopg://) and that the server is "
+                                 "reachable") from exc
         self._open: dict[str, object] = {}
 
     def _key(self, params: Params) -> str:
@@ -255,7 +262,8 @@ class OptunaProposer:
                 encoded, distributions = known
                 self.study.add_trial(self._optuna.trial.create_trial(
                     params=encoded, distributions=distributions,
-                    value=median_s, state=self._optuna.trial.TrialState.COMPLETE if median_s is not None else self._optuna.trial.TrialState.FAIL,
+                    value=median_s, state=self._optuna.trial.TrialState.COMPLETE if median_s is not None
+                                          else self._optuna.trial.TrialState.FAIL,
                 ))
             return
         if median_s is None:
@@ -267,7 +275,8 @@ def _numeric_order(name: str, values: list[str | int]) -> list[str | int]:
     """The values in numeric order, for an ordinal axis; a value that is not a number is refused."""
     bad = [v for v in values if not _is_number(v)]
     if bad:
-        raise HyperloomError(f"cmaes searches numeric spaces, and {name} has the value {bad[0]!r}", "use strategy tpe for categorical defines, or give numbers")
+        raise HyperloomError(f"cmaes searches numeric spaces, and {name} has the value {bad[0]!r}",
+                             "use strategy tpe for categorical defines, or give numbers")
     return sorted(values, key=float)
 
 
@@ -283,7 +292,8 @@ def make_proposer(strategy: str, space: Space, seed: int, storage: str | None, s
     if strategy not in ("tpe", "cmaes") and storage is not None:
         raise HyperloomError("storage is only used by the tpe and cmaes strategies", "pass strategy=tpe or cmaes, or drop storage")
     if strategy in ("grid", "random", "tpe", "cmaes") and space.size == 0:
-        raise HyperloomError(f"the spec has no tuning block, so {strategy} has nothing to propose", "add tuning: {DEFINE: [values...]} to kernel.yaml, or use strategy external")
+        raise HyperloomError(f"the spec has no tuning block, so {strategy} has nothing to propose",
+                             "add tuning: {DEFINE: [values...]} to kernel.yaml, or use strategy external")
     if strategy == "grid":
         return GridProposer(space)
     if strategy == "random":

@@ -24,7 +24,8 @@ from hyperloom.tools.tune.session import BREAKDOWN, REPORT
 BREAKDOWN_VERSION = 1
 
 
-def figures(launchable: Launchable, median_s: float | None, roof_gbps: float | None, roof_tflops: float | None) -> tuple[float | None, float | None, float | None]:
+def figures(launchable: Launchable, median_s: float | None, roof_gbps: float | None,
+            roof_tflops: float | None) -> tuple[float | None, float | None, float | None]:
     """(GB/s, TFLOP/s, % of the given roof) at a median time, from the spec's metric."""
     if not median_s:
         return None, None, None
@@ -36,7 +37,8 @@ def figures(launchable: Launchable, median_s: float | None, roof_gbps: float | N
     return gbps, tflops, max(shares) if shares else None
 
 
-def status_of(manifest: Manifest, ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None, error: str | None = None) -> TuneStatus:
+def status_of(manifest: Manifest, ledger: Ledger, folder: Path, workspace: Workspace, state: SessionState | None = None,
+              error: str | None = None) -> TuneStatus:
     trials = ledger.trials()
     request = ledger.request() or TuneRequest.model_validate(manifest.request)
     passed = [t for t in trials if t.status == "PASSED" and t.median_s]
@@ -47,7 +49,8 @@ def status_of(manifest: Manifest, ledger: Ledger, folder: Path, workspace: Works
     stop = ledger.stop_reason()
     summary = (
         f"{manifest.session}: {state}; {len(trials)} recorded ({len(passed)} passed), "
-        + (f"best {best.median_s * 1e6:.2f} us ({f'{best.speedup:.2f}x baseline' if best.speedup else 'the baseline is still running'}) {best.params}"
+        + (f"best {best.median_s * 1e6:.2f} us ({f'{best.speedup:.2f}x baseline' if best.speedup else 'the baseline is still running'}) "
+           f"{best.params}"
            if best else "no passing candidate yet")
         + f"; {spent:.1f} of {request.budget_device_s:g} device-s spent" + (f"; stopped: {stop}" if stop and state != "running" else "")
     )
@@ -176,9 +179,12 @@ def render_markdown(manifest: Manifest, report: TuneReport, run: dict[str, Any] 
         + (f" (the baseline; also searched: {', '.join(f'`{v}`' for v in manifest.variant_defines)})" if manifest.variant_defines else "")
         + f", target `{manifest.target}`, shape {manifest.shape}; "
         f"tolerance {manifest.tolerance} declared before the first trial; input sets {', '.join(manifest.input_sets)} "
-        f"(sha256 {manifest.input_set_sha256[:16]}…). All times MEASURED on {manifest.environment['device'] if manifest.target == 'host' else manifest.target}.",
-        "", f"Stopped: {status.stop_reason or 'not stopped'}. Budget: {status.spent_device_s:.1f} of {status.budget_device_s:g} device-seconds spent.",
-        "", "## Leaderboard", "", "| # | params | median (us) | speedup vs baseline | GB/s | TFLOP/s | % of roof | proposer |", "|---|---|---|---|---|---|---|---|",
+        f"(sha256 {manifest.input_set_sha256[:16]}…). All times MEASURED on "
+        f"{manifest.environment['device'] if manifest.target == 'host' else manifest.target}.",
+        "", f"Stopped: {status.stop_reason or 'not stopped'}. Budget: {status.spent_device_s:.1f} of {status.budget_device_s:g} "
+            "device-seconds spent.",
+        "", "## Leaderboard", "", "| # | params | median (us) | speedup vs baseline | GB/s | TFLOP/s | % of roof | proposer |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in report.leaderboard:
         cells = [str(t.seq), f"`{t.params or 'baseline'}`", _us(t.median_s), _num(t.speedup, "{:.3f}x"), _num(t.bandwidth_gbps, "{:.1f}"),
@@ -195,17 +201,19 @@ def render_markdown(manifest: Manifest, report: TuneReport, run: dict[str, Any] 
         lines += ["Interleaved pairs (baseline, winner; the order alternates) on each device the session used.", "",
                   "| device | pairs | speedup | winner faster | sign-test p | verdict |", "|---|---|---|---|---|---|"]
         for r in report.revalidations or [report.revalidation]:  # type: ignore[list-item]
-            lines.append(f"| {r.device or '–'} | {r.pairs} | {_num(r.speedup, '{:.3f}x')} | {r.winner_faster}/{r.pairs} | {_num(r.sign_test_p, '{:.3f}')} | "
-                         f"{'beyond noise' if r.beyond_noise else 'NOT beyond noise'} |")
+            lines.append(f"| {r.device or '–'} | {r.pairs} | {_num(r.speedup, '{:.3f}x')} | {r.winner_faster}/{r.pairs} | "
+                         f"{_num(r.sign_test_p, '{:.3f}')} | {'beyond noise' if r.beyond_noise else 'NOT beyond noise'} |")
     if report.sweep:
         lines += ["", "## Shape sweep", "",
-                  "Winner and baseline gated, then timed in interleaved pairs, at every shape on every device; a regression only when the winner is "
-                  "slower in enough pairs for sign-test p < 0.05 and by more than 2 % at the median, in a first round of pairs and again in a second "
-                  "round of fresh pairs (the counts are the first round's).", "",
-                  "| shape | device | baseline (us) | winner (us) | speedup | winner slower | p | regression |", "|---|---|---|---|---|---|---|---|"]
+                  "Winner and baseline gated, then timed in interleaved pairs, at every shape on every device; a regression only when the "
+                  "winner is slower in enough pairs for sign-test p < 0.05 and by more than 2 % at the median, in a first round of pairs "
+                  "and again in a second round of fresh pairs (the counts are the first round's).", "",
+                  "| shape | device | baseline (us) | winner (us) | speedup | winner slower | p | regression |",
+                  "|---|---|---|---|---|---|---|---|"]
         for s in report.sweep:
             slower = f"{s.winner_slower}/{s.pairs}" if s.pairs else "–"
-            lines.append(f"| {s.shape} | {s.device or '–'} | {_us(s.baseline_s)} | {_us(s.winner_s)} | {'–' if s.speedup is None else f'{s.speedup:.3f}x'} | "
+            lines.append(f"| {s.shape} | {s.device or '–'} | {_us(s.baseline_s)} | {_us(s.winner_s)} | "
+                         f"{'–' if s.speedup is None else f'{s.speedup:.3f}x'} | "
                          f"{slower} | {_num(s.slower_p, '{:.3f}')} | {'YES' if s.regression else 'no'}{' ' + s.note if s.note else ''} |")
     if run is not None and run.get("candidates"):
         lines += ["", *_where_the_time_went(run)]
@@ -216,7 +224,8 @@ def _where_the_time_went(run: dict[str, Any]) -> list[str]:
     """The phase breakdown: what the candidates' time was spent on, per device, and what the worker processes cost."""
     total = sum(run["phases_s"].values()) or 1.0
     lines = ["## Where the time went", "",
-             f"{run['candidates']} candidates in {run['loop_wall_s']:.1f} s of search ({_num(run['candidates_per_hour'], '{:.0f}')} candidates per hour); "
+             f"{run['candidates']} candidates in {run['loop_wall_s']:.1f} s of search ({_num(run['candidates_per_hour'], '{:.0f}')} "
+             "candidates per hour); "
              f"worker mode {run['worker_mode']}, compile ahead {run['compile_ahead']}, devices {', '.join(run['slots']) or '–'}. "
              "Candidates overlap (compiles run ahead; devices run at once), so phase sums can exceed the wall time.", "",
              "| phase | total (s) | per candidate (ms) | share |", "|---|---|---|---|"]
@@ -229,6 +238,7 @@ def _where_the_time_went(run: dict[str, Any]) -> list[str]:
     for index, workers in enumerate(run["workers"]):
         if workers:
             replaced = ", ".join(f"{n} after {why}" for why, n in workers.get("replaced", {}).items()) or "none"
-            lines.append(f"\nRun {index + 1}: {workers.get('launches', 0)} launches in {workers.get('processes_started', 0)} worker processes "
+            lines.append(f"\nRun {index + 1}: {workers.get('launches', 0)} launches in {workers.get('processes_started', 0)} "
+                         "worker processes "
                          f"({workers.get('worker_mode')}; {workers.get('start_s', 0.0):.2f} s starting warm ones); replaced: {replaced}.")
     return lines

@@ -77,8 +77,8 @@ def shape_verdict(shape: dict[str, int], device: str, baseline_s: list[float], w
     slower = sum(w > b for b, w in zip(baseline_s, winner_s))
     p = sign_test_p(slower, len(baseline_s))
     speedup = base / win
-    return ShapeSweep(shape=shape, device=device, baseline_s=base, winner_s=win, speedup=speedup, pairs=len(baseline_s), winner_slower=slower,
-                      slower_p=p, regression=p < ALPHA and speedup < 1 - REGRESSION, note=note)
+    return ShapeSweep(shape=shape, device=device, baseline_s=base, winner_s=win, speedup=speedup, pairs=len(baseline_s),
+                      winner_slower=slower, slower_p=p, regression=p < ALPHA and speedup < 1 - REGRESSION, note=note)
 
 
 def confirmed(first: ShapeSweep, recheck_baseline_s: list[float], recheck_winner_s: list[float]) -> ShapeSweep:
@@ -86,7 +86,8 @@ def confirmed(first: ShapeSweep, recheck_baseline_s: list[float], recheck_winner
 
     The row keeps the first round's medians and counts; its p-value is the weaker round's, and the note gives the second."""
     if not recheck_baseline_s:
-        return first.model_copy(update={"note": _join(first.note, "could not be re-timed to confirm (the budget ran out, or a run failed): one round's verdict")})
+        return first.model_copy(update={"note": _join(first.note, "could not be re-timed to confirm (the budget ran out, or a run failed): "
+                                                                  "one round's verdict")})
     second = shape_verdict(first.shape, first.device, recheck_baseline_s, recheck_winner_s)
     said = f"{second.winner_slower}/{second.pairs} slower, {second.speedup:.3f}x"
     note = f"confirmed by a second round ({said})" if second.regression else f"a second round did not confirm it ({said}): noise"
@@ -118,7 +119,8 @@ def revalidate_pair(session: Session, request: TuneRequest, workspace: Workspace
     at the session's shape, and (with request.sweep_shapes) the sweep of every shape, by shape then device."""
     backend = session.launchable.backend
     trials = session.ledger.trials()
-    devices = sorted({t.device_index for t in trials if t.worker >= 0 and t.device_index is not None}) if backend not in HOST_BACKENDS else []
+    devices = sorted({t.device_index for t in trials if t.worker >= 0
+                      and t.device_index is not None}) if backend not in HOST_BACKENDS else []
     devices = devices or worker_slots(backend, 1, request.devices)[:1]
     job = _Job(session, request, workspace, Budget(request.budget_device_s, session.ledger.spent_s()), baseline, winner)
     own = pool is None
@@ -147,7 +149,8 @@ class _Staged:
 class _Job:
     """What every device's share needs: the builds at the session's shape and, for the sweep, each shape's inputs and builds."""
 
-    def __init__(self, session: Session, request: TuneRequest, workspace: Workspace, budget: Budget, baseline: TrialRecord, winner: TrialRecord) -> None:
+    def __init__(self, session: Session, request: TuneRequest, workspace: Workspace, budget: Budget, baseline: TrialRecord,
+                 winner: TrialRecord) -> None:
         self.session, self.request, self.workspace, self.budget = session, request, workspace, budget
         self.roles = {"baseline": baseline, "winner": winner}
         self.builds = {role: _built(*session.launchable_for(t.params), workspace) for role, t in self.roles.items()}
@@ -161,7 +164,8 @@ class _Job:
             shape = dict(loaded.spec.shapes[index])
             try:
                 inputs = self.folder / str(index) / "in"
-                stage_input_set(prepare(loaded, self.session.launchable.variant_name, self.request.target, index), "seeded", inputs)  # the variants share the spec's args
+                # the variants share the spec's args
+                stage_input_set(prepare(loaded, self.session.launchable.variant_name, self.request.target, index), "seeded", inputs)
                 builds = {}
                 for role, trial in self.roles.items():
                     variant, params = self.session.launchable_for(trial.params)
@@ -184,7 +188,8 @@ class _Job:
             granted = self.budget.reserve(request.timeout_s)
             if granted is None:
                 return None
-            result = time_kernel(launchable, code_object, inputs, request.timing(), self.workspace, timeout_s=granted, device=device, runner=runner)
+            result = time_kernel(launchable, code_object, inputs, request.timing(), self.workspace, timeout_s=granted, device=device,
+                                 runner=runner)
             self.budget.settle(granted, result.elapsed_s)
             ledger.add_spent("revalidation", result.elapsed_s)
             names.append(result.device)
@@ -198,7 +203,8 @@ class _Job:
             wins = sum(b < a for a, b in zip(base_s, win_s))
             p = sign_test_p(wins, len(base_s))
             revalidation = Revalidation(device=label, pairs=len(base_s), baseline_s=base_s, winner_s=win_s,
-                                        speedup=statistics.median(base_s) / statistics.median(win_s), winner_faster=wins, sign_test_p=p, beyond_noise=p < ALPHA)
+                                        speedup=statistics.median(base_s) / statistics.median(win_s), winner_faster=wins, sign_test_p=p,
+                                        beyond_noise=p < ALPHA)
         return revalidation, [self._sweep_shape(staged, device, runner, timed, label) for staged in self.shapes]
 
     def _sweep_shape(self, staged: _Staged, device: int | None, runner: Runner, timed: Timed, label: str) -> ShapeSweep:
@@ -239,5 +245,6 @@ def _built(launchable: Launchable, params: Params, workspace: Workspace) -> tupl
     """A trial's launch geometry and its compiled code object, from its variant's launchable and its params."""
     specialized, build = build_with(launchable, workspace, params)
     if not build.ok:
-        raise HyperloomError(f"{launchable.variant_name} does not build at shape {launchable.shape}: {build.summary}", "see the compile log with compile_kernel")
+        raise HyperloomError(f"{launchable.variant_name} does not build at shape {launchable.shape}: {build.summary}",
+                             "see the compile log with compile_kernel")
     return specialized, build.code_object

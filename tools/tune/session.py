@@ -166,7 +166,8 @@ def queue_candidate(manifest: Manifest, ledger: Ledger, params: Params, note: st
     digest = candidate_digest(manifest, params)
     earlier = next((t for t in ledger.trials() if t.hash == digest), None)
     if earlier is not None:
-        return ProposeResult(accepted=False, hash=digest, summary=f"already recorded as #{earlier.seq}: {earlier.status} {earlier.reason or ''}".strip())
+        return ProposeResult(accepted=False, hash=digest,
+                             summary=f"already recorded as #{earlier.seq}: {earlier.status} {earlier.reason or ''}".strip())
     if ledger.queued(digest):
         return ProposeResult(accepted=False, hash=digest, summary="already queued")
     ledger.propose(digest, params, note)
@@ -220,27 +221,32 @@ def open_session(request: TuneRequest, workspace: Workspace, prepared: Callable[
                 ref.unlink()  # the frozen copy is the one the gate reads
             input_sets[input_set] = frozen.manifest_sha256
         manifest = Manifest(
-            session=session_id, created_at=dt.datetime.now(dt.timezone.utc).isoformat(), spec=workspace.relative(loaded.path), spec_name=loaded.spec.name,
-            **identity, shape_index=request.shape, tolerance=loaded.spec.tolerance.model_dump(), tuning=loaded.spec.tuning_of(launchable.variant),
-            baseline_defines=launchable.variant.model_dump(mode="json")["defines"],
+            session=session_id, created_at=dt.datetime.now(dt.timezone.utc).isoformat(), spec=workspace.relative(loaded.path),
+            spec_name=loaded.spec.name, **identity, shape_index=request.shape, tolerance=loaded.spec.tolerance.model_dump(),
+            tuning=loaded.spec.tuning_of(launchable.variant), baseline_defines=launchable.variant.model_dump(mode="json")["defines"],
             variant_tuning={n: loaded.spec.tuning_of(o.variant) for n, o in others.items()} if others else None,
             variant_defines={n: o.variant.model_dump(mode="json")["defines"] for n, o in others.items()} if others else None,
-            request=request.model_dump(), input_sets=input_sets, input_set_sha256=combine_digests(input_sets[s] for s in sorted(input_sets)),
-            environment={"hyperloom": __version__, "python": platform.python_version(), "device": host_device(), "platform": platform.platform()},
+            request=request.model_dump(), input_sets=input_sets,
+            input_set_sha256=combine_digests(input_sets[s] for s in sorted(input_sets)),
+            environment={"hyperloom": __version__, "python": platform.python_version(), "device": host_device(),
+                         "platform": platform.platform()},
         )
         manifest.identity_sha256 = manifest.identity()
         Ledger(staging / LEDGER, session_id, create=True).close()
         manifest.write(staging)
-    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable=launchable, others=others), False
+    return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable=launchable,
+                   others=others), False
 
 
 def _reopen(session_id: str, folder: Path, request: TuneRequest, launchable: Launchable, others: dict[str, Launchable]) -> Session:
     manifest = read_manifest(folder)
     if manifest.session != session_id:
-        raise HyperloomError(f"{folder} holds session {manifest.session!r}, not {session_id!r}", "it was copied or renamed; open it under its own name")
+        raise HyperloomError(f"{folder} holds session {manifest.session!r}, not {session_id!r}",
+                             "it was copied or renamed; open it under its own name")
     identity = _spec_identity(request, launchable, others)
     changed = [key for key, value in identity.items() if getattr(manifest, key) != value]
-    recorded = {key: manifest.request.get(key, TuneRequest.model_fields[key].get_default(call_default_factory=True)) for key in IDENTITY}  # older sessions lack newer fields
+    # older sessions lack newer fields
+    recorded = {key: manifest.request.get(key, TuneRequest.model_fields[key].get_default(call_default_factory=True)) for key in IDENTITY}
     changed += [key for key in IDENTITY if key not in ("spec",) and recorded[key] != getattr(request, key)]
     if changed:
         raise HyperloomError(
@@ -250,7 +256,8 @@ def _reopen(session_id: str, folder: Path, request: TuneRequest, launchable: Lau
     for input_set, digest in manifest.input_sets.items():
         frozen = folder / "references" / input_set / "manifest.json"
         if not frozen.is_file() or json.loads(frozen.read_text()).get("content_sha256") != digest:
-            raise HyperloomError(f"the frozen references of {input_set!r} in {folder} changed or are missing", "the session is corrupt; start a new session")
+            raise HyperloomError(f"the frozen references of {input_set!r} in {folder} changed or are missing",
+                                 "the session is corrupt; start a new session")
     return Session(session_id, folder, manifest, Ledger(folder / LEDGER, session_id, create=False), launchable=launchable, others=others)
 
 

@@ -60,7 +60,8 @@ def add_rmsnorm(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, e
     """(weight * rmsnorm(x + residual), x + residual); `residual` is overwritten with the sum, as vLLM's fused_add_rms_norm."""
     n_cols = x.shape[-1]
     if residual.shape != x.shape or residual.dtype != x.dtype:
-        raise ValueError(f"residual is {tuple(residual.shape)} {residual.dtype}, x is {tuple(x.shape)} {x.dtype}: give a residual of x's shape and dtype")
+        raise ValueError(f"residual is {tuple(residual.shape)} {residual.dtype}, x is {tuple(x.shape)} {x.dtype}: give a residual of x's "
+                         "shape and dtype")
     if weight.shape != (n_cols,):
         raise ValueError(f"weight has shape {tuple(weight.shape)}, the rows of x have {n_cols} columns: give a weight of shape ({n_cols},)")
     if not residual.is_contiguous():

@@ -78,7 +78,8 @@ def decode_attention_kernel(q, k, v, mask, out, part_max, part_sum, part_acc,
         tl.store(part_acc + at[:, None] * head_dim + d[None, :], acc, mask=g_in[:, None] & d_in[None, :])
     else:
         result = acc / tl.where(total > 0.0, total, 1.0)[:, None]  # no slot kept: zeros
-        tl.store(out + (b * heads + head[:, None]) * head_dim + d[None, :], result.to(out.dtype.element_ty), mask=g_in[:, None] & d_in[None, :])
+        tl.store(out + (b * heads + head[:, None]) * head_dim + d[None, :], result.to(out.dtype.element_ty),
+                 mask=g_in[:, None] & d_in[None, :])
 
 
 @triton.jit
@@ -160,7 +161,8 @@ def decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
 def unsupported(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> str:
     """Why this kernel does not take these tensors (empty: it does)."""
     if q.dim() != 4 or k.dim() != 4 or v.shape != k.shape:
-        return f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: give q [batch, heads, 1, dim] and k, v [batch, kv_heads, slots, dim]"
+        return (f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: give q [batch, heads, 1, dim] and k, v [batch, "
+                "kv_heads, slots, dim]")
     batch, heads, positions, dim = q.shape
     if positions != 1:
         return f"{positions} query positions: the kernel attends for one (a decode step)"

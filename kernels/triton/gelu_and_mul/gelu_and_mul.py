@@ -49,7 +49,8 @@ def launch_params(d: int, approximate: str, params: dict | None = None) -> dict:
     """Constexprs and options of one launch: a tune winner's params ({"autotune_config": i} or BLOCK/num_warps), else
     a block of up to 2048 columns; TANH from `approximate` ("none" or "tanh", torch's names)."""
     if approximate not in ("none", "tanh"):
-        raise ValueError(f"approximate={approximate!r}: use 'none' (erf, torch's default) or 'tanh', as torch.nn.functional.gelu names them")
+        raise ValueError(f"approximate={approximate!r}: use 'none' (erf, torch's default) or 'tanh', as "
+                         "torch.nn.functional.gelu names them")
     params = dict(params or {})
     if "autotune_config" in params:
         config = CONFIGS[int(params.pop("autotune_config"))]
@@ -76,7 +77,8 @@ def gelu_and_mul(x: torch.Tensor, approximate: str = "none", params: dict | None
 def gelu_mul(gate: torch.Tensor, up: torch.Tensor, approximate: str = "none", params: dict | None = None) -> torch.Tensor:
     """gelu(gate) * up for two tensors of one shape and dtype, as a GeGLU MLP computes them."""
     if gate.shape != up.shape or gate.dtype != up.dtype:
-        raise ValueError(f"gate is {tuple(gate.shape)} {gate.dtype}, up is {tuple(up.shape)} {up.dtype}: give two tensors of one shape and dtype")
+        raise ValueError(f"gate is {tuple(gate.shape)} {gate.dtype}, up is {tuple(up.shape)} {up.dtype}: give two tensors of one "
+                         "shape and dtype")
     d = gate.shape[-1]
     g, u = gate.reshape(-1, d).contiguous(), up.reshape(-1, d).contiguous()
     out = torch.empty_like(g)

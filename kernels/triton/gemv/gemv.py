@@ -24,7 +24,8 @@ import triton.language as tl
 
 MAX_ROWS = 8  # more rows than this: the layer is a GEMM, cuBLAS's work
 TUNED: dict[tuple[int, int], dict | str] = {}  # (N, K) -> launch params, or "cublas": a caller's choice (roof_decode.py --gemv-params)
-SHIPPED = Path(__file__).with_name("tuned.json")  # device name -> {"measured": how, "shapes": {"N,K": params or "cublas"}}, as scripts/device/gemv_sweep.py measured them
+# device name -> {"measured": how, "shapes": {"N,K": params or "cublas"}}, as scripts/device/gemv_sweep.py measured them
+SHIPPED = Path(__file__).with_name("tuned.json")
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpreter computes bfloat16 dot products wrong: float32 there
 
 
@@ -75,7 +76,8 @@ def gemv_kernel(x, up, w, bias, norm, y, rows, n_out, k_in, x_stride, up_stride,
         for start in range(0, k_in, BLOCK_K):
             k = start + tl.arange(0, BLOCK_K)
             k_in_range = k < k_in
-            wt = tl.load(w + n[:, None] * w_stride + k[None, :], mask=n_in[:, None] & k_in_range[None, :], other=0.0)  # [BLOCK_N, BLOCK_K]: loads along the contiguous K
+            # [BLOCK_N, BLOCK_K]: loads along the contiguous K
+            wt = tl.load(w + n[:, None] * w_stride + k[None, :], mask=n_in[:, None] & k_in_range[None, :], other=0.0)
             xt = tl.load(x + m[:, None] * x_stride + k[None, :], mask=m_in[:, None] & k_in_range[None, :], other=0.0)
             if NORM:
                 g = tl.load(norm + k, mask=k_in_range, other=0.0).to(tl.float32)
@@ -114,7 +116,8 @@ def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
     old 8 x 512 was 11 % slower there, near cuBLAS: scripts/device/gemv_sweep.py, results/h100/roof); for a few rows 16 rows
     of W by 512 of K, loaded along K (3.4 ms of the GEMV in a batch-8 token on the H100, the 32 x 64 tile loaded across K
     4.3 ms, cuBLAS's about 1 ms: decode_gemv sends a few rows to cuBLAS unless asked; results/h100/roof)."""
-    chosen = {"BLOCK_N": 2, "BLOCK_K": 1024, "num_warps": 4, "num_stages": 4} if rows == 1 else {"BLOCK_N": 16, "BLOCK_K": 512, "num_warps": 4, "num_stages": 3}
+    chosen = {"BLOCK_N": 2, "BLOCK_K": 1024, "num_warps": 4, "num_stages": 4} if rows == 1 else {"BLOCK_N": 16, "BLOCK_K": 512,
+                                                                                                 "num_warps": 4, "num_stages": 3}
     return {**chosen, **(params or {})}
 
 
@@ -159,7 +162,8 @@ def gemv(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None
     out = torch.empty(rows, n_out, dtype=x.dtype, device=x.device)
     chosen = launch_params(rows, n_out, params)
     gemv_kernel[(triton.cdiv(n_out, chosen["BLOCK_N"]),)](
-        flat, ups, weight, weight if bias is None else bias, weight if norm is None else norm, out, rows, n_out, k_in, flat.stride(0), ups.stride(0),
-        weight.stride(0), float(eps), HAS_BIAS=bias is not None, NORM=norm is not None, ACT=up is not None, ONE_ROW=rows == 1, F32_DOT=x.dtype == torch.float32 or INTERPRETED,
+        flat, ups, weight, weight if bias is None else bias, weight if norm is None else norm, out, rows, n_out, k_in, flat.stride(0),
+        ups.stride(0), weight.stride(0), float(eps), HAS_BIAS=bias is not None, NORM=norm is not None, ACT=up is not None,
+        ONE_ROW=rows == 1, F32_DOT=x.dtype == torch.float32 or INTERPRETED,
         BLOCK_N=chosen["BLOCK_N"], BLOCK_K=chosen["BLOCK_K"], num_warps=chosen["num_warps"], num_stages=chosen["num_stages"])
     return out.reshape(*x.shape[:-1], n_out)

@@ -61,7 +61,8 @@ def layernorm(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None =
     n_cols = x.shape[-1]
     for name, tensor in (("weight", weight), ("bias", bias)):
         if tensor is not None and tensor.shape != (n_cols,):
-            raise ValueError(f"{name} has shape {tuple(tensor.shape)}, the rows of x have {n_cols} columns: give a {name} of shape ({n_cols},)")
+            raise ValueError(f"{name} has shape {tuple(tensor.shape)}, the rows of x have {n_cols} columns: give a {name} of "
+                             f"shape ({n_cols},)")
     rows = x.reshape(-1, n_cols).contiguous()
     y = torch.empty_like(rows)
     if rows.shape[0]:

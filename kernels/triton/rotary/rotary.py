@@ -64,7 +64,8 @@ def rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, params: dict |
     batch, heads, seq, dim = x.shape
     cos, sin = (t.unsqueeze(0) if t.dim() == 2 else t for t in (cos, sin))
     if cos.shape != sin.shape or cos.shape[1:] != (seq, dim) or cos.shape[0] not in (1, batch):
-        raise ValueError(f"cos is {tuple(cos.shape)}, sin {tuple(sin.shape)}, x {tuple(x.shape)}: give cos and sin of [{batch} or 1, {seq}, {dim}]")
+        raise ValueError(f"cos is {tuple(cos.shape)}, sin {tuple(sin.shape)}, x {tuple(x.shape)}: give cos and sin of [{batch} or 1, "
+                         f"{seq}, {dim}]")
     if x.stride(-1) != 1:
         x = x.contiguous()
     cos, sin = cos.contiguous(), sin.contiguous()

@@ -76,7 +76,8 @@ def silu_and_mul(x: torch.Tensor, params: dict | None = None) -> torch.Tensor:
 def silu_mul(gate: torch.Tensor, up: torch.Tensor, params: dict | None = None) -> torch.Tensor:
     """silu(gate) * up for two tensors of one shape and dtype, as HF's gated MLP (LlamaMLP, Qwen2MLP) computes them."""
     if gate.shape != up.shape or gate.dtype != up.dtype:
-        raise ValueError(f"gate is {tuple(gate.shape)} {gate.dtype}, up is {tuple(up.shape)} {up.dtype}: give two tensors of one shape and dtype")
+        raise ValueError(f"gate is {tuple(gate.shape)} {gate.dtype}, up is {tuple(up.shape)} {up.dtype}: give two tensors of one "
+                         "shape and dtype")
     d = gate.shape[-1]
     g, u = gate.reshape(-1, d).contiguous(), up.reshape(-1, d).contiguous()
     out = torch.empty_like(g)

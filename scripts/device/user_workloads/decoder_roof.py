@@ -9,7 +9,8 @@ from typing import Literal
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8, vocab_size=128256)
+LLAMA_1B = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
+                vocab_size=128256)
 
 
 class Decoder:

@@ -39,7 +39,8 @@ def from_model_entry(entry: dict[str, Any]) -> tuple[int, str, str] | None:
     meta = entry.get("meta") if isinstance(entry.get("meta"), dict) else {}
     options = entry.get("recipe_options") if isinstance(entry.get("recipe_options"), dict) else {}
     for value, name, kind in ((entry.get("max_model_len"), "max_model_len", "vllm"), (meta.get("n_ctx"), "meta.n_ctx", "llama.cpp"),
-                              (options.get("ctx_size"), "recipe_options.ctx_size", "lemonade"), (entry.get("context_length"), "context_length", "unknown")):
+                              (options.get("ctx_size"), "recipe_options.ctx_size", "lemonade"),
+                              (entry.get("context_length"), "context_length", "unknown")):
         if (tokens := _positive(value)) is not None:
             return tokens, name, kind
     return None
@@ -73,7 +74,8 @@ async def discover_context(client: httpx2.AsyncClient, endpoint: ChatEndpoint, m
         return ServerContext(found[0], f"{endpoint.url('/models')} {found[1]}", "MEASURED", found[2])
     if (tokens := from_lemonade_health(await get_optional(client, endpoint.url("/health")), model)) is not None:
         return ServerContext(tokens, f"Lemonade {endpoint.url('/health')} recipe_options.ctx_size", "MEASURED", "lemonade")
-    return ServerContext(ASSUMED_CONTEXT_TOKENS, "the server does not say (no /props, max_model_len or ctx_size); pass --context", "ASSUMED", "unknown")
+    return ServerContext(ASSUMED_CONTEXT_TOKENS, "the server does not say (no /props, max_model_len or ctx_size); pass --context",
+                         "ASSUMED", "unknown")
 
 
 def request_chars(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int:
@@ -97,7 +99,8 @@ class TokenCounter:
             if counted is not None:
                 self._server_counts = True
                 return counted, "the server's /apply-template and /tokenize"
-        how = "characters at the rate of the server's last usage figures" if self.calibrated else f"characters x {ASSUMED_TOKENS_PER_CHAR} (ASSUMED)"
+        how = "characters at the rate of the server's last usage figures" if self.calibrated else ("characters x "
+                                                                                                   f"{ASSUMED_TOKENS_PER_CHAR} (ASSUMED)")
         return int(request_chars(messages, tools) * self.tokens_per_char) + 1, how
 
     async def _server_count(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> int | None:
@@ -109,7 +112,8 @@ class TokenCounter:
             if self._server_counts is None:
                 self._server_counts = False  # not llama.cpp: estimate from now on
             return None
-        tokens = await get_optional(self.client, f"{self.endpoint.root}/tokenize", {"content": rendered["prompt"], "add_special": True, "parse_special": True})
+        tokens = await get_optional(self.client, f"{self.endpoint.root}/tokenize",
+                                    {"content": rendered["prompt"], "add_special": True, "parse_special": True})
         if not isinstance(tokens, dict) or not isinstance(tokens.get("tokens"), list):
             return None
         return len(tokens["tokens"])

@@ -101,9 +101,11 @@ async def get_json(client: httpx2.AsyncClient, url: str) -> Any:
     except httpx2.ConnectError as exc:
         raise _unreachable(url, exc) from exc
     except httpx2.HTTPError as exc:
-        raise HyperloomError(f"the model endpoint {url} did not answer ({type(exc).__name__}: {exc})", "check that the server is up and --base-url") from exc
+        raise HyperloomError(f"the model endpoint {url} did not answer ({type(exc).__name__}: {exc})",
+                             "check that the server is up and --base-url") from exc
     if response.status_code != 200:
-        raise HyperloomError(f"the model endpoint {url} answered HTTP {response.status_code}: {_excerpt(response.content)}", _next_step(response.status_code))
+        raise HyperloomError(f"the model endpoint {url} answered HTTP {response.status_code}: {_excerpt(response.content)}",
+                             _next_step(response.status_code))
     return _json(response.content, url)
 
 
@@ -197,7 +199,8 @@ class _Accumulator:
         return token
 
     def message(self) -> dict[str, Any]:
-        calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for _, c in sorted(self.calls.items())]
+        calls = [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                 for _, c in sorted(self.calls.items())]
         return normalize_message({"role": "assistant", "content": "".join(self.content), "tool_calls": calls})
 
 
@@ -299,11 +302,13 @@ async def _read(response: httpx2.Response, url: str, state: _Accumulator, reply:
                                  "check the server's log (it may have run out of memory or crashed)") from None
         except TimeoutError as exc:
             if waiting["first"]:
-                raise _slow(url, first_token_timeout_s if waiting["progress"] is None else idle_timeout_s, waiting["progress"], headers=True) from exc
+                raise _slow(url, first_token_timeout_s if waiting["progress"] is None else idle_timeout_s, waiting["progress"],
+                            headers=True) from exc
             raise EndpointSlow(f"the model endpoint {url} stopped sending tokens for {idle_timeout_s:g} s in the middle of a reply",
                                "the server is up but stalled: check its log and load; raise --timeout if it is only slow") from exc
         except httpx2.HTTPError as exc:
-            raise HyperloomError(f"the model endpoint {url} broke the stream ({type(exc).__name__}: {exc})", "check the server's log") from exc
+            raise HyperloomError(f"the model endpoint {url} broke the stream ({type(exc).__name__}: {exc})",
+                                 "check the server's log") from exc
         if not line.strip() or line.startswith(":") or not line.startswith("data:"):
             continue
         payload = line[5:].strip()
@@ -337,7 +342,8 @@ def _slow(url: str, waited_s: float, progress: tuple[int, int] | None, headers: 
     seen = f"; it had read {progress[0]:,} of {progress[1]:,} prompt tokens" if progress else ""
     answered = "answered and " if headers else ""
     return EndpointSlow(
-        f"the model endpoint {url} is up (it accepted the request) but is slow: it {answered}sent no first token within {waited_s:g} s{seen}",
+        f"the model endpoint {url} is up (it accepted the request) but is slow: it {answered}sent no first token within "
+        f"{waited_s:g} s{seen}",
         "the server is not down, only slow: raise --timeout, serve a smaller model or a GPU build, or give it a smaller context; "
         "a second request reuses the prompt it has cached",
     )

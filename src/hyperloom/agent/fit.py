@@ -52,8 +52,8 @@ async def fit(choices: Sequence[Choice], context: ServerContext, counter: TokenC
     tokens, how, smallest = min(counts, key=lambda c: c[0])
     raise ContextTooSmall(
         f"{what} cannot fit the server's context: even the smallest ({smallest.label}, {len(smallest.tools)} tool definitions) is "
-        f"{tokens:,} prompt tokens (counted by {how}), and a reply needs at least {budget.min_tokens:,} more: {tokens + budget.min_tokens:,} "
-        f"> {context.tokens:,} tokens of context ({context.source})",
+        f"{tokens:,} prompt tokens (counted by {how}), and a reply needs at least {budget.min_tokens:,} more: "
+        f"{tokens + budget.min_tokens:,} > {context.tokens:,} tokens of context ({context.source})",
         "restart the server with a larger context (llama-server -c 8192; Lemonade: --ctx-size 8192), or pass --context if the "
         "server holds more than it says; a shorter prompt helps too",
     )
@@ -62,7 +62,8 @@ async def fit(choices: Sequence[Choice], context: ServerContext, counter: TokenC
 def elided_views(messages: list[dict[str, Any]]) -> list[tuple[int, list[dict[str, Any]]]]:
     """The conversation with its oldest tool results elided, one more at a time (the newest turn's results stay)."""
     last_assistant = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=len(messages))
-    old = [i for i, m in enumerate(messages) if m.get("role") == "tool" and i < last_assistant and not str(m.get("content", "")).startswith("[elided")]
+    old = [i for i, m in enumerate(messages) if m.get("role") == "tool" and i < last_assistant
+                    and not str(m.get("content", "")).startswith("[elided")]
     views = []
     view = [dict(m) for m in messages]
     for count, index in enumerate(old, 1):
@@ -76,4 +77,5 @@ def trim_result(text: str, max_chars: int) -> str:
     """A tool result cut to `max_chars`, saying so (the transcript keeps the whole)."""
     if len(text) <= max_chars:
         return text
-    return text[:max_chars] + f"\n[truncated: {max_chars:,} of {len(text):,} characters shown to fit the context; the transcript keeps the whole result]"
+    return text[:max_chars] + (f"\n[truncated: {max_chars:,} of {len(text):,} characters shown to fit the context; the transcript keeps "
+                               "the whole result]")

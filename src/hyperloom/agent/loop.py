@@ -87,13 +87,14 @@ def first_choices(skill: SkillPages, toolset: Toolset, workspace: str, prompt: s
 
 def turn_choices(messages: list[dict[str, Any]], toolset: Toolset) -> list[Choice]:
     choices = _tool_choices(messages, toolset, "")
-    choices += [Choice(f"{n} old tool results elided, the agent's tools only", view, toolset.specs(0)) for n, view in elided_views(messages)]
+    choices += [Choice(f"{n} old tool results elided, the agent's tools only", view, toolset.specs(0))
+                for n, view in elided_views(messages)]
     return choices
 
 
 def _body(conv: Conversation, fitted: Fitted) -> dict[str, Any]:
-    body: dict[str, Any] = {"model": conv.model, "messages": fitted.choice.messages, "stream": True, "stream_options": {"include_usage": True},
-                            "max_tokens": fitted.max_tokens}
+    body: dict[str, Any] = {"model": conv.model, "messages": fitted.choice.messages, "stream": True,
+                            "stream_options": {"include_usage": True}, "max_tokens": fitted.max_tokens}
     if fitted.choice.tools:
         body["tools"] = fitted.choice.tools
         body["tool_choice"] = "auto"
@@ -116,12 +117,14 @@ async def _complete(conv: Conversation, turn: int, choices: list[Choice]) -> tup
         fitted = await fit(choices, conv.context, conv.counter, conv.budget, what)
         timeout_s = first_token_timeout_s(conv, fitted.prompt_tokens)
         line = (f"{what}: {fitted.prompt_tokens:,} prompt tokens (counted by {fitted.counted_by}) + max_tokens {fitted.max_tokens:,} "
-                f"of a {conv.context.tokens:,}-token context ({conv.context.source}); {len(fitted.choice.tools)} tool definitions ({fitted.choice.label})")
+                f"of a {conv.context.tokens:,}-token context ({conv.context.source}); {len(fitted.choice.tools)} tool definitions "
+                f"({fitted.choice.label})")
         if turn == 1 or attempt:
             conv.on_event(line)
         conv.transcript.request({"turn": turn, "prompt_tokens_counted": fitted.prompt_tokens, "counted_by": fitted.counted_by,
                                  "max_tokens": fitted.max_tokens, "context_tokens": conv.context.tokens, "choice": fitted.choice.label,
-                                 "tools_offered": [t["function"]["name"] for t in fitted.choice.tools], "first_token_timeout_s": round(timeout_s, 1)})
+                                 "tools_offered": [t["function"]["name"] for t in fitted.choice.tools],
+                                 "first_token_timeout_s": round(timeout_s, 1)})
         try:
             reply = await stream_chat(conv.client, conv.endpoint, _body(conv, fitted), timeout_s, conv.on_event)
         except ContextOverflow as exc:
@@ -134,7 +137,8 @@ async def _complete(conv: Conversation, turn: int, choices: list[Choice]) -> tup
         if reply.prompt_tokens is not None:
             conv.counter.calibrate(fitted.choice.messages, fitted.choice.tools, reply.prompt_tokens)
             if turn == 1:
-                conv.on_event(f"first request: the server counted {reply.prompt_tokens:,} prompt tokens (its usage figure); context {conv.context.tokens:,}")
+                conv.on_event(f"first request: the server counted {reply.prompt_tokens:,} prompt tokens (its usage figure); context "
+                              f"{conv.context.tokens:,}")
         if reply.prompt_tokens_per_s:
             conv.prompt_rate_per_s = reply.prompt_tokens_per_s
         conv.transcript.reply({"prompt_tokens_server": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,

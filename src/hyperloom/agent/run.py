@@ -51,7 +51,8 @@ def default_transcript_path(workspace: Path) -> Path:
 
 async def run_agent(config: AgentConfig, on_event: Callable[[str], None] = lambda line: None) -> tuple[Outcome, Transcript]:
     """Resolve the model and the context, start hyperloom-mcp, run the loop; the transcript records errors and Ctrl-C too."""
-    transcript = Transcript(config.transcript, endpoint=config.endpoint.base_url, model=config.model or "", prompt=config.prompt, max_turns=config.max_turns)
+    transcript = Transcript(config.transcript, endpoint=config.endpoint.base_url, model=config.model or "", prompt=config.prompt,
+                            max_turns=config.max_turns)
     interrupted = anyio.Event()
     outcome: Outcome | None = None
     error: BaseException | None = None
@@ -103,18 +104,21 @@ async def _run(config: AgentConfig, transcript: Transcript, on_event: Callable[[
         transcript.data["model"] = model
         context = await discover_context(client, config.endpoint, model, entries)
         if config.context_tokens is not None:
-            context = ServerContext(config.context_tokens, f"--context (the server says {context.tokens:,}: {context.source})", "GIVEN", context.kind)
+            context = ServerContext(config.context_tokens, f"--context (the server says {context.tokens:,}: {context.source})", "GIVEN",
+                                    context.kind)
         transcript.context({"tokens": context.tokens, "source": context.source, "tag": context.tag, "server": context.kind})
         on_event(f"context: {context.tokens:,} tokens ({context.tag}: {context.source})")
         web_client = await stack.enter_async_context(new_web_client(web)) if web.allowed else None
         if web.allowed:
-            on_event("web lookups on (HYPERLOOM_ALLOW_WEB=1): web_fetch" + (", web_search" if web.search_url else ", web_search (no HYPERLOOM_SEARCH_URL)"))
+            on_event("web lookups on (HYPERLOOM_ALLOW_WEB=1): web_fetch"
+                     + (", web_search" if web.search_url else ", web_search (no HYPERLOOM_SEARCH_URL)"))
         errlog = stack.enter_context(server_log.open("w", encoding="utf-8"))
         read, write = await stack.enter_async_context(stdio_client(server, errlog=errlog))
         session = await stack.enter_async_context(ClientSession(read, write))
         await session.initialize()
         tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-        conv = Conversation(client=client, endpoint=config.endpoint, model=model, context=context, counter=TokenCounter(client, config.endpoint, model),
+        conv = Conversation(client=client, endpoint=config.endpoint, model=model, context=context,
+                            counter=TokenCounter(client, config.endpoint, model),
                             toolset=Toolset(tools, web=web.allowed), skill=skill, transcript=transcript, web=web, web_client=web_client,
                             on_event=on_event, budget=config.budget)
         return await run_loop(conv, session, str(config.workspace), config.prompt, LoopSettings(max_turns=config.max_turns))
@@ -157,5 +161,6 @@ async def _listed(client, endpoint: ChatEndpoint) -> list[dict]:
 
 def _first_model(entries: list[dict], endpoint: ChatEndpoint) -> str:
     if not entries:
-        raise HyperloomError(f"{endpoint.base_url} serves no model", "load a model that supports tool calling into the server, or pass --model")
+        raise HyperloomError(f"{endpoint.base_url} serves no model",
+                             "load a model that supports tool calling into the server, or pass --model")
     return str(entries[0]["id"])

@@ -44,7 +44,8 @@ WEB_TOOLS = (
 
 
 def mcp_function(tool: Tool) -> dict[str, Any]:
-    return {"type": "function", "function": {"name": PREFIX + tool.name, "description": tool.description or "", "parameters": tool.input_schema}}
+    return {"type": "function", "function": {"name": PREFIX + tool.name, "description": tool.description or "",
+                                             "parameters": tool.input_schema}}
 
 
 def _one_line(text: str, limit: int = 80) -> str:

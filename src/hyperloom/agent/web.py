@@ -74,12 +74,14 @@ async def _get(client: httpx2.AsyncClient, url: str, config: WebConfig) -> tuple
                 async for chunk in response.aiter_bytes():
                     size += len(chunk)
                     if size > config.max_bytes:
-                        raise HyperloomError(f"{url} is larger than the {config.max_bytes:,}-byte limit of web_fetch", "fetch a smaller page (a raw file, one section)")
+                        raise HyperloomError(f"{url} is larger than the {config.max_bytes:,}-byte limit of web_fetch",
+                                             "fetch a smaller page (a raw file, one section)")
                     chunks.append(chunk)
     except TimeoutError as exc:
         raise HyperloomError(f"{url} did not answer in full within {config.timeout_s:g} s", "try again later or another address") from exc
     except httpx2.HTTPError as exc:
-        raise HyperloomError(f"could not fetch {url} ({type(exc).__name__}: {exc})", "check the address; the machine may have no network") from exc
+        raise HyperloomError(f"could not fetch {url} ({type(exc).__name__}: {exc})",
+                             "check the address; the machine may have no network") from exc
     if response.status_code >= 400:
         raise HyperloomError(f"{url} answered HTTP {response.status_code}", "check the address")
     return response, b"".join(chunks)
@@ -117,7 +119,8 @@ async def web_fetch(client: httpx2.AsyncClient, url: str, config: WebConfig) -> 
     if not text:
         raise HyperloomError(f"{url} has no text that could be extracted", "try the page's raw or printable version")
     at = utc_now().isoformat()
-    citation = {"kind": "web_fetch", "url": url, "final_url": str(response.url), "title": title, "fetched_at": at, "status": response.status_code,
+    citation = {"kind": "web_fetch", "url": url, "final_url": str(response.url), "title": title, "fetched_at": at,
+                "status": response.status_code,
                 "content_type": response.headers.get("content-type", ""), "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest()}
     heading = f"# {title}\n\n" if title and not text.startswith("#") else ""
     return OutsideMaterial(_mark("fetched from", str(response.url), at, heading + text), citation)
@@ -160,6 +163,6 @@ async def web_search(client: httpx2.AsyncClient, query: str, config: WebConfig) 
     except (json.JSONDecodeError, UnicodeDecodeError):
         results = []
         body, _ = await _page_text(response, raw, address)
-    citation = {"kind": "web_search", "query": query, "url": address, "fetched_at": at, "bytes": len(raw), "sha256": hashlib.sha256(raw).hexdigest(),
-                "results": [r["url"] for r in results]}
+    citation = {"kind": "web_search", "query": query, "url": address, "fetched_at": at, "bytes": len(raw),
+                "sha256": hashlib.sha256(raw).hexdigest(), "results": [r["url"] for r in results]}
     return OutsideMaterial(_mark(f"search results for {query!r} from", address, at, body), citation)

@@ -60,7 +60,8 @@ def _add_field(parser: argparse.ArgumentParser, name: str, field: FieldInfo) -> 
     help_text = (field.description or "").replace("%", "%%")  # argparse formats help with %
     if annotation is bool:
         default = " (default: on)" if field.default is True else ""
-        parser.add_argument(flag_name(name, False), dest=name, action=argparse.BooleanOptionalAction, default=None, help=help_text + default)
+        parser.add_argument(flag_name(name, False), dest=name, action=argparse.BooleanOptionalAction, default=None,
+                            help=help_text + default)
         return
     is_list = typing.get_origin(annotation) is list
     element = typing.get_args(annotation)[0] if is_list else annotation

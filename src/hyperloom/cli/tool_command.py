@@ -101,7 +101,8 @@ def progress_printer() -> ProgressFn | None:
             now = time.monotonic()
             if done >= total or now - said[0] >= LINE_EVERY_S:  # a fast loop (a census) prints a line a second, not one a unit
                 said[0] = now
-                print(f"progress: {done}/{total} ({100 * done / max(total, 1):.0f} %) after {now - began:.0f} s", file=sys.stderr, flush=True)
+                print(f"progress: {done}/{total} ({100 * done / max(total, 1):.0f} %) after {now - began:.0f} s", file=sys.stderr,
+                      flush=True)
 
         return line
 

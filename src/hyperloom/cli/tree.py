@@ -116,6 +116,7 @@ def _fill(subparsers: argparse._SubParsersAction, prefix: tuple[str, ...], chose
             if every or chosen[: len(path)] == path:
                 _fill(group.add_subparsers(dest="_".join(path) + "_command", required=True), path, chosen, every)
             continue
-        sub = subparsers.add_parser(name, help=_escaped(leaf.help), aliases=list(leaf.aliases), description=_escaped(leaf.description or leaf.help))
+        sub = subparsers.add_parser(name, help=_escaped(leaf.help), aliases=list(leaf.aliases),
+                                    description=_escaped(leaf.description or leaf.help))
         if every or leaf.path == chosen:
             leaf.configure(sub)

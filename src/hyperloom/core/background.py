@@ -47,7 +47,8 @@ class Runs:
 
     def refuse_if_running(self, name: str | None, tool: str) -> None:
         if name is not None and self.running(name):
-            raise HyperloomError(f"{self.what} {name!r} is already running in this server", f"watch it with {tool} status, or stop it with {tool} stop")
+            raise HyperloomError(f"{self.what} {name!r} is already running in this server",
+                                 f"watch it with {tool} status, or stop it with {tool} stop")
 
     def register(self, name: str, run: Run) -> None:
         with self._lock:

@@ -71,8 +71,10 @@ def load_factory(workload: str) -> Callable[..., Any]:
         module = load_file(where, Path(where).stem) if where.endswith(".py") else importlib.import_module(where)
     factory = getattr(module, name, None)
     if factory is None:  # an AttributeError: the controller's refusal says the workload cannot be loaded
-        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_") and getattr(v, "__module__", None) == module.__name__)
-        raise AttributeError(f"{where} defines no {name}" + did_you_mean(name, found) + (f"; its callables: {', '.join(found)}" if found else ""))
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                                and getattr(v, "__module__", None) == module.__name__)
+        raise AttributeError(f"{where} defines no {name}" + did_you_mean(name, found)
+                             + (f"; its callables: {', '.join(found)}" if found else ""))
     if not callable(factory):
         raise WorkloadContractError(f"{workload} is not a function")
     return factory

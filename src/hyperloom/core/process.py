@@ -36,5 +36,6 @@ def run_checked(
     if ok_codes is not None and proc.returncode not in ok_codes:
         tail = " | ".join(line for line in proc.stderr.strip().splitlines()[-5:]) or "no message"
         signal = f" (killed by signal {-proc.returncode})" if proc.returncode < 0 else ""
-        raise HyperloomError(f"{what} failed with exit code {proc.returncode}{signal}: {tail}", "read the message above; fix the input or the tool")
+        raise HyperloomError(f"{what} failed with exit code {proc.returncode}{signal}: {tail}",
+                             "read the message above; fix the input or the tool")
     return proc

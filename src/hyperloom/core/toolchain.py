@@ -202,7 +202,8 @@ def _search(spec: ToolSpec, candidates: list[tuple[str, Path | str]], version_ti
         path = _executable(location)
         if path is None:
             continue
-        version, line = (None, None) if version_timeout_s is None else _probe_version(str(path), path.stat().st_mtime_ns, spec.version_args, version_timeout_s)
+        version, line = (None, None) if version_timeout_s is None else _probe_version(str(path), path.stat().st_mtime_ns, spec.version_args,
+                                                                                      version_timeout_s)
         return ToolInfo(
             name=name, path=str(path), version=version, version_line=line, found_by=rule, install_hint=spec.install_hint
         )
@@ -214,7 +215,8 @@ def require_tool(name: str) -> ToolInfo:
     info = find_tool(name)
     if info.path is None:
         hint = info.install_hint or f"install {name}"
-        extra = f", or set {LLVM_DIR_ENV} to a folder holding it" if KNOWN_TOOLS.get(name, ToolSpec(name, Family.DRIVER)).family is Family.LLVM else ""
+        extra = (f", or set {LLVM_DIR_ENV} to a folder holding "
+                 "it") if KNOWN_TOOLS.get(name, ToolSpec(name, Family.DRIVER)).family is Family.LLVM else ""
         raise HyperloomError(f"{name} was not found", f"{hint}{extra}")
     return info
 

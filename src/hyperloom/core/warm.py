@@ -71,7 +71,8 @@ class WarmWorker:
             )
         except OSError as exc:
             self.close()
-            raise HyperloomError(f"could not start a warm worker process ({exc.strerror})", "check that this Python can start subprocesses") from exc
+            raise HyperloomError(f"could not start a warm worker process ({exc.strerror})",
+                                 "check that this Python can start subprocesses") from exc
         finally:
             os.close(requests_read)
             os.close(responses_write)
@@ -111,7 +112,8 @@ class WarmWorker:
     def close(self) -> None:
         """End the process (its requests pipe closed, then the group killed, and every process it started that left the
         group: a detached child would otherwise run on beside every later leg) and free the pipes and log."""
-        escaped = family(self._proc.pid) if self.alive and self._proc is not None else []  # before it exits and its children lose their parent
+        # before it exits and its children lose their parent
+        escaped = family(self._proc.pid) if self.alive and self._proc is not None else []
         if self._requests >= 0:
             os.close(self._requests)
             self._requests = -1

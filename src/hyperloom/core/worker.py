@@ -74,7 +74,8 @@ def run_worker(
                 env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True,
             )
         except OSError as exc:
-            raise HyperloomError(f"could not start a worker process ({exc.strerror})", "check that this Python can start subprocesses") from exc
+            raise HyperloomError(f"could not start a worker process ({exc.strerror})",
+                                 "check that this Python can start subprocesses") from exc
         try:
             stdout, stderr = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -94,8 +95,10 @@ def run_worker(
 def died(returncode: int, output: str, elapsed_s: float) -> WorkerOutcome:
     """The outcome of a worker that ended without a report: killed by a signal (CRASH) or exited (EXITED)."""
     if returncode < 0:
-        return WorkerOutcome("CRASH", message=f"the worker died with signal {_signal_name(-returncode)}", stderr=output, elapsed_s=elapsed_s)
-    return WorkerOutcome("EXITED", message=f"the worker exited with code {returncode} before returning a result", stderr=output, elapsed_s=elapsed_s)
+        return WorkerOutcome("CRASH", message=f"the worker died with signal {_signal_name(-returncode)}", stderr=output,
+                             elapsed_s=elapsed_s)
+    return WorkerOutcome("EXITED", message=f"the worker exited with code {returncode} before returning a result", stderr=output,
+                         elapsed_s=elapsed_s)
 
 
 def outcome_of(report: dict[str, Any], output: str, elapsed_s: float) -> WorkerOutcome:

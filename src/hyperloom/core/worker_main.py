@@ -33,7 +33,8 @@ def _libraries() -> tuple[str, ...]:
 def _shown(frame: traceback.FrameSummary, libraries: tuple[str, ...]) -> str:
     """A frame as file:line, its file relative to the working folder (the workspace root) or to its library's folder."""
     name = frame.filename
-    base = max((lib for lib in libraries if name.startswith(lib)), key=len, default=str(Path.cwd()) + "/")  # site-packages, not the venv's lib/ above it
+    # site-packages, not the venv's lib/ above it
+    base = max((lib for lib in libraries if name.startswith(lib)), key=len, default=str(Path.cwd()) + "/")
     return f"{name[len(base):] if name.startswith(base) else name}:{frame.lineno}"
 
 

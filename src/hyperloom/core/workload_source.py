@@ -42,10 +42,12 @@ def outline(path: Path) -> Outline | None:
     except (SyntaxError, ValueError, OSError):
         return None
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    public = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and not n.name.startswith("_")]
+    public = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+              and not n.name.startswith("_")]
     stepping = {n.name for n in tree.body if isinstance(n, ast.ClassDef) and any(getattr(m, "name", "") == "step" for m in n.body)}
     factories = sorted((name for name in public if (name in functions and _no_arguments(functions[name])) or name in stepping),
-                       key=lambda name: (name in stepping, name not in FACTORY_NAMES, FACTORY_NAMES.index(name) if name in FACTORY_NAMES else 0))
+                       key=lambda name: (name in stepping, name not in FACTORY_NAMES,
+                                         FACTORY_NAMES.index(name) if name in FACTORY_NAMES else 0))
     bound = {name for statement in tree.body for name in _bound(statement)}
     open_ended = "__getattr__" in bound or any(isinstance(n, ast.ImportFrom) and any(a.name == "*" for a in n.names) for n in tree.body)
     return Outline(path.name, tuple(public), tuple(factories), frozenset(bound), open_ended, any(_runs(s) for s in tree.body), functions)
@@ -57,8 +59,8 @@ def refuse_factory_module_as_script(path: Path, given: str) -> None:
     found = outline(path)
     if found is None or found.runs or not found.factories:
         return
-    raise HyperloomError(f"{given} defines {', '.join(found.callables)} and runs nothing at its top level: as a script, its step would time an "
-                         f"import (did you mean {given}:{found.factories[0]}?)",
+    raise HyperloomError(f"{given} defines {', '.join(found.callables)} and runs nothing at its top level: as a script, its step would "
+                         f"time an import (did you mean {given}:{found.factories[0]}?)",
                          f"name the factory: {given}:{found.factories[0]} (file.py:function); or, to time it as a script, give it a top "
                          "level that runs its work")
 
@@ -72,7 +74,8 @@ def refuse_missing_function(path: Path, function: str, given: str) -> None:
     near = closest(function, found.callables)
     where = given.rpartition(":")[0]
     raise HyperloomError(f"the workload {given} cannot be loaded: {found.name} defines no {function}"
-                         + did_you_mean(function, found.callables) + (f"; its callables: {', '.join(found.callables)}" if found.callables else "; it defines no function"),
+                         + did_you_mean(function, found.callables)
+                         + (f"; its callables: {', '.join(found.callables)}" if found.callables else "; it defines no function"),
                          f"pass {where}:{near or (found.factories or found.callables or ('FUNCTION',))[0]}")
 
 
@@ -97,7 +100,8 @@ def refuse_unknown_knobs(path: Path, function: str, knobs: dict[str, str]) -> No
         try:
             typed(value, hint)
         except ValueError:
-            raise HyperloomError(f"knob {name} takes {described(hint)}, not {value!r}", f"give {name} a value its annotation in {function} takes") from None
+            raise HyperloomError(f"knob {name} takes {described(hint)}, not {value!r}",
+                                 f"give {name} a value its annotation in {function} takes") from None
 
 
 def _no_arguments(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -165,7 +169,8 @@ def _bound(statement: ast.stmt) -> list[str]:
 def _runs(statement: ast.stmt) -> bool:
     """Whether a top-level statement runs work beyond defining names: a definition, an import, an assignment, a
     docstring, `pass`, or an `if`/`try` holding only those does not; a main guard, a call, a loop or a `with` does."""
-    if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign
+    if isinstance(statement,
+                  ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Import | ast.ImportFrom | ast.Assign | ast.AnnAssign
                   | ast.AugAssign | ast.Pass):
         return False
     if isinstance(statement, ast.Expr):
@@ -174,5 +179,6 @@ def _runs(statement: ast.stmt) -> bool:
         guard = ast.unparse(statement.test).replace("'", '"')
         return "__name__" in guard or any(_runs(s) for s in [*statement.body, *statement.orelse])
     if isinstance(statement, ast.Try):
-        return any(_runs(s) for s in [*statement.body, *statement.orelse, *statement.finalbody, *(s for h in statement.handlers for s in h.body)])
+        return any(_runs(s) for s in [*statement.body, *statement.orelse, *statement.finalbody,
+                                      *(s for h in statement.handlers for s in h.body)])
     return True

@@ -53,7 +53,8 @@ class Workspace:
         if len(raw) > MAX_PATH_CHARS:
             raise HyperloomError(f"{what} is {len(raw)} characters long (limit {MAX_PATH_CHARS})", "pass a shorter path")
         given = Path(raw).expanduser()
-        return self.check(given if given.is_absolute() else self.root / given, raw=raw, must_exist=must_exist, suffix=suffix, kind=kind, what=what)
+        return self.check(given if given.is_absolute() else self.root / given, raw=raw, must_exist=must_exist, suffix=suffix, kind=kind,
+                          what=what)
 
     def check(self, path: Path, *, raw: str | None = None, must_exist: bool = True, suffix: str | None = None,
               kind: PathKind = "any", what: str = "path") -> Path:

@@ -74,7 +74,8 @@ async def run_demo(out: Path, target: str, on_step: Callable[[str], None] = lamb
 
         census = await s.call("MAP", "isa", {"action": "census", "target": target})
         if census:
-            report.figures.append(Figure(name=f"{target} instruction set", value=f"{census['canonical_count']} canonical instructions, {census['alias_count']} aliases",
+            report.figures.append(Figure(name=f"{target} instruction set",
+                                         value=f"{census['canonical_count']} canonical instructions, {census['alias_count']} aliases",
                                          tag=census["evidence"]["tag"], source=f"llvm-mc {census['llvm_version']}"))
 
         for variant, expect in PROOFS.items():
@@ -86,12 +87,14 @@ async def run_demo(out: Path, target: str, on_step: Callable[[str], None] = lamb
                 report.figures.append(Figure(name=f"{k['name']} on {target}: registers and LDS",
                                              value=f"{k['vgprs']} VGPRs, {k['vgpr_spills']} spilled, {k['lds_bytes']} LDS bytes",
                                              tag=build["evidence"]["tag"], source=f"{b['compiler']['name']} {b['compiler']['version']}"))
-            proof = await s.call("FIND-GAPS", "disasm_verify", {"code_object": b["code_object"], "expect": expect, "forbid": ["@scratch"]}, ok_key="passed")
+            proof = await s.call("FIND-GAPS", "disasm_verify", {"code_object": b["code_object"], "expect": expect, "forbid": ["@scratch"]},
+                                 ok_key="passed")
             if proof:
                 for verdict in proof["verdicts"]:
                     if verdict["kind"] == "expect":
                         spelled = "" if verdict["matched"] == [verdict["rule"]] else f" ({', '.join(verdict['matched'])})"
-                        report.figures.append(Figure(name=f"{verdict['kernel']}: {verdict['rule']}{spelled}", value=f"{verdict['found']} instructions",
+                        report.figures.append(Figure(name=f"{verdict['kernel']}: {verdict['rule']}{spelled}",
+                                                     value=f"{verdict['found']} instructions",
                                                      tag=proof["evidence"]["tag"], source=_source(proof["evidence"])))
 
         await _measure(s, report, gpu, target, out)
@@ -112,11 +115,13 @@ async def _measure(s: Session, report: DemoReport, gpu: dict[str, Any] | None, t
         ]
         return
     variant = "w4a8"
-    bench = await s.call("VALIDATE", "bench", {"spec": f"kernels/decode/{variant}", "target": run_target, "shape": 0, "max_time_s": 3.0}, ok_key="ok")
+    bench = await s.call("VALIDATE", "bench", {"spec": f"kernels/decode/{variant}", "target": run_target, "shape": 0, "max_time_s": 3.0},
+                         ok_key="ok")
     if not bench or not bench["ok"]:
         report.not_measured.append(f"{variant} on {run_target} has no speed: it did not pass its gate (see the steps).")
         return
-    report.figures.append(Figure(name=f"decode_{variant} shape 0 on {run_target}: median time", value=f"{bench['kernel']['median_s'] * 1e6:.2f} us",
+    report.figures.append(Figure(name=f"decode_{variant} shape 0 on {run_target}: median time",
+                                 value=f"{bench['kernel']['median_s'] * 1e6:.2f} us",
                                  tag=bench["evidence"]["tag"], source=_source(bench["evidence"])))
     report.figures.append(Figure(name=f"decode_{variant} shape 0: bandwidth", value=f"{bench['bandwidth_gbps']:.1f} GB/s",
                                  tag=bench["evidence"]["tag"], source=_source(bench["evidence"])))
@@ -130,7 +135,8 @@ async def _measure(s: Session, report: DemoReport, gpu: dict[str, Any] | None, t
             report.figures.append(Figure(name=f"{p['name']}: percent of the measured roof", value=f"{p['percent_of_roof']:.1f} %",
                                          tag=p["evidence"]["tag"], source=f"roofline against {p['roof']}"))
             if p.get("percent_of_same_size_read") is not None:
-                report.figures.append(Figure(name=f"{p['name']}: percent of a read of its own bytes", value=f"{p['percent_of_same_size_read']:.1f} %",
+                report.figures.append(Figure(name=f"{p['name']}: percent of a read of its own bytes",
+                                             value=f"{p['percent_of_same_size_read']:.1f} %",
                                              tag=p["evidence"]["tag"], source="roofline: the read microbenchmark over as many bytes"))
     if run_target != target:
         report.not_measured.append(f"Figures above are for {run_target}; nothing was measured on {target}.")
@@ -154,7 +160,8 @@ def _datasheet_bound(report: DemoReport, target: str, out: Path) -> None:
     part = parts[0]
     loaded = load_spec(out / "kernels" / "decode" / "w4a8", Workspace.at(out))
     bytes_moved = evaluate_int(loaded.spec.metric.bytes, loaded.shape(0), "metric bytes")
-    report.figures.append(Figure(name=f"{part.name} memory bandwidth", value=f"{part.memory_bandwidth_gbps:g} GB/s", tag="ASSUMED", source=part.source))
+    report.figures.append(Figure(name=f"{part.name} memory bandwidth", value=f"{part.memory_bandwidth_gbps:g} GB/s", tag="ASSUMED",
+                                 source=part.source))
     report.figures.append(Figure(
         name=f"decode_w4a8 shape 0 ({bytes_moved:,} bytes): fastest possible at that bandwidth",
         value=f"{bytes_moved / (part.memory_bandwidth_gbps * 1e9) * 1e6:.1f} us", tag="ASSUMED",

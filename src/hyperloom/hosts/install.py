@@ -45,7 +45,8 @@ def packaged_skill() -> dict[str, bytes]:
     """The skill shipped inside the package: relative path → bytes."""
     root = resources.files("hyperloom").joinpath("skill", SKILL_NAME)
     if not root.joinpath("SKILL.md").is_file():
-        raise HyperloomError("this installation of hyperloom ships no skill files", "reinstall hyperloom from a wheel or a clone (pip install .)")
+        raise HyperloomError("this installation of hyperloom ships no skill files",
+                             "reinstall hyperloom from a wheel or a clone (pip install .)")
     files: dict[str, bytes] = {}
 
     def walk(node: Any, prefix: str) -> None:  # an importlib.resources Traversable
@@ -74,7 +75,8 @@ def read_record(location: Location) -> dict[str, Any] | None:
     try:
         record = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError) as exc:
-        raise HyperloomError(f"the install record {path} cannot be read ({exc})", f"remove {location.skill_dir} and the server entry by hand") from exc
+        raise HyperloomError(f"the install record {path} cannot be read ({exc})",
+                             f"remove {location.skill_dir} and the server entry by hand") from exc
     return record if isinstance(record, dict) and record.get("format") == RECORD_FORMAT else None
 
 
@@ -97,10 +99,12 @@ def plan_install(location: Location) -> InstallPlan:
     if skill_dir.exists() or skill_dir.is_symlink():
         if previous is None:
             raise HyperloomError(
-                f"{skill_dir} exists and was not installed by hyperloom", "move it away (or delete it) if it is an old copy, then run install again"
+                f"{skill_dir} exists and was not installed by hyperloom",
+                "move it away (or delete it) if it is an old copy, then run install again"
             )
         if _digest(_files_on_disk(skill_dir)) != previous.get("files"):
-            raise HyperloomError(f"{skill_dir} was changed since hyperloom installed it", "keep your changes elsewhere, remove the folder, then run install again")
+            raise HyperloomError(f"{skill_dir} was changed since hyperloom installed it",
+                                 "keep your changes elsewhere, remove the folder, then run install again")
     path, fmt = location.config, location.config_format
     text = configs.read_text(path)
     entry = server_entry(location)
@@ -149,7 +153,8 @@ def next_steps(location: Location) -> list[str]:
             f"(claude mcp list) until you approve them: accept the prompt it shows at start, or approve {SERVER_NAME} under /mcp"
         ]
     if location.host == "codex" and location.scope == "project":
-        return [f"restart Codex in {location.config.parent.parent}; Codex reads .codex/config.toml only in a project it trusts: trust it when asked"]
+        return [f"restart Codex in {location.config.parent.parent}; Codex reads .codex/config.toml only in a project it trusts: trust "
+                "it when asked"]
     return [f"restart {location.label.split(' (')[0]} to load the skill and the server"]
 
 
@@ -194,7 +199,8 @@ def apply_install(plan: InstallPlan) -> list[str]:
             else:
                 loc.config.unlink(missing_ok=True)
         if isinstance(exc, OSError):
-            raise HyperloomError(f"could not write the skill into {loc.skill_dir} ({exc}); the config was put back as it was", "check that folder's permissions") from exc
+            raise HyperloomError(f"could not write the skill into {loc.skill_dir} ({exc}); the config was put back as it was",
+                                 "check that folder's permissions") from exc
         raise
     done.append(f"installed the {SKILL_NAME} skill into {loc.skill_dir}")
     return done

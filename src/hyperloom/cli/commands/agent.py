@@ -72,8 +72,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=300.0,
                         help="seconds of silence accepted from a server that has the request: before its first token (longer when its "
                              "measured prompt rate says the prompt takes longer) and between tokens (default 300)")
-    parser.add_argument("--context", type=_positive, help="tokens of context one request may fill (default: what the server says; 4096 if it says nothing)")
+    parser.add_argument("--context", type=_positive,
+                        help="tokens of context one request may fill (default: what the server says; 4096 if it says nothing)")
     parser.add_argument("--max-tokens", type=_positive, default=ReplyBudget().max_tokens,
-                        help=f"most tokens one reply may take, sent as max_tokens (default {ReplyBudget().max_tokens}; less when the context is short)")
+                        help=f"most tokens one reply may take, sent as max_tokens (default {ReplyBudget().max_tokens}; less when the "
+                             "context is short)")
     parser.add_argument("--transcript", help="where to save the transcript (default: hyperloom-transcripts/agent-<UTC time>.json)")
     parser.set_defaults(handler=run)

@@ -29,7 +29,8 @@ def run(census: ToolDef, args: argparse.Namespace) -> int:
         raise HyperloomError("no target was given", "name one or more targets, e.g. `hyperloom census gfx1201`")
     if args.lines or args.paths:
         if len(targets) != 1 or (args.lines and args.paths):
-            raise HyperloomError("--probe and --audit take exactly one target, one at a time", "e.g. `hyperloom census gfx1201 --probe 'v_dot8_i32_iu4 v1, v2, v3, v4'`")
+            raise HyperloomError("--probe and --audit take exactly one target, one at a time",
+                                 "e.g. `hyperloom census gfx1201 --probe 'v_dot8_i32_iu4 v1, v2, v3, v4'`")
         args.target = targets[0]
         entry, render = (tool("isa_probe"), probe_report) if args.lines else (tool("isa_audit"), audit_report)
         emit(entry.run(model_from_args(entry.request, args), Workspace.from_env(), progress_printer()), args, render)
@@ -44,7 +45,8 @@ def run(census: ToolDef, args: argparse.Namespace) -> int:
         args.target = target
         results.append(census.run(model_from_args(census.request, args), Workspace.from_env(), progress_printer()))
     if args.json:
-        print(json.dumps([r.model_dump(mode="json") for r in results], indent=2) if len(results) > 1 else results[0].model_dump_json(indent=2))
+        print(json.dumps([r.model_dump(mode="json") for r in results], indent=2) if len(results) > 1
+              else results[0].model_dump_json(indent=2))
     else:
         print("\n\n".join(census_report(r) for r in results))
     return EXIT_OK
@@ -89,10 +91,13 @@ def options(parser: argparse.ArgumentParser, census: ToolDef) -> None:
     parser.add_argument("target", nargs="*", metavar="TARGET", help="AMDGPU targets, e.g. gfx1201 gfx942")
     add_model_arguments(parser, census.request, skip=("target",))
     fields = probe.request.model_fields
-    parser.add_argument("--probe", dest="lines", action="append", metavar="LINE", help=f"isa_probe: {fields['lines'].description} (repeat for several)")
+    parser.add_argument("--probe", dest="lines", action="append", metavar="LINE",
+                        help=f"isa_probe: {fields['lines'].description} (repeat for several)")
     parser.add_argument("--wave64", action="store_true", help=fields["wave64"].description)
-    parser.add_argument("--audit", dest="paths", action="append", metavar="PATH", help=f"isa_audit: {audit.request.model_fields['paths'].description} (repeat for several)")
+    parser.add_argument("--audit", dest="paths", action="append", metavar="PATH",
+                        help=f"isa_audit: {audit.request.model_fields['paths'].description} (repeat for several)")
     parser.add_argument("--write-results", nargs="?", const="", metavar="DIR",
                         help="write the census of each target (default: the default targets) to DIR/<target>.json (default: results/isa)")
-    parser.add_argument("--check", nargs="?", const="", metavar="DIR", help="measure again and report drift from the files in DIR (default: results/isa); exit 1 on drift")
+    parser.add_argument("--check", nargs="?", const="", metavar="DIR",
+                        help="measure again and report drift from the files in DIR (default: results/isa); exit 1 on drift")
     add_json_option(parser)

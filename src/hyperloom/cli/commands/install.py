@@ -34,7 +34,8 @@ def run_uninstall(args: argparse.Namespace) -> int:
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("host", choices=["claude", "codex"], help="the agent host: Claude Code or Codex")
-    parser.add_argument("--scope", choices=["user", "project"], default="user", help="user (default): for every project; project: this folder only")
+    parser.add_argument("--scope", choices=["user", "project"], default="user",
+                        help="user (default): for every project; project: this folder only")
     parser.add_argument("--project", help="the project folder for --scope project (default: the working directory)")
 
 
@@ -51,6 +52,7 @@ def configure(install: argparse.ArgumentParser) -> None:
 
 
 def configure_uninstall(remove: argparse.ArgumentParser) -> None:
-    remove.description = "Remove the skill folder and the server entry that `hyperloom install` recorded; anything changed since is left in place."
+    remove.description = ("Remove the skill folder and the server entry that `hyperloom install` recorded; anything changed since is "
+                          "left in place.")
     _common(remove)
     remove.set_defaults(handler=run_uninstall)

@@ -37,7 +37,8 @@ def start(entry: ToolDef, args: argparse.Namespace) -> int:
         emit(status, args, status_report)
         failed = [row.session for row in status.workloads if (row.stop_reason or "").startswith("error") or row.state == "not running"]
         return _said(EXIT_FAILED_VERDICT, f"{', '.join(failed)} could not be optimized (see each one's stop reason)") if failed else \
-            _said(EXIT_OK, f"the pass ran; {sum(bool(row.stack) for row in status.workloads)} of {len(status.workloads)} workloads kept a change")
+            _said(EXIT_OK, f"the pass ran; {sum(bool(row.stack) for row in status.workloads)} of {len(status.workloads)} workloads "
+                           "kept a change")
     report = run_campaign(request, workspace, progress_printer())
     emit(report, args, report_text)
     return campaign_exit(report.status)
@@ -51,8 +52,8 @@ def campaign_exit(status: OptimizeStatus) -> int:
     if status.stack:
         gain = f" ({status.gain:.3g}x, MEASURED)" if status.gain else ""
         return _said(EXIT_OK, f"kept {' + '.join(status.stack)}{gain}")
-    return _said(EXIT_OK, f"nothing kept: no candidate was measured faster and gated ({status.candidates} tried; the report says why each was "
-                          "dropped); a campaign that finds nothing faster answered, and is not a failure of the tool")
+    return _said(EXIT_OK, f"nothing kept: no candidate was measured faster and gated ({status.candidates} tried; the report says why each "
+                          "was dropped); a campaign that finds nothing faster answered, and is not a failure of the tool")
 
 
 def _said(code: int, line: str) -> int:

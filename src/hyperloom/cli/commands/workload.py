@@ -26,7 +26,8 @@ def bench(entry: ToolDef, args: argparse.Namespace) -> int:
     code = exit_code(result, entry.cli.verdict)
     faster = [" + ".join(c.levers) for c in result.candidates if c.verdict == "FASTER"]
     line = (f"{len(faster)} of {len(result.candidates)} candidate(s) faster ({', '.join(faster)})" if faster else
-            f"no candidate of {len(result.candidates)} faster than the baseline; a candidate not faster is an answer, not a failure of the tool"
+            f"no candidate of {len(result.candidates)} faster than the baseline; a candidate not faster is an answer, not a "
+            "failure of the tool"
             if result.candidates else "the baseline timed, no candidate given")
     print(f"hyperloom: exit {code}: {line}", file=sys.stderr)
     return code

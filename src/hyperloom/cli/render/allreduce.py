@@ -16,11 +16,15 @@ def allreduce_report(result: AllreduceResult) -> str:
         ("result", f"{result.out} ({result.dtype} {result.shape})"),
         ("scheme", f"{result.ranks} rank(s), block {result.block} ({result.blocks} scales), {result.rounding}, "
                    f"{result.partial_sums} (codes ±{result.code_bound}), backend {result.backend}"),
-        ("error", f"max abs {result.max_abs_error:.4g}, max rel {'-' if result.max_rel_error is None else f'{result.max_rel_error:.4g}'}, mean abs {result.mean_abs_error:.4g}"),
-        ("bound", f"{result.error_bound_abs:.4g} ({'within' if result.within_bound else 'EXCEEDED'}; {100 * result.bound_utilisation:.1f} % used)"),
+        ("error", f"max abs {result.max_abs_error:.4g}, max rel {'-' if result.max_rel_error is None else f'{result.max_rel_error:.4g}'}, "
+                  f"mean abs {result.mean_abs_error:.4g}"),
+        ("bound", f"{result.error_bound_abs:.4g} ({'within' if result.within_bound else 'EXCEEDED'}; "
+                  f"{100 * result.bound_utilisation:.1f} % used)"),
         ("ranks agree", f"{'bit-identical' if result.bit_identical_across_ranks else 'NOT identical'} (drift {result.cross_rank_drift:g})"),
-        ("compression", f"{w.compression_vs_fp16:.3f}x vs fp16, {w.compression_vs_fp32:.3f}x vs fp32 ({w.payload_bytes_per_rank} B per rank, scales counted)"),
-        ("wire", f"{max(w.wire_bytes_per_rank)} B per rank vs {w.fp16_ring_wire_bytes_per_rank} B for an fp16 ring; steps {' '.join(w.step_formats) or 'none'}"),
+        ("compression", f"{w.compression_vs_fp16:.3f}x vs fp16, {w.compression_vs_fp32:.3f}x vs fp32 ({w.payload_bytes_per_rank} B per "
+                        "rank, scales counted)"),
+        ("wire", f"{max(w.wire_bytes_per_rank)} B per rank vs {w.fp16_ring_wire_bytes_per_rank} B for an fp16 ring; steps "
+                 f"{' '.join(w.step_formats) or 'none'}"),
     ]
     if result.matches_reference is not None:
         rows.append(("reference", "matches numpy bit for bit" if result.matches_reference else "DIFFERS from numpy"))

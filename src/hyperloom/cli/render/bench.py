@@ -27,7 +27,8 @@ def bench_report(result: BenchResult) -> str:
     if result.tflops is not None:
         parts.append(f"compute: {significant(result.tflops)} TFLOP/s ({result.flops:,} ops per launch)")
     if result.kernel_to_wall is not None:
-        parts.append(f"kernel/wall: {result.kernel_to_wall:.3f}; cache flushed with {result.flush_bytes / 2**20:.0f} MiB (cache {result.cache_bytes / 2**20:.0f} MiB)")
+        parts.append(f"kernel/wall: {result.kernel_to_wall:.3f}; cache flushed with {result.flush_bytes / 2**20:.0f} MiB (cache "
+                     f"{result.cache_bytes / 2**20:.0f} MiB)")
     for label, state in (("before", result.state_before), ("after", result.state_after)):
         if state is not None:
             parts.append(f"{label}: SM {num(state.sm_clock_mhz)} MHz, memory {num(state.memory_clock_mhz)} MHz, "

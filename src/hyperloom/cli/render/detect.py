@@ -29,7 +29,8 @@ def detect_report(result: DetectResult, width: int | None = None) -> str:
         )
         parts.append(f"GPU {gpu.index}: {gpu.name} [{gpu.target or '?'}] {shape}".rstrip())
         if gpu.part_compute_units:
-            parts.append(f"  note: this node holds {gpu.compute_units} of the {gpu.part}'s {gpu.part_compute_units} CUs (a partition); peaks are the whole part's")
+            parts.append(f"  note: this node holds {gpu.compute_units} of the {gpu.part}'s {gpu.part_compute_units} CUs (a partition); "
+                         "peaks are the whole part's")
         if (p := result.parts.get(gpu.part or "")) is not None:
             parts.append(
                 f"  peaks (ASSUMED, {p.source}): FP32 {p.fp32_tflops:g} TFLOP/s, FP16 {p.fp16_tflops:g} TFLOP/s, "

@@ -22,7 +22,8 @@ def census_report(result: CensusResult) -> str:
         rows = [(c.name, f"{', '.join(c.proof)}{' …' if c.proof_count > len(c.proof) else ''}") for c in result.capabilities_present]
         parts += [table(["capability", "proved by"], rows), "", f"absent: {', '.join(result.capabilities_absent) or 'none'}", ""]
     if result.instructions:
-        rows = [(i.name, i.kind, ",".join(i.families), i.example or "", i.encoding or "", _flag(i.reassembles)) for i in result.instructions]
+        rows = [(i.name, i.kind, ",".join(i.families), i.example or "", i.encoding or "", _flag(i.reassembles))
+                for i in result.instructions]
         parts += [table(["instruction", "kind", "families", "example", "encoding", "re-assembles"], rows), ""]
     if result.compare is not None:
         cmp = result.compare
@@ -47,7 +48,8 @@ def probe_report(result: ProbeResult) -> str:
         (line.line, "accepted" if line.accepted else line.error_class or "", line.printed or line.message or "", line.encoding or "")
         for line in result.lines
     ]
-    return "\n".join([table(["line", "verdict", "printed / message", "encoding"], rows), "", result.summary, f"evidence: {evidence_line(result.evidence)}"])
+    return "\n".join([table(["line", "verdict", "printed / message", "encoding"], rows), "", result.summary,
+                      f"evidence: {evidence_line(result.evidence)}"])
 
 
 def audit_report(result: AuditResult) -> str:

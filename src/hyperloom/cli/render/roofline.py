@@ -15,8 +15,8 @@ def roofline_report(result: RooflineResult) -> str:
     parts = [table(["ceiling", "kind", "value", "tag", "source"], rows)]
     if result.placements:
         placed = [
-            (p.name, num(p.arithmetic_intensity), num(p.achieved_gbps), num(p.achieved_tflops), f"{p.percent_of_roof:.1f} %", p.bound, p.roof,
-             num(p.same_size_read_gbps), "-" if p.percent_of_same_size_read is None else f"{p.percent_of_same_size_read:.1f} %")
+            (p.name, num(p.arithmetic_intensity), num(p.achieved_gbps), num(p.achieved_tflops), f"{p.percent_of_roof:.1f} %", p.bound,
+             p.roof, num(p.same_size_read_gbps), "-" if p.percent_of_same_size_read is None else f"{p.percent_of_same_size_read:.1f} %")
             for p in result.placements
         ]
         header = ["kernel", "flop/byte", "GB/s", "TFLOP/s", "of roof", "bound", "roof", "same-size read GB/s", "of it"]

@@ -42,8 +42,8 @@ def _trace_part(result: ServeSweepResult) -> list[str]:
 
 def sweep_report(result: ServeSweepResult) -> str:
     rows = [
-        (str(level.concurrency), f"{level.output_tokens_per_s:.4g}", _num(level.per_request_output_tokens_per_s), f"{level.requests_per_s:.3g}",
-         f"{_ms(level.ttft_s, 'p50')} / {_ms(level.ttft_s, 'p90')} / {_ms(level.ttft_s, 'p99')}",
+        (str(level.concurrency), f"{level.output_tokens_per_s:.4g}", _num(level.per_request_output_tokens_per_s),
+         f"{level.requests_per_s:.3g}", f"{_ms(level.ttft_s, 'p50')} / {_ms(level.ttft_s, 'p90')} / {_ms(level.ttft_s, 'p99')}",
          f"{_ms(level.itl_s, 'p50')} / {_ms(level.itl_s, 'p99')}", f"{_ms(level.e2e_s, 'p50')} / {_ms(level.e2e_s, 'p99')}",
          f"{_num(level.input_tokens_mean)} / {_num(level.output_tokens_mean)}",
          f"{level.requests_ok}" + (f" ({level.requests_failed} failed)" if level.requests_failed else ""))
@@ -57,14 +57,16 @@ def sweep_report(result: ServeSweepResult) -> str:
         f"server: {result.server.kind} {result.server.version or '(version unknown)'} at {result.base_url}, model {result.model}"
         + (" (started by the tool)" if result.server.started_by_tool else ""),
         f"capacity: {bound}; {capacity.source}",
-        *([f"prompts: {result.workload.words_per_prompt} words; sized by {result.workload.calibration}"] if result.workload.words_per_prompt else []),
+        *([f"prompts: {result.workload.words_per_prompt} words; sized by {result.workload.calibration}"] if result.workload.words_per_prompt
+          else []),
         "", table(header, rows), "",
     ]
     parts += [f"{level.concurrency} streams: {failure}" for level in result.levels for failure in level.failures]
     parts += _trace_part(result)
     if result.best_concurrency is not None:
-        parts.append(f"knee: {result.knee_concurrency} streams, {_num(result.knee_output_tokens_per_s)} output tokens/s (the lowest reaching "
-                     f"{result.knee_fraction:.0%} of the best, {_num(result.best_output_tokens_per_s)} at {result.best_concurrency} streams)")
+        parts.append(f"knee: {result.knee_concurrency} streams, {_num(result.knee_output_tokens_per_s)} output tokens/s (the lowest "
+                     f"reaching {result.knee_fraction:.0%} of the best, {_num(result.best_output_tokens_per_s)} at "
+                     f"{result.best_concurrency} streams)")
     parts += [f"verdict: {result.saturation}: {result.saturation_reason}", f"stopped: {result.stop_reason}: {result.stop_detail}"]
     if result.cached:
         parts.append(f"CACHED: measured at {result.evidence.at.isoformat(timespec='seconds')}; pass --refresh to measure again")

@@ -37,7 +37,8 @@ def spec_init_report(result: SpecInitResult) -> str:
 
 def spec_example_report(result: SpecExampleResult) -> str:
     if result.name is None:
-        return "\n".join(["shipped examples (hyperloom spec example --name NAME [--out DIR]):"] + [f"  {k}: {v}" for k, v in result.examples.items()])
+        return "\n".join(["shipped examples (hyperloom spec example --name NAME [--out DIR]):"]
+                         + [f"  {k}: {v}" for k, v in result.examples.items()])
     lines = [f"# {result.name}: {result.examples.get(result.name, '')}", f"# files: {', '.join(result.files)}"]
     if result.copied_to:
         lines.append(f"# copied to {result.copied_to}")

@@ -32,7 +32,8 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | No
 
 
 def _wrap(text: str, room: int) -> list[str]:
-    return [piece for part in text.split("\n") for piece in (textwrap.wrap(part, room, break_long_words=False, break_on_hyphens=False) or [""])]
+    return [piece for part in text.split("\n")
+            for piece in (textwrap.wrap(part, room, break_long_words=False, break_on_hyphens=False) or [""])]
 
 
 def hanging(text: str, indent: int, width: int | None = None) -> str:

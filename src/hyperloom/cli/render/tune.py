@@ -10,7 +10,8 @@ if TYPE_CHECKING:
 
 def status_report(status: TuneStatus) -> str:
     lines = [status.summary, f"  folder: {status.folder}",
-             f"  {status.passed} passed, {status.rejected} rejected, {status.pending_proposals} proposal(s) queued; {status.budget_left_s:.1f} device-s left"]
+             f"  {status.passed} passed, {status.rejected} rejected, {status.pending_proposals} proposal(s) queued; "
+             f"{status.budget_left_s:.1f} device-s left"]
     if status.error:
         lines.append(f"  error: {status.error}")
     return "\n".join(lines)
