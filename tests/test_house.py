@@ -112,3 +112,19 @@ def test_every_entry_the_controller_calls_is_on_the_wire_and_in_the_runner():
     assert called == set(wire.ENTRIES), called ^ set(wire.ENTRIES)
     assert all(callable(getattr(runner, entry, None)) for entry in wire.ENTRIES)
     assert wire.RUNNER == runner.__name__
+
+
+# What every device run uses (prepare.sh here, env.sh there) and the workloads nobody here wrote with their two
+# drivers; a probe goes to lab/<question>/, a past results page's driver to lab/device-runs/.
+DEVICE_KIT = {"prepare.sh", "env.sh", "user_workloads", "user_workloads.sh", "user_campaign.sh"}
+
+
+def tracked(pattern: str) -> list[str]:
+    import subprocess
+
+    return subprocess.run(["git", "ls-files", "--", pattern], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+
+
+def test_the_device_folder_holds_only_what_every_run_uses_and_no_session_log_or_pid_is_kept():
+    assert {p.name for p in (REPO / "scripts" / "device").iterdir()} - {"__pycache__"} == DEVICE_KIT
+    assert tracked("*.pid") == [] and tracked("*.run[0-9]*.sh") == [], "session logs and pid files live in git history, not the tree"

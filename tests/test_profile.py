@@ -458,7 +458,7 @@ def test_kernel_names_are_shortened_for_people_and_kept_whole_in_the_data(name, 
 
 
 def test_the_device_scripts_trimmed_trace_is_small_and_still_reads_as_a_real_trace(tmp_path):
-    spec = importlib.util.spec_from_file_location("profile_llama", REPO / "scripts" / "device" / "profile_llama.py")
+    spec = importlib.util.spec_from_file_location("profile_llama", REPO / "lab" / "device-runs" / "profile_llama.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)  # stdlib only at import: it runs on the GPU host before hyperloom is importable
     (tmp_path / "trace.json").write_bytes(gzip.decompress(A100.read_bytes()))
@@ -515,10 +515,10 @@ def test_a_roof_measured_on_demand_goes_through_roofline_and_a_device_mismatch_i
     assert any("ran on NVIDIA H200, the trace on host CPU" in f for f in result.findings)
 
 
-H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # written by scripts/device/profile_llama.py (--fixture-kernels), committed by the lead
+H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # written by lab/device-runs/profile_llama.py (--fixture-kernels), committed by the lead
 
 
-@pytest.mark.skipif(not H200_LLAMA.exists(), reason="the H200 capture is not committed yet: scripts/device/profile_llama.py writes it")
+@pytest.mark.skipif(not H200_LLAMA.exists(), reason="the H200 capture is not committed yet: lab/device-runs/profile_llama.py writes it")
 def test_the_h200_llama_capture_links_its_gemms_to_bf16_shapes_and_finds_fusion_chains():
     trace = read_trace(H200_LLAMA, "h200")
     a = analyse(trace, from_datasheet("NVIDIA H200"))

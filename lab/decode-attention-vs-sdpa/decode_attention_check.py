@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "device"))
-from graph_time import graph_us  # noqa: E402 - scripts/device/graph_time.py, shared with gemv_sweep.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "device-runs"))
+from graph_time import graph_us  # noqa: E402 - lab/device-runs/graph_time.py, shared with gemv_sweep.py
 from hyperloom.tools.workload.worker.levers.kernel_route import launcher
 
 kernel = launcher(torch, "decode_attention")

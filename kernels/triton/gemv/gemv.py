@@ -24,7 +24,7 @@ import triton.language as tl
 
 MAX_ROWS = 8  # more rows than this: the layer is a GEMM, cuBLAS's work
 TUNED: dict[tuple[int, int], dict | str] = {}  # (N, K) -> launch params, or "cublas": a caller's choice (roof_decode.py --gemv-params)
-# device name -> {"measured": how, "shapes": {"N,K": params or "cublas"}}, as scripts/device/gemv_sweep.py measured them
+# device name -> {"measured": how, "shapes": {"N,K": params or "cublas"}}, as lab/device-runs/gemv_sweep.py measured them
 SHIPPED = Path(__file__).with_name("tuned.json")
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpreter computes bfloat16 dot products wrong: float32 there
 
@@ -113,7 +113,7 @@ def launch_params(rows: int, n_out: int, params: dict | None = None) -> dict:
     """Tile and options of one launch: a tune winner's params (BLOCK_N, BLOCK_K, num_warps, num_stages), else, for one
     row of x, 2 rows of W a program and 1,024 of K an iteration, 4 stages: within 1.2 % of the best of 48
     configurations per shape summed over a 1.2B Llama's four decode projections, with cold weights on the H100 (the
-    old 8 x 512 was 11 % slower there, near cuBLAS: scripts/device/gemv_sweep.py, results/h100/roof); for a few rows 16 rows
+    old 8 x 512 was 11 % slower there, near cuBLAS: lab/device-runs/gemv_sweep.py, results/h100/roof); for a few rows 16 rows
     of W by 512 of K, loaded along K (3.4 ms of the GEMV in a batch-8 token on the H100, the 32 x 64 tile loaded across K
     4.3 ms, cuBLAS's about 1 ms: decode_gemv sends a few rows to cuBLAS unless asked; results/h100/roof)."""
     chosen = {"BLOCK_N": 2, "BLOCK_K": 1024, "num_warps": 4, "num_stages": 4} if rows == 1 else {"BLOCK_N": 16, "BLOCK_K": 512,

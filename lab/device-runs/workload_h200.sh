@@ -5,5 +5,5 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
-timeout "${WORKLOAD_TIMEOUT_S:-480}" python3 scripts/device/workload_h200.py "$@" 2>&1 | tee "$out/workload.log" | tail -30
+timeout "${WORKLOAD_TIMEOUT_S:-480}" python3 lab/device-runs/workload_h200.py "$@" 2>&1 | tee "$out/workload.log" | tail -30
 timeout 60 python3 bench/workload_overhead.py --rounds 3 --legs 6 2>&1 | tee "$out/workload_overhead.log"

@@ -1,7 +1,7 @@
 """Issue 20's acceptance on a GPU: profile a Llama-style decoder (transformers config, random weights, bf16; one
 prefill and a few decode steps) and check the report against torch.profiler itself.
 
-    python scripts/device/profile_llama.py OUT [--layers 16] [--prompt 512] [--decode 8] [--steps 2] [--warmup 1]
+    python lab/device-runs/profile_llama.py OUT [--layers 16] [--prompt 512] [--decode 8] [--steps 2] [--warmup 1]
 
 Everything goes to OUT: roofline/ (the ceilings measured first, in the same run), profile/ (report.md,
 profile.json, plots, hand-off stubs, key_averages.json, the full trace gzipped), fixture/ (a trimmed trace for

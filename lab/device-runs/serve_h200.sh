@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Run ON THE DEVICE (one NVIDIA H200, no network), after scripts/device/serve_prepare.sh here, carrying .whl and
+# Run ON THE DEVICE (one NVIDIA H200, no network), after lab/device-runs/serve_prepare.sh here, carrying .whl and
 # .serve-device. Three phases, each inside one 10-minute command; the machine must stay warm between them (the
 # build is cached in /tmp/hyperloom-llama, and a build cut off by the time limit resumes where it stopped):
-#   bash scripts/device/serve_h200.sh build   llama-server with CUDA for sm_90 (about 190 nvcc units on 16 cores)
-#   bash scripts/device/serve_h200.sh sweep   a Llama-3-8B-shaped random-weight GGUF (f16, about 15 GB), then
+#   bash lab/device-runs/serve_h200.sh build   llama-server with CUDA for sm_90 (about 190 nvcc units on 16 cores)
+#   bash lab/device-runs/serve_h200.sh sweep   a Llama-3-8B-shaped random-weight GGUF (f16, about 15 GB), then
 #                                             serve_sweep 1 ... 256 streams of synthetic prompts against llama-server
 #                                             -np 256 -c 262144 (1,024 tokens a slot)
-#   bash scripts/device/serve_h200.sh trace   the same model, serve_sweep of the default agent trace (multi-turn
+#   bash lab/device-runs/serve_h200.sh trace   the same model, serve_sweep of the default agent trace (multi-turn
 #                                             sessions sharing a 2,048-token prefix, growing to about 7,400 tokens)
 #                                             1 ... 64 streams against llama-server -np 64 -c 524288 (8,192 a slot)
 # What comes back in $OUT (results/h200/serve/ here): env.txt (GPU, nvcc, cmake, build and model times, the server

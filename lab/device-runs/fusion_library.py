@@ -2,13 +2,13 @@
 float16 and float32 at the H200 Llama fixture's shapes: the share of bit-identical outputs, the largest difference,
 and the time of both (triton.testing.do_bench: CUDA events, L2 flushed between repetitions; MEASURED on this device).
 
-    python scripts/device/fusion_library.py OUT [--reps-ms 200]
+    python lab/device-runs/fusion_library.py OUT [--reps-ms 200]
 
 Writes OUT/fusion_library.json and OUT/fusion_library.log. Needs torch with a GPU, triton and hyperloom (the
 launchers launch through hyperloom.core.triton_launch); no network. On the CPU, the interpreter rounds float32 to
 bfloat16 by truncation, so bit-identity in bfloat16 is something only this run shows (tests/test_fusion_library.py holds bfloat16 to two
 ulps there). Without a GPU it runs
-as a dry run in Triton's interpreter, untimed: `python scripts/device/fusion_library.py /tmp/out --tokens 4`.
+as a dry run in Triton's interpreter, untimed: `python lab/device-runs/fusion_library.py /tmp/out --tokens 4`.
 """
 
 from __future__ import annotations

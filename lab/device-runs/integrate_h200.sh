@@ -9,7 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/device/env.sh
-timeout 60 python3 scripts/device/launch_cost.py > "$out/launch_cost.json" 2>&1
+timeout 60 python3 lab/device-runs/launch_cost.py > "$out/launch_cost.json" 2>&1
 cat "$out/launch_cost.json"
 knobs=${KEEP_KNOBS:-'{"new_tokens": "64"}'}
 fallback=(--replace rmsnorm=transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward --replace silu_and_mul=transformers.models.qwen2.modeling_qwen2:Qwen2MLP.forward)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run HERE (a machine with network) before scripts/device/serve_h200.sh: what the device, which has no network,
+# Run HERE (a machine with network) before lab/device-runs/serve_h200.sh: what the device, which has no network,
 # needs for a serve_sweep on the GPU, in two folders to carry (both git-ignored through .git/info/exclude):
 #   .whl/           scripts/device/prepare.sh's wheels (it writes .device/ too) and the serving client's and gguf's
 #   .serve-device/  llama.cpp's source, stripped (about 10 MB), from llama-cpp-python's PyPI sdist

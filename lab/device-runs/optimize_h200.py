@@ -11,7 +11,7 @@ A campaign longer than one device command (10 minutes) runs as several: each cal
 the same session in --workspace (kept on the warm machine between commands; optimize_h200.sh also packs its state for
 a cold one) and stops at its own --deadline-s; the ledger carries the budget spent, the verdicts and the queue over.
 
-    python3 scripts/device/optimize_h200.py [--layers 8] [--budget-gpu-hours 0.5] [--deadline-s 1500] [--propose JSON] [--workspace DIR]
+    python3 lab/device-runs/optimize_h200.py [--layers 8] [--budget-gpu-hours 0.5] [--deadline-s 1500] [--propose JSON] [--workspace DIR]
 """
 
 from __future__ import annotations

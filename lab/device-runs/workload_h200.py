@@ -4,7 +4,7 @@ decoder with random weights (examples/workloads/decoder.py, bf16) frozen, then t
 gated on the frozen tokens, checked for engagement and A/B-timed. Writes $OUT/workload/ (the tool's result.json,
 report.md, speedup.png, the freeze result, the call log).
 
-    python3 scripts/device/workload_h200.py [--layers 8] [--candidates JSON] [--integrate]
+    python3 lab/device-runs/workload_h200.py [--layers 8] [--candidates JSON] [--integrate]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ weight once a token; session 26's sweep replayed one copy, L2-hot, and its 30-40
 `--hot` replays one copy. Writes OUT/gemv_sweep.json, whose "best" maps "N,K" to the winning params, or to "cublas"
 where cuBLAS was faster beyond 2 % (roof_decode.py --gemv-params reads it; kernels/triton/gemv/tuned.json ships one).
 
-    python3 scripts/device/gemv_sweep.py OUT [--quick] [--hot]
+    python3 lab/device-runs/gemv_sweep.py OUT [--quick] [--hot]
 """
 
 from __future__ import annotations

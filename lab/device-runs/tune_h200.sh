@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Run ON THE DEVICE (no network), after scripts/device/prepare.sh here, carrying .whl. Issue 21's figures:
-#   bash scripts/device/tune_h200.sh throughput   one H200: bench/tune_throughput.py, the old loop against the new one on
+#   bash lab/device-runs/tune_h200.sh throughput   one H200: bench/tune_throughput.py, the old loop against the new one on
 #                                                 kernels/decode/w4a16_tiled (mma, mma_async, mma_async4) at shape 3,
 #                                                 16 random candidates a leg, each leg with an empty cache (~5 min)
-#   bash scripts/device/tune_h200.sh faults       one H200: tests/test_tune_gpu.py (an illegal address and a hang among
+#   bash lab/device-runs/tune_h200.sh faults       one H200: tests/test_tune_gpu.py (an illegal address and a hang among
 #                                                 good candidates; device memory freed after every warm trial) (~2 min)
-#   bash scripts/device/tune_h200.sh two          two H200s: one GPU against two, the new loop, 48 candidates a leg, the
+#   bash lab/device-runs/tune_h200.sh two          two H200s: one GPU against two, the new loop, 48 candidates a leg, the
 #                                                 whole space compiled first so both legs read the same cache; then the
 #                                                 two-GPU test of tests/test_tune_gpu.py (~6 min)
-#   bash scripts/device/tune_h200.sh all          two H200s: every test of tests/test_tune_gpu.py (faults, two GPUs), then
+#   bash lab/device-runs/tune_h200.sh all          two H200s: every test of tests/test_tune_gpu.py (faults, two GPUs), then
 #                                                 the `two` bench with 144 candidates a leg, four rounds (legs alternating),
 #                                                 in one call (~5 min)
-#   bash scripts/device/tune_h200.sh visible      any H200s: nvidia-smi's idle query (tests' fixture) and the GPU a pinned
+#   bash lab/device-runs/tune_h200.sh visible      any H200s: nvidia-smi's idle query (tests' fixture) and the GPU a pinned
 #                                                 worker reaches under a reversed CUDA_VISIBLE_DEVICES (visible_check.py)
-#   bash scripts/device/tune_h200.sh profile      two H200s: the two-device bench under py-spy (--gil --threads), raw
+#   bash lab/device-runs/tune_h200.sh profile      two H200s: the two-device bench under py-spy (--gil --threads), raw
 #                                                 samples in spy_2gpu.txt, to see what holds the loop's GIL
 # Extra arguments go to bench/tune_throughput.py (e.g. --strategy tpe --candidates 24).
 # What comes back in $OUT: env.txt, and tune_throughput.{log,json} | tests_gpu.log | tune_throughput_2gpu.{log,json}
@@ -39,7 +39,7 @@ case "$phase" in
       | tee "$out/tune_throughput_2gpu.log" ;;
   visible)
     nvidia-smi --query-gpu=index,uuid,utilization.gpu,memory.used --format=csv,noheader,nounits > "$out/nvidia-smi-idle-query.txt"
-    python3 scripts/device/visible_check.py 2>&1 | tee "$out/visible.log" ;;
+    python3 lab/device-runs/visible_check.py 2>&1 | tee "$out/visible.log" ;;
   profile)  # the two-GPU leg under py-spy (GIL-holding samples, per thread): where the loop's process spends its time
     /tmp/site/bin/py-spy record --gil --threads --nonblocking -r 200 -f raw -o "$out/spy_2gpu.txt" -- \
       python3 bench/tune_throughput.py --backend cuda --two-devices --devices 0 1 --candidates 96 "$@" 2>&1 | tee "$out/tune_profile_2gpu.log" ;;

@@ -2,10 +2,10 @@
 # Run ON THE DEVICE (no network), after scripts/device/prepare.sh here, carrying .whl. Issue 31, item 1: the shipped
 # bfloat16 example (kernels/examples/rmsnorm_bf16: a CUDA kernel on __nv_bfloat16, a Triton kernel on tl.bfloat16) on
 # the H200, its buffers declared bfloat16 and gated in bfloat16's own ULPs (tolerance max_ulp 1):
-#   bash scripts/device/bf16_h200.sh bench   spec_check for sm_90, then bench of the cuda and triton variants at every
+#   bash lab/device-runs/bf16_h200.sh bench   spec_check for sm_90, then bench of the cuda and triton variants at every
 #                                            shape, gated on every input set (~3 min)
-#   bash scripts/device/bf16_h200.sh tune    tune of the cuda variant's block at shape 1 (4096 x 1536) (~3 min)
-#   bash scripts/device/bf16_h200.sh tests   tests/test_dtypes.py on the device (its CPU tests, with the device's numpy/ml_dtypes)
+#   bash lab/device-runs/bf16_h200.sh tune    tune of the cuda variant's block at shape 1 (4096 x 1536) (~3 min)
+#   bash lab/device-runs/bf16_h200.sh tests   tests/test_dtypes.py on the device (its CPU tests, with the device's numpy/ml_dtypes)
 # What comes back in $OUT: env.txt, spec_check.json, bench_<variant>_shape<i>.json and bench.log | tune.json, tune.log | tests.log.
 set -uo pipefail
 cd "$(dirname "$0")/../.."

@@ -6,7 +6,7 @@ set -uo pipefail
 source scripts/device/env.sh
 timeout 330 python3 bench/onboarding.py --target sm_90 --shape 1 --tune 8 --drafted .device/onboarding --out "$OUT/onboarding.json" > "$OUT/onboarding.log" 2>&1
 echo "onboarding exit $?" >> "$OUT/env.txt"
-timeout 240 python3 scripts/device/profile_llama.py /tmp/profile_llama --steps 2 --warmup 1 > "$OUT/profile.log" 2>&1
+timeout 240 python3 lab/device-runs/profile_llama.py /tmp/profile_llama --steps 2 --warmup 1 > "$OUT/profile.log" 2>&1
 echo "profile exit $?" >> "$OUT/env.txt"
 tar czf "$OUT/profile_llama.tgz" -C /tmp profile_llama 2>/dev/null
 ls -la "$OUT"

@@ -3,7 +3,7 @@ bf16): HF's eager Qwen2RMSNorm.forward beside the fusion library's rmsnorm launc
 silu_mul; each library launch also through Triton's binder (kernel[grid](...)), which the launchers skip. A decode
 step is bound by such launches, so this is what an integration can save per call, at most.
 
-    python3 scripts/device/launch_cost.py [--hidden 1536] [--calls 2000]
+    python3 lab/device-runs/launch_cost.py [--hidden 1536] [--calls 2000]
 """
 
 from __future__ import annotations

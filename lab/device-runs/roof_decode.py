@@ -8,8 +8,8 @@ the bf16 weights), tokens equal to the plain stack's, and the replayed
 graph's attribution (profile's replays.py) for one generate of N tokens. What the campaign keeps is judged by the gate;
 this says how far each stack is from the roof and where its token goes.
 
-    python3 scripts/device/roof_decode.py OUT [--batches 1,8,32] [--tokens 64] [--stacks plain,fused,int8,fused+int8]
-    python3 scripts/device/roof_decode.py OUT --small        # a 2-layer model on the CPU: the script's own check
+    python3 lab/device-runs/roof_decode.py OUT [--batches 1,8,32] [--tokens 64] [--stacks plain,fused,int8,fused+int8]
+    python3 lab/device-runs/roof_decode.py OUT --small        # a 2-layer model on the CPU: the script's own check
 
 Writes OUT/roof_decode.json and prints a table.
 """
