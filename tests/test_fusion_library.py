@@ -122,7 +122,7 @@ def test_the_launchers_run_in_a_python_whose_triton_started_in_its_interpreter()
 
 # The interpreter rounds float32 to bfloat16 by truncation (triton/runtime/interpreter.py, cast_impl) where a GPU rounds
 # to nearest even: up to one bfloat16 ulp per rounding here, so bfloat16 is held to two ulps (2^-6); the bits a GPU gives
-# are compared with HF's eager modules by scripts/device/fusion_library.py.
+# are compared with HF's eager modules by lab/device-runs/fusion_library.py.
 TOLERANCE = {"float32": (1e-5, 1e-5), "float16": (2e-3, 2e-3), "bfloat16": (2 ** -6, 2 ** -6)}
 DTYPES = list(TOLERANCE)
 SHAPES = [(3, 5, 1000), (2, 4096)]  # a width that is no power of two, and one that is (a single full block, or two)

@@ -22,7 +22,7 @@ from hyperloom.tools.spec.check import run_spec_check
 from hyperloom.tools.spec.models import SpecCheckRequest
 
 PROFILE = REPO / "tests" / "fixtures" / "profile"
-H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # scripts/device/profile_llama.py on the lent H200
+H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # lab/device-runs/profile_llama.py on the lent H200
 CPU_STACK = PROFILE / "cpu_decoder_stack_trace.json"  # capture_cpu_decoder.py --stack: HF's Qwen2RMSNorm and Qwen2MLP, with_stack=True
 torch = pytest.importorskip("torch")
 ml_dtypes = pytest.importorskip("ml_dtypes")

@@ -23,7 +23,7 @@ from hyperloom.tools.profile.tensors import Tensor
 from hyperloom.tools.profile.work import WorkCache
 
 PROFILE = REPO / "tests" / "fixtures" / "profile"
-H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # scripts/device/profile_llama.py on the lent H200
+H200_LLAMA = PROFILE / "h200_llama_trace.json.gz"  # lab/device-runs/profile_llama.py on the lent H200
 CPU_DECODER = PROFILE / "cpu_decoder_trace.json"  # capture_cpu_decoder.py: HF's Qwen2RMSNorm and Qwen2MLP on a CPU thread
 
 

@@ -68,7 +68,7 @@ def test_an_illegal_address_and_a_hang_among_good_candidates_leave_the_following
 
 @pytest.mark.skipif(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1,
                     reason="reads the device's free memory, which other test processes change; run alone "
-                           "(scripts/device/gate_h200.sh does)")
+                           "(lab/device-runs/gate_h200.sh does)")
 def test_a_warm_worker_frees_or_reuses_every_device_allocation_a_trial_makes(specs):
     """Trials run in this process as a warm worker runs them: the device's free memory is the same after each."""
     from cuda.bindings import driver as cuda

@@ -1,7 +1,7 @@
 """Launch a @triton.jit kernel through its compiled kernel's own launcher, without Triton's Python binder.
 
 `kernel[grid](*args)` binds the arguments, computes the specialization key and looks the compiled kernel up on every
-call: 28-49 µs of host time a call on the lent H200's host (scripts/device/launch_cost.py), where eager torch takes
+call: 28-49 µs of host time a call on the lent H200's host (lab/device-runs/launch_cost.py), where eager torch takes
 about 9 µs an op. Decode at batch one is bound by such host time, so a fused kernel that replaces eight eager launches
 with one can still lose.
 
