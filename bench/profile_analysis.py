@@ -58,7 +58,7 @@ def step():
 
 def setup():
     return step
-"""
+"""  # noqa: E501
 
 
 def tiled_trace(path: Path, target_bytes: int) -> tuple[int, int]:

@@ -221,7 +221,8 @@ def test_the_servers_own_context_refusal_is_counted_and_the_request_fitted_again
     err = capsys.readouterr().err
     assert code == EXIT_OK and "the server counted 2,600 tokens" in err
     first, second = stub.requests
-    assert len(json.dumps(second["messages"])) + len(json.dumps(second["tools"])) < len(json.dumps(first["messages"])) + len(json.dumps(first["tools"]))
+    assert (len(json.dumps(second["messages"])) + len(json.dumps(second["tools"]))
+            < len(json.dumps(first["messages"])) + len(json.dumps(first["tools"])))
     assert second["max_tokens"] <= 2048 - 256
     saved = json.loads(transcript.read_text())
     assert saved["requests"][0]["prompt_tokens_server"] == 2600 and saved["requests"][1]["context_tokens"] == 2048

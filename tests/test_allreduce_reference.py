@@ -164,7 +164,8 @@ def test_the_tool_writes_the_result_and_reports_statistics(workspace):
     assert result.max_abs_error == pytest.approx(float(np.abs(written - exact).max()))
     assert result.within_bound and result.bit_identical_across_ranks and result.cross_rank_drift == 0
     assert result.code_bound == 15 and result.blocks == 17 and result.matches_reference is None
-    assert 2.4 < result.wire.compression_vs_fp16 < 2.6 and result.wire.compression_vs_fp32 == pytest.approx(2 * result.wire.compression_vs_fp16)
+    assert (2.4 < result.wire.compression_vs_fp16 < 2.6
+            and result.wire.compression_vs_fp32 == pytest.approx(2 * result.wire.compression_vs_fp16))
     assert result.wire.wire_ratio_vs_fp16 > 2.3 and result.evidence.tag.value == "MEASURED"
     assert result.evidence.toolchain["numpy"] == np.__version__
 

@@ -361,7 +361,7 @@ class Batch:
 
 def build():
     return Batch()
-'''
+'''  # noqa: E501
 
 
 def test_a_left_padded_batch_takes_the_loop_and_passes_the_twin_rule_with_its_tokens_scored_under_their_mask(workspace):
@@ -383,7 +383,7 @@ def test_a_processor_that_only_bans_tokens_keeps_generate_greedy_for_the_gate_no
     which applies no such processor, still does not take the call. A penalty is not greedy for either."""
     model.generation_config.begin_suppress_tokens = [5, 7]
     assert decode_loop.not_greedy(model, dict(GREEDY), bans_too=False) is None
-    assert "begin_suppress_tokens" in decode_loop.not_greedy(model,
-                                                             dict(GREEDY)) and "begin_suppress_tokens" in decode_loop.uncovered(model, prompt, dict(GREEDY))
+    assert ("begin_suppress_tokens" in decode_loop.not_greedy(model, dict(GREEDY))
+            and "begin_suppress_tokens" in decode_loop.uncovered(model, prompt, dict(GREEDY)))
     assert "generate argument repetition_penalty" in decode_loop.not_greedy(model, {**GREEDY, "repetition_penalty": 1.2}, bans_too=False)
     assert decode_loop.not_greedy(model, {**GREEDY, "suppress_tokens": [3]}, bans_too=False) is None

@@ -221,7 +221,7 @@ int main(int argc, char** argv) {
   run<__hip_fp8_e4m3>("float8_e4m3fn", xs, n); run<__hip_fp8_e5m2>("float8_e5m2", xs, n);
   for (int i = 0; i < n; ++i) { __hip_bfloat16 t(xs[i]); printf("bfloat16 e %d %u\\n", i, (unsigned)t.data); }
 }
-""")
+""")  # noqa: E501
     inputs = np.concatenate([_all_midpoints(d) for d in FP8] + [np.random.default_rng(1).standard_normal(512).astype(np.float32)])
     assert inputs.size <= 8192
     inputs.tofile(tmp_path / "x.bin")

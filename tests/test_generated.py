@@ -287,7 +287,7 @@ class Chat:
 def build(mode: Literal["greedy", "sample", "penalty"] = "greedy"):
     torch.set_num_threads(1)
     return Chat(mode)
-'''
+'''  # noqa: E501
 
 
 @pytest.mark.parametrize(("mode", "why"),

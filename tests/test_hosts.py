@@ -220,7 +220,8 @@ def test_install_twice_changes_nothing_and_an_older_entry_of_ours_is_updated(hom
     record_path.write_text(json.dumps(record))
     config.write_text(first.replace(SERVER, "/old/venv/bin/hyperloom-mcp"))
     assert _install("codex") == EXIT_OK
-    assert config.read_text().count("[mcp_servers.hyperloom]") == 1 and tomlkit.parse(config.read_text())["mcp_servers"]["hyperloom"]["command"] == SERVER
+    assert (config.read_text().count("[mcp_servers.hyperloom]") == 1
+            and tomlkit.parse(config.read_text())["mcp_servers"]["hyperloom"]["command"] == SERVER)
 
 
 def test_uninstall_without_a_recorded_install_touches_nothing(home, capsys):

@@ -136,7 +136,8 @@ def test_detect_answers_under_16_kb_on_every_captured_machine_and_with_8_gpus(wo
 async def test_a_family_is_one_tool_whose_action_picks_the_verb_and_refuses_another_verbs_argument(workspace):
     async with Client(build_server(), mode="legacy") as client:
         tune = next(t for t in (await client.list_tools()).tools if t.name == "tune")
-        assert tune.input_schema["required"] == ["action"] and tune.input_schema["properties"]["action"]["enum"] == ["start", "status", "propose", "stop", "report"]
+        assert (tune.input_schema["required"] == ["action"]
+                and tune.input_schema["properties"]["action"]["enum"] == ["start", "status", "propose", "stop", "report"])
         # a parameter not every action takes says which do
         assert tune.input_schema["properties"]["spec"]["description"].startswith("(start) ")
         assert not tune.annotations.read_only_hint and not tune.annotations.destructive_hint

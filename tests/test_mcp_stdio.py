@@ -158,13 +158,14 @@ async def test_the_isa_tools_answer_over_stdio_with_summaries_pages_and_refusals
         tools = {t.name: t for t in (await session.list_tools()).tools}
         hints = tools["isa"].annotations  # census, probe and audit: one tool, the verb picked by action
         assert hints.read_only_hint and hints.idempotent_hint and hints.open_world_hint is False and not hints.destructive_hint
-        assert tools["isa"].input_schema["required"] == ["action"] and tools["isa"].input_schema["properties"]["action"]["enum"] == ["census", "probe", "audit"]
+        assert (tools["isa"].input_schema["required"] == ["action"]
+                and tools["isa"].input_schema["properties"]["action"]["enum"] == ["census", "probe", "audit"])
 
         summary = await session.call_tool("isa", {"action": "census", "target": "gfx1201"}, read_timeout_seconds=120)
         assert not summary.is_error, summary.content
         jsonschema.validate(summary.structured_content, result_schema("isa_census"))  # a family lists no output schema
-        assert summary.structured_content["instructions"] == [] and "swmmac" in {c["name"]
-                                                                                 for c in summary.structured_content["capabilities_present"]}
+        assert (summary.structured_content["instructions"] == []
+                and "swmmac" in {c["name"] for c in summary.structured_content["capabilities_present"]})
         assert summary.structured_content["evidence"]["tag"] == "MEASURED"
         assert summary.structured_content["llvm_version"].startswith("19.")
 

@@ -20,7 +20,8 @@ import pytest
 from helpers import REPO
 from hyperloom.cli.main import main
 from hyperloom.core.errors import HyperloomError
-from hyperloom.tools.optimize.api import optimize_propose, optimize_report, optimize_start, optimize_status, optimize_stop, run_campaign, run_pass
+from hyperloom.tools.optimize.api import (optimize_propose, optimize_report, optimize_start, optimize_status, optimize_stop, run_campaign,
+                                          run_pass)
 from hyperloom.tools.optimize.models import OptimizeProposeRequest, OptimizeRef, OptimizeRequest
 from hyperloom.tools.optimize.schema import breakdown_schema
 from hyperloom.tools.workload.api import workload_freeze
@@ -300,7 +301,8 @@ def test_a_pass_over_three_workloads_runs_as_tasks_on_a_local_ray(mlp):
                              ray="local", **FAST), mlp)
     status = optimize_status(OptimizeRef(session="three"), mlp)
     first, plain, second = status.workloads
-    assert first.state == second.state == "closed" and first.stack == second.stack == ["knob:work=half"] and first.gain > 1.2 and second.gain > 1.2
+    assert (first.state == second.state == "closed" and first.stack == second.stack == ["knob:work=half"]
+            and first.gain > 1.2 and second.gain > 1.2)
     assert plain.state == "not running" and "declares no knob 'work'" in plain.stop_reason
     assert "Ray tasks (ray: local)" in " ".join(optimize_report(OptimizeRef(session="three"), mlp).notes)
     import ray

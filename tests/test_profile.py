@@ -109,8 +109,8 @@ def test_a_cpu_only_trace_ranks_operators_by_self_time_and_finds_its_fusions():
     assert linear.bytes_per_call is None and "counted in aten::addmm" in linear.work_model
     chains = {tuple(c.ops): c for c in a.fusion}
     assert set(chains) == {("aten::gelu", "aten::layer_norm"), ("aten::softmax", "aten::mul", "aten::add")}
-    assert chains[("aten::gelu", "aten::layer_norm")].occurrences == 2 and chains[("aten::gelu",
-                                                                                   "aten::layer_norm")].bytes_saved_per_occurrence == 2 * 8 * 128 * 4
+    assert (chains[("aten::gelu", "aten::layer_norm")].occurrences == 2
+            and chains[("aten::gelu", "aten::layer_norm")].bytes_saved_per_occurrence == 2 * 8 * 128 * 4)
     assert chains[("aten::softmax", "aten::mul", "aten::add")].before == "aten::linear"
 
 
@@ -340,7 +340,8 @@ def traces(workspace):
     header = DECODER.read_text().splitlines()[0]
     (folder / "none_kernel_trace.csv").write_text(header + "\n")
     (folder / "cut_kernel_trace.csv").write_text("\n".join(DECODER.read_text().splitlines()[:3])[:-60] + "\n")
-    (folder / "hip_api_trace.csv").write_text('"Domain","Function","Process_Id","Thread_Id","Correlation_Id","Start_Timestamp","End_Timestamp"\n')
+    (folder / "hip_api_trace.csv").write_text('"Domain","Function","Process_Id","Thread_Id","Correlation_Id",'
+                                               '"Start_Timestamp","End_Timestamp"\n')
     (folder / "empty.json").write_text("")
     return workspace
 

@@ -72,7 +72,8 @@ def test_a_library_chains_draft_passes_spec_check_as_written_in_bfloat16(h200, n
     spec = _spec(workspace, handoff)
     library = yaml.safe_load((REPO / "kernels" / "triton" / handoff.library / "kernel.yaml").read_text())
     assert spec["variants"] == library["variants"] and spec["tuning"] == library["tuning"] and spec["source"] == library["source"]
-    assert (workspace.root / handoff.folder / spec["source"]).read_bytes() == (REPO / "kernels" / "triton" / handoff.library / spec["source"]).read_bytes()
+    assert ((workspace.root / handoff.folder / spec["source"]).read_bytes()
+            == (REPO / "kernels" / "triton" / handoff.library / spec["source"]).read_bytes())
     assert {a["dtype"] for a in spec["args"] if a["kind"] == "buffer"} == {"bfloat16"}  # as recorded, not the library's float32
     assert spec["tolerance"] == {"atol": 0.0, "rtol": 0.0, "max_ulp": 2} and handoff.tolerance["tag"] == "ASSUMED"
     stored = Handoff.model_validate_json((workspace.root / handoff.folder / "handoff.json").read_text())

@@ -180,7 +180,8 @@ def test_the_device_copy_sizes_its_buffers_to_the_free_memory_and_skips_with_the
     assert device_copy(tight)["copy_bytes"] == (2 << 30) // 4 and tight.cuda.sizes == [(2 << 30) // 4]
     assert "the copy needs 2 x 256 MiB" in device_copy(fake(MIN_BYTES * 3))["copy_skipped"]
     assert "could not be allocated (CUDA out of memory" in device_copy(fake(80 << 30, raises=True))["copy_skipped"]
-    assert device_copy(types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))) == {"copy_skipped": "no GPU in the profiled process"}
+    assert (device_copy(types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False)))
+            == {"copy_skipped": "no GPU in the profiled process"})
 
 
 def test_a_capture_carries_the_copy_rate_its_worker_measured():

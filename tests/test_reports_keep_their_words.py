@@ -81,8 +81,8 @@ def test_the_campaign_s_lines_count_what_they_list_and_label_the_a_a():
 
     text = report_text(_report())
     assert ": : " not in text and "#1 baseline: A/A: the baseline against itself: MEASURED" in text, text
-    assert "7 measurement(s) recorded: 4 candidate(s) tried, 1 A/A (a reference against its own work), 1 not run alone (a need the baseline "\
-           "lacks), 1 whole-stack revalidation(s)" in " ".join(text.split()), text
+    assert ("7 measurement(s) recorded: 4 candidate(s) tried, 1 A/A (a reference against its own work), 1 not run alone (a need the "
+            "baseline lacks), 1 whole-stack revalidation(s)" in " ".join(text.split())), text
     note = text.split("note: ", 1)[1]
     assert _words(REASON) == _words(note.split("report:")[0]), "a note whole, wrapped"
 
@@ -141,8 +141,9 @@ def test_a_campaign_s_progress_counts_against_what_it_plans_and_ends_at_what_it_
 
     seen: list[tuple[int, int]] = []
     tried = [1, 2, 3, 4]
-    fake = types.SimpleNamespace(progress=lambda done, total: seen.append((done, total)), ledger=types.SimpleNamespace(candidates=lambda: tried),
-                                 planned=0, request=types.SimpleNamespace(max_candidates=64))
+    fake = types.SimpleNamespace(progress=lambda done, total: seen.append((done, total)),
+                                 ledger=types.SimpleNamespace(candidates=lambda: tried), planned=0,
+                                 request=types.SimpleNamespace(max_candidates=64))
     Campaign.report_progress(fake)  # type: ignore[arg-type]  # the baseline's A/A, before any plan: nothing said, not 0/0
     fake.planned = 7
     Campaign.report_progress(fake)  # type: ignore[arg-type]

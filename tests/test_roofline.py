@@ -36,7 +36,8 @@ def test_host_ceilings_are_measured_and_a_kernel_is_placed_under_them(workspace)
     (placed,) = result.placements
     best_memory = max((c for c in result.measured if c.kind == "memory"), key=lambda c: c.value)  # copy or read: close on a CPU
     assert placed.bound == "memory" and placed.roof == best_memory.name and 0 < placed.percent_of_roof < 200
-    assert placed.same_size_read_gbps > 0 and placed.percent_of_same_size_read == pytest.approx(100 * placed.achieved_gbps / placed.same_size_read_gbps)
+    assert (placed.same_size_read_gbps > 0
+            and placed.percent_of_same_size_read == pytest.approx(100 * placed.achieved_gbps / placed.same_size_read_gbps))
     read_shapes = yaml.safe_load((workspace.root / ".hyperloom/microbench/read/kernel.yaml").read_text())["shapes"]
     assert 4 * read_shapes[-1]["n"] == bench.bytes_moved // 16 * 16  # the read moves the kernel's bytes, in whole float4s
     saved = json.loads((workspace.root / ".hyperloom/roofline/roofline.json").read_text())

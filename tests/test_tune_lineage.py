@@ -59,7 +59,8 @@ def test_a_lineage_of_source_changes_wrong_not_new_and_faster_is_drawn_with_its_
     nodes = {n.note: n for n in report.lineage}
     assert nodes["adds 2, not 1"].status == "WRONG"
     faster_node = nodes["one pass instead of four"]  # one pass against four: faster beyond any noise of this machine (1.4-2x measured)
-    assert faster_node.status == "PASSED" and faster_node.gain_over_baseline > 1.1 and faster_node.gain_over_parent == faster_node.gain_over_baseline
+    assert (faster_node.status == "PASSED" and faster_node.gain_over_baseline > 1.1
+            and faster_node.gain_over_parent == faster_node.gain_over_baseline)
     assert nodes["the same loop, reformatted"].status == "NOT_NEW" and nodes["the same loop, reformatted"].same_as == faster.hash
     text = (lineage.root / report.report_md).read_text()
     assert "## Lineage of source changes" in text and "not new: builds to the same code object as" in text and "over the baseline" in text

@@ -74,8 +74,8 @@ def test_a_seeded_decoder_s_log_probability_drift_is_the_largest_over_the_frozen
     assert teacher.inputs == 1 + freeze.DRIFT_SEEDS, teacher
     assert teacher.baseline_error == {"rel_l2": errors[0]["rel_l2"], "max_rel": max(e["max_rel"] for e in errors)}, (teacher, errors)
     assert len({e["max_rel"] for e in errors}) > 1, errors
-    assert rule.derived.baseline_error["top_logprob_drift"] == max(drifts) and rule.atol == pytest.approx((rule.derived.k
-                                                                                                           + 1) * max(max(drifts), twin.NATS_FLOOR))
+    assert (rule.derived.baseline_error["top_logprob_drift"] == max(drifts)
+            and rule.atol == pytest.approx((rule.derived.k + 1) * max(max(drifts), twin.NATS_FLOOR)))
     # the looser drift does not let the wrong candidates through on fresh prompts: teacher forcing against the twin holds
     seen = _verdicts(workload_bench(WorkloadBenchRequest(name="seeded", candidates=[["static_cache", "decode_loop"], ["static_cache"],
                                                                                     ["overrides:mlp_too_large.py"],
@@ -422,7 +422,7 @@ class Experts:
 def build():
     torch.set_num_threads(1)
     return Experts()
-'''
+'''  # noqa: E501
 
 
 def test_a_mixture_of_experts_whose_kernels_have_no_float64_gets_a_float32_twin_and_says_so(workspace):

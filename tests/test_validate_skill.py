@@ -275,8 +275,8 @@ def test_each_skill_says_where_the_other_fits():
     theirs = (FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "SKILL.md").read_text()
     assert "use hyperloom-workload-optimizer" in ours.split("\n---\n", 1)[0]
     assert "run a one-off\n  kernel/benchmark or trace analysis without the optimization loop" in theirs  # where ours takes over
-    their_ids = {c["id"]
-                 for c in json.loads((FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "evals" / "evals.json").read_text())["evaluations"]}
+    their_ids = {c["id"] for c in json.loads((FIXTURES / "amd_skills" / "skills" / "hyperloom-workload-optimizer" / "evals"
+                                              / "evals.json").read_text())["evaluations"]}
     our_cases = json.loads((SKILL / "evals" / "evals.json").read_text())["evaluations"]
     assert not their_ids & {c["id"] for c in our_cases}
     boundary = [c for c in our_cases if c["skill_should_trigger"] and ("vLLM" in c["prompt"] or "no GPU" in c["prompt"])]

@@ -322,7 +322,7 @@ runner.time_steps({"steps": 1})
 obj = runner.STATE.obj
 with torch.inference_mode():
     print(float((obj.y / obj.model.linear(obj.x)).mean()))
-'''
+'''  # noqa: E501
 
 
 @pytest.mark.parametrize(("levers", "scale_seen"), [(["compile"], 2.0), (["compile", "skip_guard_eval"], 1.0)])

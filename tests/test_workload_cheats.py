@@ -89,8 +89,8 @@ def test_no_cheat_is_faster_each_meets_its_defence_and_honest_candidates_are_sti
     assert result.roof.roof_s is None and any("no roof: no ceiling known for this CPU" in w
                                               for w in result.warnings), (result.roof, result.warnings)
     timed = [c for c in result.candidates if c.pairs]
-    assert all(c.gate_s is not None and c.trial_s > c.gate_s for c in result.candidates) and all(c.gate_s > 0
-                                                                                                 for c in timed), [(c.levers, c.gate_s, c.trial_s) for c in timed]
+    assert (all(c.gate_s is not None and c.trial_s > c.gate_s for c in result.candidates)
+            and all(c.gate_s > 0 for c in timed)), [(c.levers, c.gate_s, c.trial_s) for c in timed]
 
 
 FIXED = '''

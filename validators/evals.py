@@ -33,7 +33,8 @@ def validate_evals(skill_dir: Path) -> tuple[list[Finding], list[EvalCase]]:
     """The dataset's findings and the cases that parsed (duplicates and Tier 0 counted over them)."""
     path = skill_dir / DATASET
     if not path.is_file():
-        return [finding("evals.missing", DATASET, f"{DATASET} is missing; every skill needs {MIN_TRIGGER_CASES} trigger and {MIN_NEAR_MISS_CASES} near-miss cases")], []
+        return [finding("evals.missing", DATASET, f"{DATASET} is missing; every skill needs {MIN_TRIGGER_CASES} trigger and "
+                        f"{MIN_NEAR_MISS_CASES} near-miss cases")], []
     try:
         payload = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -42,7 +43,8 @@ def validate_evals(skill_dir: Path) -> tuple[list[Finding], list[EvalCase]]:
     cases = _dataset(payload, skill_dir, out)
     ids = Counter(case.id for case in cases)
     for case_id in sorted(i for i, n in ids.items() if n > 1):
-        out.append(finding("evals.duplicate-id", DATASET, f"case id {case_id!r} is used {ids[case_id]} times; ids are unique across the whole repository"))
+        out.append(finding("evals.duplicate-id", DATASET,
+                           f"case id {case_id!r} is used {ids[case_id]} times; ids are unique across the whole repository"))
     out += tier0(cases)
     return out, cases
 
@@ -51,9 +53,11 @@ def tier0(cases: list[EvalCase]) -> list[Finding]:
     positive = sum(case.should_trigger for case in cases)
     out = []
     if positive < MIN_TRIGGER_CASES:
-        out.append(finding("evals.tier0-trigger", DATASET, f"{positive} case(s) with `{TRIGGER}: true`; at least {MIN_TRIGGER_CASES} are needed"))
+        out.append(finding("evals.tier0-trigger", DATASET,
+                           f"{positive} case(s) with `{TRIGGER}: true`; at least {MIN_TRIGGER_CASES} are needed"))
     if len(cases) - positive < MIN_NEAR_MISS_CASES:
-        out.append(finding("evals.tier0-near-miss", DATASET, f"{len(cases) - positive} case(s) with `{TRIGGER}: false`; at least {MIN_NEAR_MISS_CASES} are needed"))
+        out.append(finding("evals.tier0-near-miss", DATASET,
+                           f"{len(cases) - positive} case(s) with `{TRIGGER}: false`; at least {MIN_NEAR_MISS_CASES} are needed"))
     return out
 
 
@@ -89,9 +93,11 @@ def _case(entry: object, label: str, skill_dir: Path, out: list[Finding]) -> Eva
     allowed = TRIGGER_KEYS if should_trigger else NEAR_MISS_KEYS
     unknown = set(entry) - allowed
     if misplaced := sorted(unknown & (TRIGGER_KEYS - NEAR_MISS_KEYS)):
-        out.append(finding("evals.near-miss-behavior", DATASET, f"{label} uses {', '.join(misplaced)}, which apply only when `{TRIGGER}` is true"))
+        out.append(finding("evals.near-miss-behavior", DATASET,
+                           f"{label} uses {', '.join(misplaced)}, which apply only when `{TRIGGER}` is true"))
     if unknown := sorted(unknown - TRIGGER_KEYS):
-        out.append(finding("evals.case-key", DATASET, f"{label} has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"))
+        out.append(finding("evals.case-key", DATASET,
+                           f"{label} has unknown key(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"))
     case_id = entry.get("id")
     if not isinstance(case_id, str) or not case_id.strip():
         out.append(finding("evals.id", DATASET, f"{label} needs a non-empty string `id`"))
@@ -111,7 +117,8 @@ def _case(entry: object, label: str, skill_dir: Path, out: list[Finding]) -> Eva
             out.append(finding("evals.workspace", DATASET, f"{label} ({case_id}): `workspace` must be a directory path"))
             return None
         if should_trigger and not (skill_dir / workspace.strip()).is_dir():
-            out.append(finding("evals.workspace-missing", DATASET, f"{label} ({case_id}): `workspace` {workspace!r} is not a directory under the skill"))
+            out.append(finding("evals.workspace-missing", DATASET,
+                               f"{label} ({case_id}): `workspace` {workspace!r} is not a directory under the skill"))
     if not isinstance(entry.get("note", ""), str):
         out.append(finding("evals.note", DATASET, f"{label} ({case_id}): `note` must be a string"))
         return None

@@ -54,7 +54,8 @@ def _marketplace(repo_root: Path, folder: str, skill: str, on_disk: set[str]) ->
         return [bad("marketplace.name", "plugins[0] needs a non-empty `name`")]
     out = []
     if entry.get("source") != "./":
-        out.append(bad("marketplace.source", f"plugins[0] `source` must be './' (the repository root is the bundle), got {entry.get('source')!r}"))
+        out.append(bad("marketplace.source",
+                       f"plugins[0] `source` must be './' (the repository root is the bundle), got {entry.get('source')!r}"))
     if entry.get("strict") is not False:
         out.append(bad("marketplace.strict", "plugins[0] must set `strict` to false (the marketplace entry defines the bundle)"))
     description = entry.get("description")
@@ -77,7 +78,8 @@ def _marketplace(repo_root: Path, folder: str, skill: str, on_disk: set[str]) ->
             out.append(bad("marketplace.skill-missing", f"`skills` names {item!r}, which has no folder under {folder}/"))
         seen.add(listed)
     if skill not in seen:
-        out.append(bad("marketplace.unlisted", f"the skill is not listed in `skills`, so the bundle does not publish it (add '{prefix}{skill}')", "warning"))
+        out.append(bad("marketplace.unlisted",
+                       f"the skill is not listed in `skills`, so the bundle does not publish it (add '{prefix}{skill}')", "warning"))
     return out
 
 
@@ -89,19 +91,22 @@ def _repository_ids(repo_root: Path, skill_dir: Path, siblings: list[Path]) -> l
         if sibling != skill_dir and (sibling / "SKILL.md").is_file():
             others.update({case.id for case in validate_evals(sibling)[1]})
     out = [
-        finding("evals.duplicate-id", DATASET, f"case id {case_id!r} is also used by another skill in {skill_dir.parent.name}/; ids are repository-wide")
+        finding("evals.duplicate-id", DATASET,
+                f"case id {case_id!r} is also used by another skill in {skill_dir.parent.name}/; ids are repository-wide")
         for case_id in sorted(ours & set(others))
     ]
     shared = _shared_negative_ids(repo_root)
     out += [
-        finding("evals.duplicate-id", DATASET, f"case id {case_id!r} is also used by {SHARED_NEGATIVES}, the catalog's shared negatives; ids are repository-wide")
+        finding("evals.duplicate-id", DATASET,
+                f"case id {case_id!r} is also used by {SHARED_NEGATIVES}, the catalog's shared negatives; ids are repository-wide")
         for case_id in sorted(ours & shared)
     ]
     return out
 
 
 def _shared_negative_ids(repo_root: Path) -> set[str]:
-    """The ids of amd/skills' `eval/negatives.json` (prompts no skill owns, pooled into every routing run); none when absent or unreadable."""
+    """The ids of amd/skills' `eval/negatives.json` (prompts no skill owns, pooled into every routing run); none when absent or
+    unreadable."""
     try:
         payload = json.loads((repo_root / SHARED_NEGATIVES).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):

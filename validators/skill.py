@@ -58,7 +58,8 @@ def _skill_md(skill_dir: Path) -> list[Finding]:
         return [finding("skill-md.encoding", "SKILL.md", f"SKILL.md is not UTF-8 ({exc.reason} at byte {exc.start})")]
     parts = split_frontmatter(text)
     if parts is None:
-        return [finding("frontmatter.block", "SKILL.md", "SKILL.md must open with a `---` YAML frontmatter block closed by `---` on its own line")]
+        return [finding("frontmatter.block", "SKILL.md",
+                        "SKILL.md must open with a `---` YAML frontmatter block closed by `---` on its own line")]
     raw, body = parts
     try:
         node = yaml.compose(raw, Loader=yaml.SafeLoader)
@@ -82,7 +83,8 @@ def _strict_yaml(node: yaml.Node | None, raw: str) -> list[Finding]:
     events = yaml.parse(raw, Loader=yaml.SafeLoader)
     if any(isinstance(e, (yaml.MappingStartEvent, yaml.SequenceStartEvent)) and e.flow_style for e in events):
         out.append(finding("frontmatter.flow-style", "SKILL.md",
-                           "flow-style `{...}` or `[...]` values are refused by `agentskills validate` (strictyaml); write block style", SPEC))
+                           "flow-style `{...}` or `[...]` values are refused by `agentskills validate` (strictyaml); write block style",
+                           SPEC))
     if isinstance(node, yaml.MappingNode):
         keys = [key.value for key, _ in node.value]
         if repeated := sorted({k for k in keys if keys.count(k) > 1}):
@@ -94,7 +96,8 @@ def _keys(meta: dict[str, Any]) -> list[Finding]:
     unknown = sorted(str(k) for k in meta if k not in SPEC_KEYS)
     if not unknown:
         return []
-    return [finding("frontmatter.unknown-key", "SKILL.md", f"unexpected frontmatter key(s) {', '.join(unknown)}; only {', '.join(SPEC_KEYS)} are allowed", SPEC)]
+    return [finding("frontmatter.unknown-key", "SKILL.md",
+                    f"unexpected frontmatter key(s) {', '.join(unknown)}; only {', '.join(SPEC_KEYS)} are allowed", SPEC)]
 
 
 def _name(name: object, dir_name: str) -> list[Finding]:
@@ -104,7 +107,8 @@ def _name(name: object, dir_name: str) -> list[Finding]:
     if len(name) > MAX_NAME_CHARS:
         out.append(finding("name.length", "SKILL.md", f"`name` is {len(name)} characters; at most {MAX_NAME_CHARS}"))
     if not NAME_RE.match(name):
-        out.append(finding("name.pattern", "SKILL.md", f"`name` {name!r} must be lowercase letters and digits in segments joined by single hyphens"))
+        out.append(finding("name.pattern", "SKILL.md",
+                           f"`name` {name!r} must be lowercase letters and digits in segments joined by single hyphens"))
     for part in RESERVED_NAME_PARTS:
         if part in name.lower():
             out.append(finding("name.reserved", "SKILL.md", f"`name` may not contain {part!r}"))
@@ -118,7 +122,8 @@ def _description(description: object) -> list[Finding]:
         return [finding("description.missing", "SKILL.md", "frontmatter `description` is missing or not a non-empty string")]
     out = []
     if len(description) > MAX_DESCRIPTION_CHARS:
-        out.append(finding("description.length", "SKILL.md", f"`description` is {len(description)} characters; at most {MAX_DESCRIPTION_CHARS}"))
+        out.append(finding("description.length", "SKILL.md",
+                           f"`description` is {len(description)} characters; at most {MAX_DESCRIPTION_CHARS}"))
     if set("<>") & set(description):
         out.append(finding("description.angle-brackets", "SKILL.md", "`description` may not contain `<` or `>`", ANTHROPIC))
     return out
@@ -134,7 +139,8 @@ def _optional_fields(meta: dict[str, Any]) -> list[Finding]:
         if not isinstance(value, str) or not value.strip():
             out.append(finding("compatibility.type", "SKILL.md", "`compatibility` must be a non-empty string", SPEC))
         elif len(value) > MAX_COMPATIBILITY_CHARS:
-            out.append(finding("compatibility.length", "SKILL.md", f"`compatibility` is {len(value)} characters; at most {MAX_COMPATIBILITY_CHARS}", SPEC))
+            out.append(finding("compatibility.length", "SKILL.md",
+                               f"`compatibility` is {len(value)} characters; at most {MAX_COMPATIBILITY_CHARS}", SPEC))
     if "metadata" in meta:
         value = meta["metadata"]
         if not isinstance(value, dict) or any(isinstance(v, (dict, list)) or v is None for v in value.values()):

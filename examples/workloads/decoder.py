@@ -64,7 +64,8 @@ class Decoder:
 
 
 def build(cache: Literal["dynamic", "static"] = "dynamic", layers: int = 8, hidden: int = 1536, prompt_tokens: int = 256,
-          new_tokens: int = 16, dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16", batch: int = 1, top_logprobs: int = 0) -> Decoder:
+          new_tokens: int = 16, dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16", batch: int = 1,
+          top_logprobs: int = 0) -> Decoder:
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     torch.manual_seed(0)

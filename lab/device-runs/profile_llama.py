@@ -172,7 +172,8 @@ def main() -> int:
     (out / "profile" / "trace.json.gz").write_bytes(gzip.compress((folder / "trace.json").read_bytes(), 6))
     averages = json.loads((folder / "key_averages.json").read_text())
 
-    gap = 100 * (result.device_time_s - result.profiler_device_time_s) / result.profiler_device_time_s if result.profiler_device_time_s else None
+    gap = (100 * (result.device_time_s - result.profiler_device_time_s) / result.profiler_device_time_s if result.profiler_device_time_s
+           else None)
     checks["sum_within_2_percent"] = {"kernels_sum_s": result.device_time_s, "key_averages_device_s": result.profiler_device_time_s,
                                       "percent_apart": gap, "passed": gap is not None and abs(gap) <= 2.0}
     checks["top_ten_match_key_averages"] = top_ten(result, averages)

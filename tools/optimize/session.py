@@ -79,8 +79,8 @@ def open_campaign(request: OptimizeRequest, workspace: Workspace) -> Session:
     manifest = folder / MANIFEST
     if manifest.is_file():
         stored = json.loads(manifest.read_text())
-        if stored.get("format") != FORMAT or located(stored.get("workload") or "",
-                                                     workspace) != frozen.target.workload or stored.get("frozen_sha256") != frozen.manifest_sha256:
+        if (stored.get("format") != FORMAT or located(stored.get("workload") or "", workspace) != frozen.target.workload
+                or stored.get("frozen_sha256") != frozen.manifest_sha256):
             raise HyperloomError(f"optimize session {name!r} was started on another workload or another freeze of it",
                                  "resume it with the same workload, or start a new session under another name")
         return Session(name, folder, frozen, Ledger(folder / LEDGER, name, create=False))

@@ -58,7 +58,8 @@ class Slot:
 
     def __init__(self, device: int | None, frozen: Frozen, settings: ABSettings, folder: Path, workspace: Workspace,
                  charge: Charge) -> None:
-        self.device, self.frozen, self.settings, self.folder, self.workspace, self.charge = device, frozen, settings, folder, workspace, charge
+        self.device, self.frozen, self.settings, self.folder, self.workspace, self.charge = (device, frozen, settings, folder, workspace,
+                                                                                             charge)
         self.backend = BACKENDS.get(frozen.vendor, "cuda")
         self.label = "cpu" if device is None else f"gpu {device}"
         self.live: dict[str, Reference] = {}

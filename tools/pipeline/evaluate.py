@@ -140,7 +140,8 @@ def _timed(launchable: Launchable, code_object: str, first_inputs: Path, workspa
     return Evaluation(status="PASSED", verdicts=verdicts, integrity=integrity, timing=trial)
 
 
-def _integrity(launchable: Launchable, trial: TrialResult, timing: Timing, secret: SecretSets | None, checks, roof: Roof | None) -> list[InputSetVerdict]:  # type: ignore[no-untyped-def]
+def _integrity(launchable: Launchable, trial: TrialResult, timing: Timing, secret: SecretSets | None, checks,  # type: ignore[no-untyped-def]
+               roof: Roof | None) -> list[InputSetVerdict]:
     """What the timing trial ran, judged: its guards, its timed launches (with secret sets), its time against the roof."""
     spec = launchable.loaded.spec
     found = [guard_verdict("timing", trial)] if trial.guard_violations else [InputSetVerdict(input_set="guard", check="guard", passed=True,

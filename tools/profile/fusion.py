@@ -88,7 +88,8 @@ class Chain:
 def _steps_over(run: list[Node], node: Node, following: Node | None) -> bool:
     """Whether the chain goes on past compute node `node`: it reads nothing the chain wrote, and the op after it reads both
     (HF's gated MLP: silu(gate_proj(x)), then up_proj(x), then their product; a fused kernel runs after the GEMM)."""
-    if not run or node.cls not in COMPUTE_CLASSES or node.work is None or node.work.output is None or following is None or not _fusable(following):
+    if (not run or node.cls not in COMPUTE_CLASSES or node.work is None or node.work.output is None or following is None
+            or not _fusable(following)):
         return False
     written = run[-1].work.output
     if any(t.dims == written.dims or t.numel == written.numel for t in node.work.reads):

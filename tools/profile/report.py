@@ -83,7 +83,8 @@ def render(result: ProfileResult) -> str:
         lines.append(f"- busiest GPU busy {result.busy_percent:.1f} %, idle {result.idle_percent:.1f} "
                      f"%{' (launch-bound)' if result.launch_bound else ''}")
     if result.profiler_device_time_s is not None:
-        gap = 100 * (result.device_time_s - result.profiler_device_time_s) / result.profiler_device_time_s if result.profiler_device_time_s else 0.0
+        gap = (100 * (result.device_time_s - result.profiler_device_time_s) / result.profiler_device_time_s if result.profiler_device_time_s
+               else 0.0)
         lines.append(f"- torch.profiler key_averages device total {result.profiler_device_time_s * 1e3:.4g} ms; the kernels here sum to "
                      f"{result.device_time_s * 1e3:.4g} ms ({gap:+.2f} %)")
     if result.step_wall_s:

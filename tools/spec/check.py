@@ -50,7 +50,8 @@ class Problems:
             return
         if (path, cause) not in self._seen:
             self._seen.add((path, cause))
-            self.items.append(SpecProblem(path=path, severity=severity, cause=cause.rstrip("."), next_step=next_step.rstrip("."), shape=shape))  # type: ignore[arg-type]
+            self.items.append(SpecProblem(path=path, severity=severity, cause=cause.rstrip("."), next_step=next_step.rstrip("."),  # type: ignore[arg-type]
+                                          shape=shape))
 
     def count(self, *severities: str) -> int:
         return sum(1 for p in self.items if p.severity in severities)

@@ -144,7 +144,8 @@ def _launch_at(spec: KernelSpec, name: str, variant: Variant, index: int, shape:
              for axis, text in enumerate(launch.block or [1])]
     _integer(f"{where}.shared_bytes", launch.shared_bytes, shape, index, report, minimum=0, what="shared_bytes")
     if gpu and None not in block and math.prod(block) > GPU_BLOCK_LIMIT:  # type: ignore[arg-type]
-        report(f"{where}.block", "error", f"variant {name}'s block has {math.prod(block)} threads (more than {GPU_BLOCK_LIMIT}) at shape {index}",  # type: ignore[arg-type]
+        report(f"{where}.block", "error",  # type: ignore[arg-type]
+               f"variant {name}'s block has {math.prod(block)} threads (more than {GPU_BLOCK_LIMIT}) at shape {index}",
                "use at most 1024 threads per block", shape=index)
 
 

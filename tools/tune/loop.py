@@ -191,7 +191,8 @@ class Loop:
                     if not flow.running and not flow.queue:
                         if flow.reason is not None:
                             return flow.reason
-                        if self.request.strategy != "external" and self.ledger.pending_proposals() == 0 and self.digest({}) in self.recorded:
+                        if (self.request.strategy != "external" and self.ledger.pending_proposals() == 0
+                                and self.digest({}) in self.recorded):
                             return "the proposer has nothing more to propose (space exhausted)"
                         time.sleep(POLL_S)  # waiting for tune_propose, tune_stop or the deadline
                         continue

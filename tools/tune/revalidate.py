@@ -225,8 +225,8 @@ class _Job:
             return row.model_copy(update={"regression": passes["baseline"] and not passes["winner"]})
 
         def round_of_pairs() -> tuple[list[float], list[float]]:
-            return interleaved(lambda: timed(*staged.builds["baseline"], staged.inputs), lambda: timed(*staged.builds["winner"], staged.inputs),  # type: ignore[arg-type]
-                               self.request.sweep_pairs)
+            return interleaved(lambda: timed(*staged.builds["baseline"], staged.inputs),  # type: ignore[arg-type]
+                               lambda: timed(*staged.builds["winner"], staged.inputs), self.request.sweep_pairs)
 
         base_s, win_s = round_of_pairs()
         row = shape_verdict(staged.shape, label, base_s, win_s, "" if base_s else "not timed (the budget ran out, or a run failed)")

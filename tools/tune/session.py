@@ -197,7 +197,8 @@ def open_session(request: TuneRequest, workspace: Workspace, prepared: Callable[
     others = _others(loaded, request, launchable)
     if prepared is not None:
         prepared(launchable)
-    name = request.session or f"{loaded.spec.name}-{launchable.variant_name}-{request.target}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}"
+    name = (request.session
+            or f"{loaded.spec.name}-{launchable.variant_name}-{request.target}-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%S%f}")
     session_id, folder = session_folder(name, workspace)
     if folder.exists() and any(folder.iterdir()):
         return _reopen(session_id, folder, request, launchable, others), True

@@ -49,11 +49,12 @@ def propose_source(stored: StoredSession, request: ProposeRequest, params: Param
     if same is not None:
         stored.ledger.add_lineage(Lineage(hash=f"not-new-{digest[:16]}", parent=parent, source=workspace.relative(stored_path), kind=kind,
                                           note=request.note, build_sha256=build_sha256, same_as=same))
-        return ProposeResult(accepted=False, hash=same, summary=f"not new: it builds to the same code object as candidate {same[:16]} (a change the compiler ignores)")
+        return ProposeResult(accepted=False, hash=same,
+                             summary=f"not new: it builds to the same code object as candidate {same[:16]} (a change the compiler ignores)")
     result = queue_candidate(stored.manifest, stored.ledger, candidate, request.note or kind)
     if result.accepted:
-        stored.ledger.add_lineage(Lineage(hash=result.hash, parent=parent, source=workspace.relative(stored_path), kind=kind, note=request.note,
-                                          build_sha256=build_sha256))
+        stored.ledger.add_lineage(Lineage(hash=result.hash, parent=parent, source=workspace.relative(stored_path), kind=kind,
+                                          note=request.note, build_sha256=build_sha256))
     return result
 
 
@@ -63,7 +64,8 @@ def parent_source_path(stored: StoredSession, baseline: Launchable, parent: str,
         lineage = stored.ledger.lineage().get(parent)
         known = parent in stored.ledger.hashes() or stored.ledger.queued(parent)
         if not known:
-            raise HyperloomError(f"no candidate {parent[:16]} in session {stored.id!r}", "give parent as a hash tune status or tune report lists, or leave it out for the baseline")
+            raise HyperloomError(f"no candidate {parent[:16]} in session {stored.id!r}",
+                                 "give parent as a hash tune status or tune report lists, or leave it out for the baseline")
         if lineage is not None and lineage.source:
             return workspace.resolve(lineage.source, what="parent's source")
     return baseline.loaded.source_of(baseline.variant)[0]
@@ -71,7 +73,8 @@ def parent_source_path(stored: StoredSession, baseline: Launchable, parent: str,
 
 def _new_source(request: ProposeRequest, parent: Path, workspace: Workspace) -> bytes:
     if (request.source is None) == (request.diff is None):
-        raise HyperloomError("a source proposal gives either source (a file) or diff (a unified diff), not both or neither", "pass one of them")
+        raise HyperloomError("a source proposal gives either source (a file) or diff (a unified diff), not both or neither",
+                             "pass one of them")
     if request.source is not None:
         path = workspace.resolve(request.source, what="source")
         if path.suffix != parent.suffix:
@@ -92,11 +95,13 @@ def apply_diff(parent: bytes, diff: str, suffix: str) -> bytes:
         target.write_bytes(parent)
         (Path(tmp) / "change.diff").write_text(diff)
         try:
-            done = subprocess.run(["patch", "--batch", "--forward", "--silent", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", str(target), "change.diff"],
+            done = subprocess.run(["patch", "--batch", "--forward", "--silent", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-",
+                                   str(target), "change.diff"],
                                   cwd=tmp, capture_output=True, text=True, timeout=PATCH_TIMEOUT_S)
         except FileNotFoundError as exc:
             raise HyperloomError("GNU patch is not installed", "apt-get install patch, or propose the whole source file instead") from exc
         if done.returncode != 0:
             detail = (done.stdout + done.stderr).strip()[-400:] or f"patch exited {done.returncode}"
-            raise HyperloomError(f"the diff does not apply to the parent's source: {detail}", "make the diff against the parent's source (tune report shows each candidate's)")
+            raise HyperloomError(f"the diff does not apply to the parent's source: {detail}",
+                                 "make the diff against the parent's source (tune report shows each candidate's)")
         return target.read_bytes()

@@ -72,9 +72,11 @@ def check_params(params: Mapping[str, object]) -> Params:
     clean: Params = {}
     for name, value in params.items():
         if not _DEFINE_NAME.fullmatch(str(name)):
-            raise HyperloomError(f"{name!r} is not a preprocessor define name", "use letters, digits and underscores, not starting with a digit")
+            raise HyperloomError(f"{name!r} is not a preprocessor define name",
+                                 "use letters, digits and underscores, not starting with a digit")
         if isinstance(value, bool) or not isinstance(value, (str, int)) or not _DEFINE_VALUE.fullmatch(str(value)):
-            raise HyperloomError(f"the value {value!r} of {name} is not a plain token", "use an integer or a word of letters, digits, _ . + -")
+            raise HyperloomError(f"the value {value!r} of {name} is not a plain token",
+                                 "use an integer or a word of letters, digits, _ . + -")
         clean[str(name)] = value
     return clean
 

@@ -19,11 +19,13 @@ def storage_url(raw: str | None, workspace: Workspace) -> str | None:
         return None
     scheme, sep, rest = raw.partition("://")
     if not sep or not scheme:
-        raise HyperloomError(f"storage {raw[:80]!r} is not a database URL", "pass e.g. postgresql+psycopg://user@host/db, or sqlite:///tune.db (a file in the workspace)")
+        raise HyperloomError(f"storage {raw[:80]!r} is not a database URL",
+                             "pass e.g. postgresql+psycopg://user@host/db, or sqlite:///tune.db (a file in the workspace)")
     if not scheme.split("+", 1)[0].lower() == "sqlite":
         return raw
     if not rest.startswith("/"):
-        raise HyperloomError(f"storage {raw[:80]!r} is not an SQLite URL", "write sqlite:///relative/file.db or sqlite:////absolute/file.db")
+        raise HyperloomError(f"storage {raw[:80]!r} is not an SQLite URL",
+                             "write sqlite:///relative/file.db or sqlite:////absolute/file.db")
     path, qmark, query = rest[1:].partition("?")
     if path in MEMORY:
         return raw

@@ -97,7 +97,8 @@ def spill_verdict(kernel: KernelCode, keep: int) -> RuleVerdict:
         passed, note = False, "scratch accesses in a kernel that declares no scratch"
     else:
         passed = True
-        note = f"no spills; {kernel.scratch_bytes} bytes of declared scratch (private arrays)" if kernel.scratch_bytes else "no spills, no scratch"
+        note = (f"no spills; {kernel.scratch_bytes} bytes of declared scratch (private arrays)" if kernel.scratch_bytes
+                else "no spills, no scratch")
     return RuleVerdict(
         kernel=kernel.name,
         kind="spills",

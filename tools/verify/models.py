@@ -16,7 +16,8 @@ class VerifyRequest(Request):
     kernels: list[str] | None = Field(None, max_length=64, description="Kernels to check; default all.")
     expect: list[str] = Field(
         default_factory=list, max_length=64,
-        description="Must match in each kernel: a name, a glob (v_wmma_*) or a set (@wmma @mfma @dot4_i8 ..., the skill lists them); optionally >=N.",
+        description="Must match in each kernel: a name, a glob (v_wmma_*) or a set (@wmma @mfma @dot4_i8 ..., the skill lists them); "
+                    "optionally >=N.",
     )
     forbid: list[str] = Field(default_factory=list, max_length=64, description="Must match in no kernel.")
     check_spills: bool = Field(True, description="Fail kernels that spill.")

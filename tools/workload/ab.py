@@ -109,8 +109,8 @@ class Solo:
     figure: str  # what the legs' figures are: "device", "wall", or why the wall stood for the device time
 
 
-def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int, references: dict[str, np.ndarray] | None = None,
-                  folder: Path | None = None, max_s: float | None = None) -> Solo:
+def baseline_legs(base: WorkloadProcess, steps_per_leg: int, target_ci: float, max_legs: int,
+                  references: dict[str, np.ndarray] | None = None, folder: Path | None = None, max_s: float | None = None) -> Solo:
     """Legs of the reference alone (timed windows, fresh seeds when the workload takes them) until its median's CI is
     within target_ci, or max_legs, or (after MIN_SOLO_LEGS) `max_s` seconds spent; the legs after the first paced by it
     (paced_steps). With `references` and `folder`, one drawn step's outputs of each leg are saved there and their shapes
@@ -222,7 +222,8 @@ def trial(candidate: Candidate, against: Against, plan: Plan) -> CandidateResult
     clock, began = GateClock(), perf_counter()
     ran = in_its_worker(candidate, against, plan, clock)
     result = ran if isinstance(ran, CandidateResult) else from_the_pairs(candidate, against, plan.settings, ran)
-    return result.model_copy(update={"gate_s": clock.spent_s, "gate_parts_s": clock.parts_s, "trial_s": perf_counter() - began, "worker_turn": plan.spare.turn})
+    return result.model_copy(update={"gate_s": clock.spent_s, "gate_parts_s": clock.parts_s, "trial_s": perf_counter() - began,
+                                     "worker_turn": plan.spare.turn})
 
 
 class GateClock(PartClock):
@@ -302,16 +303,19 @@ def from_the_pairs(candidate: Candidate, against: Against, settings: ABSettings,
     fresh = fresh_inputs(against.process)
     fixed = "" if fresh else INPUTS_FIXED
     timing = run.timing()
-    rejected = run.rejected or ran.rewritten or disagreement(run.candidate, run.reference) or inputs_moved(run.candidate, run.reference, settings.noise_band)
+    rejected = (run.rejected or ran.rewritten or disagreement(run.candidate, run.reference)
+                or inputs_moved(run.candidate, run.reference, settings.noise_band))
     if rejected is not None:
-        return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=run.checks or checks, engagement=engaged,
-                               baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, work=work, **timing)
+        return CandidateResult(levers=names, verdict="REJECTED", reason=_noted(rejected, fixed), outputs=run.checks or checks,
+                               engagement=engaged, baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh,
+                               work=work, **timing)
     too_fast = impossible(against.evidence.get("roof"), statistics.median(run.cand_legs))
     if too_fast is not None:
         return CandidateResult(levers=names, verdict="IMPOSSIBLE", reason=_noted(too_fast, fixed), outputs=checks, engagement=engaged,
                                baseline_legs_s=run.base_legs, candidate_legs_s=run.cand_legs, inputs_fresh=fresh, work=work,
                                pairs=len(run.cand_legs), **timing)
-    result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(ran.warm["wall_s"]), settings.alpha())
+    result = judge(names, run.base_legs, run.cand_legs, run.device, settings.noise_band, engaged, checks, sum(ran.warm["wall_s"]),
+                   settings.alpha())
     result = result.model_copy(update={"baseline_device_step_s": run.base_device, **timing})
     walled = run.walled()
     if walled is not None:
@@ -322,9 +326,11 @@ def from_the_pairs(candidate: Candidate, against: Against, settings: ABSettings,
             result = result.model_copy(update={"reason": _noted(result.reason, suspect)})
     if reference_slowed is not None and solo_s:
         result = held_alone(result, solo_s, settings.noise_band)
-    extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < {settings.alpha():.3g}"
+    extended = (f"{len(run.cand_legs)} pairs: undecided after {settings.pairs}, each of {settings.looks()} looks at p < "
+                f"{settings.alpha():.3g}"
                 if len(run.cand_legs) > settings.pairs else "")
-    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), ran.note), fixed), "inputs_fresh": fresh, "work": work})
+    return result.model_copy(update={"reason": _noted(_noted(_noted(result.reason, extended), ran.note), fixed), "inputs_fresh": fresh,
+                                     "work": work})
 
 
 def held_alone(result: CandidateResult, solo_s: float, noise_band: float) -> CandidateResult:
@@ -340,10 +346,12 @@ def held_alone(result: CandidateResult, solo_s: float, noise_band: float) -> Can
             return result
         scale = alone / result.speedup  # the pairs' interval moved with the figure: against the solo pace
         interval = [bound * scale for bound in result.speedup_ci95] if result.speedup_ci95 else result.speedup_ci95
-        return result.model_copy(update={"speedup": alone, "speedup_ci95": interval, "reason": f"{alone:.3g}x against the reference's solo pace (the pairs read "
-                                                                     f"{result.speedup:.3g}x beside a slowed reference); " + result.reason})
-    return result.model_copy(update={"verdict": "NOT_FASTER", "reason": f"faster only beside a slowed reference: {alone:.3g}x the reference's solo "
-                                                                       f"pace, not beyond the noise band of {noise_band:.0%}; " + result.reason})
+        return result.model_copy(update={"speedup": alone, "speedup_ci95": interval,
+                                         "reason": f"{alone:.3g}x against the reference's solo pace (the pairs read "
+                                                   f"{result.speedup:.3g}x beside a slowed reference); " + result.reason})
+    return result.model_copy(update={"verdict": "NOT_FASTER",
+                                     "reason": f"faster only beside a slowed reference: {alone:.3g}x the reference's solo "
+                                              f"pace, not beyond the noise band of {noise_band:.0%}; " + result.reason})
 
 
 INPUTS_FIXED = "inputs fixed: memoization not excluded (the workload has no inputs(seed))"
@@ -390,8 +398,8 @@ def same_work_note(same: CandidateResult, band: float, solo_s: float | None = No
     band a gain had to clear."""
     if same.speedup is None:
         return f"a second reference worker could not be timed ({same.verdict}: {same.reason[:200]}); a gain counted beyond {band:.1%}"
-    return (f"a second worker doing the reference's own work timed {same.speedup:.3g}x the reference ({same.candidate_faster}/{same.pairs} pairs "
-            f"faster): process-to-process noise, made of {band_parts(same, solo_s)}; a gain counted beyond {band:.1%}")
+    return (f"a second worker doing the reference's own work timed {same.speedup:.3g}x the reference ({same.candidate_faster}/{same.pairs} "
+            f"pairs faster): process-to-process noise, made of {band_parts(same, solo_s)}; a gain counted beyond {band:.1%}")
 
 
 def band_parts(same: CandidateResult, solo_s: float | None = None) -> str:
@@ -406,7 +414,8 @@ def band_parts(same: CandidateResult, solo_s: float | None = None) -> str:
     if wall is not None and same.device_step_s is not None:
         parts.append(f"{wall:.3g}x on the workers' wall clocks (the hosts' pace)")
     if same.inputs_step_s and same.baseline_inputs_step_s:
-        parts.append(f"inputs(seed) {same.baseline_inputs_step_s * 1e3:.3g} and {same.inputs_step_s * 1e3:.3g} ms a step, outside the window")
+        parts.append(f"inputs(seed) {same.baseline_inputs_step_s * 1e3:.3g} and {same.inputs_step_s * 1e3:.3g} ms a step, outside the "
+                     "window")
     pace = paired_pace(same.baseline_legs_s, solo_s)
     if pace is not None:
         parts.append(f"the reference at {pace:.3g}x its solo pace beside the second worker")
@@ -439,7 +448,8 @@ class Paired:
 
     def extended(self, more: Paired) -> Paired:
         return Paired(self.base_legs + more.base_legs, self.cand_legs + more.cand_legs, more.device if self.device is None else self.device,
-                      more.rejected, self.candidate + more.candidate, self.reference + more.reference, more.checks, self.gate_s + more.gate_s)
+                      more.rejected, self.candidate + more.candidate, self.reference + more.reference, more.checks,
+                      self.gate_s + more.gate_s)
 
     @property
     def base_device(self) -> float | None:
@@ -506,7 +516,8 @@ def interleave(base: Any, candidate: Any, pairs: int, steps_per_leg: int, gate: 
             checks = compare(where / "candidate", references, gate.tolerances)
             if not all(c.passed for c in checks):
                 run.checks = checks
-                run.rejected = f"outputs of timed step {step + 1} of pair {len(run.cand_legs)}{said}, against the reference's of the same inputs: " + mismatch_reason(checks)
+                run.rejected = (f"outputs of timed step {step + 1} of pair {len(run.cand_legs)}{said}, against the reference's of the same "
+                                "inputs: " + mismatch_reason(checks))
             else:
                 unproduced = digest_mismatch(run.candidate[-1].digests, run.reference[-1].digests, held)
                 if unproduced is not None:
@@ -534,8 +545,8 @@ def paired(base: Any, candidate: Any, settings: ABSettings, gate: PairGate | Non
     return run
 
 
-def judge(names: list[str], base_legs: list[float], cand_legs: list[float], device: float | None, noise_band: float, engaged: list, checks: list[OutputCheck],
-          warmup_s: float, alpha: float = ALPHA) -> CandidateResult:
+def judge(names: list[str], base_legs: list[float], cand_legs: list[float], device: float | None, noise_band: float, engaged: list,
+          checks: list[OutputCheck], warmup_s: float, alpha: float = ALPHA) -> CandidateResult:
     """FASTER when the candidate's slowest leg beat the reference's fastest, or the sign test says so (at `alpha`)
     beyond the noise band."""
     ratios = [b / c for b, c in zip(base_legs, cand_legs, strict=True) if c > 0]
@@ -546,12 +557,16 @@ def judge(names: list[str], base_legs: list[float], cand_legs: list[float], devi
     interval = ratio_ci(ratios)
     # the gain's lower bound beyond the noise band, not its median; legs apart count only for a median beyond it too
     faster = (non_overlap and speedup > 1 + noise_band) or (p < alpha and interval[0] > 1 + noise_band)
-    short = "" if faster else f"; its 95 % interval ({interval[0]:.3g}-{interval[1]:.3g}x) not beyond the noise band of {noise_band:.0%} at p < {alpha:.3g}"
-    reason = (f"{speedup:.3g}x: slowest candidate leg {max(cand_legs) * 1e3:.3g} ms beat the fastest baseline leg {min(base_legs) * 1e3:.3g} ms" if non_overlap
+    short = ("" if faster
+             else f"; its 95 % interval ({interval[0]:.3g}-{interval[1]:.3g}x) not beyond the noise band of {noise_band:.0%} "
+                  f"at p < {alpha:.3g}")
+    reason = (f"{speedup:.3g}x: slowest candidate leg {max(cand_legs) * 1e3:.3g} ms beat the fastest baseline leg "
+              f"{min(base_legs) * 1e3:.3g} ms" if non_overlap
               else f"{speedup:.3g}x, faster in {wins}/{len(ratios)} pairs (sign test p = {p:.3f}){short}")
-    return CandidateResult(levers=names, verdict="FASTER" if faster else "NOT_FASTER", reason=reason, speedup=speedup, speedup_ci95=interval,
-                           pairs=len(ratios), candidate_faster=wins, sign_test_p=p, non_overlap=non_overlap, baseline_legs_s=base_legs,
-                           candidate_legs_s=cand_legs, device_step_s=device, warmup_s=warmup_s, engagement=engaged, outputs=checks)
+    return CandidateResult(levers=names, verdict="FASTER" if faster else "NOT_FASTER", reason=reason, speedup=speedup,
+                           speedup_ci95=interval, pairs=len(ratios), candidate_faster=wins, sign_test_p=p, non_overlap=non_overlap,
+                           baseline_legs_s=base_legs, candidate_legs_s=cand_legs, device_step_s=device, warmup_s=warmup_s,
+                           engagement=engaged, outputs=checks)
 
 
 def ratio_ci(ratios: list[float]) -> list[float]:

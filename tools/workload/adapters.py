@@ -105,5 +105,6 @@ def overrides_source(adapter: str, kernel: str, replace: str, params: dict[str, 
     """The overrides module putting `kernel` (its launcher found by the expression `launcher`) in place of `replace`
     through the adapter `adapter`; its op is named after `digest`, so two such modules live in one process."""
     chosen, identifier = ADAPTERS[adapter], re.sub(r"\W", "_", kernel)
-    return TEMPLATE.format(kernel=kernel, replace=replace, params=params, name=kernel, launcher=launcher, op_name=f"hyperloom::{identifier}_{digest}",
-                           kernel_def=chosen.kernel.rstrip(), fake_def=chosen.fake.rstrip(), forward_def=chosen.forward.rstrip())
+    return TEMPLATE.format(kernel=kernel, replace=replace, params=params, name=kernel, launcher=launcher,
+                           op_name=f"hyperloom::{identifier}_{digest}", kernel_def=chosen.kernel.rstrip(), fake_def=chosen.fake.rstrip(),
+                           forward_def=chosen.forward.rstrip())

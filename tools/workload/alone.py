@@ -33,7 +33,8 @@ def run_once(workload: str, knobs: dict[str, str] | None = None) -> Any:
 
 def alone_command(workload: str, knobs: dict[str, str], kind: str = "function", args: tuple[str, ...] = ()) -> str:
     """The one-line shell command that runs `workload` once in the user's Python (run_once; a script: the script)."""
-    python = "python" if shutil.which("python") and os.path.realpath(shutil.which("python") or "") == os.path.realpath(sys.executable) else sys.executable
+    python = ("python" if shutil.which("python") and os.path.realpath(shutil.which("python") or "") == os.path.realpath(sys.executable)
+              else sys.executable)
     if kind == "script":
         return shlex.join([python, workload, *args])
     call = f"run_once({json.dumps(workload)}" + (f", {json.dumps(knobs)}" if knobs else "") + ")"

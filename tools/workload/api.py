@@ -1,4 +1,5 @@
-"""The workload tools' entry points: workload_freeze, workload_bench and workload_integrate (one MCP tool `workload`, action freeze|bench|integrate)."""
+"""The workload tools' entry points: workload_freeze, workload_bench and workload_integrate (one MCP tool `workload`, action
+freeze|bench|integrate)."""
 
 from __future__ import annotations
 

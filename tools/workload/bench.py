@@ -45,7 +45,8 @@ from hyperloom.core.toolchain import find_tool
 from hyperloom.core.workspace import Workspace
 from hyperloom.tools.pipeline.stats import summarize
 from hyperloom.tools.smi.nvidia import APPS_ARGS, parse_apps
-from hyperloom.tools.workload.ab import INPUTS_FIXED, ABSettings, Against, Candidate, Plan, baseline_legs, calibrated, fresh_inputs, saved_outputs, target_with, trial
+from hyperloom.tools.workload.ab import (INPUTS_FIXED, ABSettings, Against, Candidate, Plan, baseline_legs, calibrated, fresh_inputs,
+                                         saved_outputs, target_with, trial)
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.gate.frozen import compare, read_frozen
 from hyperloom.tools.workload.gate.frozen import references as frozen_references
@@ -59,7 +60,8 @@ from hyperloom.tools.workload.report import write_report
 
 def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress: ProgressFn | None = None) -> WorkloadBenchResult:
     frozen = read_frozen(request.name, workspace)
-    levers = [prepared(names, frozen.vendor, frozen.declared_knobs, workspace) for names in request.candidates]  # refused before any process starts
+    # refused before any process starts
+    levers = [prepared(names, frozen.vendor, frozen.declared_knobs, workspace) for names in request.candidates]
     runs = frozen.folder / "runs" / "bench"
     if runs.exists():
         shutil.rmtree(runs)
@@ -70,15 +72,19 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     try:
         base = WorkloadProcess(frozen.target, [], runs / "baseline", workspace, request.timeout_s)
         with closing(base), Spare(enabled=not request.fresh_workers) as spare:
-            spare.beside(base, Where(frozen.target, workspace, request.timeout_s), runs / "spare")  # the A/A's worker built beside the baseline
+            # the A/A's worker built beside the baseline
+            spare.beside(base, Where(frozen.target, workspace, request.timeout_s), runs / "spare")
             info = base.info
             base.warmup(request.warmup_steps)
             warnings += _others_on_gpu(info, [base.pid, spare.pid], request.exclusive)
             base_checks = compare(saved_outputs(base, runs / "baseline" / "outputs", references), references, frozen.tolerances)
             if not all(c.passed for c in base_checks):
-                raise HyperloomError("the baseline no longer matches its frozen outputs: " + "; ".join(f"{c.output}: {c.detail}" for c in base_checks if not c.passed)[:500],
-                                     "freeze the workload again (overwrite) if the change is intended; else find what changed (the workload's code, a library)")
-            solo = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs, references, runs / "baseline" / "solo")
+                raise HyperloomError("the baseline no longer matches its frozen outputs: "
+                                     + "; ".join(f"{c.output}: {c.detail}" for c in base_checks if not c.passed)[:500],
+                                     "freeze the workload again (overwrite) if the change is intended; else find what changed (the "
+                                     "workload's code, a library)")
+            solo = baseline_legs(base, request.steps_per_leg, request.target_ci, request.max_baseline_legs, references,
+                                 runs / "baseline" / "solo")
             baseline = solo.legs_s
             fresh = fresh_inputs(base)
             if not fresh:
@@ -90,7 +96,8 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
                 warnings.append(roof.note)
             settings = ABSettings(request.pairs, solo.steps_per_leg, request.warmup_steps, request.noise_band, request.timeout_s)
             against = Against(base, base_evidence, references, frozen.tolerances, solo_s)
-            same = trial(Candidate([], []), against, Plan(settings, runs / "same_work", Where(frozen.target, workspace, settings.timeout_s), spare))
+            same = trial(Candidate([], []), against,
+                         Plan(settings, runs / "same_work", Where(frozen.target, workspace, settings.timeout_s), spare))
             settings = calibrated(settings, same)
             results = []
             for index, (names, chosen) in enumerate(zip(request.candidates, levers, strict=True)):
@@ -104,14 +111,16 @@ def bench_workload(request: WorkloadBenchRequest, workspace: Workspace, progress
     faster = [r for r in results if r.verdict == "FASTER"]
     inputs = f", inputs(seed) {solo.inputs_step_s * 1e3:.3g} ms a step outside it" if solo.inputs_step_s is not None else ""
     summary = (f"baseline {stats.median_s * 1e3:.3g} ms/step ({_figure_said(solo.figure)}{inputs}; ±{stats.median_ci95_rel:.1%}); " + (
-        f"{len(faster)} of {len(results)} candidate(s) faster: " + ", ".join(f"{'+'.join(r.levers)} {r.speedup:.3g}x" for r in faster) if faster
-        else f"no candidate of {len(results)} faster" if results else "no candidates") + ("" if fresh else "; inputs fixed: memoization not excluded"))
+        f"{len(faster)} of {len(results)} candidate(s) faster: " + ", ".join(f"{'+'.join(r.levers)} {r.speedup:.3g}x" for r in faster)
+        if faster else f"no candidate of {len(results)} faster" if results else "no candidates")
+               + ("" if fresh else "; inputs fixed: memoization not excluded"))
     evidence = measured("workload_bench", device=info["device"] or host_device(), target=info["vendor"], toolchain=info["toolchain"],
                         inputs_sha256=combine_digests([frozen.manifest_sha256, sha256_json(request.model_dump(mode="json"))]))
-    result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=solo.device_step_s, same_work=same,
-                                 baseline_inputs_step_s=solo.inputs_step_s, baseline_wall_step_s=solo.wall_step_s, figure=solo.figure,
-                                 noise_band=settings.noise_band, candidates=results, baseline_work=base_evidence["work"], roof=roof,
-                                 warnings=warnings, report_md="", result_json="", plot=None, vendor=info["vendor"], evidence=evidence)
+    result = WorkloadBenchResult(ok=True, summary=summary, name=request.name, baseline=stats, baseline_device_step_s=solo.device_step_s,
+                                 same_work=same, baseline_inputs_step_s=solo.inputs_step_s, baseline_wall_step_s=solo.wall_step_s,
+                                 figure=solo.figure, noise_band=settings.noise_band, candidates=results,
+                                 baseline_work=base_evidence["work"], roof=roof, warnings=warnings, report_md="", result_json="", plot=None,
+                                 vendor=info["vendor"], evidence=evidence)
     return write_report(result, frozen.folder / "bench", workspace)
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 FORM = "each a lever or a list of levers tried together, e.g. \"compile\" or [\"static_cache\", \"decode_loop\"]"
-EXAMPLE = "--candidate compile --candidate '[\"static_cache\", \"decode_loop\"]' on the command line; [\"compile\", [\"static_cache\", \"decode_loop\"]] over MCP"
+EXAMPLE = ("--candidate compile --candidate '[\"static_cache\", \"decode_loop\"]' on the command line; [\"compile\", [\"static_cache\", "
+           "\"decode_loop\"]] over MCP")
 
 
 def candidates(value: Any) -> Any:

@@ -23,7 +23,8 @@ from hyperloom.tools.profile.workload import MODULE_FUNCTION, file_function
 from hyperloom.tools.workload.gate import derived, generated, twin
 from hyperloom.tools.workload.alone import alone_command
 from hyperloom.tools.workload.gate.frozen import session_folder, spread, write_frozen
-from hyperloom.tools.workload.models import FrozenOutput, OutputTolerance, StepCosts, WorkloadBenchRequest, WorkloadFreezeRequest, WorkloadFreezeResult
+from hyperloom.tools.workload.models import (FrozenOutput, OutputTolerance, StepCosts, WorkloadBenchRequest, WorkloadFreezeRequest,
+                                             WorkloadFreezeResult)
 from hyperloom.tools.workload.gate.pinned import pin
 from hyperloom.tools.workload.process import Target, WorkloadFailure, WorkloadProcess, enter_together
 from hyperloom.tools.workload.step_costs import measured_costs
@@ -61,23 +62,26 @@ def describe_target(workload: str, args: list[str], knobs: dict[str, str], works
 def refusal(failure: WorkloadFailure, workload: str, timeout_s: float, target: Target | None = None) -> HyperloomError:
     """A worker failure as the caller reads it, with the next step for each way it can end; where the workload's own
     code failed, the one-line command that runs it alone (with `target`, its knobs and arguments too)."""
-    alone = alone_command(workload, dict(target.knobs) if target else {}, target.kind if target else "function" if ":" in workload else "script",
-                          tuple(target.args) if target else ())
+    alone = alone_command(workload, dict(target.knobs) if target else {},
+                          target.kind if target else "function" if ":" in workload else "script", tuple(target.args) if target else ())
     missing = MISSING_MODULE.search(failure.message) if failure.error_type in ("ModuleNotFoundError", "ImportError") else None
     if failure.status == "TIMEOUT":
-        return HyperloomError(f"the workload {workload} did not finish {failure.message}", f"make its step shorter, or raise timeout_s above {timeout_s:g}")
+        return HyperloomError(f"the workload {workload} did not finish {failure.message}",
+                              f"make its step shorter, or raise timeout_s above {timeout_s:g}")
     if missing is not None and failure.step == "build":
-        return HyperloomError(f"the workload {workload} imports {missing.group(1)}, which this Python ({sys.executable}) does not have: {failure.message}",
+        return HyperloomError(f"the workload {workload} imports {missing.group(1)}, which this Python ({sys.executable}) does not have: "
+                              f"{failure.message}",
                               install_hint(missing.group(1)))
     if failure.error_type in ("ModuleNotFoundError", "ImportError", "AttributeError", "FileNotFoundError") and failure.step == "build":
-        return HyperloomError(f"the workload {workload} cannot be loaded: {failure.message}", "check the module path (importable from the workspace root) and the function's name")
+        return HyperloomError(f"the workload {workload} cannot be loaded: {failure.message}",
+                              "check the module path (importable from the workspace root) and the function's name")
     if failure.status == "CRASH":
-        return HyperloomError(f"the workload {workload} crashed its worker ({failure.message})", f"run it alone to find the crash (an extension's segfault, or out of "
-                              f"memory): {alone}")
+        return HyperloomError(f"the workload {workload} crashed its worker ({failure.message})", "run it alone to find the crash (an "
+                              f"extension's segfault, or out of memory): {alone}")
     if failure.status == "EXITED":
         return HyperloomError(f"the workload {workload} ended its process ({failure.message})", "a step must return; remove the exit")
-    return HyperloomError(f"the workload {workload} raised in {failure.message}", f"fix the error, then freeze again; to see its whole traceback, run it "
-                          f"alone in the workspace root: {alone}")
+    return HyperloomError(f"the workload {workload} raised in {failure.message}", "fix the error, then freeze again; to see its whole "
+                          f"traceback, run it alone in the workspace root: {alone}")
 
 
 MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
@@ -97,7 +101,8 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     name = request.name or re.sub(r"[^A-Za-z0-9_.-]", "_", request.workload.rsplit("/", 1)[-1])[:80]
     folder = session_folder(name, workspace)
     if (folder / "workload.json").exists() and not request.overwrite:
-        raise HyperloomError(f"workload session {name!r} is frozen already", "pass overwrite to freeze it again (--overwrite on the CLI), or another name")
+        raise HyperloomError(f"workload session {name!r} is frozen already",
+                             "pass overwrite to freeze it again (--overwrite on the CLI), or another name")
     runs = folder / "runs" / "freeze"
     if runs.exists():
         shutil.rmtree(runs)
@@ -128,7 +133,8 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
                 chosen = derived.derived_outputs(list(saved[0]), k, request, process.info["tolerances"])
                 if process.info["has_inputs"] and generated.companions(chosen):
                     seeds = draw_seeds(DRIFT_SEEDS)
-                    process.seeded_outputs(runs / "seeds" / "baseline", seeds, {tokens: ids for tokens, (ids, _) in generated.companions(chosen).items()})
+                    process.seeded_outputs(runs / "seeds" / "baseline", seeds,
+                                           {tokens: ids for tokens, (ids, _) in generated.companions(chosen).items()})
             elif chosen:
                 try:
                     twin_run = process.twin(runs / "twin", teacher)
@@ -148,50 +154,61 @@ def freeze_workload(request: WorkloadFreezeRequest, workspace: Workspace, progre
     for teacher_output in teachers:  # scored in the second run only: frozen beside the first run's outputs
         shutil.copyfile(runs / "baseline1" / f"{teacher_output}.npy", runs / "baseline0" / f"{teacher_output}.npy")
     second = {n: m for n, m in saved[1].items() if n not in teachers}
-    if saved[0].keys() != second.keys() or any(saved[0][k]["shape"] != second[k]["shape"] or saved[0][k]["dtype"] != second[k]["dtype"] for k in saved[0]):
+    if (saved[0].keys() != second.keys()
+            or any(saved[0][k]["shape"] != second[k]["shape"] or saved[0][k]["dtype"] != second[k]["dtype"] for k in saved[0])):
         raise HyperloomError("the workload's outputs changed names, shapes or dtypes between two runs of the same baseline: "
-                             + "; ".join(f"{k}: {saved[0].get(k)} vs {second.get(k)}" for k in sorted(set(saved[0]) | set(second)) if saved[0].get(k) != second.get(k))[:400],
+                             + "; ".join(f"{k}: {saved[0].get(k)} vs {second.get(k)}" for k in sorted(set(saved[0]) | set(second))
+                                         if saved[0].get(k) != second.get(k))[:400],
                              "make outputs() return the same tensors each run (fixed seeds and inputs)")
     tolerances = _tolerances(request, info["tolerances"], [n for n in saved[0] if n not in chosen])
     twins: dict[str, Path] = {}
     if chosen:
         if twin_run is None:
-            raise HyperloomError(f"no twin of {request.workload} (float64 or float32) could be made ({twin_failure[:300]}), and no tolerance is declared for "
-                                 f"{', '.join(chosen[:6])}", "declare one: atol/rtol (or token_match), per_output, or the workload's `tolerances`")
+            raise HyperloomError(f"no twin of {request.workload} (float64 or float32) could be made ({twin_failure[:300]}), and no "
+                                 f"tolerance is declared for {', '.join(chosen[:6])}",
+                                 "declare one: atol/rtol (or token_match), per_output, or the workload's `tolerances`")
         metas = {**saved[0], **{n: saved[1][n] for n in teachers}}
         drift_runs = [(runs / "seeds" / "baseline" / f"seed{i}", runs / "seeds" / "twin" / f"seed{i}") for i in range(len(seeds))]
-        tolerances.update(derived.tolerances(runs / "baseline0", runs / "twin", chosen, metas, k or twin.DEFAULT_K, twin_run["dtype"], drift_runs))
+        tolerances.update(derived.tolerances(runs / "baseline0", runs / "twin", chosen, metas, k or twin.DEFAULT_K, twin_run["dtype"],
+                                             drift_runs))
         twins = {twin.twin_name(n): runs / "twin" / f"{n}.npy" for n, t in tolerances.items() if t.derived is not None and n in metas
                  and not n.endswith(generated.LOGPROBS)}
     outputs, drift = _judge_spread(runs, saved[0], tolerances)
     if drift:
-        raise HyperloomError("the baseline disagrees with itself beyond the declared tolerance (two runs, same inputs): " + "; ".join(drift)[:600],
-                             "make the workload deterministic (seeds, deterministic algorithms), or declare a tolerance that covers its own noise "
-                             "(atol/rtol, token_match, per_output)")
-    outputs += [FrozenOutput(name=n, shape=saved[1][n]["shape"], dtype=saved[1][n]["dtype"], original_dtype=saved[1][n]["original_dtype"], tolerance=tolerances[n],
-                             spread=0.0, sha256=sha256_file(runs / "baseline0" / f"{n}.npy")) for n in teachers if n in tolerances]
+        raise HyperloomError("the baseline disagrees with itself beyond the declared tolerance (two runs, same inputs): "
+                             + "; ".join(drift)[:600],
+                             "make the workload deterministic (seeds, deterministic algorithms), or declare a tolerance that covers its "
+                             "own noise (atol/rtol, token_match, per_output)")
+    outputs += [FrozenOutput(name=n, shape=saved[1][n]["shape"], dtype=saved[1][n]["dtype"], original_dtype=saved[1][n]["original_dtype"],
+                             tolerance=tolerances[n], spread=0.0,
+                             sha256=sha256_file(runs / "baseline0" / f"{n}.npy")) for n in teachers if n in tolerances]
     knobs = {k: str(v) for k, v in target.knobs.items()}
     pinned = pin(info["module_file"] if target.kind == "function" else target.workload, workspace)
-    write_frozen(folder, runs / "baseline0", target, {n: tolerances[n] for n in (*saved[0], *teachers) if n in tolerances}, info["knobs"], info["vendor"], workspace,
-                 twins, pinned)
+    write_frozen(folder, runs / "baseline0", target, {n: tolerances[n] for n in (*saved[0], *teachers) if n in tolerances}, info["knobs"],
+                 info["vendor"], workspace, twins, pinned)
     evidence = measured("workload_freeze", device=info["device"] or host_device(), target=info["vendor"], toolchain=info["toolchain"],
-                        inputs_sha256=combine_digests([sha256_json([target.workload, target.args, knobs])] + [o.sha256 for o in outputs] + list(pinned.values())))
+                        inputs_sha256=combine_digests([sha256_json([target.workload, target.args, knobs])] + [o.sha256 for o in outputs]
+                                                      + list(pinned.values())))
     gated = bool(outputs)
-    rule = (f"; {len([o for o in outputs if o.tolerance.derived])} judged by the twin rule (error against the {twin_run['dtype']} twin <= {k:g}x the baseline's)"
+    rule = (f"; {len([o for o in outputs if o.tolerance.derived])} judged by the twin rule (error against the {twin_run['dtype']} twin <= "
+            f"{k:g}x the baseline's)"
             + (f" ({twin_run['twin_note']})" if twin_run.get("twin_note") else "") if twin_run is not None else "")
     floats = any(o.dtype.startswith(("float", "bfloat")) for o in outputs)
-    summary = (f"froze {len(outputs)} output(s) of {request.workload} ({', '.join(o.name for o in outputs)}); two baseline runs agree within the tolerance{rule}"
+    summary = (f"froze {len(outputs)} output(s) of {request.workload} ({', '.join(o.name for o in outputs)}); two baseline runs agree "
+               f"within the tolerance{rule}"
                + ("" if floats or not gated else "; integer outputs only (tokens alone)")
                if gated else f"{request.workload} has no outputs(): candidates can be timed against it, not gated")
     summary += "".join(f"; {note}" for note in (costs.notes if costs else []))
-    return WorkloadFreezeResult(ok=True, summary=summary, name=name, folder=workspace.relative(folder), workload=request.workload, knobs=knobs,
-                                declared_knobs=info["knobs"], outputs=outputs, gated=gated, costs=costs, vendor=info["vendor"], evidence=evidence)
+    return WorkloadFreezeResult(ok=True, summary=summary, name=name, folder=workspace.relative(folder), workload=request.workload,
+                                knobs=knobs, declared_knobs=info["knobs"], outputs=outputs, gated=gated, costs=costs, vendor=info["vendor"],
+                                evidence=evidence)
 
 
 def _refuse_reserved(names: list[str]) -> None:
     reserved = [n for n in names if twin.is_twin(n) or n.endswith(twin.TEACHER)]
     if reserved:
-        raise HyperloomError(f"outputs() names {reserved[0]!r}: names ending in {twin.TWIN} or {twin.TEACHER} are the gate's own", "rename that output")
+        raise HyperloomError(f"outputs() names {reserved[0]!r}: names ending in {twin.TWIN} or {twin.TEACHER} are the gate's own",
+                             "rename that output")
 
 
 def _refuse_misfit_groups(names: list[str], run: Path, not_greedy: str | None) -> None:
@@ -202,16 +219,17 @@ def _refuse_misfit_groups(names: list[str], run: Path, not_greedy: str | None) -
     draw was refused (a held-out sampled Llama: compile and sdpa_math refused after a parting)."""
     for tokens, (ids, logprobs) in generated.companions(names).items():
         if not_greedy:
-            raise HyperloomError(f"{tokens} came from a generate that does not decode greedily ({not_greedy}), and the near-tie gate named by "
-                                 f"{ids} and {logprobs} judges greedy decoding (each token its step's argmax, a parting only at a near tie)",
-                                 "generate greedily to gate the tokens (do_sample=False, num_beams=1, no logits processor: the model's work per "
-                                 "token is the same), or rename the top-k lists to have the tokens judged exactly")
+            raise HyperloomError(f"{tokens} came from a generate that does not decode greedily ({not_greedy}), and the near-tie gate named "
+                                 f"by {ids} and {logprobs} judges greedy decoding (each token its step's argmax, a parting only at a "
+                                 "near tie)",
+                                 "generate greedily to gate the tokens (do_sample=False, num_beams=1, no logits processor: the model's "
+                                 "work per token is the same), or rename the top-k lists to have the tokens judged exactly")
         arrays = [np.load(run / f"{n}.npy", allow_pickle=False) for n in (tokens, ids, logprobs)]
         error = generated.shape_error("the baseline", *arrays)
         if error:
             raise HyperloomError(f"{tokens}, {ids} and {logprobs} name a generated group (the near-tie gate) that does not fit: {error}",
-                                 "return one top-k list per generated token of each row, or rename the lists to have the tokens judged exactly "
-                                 "and the log-probabilities by the twin rule")
+                                 "return one top-k list per generated token of each row, or rename the lists to have the tokens judged "
+                                 "exactly and the log-probabilities by the twin rule")
 
 
 def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int], first: dict[str, Any]) -> list[int]:
@@ -220,7 +238,8 @@ def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int], first
     if not seeds:
         return []
     try:
-        process.seeded_outputs(folder / "twin", seeds, teacher=[_teacher(first, folder / "baseline" / f"seed{i}") for i in range(len(seeds))])
+        process.seeded_outputs(folder / "twin", seeds,
+                               teacher=[_teacher(first, folder / "baseline" / f"seed{i}") for i in range(len(seeds))])
     except WorkloadFailure:
         return []
     return seeds
@@ -229,7 +248,8 @@ def _twin_seeded(process: WorkloadProcess, folder: Path, seeds: list[int], first
 def _teacher(first: dict[str, Any], run: Path) -> dict[str, TeacherRequest]:
     """What the second run and the twin score: the first run's tokens of each generated group (twin.teacher_request)."""
     groups = generated.companions(first)
-    return {tokens: twin.teacher_request(*(np.load(run / f"{n}.npy", allow_pickle=False) for n in (tokens, ids))) for tokens, (ids, _) in groups.items()}
+    return {tokens: twin.teacher_request(*(np.load(run / f"{n}.npy", allow_pickle=False) for n in (tokens, ids)))
+            for tokens, (ids, _) in groups.items()}
 
 
 def _judge_spread(runs: Path, saved: dict[str, Any], tolerances: dict[str, OutputTolerance]) -> tuple[list[FrozenOutput], list[str]]:
@@ -245,8 +265,8 @@ def _judge_spread(runs: Path, saved: dict[str, Any], tolerances: dict[str, Outpu
         limit = 1 - tolerances[output].match if a.dtype.kind in "iu" and rule is None else 1.0
         if apart > limit + 1e-12 and output not in grouped:
             drift.append(f"{output}: {_spread_text(a, b, apart)}")
-        outputs.append(FrozenOutput(name=output, shape=meta["shape"], dtype=meta["dtype"], original_dtype=meta["original_dtype"], tolerance=tolerances[output],
-                                    spread=apart, sha256=sha256_file(runs / "baseline0" / f"{output}.npy")))
+        outputs.append(FrozenOutput(name=output, shape=meta["shape"], dtype=meta["dtype"], original_dtype=meta["original_dtype"],
+                                    tolerance=tolerances[output], spread=apart, sha256=sha256_file(runs / "baseline0" / f"{output}.npy")))
     for tokens, (ids, logprobs) in paired.items():
         runs_of = [generated.Generated(*(loaded[n][i] for n in (tokens, ids, logprobs))) for i in range(RUNS)]
         agree, detail = generated.judge(runs_of[1], runs_of[0], tolerances[logprobs])
@@ -261,7 +281,8 @@ def _tolerances(request: WorkloadFreezeRequest, declared: dict[str, dict[str, fl
     for source, given in (("per_output", request.per_output), ("the workload's `tolerances`", declared)):
         unknown = set(given) - set(names)
         if unknown:
-            raise HyperloomError(f"{source} names {', '.join(sorted(unknown))}, which outputs() does not return (it returns {', '.join(names) or 'nothing'})",
+            raise HyperloomError(f"{source} names {', '.join(sorted(unknown))}, which outputs() does not return (it returns "
+                                 f"{', '.join(names) or 'nothing'})",
                                  "name outputs as outputs() returns them")
     default = {"atol": request.atol, "rtol": request.rtol, "match": request.token_match}
     tolerances = {}

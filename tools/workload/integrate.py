@@ -34,10 +34,12 @@ TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w]*(\.[A-Za-z_]\w*)*$")
 
 def integrate(request: IntegrateRequest, workspace: Workspace, progress: ProgressFn | None = None) -> IntegrateResult:
     frozen = read_frozen(request.name, workspace)
-    name, launcher, overrides = write_overrides(frozen.folder, request.kernel, request.replace, dict(request.params), request.adapter, workspace)
+    name, launcher, overrides = write_overrides(frozen.folder, request.kernel, request.replace, dict(request.params), request.adapter,
+                                                workspace)
     candidate = [*request.with_levers, f"overrides:{workspace.relative(overrides)}"]
-    bench = bench_workload(WorkloadBenchRequest(name=request.name, candidates=[candidate], pairs=request.pairs, steps_per_leg=request.steps_per_leg,
-                                                timeout_s=request.timeout_s, max_baseline_legs=10), workspace, progress)
+    bench = bench_workload(WorkloadBenchRequest(name=request.name, candidates=[candidate], pairs=request.pairs,
+                                                steps_per_leg=request.steps_per_leg, timeout_s=request.timeout_s,
+                                                max_baseline_legs=10), workspace, progress)
     result = bench.candidates[0]
     verdict, summary = _verdict(result, name, request.replace)
     calls, share, wrapper_us = _engagement_figures(result)
@@ -53,17 +55,20 @@ def write_overrides(session: Path, kernel: str, replace: str, params: dict[str, 
     """The overrides module putting `kernel` in place of `replace`, written once per content in the session folder:
     (the kernel's name, its launcher file, the module). Also what optimize proposes from a profile's hand-offs."""
     if not TARGET.match(replace):
-        raise HyperloomError(f"replace {replace[:80]!r} is not module:Class.method", "give e.g. transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward")
+        raise HyperloomError(f"replace {replace[:80]!r} is not module:Class.method",
+                             "give e.g. transformers.models.qwen2.modeling_qwen2:Qwen2RMSNorm.forward")
     name, launcher, shipped = _launcher(kernel, workspace)
     adapter = adapter or name
     if adapter not in ADAPTERS:
         raise HyperloomError(f"no adapter puts {adapter} in place of a method (adapters: {', '.join(ADAPTERS)})",
-                             "write an overrides module yourself (tools/workload/overrides.py's replace) and time it with workload bench, lever overrides:FILE.py")
+                             "write an overrides module yourself (tools/workload/overrides.py's replace) and time it with workload bench, "
+                             "lever overrides:FILE.py")
     digest = sha256_json([name, adapter, replace, params, sha256_file(launcher)])[:12]
     folder = session / "integrate" / f"{name}-{digest}"
     folder.mkdir(parents=True, exist_ok=True)
     overrides = folder / "overrides.py"
-    write_bytes_atomic(overrides, overrides_source(adapter, name, replace, params, _launcher_expression(name, launcher, shipped, folder), digest).encode())
+    write_bytes_atomic(overrides, overrides_source(adapter, name, replace, params, _launcher_expression(name, launcher, shipped, folder),
+                                                   digest).encode())
     return name, launcher, overrides
 
 
@@ -107,5 +112,6 @@ def _engagement_figures(result: CandidateResult) -> tuple[int | None, float | No
     if engaged is None:
         return None, None, None
     step_s = min(result.candidate_legs_s) if result.candidate_legs_s else None
-    share = engaged.calls * engaged.wrapper_us * 1e-6 / step_s if engaged.calls is not None and engaged.wrapper_us is not None and step_s else None
+    share = (engaged.calls * engaged.wrapper_us * 1e-6 / step_s if engaged.calls is not None and engaged.wrapper_us is not None and step_s
+             else None)
     return engaged.calls, share, engaged.wrapper_us

@@ -6,8 +6,8 @@ setting made after import, a wrapper around the workload's model or step (torch.
 context around each step (the scaled-dot-product attention backend; a torch.compiler stance or CUDA-graph step mark,
 which act on compiled code only and so are NO_OP on an eager baseline: optimize tries them again on a compiled stack),
 a replacement of the model's generate (decode_loop: greedy decode on a static KV cache as replayed graphs; NO_OP where
-the workload's generate uses a dynamic cache, so optimize tries it on a stack that made the cache static), or one of the workload's own knobs
-(`knob:NAME=VALUE`, a keyword argument of its factory), a change made to the built model (a static KV cache for its generate,
+the workload's generate uses a dynamic cache, so optimize tries it on a stack that made the cache static), or one of the workload's own
+knobs (`knob:NAME=VALUE`, a keyword argument of its factory), a change made to the built model (a static KV cache for its generate,
 channels_last memory format, sibling projections fused into one GEMM, weights stored in int8 or fp8, its decode attention
 or decode GEMVs routed to kernels of the library), or an overrides module (`overrides:FILE.py`, imported in the
 worker before the workload is built: kernels put in place of a module's method or a function, tools/workload/overrides.py).
@@ -33,10 +33,11 @@ from hyperloom.core.workspace import Workspace
 Vendor = Literal["cuda", "rocm", "cpu"]
 # What a lever acts on, read from the baseline before it is tried (tools/optimize/applies.py): a convolution, a
 # scaled-dot-product attention or a GEMM in the baseline's profiled step, a transformers generate or float32 weights on
-# its model (a generate on a static KV cache), sibling projections on one input (q/k/v, gate/up), compiled code or CUDA/HIP graph launches in the step (a stack can bring
-# these three: a lever needing them is tried on the stack instead of alone).
+# its model (a generate on a static KV cache), sibling projections on one input (q/k/v, gate/up), compiled code or CUDA/HIP graph
+# launches in the step (a stack can bring these three: a lever needing them is tried on the stack instead of alone).
 Need = Literal["convolution", "attention", "gemm", "generate", "static_cache", "float32_weights", "projections", "compiled", "graph_launch"]
-LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate", "knob", "overrides"]
+LeverKind = Literal["env", "setting", "compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate",
+                    "knob", "overrides"]
 GPU: frozenset[str] = frozenset({"cuda", "rocm"})
 ANY: frozenset[str] = frozenset({"cuda", "rocm", "cpu"})
 KNOB = re.compile(r"^knob:([A-Za-z_]\w*)=(.{1,200})$")
@@ -45,7 +46,8 @@ EXCLUSIVE_KINDS = ("compile", "graph", "sdpa", "quantize")  # one candidate hold
 # The kinds a kept worker can apply to a fresh copy of the workload as built (runner.serve, spare.py): they act on the
 # built workload or around its step, or a torch setting put back before the next candidate (worker_build.restore_settings);
 # an env variable, an overrides module or a knob changes the process.
-SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel", "generate", "setting"})
+SERVED_KINDS: frozenset[str] = frozenset({"compile", "graph", "sdpa", "stance", "cache", "layout", "fusion", "quantize", "kernel",
+                                          "generate", "setting"})
 
 
 # The kinds whose code Hyperloom did not write: an overrides module (an agent's, a kernel's integration) and a knob (a
@@ -76,7 +78,8 @@ class Lever:
     needs: Need | None = None  # what it acts on; None: anything
     acts_on: Need | None = None  # what the baseline itself must have beside `needs` (which a stack may bring): decode_attention's attention
     brings: frozenset[Need] = frozenset()  # what it puts in the step that another lever may need (a static cache, compiled code)
-    less_work: str = ""  # why a step with it may do far less gemm/attention work than the baseline's (a cache, a quantization): proof of work is waived
+    # why a step with it may do far less gemm/attention work than the baseline's (a cache, a quantization): proof of work is waived
+    less_work: str = ""
     lossy: str = ""  # how it changes numerics beyond the model's own: optimize tries it only under a tolerance the user declared
 
 
@@ -92,8 +95,9 @@ CATALOG: tuple[Lever, ...] = (
           "dynamo compiled at least one graph", value="max-autotune-no-cudagraphs",
           brings=frozenset({"compiled"})),
     Lever("static_cache", "cache", ANY, "a static KV cache for the model's generate (generation_config.cache_implementation = 'static'; "
-          "transformers compiles the decode step on it), so decode_loop can take a plain generate", "every generate call of a profiled step "
-          "decoded on the static cache (none overrode cache_implementation)", value="static", needs="generate", brings=frozenset({"static_cache"})),
+          "transformers compiles the decode step on it), so decode_loop can take a plain generate", "every generate call of a profiled "
+          "step decoded on the static cache (none overrode cache_implementation)", value="static", needs="generate",
+          brings=frozenset({"static_cache"})),
     Lever("channels_last", "layout", ANY, "the model's 4-D weights and the workload's 4-D tensors in channels_last memory format (NHWC "
           "convolutions)", "the model has 4-D weights, now channels_last", value="channels_last", needs="convolution"),
     Lever("fuse_projections", "fusion", ANY, "sibling linear projections that read one input fused into one GEMM each: attention's "
@@ -104,8 +108,9 @@ CATALOG: tuple[Lever, ...] = (
           "with inductor_coordinate_descent on a GPU)", "Linear layers were quantized: their "
           "weights' bytes before -> after", value="int8", needs="compiled", lossy="each weight rounded to one of 255 levels of its row"),
     Lever("fp8_weight_only", "quantize", ANY, "every Linear layer's weights stored in fp8 (e4m3) with a scale per output row (half of "
-          "bf16's bytes; converted inside the GEMM only where Inductor fuses it: stack it on compile or decode_loop)", "Linear layers were quantized: "
-          "their weights' bytes before -> after", value="fp8", needs="compiled", lossy="each weight rounded to e4m3's 3 mantissa bits"),
+          "bf16's bytes; converted inside the GEMM only where Inductor fuses it: stack it on compile or decode_loop)", "Linear layers were "
+          "quantized: their weights' bytes before -> after", value="fp8", needs="compiled",
+          lossy="each weight rounded to e4m3's 3 mantissa bits"),
     Lever("graph", "graph", GPU, "capture one step in a CUDA/HIP graph and replay it (the step must be graph-safe: static shapes, "
           "no host sync; e.g. a static KV cache)", "the graph was captured and each timed step replayed it"),
     Lever("sdpa_flash", "sdpa", ANY, "scaled_dot_product_attention restricted to the flash backend",
@@ -120,7 +125,8 @@ CATALOG: tuple[Lever, ...] = (
           "on the H200 a 1.2B decoder's attention 96 us a token (cuDNN, plus 52 K/V copies) -> 63 "
           "(it waits for a stack that replays graphs, decode_loop's: eager, its launch costs more host time than it saves); "
           "prefills and calls it does not cover run transformers' SDPA", "the profiled step ran the kernel (its op on the host, or its "
-          "device kernel in a replayed graph) and no decode call fell back", value="decode_attention", needs="graph_launch", acts_on="attention"),
+          "device kernel in a replayed graph) and no decode call fell back", value="decode_attention", needs="graph_launch",
+          acts_on="attention"),
     Lever("decode_gemv", "kernel", GPU, "a model's plain Linear layers called with one row (a decode step at batch 1; a few rows stay "
           "with cuBLAS, which beat the kernel's few-row tile 2.9x at batch 8 on the H100) by Hyperloom's "
           "Triton GEMV (kernels/triton/gemv): 2-4 weight rows a program streamed along K, launch params per shape and device as a cold "
@@ -133,7 +139,8 @@ CATALOG: tuple[Lever, ...] = (
           "the math attention path ran in a profiled step", value="MATH", needs="attention"),
     Lever("tunableop", "env", GPU, "PyTorch TunableOp: GEMMs tuned on first use, the choices kept in the candidate's folder",
           "TunableOp was enabled and wrote its results file",
-          env={"PYTORCH_TUNABLEOP_ENABLED": "1", "PYTORCH_TUNABLEOP_TUNING": "1", "PYTORCH_TUNABLEOP_FILENAME": "{folder}/tunableop_results%d.csv"}, needs="gemm"),
+          env={"PYTORCH_TUNABLEOP_ENABLED": "1", "PYTORCH_TUNABLEOP_TUNING": "1",
+               "PYTORCH_TUNABLEOP_FILENAME": "{folder}/tunableop_results%d.csv"}, needs="gemm"),
     Lever("hipblaslt", "env", frozenset({"rocm"}), "prefer hipBLASLt over rocBLAS for torch's GEMMs (TORCH_BLAS_PREFER_HIPBLASLT=1)",
           "the profiled step's kernel names changed", env={"TORCH_BLAS_PREFER_HIPBLASLT": "1"}, needs="gemm"),
     Lever("tf32", "setting", frozenset({"cuda"}), "TF32 for float32 matmuls and convolutions (changes numerics: the gate decides)",
@@ -160,7 +167,8 @@ CATALOG: tuple[Lever, ...] = (
     Lever("inductor_combo_kernels", "setting", GPU, "Inductor's combo kernels (torch._inductor.config.combo_kernels): a compiled "
           "graph's independent small kernels (a decode step's norms, rotary, cache writes, casts) launched as one; on the H100 a 1.2B "
           "decoder's replayed decode step on decode_loop + fuse_projections + decode_attention ran 236 -> 199 kernels, 1.391 -> 1.346 ms "
-          "a token", "graphs compiled with it on ran fewer device kernels than the reference's step", value="combo_kernels", needs="compiled"),
+          "a token", "graphs compiled with it on ran fewer device kernels than the reference's step", value="combo_kernels",
+          needs="compiled"),
     Lever("cudnn_benchmark", "setting", GPU, "cuDNN/MIOpen benchmark mode: convolution algorithms picked by timing",
           "the profiled step's kernel names changed", value="cudnn_benchmark", needs="convolution"),
 )
@@ -181,7 +189,8 @@ def lever(name: str, vendor: str | None = None) -> Lever:
         return Lever(name, "overrides", ANY, f"the overrides module {overrides.group(1)} (kernels put in place of methods or functions)",
                      "every replacement it made was called", value=overrides.group(1))
     near = closest(name, BY_NAME)
-    elsewhere = f", which applies on {', '.join(sorted(BY_NAME[near].vendors))} only" if near and vendor and vendor not in BY_NAME[near].vendors else ""
+    elsewhere = (f", which applies on {', '.join(sorted(BY_NAME[near].vendors))} only"
+                 if near and vendor and vendor not in BY_NAME[near].vendors else "")
     valid = [item.name for item in CATALOG if vendor is None or vendor in item.vendors]
     raise HyperloomError(f"unknown lever {name[:80]!r}" + (f" (did you mean {near}{elsewhere}?)" if near else ""),
                          f"use one of {', '.join(valid)}" + (f" (the levers that apply on {vendor})" if vendor else "")
@@ -193,7 +202,8 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
     levers = [lever(name, vendor) for name in names]
     for item in levers:
         if vendor not in item.vendors:
-            raise HyperloomError(f"lever {item.name} does not apply on this machine ({vendor}): it is for {', '.join(sorted(item.vendors))}",
+            raise HyperloomError(f"lever {item.name} does not apply on this machine ({vendor}): it is for "
+                                 f"{', '.join(sorted(item.vendors))}",
                                  "leave it out here; it is tried where its vendor's torch runs")
         if item.kind == "knob":
             name, value = item.value.split("=", 1)
@@ -220,11 +230,13 @@ def check_candidate(names: list[str], vendor: str, knobs: dict[str, list[str] | 
 
 def environment(levers: list[Lever], folder: str) -> dict[str, str]:
     """The environment variables the candidate's levers set, with the candidate's folder filled in."""
-    return {key: value.replace("{folder}", folder) for item in levers if item.kind in ("env", "overrides") for key, value in item.env.items()}
+    return {key: value.replace("{folder}", folder) for item in levers if item.kind in ("env", "overrides")
+            for key, value in item.env.items()}
 
 
 def prepared(names: list[str], vendor: str, knobs: dict[str, list[str] | None], workspace: Workspace) -> list[Lever]:
     """The levers of one candidate as a worker takes them: checked (check_candidate), each overrides file resolved inside
     the workspace (refused outside it, or when missing)."""
-    return [replace(item, value=str(workspace.resolve(item.value, kind="file", suffix=".py", what="overrides module"))) if item.kind == "overrides" else item
+    return [replace(item, value=str(workspace.resolve(item.value, kind="file", suffix=".py", what="overrides module")))
+            if item.kind == "overrides" else item
             for item in check_candidate(names, vendor, knobs)]

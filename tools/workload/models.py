@@ -25,7 +25,9 @@ class DerivedTolerance(BaseModel):
     twin_dtype: str
     baseline_error: dict[str, float] = Field(description="Measure -> the baseline's own error against the twin, MEASURED at freeze.")
     floor: float = Field(ge=0, allow_inf_nan=False)
-    inputs: int = Field(1, ge=1, description="How many inputs the baseline's error was measured over (the frozen ones and fresh seeds), the largest kept.")
+    inputs: int = Field(1, ge=1,
+                        description="How many inputs the baseline's error was measured over (the frozen ones and fresh seeds), the largest "
+                                    "kept.")
 
     def bound(self, measure: str) -> float:
         """The most a candidate's error against the twin may be under `measure`."""
@@ -56,7 +58,8 @@ class WorkloadFreezeRequest(Request):
     rtol: float = Field(0.0, ge=0, allow_inf_nan=False, description="Floats' rtol.")
     token_match: float = Field(1.0, gt=0, le=1, description="Integers: share equal (1: exact).")
     per_output: dict[str, dict[str, float]] = Field(default_factory=dict, max_length=64, description="Name: {atol, rtol, match}.")
-    k: float | None = Field(None, ge=1, le=100, allow_inf_nan=False, description="Twin rule: error vs the float32 twin <= k x the baseline's (default 1.5 if none declared).")
+    k: float | None = Field(None, ge=1, le=100, allow_inf_nan=False,
+                            description="Twin rule: error vs the float32 twin <= k x the baseline's (default 1.5 if none declared).")
 
     @field_validator("per_output")
     @classmethod
@@ -64,7 +67,8 @@ class WorkloadFreezeRequest(Request):
         for name, tolerance in value.items():
             OutputTolerance.model_validate(tolerance, strict=False)  # an unknown key or a bound broken is refused here, named
             if set(tolerance) - set(OutputTolerance.model_fields):
-                raise ValueError(f"per_output.{name} takes atol, rtol and match, not {', '.join(sorted(set(tolerance) - set(OutputTolerance.model_fields)))}")
+                raise ValueError(f"per_output.{name} takes atol, rtol and match, not "
+                                 f"{', '.join(sorted(set(tolerance) - set(OutputTolerance.model_fields)))}")
         return value
     warmup_steps: int = Field(1, ge=0, le=100, description="Steps before outputs are read.")
     timeout_s: float = Field(900.0, gt=0, le=7200, description="Limit per worker call.")
@@ -77,7 +81,8 @@ class FrozenOutput(BaseModel):
     dtype: str = Field(description="As stored (bfloat16 and float8 widened to float32 exactly).")
     original_dtype: str
     tolerance: OutputTolerance
-    spread: float = Field(description="Two baseline runs: floats, the largest |a - b| / (atol + rtol |b|) (<= 1 fits); integers, the share unequal.")
+    spread: float = Field(description="Two baseline runs: floats, the largest |a - b| / (atol + rtol |b|) (<= 1 fits); integers, the share "
+                                      "unequal.")
     sha256: str
 
 
@@ -88,9 +93,12 @@ class StepCosts(BaseModel):
     figure: str = Field(description="device (events on the step's stream) or wall (the worker's clock).")
     step_s: float = Field(description="step() a step.")
     outputs_s: float = Field(description="outputs() and the digests of what it returns, a step: timed with the step.")
-    inputs_s: float | None = Field(description="inputs(seed) a step, the device synchronized after it: outside the window. None: fixed inputs.")
-    host_copy_s: float | None = Field(description="Copying one step's outputs to the host and saving them (the controller's clock): once a leg, untimed.")
-    notes: list[str] = Field(default_factory=list, description="Where inputs(seed) or outputs() cost more than a tenth of the step, and what to do.")
+    inputs_s: float | None = Field(description="inputs(seed) a step, the device synchronized after it: outside the window. None: fixed "
+                                               "inputs.")
+    host_copy_s: float | None = Field(description="Copying one step's outputs to the host and saving them (the controller's clock): once a "
+                                                  "leg, untimed.")
+    notes: list[str] = Field(default_factory=list,
+                             description="Where inputs(seed) or outputs() cost more than a tenth of the step, and what to do.")
 
 
 class WorkloadFreezeResult(BaseModel):
@@ -100,7 +108,8 @@ class WorkloadFreezeResult(BaseModel):
     folder: str
     workload: str
     knobs: dict[str, str] = Field(description="The baseline's knob values (its factory's defaults unless given).")
-    declared_knobs: dict[str, list[str] | None] = Field(description="Knobs the factory declares, with their values where a Literal lists them.")
+    declared_knobs: dict[str, list[str] | None] = Field(description="Knobs the factory declares, with their values where a Literal lists "
+                                                                    "them.")
     outputs: list[FrozenOutput]
     gated: bool = Field(description="False when the workload has no outputs(): candidates can be timed, not gated.")
     costs: StepCosts | None = Field(None, description="The baseline's step, outputs() and inputs(seed), measured apart (None: not timed).")
@@ -156,7 +165,8 @@ class StepWork(BaseModel):
     """The work of one profiled step, by class (gemm, attention, other), MEASURED in the worker by torch.profiler."""
 
     classes: dict[str, ClassWork]
-    compute_flops_by_dtype: dict[str, int] = Field(default_factory=dict, description="gemm and attention flops by the dtype of their first operand.")
+    compute_flops_by_dtype: dict[str, int] = Field(default_factory=dict,
+                                                   description="gemm and attention flops by the dtype of their first operand.")
     parameter_bytes: int | None = Field(None, description="The model's parameters (its `model` attribute); None without one.")
     device_timed: bool = Field(description="time_s is device kernel time (a GPU), not operator self time on the host.")
 
@@ -191,44 +201,55 @@ class CandidateResult(BaseModel):
     candidate_faster: int = Field(0, description="Pairs in which the candidate was faster.")
     sign_test_p: float | None = None
     non_overlap: bool = Field(False, description="The candidate's slowest leg beat the baseline's fastest.")
-    baseline_legs_s: list[float] = Field(default_factory=list, description="The reference's legs: seconds a step, its timed windows' mean (device "
-                                         "time on a GPU, else the window's wall clock; inputs(seed) and the host copy of the outputs outside).")
+    baseline_legs_s: list[float] = Field(default_factory=list, description="The reference's legs: seconds a step, its timed windows' mean "
+                                         "(device time on a GPU, else the window's wall clock; inputs(seed) and the host copy of the "
+                                         "outputs outside).")
     candidate_legs_s: list[float] = Field(default_factory=list, description="The candidate's legs, as baseline_legs_s.")
     device_step_s: float | None = Field(None, description="Median device time per step (events around step() and outputs()), GPU only.")
     baseline_device_step_s: float | None = Field(None, description="The reference's median device time per step over its paired legs, GPU "
-                                                 "only: beside baseline_legs_s, whether a slow reference was slow on the device or on the host.")
+                                                 "only: beside baseline_legs_s, whether a slow reference was slow on the device or on the "
+                                                 "host.")
     warmup_s: float | None = Field(None, description="The candidate's warm-up steps, compile included.")
     engagement: list[Engagement] = Field(default_factory=list)
     outputs: list[OutputCheck] = Field(default_factory=list)
     inputs_fresh: bool | None = Field(None, description="Timed on fresh seeded inputs; False: fixed, memoization not excluded.")
-    worker_legs_s: list[float] = Field(default_factory=list, description="The candidate's legs on its worker's wall clock (its windows), beside "
-                                       "candidate_legs_s: on a GPU, what the host saw of the device time.")
-    baseline_wall_legs_s: list[float] = Field(default_factory=list, description="The reference's legs on its worker's wall clock, as worker_legs_s.")
-    inputs_step_s: float | None = Field(None, description="The candidate's inputs(seed) a step (median over its legs), outside the timed window.")
-    baseline_inputs_step_s: float | None = Field(None, description="The reference's inputs(seed) a step on the same seeds, as inputs_step_s.")
+    worker_legs_s: list[float] = Field(default_factory=list, description="The candidate's legs on its worker's wall clock (its windows), "
+                                       "beside candidate_legs_s: on a GPU, what the host saw of the device time.")
+    baseline_wall_legs_s: list[float] = Field(default_factory=list,
+                                              description="The reference's legs on its worker's wall clock, as worker_legs_s.")
+    inputs_step_s: float | None = Field(None,
+                                        description="The candidate's inputs(seed) a step (median over its legs), outside the timed window.")
+    baseline_inputs_step_s: float | None = Field(None,
+                                                 description="The reference's inputs(seed) a step on the same seeds, as inputs_step_s.")
     gate_s: float | None = Field(None, description="Seconds the controller spent judging rather than timing: output compares, continuation "
                                  "scoring, tamper checks, the proof-of-work profile (time.perf_counter around those calls).")
     gate_parts_s: dict[str, float] = Field(default_factory=dict, description="gate_s by part: outputs (the first check, teacher forcing "
-                                           "included), continuation (a parting's tokens scored), profile (the proof-of-work step), pairs (each pair's outputs).")
-    trial_s: float | None = Field(None, description="Seconds its whole trial took on the controller's clock (build, warm-up, judging, both workers' "
-                                  "legs): the device time this candidate cost, of which gate_s is a share.")
+                                           "included), continuation (a parting's tokens scored), profile (the proof-of-work step), pairs "
+                                           "(each pair's outputs).")
+    trial_s: float | None = Field(None, description="Seconds its whole trial took on the controller's clock (build, warm-up, judging, both "
+                                  "workers' legs): the device time this candidate cost, of which gate_s is a share.")
     work: StepWork | None = Field(None, description="The candidate's profiled step's work (proof of work).")
-    worker_turn: int = Field(1, description="The candidate's turn in its worker: 1 when the workload was built for it, n when a kept worker "
-                             "served it a fresh copy of the workload as built after n - 1 other candidates (tools/workload/spare.py).")
+    worker_turn: int = Field(1, description="The candidate's turn in its worker: 1 when the workload was built for it, n when a kept "
+                             "worker served it a fresh copy of the workload as built after n - 1 other candidates "
+                             "(tools/workload/spare.py).")
 
 
 class WorkloadBenchResult(BaseModel):
     ok: bool
     summary: str
     name: str
-    baseline: SampleStats | None = Field(description="The baseline's step time over legs (seconds), measured in this call: its timed windows "
-                                         "(step() and outputs(); device time on a GPU), inputs(seed) and the outputs' host copy outside.")
+    baseline: SampleStats | None = Field(description="The baseline's step time over legs (seconds), measured in this call: its timed "
+                                         "windows (step() and outputs(); device time on a GPU), inputs(seed) and the outputs' host copy "
+                                         "outside.")
     baseline_device_step_s: float | None = None
-    baseline_inputs_step_s: float | None = Field(None, description="The baseline's inputs(seed) a step, outside its timed window (None: fixed inputs).")
+    baseline_inputs_step_s: float | None = Field(None,
+                                                 description="The baseline's inputs(seed) a step, outside its timed window (None: fixed "
+                                                             "inputs).")
     baseline_wall_step_s: float | None = Field(None, description="The baseline's window on its worker's wall clock, a step.")
-    figure: str = Field("wall", description="What the step figures are: device (events on the step's stream), wall (the window's wall clock), "
-                        "or why the wall clock stood for the device time.")
-    same_work: CandidateResult | None = Field(None, description="A/A: the baseline's own work in a second worker; its gap widens the noise band.")
+    figure: str = Field("wall", description="What the step figures are: device (events on the step's stream), wall (the window's wall "
+                        "clock), or why the wall clock stood for the device time.")
+    same_work: CandidateResult | None = Field(None,
+                                              description="A/A: the baseline's own work in a second worker; its gap widens the noise band.")
     noise_band: float | None = Field(None, description="The band a gain had to clear in this call, after the A/A.")
     baseline_work: StepWork | None = Field(None, description="The baseline's profiled step: work by op class.")
     roof: StepRoof | None = Field(None, description="The baseline step's roof: a candidate timed below it is IMPOSSIBLE.")
@@ -263,7 +284,8 @@ class IntegrateResult(BaseModel):
     kernel: str
     replace: str
     params: dict[str, str | int]
-    overrides: str = Field(description="The overrides module written: import it before the model is built to reproduce (lever overrides:PATH).")
+    overrides: str = Field(description="The overrides module written: import it before the model is built to reproduce (lever "
+                                       "overrides:PATH).")
     calls_per_step: int | None = Field(None, description="The kernel's calls in one step (0: not engaged).")
     wrapper_us_per_call: float | None = Field(None, description="The counting wrapper's own cost per call, measured in the worker.")
     wrapper_share: float | None = Field(None, description="That cost times calls per step, as a share of the candidate's step.")

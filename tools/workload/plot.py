@@ -10,7 +10,8 @@ from typing import NamedTuple
 from hyperloom.core.atomic import write_bytes_atomic
 
 
-NO_PLOT = "no speedup.png: matplotlib is not installed (pip install 'hyperloom[plot]' draws it; the figures are in report.md and result.json)"
+NO_PLOT = ("no speedup.png: matplotlib is not installed (pip install 'hyperloom[plot]' draws it; the figures are in report.md and "
+           "result.json)")
 
 
 def can_plot() -> bool:

@@ -22,8 +22,8 @@ from hyperloom.core.workspace import Workspace
 from hyperloom.tools.runtime.visible import pinned_environ
 from hyperloom.tools.workload.levers import Lever, environment
 from hyperloom.tools.workload.wire import (PROFILER_ENVIRON, RUNNER, BuildAnswer, BuildRequest, EngagementAnswer, EngagementRequest, Info,
-                                          LeverPayload, OutputsAnswer, SavedOutput, SaveTimedAnswer, ScoreAnswer, ServeAnswer, TeacherRequest,
-                                          TimeStepsAnswer, TimeStepsRequest, TraceAnswer, TwinAnswer, WarmupAnswer)
+                                          LeverPayload, OutputsAnswer, SavedOutput, SaveTimedAnswer, ScoreAnswer, ServeAnswer,
+                                          TeacherRequest, TimeStepsAnswer, TimeStepsRequest, TraceAnswer, TwinAnswer, WarmupAnswer)
 
 MIN_CALL_S = 1.0  # the least a call gets past a deadline: a worker is not killed before it can answer
 CUT = "cut at the campaign's deadline"  # how a call the deadline cut names itself (a campaign does not record that trial)
@@ -194,8 +194,8 @@ class WorkloadProcess:
 
 def enter_together(processes: Sequence[WorkloadProcess], optional: Sequence[WorkloadProcess] = ()) -> list[WorkloadProcess]:
     """Start and build every process at once, each in its own worker: a model's build is mostly its host's work, so N
-    builds take about the longest of them, not their sum (docs/decisions.md: Builds started together). Returns those of `optional` that built (one that failed
-    is closed); a failure of one of `processes` closes every one and is raised (the first, in the order given)."""
+    builds take about the longest of them, not their sum (docs/decisions.md: Builds started together). Returns those of `optional` that
+    built (one that failed is closed); a failure of one of `processes` closes every one and is raised (the first, in the order given)."""
     everyone = [*processes, *optional]
     failures: list[BaseException | None] = [None] * len(everyone)
 

@@ -19,7 +19,8 @@ def write_report(result: WorkloadBenchResult, benches: Path, workspace: Workspac
     folder = _own_folder(benches)
     plot = _plot(result, folder / "speedup.png")
     warnings = result.warnings + ([NO_PLOT] if result.candidates and not can_plot() else [])
-    result = result.model_copy(update={"report_md": workspace.relative(folder / "report.md"), "result_json": workspace.relative(folder / "result.json"),
+    result = result.model_copy(update={"report_md": workspace.relative(folder / "report.md"),
+                                       "result_json": workspace.relative(folder / "result.json"),
                                        "plot": workspace.relative(plot) if plot else None, "warnings": warnings})
     write_bytes_atomic(folder / "result.json", result.model_dump_json(indent=2).encode() + b"\n")
     write_bytes_atomic(folder / "report.md", markdown(result).encode())
@@ -71,28 +72,32 @@ def markdown(result: WorkloadBenchResult) -> str:
     if result.baseline is not None:
         b = result.baseline
         device = f", device {result.baseline_device_step_s * 1e3:.3g} ms" if result.baseline_device_step_s else ""
-        inputs = f"; inputs(seed) {result.baseline_inputs_step_s * 1e3:.3g} ms a step, outside it" if result.baseline_inputs_step_s is not None else ""
-        lines += [f"Baseline: {b.median_s * 1e3:.4g} ms per step (median of {b.n} legs, 95 % CI ±{b.median_ci95_rel:.1%}{device}). A step's figure: "
-                  f"its timed window ({result.figure}: step() and outputs(){inputs}; the outputs' host copy after it).", ""]
+        inputs = (f"; inputs(seed) {result.baseline_inputs_step_s * 1e3:.3g} ms a step, outside it"
+                  if result.baseline_inputs_step_s is not None else "")
+        lines += [f"Baseline: {b.median_s * 1e3:.4g} ms per step (median of {b.n} legs, 95 % CI ±{b.median_ci95_rel:.1%}{device}). A "
+                  f"step's figure: its timed window ({result.figure}: step() and outputs(){inputs}; the outputs' host copy after it).", ""]
     fresh = result.same_work.inputs_fresh if result.same_work is not None else None  # the baseline's, as every trial's
     if fresh is not None:
-        lines += [("Inputs: fresh for every timed step (inputs(seed), seeds drawn by the controller after each candidate was built; both legs of a "
-                   "pair on the same seeds, the candidate's outputs gated against the baseline's)." if fresh else
-                   "Inputs fixed: memoization not excluded (the workload has no inputs(seed)): a candidate could return what it computed before."), ""]
+        lines += [("Inputs: fresh for every timed step (inputs(seed), seeds drawn by the controller after each candidate was built; both "
+                   "legs of a pair on the same seeds, the candidate's outputs gated against the baseline's)." if fresh else
+                   "Inputs fixed: memoization not excluded (the workload has no inputs(seed)): a candidate could return what it computed "
+                   "before."), ""]
     if result.same_work is not None and result.noise_band is not None:
-        lines += [f"Same work (A/A): {same_work_note(result.same_work, result.noise_band, result.baseline.median_s if result.baseline else None)}.", ""]
+        lines += ["Same work (A/A): "
+                  f"{same_work_note(result.same_work, result.noise_band, result.baseline.median_s if result.baseline else None)}.", ""]
     if result.baseline_work is not None:
         lines += [f"Baseline step's work (one profiled step, MEASURED): {describe(result.baseline_work)}.", ""]
     if result.roof is not None:
         lines += [f"Roof: {result.roof.note}; source: {result.roof.source}. A candidate timed under it is IMPOSSIBLE.", ""]
     if result.candidates:
-        lines += ["| candidate | verdict | speedup | 95 % interval | faster pairs | sign p | gate s (share) | why |", "|---|---|---|---|---|---|---|---|"]
+        lines += ["| candidate | verdict | speedup | 95 % interval | faster pairs | sign p | gate s (share) | why |",
+                  "|---|---|---|---|---|---|---|---|"]
         for c in result.candidates:
             ci = f"{c.speedup_ci95[0]:.3g}-{c.speedup_ci95[1]:.3g}" if c.speedup_ci95 else "-"
             pairs = f"{c.candidate_faster}/{c.pairs}" if c.pairs else "-"
             p = f"{c.sign_test_p:.3f}" if c.sign_test_p is not None else "-"
-            lines.append(f"| {' + '.join(c.levers)} | {c.verdict} | {f'{c.speedup:.3g}x' if c.speedup else '-'} | {ci} | {pairs} | {p} | {_gate(c)} "
-                         f"| {cell(c.reason)} |")
+            lines.append(f"| {' + '.join(c.levers)} | {c.verdict} | {f'{c.speedup:.3g}x' if c.speedup else '-'} | {ci} | {pairs} | {p} | "
+                         f"{_gate(c)} | {cell(c.reason)} |")
         lines.append("")
         shares = [share for c in result.candidates if c.pairs and (share := gate_share(c)) is not None]
         if shares:
@@ -101,7 +106,8 @@ def markdown(result: WorkloadBenchResult) -> str:
                       "the proof-of-work profile taken and read (target <= 15 %).", ""]
         for c in result.candidates:
             if c.engagement:
-                lines.append(f"- {' + '.join(c.levers)}: " + "; ".join(f"{g.lever} {'engaged' if g.engaged else 'NOT engaged'} ({g.evidence})" for g in c.engagement))
+                lines.append(f"- {' + '.join(c.levers)}: "
+                             + "; ".join(f"{g.lever} {'engaged' if g.engaged else 'NOT engaged'} ({g.evidence})" for g in c.engagement))
     lines += [""] + [f"Warning: {w}" for w in result.warnings]
     return "\n".join(lines).rstrip() + "\n"
 
@@ -117,5 +123,7 @@ def _gate(c: CandidateResult) -> str:
 
 
 def _plot(result: WorkloadBenchResult, path: Path) -> Path | None:
-    bars = [Bar(" + ".join(c.levers), c.speedup, c.speedup_ci95, "tab:green" if c.verdict == "FASTER" else "tab:gray") for c in result.candidates if c.speedup]
-    return speedup_bars(bars, f"{result.name}: end to end, {result.evidence.device}", "speedup over the baseline (per-pair ratios' median, 95 % interval)", path)
+    bars = [Bar(" + ".join(c.levers), c.speedup, c.speedup_ci95, "tab:green" if c.verdict == "FASTER" else "tab:gray")
+            for c in result.candidates if c.speedup]
+    return speedup_bars(bars, f"{result.name}: end to end, {result.evidence.device}",
+                        "speedup over the baseline (per-pair ratios' median, 95 % interval)", path)

@@ -14,7 +14,8 @@ from hyperloom.validators.schemas import model_schema
 
 def result_schema() -> dict[str, Any]:
     return model_schema(WorkloadBenchResult, "hyperloom.workload_bench/1", "Hyperloom workload bench result",
-                        "result.json in a workload session's bench folder (.hyperloom/workload/<name>/bench/): the WorkloadBenchResult the tool returns.")
+                        "result.json in a workload session's bench folder (.hyperloom/workload/<name>/bench/): the WorkloadBenchResult the "
+                        "tool returns.")
 
 
 if __name__ == "__main__":

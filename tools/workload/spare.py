@@ -84,7 +84,8 @@ class Spare:
         if not self.enabled or self.kept:
             reference.__enter__()
             return
-        kept = WorkloadProcess(where.target, [], folder, where.workspace, where.timeout_s, device=where.device, backend=where.backend, keep=True)
+        kept = WorkloadProcess(where.target, [], folder, where.workspace, where.timeout_s, device=where.device, backend=where.backend,
+                               keep=True)
         for process in enter_together([reference], [kept]):
             if process.info["reusable"]:
                 self._keep(process, where)
@@ -101,8 +102,8 @@ class Spare:
         keep, self.turn = self.enabled and servable(levers), 1
         process = self._served(where, levers, folder, deadline_at) if keep else None
         if process is None:
-            process = WorkloadProcess(where.target, levers, folder, where.workspace, where.timeout_s, device=where.device, backend=where.backend,
-                                      deadline_at=deadline_at, keep=keep)
+            process = WorkloadProcess(where.target, levers, folder, where.workspace, where.timeout_s, device=where.device,
+                                      backend=where.backend, deadline_at=deadline_at, keep=keep)
             process.__enter__()
         self.turn = process.served
         try:

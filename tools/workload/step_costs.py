@@ -43,10 +43,10 @@ def notes(costs: StepCosts, gpu: bool) -> list[str]:
     if costs.inputs_s is not None and costs.inputs_s > SHARE * costs.step_s:
         where = ("draw them on the device (torch.randn(..., device=..., generator=a device Generator)), or fill a tensor made once"
                  if gpu else "make them cheaper to draw (fewer random numbers, a tensor filled in place)")
-        said.append(f"inputs(seed) takes {costs.inputs_s * 1e3:.3g} ms, {step}: it runs outside the timed window, so it does not count in the "
-                    f"step, but every timed step pays it in wall time (longer legs, fewer candidates an hour): {where}")
+        said.append(f"inputs(seed) takes {costs.inputs_s * 1e3:.3g} ms, {step}: it runs outside the timed window, so it does not count in "
+                    f"the step, but every timed step pays it in wall time (longer legs, fewer candidates an hour): {where}")
     if costs.outputs_s > SHARE * costs.step_s:
-        said.append(f"outputs() takes {costs.outputs_s * 1e3:.3g} ms, {step}: it is timed with the step (work moved there counts): return the "
-                    "step's tensors as they are, with no host copy (.cpu(), .numpy(), .tolist()) or conversion: Hyperloom copies the gated "
-                    "step's outputs to the host itself, untimed")
+        said.append(f"outputs() takes {costs.outputs_s * 1e3:.3g} ms, {step}: it is timed with the step (work moved there counts): return "
+                    "the step's tensors as they are, with no host copy (.cpu(), .numpy(), .tolist()) or conversion: Hyperloom copies the "
+                    "gated step's outputs to the host itself, untimed")
     return said

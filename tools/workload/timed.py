@@ -99,9 +99,9 @@ def leg(process: Any, steps: int, seeds: list[int] | None, folder: Path | None, 
     spun_s = sum(float(x) for x in reported.get("spin_s", []))  # the spin before each GPU window: the worker's, accounted, in no figure
     step_s, figure = figure_of(windows, device)
     alone = reported.get("step_device_s" if figure == "device" else "step_wall_s") or []
-    return Leg(step_s=step_s, figure=figure, controller_s=max(elapsed_s - round_trip_s, 0.0), worker_s=sum(windows) + sum(inputs) + spun_s, window_s=windows,
-               device_s=device, inputs_s=inputs, step_only_s=[float(x) for x in alone], digests=list(reported.get("digests", [])), tampered=tampered,
-               seeds=seeds, saved_step=chosen if folder is not None else None)
+    return Leg(step_s=step_s, figure=figure, controller_s=max(elapsed_s - round_trip_s, 0.0), worker_s=sum(windows) + sum(inputs) + spun_s,
+               window_s=windows, device_s=device, inputs_s=inputs, step_only_s=[float(x) for x in alone],
+               digests=list(reported.get("digests", [])), tampered=tampered, seeds=seeds, saved_step=chosen if folder is not None else None)
 
 
 def figure_of(windows_s: list[float], device_s: list[float]) -> tuple[float, str]:
@@ -115,7 +115,8 @@ def figure_of(windows_s: list[float], device_s: list[float]) -> tuple[float, str
     wall, device = sum(windows_s), sum(device_s)
     if wall > device * (1 + WALL_OVER) + WALL_SLACK_S * steps:
         return wall / steps, (f"the wall clock: its windows took {wall / steps * 1e3:.3g} ms a step on the worker's clock against "
-                              f"{device / steps * 1e3:.3g} ms of device time on the step's stream (work off that stream, or on the host after it)")
+                              f"{device / steps * 1e3:.3g} ms of device time on the step's stream (work off that stream, or on the host "
+                              "after it)")
     return device / steps, "device"
 
 

@@ -18,7 +18,8 @@ teardown in every worker). torch sets it back to 0 where CUPTI cannot be re-init
 # up_proj; T5 v1.1 and its successors: wi_0 and wi_1). Families that keep them in one layer already (GPT-2's c_attn,
 # Falcon's and GPT-NeoX's query_key_value, Phi-3's qkv_proj and gate_up_proj) have nothing to fuse.
 PROJECTION_GROUPS: tuple[tuple[str, ...], ...] = (("q_proj", "k_proj", "v_proj"), ("query", "key", "value"), ("q_lin", "k_lin", "v_lin"),
-                                                  ("query_proj", "key_proj", "value_proj"), ("q", "k", "v"), ("gate_proj", "up_proj"), ("wi_0", "wi_1"))
+                                                  ("query_proj", "key_proj", "value_proj"), ("q", "k", "v"), ("gate_proj", "up_proj"),
+                                                  ("wi_0", "wi_1"))
 """The sibling projections fuse_projections fuses, by the names the model families give them (worker/levers/fused_projections.py),
 named by the controller where none was found (checks/engagement.py)."""
 

@@ -52,16 +52,17 @@ def disagreement(legs: list[Leg], reference: list[Leg] | None = None) -> str | N
     limit = max(CLOCK_SLACK_S / steps, UNACCOUNTED_SHARE * claimed, 0.5 * theirs)
     if mine - theirs <= limit:
         return None
-    return (f"the worker's clock disagrees with the controller's: in every leg at least {mine * 1e3:.3g} ms a step of its calls were outside "
-            f"its timed windows and its inputs(seed) on the controller's clock (round trips taken off), against {theirs * 1e3:.3g} ms for the reference's worker, "
-            f"beyond {limit * 1e3:.3g} ms; it claims {claimed * 1e3:.3g} ms a step")
+    return (f"the worker's clock disagrees with the controller's: in every leg at least {mine * 1e3:.3g} ms a step of its calls were "
+            f"outside its timed windows and its inputs(seed) on the controller's clock (round trips taken off), against {theirs * 1e3:.3g} "
+            f"ms for the reference's worker, beyond {limit * 1e3:.3g} ms; it claims {claimed * 1e3:.3g} ms a step")
 
 
 def inputs_moved(legs: list[Leg], reference: list[Leg], noise_band: float) -> str | None:
     """Why the candidate's inputs(seed) cannot be left outside its windows, or None: on the same seeds (a pair's two legs)
     it took longer than the reference's, in the pairs' median, beyond what the process-to-process noise allows
     (INPUTS_BAND and the rest): work moved there, out of the timed window (a wrapped callee, a result computed ahead)."""
-    pairs = [(mine.inputs_step_s, theirs.inputs_step_s) for mine, theirs in zip(legs, reference, strict=False) if mine.inputs_s and theirs.inputs_s]
+    pairs = [(mine.inputs_step_s, theirs.inputs_step_s) for mine, theirs in zip(legs, reference, strict=False)
+             if mine.inputs_s and theirs.inputs_s]
     if not pairs:
         return None
     differences = [mine - theirs for mine, theirs in pairs]
@@ -73,7 +74,8 @@ def inputs_moved(legs: list[Leg], reference: list[Leg], noise_band: float) -> st
         return None
     mine_s, theirs_s = statistics.median(m for m, _ in pairs), statistics.median(t for _, t in pairs)
     return (f"its inputs(seed) took {mine_s * 1e3:.3g} ms a step against the reference's {theirs_s * 1e3:.3g} ms on the same seeds "
-            f"({excess * 1e3:.3g} ms more, beyond {limit * 1e3:.3g} ms; the reference's step {step_s * 1e3:.3g} ms): work moved out of the timed window")
+            f"({excess * 1e3:.3g} ms more, beyond {limit * 1e3:.3g} ms; the reference's step {step_s * 1e3:.3g} ms): work moved out of the "
+            "timed window")
 
 
 def paired_pace(paired_s: list[float], solo_s: float | None) -> float | None:
@@ -92,9 +94,9 @@ def slowed(paired_s: list[float], solo_s: float | None, device_s: float | None =
         return None
     median_s = statistics.median(paired_s)
     device = f"; its device time {device_s * 1e3:.3g} ms a step in the pairs" if device_s else ""
-    return (f"the reference ran at {median_s / solo_s:.2f}x its solo pace in the pairs ({median_s * 1e3:.3g} ms a step beside the candidate, "
-            f"{solo_s * 1e3:.3g} ms alone{device}): something slowed it while the candidate's worker was stopped (a process of the candidate's "
-            "that escaped the stop, or a machine that got busy: measure again on a quiet machine)")
+    return (f"the reference ran at {median_s / solo_s:.2f}x its solo pace in the pairs ({median_s * 1e3:.3g} ms a step beside the "
+            f"candidate, {solo_s * 1e3:.3g} ms alone{device}): something slowed it while the candidate's worker was stopped (a process of "
+            "the candidate's that escaped the stop, or a machine that got busy: measure again on a quiet machine)")
 
 
 def two_paced(legs_s: list[float]) -> str | None:

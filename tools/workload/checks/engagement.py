@@ -31,20 +31,24 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         graphs = int(seen.get("compiled_graphs", 0))
         breaks = int(seen.get("graph_breaks", 0))
         return Engagement(lever=lever.name, engaged=graphs > 0,
-                          evidence=f"dynamo compiled {graphs} graph(s), {breaks} graph break(s)" if graphs else "dynamo compiled no graph: the step ran eagerly")
+                          evidence=f"dynamo compiled {graphs} graph(s), {breaks} graph break(s)" if graphs
+                          else "dynamo compiled no graph: the step ran eagerly")
     if lever.kind == "graph":
         captured = bool(warm.get("graph_captured")) and bool(seen.get("graph_replayed"))
-        return Engagement(lever=lever.name, engaged=captured, evidence="captured once, each timed step a replay" if captured else "no graph was captured")
+        return Engagement(lever=lever.name, engaged=captured,
+                          evidence="captured once, each timed step a replay" if captured else "no graph was captured")
     if lever.kind == "sdpa":
         names = SDPA_OPS[lever.value]
         hits = {op: count for op, count in seen.get("ops", {}).items() if any(n in op for n in names)}
         missing = f"no {' or '.join(names)} op ran: the model calls no scaled_dot_product_attention there"
-        return Engagement(lever=lever.name, engaged=bool(hits), evidence=", ".join(f"{op} x{count}" for op, count in hits.items()) if hits else missing)
+        return Engagement(lever=lever.name, engaged=bool(hits),
+                          evidence=", ".join(f"{op} x{count}" for op, count in hits.items()) if hits else missing)
     if lever.kind == "stance":
         return _stance(lever, seen)
     if lever.value == "coordinate_descent":  # a compiler setting: engaged where the step ran code compiled under it
         graphs = int(seen.get("compiled_graphs", 0))
-        return Engagement(lever=lever.name, engaged=graphs > 0, evidence=f"{graphs} graph(s) compiled with Inductor's coordinate-descent tuning on"
+        return Engagement(lever=lever.name, engaged=graphs > 0,
+                          evidence=f"{graphs} graph(s) compiled with Inductor's coordinate-descent tuning on"
                           if graphs else "nothing was compiled: stack it on a compiled candidate (compile, decode_loop on a GPU)")
     if lever.value == "combo_kernels":  # engaged where compiled code ran and the step launched fewer device kernels than its reference
         return _combo(lever, seen, baseline)
@@ -52,7 +56,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         files, tuned = seen.get("tunableop_files") or [], int(seen.get("tunableop_results") or 0)
         on = bool(seen.get("tunableop_enabled")) and bool(files or tuned)
         said = f"results in {', '.join(files)}" if files else f"{tuned} GEMM(s) tuned"
-        return Engagement(lever=lever.name, engaged=on, evidence=f"TunableOp enabled, {said}" if on else "TunableOp wrote no results (no GEMM it tunes ran)")
+        return Engagement(lever=lever.name, engaged=on,
+                          evidence=f"TunableOp enabled, {said}" if on else "TunableOp wrote no results (no GEMM it tunes ran)")
     if lever.kind == "overrides":
         counted = seen.get("override_calls") or {}
         if not counted:
@@ -62,12 +67,15 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         said = ", ".join(f"{target.rsplit(':', 1)[-1]} x{count}" for target, count in counted.items() if count) or "none"
         if on_device:
             said += "; on the device with no host call (a replayed graph): " + ", ".join(
-                f"{target.rsplit(':', 1)[-1]} by {', '.join(f'{name} x{n}' for name, n in names.items())}" for target, names in on_device.items())
+                f"{target.rsplit(':', 1)[-1]} by {', '.join(f'{name} x{n}' for name, n in names.items())}"
+                for target, names in on_device.items())
         wrapper_us = seen.get("wrapper_overhead_us")
         wrapper = f"; the counting wrapper {wrapper_us:.3f} us a call" if wrapper_us is not None else ""
-        compiled = "; in compiled code only a custom op calling overrides.note_call counts (integrate's modules do)" if silent and seen.get("compiled_graphs") else ""
+        compiled = ("; in compiled code only a custom op calling overrides.note_call counts (integrate's modules do)"
+                    if silent and seen.get("compiled_graphs") else "")
         return Engagement(lever=lever.name, engaged=not silent, calls=sum(counted.values()), wrapper_us=wrapper_us,
-                          evidence=f"calls the host made in one step: {said}" + (f"; never called: {', '.join(silent)}{compiled}" if silent else "") + wrapper)
+                          evidence=f"calls the host made in one step: {said}"
+                          + (f"; never called: {', '.join(silent)}{compiled}" if silent else "") + wrapper)
     if lever.kind == "generate":
         return _decode_loop(lever, seen)
     if lever.kind == "cache":
@@ -75,11 +83,13 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         calls, overridden = int(counted.get("calls", 0)), int(counted.get("overridden", 0))
         engaged = calls > 0 and not overridden
         return Engagement(lever=lever.name, engaged=engaged, calls=calls, evidence=(
-            f"{calls} generate call(s) in one step on the static cache" if engaged else f"{overridden} of {calls} generate call(s) passed another cache_implementation"
+            f"{calls} generate call(s) in one step on the static cache" if engaged
+            else f"{overridden} of {calls} generate call(s) passed another cache_implementation"
             if overridden else "the step called no generate of the model's"))
     if lever.kind == "layout":
         count = int(seen.get("channels_last") or 0)
-        return Engagement(lever=lever.name, engaged=count > 0, evidence=f"{count} 4-D weight(s) in channels_last; " + _kernel_change(seen, baseline) if count
+        return Engagement(lever=lever.name, engaged=count > 0,
+                          evidence=f"{count} 4-D weight(s) in channels_last; " + _kernel_change(seen, baseline) if count
                           else "the model has no 4-D weights (no convolutions): nothing for the format to change")
     if lever.kind == "fusion":
         return _fused(lever, seen, baseline)
@@ -89,7 +99,8 @@ def _one(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any], warm: dic
         counted = seen.get("weight_only") or {}
         layers, before, after = (int(counted.get(key, 0)) for key in ("layers", "bytes_before", "bytes_after"))
         return Engagement(lever=lever.name, engaged=layers > 0, evidence=f"{layers} Linear layer(s) in {lever.value}: their weights "
-                          f"{before / 1e6:.1f} -> {after / 1e6:.1f} MB" if layers else "the model has no plain floating-point Linear layer to quantize")
+                          f"{before / 1e6:.1f} -> {after / 1e6:.1f} MB" if layers
+                          else "the model has no plain floating-point Linear layer to quantize")
     if lever.kind == "knob":
         return Engagement(lever=lever.name, engaged=True, evidence="the workload's factory took it; " + _kernel_change(seen, baseline))
     changed = _kernel_change(seen, baseline)
@@ -119,14 +130,16 @@ def _stance(lever: Lever, seen: dict[str, Any]) -> Engagement:
         graphs = int(seen.get("compiled_graphs", 0))
         return Engagement(lever=lever.name, engaged=graphs > 0,
                           evidence=f"{graphs} compiled graph(s), their guards skipped in every step after warm-up" if graphs else
-                          "nothing was compiled, so no guards to skip: stack it on a compiled candidate (compile, a static KV cache's decode)")
+                          "nothing was compiled, so no guards to skip: stack it on a compiled candidate (compile, a static KV cache's "
+                          "decode)")
     ops = seen.get("ops", {})
     launches = int(sum(count for op, count in ops.items() if op in GRAPH_LAUNCH))
     captures = int(sum(count for op, count in ops.items() if op in GRAPH_CAPTURE))
     recorded = f"; {captures} graph capture(s) in the warmed-up step" if captures else "; no graph captured in the warmed-up step"
     return Engagement(lever=lever.name, engaged=launches > 0,
                       evidence=f"{launches} CUDA/HIP graph launch(es) in one step{recorded}" if launches else
-                      "no CUDA/HIP graph was launched in a step, so nothing to mark: stack it on compile_reduce_overhead or a static KV cache's decode")
+                      "no CUDA/HIP graph was launched in a step, so nothing to mark: stack it on compile_reduce_overhead or a static KV "
+                      "cache's decode")
 
 
 def _combo(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Engagement:
@@ -134,13 +147,15 @@ def _combo(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Enga
     (a replayed graph's kernels counted too); without a kernel count on either side, not proven."""
     graphs = int(seen.get("compiled_graphs", 0))
     if not graphs:
-        return Engagement(lever=lever.name, engaged=False, evidence="nothing was compiled: stack it on a compiled candidate (compile, decode_loop on a GPU)")
+        return Engagement(lever=lever.name, engaged=False,
+                          evidence="nothing was compiled: stack it on a compiled candidate (compile, decode_loop on a GPU)")
     mine, theirs = (sum(int(n) for n in (side.get("kernels") or {}).values()) for side in (seen, baseline))
     if not mine or not theirs:
-        return Engagement(lever=lever.name, engaged=False, evidence=f"{graphs} graph(s) compiled with combo kernels on, but no device kernels to count on "
-                          "both sides (the profiled step's or its reference's)")
+        return Engagement(lever=lever.name, engaged=False, evidence=f"{graphs} graph(s) compiled with combo kernels on, but no device "
+                          "kernels to count on both sides (the profiled step's or its reference's)")
     fewer = mine < theirs
-    return Engagement(lever=lever.name, engaged=fewer, evidence=f"{graphs} graph(s) compiled with combo kernels on; device kernels in one step {theirs} -> {mine}"
+    return Engagement(lever=lever.name, engaged=fewer,
+                      evidence=f"{graphs} graph(s) compiled with combo kernels on; device kernels in one step {theirs} -> {mine}"
                       + ("" if fewer else ": no fewer than the reference's (no independent kernels were combined)"))
 
 
@@ -166,9 +181,9 @@ def _fused(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any]) -> Enga
     left = ("; left apart: " + "; ".join(f"{why} (x{n})" for why, n in apart.items())) if apart else ""
     if not placed:
         if not apart:
-            return Engagement(lever=lever.name, engaged=False, evidence="no sibling projections were fused: the model has none of the known groups "
-                              f"({', '.join('/'.join(g) for g in GROUPS)}); its projections may be one layer already (GPT-2's c_attn, "
-                              "Falcon's query_key_value)")
+            return Engagement(lever=lever.name, engaged=False, evidence="no sibling projections were fused: the model has none of the "
+                              f"known groups ({', '.join('/'.join(g) for g in GROUPS)}); its projections may be one layer already (GPT-2's "
+                              "c_attn, Falcon's query_key_value)")
         return Engagement(lever=lever.name, engaged=False, evidence="no sibling projections were fused" + left)
     fused = ", ".join(f"{n} x {label}" for label, n in placed.items())
     mine, theirs, key = _gemms(seen, baseline)
@@ -185,7 +200,8 @@ def _routed_kernel(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any])
     back to torch's code (a fallback by design, a prefill's, is not counted against it)."""
     routed = seen.get(lever.value) or {}
     if not routed.get("routed"):
-        return Engagement(lever=lever.name, engaged=False, evidence=str(routed.get("why") or "the route placed the kernel nowhere in the model"))
+        return Engagement(lever=lever.name, engaged=False,
+                          evidence=str(routed.get("why") or "the route placed the kernel nowhere in the model"))
     placed = f"{routed['routed']} {routed.get('what', 'module(s) routed')}"
     expected = set(routed.get("expected") or [])
     fallbacks = {why: n for why, n in (routed.get("fallbacks") or {}).items() if why not in expected}
@@ -196,9 +212,11 @@ def _routed_kernel(lever: Lever, seen: dict[str, Any], baseline: dict[str, Any])
         ran += ("; " if ran else "") + "on the device: " + ", ".join(f"{name} x{n}" for name, n in on_device.items())
     if fallbacks:
         said = "; ".join(f"{why} (x{n})" for why, n in fallbacks.items())
-        return Engagement(lever=lever.name, engaged=False, calls=calls, evidence=f"{placed}, but calls fell back to torch's code: {said}" + (f"; {ran}" if ran else ""))
+        return Engagement(lever=lever.name, engaged=False, calls=calls,
+                          evidence=f"{placed}, but calls fell back to torch's code: {said}" + (f"; {ran}" if ran else ""))
     if not ran:
-        return Engagement(lever=lever.name, engaged=False, calls=0, evidence=f"{placed}, but the profiled step ran no call through the kernel")
+        return Engagement(lever=lever.name, engaged=False, calls=0,
+                          evidence=f"{placed}, but the profiled step ran no call through the kernel")
     return Engagement(lever=lever.name, engaged=True, calls=calls, evidence=f"{placed}; {ran}")
 
 
@@ -225,8 +243,10 @@ def compile_note(seen: dict[str, Any], reference: dict[str, Any]) -> str:
     if in_step:
         said.append(f"dynamo compiled {in_step} graph(s) during a warmed-up step")
     if their_graphs and (graphs > their_graphs or breaks > their_breaks):
-        said.append(f"dynamo compiled {graphs} graph(s) with {breaks} graph break(s) where its reference, compiled too, compiled {their_graphs} with {their_breaks}")
-    return "; ".join(said) + ": recompiles or breaks the candidate brought (TORCH_LOGS=recompiles,graph_breaks in its worker says where)" if said else ""
+        said.append(f"dynamo compiled {graphs} graph(s) with {breaks} graph break(s) where its reference, compiled too, compiled "
+                    f"{their_graphs} with {their_breaks}")
+    return ("; ".join(said) + ": recompiles or breaks the candidate brought (TORCH_LOGS=recompiles,graph_breaks in its worker says where)"
+            if said else "")
 
 
 def _kernel_change(seen: dict[str, Any], baseline: dict[str, Any]) -> str:

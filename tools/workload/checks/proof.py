@@ -47,7 +47,8 @@ def profiled_work(process: Any, folder: Path, proof: bool = True, seed: int | No
         return evidence, None
     weighed = evidence.pop("work", None)  # weighed in the worker from the raw events (a CPU step: profile/kineto.py)
     try:
-        work = StepWork.model_validate(weighed) if weighed is not None else step_work(trace, evidence.get("parameter_bytes")) if trace.is_file() else None
+        work = (StepWork.model_validate(weighed) if weighed is not None else step_work(trace, evidence.get("parameter_bytes"))
+                if trace.is_file() else None)
     finally:
         trace.unlink(missing_ok=True)
     if work is None:  # no torch in the worker: nothing was profiled
@@ -90,9 +91,9 @@ def short_of_work(baseline: StepWork | None, candidate: StepWork, levers: list[L
     if declared:
         return None
     said = "; ".join(text for _, _, text in shares)
-    return (f"proof of work: its profiled step (run as a timed step) did under {POW_FRACTION:.0%} of the baseline's gemm and attention work: "
-            f"{mine.ops} ops against {theirs.ops}; {said}. A step that skips the work (a memo, a result kept, work moved off the step) does "
-            f"this; a lever that does less work by design must say why (Lever.less_work). Candidate: {describe(candidate)}")
+    return (f"proof of work: its profiled step (run as a timed step) did under {POW_FRACTION:.0%} of the baseline's gemm and attention "
+            f"work: {mine.ops} ops against {theirs.ops}; {said}. A step that skips the work (a memo, a result kept, work moved off the "
+            f"step) does this; a lever that does less work by design must say why (Lever.less_work). Candidate: {describe(candidate)}")
 
 
 def inputs_rewritten(candidate: set[str], reference: set[str]) -> str | None:

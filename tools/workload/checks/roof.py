@@ -31,8 +31,8 @@ NEXT_STEP = "measure this GPU's ceilings (hyperloom roofline --target ARCH, e.g.
 # honest step 60x under it. A floor of the machine is no ceiling: a CPU workload's roof does not read them.
 ONE_CORE = "host"
 ON_A_CPU = ("no roof: no ceiling known for this CPU, so no candidate here is refused as IMPOSSIBLE (the outputs' gate, proof of work and "
-            "fresh inputs still hold); nothing to do about it: the host roofline times one core's scalar C loops, a floor of this CPU rather "
-            "than a ceiling for torch's work on all its cores, so a workload's roof does not use it")
+            "fresh inputs still hold); nothing to do about it: the host roofline times one core's scalar C loops, a floor of this CPU "
+            "rather than a ceiling for torch's work on all its cores, so a workload's roof does not use it")
 
 
 def known_ceilings(workspace: Workspace, device: str) -> tuple[list[Ceiling], str]:
@@ -84,12 +84,13 @@ def step_roof(work: StepWork, ceilings: list[Ceiling], source: str, device: str)
     skipped = f"; flops in {', '.join(left_out)} left out (no ceiling for that dtype)" if left_out else ""
     note = (f"roof {bound_s * ROOF_SLACK * 1e3:.3g} ms a step ({tag}): {ROOF_SLACK:g} x max(compute {compute_s * 1e3:.3g} ms, "
             f"parameters {(memory_s or 0) * 1e3:.3g} ms) at {named}{skipped}")
-    return StepRoof(roof_s=bound_s * ROOF_SLACK, compute_s=compute_s, memory_s=memory_s, slack=ROOF_SLACK, tag=tag, source=source, note=note)
+    return StepRoof(roof_s=bound_s * ROOF_SLACK, compute_s=compute_s, memory_s=memory_s, slack=ROOF_SLACK, tag=tag, source=source,
+                    note=note)
 
 
 def impossible(roof: StepRoof | None, step_s: float) -> str | None:
     """Why a candidate timed at `step_s` a step (the controller's clock) cannot be doing the baseline's work, or None."""
     if roof is None or roof.roof_s is None or step_s >= roof.roof_s:
         return None
-    return (f"timed at {step_s * 1e3:.3g} ms a step (the controller's clock, its paired legs' median), {roof.roof_s / step_s:.3g}x under the "
-            f"baseline step's {roof.note}; no machine does that work that fast: it skipped work, or its time was not seen")
+    return (f"timed at {step_s * 1e3:.3g} ms a step (the controller's clock, its paired legs' median), {roof.roof_s / step_s:.3g}x under "
+            f"the baseline step's {roof.note}; no machine does that work that fast: it skipped work, or its time was not seen")

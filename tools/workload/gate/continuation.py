@@ -44,7 +44,8 @@ def judge(name: str, candidate: Generated, reference: Generated, scored: np.ndar
     steps = candidate.ids.shape[1]
     if scored.shape[:2] != (candidate.tokens.shape[0], steps):
         generated = [candidate.tokens.shape[0], steps]
-        return OutputCheck(output=name, passed=False, detail=f"the reference scored {list(scored.shape[:2])} positions, the candidate generated {generated}")
+        return OutputCheck(output=name, passed=False,
+                           detail=f"the reference scored {list(scored.shape[:2])} positions, the candidate generated {generated}")
     checked = 0
     for row, at in parted.items():
         logprobs = log_softmax(scored[row])
@@ -53,23 +54,26 @@ def judge(name: str, candidate: Generated, reference: Generated, scored: np.ndar
             token = int(candidate.tokens[row, candidate.prompt + step])
             if stopped:
                 if pad is not None and token != pad:
-                    return OutputCheck(output=name, passed=False, detail=f"row {row} step {step}: token {token} after the row's EOS, not the pad {pad}")
+                    return OutputCheck(output=name, passed=False,
+                                       detail=f"row {row} step {step}: token {token} after the row's EOS, not the pad {pad}")
                 continue
             reported = _reported_apart(candidate, row, step, logprobs[step], tolerance)
             if reported is not None:
                 return OutputCheck(output=name, passed=False, detail=(
-                    f"row {row} step {step}, after its parting at step {at}: the log-probabilities it reported are not the reference model's on its "
-                    f"own prefix: {reported}"))
+                    f"row {row} step {step}, after its parting at step {at}: the log-probabilities it reported are not the reference "
+                    f"model's on its own prefix: {reported}"))
             best = int(np.argmax(logprobs[step]))
             margin = float(logprobs[step, best] - logprobs[step, token])
             bound = 2 * (tolerance.atol + tolerance.rtol * abs(float(logprobs[step, best])))
             if margin > bound:
                 return OutputCheck(output=name, passed=False, detail=(
-                    f"row {row} step {step}, after its parting at step {at}: token {token}, which the reference's model rates {margin:.3g} nats below "
-                    f"its own pick {best} on the candidate's prefix (a near tie allows {bound:.3g})"))
+                    f"row {row} step {step}, after its parting at step {at}: token {token}, which the reference's model rates {margin:.3g} "
+                    f"nats below its own pick {best} on the candidate's prefix (a near tie allows {bound:.3g})"))
             checked += 1
             stopped = token in eos
-    return OutputCheck(output=name, passed=True, detail=f"{checked} token(s) after {len(parted)} parting(s) scored by the reference's model: each its pick or a near tie")
+    return OutputCheck(output=name, passed=True,
+                       detail=f"{checked} token(s) after {len(parted)} parting(s) scored by the reference's model: each its pick or a near "
+                              "tie")
 
 
 def _reported_apart(candidate: Generated, row: int, step: int, scored: np.ndarray, tolerance: OutputTolerance) -> str | None:
@@ -81,7 +85,8 @@ def _reported_apart(candidate: Generated, row: int, step: int, scored: np.ndarra
     return lists_apart(candidate.ids[row, step], candidate.logprobs[row, step], top, scored[top], wide)
 
 
-def checks(reference: WorkloadProcess, candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance], folder: Path) -> list[OutputCheck]:
+def checks(reference: WorkloadProcess, candidate: Path, references: dict[str, np.ndarray], tolerances: dict[str, OutputTolerance],
+           folder: Path) -> list[OutputCheck]:
     """The continuation check of every generated output in `references` whose candidate (saved in `candidate`: its
     first outputs, on the workload's inputs as built) parted at a near tie, scored by the `reference` worker's model
     beside its copy of those inputs (an encoder-decoder's encoder input, a decoder's padded prompt); nothing where no
@@ -95,10 +100,12 @@ def checks(reference: WorkloadProcess, candidate: Path, references: dict[str, np
         theirs = Generated(*(references[n] for n in (tokens, ids, logprobs)))
         if not parted_rows(mine, theirs, tolerances[logprobs]):
             continue
-        said = reference.score(folder, {tokens: teacher_request(mine.tokens, mine.ids)}, inputs="built")  # a candidate's first outputs: the inputs as built
+        # a candidate's first outputs: the inputs as built
+        said = reference.score(folder, {tokens: teacher_request(mine.tokens, mine.ids)}, inputs="built")
         if tokens not in said["scored"]:
             continue
-        check = judge(tokens, mine, theirs, np.load(folder / f"{tokens}.scored.npy", allow_pickle=False), tolerances[logprobs], said["eos"], said["pad"])
+        check = judge(tokens, mine, theirs, np.load(folder / f"{tokens}.scored.npy", allow_pickle=False), tolerances[logprobs], said["eos"],
+                      said["pad"])
         if check is not None:
             found.append(check.model_copy(update={"output": f"{tokens} after its parting"}))
     return found

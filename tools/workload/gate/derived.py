@@ -60,18 +60,22 @@ def tolerances(folder_base: Path, folder_twin: Path, names: list[str], metas: di
         if logprobs not in names:
             continue
         drifts = [_drift(loader, tokens, ids, logprobs) for loader in (load, *(_loader(b, t) for b, t in drift_runs))]
-        rule = DerivedTolerance(k=k, twin_dtype=twin_dtype, baseline_error={"top_logprob_drift": max(drifts)}, floor=twin.NATS_FLOOR, inputs=len(drifts))
-        result.update({tokens: OutputTolerance(), ids: OutputTolerance(), logprobs: OutputTolerance(atol=rule.live_bound("top_logprob_drift"), derived=rule)})
+        rule = DerivedTolerance(k=k, twin_dtype=twin_dtype, baseline_error={"top_logprob_drift": max(drifts)}, floor=twin.NATS_FLOOR,
+                                inputs=len(drifts))
+        result.update({tokens: OutputTolerance(), ids: OutputTolerance(),
+                       logprobs: OutputTolerance(atol=rule.live_bound("top_logprob_drift"), derived=rule)})
         teacher = tokens + twin.TEACHER
         if (folder_base / f"{teacher}.npy").is_file() and (folder_twin / f"{teacher}.npy").is_file():
-            result[teacher] = OutputTolerance(derived=_teacher_rule(teacher, load, drift_runs, metas.get(teacher, {}).get("original_dtype", "float32"), k, twin_dtype))
+            result[teacher] = OutputTolerance(derived=_teacher_rule(teacher, load, drift_runs,
+                                                                    metas.get(teacher, {}).get("original_dtype", "float32"), k, twin_dtype))
     return result
 
 
 WORST_ELEMENT = ("max_rel",)  # measures read off one element: the largest over prompts, as the log-probability drift
 
 
-def _teacher_rule(teacher: str, load, drift_runs: list[tuple[Path, Path]], original_dtype: str, k: float, twin_dtype: str) -> DerivedTolerance:
+def _teacher_rule(teacher: str, load, drift_runs: list[tuple[Path, Path]], original_dtype: str, k: float,
+                  twin_dtype: str) -> DerivedTolerance:
     """The teacher-forced logits' rule: the baseline's error against its twin on the frozen prompt, where the candidate
     is measured too; a measure read off one element (max_rel) the largest over the frozen prompt and the fresh ones
     where both scored them, as the log-probability drift is. On a BART (bf16) an honest attention path measured
@@ -102,8 +106,10 @@ def _loader(folder_base: Path, folder_twin: Path):
     def load(name: str) -> tuple[np.ndarray, np.ndarray]:
         base, other = (np.load(f / f"{name}.npy", allow_pickle=False) for f in (folder_base, folder_twin))
         if base.shape != other.shape or (base.dtype.kind in "iu") != (other.dtype.kind in "iu"):
-            raise HyperloomError(f"the float32 twin's output {name} is {other.dtype}{list(other.shape)}, the baseline's {base.dtype}{list(base.shape)}",
-                                 "make the workload's outputs independent of the model's dtype, or declare a tolerance (atol/rtol, per_output)")
+            raise HyperloomError(f"the float32 twin's output {name} is {other.dtype}{list(other.shape)}, the baseline's "
+                                 f"{base.dtype}{list(base.shape)}",
+                                 "make the workload's outputs independent of the model's dtype, or declare a tolerance (atol/rtol, "
+                                 "per_output)")
         return base, other
     return load
 

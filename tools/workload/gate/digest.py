@@ -72,6 +72,7 @@ def mismatch(candidate: list[dict[str, float]], reference: list[dict[str, float]
             apart = abs(c - r) if math.isfinite(c) and math.isfinite(r) else math.inf if c != r else 0.0
             if math.isnan(apart) or apart > bound.allowed(r):
                 kind = "sum" if bound == Bound(0.0) else "L2 norm"
-                return (f"timed step {step + 1}'s {name}: its {kind} {c:.7g} against the reference's {r:.7g} on the same inputs, beyond the "
-                        f"{bound.allowed(r):.3g} its tolerance allows (a step that did not produce its outputs: a stale or skipped result)")
+                return (f"timed step {step + 1}'s {name}: its {kind} {c:.7g} against the reference's {r:.7g} on the same inputs, beyond "
+                        f"the {bound.allowed(r):.3g} its tolerance allows (a step that did not produce its outputs: a stale or skipped "
+                        "result)")
     return None

@@ -64,8 +64,9 @@ class Frozen:
         return any(t.derived is not None and t.derived.k > twin.DEFAULT_K for t in self.tolerances.values())
 
 
-def write_frozen(folder: Path, run: Path, target: Target, tolerances: dict[str, OutputTolerance], declared_knobs: dict[str, list[str] | None],
-                 vendor: str, workspace: Workspace, twins: dict[str, Path] | None = None, pinned: dict[str, str] | None = None) -> dict[str, str]:
+def write_frozen(folder: Path, run: Path, target: Target, tolerances: dict[str, OutputTolerance],
+                 declared_knobs: dict[str, list[str] | None], vendor: str, workspace: Workspace, twins: dict[str, Path] | None = None,
+                 pinned: dict[str, str] | None = None) -> dict[str, str]:
     """Freeze the outputs saved in `run` (one .npy per output) as reference sets beside workload.json, and each twin
     output in `twins` (NAME.twin -> its .npy); `pinned`: the workload's source files' digests; returns each set's
     manifest digest."""
@@ -76,11 +77,13 @@ def write_frozen(folder: Path, run: Path, target: Target, tolerances: dict[str, 
     sources = {name: (run / f"{name}.npy", tolerance.atol, tolerance.rtol) for name, tolerance in tolerances.items()}
     sources.update({name: (path, 0.0, 0.0) for name, path in (twins or {}).items()})
     for name, (path, atol, rtol) in sources.items():
-        result = freeze(FreezeRequest(out=workspace.relative(frozen / name), references=[workspace.relative(path)], atol=atol, rtol=rtol, case_names=[name]), workspace)
+        result = freeze(FreezeRequest(out=workspace.relative(frozen / name), references=[workspace.relative(path)], atol=atol, rtol=rtol,
+                                      case_names=[name]), workspace)
         digests[name] = result.manifest_sha256
-    manifest = {"format": FORMAT, "workload": portable(target.workload, workspace), "kind": target.kind, "args": list(target.args), "knobs": target.knobs,
-                "declared_knobs": declared_knobs, "vendor": vendor, "outputs": {n: t.model_dump() for n, t in tolerances.items()}, "sets": digests,
-                "twins": sorted(twins or {}), "pinned": pinned or {}}
+    manifest = {"format": FORMAT, "workload": portable(target.workload, workspace), "kind": target.kind, "args": list(target.args),
+                "knobs": target.knobs, "declared_knobs": declared_knobs, "vendor": vendor,
+                "outputs": {n: t.model_dump() for n, t in tolerances.items()}, "sets": digests, "twins": sorted(twins or {}),
+                "pinned": pinned or {}}
     manifest["content_sha256"] = sha256_json(manifest)
     write_bytes_atomic(folder / "workload.json", json.dumps(manifest, indent=2).encode() + b"\n")
     return digests
@@ -107,14 +110,16 @@ def read_frozen(name: str, workspace: Workspace) -> Frozen:
     folder = session_folder(name, workspace)
     path = folder / "workload.json"
     if not path.is_file():
-        raise HyperloomError(f"no frozen workload {name!r} (looked in {workspace.relative(folder)})", "freeze it first with workload freeze")
+        raise HyperloomError(f"no frozen workload {name!r} (looked in {workspace.relative(folder)})",
+                             "freeze it first with workload freeze")
     try:
         manifest = json.loads(path.read_text())
         stored = manifest.pop("content_sha256")
     except (ValueError, KeyError, AttributeError) as exc:
         raise HyperloomError(f"{workspace.relative(path)} is not a workload manifest", "freeze the workload again (overwrite)") from exc
     if manifest.get("format") != FORMAT or sha256_json(manifest) != stored:
-        raise HyperloomError(f"{workspace.relative(path)} changed after it was frozen", "freeze the workload again (overwrite), or restore the file")
+        raise HyperloomError(f"{workspace.relative(path)} changed after it was frozen",
+                             "freeze the workload again (overwrite), or restore the file")
     pinned.check(manifest.get("pinned") or {}, workspace, name)
     twins = tuple(manifest.get("twins", []))
     for output in (*manifest["outputs"], *twins):
@@ -150,10 +155,12 @@ def compare(candidate: Path, references: dict[str, np.ndarray], tolerances: dict
             continue
         outs = [np.load(candidate / f"{n}.npy", allow_pickle=False) for n in names]
         if name in paired:
-            checks.extend(generated.check(name, generated.Generated(*outs), generated.Generated(*(references[n] for n in names)), tolerances[paired[name][1]]))
+            checks.extend(generated.check(name, generated.Generated(*outs), generated.Generated(*(references[n] for n in names)),
+                                          tolerances[paired[name][1]]))
         elif tolerances[name].derived is not None:
             derived, twin_ref = tolerances[name].derived, references.get(twin.twin_name(name))
-            checks.append(twin.check(name, outs[0], twin_ref, derived) if twin_ref is not None else twin.check_live(name, outs[0], ref, derived))
+            checks.append(twin.check(name, outs[0], twin_ref, derived) if twin_ref is not None
+                          else twin.check_live(name, outs[0], ref, derived))
         else:
             checks.append(_check(name, outs[0], ref, tolerances[name]))
     return checks
@@ -184,7 +191,8 @@ def _check(name: str, out: np.ndarray, ref: np.ndarray, tolerance: OutputToleran
     if ref.dtype.kind in "iu":
         equal = float(np.mean(out == ref)) if ref.size else 1.0
         first = np.argwhere(out != ref)[:MISMATCHES_SHOWN]
-        where = "; first unequal at " + ", ".join(f"{list(map(int, i))}: {out[tuple(i)]} vs {ref[tuple(i)]}" for i in first) if len(first) else ""
+        where = ("; first unequal at " + ", ".join(f"{list(map(int, i))}: {out[tuple(i)]} vs {ref[tuple(i)]}" for i in first) if len(first)
+                 else "")
         passed = equal >= tolerance.match
         return OutputCheck(output=name, passed=passed, detail=f"{equal:.4f} of elements equal (needs {tolerance.match:g}){where}")
     verdict = judge_arrays({name: out}, {name: ref}, Tolerance(atol=tolerance.atol, rtol=tolerance.rtol), {name: name})

@@ -70,7 +70,8 @@ class Row:
 
 def shape_error(side: str, tokens: np.ndarray, ids: np.ndarray, logprobs: np.ndarray) -> str | None:
     if tokens.ndim != 2 or ids.ndim != 3 or ids.shape != logprobs.shape:
-        return f"{side}: tokens {list(tokens.shape)} must be [batch, prompt + steps], top_ids {list(ids.shape)} and top_logprobs {list(logprobs.shape)} the same [batch, steps, k]"
+        return (f"{side}: tokens {list(tokens.shape)} must be [batch, prompt + steps], top_ids {list(ids.shape)} and top_logprobs "
+                f"{list(logprobs.shape)} the same [batch, steps, k]")
     if ids.shape[0] != tokens.shape[0] or ids.shape[1] > tokens.shape[1] or ids.shape[2] < 1:
         return f"{side}: top_ids {list(ids.shape)} do not fit tokens {list(tokens.shape)} (one list of k >= 1 per generated token)"
     if ids.dtype.kind not in "iu" or tokens.dtype.kind not in "iu" or logprobs.dtype.kind != "f":
@@ -92,7 +93,8 @@ def judge(candidate: Generated, reference: Generated, tolerance: OutputTolerance
         error = shape_error(side, g.tokens, g.ids, g.logprobs)
         if error:
             return False, error
-    if candidate.tokens.shape[0] != reference.tokens.shape[0] or candidate.prompt != reference.prompt or candidate.ids.shape[2] != reference.ids.shape[2]:
+    if (candidate.tokens.shape[0] != reference.tokens.shape[0] or candidate.prompt != reference.prompt
+            or candidate.ids.shape[2] != reference.ids.shape[2]):
         return False, (f"tokens {list(candidate.tokens.shape)} with top-k lists {list(candidate.ids.shape)}; the frozen baseline's "
                        f"{list(reference.tokens.shape)} and {list(reference.ids.shape)} (batch, prompt and k must match)")
     if not np.array_equal(candidate.tokens[:, :candidate.prompt], reference.tokens[:, :reference.prompt]):
@@ -126,7 +128,8 @@ def _row(b: int, candidate: Generated, reference: Generated, tolerance: OutputTo
             continue
         values = dict(zip(map(int, reference.ids[b, t]), map(float, reference.logprobs[b, t]), strict=True))
         if theirs not in values:
-            return Row(failure=f"row {b} step {t}: the reference's own token {theirs} is not among its top {k}: return more log-probabilities")
+            return Row(failure=f"row {b} step {t}: the reference's own token {theirs} is not among its top {k}: return more "
+                               "log-probabilities")
         if mine not in values:
             lowest = min(values.values())
             undecided = values[theirs] - lowest <= _allowed(values[theirs], tolerance) + _allowed(lowest, tolerance)
@@ -135,7 +138,8 @@ def _row(b: int, candidate: Generated, reference: Generated, tolerance: OutputTo
                           f"log-probabilities (k above {k})" if undecided else ""))
         margin, bound = values[theirs] - values[mine], _allowed(values[theirs], tolerance) + _allowed(values[mine], tolerance)
         if margin > bound:
-            return Row(failure=f"row {b} step {t}: token {mine} where the reference chose {theirs} by {margin:.3g} nats, more than a tie within the tolerance ({bound:.3g})")
+            return Row(failure=f"row {b} step {t}: token {mine} where the reference chose {theirs} by {margin:.3g} nats, more than a tie "
+                               f"within the tolerance ({bound:.3g})")
         return Row(parted_at=t, margin=margin, not_compared=steps_r - t - 1)
     if steps_c != steps_r:
         return Row(other_length=f"row {b}: {steps_c} generated tokens, the reference's {steps_r}, with no token apart in any row")
@@ -169,9 +173,12 @@ def _allowed(value: float, tolerance: OutputTolerance) -> float:
 def _summary(rows: list[Row], reference: Generated, tolerance: OutputTolerance) -> str:
     steps, k = reference.ids.shape[1], reference.ids.shape[2]
     parted = [r for r in rows if r.parted_at is not None]
-    text = f"{len(rows) - len(parted)}/{len(rows)} rows equal to the end, top-{k} log-probabilities within atol {tolerance.atol:g}, rtol {tolerance.rtol:g}"
+    text = (f"{len(rows) - len(parted)}/{len(rows)} rows equal to the end, top-{k} log-probabilities within atol {tolerance.atol:g}, "
+            f"rtol {tolerance.rtol:g}")
     if parted:
         uncompared = sum(r.not_compared for r in parted)
-        text += (f"; {len(parted)} parted at a near tie (steps {', '.join(str(r.parted_at) for r in parted[:8])}{'...' if len(parted) > 8 else ''}; "
-                 f"margins up to {max(r.margin or 0.0 for r in parted):.3g} nats), {uncompared} of {len(rows) * steps} generated tokens after a parting not compared")
+        text += (f"; {len(parted)} parted at a near tie (steps "
+                 f"{', '.join(str(r.parted_at) for r in parted[:8])}{'...' if len(parted) > 8 else ''}; margins up to "
+                 f"{max(r.margin or 0.0 for r in parted):.3g} nats), {uncompared} of {len(rows) * steps} generated tokens after a parting "
+                 "not compared")
     return text

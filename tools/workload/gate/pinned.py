@@ -29,5 +29,7 @@ def check(pinned: dict[str, str], workspace: Workspace, session: str) -> None:
         path = Path(shown) if Path(shown).is_absolute() else workspace.root / shown
         now = sha256_file(path) if path.is_file() else "missing"
         if now != digest:
-            raise HyperloomError(f"the workload's source {shown} changed since session {session!r} was frozen (sha256 {digest[:16]} at freeze, {now[:16]} now)",
-                                 "restore the file, or freeze the workload again (overwrite) so the baseline and its outputs are the changed code's")
+            raise HyperloomError(f"the workload's source {shown} changed since session {session!r} was frozen (sha256 {digest[:16]} at "
+                                 f"freeze, {now[:16]} now)",
+                                 "restore the file, or freeze the workload again (overwrite) so the baseline and its outputs are the "
+                                 "changed code's")

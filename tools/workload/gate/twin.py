@@ -1,8 +1,8 @@
 """The tolerance derived from the model's own numerics, the default when the caller declares none.
 
 At freeze the workload's model is run once more as its twin: the same weights and inputs upcast to float32 (float64
-on a CPU, and on a GPU for a float32 model; TF32 off), the closest thing to the exact answer the model has. Each output's baseline error against the twin is
-MEASURED then, and a candidate passes when its own error against the twin is at most k times the baseline's (the rule
+on a CPU, and on a GPU for a float32 model; TF32 off), the closest thing to the exact answer the model has. Each output's baseline error
+against the twin is MEASURED then, and a candidate passes when its own error against the twin is at most k times the baseline's (the rule
 FlashAttention's tests apply between a kernel and a plain implementation in the same low precision, there with k = 2),
 under each measure, with one machine epsilon of the output's dtype as the least a baseline error counts for (a baseline
 more exact than its own dtype's step makes any reordering look large; torch.testing's dtype defaults play the same
@@ -18,8 +18,8 @@ elements unlike the twin's, floored at one element. Generated tokens with their 
 near-tie gate (generated.py), its atol derived from the baseline's log-probability drift against the twin's (floored
 at NATS_FLOOR): that gate compares the candidate with the baseline (frozen or live), never with the twin, so its atol
 is the triangle bound below, (k + 1) x the drift (an honest decode_loop on fresh prompts sat above k x, within (k + 1) x:
-docs/decisions.md: The twin rule's k); and a transformers decoder's tokens are also teacher-forced (`NAME.teacher`: the logits the model gives
-the reference's tokens, judged by the float rule), so a parting does not end the comparison of the model's numerics.
+docs/decisions.md: The twin rule's k); and a transformers decoder's tokens are also teacher-forced (`NAME.teacher`: the logits the model
+gives the reference's tokens, judged by the float rule), so a parting does not end the comparison of the model's numerics.
 
 Against a live reference instead of the twin (fresh inputs, a sweep point), only the triangle inequality is known:
 |c - b| <= |c - t| + |t - b|, so a candidate within the rule sits within (k + 1) of the bound's unit of the baseline.
@@ -124,12 +124,14 @@ def _judged(name: str, measured: dict[str, float], derived: DerivedTolerance, bo
         ratio = value / max(derived.baseline_error[measure], derived.floor)
         said.append(f"{measure} {value:.3g} {'<=' if ok else '>'} {allowed:.3g} ({ratio:.2f}x the baseline's, k = {derived.k:g})")
     worst = max(value / max(derived.baseline_error[measure], derived.floor) for measure, value in measured.items())
-    hint = (f" (if this is an honest reordering, a compile or another kernel, declare a looser rule: freeze again with k of {worst * 1.2:.2g} or "
-            "more, `workload freeze --k` or `optimize start --k`, or a tolerance)" if not passed and worst < TIGHT_MISS else "")
+    hint = (" (if this is an honest reordering, a compile or another kernel, declare a looser rule: freeze again with k of "
+            f"{worst * 1.2:.2g} or more, `workload freeze --k` or `optimize start --k`, or a tolerance)"
+            if not passed and worst < TIGHT_MISS else "")
     return OutputCheck(output=name, passed=passed, detail=f"{against}: " + "; ".join(said) + hint)
 
 
-def logprob_drift(a_ids: np.ndarray, a_logprobs: np.ndarray, b_ids: np.ndarray, b_logprobs: np.ndarray, a_tokens: np.ndarray, b_tokens: np.ndarray) -> float:
+def logprob_drift(a_ids: np.ndarray, a_logprobs: np.ndarray, b_ids: np.ndarray, b_logprobs: np.ndarray, a_tokens: np.ndarray,
+                  b_tokens: np.ndarray) -> float:
     """The largest difference of one id's log-probability between two runs' top-k lists, over the steps of each row
     up to where their tokens first differ (after it they go on from other tokens); ids in one list only are skipped."""
     prompt = a_tokens.shape[1] - a_ids.shape[1]
@@ -157,4 +159,5 @@ def teacher_of(references: dict[str, np.ndarray]) -> dict[str, TeacherRequest]:
     """What a worker must score (teacher forcing) for the references given: tokens name -> {ids: the reference's tokens,
     prompt: their prompt's length} for each NAME.teacher whose tokens and top-k lists are among them."""
     wanted = [n[: -len(TEACHER)] for n in references if n.endswith(TEACHER) and not is_twin(n)]
-    return {name: teacher_request(references[name], references[name + IDS]) for name in wanted if name in references and name + IDS in references}
+    return {name: teacher_request(references[name], references[name + IDS]) for name in wanted
+            if name in references and name + IDS in references}

@@ -19,7 +19,8 @@ def traced(call: Callable[[], Any]) -> list[str]:
             code = frame.f_code
             seen.add(f"{code.co_filename}:{code.co_firstlineno} {getattr(code, 'co_qualname', code.co_name)}")
         elif event == "c_call":
-            seen.add(f"{getattr(arg, '__module__', None) or type(getattr(arg, '__self__', None)).__name__}.{getattr(arg, '__qualname__', repr(arg))}")
+            seen.add(f"{getattr(arg, '__module__', None) or type(getattr(arg, '__self__', None)).__name__}."
+                     f"{getattr(arg, '__qualname__', repr(arg))}")
 
     previous = sys.getprofile()
     sys.setprofile(record)

@@ -1,20 +1,18 @@
 """The worker side of a workload: runs in a warm worker process (hyperloom.core.warm), one workload per process.
 
-The controller (tools/workload/process.py) calls these entries in order: `build_guarded` (`build`: import the
-workload, apply the candidate's levers, call its factory; between two looks at the timing path, tamper.py), `warmup`,
-then any of `time_steps` (and `save_timed` after it), `outputs` and `engagement`. The built workload lives in worker_state.py's STATE until
-the process ends (worker_build.py builds it); a worker built with `keep` keeps the workload as built and can `serve` the next candidate a fresh copy
-of it with that candidate's levers (those that act on the built workload), so a 1.2B model is built once, not per
-candidate.
+The controller (tools/workload/process.py) calls these entries in order: `build_guarded` (`build`: import the workload, apply the
+candidate's levers, call its factory; between two looks at the timing path, tamper.py), `warmup`, then any of `time_steps` (and `save_timed`
+after it), `outputs` and `engagement`. The built workload lives in worker_state.py's STATE until the process ends (worker_build.py builds
+it); a worker built with `keep` keeps the workload as built and can `serve` the next candidate a fresh copy of it with that candidate's
+levers (those that act on the built workload), so a 1.2B model is built once, not per candidate.
 
-The contract (skill/hyperloom-kernel-optimizer/workload.md): `module:function` or `file.py:function` names a
-factory; its keyword arguments with defaults are the workload's knobs (a `Literal[...]` annotation lists their
-values); it returns an object with `step()` (one unit of work, the same each call: a prefill, a decode of N
-tokens, a training step on fixed data) and optionally `outputs()` (the tensors to gate, from the last step: a
-tensor, a list or a dict of them), `inputs(seed)` (make the inputs the next step() consumes from `seed`: new values,
-the same shapes; without it the inputs are fixed and a memo cannot be told from a gain), `model` (the torch module
-levers such as torch.compile wrap) and `points` (the workload's sweep points, recorded). A factory may also return a
-bare callable, and a plain script is one step: both are timed, nothing is gated.
+The contract (skill/hyperloom-kernel-optimizer/workload.md): `module:function` or `file.py:function` names a factory; its keyword arguments
+with defaults are the workload's knobs (a `Literal[...]` annotation lists their values); it returns an object with `step()` (one unit of
+work, the same each call: a prefill, a decode of N tokens, a training step on fixed data) and optionally `outputs()` (the tensors to gate,
+from the last step: a tensor, a list or a dict of them), `inputs(seed)` (make the inputs the next step() consumes from `seed`: new values,
+the same shapes; without it the inputs are fixed and a memo cannot be told from a gain), `model` (the torch module levers such as
+torch.compile wrap) and `points` (the workload's sweep points, recorded). A factory may also return a bare callable, and a plain script is
+one step: both are timed, nothing is gated.
 
 What the candidate's code cannot own (tools/workload/timed.py, the controller's side): the seeds, sent in each
 `time_steps` call one per step and drawn after the build; the clock (the controller's, around the call; this
@@ -80,9 +78,10 @@ def build(payload: wire.BuildRequest) -> wire.Built:
     vendor = "cpu" if not STATE.gpu else ("rocm" if getattr(torch.version, "hip", None) else "cuda")
     return {"vendor": vendor, "device": torch.cuda.get_device_name(0) if STATE.gpu else None,
             "torch": str(torch.__version__) if torch is not None else None,
-            "toolchain": worker_build.toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults, "has_outputs": STATE.outputs is not None,
-            "module_file": STATE.module_file, "points": worker_build.points(STATE.obj), "tolerances": worker_build.tolerances(STATE.obj), "pid": os.getpid(),
-            "model_facts": model_changes.facts(torch, STATE.obj), "reusable": STATE.kept is not None, "not_reusable": STATE.not_kept}
+            "toolchain": worker_build.toolchain(torch), "knobs": {k: v for k, v in knobs.items()}, "knob_defaults": defaults,
+            "has_outputs": STATE.outputs is not None, "module_file": STATE.module_file, "points": worker_build.points(STATE.obj),
+            "tolerances": worker_build.tolerances(STATE.obj), "pid": os.getpid(), "model_facts": model_changes.facts(torch, STATE.obj),
+            "reusable": STATE.kept is not None, "not_reusable": STATE.not_kept}
 
 
 def serve(payload: wire.ServeRequest) -> wire.ServeAnswer:
@@ -106,7 +105,8 @@ def serve(payload: wire.ServeRequest) -> wire.ServeAnswer:
     worker_build.apply_levers(torch)
     GUARD.inputs = getattr(STATE.obj, "inputs", None) if STATE.outputs is not None else None
     GUARD.methods = _methods()
-    return {"model_facts": model_changes.facts(torch, STATE.obj), "has_inputs": GUARD.inputs is not None, "tampered": _tampered(), "pid": os.getpid()}
+    return {"model_facts": model_changes.facts(torch, STATE.obj), "has_inputs": GUARD.inputs is not None, "tampered": _tampered(),
+            "pid": os.getpid()}
 
 
 def release(payload: wire.Empty) -> wire.Empty:
@@ -134,11 +134,11 @@ def release(payload: wire.Empty) -> wire.Empty:
 
 
 def warmup(payload: wire.WarmupRequest) -> wire.WarmupAnswer:
-    """Run the warm-up steps as timed steps run (window.py): a compile happens here, and whatever the window's own code
-    loads on first use (the digests' kernels) loads here, not in the first timed window. Then capture the graph if a
-    lever asks for one."""
+    """Run the warm-up steps as timed steps run (window.py): a compile happens here, and whatever the window's own code loads on first use
+    (the digests' kernels) loads here, not in the first timed window. Then capture the graph if a lever asks for one."""
     torch = _torch()
-    walls = [timed_window(_run_step, _named_outputs if STATE.outputs is not None else None, torch, STATE.gpu).wall_s for _ in range(int(payload["steps"]))]
+    walls = [timed_window(_run_step, _named_outputs if STATE.outputs is not None else None, torch, STATE.gpu).wall_s
+             for _ in range(int(payload["steps"]))]
     STATE.warm = True
     captured = False
     if any(lever["kind"] == "graph" for lever in STATE.levers):
@@ -174,9 +174,9 @@ def time_steps(payload: wire.TimeStepsRequest) -> wire.TimeStepsAnswer:
     """Time one step per seed of `seeds` (drawn by the controller), or `steps` steps on fixed inputs, each in its own
     window (window.py: step(), outputs() and their digests, the device synchronized before and after). inputs(seed)
     runs before its step's window and the device is synchronized after it, then on a GPU a short spin (window.spin,
-    `spin_s`): their times are measured apart (`inputs_s`), not in the step, and what they run is traced (calls.py: `inputs_calls`, the leg's names; the reference's worker
-    traces its own alike, so the tracer's cost falls on both). The collector is held for the leg (timeit's habit: its
-    pauses land in a random step). Each step's outputs stay on their device (every step's with `keep_all`, else the
+    `spin_s`): their times are measured apart (`inputs_s`), not in the step, and what they run is traced (calls.py: `inputs_calls`, the
+    leg's names; the reference's worker traces its own alike, so the tracer's cost falls on both). The collector is held for the leg
+    (timeit's habit: its pauses land in a random step). Each step's outputs stay on their device (every step's with `keep_all`, else the
     last's) for `save_timed` to copy the one the controller picks. `elapsed_s`: the worker's account of the call."""
     began = time.perf_counter()
     seeds = payload.get("seeds")
@@ -184,7 +184,8 @@ def time_steps(payload: wire.TimeStepsRequest) -> wire.TimeStepsAnswer:
     if seeds is not None and GUARD.inputs is None:
         raise WorkloadContractError("the controller sent input seeds, but the workload has no inputs(seed) (or no outputs())")
     torch = _torch()
-    told: dict[str, list[Any]] = {key: [] for key in ("wall_s", "step_wall_s", "device_s", "step_device_s", "inputs_s", "spin_s", "digests")}
+    told: dict[str, list[Any]] = {key: []
+                                  for key in ("wall_s", "step_wall_s", "device_s", "step_device_s", "inputs_s", "spin_s", "digests")}
     STATE.leg_outputs = {}
     keep_all = bool(payload.get("keep_all", True))
     ran: set[str] = set()
@@ -255,7 +256,8 @@ def seeded_outputs(payload: wire.SeededOutputsRequest) -> wire.SeededOutputsAnsw
         GUARD.inputs(int(seed))
         _one_step()
         arrays = _materialized()
-        requests = scored[index] or {tokens: teacher_request(arrays[tokens][0], arrays[ids][0]) for tokens, ids in own.items() if tokens in arrays and ids in arrays}
+        requests = scored[index] or {tokens: teacher_request(arrays[tokens][0], arrays[ids][0]) for tokens, ids in own.items()
+                                     if tokens in arrays and ids in arrays}
         arrays.update({f"{tokens}.teacher": _to_numpy(logits) for tokens, logits in _teacher_logits(requests).items()})
         _save(folder / f"seed{index}", arrays)
     return {"seeds": len(payload["seeds"])}
@@ -283,23 +285,26 @@ def twin(payload: wire.OutputsRequest) -> wire.TwinAnswer:
     torch = _torch()
     model = getattr(STATE.obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
-        raise WorkloadContractError("the workload has no `model` attribute holding a torch.nn.Module, so no twin of it (float64 or float32) can be made")
+        raise WorkloadContractError("the workload has no `model` attribute holding a torch.nn.Module, so no twin of it (float64 or "
+                                    "float32) can be made")
     narrow = next(((name, p.dtype) for name, p in model.named_parameters() if not p.dtype.is_floating_point), None)
     if narrow is not None:
-        raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a quantized or custom-dtype model)")
+        raise WorkloadContractError(f"the model cannot be upcast: its parameter {narrow[0]} is {str(narrow[1]).removeprefix('torch.')} (a "
+                                    "quantized or custom-dtype model)")
     floats = {p.dtype for p in model.parameters() if p.dtype.is_floating_point}
     dtypes = twin_dtypes(torch, floats, STATE.gpu)
     itself = floats == {torch.float32}  # a float32 twin would be the model
     exact_float32(torch)
     cast = {"to": dtypes[0]}  # what the hook casts the model's inputs to: the twin's dtype
-    model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, cast["to"]), teacher.upcast(torch, kwargs, cast["to"])),
-                                    with_kwargs=True)
+    model.register_forward_pre_hook(lambda _module, args, kwargs: (teacher.upcast(torch, args, cast["to"]),
+                                                                   teacher.upcast(torch, kwargs, cast["to"])), with_kwargs=True)
     note = {}
     for dtype in dtypes:
         cast["to"] = dtype
         try:
             model.to(dtype)
-            STATE.obj.__dict__.update({key: teacher.upcast(torch, value, dtype) for key, value in vars(STATE.obj).items() if key != "model"})
+            STATE.obj.__dict__.update({key: teacher.upcast(torch, value, dtype) for key, value in vars(STATE.obj).items()
+                                       if key != "model"})
             _one_step()
             break
         except Exception as exc:  # noqa: BLE001 - float64 missing from a kernel the model calls, or no memory for it: the float32 twin next
@@ -308,7 +313,8 @@ def twin(payload: wire.OutputsRequest) -> wire.TwinAnswer:
             if STATE.gpu:
                 torch.cuda.empty_cache()
             note = {"twin_note": f"a float64 twin raised ({type(exc).__name__}: {str(exc)[:160]}): the twin is float32"
-                                 + (", the model's own dtype, so any reordering reads as error: declare a tolerance if honest levers are refused" if itself else "")}
+                                 + (", the model's own dtype, so any reordering reads as error: declare a tolerance if honest levers "
+                                    "are refused" if itself else "")}
     return {**outputs(payload), "dtype": str(dtype).removeprefix("torch."), **note}
 
 
@@ -326,7 +332,8 @@ def trace(payload: wire.TraceRequest) -> wire.TraceAnswer:
     loop_before = COUNTS.snapshot()
     report = record(lambda: _one_step()[0], 1, int(payload["steps"]), payload["trace"], payload["key_averages"], STATE.gpu)
     kv_bytes = COUNTS.kv_bytes_per_step(loop_before)  # the decode loop's replayed steps: their KV read, on top of the weights
-    return {**report, "kernel_bytes": {kernel: n for routed in STATE.routes.values() for kernel, n in (routed.get("kernel_bytes") or {}).items()},
+    return {**report,
+            "kernel_bytes": {kernel: n for routed in STATE.routes.values() for kernel, n in (routed.get("kernel_bytes") or {}).items()},
             **({"kv_read_bytes_per_replay": kv_bytes} if kv_bytes is not None else {})}
 
 
@@ -547,8 +554,9 @@ def _to_numpy(value: Any, name: str = "an output") -> tuple[Any, str]:
     if array.dtype == bool:
         array = array.astype(np.uint8)
     if array.dtype.kind not in "fiu":
-        raise WorkloadContractError(f"outputs() {_defined_at(STATE.outputs)}returns {name!r} as {type(value).__name__} of dtype {array.dtype}, which "
-                                    "cannot be gated (numbers only): return it as a tensor or a numeric array, or leave it out of outputs()")
+        raise WorkloadContractError(f"outputs() {_defined_at(STATE.outputs)}returns {name!r} as {type(value).__name__} of dtype "
+                                    f"{array.dtype}, which cannot be gated (numbers only): return it as a tensor or a numeric array, or "
+                                    "leave it out of outputs()")
     return array, str(array.dtype)
 
 
@@ -562,8 +570,8 @@ def _defined_at(method: Any) -> str:
 
 
 def _methods() -> tamper.Snapshot:
-    held = {f"runner.STATE.{name}": tamper.bound(fn) for name, fn in (("step", STATE.step), ("outputs", STATE.outputs), ("inputs", GUARD.inputs))
-            if fn is not None}
+    held = {f"runner.STATE.{name}": tamper.bound(fn)
+            for name, fn in (("step", STATE.step), ("outputs", STATE.outputs), ("inputs", GUARD.inputs)) if fn is not None}
     return {**tamper.methods(STATE.obj), **held}
 
 

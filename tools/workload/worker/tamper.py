@@ -18,9 +18,10 @@ TIMING_PATH = (("time", "perf_counter"), ("time", "monotonic"), ("time", "perf_c
                ("torch._C", "_CudaEventBase.record"), ("torch._C", "_CudaEventBase.elapsed_time"), ("torch", "from_numpy"))
 """(module, attribute path) pairs the timed window reads, where the module is imported; np.save and what it calls write
 a timed step's outputs after the controller's clock stopped (runner.save_timed), so a patch there could do work untimed."""
-WORKER_MODULES = ("hyperloom.tools.workload.worker.runner", "hyperloom.tools.workload.worker.window", "hyperloom.tools.workload.worker.calls",
-                  "hyperloom.tools.workload.worker.tamper", "hyperloom.core.worker_main", "hyperloom.core.warm_main",
-                  "hyperloom.tools.workload.worker.profiled_step", "hyperloom.tools.profile.kineto", "hyperloom.tools.workload.work")
+WORKER_MODULES = ("hyperloom.tools.workload.worker.runner", "hyperloom.tools.workload.worker.window",
+                  "hyperloom.tools.workload.worker.calls", "hyperloom.tools.workload.worker.tamper", "hyperloom.core.worker_main",
+                  "hyperloom.core.warm_main", "hyperloom.tools.workload.worker.profiled_step", "hyperloom.tools.profile.kineto",
+                  "hyperloom.tools.workload.work")
 """Modules whose own functions (and the functions they imported by name) make up the worker's timing path and its
 proof of work (a CPU step is weighed in the worker: profiled_step.profiled); imported before the snapshot (runner)."""
 

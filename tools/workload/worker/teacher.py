@@ -109,7 +109,8 @@ def forced(torch: Any, model: Any, ids: list[list[int]], prompt: int, context: C
     if _encoder_decoder(model):
         if recorded is None or recorded[_main_input(model)].shape[0] != len(ids):
             return None
-        inputs = {**{name: None if value is None else value.to(device) for name, value in recorded.items()}, "decoder_input_ids": inputs["input_ids"]}
+        inputs = {**{name: None if value is None else value.to(device) for name, value in recorded.items()},
+                  "decoder_input_ids": inputs["input_ids"]}
     else:
         inputs.update(_padded_prompt(torch, model, recorded, inputs["input_ids"], prompt))
     extra = {"use_cache": False} if "use_cache" in inspect.signature(model.forward).parameters else {}

@@ -27,15 +27,16 @@ def too_large_to_copy(allocated_bytes: int, total_bytes: int) -> str:
     graphs, a static cache, activations). A 1.2B bf16 decoder (2.5 GB) is kept on an 80 GB GPU; a 30B one is not."""
     if total_bytes <= 0 or 2 * allocated_bytes <= KEPT_SHARE * total_bytes:
         return ""
-    return (f"the built workload holds {allocated_bytes / 2**30:.1f} GiB of the device's {total_bytes / 2**30:.0f} GiB: a kept copy beside it "
-            f"would leave too little for a candidate's own work (both may hold {KEPT_SHARE:.0%}); each candidate builds its own worker")
+    return (f"the built workload holds {allocated_bytes / 2**30:.1f} GiB of the device's {total_bytes / 2**30:.0f} GiB: a kept copy beside "
+            f"it would leave too little for a candidate's own work (both may hold {KEPT_SHARE:.0%}); each candidate builds its own worker")
 
 
 def kept_copy(obj: Any, torch: Any = None) -> Any:
     """Keep `obj` as built and return a copy for the candidate; `obj` itself when it cannot be copied or the copy would
     not fit beside it on the GPU (said in not_kept)."""
     if STATE.gpu and torch is not None:
-        why = too_large_to_copy(int(torch.cuda.memory_allocated()), int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory))
+        why = too_large_to_copy(int(torch.cuda.memory_allocated()),
+                                int(torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory))
         if why:
             STATE.not_kept = why
             return obj
@@ -61,9 +62,9 @@ def bind(obj: Any, workload: str) -> None:
 
 def apply_levers(torch: Any) -> None:
     """The levers that act on the built workload, in their order: the model's own changes first (fused projections, then
-    weight-only quantization, the memory format, the kernels' routes: compile acts on the changed model), then compile and the decode loop, then the static cache (its
-    count wraps whatever generate is now). Last, the model's generate records its input (an encoder-decoder's encoder
-    input, a decoder's padded prompt: for teacher forcing its tokens; teacher.py), around whatever the levers put in
+    weight-only quantization, the memory format, the kernels' routes: compile acts on the changed model), then compile and the decode loop,
+    then the static cache (its count wraps whatever generate is now). Last, the model's generate records its input (an encoder-decoder's
+    encoder input, a decoder's padded prompt: for teacher forcing its tokens; teacher.py), around whatever the levers put in
     place: the decode loop, which replaces generate, would not call a recorder under it (a padded held-out Llama's
     static_cache + decode_loop was refused, its tokens scored without their mask)."""
     for lever in STATE.levers:
@@ -140,12 +141,14 @@ def tolerances(obj: Any) -> dict[str, Any]:
     tolerances = getattr(obj, "tolerances", None)
     if tolerances is None:
         return {}
-    if not isinstance(tolerances, dict) or not all(isinstance(v, dict) and all(isinstance(x, int | float) for x in v.values()) for v in tolerances.values()):
+    if (not isinstance(tolerances, dict)
+            or not all(isinstance(v, dict) and all(isinstance(x, int | float) for x in v.values()) for v in tolerances.values())):
         raise WorkloadContractError("the workload's `tolerances` must be a dict of output name -> {atol, rtol, match} (numbers)")
     return {str(k): {str(key): float(x) for key, x in v.items()} for k, v in tolerances.items()}
 
 
-INDUCTOR_SETTINGS = {"coordinate_descent": "coordinate_descent_tuning", "combo_kernels": "combo_kernels"}  # a lever's value -> torch._inductor.config
+# a lever's value -> torch._inductor.config
+INDUCTOR_SETTINGS = {"coordinate_descent": "coordinate_descent_tuning", "combo_kernels": "combo_kernels"}
 
 
 def setting(torch: Any, name: str) -> None:

@@ -28,8 +28,10 @@ class _State:
     quantized: dict[str, int] | None = None  # a weight-only lever: layers quantized, their weights' bytes before and after
     kept: Any = None  # the workload as built, when kept for `serve` (the candidate runs on a copy)
     not_kept: str = ""  # why it could not be kept
-    leg_outputs: dict[int, dict[str, Any]] = field(default_factory=dict)  # the last leg's steps' outputs kept on their device, by step (save_timed)
-    settings_before: list[tuple[Any, str, Any]] = field(default_factory=list)  # (object, attribute, value) a setting lever replaced: restored before the next candidate is served
+    # the last leg's steps' outputs kept on their device, by step (save_timed)
+    leg_outputs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    # (object, attribute, value) a setting lever replaced: restored before the next candidate is served
+    settings_before: list[tuple[Any, str, Any]] = field(default_factory=list)
 
 
 STATE = _State()

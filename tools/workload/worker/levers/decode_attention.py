@@ -36,8 +36,8 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
     implementation = str(getattr(config, "_attn_implementation", "") or "")
     attention = [m for m in model.modules() if type(m).__name__.endswith("Attention")]
     if implementation != "sdpa":
-        return {"routed": 0, "what": "attention module(s) routed", "why": f"the model's attention implementation is {implementation or 'unset'!r} "
-                f"({len(attention)} attention module(s)); the kernel takes transformers' 'sdpa' calls"}
+        return {"routed": 0, "what": "attention module(s) routed", "why": "the model's attention implementation is "
+                f"{implementation or 'unset'!r} ({len(attention)} attention module(s)); the kernel takes transformers' 'sdpa' calls"}
     _install(torch)
     for module in model.modules():
         setattr(module, MARK, True)
@@ -51,8 +51,8 @@ def _install(torch: Any) -> None:
     from transformers.modeling_utils import AttentionInterface
 
     kernel_module = launcher(torch, "decode_attention")
-    op = counted_op(torch, OP_NAME, "(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> Tensor", COUNTS, kernel_module.decode_attention,
-                    lambda q, k, v, mask, scale: q.new_empty(q.shape[0], 1, q.shape[1], q.shape[3]))
+    op = counted_op(torch, OP_NAME, "(Tensor q, Tensor k, Tensor v, Tensor? mask, float scale) -> Tensor", COUNTS,
+                    kernel_module.decode_attention, lambda q, k, v, mask, scale: q.new_empty(q.shape[0], 1, q.shape[1], q.shape[3]))
     original = AttentionInterface._global_mapping["sdpa"]
     _STATE.update(launcher=kernel_module, op=op, original=original)
     AttentionInterface.register("sdpa", _routed)

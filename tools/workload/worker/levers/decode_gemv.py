@@ -34,7 +34,8 @@ from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_
 
 OP_NAME = "hyperloom::decode_gemv"
 FOLD_NORMS = False  # True: fold the norms (no net gain measured: docs/decisions.md, decode_gemv); roof_decode.py's A/B sets it
-FOLD_ACTS = True  # a gated MLP's silu(gate) * up folded into its down projection's GEMV (docs/decisions.md: decode_gemv); roof_decode.py's A/B sets it
+# a gated MLP's silu(gate) * up folded into its down projection's GEMV (docs/decisions.md: decode_gemv); roof_decode.py's A/B sets it
+FOLD_ACTS = True
 ACTIVATIONS = ("SiLU", "SiLUActivation")  # torch's and transformers' SiLU modules: what the kernel's fold computes
 NORM_ATTR = "_hyperloom_folded_norm"  # on a routed layer: the RMSNorm it applies to its input (in __dict__: not a submodule)
 FOLDS = (("input_layernorm", "self_attn", ("q_proj", "k_proj", "v_proj")), ("post_attention_layernorm", "mlp", ("gate_proj", "up_proj")))
@@ -50,8 +51,10 @@ def not_placed(torch: Any, model: Any, head: Any) -> Counter[str]:
     stored transposed; a quantized or a library's linear), by type: what the route leaves to torch, and says so. The
     output embeddings and embedding tables are not counted."""
     return Counter(type(m).__name__ for m in model.modules()
-                   if m is not head and type(m) is not torch.nn.Linear and not isinstance(m, torch.nn.Embedding) and not any(True for _ in m.children())
-                   and (weight := dict(m.named_parameters(recurse=False)).get("weight")) is not None and weight.dim() == 2)  # its own (a fused part's is not)
+                   if m is not head and type(m) is not torch.nn.Linear and not isinstance(m, torch.nn.Embedding)
+                   and not any(True for _ in m.children())
+                   # its own (a fused part's is not)
+                   and (weight := dict(m.named_parameters(recurse=False)).get("weight")) is not None and weight.dim() == 2)
 
 
 def route(torch: Any, model: Any) -> dict[str, Any]:
@@ -75,7 +78,8 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
             + (f", {left} left to cuBLAS (measured faster at their shape on this device: kernels/triton/gemv/tuned.json)" if left else "")
             + (f", {apart}" if others else ""))
     why = "" if layers else ("every plain linear layer's shape is one where cuBLAS measured faster on this device" if plain
-                             else "the model has no plain torch.nn.Linear layer besides its output embeddings" + (f"; {apart}" if others else ""))
+                             else "the model has no plain torch.nn.Linear layer besides its output embeddings"
+                                  + (f"; {apart}" if others else ""))
     weights = sum(t.numel() * t.element_size() for layer in layers for t in (layer.weight, layer.bias) if t is not None)
     return {"routed": len(layers), "what": what, "why": why, "kernel_bytes": {KERNELS[0]: weights} if layers else {}}
 

@@ -70,7 +70,8 @@ class GreedyDecode:
         self.torch, self.model, self.original, self.compiled = torch, model, model.generate, compiled
         self.caches: dict[tuple[int, int], Any] = {}
         parameters = inspect.signature(model.forward).parameters
-        self.keep_last = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}  # prefill: the last position's logits, as generate asks
+        # prefill: the last position's logits, as generate asks
+        self.keep_last = {"logits_to_keep": 1} if "logits_to_keep" in parameters else {}
         self.cache_word = "cache" if "cache" in parameters else "past_key_values"  # transformers 5.2x renamed the argument
         self.takes_positions = "position_ids" in parameters  # given as generate gives them (OPT counts them from a mask otherwise)
         self.positions: Any = None
@@ -116,7 +117,8 @@ class GreedyDecode:
             for at in range(prompt, total - 1):
                 if self.compiled:
                     torch.compiler.cudagraph_mark_step_begin()
-                token, logits = self.step(self.model, token, self.positions[at:at + 1], {self.cache_word: cache, **self._extra(self.positions, padded, at, at + 1, batch)},
+                token, logits = self.step(self.model, token, self.positions[at:at + 1],
+                                          {self.cache_word: cache, **self._extra(self.positions, padded, at, at + 1, batch)},
                                           None if banned is None else banned[at + 1 - prompt])
                 token = token.clone()  # the graph's outputs are overwritten by its next replay
                 if done is not None:
@@ -179,8 +181,9 @@ def plan_of(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> Plan:
     minimum = max(int(_setting(model, kwargs, "min_new_tokens") or 0), int(_setting(model, kwargs, "min_length") or 0) - input_ids.shape[1])
     pad = _setting(model, kwargs, "pad_token_id")
     as_dict = bool(_setting(model, kwargs, "return_dict_in_generate"))
-    return Plan(int(_setting(model, kwargs, "max_new_tokens")), eos_ids, minimum, int(pad) if pad is not None else (eos_ids[0] if eos_ids else 0),
-                as_dict, as_dict and bool(_setting(model, kwargs, "output_logits")))
+    return Plan(int(_setting(model, kwargs, "max_new_tokens")), eos_ids, minimum,
+                int(pad) if pad is not None else (eos_ids[0] if eos_ids else 0), as_dict,
+                as_dict and bool(_setting(model, kwargs, "output_logits")))
 
 
 def _decode_step(model: Any, token: Any, position: Any, extra: dict[str, Any], banned: Any) -> tuple[Any, Any]:
@@ -294,7 +297,8 @@ def uncovered(model: Any, input_ids: Any, kwargs: dict[str, Any]) -> str | None:
     if extra:
         return f"generate argument {extra[0]} is not covered"
     if _setting(model, kwargs, "cache_implementation") != "static":
-        return "the call decodes on a dynamic KV cache: stack it on a static one (cache_implementation='static', e.g. the workload's cache knob)"
+        return ("the call decodes on a dynamic KV cache: stack it on a static one (cache_implementation='static', e.g. the workload's "
+                "cache knob)")
     shaped = not_greedy(model, kwargs)
     if shaped:
         return shaped

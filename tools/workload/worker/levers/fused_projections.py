@@ -2,8 +2,8 @@
 
 A decoder's attention reads its input through three projections (q, k, v) and its MLP through two (gate, up): five
 GEMMs per layer where two would do, each reading its own weights (at decode, batch 1, one GEMV per projection: more
-launches, and smaller GEMVs that run further from the copy bandwidth; docs/decisions.md, The decode levers). gpt-fast and vLLM define their models
-with the projections fused; a transformers model, or a user's, has them apart. Here the weights of each group are
+launches, and smaller GEMVs that run further from the copy bandwidth; docs/decisions.md, The decode levers). gpt-fast and vLLM define their
+models with the projections fused; a transformers model, or a user's, has them apart. Here the weights of each group are
 concatenated into one linear layer registered on the parent module (no extra memory: the separate layers are dropped),
 and each projection becomes a part of it: the first part called with an input computes the fused product once and
 splits it; its siblings called with that same input tensor take their slices; called with another input (a
@@ -83,7 +83,8 @@ def _part_class(torch: Any) -> type:
                 shared.parts = shared.fused(x).split(shared.sizes, dim=-1)
                 return shared.parts[self.index]
             fused = shared.fused
-            if type(fused) is not torch.nn.Linear or "forward" in vars(fused):  # replaced or rerouted by another lever: its own product, these rows
+            # replaced or rerouted by another lever: its own product, these rows
+            if type(fused) is not torch.nn.Linear or "forward" in vars(fused):
                 return fused(x)[..., self.start:self.stop]
             bias = None if fused.bias is None else fused.bias[self.start:self.stop]
             return functional.linear(x, fused.weight[self.start:self.stop], bias)
@@ -136,7 +137,8 @@ def _groups(model: Any) -> list[tuple[Any, tuple[str, ...], list[Any]]]:
 def fuse(torch: Any, model: Any) -> Placement:
     """Fuse every group of GROUPS found on a module of `model` (in place); what was placed and what was not, by why."""
     if torch is None or not isinstance(model, torch.nn.Module):
-        raise WorkloadContractError("the fuse_projections lever needs the workload's `model` attribute to be a torch.nn.Module; this workload has none")
+        raise WorkloadContractError("the fuse_projections lever needs the workload's `model` attribute to be a torch.nn.Module; this "
+                                    "workload has none")
     part_class, placement = _part_class(torch), Placement()
     for parent, names, members in _groups(model):
         label = "+".join(names)

@@ -15,7 +15,8 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-ROUTES = {"decode_attention": "hyperloom.tools.workload.worker.levers.decode_attention", "decode_gemv": "hyperloom.tools.workload.worker.levers.decode_gemv"}
+ROUTES = {"decode_attention": "hyperloom.tools.workload.worker.levers.decode_attention",
+          "decode_gemv": "hyperloom.tools.workload.worker.levers.decode_gemv"}
 _LAUNCHERS: dict[str, ModuleType] = {}
 
 

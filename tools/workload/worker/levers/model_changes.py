@@ -28,10 +28,12 @@ def without_generate(model: Any, lever: str) -> str | None:
     """Why `lever` cannot act on the workload's `model` (a transformers model with generate() and a generation_config is
     what it needs), naming what the model is; None when it can."""
     if model is None:
-        return f"the {lever} lever needs the workload's `model` attribute (a transformers model with generate()); this workload has no `model`: leave the lever out"
-    if not callable(getattr(model, "generate", None)) or getattr(model, "generation_config", None) is None or getattr(model, "config", None) is None:
-        return (f"the {lever} lever acts on a model's generate(); the workload's model is a {type(model).__name__}, which has no generate() and "
-                "generation_config (an encoder, or a base model without its language-model head): leave the lever out")
+        return (f"the {lever} lever needs the workload's `model` attribute (a transformers model with generate()); this workload has no "
+                "`model`: leave the lever out")
+    if (not callable(getattr(model, "generate", None)) or getattr(model, "generation_config", None) is None
+            or getattr(model, "config", None) is None):
+        return (f"the {lever} lever acts on a model's generate(); the workload's model is a {type(model).__name__}, which has no "
+                "generate() and generation_config (an encoder, or a base model without its language-model head): leave the lever out")
     return None
 
 
@@ -60,7 +62,8 @@ def channels_last(torch: Any, obj: Any) -> int:
     many of the model's parameters are 4-D (0: nothing for the format to change)."""
     model = getattr(obj, "model", None)
     if torch is None or not isinstance(model, torch.nn.Module):
-        raise WorkloadContractError("the channels_last lever needs the workload's `model` attribute to be a torch.nn.Module; this workload has none")
+        raise WorkloadContractError("the channels_last lever needs the workload's `model` attribute to be a torch.nn.Module; this workload "
+                                    "has none")
     model.to(memory_format=torch.channels_last)
     for key, value in list(vars(obj).items()):
         if isinstance(value, torch.Tensor) and value.dim() == 4 and value.is_floating_point():
@@ -83,5 +86,6 @@ def facts(torch: Any, obj: Any) -> dict[str, Any]:
     return {"module": True, "generate": callable(getattr(model, "generate", None)) and config is not None,
             "cache_implementation": str(getattr(config, "cache_implementation", None) or ""),
             "encoder_decoder": bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False)),
-            "conv_weights": sum(1 for p in params if p.dim() == 4), "float32_weights": sum(1 for p in params if p.dim() >= 2 and p.dtype == torch.float32),
+            "conv_weights": sum(1 for p in params if p.dim() == 4),
+            "float32_weights": sum(1 for p in params if p.dim() >= 2 and p.dtype == torch.float32),
             "projection_groups": fused_projections.fusable(torch, model)}

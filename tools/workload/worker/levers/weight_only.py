@@ -47,7 +47,8 @@ def _layer_class(torch: Any) -> type:
             return out if self.bias is None else out + self.bias
 
         def extra_repr(self) -> str:
-            return f"in_features={self.in_features}, out_features={self.out_features}, weight {str(self.weight.dtype).removeprefix('torch.')}, a scale per row"
+            return (f"in_features={self.in_features}, out_features={self.out_features}, weight "
+                    f"{str(self.weight.dtype).removeprefix('torch.')}, a scale per row")
 
     return WeightOnlyLinear
 
@@ -56,7 +57,8 @@ def quantize(torch: Any, model: Any, form: str) -> dict[str, int]:
     """Every plain floating-point torch.nn.Linear of `model` in `form` (FORMATS), in place: how many layers, and their
     weights' bytes before and after (the scales included)."""
     if torch is None or not isinstance(model, torch.nn.Module):
-        raise WorkloadContractError(f"the {form}_weight_only lever needs the workload's `model` attribute to be a torch.nn.Module; this workload has none")
+        raise WorkloadContractError(f"the {form}_weight_only lever needs the workload's `model` attribute to be a torch.nn.Module; this "
+                                    "workload has none")
     storage_name, largest = FORMATS[form]
     storage = getattr(torch, storage_name, None)
     if storage is None:
@@ -70,7 +72,8 @@ def quantize(torch: Any, model: Any, form: str) -> dict[str, int]:
             narrow = layer(child, storage, largest)
             counted["layers"] += 1
             counted["bytes_before"] += child.weight.numel() * child.weight.element_size()
-            counted["bytes_after"] += narrow.weight.numel() * narrow.weight.element_size() + narrow.scale.numel() * narrow.scale.element_size()
+            counted["bytes_after"] += (narrow.weight.numel() * narrow.weight.element_size()
+                                       + narrow.scale.numel() * narrow.scale.element_size())
             setattr(parent, name, narrow)
     fused_projections.refresh(model)
     return counted
