@@ -34,3 +34,11 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     folder = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("HYPERLOOM_CACHE_DIR", str(folder))
     return folder
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests that drive a llama-server run last, so a build .ci/run started beside the suite overlaps the rest
+    (tests/llama_build.py); the order is otherwise kept."""
+    from llama_build import MODULES
+
+    items.sort(key=lambda item: item.path.name in MODULES)

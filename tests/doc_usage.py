@@ -37,12 +37,27 @@ class Documented:
         return f"{self.doc}:{self.line}: {self.text}"
 
 
+def joined(lines: list[str]) -> Iterator[tuple[int, str]]:
+    """Each line with its offset, a shell continuation (a line ending in a backslash) joined to the lines it continues."""
+    start, pending = 0, ""
+    for offset, raw in enumerate(lines):
+        if not pending:
+            start = offset
+        if raw.rstrip().endswith("\\"):
+            pending += raw.rstrip().removesuffix("\\").rstrip() + " "
+            continue
+        yield start, pending + (raw.strip() if pending else raw)
+        pending = ""
+    if pending:
+        yield start, pending.rstrip()
+
+
 def in_markdown(doc: str, text: str) -> list[Documented]:
     """Inline code spans naming `hyperloom …`, and lines of fenced blocks that start with it (a trailing comment left out)."""
     found = [Documented(doc, _line_of(text, m.start()), m.group(1)) for m in INLINE_RE.finditer(text)]
     for block in FENCE_RE.finditer(text):
         first = _line_of(text, block.start("body"))
-        for offset, raw in enumerate(block.group("body").splitlines()):
+        for offset, raw in joined(block.group("body").splitlines()):
             command = COMMAND_LINE_RE.match(raw)
             if command:
                 found.append(Documented(doc, first + offset, command.group(1).strip()))
@@ -59,7 +74,7 @@ def in_docstrings(doc: str, source: str) -> list[Documented]:
         if not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)):
             continue
         docstring = first.value.value
-        for offset, raw in enumerate(docstring.splitlines()):
+        for offset, raw in joined(docstring.splitlines()):
             command = COMMAND_LINE_RE.match(raw)
             if command and not INLINE_RE.search(raw):
                 found.append(Documented(doc, first.lineno + offset, command.group(1).strip()))

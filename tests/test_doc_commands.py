@@ -200,6 +200,14 @@ def test_the_docs_give_commands_in_prose_blocks_and_docstrings_and_the_reader_fi
     assert len(DOCUMENTED) >= 60
 
 
+def test_a_command_continued_over_lines_with_a_backslash_is_read_whole():
+    from doc_usage import in_docstrings
+
+    source = '"""Run:\n\n    hyperloom workload bench --name a \\\\\n        --candidate compile\n    hyperloom doctor\n"""\n'
+    assert [(c.line, c.text) for c in in_docstrings("f.py", source)] == [
+        (3, "hyperloom workload bench --name a --candidate compile"), (5, "hyperloom doctor")]
+
+
 @pytest.mark.parametrize(("usage", "commands"), [
     ("hyperloom tune status|stop|report --session NAME", [["tune", s, "--session", "NAME"] for s in ("status", "stop", "report")]),
     ("hyperloom census TARGET… [--detail \\| --match TEXT]",

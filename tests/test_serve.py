@@ -16,6 +16,8 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+import llama_build
+
 from helpers import interruptible
 from hyperloom.core.errors import HyperloomError
 from hyperloom.tools.serve.api import run_serve_sweep
@@ -23,10 +25,14 @@ from hyperloom.tools.serve.knee import find_knee
 from hyperloom.tools.serve.models import ServeSweepRequest
 
 REPO = Path(__file__).parent.parent
-LLAMA_SERVER = os.environ.get("HYPERLOOM_TEST_LLAMA_SERVER", "")
-pytestmark = pytest.mark.skipif(not (LLAMA_SERVER and Path(LLAMA_SERVER).is_file()),
-                                reason="no llama-server: run `bash scripts/serve/llama_server.sh` and set HYPERLOOM_TEST_LLAMA_SERVER to "
-                                       "the path it prints")
+LLAMA_SERVER = llama_build.PATH
+pytestmark = pytest.mark.skipif(not llama_build.expected(), reason=llama_build.SKIP_REASON)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def llama_server_built() -> str:
+    """Waits for the build .ci/run started beside the suite, where it is still going."""
+    return llama_build.ready()
 
 
 def free_port() -> int:

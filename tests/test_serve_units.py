@@ -4,6 +4,7 @@ request validation and the committed result schema."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import anyio
@@ -311,3 +312,15 @@ def test_the_plot_title_is_wrapped_to_the_figure():
                            saturation="not_saturated", stop_reason="max_concurrency")
     lines = title(fake).splitlines()
     assert len(lines) == 2 and all(len(line) <= TITLE_CHARS for line in lines) and lines[-1].endswith("stopped by max_concurrency")
+
+
+def test_the_llama_server_script_names_its_binary_without_building_it(tmp_path):
+    """.ci/run asks where the binary will be before it starts the build beside the suite."""
+    import subprocess
+
+    cache = tmp_path / "cache"
+    done = subprocess.run(["bash", "scripts/serve/llama_server.sh", "--path"], cwd=REPO,
+                          env={**os.environ, "HYPERLOOM_LLAMA_CACHE": str(cache)}, capture_output=True, text=True, timeout=30)
+    printed = done.stdout.strip()
+    assert done.returncode == 0 and printed.startswith(f"{cache}/") and printed.endswith("-cpu/bin/llama-server"), done
+    assert not cache.exists(), "nothing fetched or built"

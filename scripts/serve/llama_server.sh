@@ -7,6 +7,7 @@
 #   scripts/serve/llama_server.sh --cuda [--arch 90]  CUDA build (a GPU sweep; needs nvcc)
 #   scripts/serve/llama_server.sh --source F.tar.xz   build from a packed source instead of PyPI (a machine without network)
 #   scripts/serve/llama_server.sh --pack-source F     write that packed source (about 10 MB) and exit
+#   scripts/serve/llama_server.sh --path              print where the binary is or will be, and exit (nothing built)
 #
 # The binary is cached in $HYPERLOOM_LLAMA_CACHE (default ~/.cache/hyperloom/llama.cpp)/<version>-<flavor>/;
 # a second run prints the cached path at once. The build log is beside it.
@@ -18,13 +19,15 @@ flavor=cpu
 arch=90
 source_tarball=""
 pack=""
+path_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cuda) flavor=cuda ;;
     --arch) arch="$2"; shift ;;
     --source) source_tarball="$(realpath "$2")"; shift ;;
     --pack-source) pack="$(realpath -m "$2")"; shift ;;
-    *) echo "llama_server.sh: unknown option $1 (use --cuda, --arch N, --source F, --pack-source F)" >&2; exit 2 ;;
+    --path) path_only=1 ;;
+    *) echo "llama_server.sh: unknown option $1 (use --cuda, --arch N, --source F, --pack-source F, --path)" >&2; exit 2 ;;
   esac
   shift
 done
@@ -32,6 +35,10 @@ done
 cache="${HYPERLOOM_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hyperloom/llama.cpp}"
 tag="$LLAMA_CPP_PYTHON_VERSION-$flavor"; [ "$flavor" = cuda ] && tag="$tag-sm$arch"
 binary="$cache/$tag/bin/llama-server"
+if [ "$path_only" = 1 ]; then
+  echo "$binary"
+  exit 0
+fi
 if [ -z "$pack" ] && [ -x "$binary" ]; then
   echo "$binary"
   exit 0

@@ -1,8 +1,9 @@
 """Warm worker entry: `python -m hyperloom.core.warm_main REQUESTS_FD RESPONSES_FD PARENT_PID`.
 
 Reads one JSON request a line ({"entry": "module:function", "payload": {...}}), answers each with
-worker_main's report on one line, until its requests pipe closes. A watchdog thread kills the
-process group when the parent is gone, even while a call is stuck in native code (a hung kernel).
+worker_main's report on one line, until its requests pipe closes; then it leaves at once (worker_main.leave). A
+watchdog thread kills the process group when the parent is gone, even while a call is stuck in native code (a hung
+kernel).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from hyperloom.core.worker_main import call_entry
+from hyperloom.core.worker_main import call_entry, leave
 
 WATCH_S = 0.25
 
@@ -44,4 +45,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    leave(main(sys.argv[1:]))
