@@ -10,3 +10,11 @@ fi
 export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 { date -u; nvidia-smi --query-gpu=index,name,driver_version,memory.total,clocks.max.sm --format=csv; nvcc --version | tail -2; nproc; python3 --version
   python3 -c 'import cuda.bindings, numpy, torch, triton; print("cuda-bindings", cuda.bindings.__version__, "numpy", numpy.__version__, "torch", torch.__version__, "triton", triton.__version__)'; } > "$out/env.txt" 2>&1
+# The GPU's clocks, power and temperature every 100 ms while a run goes (CLOCKS=0 leaves them out), so a band or an
+# A/A can be read beside them: $OUT/clocks.csv, ended with the script.
+if [ "${CLOCKS:-1}" = 1 ] && command -v nvidia-smi >/dev/null; then
+  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active \
+    --format=csv,nounits -lms 100 >> "$out/clocks.csv" 2>/dev/null &
+  clocks_pid=$!
+  trap 'kill "$clocks_pid" 2>/dev/null' EXIT
+fi
