@@ -13,8 +13,9 @@ export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM
 # The GPU's clocks, power and temperature every 100 ms while a run goes (CLOCKS=0 leaves them out), so a band or an
 # A/A can be read beside them: $OUT/clocks.csv, ended with the script.
 if [ "${CLOCKS:-1}" = 1 ] && command -v nvidia-smi >/dev/null; then
-  nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_throttle_reasons.active \
-    --format=csv,nounits -lms 100 >> "$out/clocks.csv" 2>/dev/null &
+  fields=timestamp,clocks.sm,clocks.mem,power.draw,temperature.gpu,utilization.gpu,clocks_event_reasons.active
+  nvidia-smi --query-gpu="$fields" --format=csv >/dev/null 2>&1 || fields=${fields%,*}  # an older driver: no event reasons
+  nvidia-smi --query-gpu="$fields" --format=csv,nounits -lms 100 >> "$out/clocks.csv" 2>/dev/null &
   clocks_pid=$!
   trap 'kill "$clocks_pid" 2>/dev/null' EXIT
 fi
