@@ -36,9 +36,17 @@ def private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return folder
 
 
+@pytest.fixture(scope="module")
+def llama_server() -> str:
+    """The llama-server's path, once a build .ci/run started beside the suite has ended (tests/llama_build.py)."""
+    from llama_build import ready
+
+    return ready()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tests that drive a llama-server run last, so a build .ci/run started beside the suite overlaps the rest
     (tests/llama_build.py); the order is otherwise kept."""
-    from llama_build import MODULES
+    from llama_build import FIXTURE
 
-    items.sort(key=lambda item: item.path.name in MODULES)
+    items.sort(key=lambda item: FIXTURE in getattr(item, "fixturenames", ()))

@@ -6,6 +6,7 @@ Each check reads the source (ast), so it costs nothing at run time and fails on 
 from __future__ import annotations
 
 import ast
+import subprocess
 from pathlib import Path
 
 from test_layers import imported
@@ -120,8 +121,6 @@ DEVICE_KIT = {"prepare.sh", "env.sh", "user_workloads", "user_workloads.sh", "us
 
 
 def tracked(pattern: str) -> list[str]:
-    import subprocess
-
     return subprocess.run(["git", "ls-files", "--", pattern], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
 
 

@@ -26,13 +26,7 @@ from hyperloom.tools.serve.models import ServeSweepRequest
 
 REPO = Path(__file__).parent.parent
 LLAMA_SERVER = llama_build.PATH
-pytestmark = pytest.mark.skipif(not llama_build.expected(), reason=llama_build.SKIP_REASON)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def llama_server_built() -> str:
-    """Waits for the build .ci/run started beside the suite, where it is still going."""
-    return llama_build.ready()
+pytestmark = llama_build.NEEDED
 
 
 def free_port() -> int:
