@@ -15,6 +15,7 @@ from hyperloom.tools.triton.dtypes import tl_dtype
 from hyperloom.tools.triton.entry import EntryError, apply_heuristics, def_line, load_module, unwrap
 
 _LLVM_PARAM = re.compile(r"%[\w.]+")
+_OCCUPANCY = re.compile(r"^\s*; Occupancy: (\d+)", re.MULTILINE)
 
 
 class Buffer:
@@ -93,7 +94,7 @@ def _compile(payload: dict[str, Any]) -> dict[str, Any]:
         "hidden": hidden, "global_scratch_size": int(getattr(metadata, "global_scratch_size", 0) or 0),
         "profile_scratch_size": int(getattr(metadata, "profile_scratch_size", 0) or 0),
         "kept": kept, "constexprs": {k: v for k, v in constexprs.items() if isinstance(v, int | float | str | bool)},
-        "log": log.getvalue()[-8000:], "triton_version": triton.__version__,
+        "log": log.getvalue()[-8000:], "triton_version": triton.__version__, "occupancy": _occupancy(compiled.asm.get("amdgcn", "")),
     }
 
 
@@ -125,6 +126,12 @@ def _pack(jit: Any, backend: Any, kwargs: dict[str, Any], bound: dict[str, Any],
     attrvals = [x[1] for x in specialization]
     attrs = {k: backend.parse_attr(get_iterable_path(attrvals, k)) for k in find_paths_if(attrvals, lambda _, x: isinstance(x, str))}
     return options, signature, constexprs, attrs
+
+
+def _occupancy(amdgcn: str) -> int | None:
+    """Waves a SIMD as the AMDGPU backend's own resource comment gives it ("; Occupancy: 8" in the kernel's assembly), or None."""
+    found = _OCCUPANCY.search(amdgcn)
+    return int(found[1]) if found else None
 
 
 def _llvm_params(llir: str, name: str) -> int:

@@ -20,7 +20,7 @@ import triton
 import triton.language as tl
 
 NO_MASK, KEEP_MASK, ADDITIVE_MASK = 0, 1, 2
-LEFT_OUT = -1.0e30  # an additive mask's value at or below this leaves its slot out (torch.finfo(dtype).min, -inf)
+LEFT_OUT = tl.constexpr(-1.0e30)  # an additive mask's value at or below this leaves its slot out (torch.finfo(dtype).min, -inf)
 INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # Triton 3.9's interpreter computes bfloat16 dot products wrong: float32 there
 
 
