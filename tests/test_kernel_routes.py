@@ -448,3 +448,29 @@ def test_the_gemv_with_a_folded_rmsnorm_matches_the_norm_then_the_linear(dtype, 
     with torch.no_grad():
         unnormed = gemv.gemv(x, weight)  # the fold is what makes it right: without it the rows' scale is off
     assert float((unnormed.double() - want).abs().max()) > 0.1 * float(want.abs().max())
+
+
+@in_fresh_interpreter
+def test_a_kernel_route_whose_kernel_does_not_build_on_the_device_routes_nothing_and_says_why(monkeypatch):
+    """On a GPU each route first launches its kernel at the model's shapes (kernel_route.unbuilt): a kernel Triton cannot
+    build or launch there leaves the model as it was, with the error as the lever's reason (NO_OP, not a step that
+    raises). Probed here on the CPU's interpreter: the launches pass as they are, then fail as a refused build does."""
+    from hyperloom.tools.workload.worker.levers import decode_attention, decode_gemv, kernel_route
+
+    monkeypatch.setattr(kernel_route, "PROBED_ON", ("cuda", "cpu"))
+    plain = _llama()
+    assert decode_gemv.route(torch, copy.deepcopy(plain))["routed"] == 14  # 2 layers x 7 linears: every probe built and ran
+    assert decode_attention.route(torch, copy.deepcopy(plain))["routed"] == 2
+
+    def refused(*args, **kwargs):
+        raise RuntimeError("at 54:60:\nNameError('Cannot access global variable LEFT_OUT from within @jit'ed function.')")
+
+    for route, kernel in ((decode_gemv, "gemv"), (decode_attention, "decode_attention")):
+        monkeypatch.setattr(kernel_route.launcher(torch, kernel), kernel, refused)
+        model = copy.deepcopy(plain)
+        said = route.route(torch, model)
+        assert said["routed"] == 0 and "did not build or launch on cpu" in said["why"] and "RuntimeError: at 54:60:" in said["why"], said
+        assert not any(getattr(m, decode_attention.MARK, False) or "forward" in vars(m) for m in model.modules()), kernel
+        [engaged] = engagement([lever(kernel if kernel != "gemv" else "decode_gemv")],
+                               {route.__name__.rsplit(".", 1)[1]: {**said, "kernel": 0, "fallbacks": {}}}, {}, {})
+        assert not engaged.engaged and "did not build" in engaged.evidence

@@ -42,7 +42,7 @@ from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.optimize.stops import Control, Stopped, StopRules
 from hyperloom.tools.pipeline.stats import summarize
-from hyperloom.tools.workload.ab import LEG_FILL_S, LEG_MAX_S, ABSettings, baseline_legs, calibrated, paced
+from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, leg_policy, paced
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.gate import twin
 from hyperloom.tools.workload.levers import BY_NAME, EXCLUSIVE_KINDS, GPU, Lever, check_candidate
@@ -171,12 +171,11 @@ class Campaign:
                                               "knob_defaults": info["knob_defaults"], "evidence": evidence.model_dump(mode="json")})
         recorded = self.ledger.baseline()
         step_s = recorded["stats"]["median_s"]
-        self.settings = paced(self.settings, step_s, recorded.get("inputs_step_s"))  # on a resume too
+        self.settings = paced(self.settings, step_s, recorded.get("inputs_step_s"), recorded.get("figure") == "device")  # on a resume too
         if self.settings.steps_per_leg != self.request.steps_per_leg and not self.ledger.get("paced_noted"):
             inputs = f" and {recorded['inputs_step_s'] * 1e3:.4g} ms of inputs(seed)" if recorded.get("inputs_step_s") else ""
             self.ledger.add_note(f"{self.settings.steps_per_leg} step(s) a timed leg, not {self.request.steps_per_leg}: the baseline's "
-                                 f"step of {step_s * 1e3:.4g} ms{inputs} (a leg holds at least {LEG_FILL_S * 1e3:g} ms of the model's "
-                                 f"time, at most {LEG_MAX_S:g} s of wall time)")
+                                 f"step of {step_s * 1e3:.4g} ms{inputs} ({leg_policy()})")
             self.ledger.set("paced_noted", "yes")
         if not base.process.info["has_inputs"] and not self.request.fixed_inputs and not self.ledger.get("fixed_inputs_noted"):
             self.ledger.add_note("the workload has no inputs(seed): its inputs are fixed, so memoization is not excluded and no gain is "

@@ -15,9 +15,10 @@ unmarked model's) runs transformers' own SDPA. A copy of a marked model is marke
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_op, launcher
+from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_op, launcher, unbuilt
 
 MARK = "_hyperloom_decode_attention"  # set on every module of a routed model
 OP_NAME = "hyperloom::decode_attention"
@@ -39,9 +40,33 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
         return {"routed": 0, "what": "attention module(s) routed", "why": "the model's attention implementation is "
                 f"{implementation or 'unset'!r} ({len(attention)} attention module(s)); the kernel takes transformers' 'sdpa' calls"}
     _install(torch)
+    broken = unbuilt(torch, *_probes(torch, model)) if attention else ""
+    if broken:
+        return {"routed": 0, "what": "attention module(s) routed", "why": broken}
     for module in model.modules():
         setattr(module, MARK, True)
     return {"routed": len(attention), "what": "attention module(s) routed", "why": "" if attention else "the model has no attention module"}
+
+
+def _probes(torch: Any, model: Any) -> tuple[Any, list[tuple[str, Any]]]:
+    """(the model's device, launches at its heads and head size over a short cache: each mask kind, whole and split
+    with its combine kernel), on zeros; none where the config does not give the heads."""
+    config, weight = model.config, next(model.parameters(), None)
+    heads = getattr(config, "num_attention_heads", None)
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    dim = getattr(config, "head_dim", None) or (config.hidden_size // heads if heads and getattr(config, "hidden_size", None) else None)
+    if weight is None or not (heads and kv_heads and dim):
+        return (weight.device if weight is not None else torch.device("cpu")), []
+    run, slots = _STATE["launcher"].decode_attention, PROBE_SLOTS
+    q = weight.new_zeros(1, heads, 1, dim)
+    cache = weight.new_zeros(1, kv_heads, slots, dim)
+    masks = (("a bool mask", torch.ones(1, 1, 1, slots, dtype=torch.bool, device=weight.device)),
+             ("an additive mask", weight.new_zeros(1, 1, 1, slots)))
+    return weight.device, [(f"{said}{split}", functools.partial(run, q, cache, cache, mask, dim ** -0.5, params))
+                           for said, mask in masks for split, params in (("", None), (" split", {"SPLIT_SLOTS": slots // 2}))]
+
+
+PROBE_SLOTS = 128  # the probe's cache: two blocks of the kernel's 64 slots, so the split and its combine kernel launch
 
 
 def _install(torch: Any) -> None:

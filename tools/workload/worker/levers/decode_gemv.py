@@ -30,7 +30,7 @@ import types
 from collections import Counter
 from typing import Any
 
-from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_op, launcher
+from hyperloom.tools.workload.worker.levers.kernel_route import Counts, counted_op, launcher, unbuilt
 
 OP_NAME = "hyperloom::decode_gemv"
 FOLD_NORMS = False  # True: fold the norms (no net gain measured: docs/decisions.md, decode_gemv); roof_decode.py's A/B sets it
@@ -65,6 +65,9 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
     head = model.get_output_embeddings() if callable(getattr(model, "get_output_embeddings", None)) else None
     plain = [m for m in model.modules() if type(m) is torch.nn.Linear and m is not head]
     layers = [m for m in plain if _choice(torch, m) != "cublas"]
+    broken = unbuilt(torch, layers[0].weight.device, _probes(torch, model, layers)) if layers else ""
+    if broken:
+        return {"routed": 0, "what": "linear layer(s) routed", "why": broken}
     for layer in layers:
         layer.forward = types.MethodType(_forward, layer)
     folded = _fold_norms(torch, model, set(map(id, layers))) if FOLD_NORMS else 0
@@ -82,6 +85,31 @@ def route(torch: Any, model: Any) -> dict[str, Any]:
                                   + (f"; {apart}" if others else ""))
     weights = sum(t.numel() * t.element_size() for layer in layers for t in (layer.weight, layer.bias) if t is not None)
     return {"routed": len(layers), "what": what, "why": why, "kernel_bytes": {KERNELS[0]: weights} if layers else {}}
+
+
+def _probes(torch: Any, model: Any, layers: list[Any]) -> list[tuple[str, Any]]:
+    """One launch a distinct weight shape, as a one-row call runs it (its measured params), and the folds the route
+    will make (an MLP's activation into its down projection; the norms with FOLD_NORMS): on zeros."""
+    run, probes, seen = _STATE["launcher"].gemv, [], set()
+    for layer in layers:
+        weight, bias = layer.weight, layer.bias
+        chosen = _choice(torch, layer)
+        key = (tuple(weight.shape), weight.dtype, bias is not None)
+        if key not in seen:
+            seen.add(key)
+            row = weight.new_zeros(1, weight.shape[1])
+            probes.append((f"a row through {weight.shape[0]}x{weight.shape[1]}",
+                           functools.partial(run, row, weight, bias, chosen if isinstance(chosen, dict) else None)))
+            if FOLD_NORMS:
+                probes.append((f"a row through {weight.shape[0]}x{weight.shape[1]}, its RMSNorm folded",
+                               functools.partial(run, row, weight, bias, None, weight.new_ones(weight.shape[1]))))
+    routed = set(map(id, layers))
+    downs = {tuple(m.down_proj.weight.shape): m.down_proj for m in model.modules()
+             if FOLD_ACTS and id(getattr(m, "down_proj", None)) in routed and type(getattr(m, "act_fn", None)).__name__ in ACTIVATIONS}
+    for (n_out, k_in), down in downs.items():
+        row = down.weight.new_zeros(1, k_in)
+        probes.append((f"a row through {n_out}x{k_in}, the activation folded", functools.partial(run, row, down.weight, down.bias, up=row)))
+    return probes
 
 
 def _choice(torch: Any, layer: Any) -> dict | str | None:

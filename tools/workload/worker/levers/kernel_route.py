@@ -4,6 +4,10 @@ what it routed and, when nothing, why), sends each call the kernel covers to a t
 torch.compile, a launch a CUDA/HIP graph captures and replays) and any other call to torch's own code, counting the
 kernel's host calls and each fallback's reason (`COUNTS`); the reasons it falls back by design (a prefill's
 attention, a GEMM's many rows) are its `EXPECTED` ones, not a failure of the lever.
+
+On a GPU a route first launches the kernel once at the model's own shapes (`unbuilt`): a kernel Triton cannot build or
+launch on this device (an AMD target its code does not compile for, a Triton that refuses it) routes nothing and says
+why, so the lever is NO_OP there with the reason rather than a step that raises.
 """
 
 from __future__ import annotations
@@ -66,6 +70,35 @@ def counted_op(torch: Any, name: str, schema: str, counts: Counts, run: Callable
     op = torch.library.custom_op(name, kernel, mutates_args=(), schema=schema)
     op.register_fake(fake)
     return op
+
+
+PROBED_ON = ("cuda",)
+"""Device types whose route probes its launches (ROCm's torch calls its GPUs cuda too); the CPU interpreter builds nothing."""
+
+
+def unbuilt(torch: Any, device: Any, probes: list[tuple[str, Callable[[], Any]]]) -> str:
+    """Why the kernel does not build or launch on `device` (the first failing probe: a label and a call of the launcher
+    on zeros at the model's shapes, compiled as the step would compile it), or empty; nothing is probed off a GPU."""
+    if device.type not in PROBED_ON:
+        return ""
+    for label, call in probes:
+        try:
+            call()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+        except Exception as exc:  # noqa: BLE001 - Triton's compile and launch errors: the lever's reason, not a crash
+            said = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+            return f"the kernel did not build or launch on {_device_said(torch, device)} ({label}): {type(exc).__name__}: {said[:300]}"
+    return ""
+
+
+def _device_said(torch: Any, device: Any) -> str:
+    """The device as a reader names it: its name and, on ROCm, its gfx target."""
+    if device.type != "cuda":
+        return device.type
+    properties = torch.cuda.get_device_properties(device)
+    arch = getattr(properties, "gcnArchName", "")
+    return f"{properties.name} ({arch})" if arch else properties.name
 
 
 def route_module(value: str) -> ModuleType:
