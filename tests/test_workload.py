@@ -180,7 +180,11 @@ def test_a_slow_step_fills_a_leg_alone_a_short_one_fills_its_leg_with_steps_and_
     # 25 ms of the model's time a leg; no pace, no change
     assert paced(settings, 0.001).steps_per_leg == 25 and paced(settings, 0.0) == settings
     assert paced(settings, 0.008, 0.090).steps_per_leg == 4  # a ResNet's 8 ms step behind 90 ms of host-drawn inputs: 32 ms of model a leg
-    assert paced(settings, 0.004, 0.5).steps_per_leg == 1  # inputs that fill the leg's wall time alone: one step
+    assert paced(settings, 0.004, 2.5).steps_per_leg == 1  # inputs that fill the leg's wall time alone: one step
+    assert paced(settings, 0.004, 0.5).steps_per_leg == 5  # 2.5 s of wall time with the inputs
+    # device time (a GPU): 100 ms of it a leg, as do_bench repeats; a second-long step still one a leg
+    assert paced(settings, 0.0086, 0.1, device_timed=True).steps_per_leg == 12 and paced(settings, 0.001, None, True).steps_per_leg == 100
+    assert paced(settings, 1.17, 0.0, device_timed=True).steps_per_leg == 1 and paced(settings, 0.2, None, True).steps_per_leg == 3
     assert paced(settings, 1e-6).steps_per_leg == 1000  # at most MAX_STEPS
 
     class Noisy:  # a reference whose legs never settle: its CI is never met, the cap stops it
