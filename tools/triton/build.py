@@ -135,12 +135,15 @@ def _result(target: str, tool: ToolInfo, command: list[str], record: dict[str, A
 
 
 def _resources(code_object: Path, record: dict[str, Any]) -> list[KernelReport]:
-    """Resource usage as compile_kernel reports it: the AMD code object's metadata, or ptxas -v for NVIDIA."""
-    if record["suffix"] == ".hsaco":  # the occupancy as the backend's assembly comment gave it (no remarks from Triton's compile)
-        return [k.model_copy(update={"occupancy_waves_per_simd": k.occupancy_waves_per_simd or record.get("occupancy")})
+    """Resource usage as compile_kernel reports it: the AMD code object's metadata, or ptxas -v for NVIDIA.
+    Triton's shared memory (LDS) is dynamic on both vendors, so the code object records none: the compiled kernel's own
+    figure is the one a launch asks for. The AMD backend's occupancy (its assembly's comment: Triton's compile gives no
+    remarks) comes from registers and does not count that LDS."""
+    if record["suffix"] == ".hsaco":
+        return [k.model_copy(update={"occupancy_waves_per_simd": k.occupancy_waves_per_simd or record.get("occupancy"),
+                                     "lds_bytes": max(k.lds_bytes or 0, record["shared"])})
                 for k in amd_kernels(code_object.read_bytes(), "")]
     reports = [k for k in nvidia_kernels(record.get("log", "")) if k.name == record["name"]]
-    # Triton's shared memory is dynamic, so ptxas reports none: the compiled kernel's own figure is the one a launch uses.
     return [k.model_copy(update={"lds_bytes": max(k.lds_bytes or 0, record["shared"])}) for k in reports]
 
 
