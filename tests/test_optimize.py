@@ -945,3 +945,57 @@ def test_winners_are_ranked_by_their_own_legs_not_by_a_ratio_whose_reference_mov
     for winner in ranked:  # without legs (a record that has none): by ratio, as before
         winner.result.candidate_legs_s = []
     assert fastest_first(winners)[0].result.levers == ["compile"]
+
+
+def test_what_won_together_on_this_kind_of_model_is_tried_first_and_a_revalidated_stack_is_kept_for_the_next_campaign(mlp, monkeypatch):
+    """Issue 65: a campaign tried one lever at a time kept three of the six levers a listed campaign had kept together on
+    the same kind of decoder. A prior (prior.py) is tried first, as one candidate, its levers that cannot act here left
+    out and named; a campaign that closes with a revalidated stack records it, and the next campaign on a model of the
+    same kind tries that first, saying where it was measured."""
+    from hyperloom.tools.optimize import prior
+
+    shipped = prior.Prior(frozenset({"gemm"}), frozenset({"cpu"}), ("compile", "channels_last", "skip_guard_eval"), "stood in")
+    monkeypatch.setattr(prior, "SHIPPED", (shipped, prior.Prior(frozenset({"convolution"}), frozenset({"cpu"}), ("compile",), "no")))
+    _stand_in_trials(monkeypatch, {("compile",): 2.0, ("compile", "skip_guard_eval"): 2.5})
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:pause=no", "skip_guard_eval", "compile", "channels_last"])
+    searched = [r for r in report.records if r.phase == "levers" and r.device_s > 0]
+    first = searched[0]
+    assert first.result.levers == ["compile", "skip_guard_eval"] and first.proposer == "prior", [r.result.levers for r in searched]
+    assert first.note.startswith("tried first: the prior compile + channels_last + skip_guard_eval (stood in)")
+    assert "left out channels_last (the baseline's profiled step ran no convolution)" in first.note
+    assert report.status.stack == ["compile", "skip_guard_eval"]
+    [kept] = prior.recorded(mlp)
+    assert kept["levers"] == ["compile", "skip_guard_eval"] and kept["session"] == "mlp" and kept["vendor"] == "cpu"
+    assert "gemm" in kept["kind"] and "generate" not in kept["kind"] and kept["gain"] == 2.5
+
+    monkeypatch.setattr(prior, "SHIPPED", ())
+    _freeze(mlp, name="again")
+    report = _campaign(mlp, name="again", levers=["knob:pause=no", "skip_guard_eval", "compile"])
+    first = next(r for r in report.records if r.phase == "levers" and r.device_s > 0)
+    assert first.result.levers == ["compile", "skip_guard_eval"] and "MEASURED in this workspace: campaign 'mlp'" in first.note, first.note
+    assert [e["session"] for e in prior.recorded(mlp)] == ["mlp", "again"]
+
+
+def test_a_prior_whose_levers_cannot_act_here_is_not_tried_and_the_campaign_says_why(mlp, monkeypatch):
+    from hyperloom.tools.optimize import prior
+
+    monkeypatch.setattr(prior, "SHIPPED", (prior.Prior(frozenset(), frozenset({"cpu"}), ("channels_last", "static_cache"), "stood in"),))
+    _stand_in_trials(monkeypatch, {("knob:pause=no",): 2.0})
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["knob:pause=no", "channels_last", "static_cache"])
+    assert all(r.proposer != "prior" for r in report.records)
+    assert any(n.startswith("the prior channels_last + static_cache (stood in) not tried first: fewer than two of its levers can act here")
+               for n in report.notes), report.notes
+    assert prior.recorded(mlp) == []  # a stack of one lever: nothing to record
+
+
+def test_a_baseline_s_kind_is_read_from_its_model_and_its_profiled_step():
+    from hyperloom.tools.optimize.prior import SHIPPED, kind_of
+
+    decoder = kind_of({"generate": True, "projection_groups": [["q_proj", "k_proj", "v_proj"]]},
+                      {"ops": {"aten::scaled_dot_product_attention": 16, "aten::mm": 112}})
+    assert decoder == {"generate", "decoder_only", "projections", "attention", "gemm"}
+    assert kind_of({"generate": True, "encoder_decoder": True}, {}) == {"generate", "encoder_decoder"}
+    assert kind_of({}, {"ops": {"aten::cudnn_convolution": 53}}) == {"convolution", "gemm"}  # a convolution is GEMM work (op_class)
+    assert SHIPPED[0].kind <= decoder and not SHIPPED[0].kind <= kind_of({"generate": True, "encoder_decoder": True}, {})

@@ -4,8 +4,9 @@ gated on the frozen outputs, checked for engagement, interleaved beside a live r
 - baseline: the baseline's step timed alone until its median is tight (the workload was frozen before), then a
   second worker doing the same work timed against it (A/A): its gap widens the noise band of the trials against
   the baseline; a trial against a stack is judged by the band of that stack's own A/A, measured once a stack;
-- levers: every applicable lever alone against the baseline (cheapest first; independent, so spread over the slots);
-  FASTER ones are WINNERs;
+- levers: first the levers that won together on this kind of model before (prior.py: one candidate), then every
+  applicable lever alone against the baseline (cheapest first; independent, so spread over the slots); FASTER ones
+  are WINNERs;
 - combine: the fastest winner is kept; each other winner is tried on top of the stack, A/B-timed against the stack
   itself (not against the baseline), and KEEP or REVERT;
 - kernels: the agent's proposals (optimize_propose: any lever strings, `overrides:` modules included), each stacked
@@ -37,6 +38,8 @@ from hyperloom.tools.optimize.keys import conflict, point_of, stacked
 from hyperloom.tools.optimize.measurement import Job, Measurement, now
 from hyperloom.tools.optimize.models import TIMED, Decision, OptimizeRequest, Phase, Record
 from hyperloom.tools.optimize.order import catalog_order, engaged_without_gain, fastest_first, rival_order
+from hyperloom.tools.optimize.prior import kind_of, prior_for
+from hyperloom.tools.optimize.prior import record as record_prior
 from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals, weight_bytes
 from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
@@ -130,6 +133,7 @@ class Campaign:
                             raise
                         reason = stop.reason
                         self.settle(slots.first)
+                    self.record_prior(slots.first)
                     self.sweep(slots.first)
                 except Stopped as stop:
                     reason = stop.reason
@@ -196,7 +200,8 @@ class Campaign:
     def levers(self, slots: Slots) -> None:
         self.set_phase("levers")
         base = slots.first.reference([])
-        jobs = []
+        first = self.prior_job(base.info["model_facts"], base.evidence)
+        jobs = [first] if first is not None else []
         for name in self.applicable():
             try:
                 [item] = check_candidate([name], self.frozen.vendor, self.frozen.declared_knobs)
@@ -221,6 +226,51 @@ class Campaign:
                 self.ledger.set(f"unmet:{name}", "noted")
         self.planned = len(self.ledger.candidates()) + len(jobs)
         slots.run_many(jobs, self.lever_trial, self.stops.check_search)
+
+    def prior_job(self, facts: dict, evidence: dict) -> Job | None:
+        """The stack that won together on this kind of model before (prior.py), as the levers phase's first candidate:
+        its levers that can act here, in its order; None where no prior matches, fewer than two of its levers can act,
+        or it was measured already (a resume)."""
+        found = prior_for(kind_of(facts, evidence), self.frozen.vendor, self.workspace)
+        if found is None:
+            return None
+        allowed, levers, left = set(self.applicable()), [], []
+        for name in found.levers:
+            item = BY_NAME.get(name)
+            lacking = unmet(item, facts, evidence) if item is not None else None
+            if item is None or name not in allowed:
+                left.append(f"{name} (not among this campaign's levers)")
+            elif item.lossy and self.chosen is None and not self.frozen.looser_twin_rule():
+                left.append(f"{name} (it changes numerics beyond the model's own)")
+            elif lacking is not None and not (lacking.deferred and (item.needs in brought(levers) or item.needs in STACK_MAY_BRING)):
+                left.append(f"{name} ({lacking.reason})")
+            else:
+                levers.append(name)
+        said = f"the prior {' + '.join(found.levers)} ({found.evidence})"
+        if len(levers) < 2:
+            if not self.ledger.get("prior_noted"):
+                self.ledger.add_note(f"{said} not tried first: fewer than two of its levers can act here; left out {', '.join(left)}")
+                self.ledger.set("prior_noted", "yes")
+            return None
+        try:
+            check_candidate(levers, self.frozen.vendor, self.frozen.declared_knobs)
+        except HyperloomError as exc:
+            self.ledger.add_note(f"{said} not tried first: {exc.cause}")
+            return None
+        key = self.measurement.key("candidate", [], levers)
+        if self.ledger.find(key) is not None:
+            return None
+        note = f"tried first: {said}" + (f"; left out {', '.join(left)}" if left else "")
+        return Job(key, "levers", levers, [], levers, "prior", note)
+
+    def record_prior(self, slot: Slot) -> None:
+        """A revalidated stack of two levers or more, recorded for the next campaign on a model of this kind (prior.py)."""
+        stack, gain = self.ledger.stack(), self.ledger.gain()
+        if len(stack) < 2 or gain is None or gain <= 1 + self.settings.noise_band or not all(name in BY_NAME for name in stack):
+            return
+        base = slot.reference([])
+        record_prior(self.workspace, kind_of(base.info["model_facts"], base.evidence), self.frozen.vendor,
+                     base.info["device"] or host_device(), stack, gain, self.session.name, now())
 
     def lever_trial(self, slot: Slot, job: Job) -> list[Job]:
         """One lever (or a winner with a follow-up) against the baseline, then its follow-ups when it is a WINNER or

@@ -83,7 +83,8 @@ class Record(BaseModel):
     phase: Phase
     reference: list[str] = Field(description="The levers of the reference it was A/B-timed against ([]: the baseline).")
     point: dict[str, str] | None = Field(None, description="Sweep: the knob values of the point.")
-    proposer: str = Field(description="catalog, combination, agent, profile or campaign.")
+    proposer: str = Field(description="catalog, prior (what won together on this kind of model before), combination, agent, "
+                                      "profile or campaign.")
     note: str = ""
     decision: Decision
     fallback: list[str] | None = Field(None, description="A revalidation that failed: the stack it reverted to.")
