@@ -999,3 +999,35 @@ def test_a_baseline_s_kind_is_read_from_its_model_and_its_profiled_step():
     assert kind_of({"generate": True, "encoder_decoder": True}, {}) == {"generate", "encoder_decoder"}
     assert kind_of({}, {"ops": {"aten::cudnn_convolution": 53}}) == {"convolution", "gemm"}  # a convolution is GEMM work (op_class)
     assert SHIPPED[0].kind <= decoder and not SHIPPED[0].kind <= kind_of({"generate": True, "encoder_decoder": True}, {})
+
+
+@pytest.mark.parametrize(("without", "kept"), [(0.93, ["compile", "skip_guard_eval"]), (1.02, ["compile"])])
+def test_a_stack_kept_from_a_prior_is_ablated_one_lever_at_a_time_and_a_lever_others_need_stays(mlp, monkeypatch, without, kept):
+    """A prior's levers were measured together, never one at a time: once kept, each is taken off once (the stack less
+    it against the stack). One whose removal is not slower (NOT_FASTER at 1x or above) did nothing measurable here and
+    goes; one whose removal is slower stays; one another kept lever needs (compile's compiled code, which
+    skip_guard_eval acts on) is not taken off."""
+    from hyperloom.tools.optimize import measurement, prior
+    from hyperloom.tools.optimize.models import Record
+    from hyperloom.tools.workload.models import CandidateResult
+
+    monkeypatch.setattr(prior, "SHIPPED", (prior.Prior(frozenset(), frozenset({"cpu"}), ("compile", "skip_guard_eval"), "stood in"),))
+    _stand_in_trials(monkeypatch, {("compile",): 2.0, ("compile", "skip_guard_eval"): 2.5})
+    stood_in = measurement.Measurement.measure
+
+    def measure(self, slot, job, decide):
+        if not job.note.startswith("ablation"):
+            return stood_in(self, slot, job, decide)
+        result = CandidateResult(levers=job.levers, verdict="NOT_FASTER", reason="stood in", speedup=without, inputs_fresh=True)
+        return self.ledger.record(Record(seq=0, key=job.key, phase=job.phase, reference=job.reference, proposer=job.proposer,
+                                         note=job.note, decision=decide(result), result=result, device=slot.label, device_s=1.0,
+                                         finished_at="now"))
+
+    monkeypatch.setattr(measurement.Measurement, "measure", measure)
+    _freeze(mlp)
+    report = _campaign(mlp, levers=["skip_guard_eval", "compile"])
+    ablations = [r for r in report.records if r.note.startswith("ablation")]
+    assert [(r.result.levers, r.reference, r.note) for r in ablations] == [
+        (["compile"], ["compile", "skip_guard_eval"], "ablation: the prior's stack less skip_guard_eval")]  # not compile: needed
+    assert ablations[0].decision == ("KEEP" if without >= 1 else "REVERT") and report.status.stack == kept
+    assert [r.result.levers for r in report.records if r.phase == "revalidate"][-1] == kept

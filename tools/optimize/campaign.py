@@ -8,7 +8,8 @@ gated on the frozen outputs, checked for engagement, interleaved beside a live r
   applicable lever alone against the baseline (cheapest first; independent, so spread over the slots); FASTER ones
   are WINNERs;
 - combine: the fastest winner is kept; each other winner is tried on top of the stack, A/B-timed against the stack
-  itself (not against the baseline), and KEEP or REVERT;
+  itself (not against the baseline), and KEEP or REVERT; a stack kept from a prior is then ablated (each of its levers
+  taken off once, kept off where that is not slower);
 - kernels: the agent's proposals (optimize_propose: any lever strings, `overrides:` modules included), each stacked
   and judged the same way;
 - after each KEEP, the whole stack re-timed as one candidate against the pure baseline (revalidate): the gain the
@@ -331,7 +332,39 @@ class Campaign:
                     continue
             self.revalidate(slot, stack)
         self.rivals(slot)
+        self.ablate(slot)
         self.retry_on_stack(slot)
+
+    def ablate(self, slot: Slot) -> None:
+        """A stack kept from a prior (its levers measured together, never one at a time; prior.py): each of its levers
+        taken off once, the latest first, the stack less it timed against the stack. Where that is not slower (FASTER,
+        or NOT_FASTER at 1x or above on fresh inputs) the lever did nothing measurable on this model and the smaller
+        stack is kept and revalidated. A lever that brings what another on the stack needs (decode_loop's graphs for
+        the kernels, the static cache for the loop) stays."""
+        won = next((r for r in self.ledger.records() if r.proposer == "prior" and r.decision == "WINNER"), None)
+        if won is None:
+            return
+        for name in reversed(won.result.levers):
+            stack = self.ledger.stack()
+            rest = [n for n in stack if n != name]
+            if name not in stack or not rest or any(BY_NAME[n].needs in BY_NAME[name].brings - brought([r for r in rest if r != n])
+                                                    for n in rest if n in BY_NAME and name in BY_NAME):
+                continue
+            try:
+                check_candidate(rest, self.frozen.vendor, self.frozen.declared_knobs)
+            except HyperloomError:
+                continue
+            self.stops.check_search()
+            key = self.measurement.key("candidate", stack, rest)
+
+            def decide(result: CandidateResult) -> Decision:
+                fresh = result.inputs_fresh is not False or self.request.fixed_inputs
+                return "KEEP" if fresh and (result.verdict == "FASTER" or (result.verdict == "NOT_FASTER" and (result.speedup or 0) >= 1))\
+                    else "REVERT"
+            record = self.ledger.find(key) or self.measurement.measure(
+                slot, Job(key, "combine", rest, stack, [], "campaign", f"ablation: the prior's stack less {name}"), decide)
+            if record.decision == "KEEP":
+                self.revalidate(slot, stack)
 
     def rivals(self, slot: Slot) -> None:
         """The winners that measured alone above the stack's revalidated gain (beyond the noise band), each revalidated
