@@ -474,3 +474,34 @@ def test_a_kernel_route_whose_kernel_does_not_build_on_the_device_routes_nothing
         [engaged] = engagement([lever(kernel if kernel != "gemv" else "decode_gemv")],
                                {route.__name__.rsplit(".", 1)[1]: {**said, "kernel": 0, "fallbacks": {}}}, {}, {})
         assert not engaged.engaged and "did not build" in engaged.evidence
+
+
+FAMILIES = {  # issue 65: the decode kernels on the families a user decodes with, not only Llama
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),  # q/k norms before the attention
+    "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),  # biases on q/k/v
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 64}),
+}
+
+
+@in_fresh_interpreter
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_both_kernel_routes_decode_the_same_tokens_on_families_they_were_not_written_for(family):
+    from hyperloom.tools.workload.worker.levers import decode_attention, decode_gemv
+
+    transformers = pytest.importorskip("transformers")
+    config_name, model_name, shape = FAMILIES[family]
+    torch.manual_seed(0)
+    config = getattr(transformers, config_name)(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                                num_attention_heads=4, num_key_value_heads=2, attn_implementation="sdpa", **shape)
+    plain = getattr(transformers, model_name)(config).eval()
+    plain.generation_config.cache_implementation, plain.generation_config.eos_token_id = "static", None
+    routed, ids = copy.deepcopy(plain), torch.randint(0, 300, (1, 9))
+    assert decode_attention.route(torch, routed)["routed"] == 2 and decode_gemv.route(torch, routed)["routed"] == 2 * 7
+    attention, gemv = decode_attention.COUNTS.snapshot(), decode_gemv.COUNTS.snapshot()
+    want, got = _generate(plain, ids), _generate(routed, ids)
+    assert decode_attention.COUNTS.since(attention) == {"kernel": 4 * 2, "fallbacks": {"prefill": 2}}  # 4 decode steps x 2 layers
+    # each decode step's 7 linears a layer, the down projection's with its activation folded; the prefill's GEMMs to torch
+    assert decode_gemv.COUNTS.since(gemv) == {"kernel": 4 * 2 * 7, "fallbacks": {"a GEMM": 2 * 7}}
+    assert torch.equal(got.sequences, want.sequences), family
+    for mine, theirs in zip(got.logits, want.logits, strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-4, atol=1e-4)
