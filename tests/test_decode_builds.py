@@ -15,6 +15,8 @@ from hyperloom.tools.runtime.models import ArgSpec
 from hyperloom.tools.triton.build import build_triton
 from hyperloom.tools.triton.constexprs import Binding
 from hyperloom.tools.triton.decode_builds import SHAPES, decode_kernel_builds
+from hyperloom.tools.verify.api import verify
+from hyperloom.tools.verify.models import VerifyRequest
 
 HAS = all(importlib.util.find_spec(name) is not None for name in ("triton", "torch"))
 pytestmark = pytest.mark.skipif(not HAS, reason="recording and building the kernels needs triton and torch (pip install 'hyperloom[test]')")
@@ -38,6 +40,12 @@ def test_every_kernel_the_decode_levers_launch_builds_for_amd_with_its_resources
         assert kernel.wavefront_size == wave and kernel.vgprs and kernel.vgpr_spills == 0 and kernel.scratch_bytes == 0
         assert kernel.lds_bytes is not None and kernel.lds_bytes <= 65536
         assert kernel.occupancy_waves_per_simd and 1 <= kernel.occupancy_waves_per_simd <= (8 if wave == 64 else 16)
+    # the disassembly: every GEMV streams its weights in 16-byte loads (the vector width a bandwidth-bound read needs)
+    wide = "buffer_load_dwordx4*" if wave == 64 else "buffer_load_b128*"
+    for b in built:
+        if b.entry == "gemv_kernel":
+            checked = verify(VerifyRequest(code_object=b.build.code_object, expect=[wide], forbid=["@scratch"]), workspace)
+            assert checked.passed, (b.label, checked.summary)
     again = decode_kernel_builds(target, SHAPES["llama-3.2-1b"], workspace)
     assert all(b.build.cache_hit for b in again) and [b.build.code_object for b in again] == [b.build.code_object for b in built]
 
