@@ -39,14 +39,15 @@ from hyperloom.tools.optimize.keys import conflict, point_of, stacked
 from hyperloom.tools.optimize.measurement import Job, Measurement, now
 from hyperloom.tools.optimize.models import TIMED, Decision, OptimizeRequest, Phase, Record
 from hyperloom.tools.optimize.order import catalog_order, engaged_without_gain, fastest_first, rival_order
-from hyperloom.tools.optimize.prior import kind_of, prior_for
+from hyperloom.tools.optimize.prior import acting, kind_of, prior_for
 from hyperloom.tools.optimize.prior import record as record_prior
 from hyperloom.tools.optimize.proposals import NOTE_PREFIX, ProfileProposals, profile_proposals, weight_bytes
 from hyperloom.tools.optimize.session import Session
 from hyperloom.tools.optimize.slots import Slot, Slots, device_slots
 from hyperloom.tools.optimize.stops import Control, Stopped, StopRules
 from hyperloom.tools.pipeline.stats import summarize
-from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, leg_policy, paced
+from hyperloom.tools.workload.ab import ABSettings, baseline_legs, calibrated, paced
+from hyperloom.tools.workload.pacing import leg_policy
 from hyperloom.tools.workload.freeze import refusal
 from hyperloom.tools.workload.gate import twin
 from hyperloom.tools.workload.levers import BY_NAME, EXCLUSIVE_KINDS, GPU, Lever, check_candidate
@@ -235,18 +236,8 @@ class Campaign:
         found = prior_for(kind_of(facts, evidence), self.frozen.vendor, self.workspace)
         if found is None:
             return None
-        allowed, levers, left = set(self.applicable()), [], []
-        for name in found.levers:
-            item = BY_NAME.get(name)
-            lacking = unmet(item, facts, evidence) if item is not None else None
-            if item is None or name not in allowed:
-                left.append(f"{name} (not among this campaign's levers)")
-            elif item.lossy and self.chosen is None and not self.frozen.looser_twin_rule():
-                left.append(f"{name} (it changes numerics beyond the model's own)")
-            elif lacking is not None and not (lacking.deferred and (item.needs in brought(levers) or item.needs in STACK_MAY_BRING)):
-                left.append(f"{name} ({lacking.reason})")
-            else:
-                levers.append(name)
+        lossy = self.chosen is not None or self.frozen.looser_twin_rule()  # listed, or a looser tolerance declared
+        levers, left = acting(found, set(self.applicable()), facts, evidence, lossy)
         said = f"the prior {' + '.join(found.levers)} ({found.evidence})"
         if len(levers) < 2:
             if not self.ledger.get("prior_noted"):

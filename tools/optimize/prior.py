@@ -22,7 +22,9 @@ from typing import Any
 
 from hyperloom.core.atomic import write_bytes_atomic
 from hyperloom.core.workspace import Workspace
+from hyperloom.tools.optimize.applies import STACK_MAY_BRING, brought, unmet
 from hyperloom.tools.profile.classify import op_class
+from hyperloom.tools.workload.levers import BY_NAME
 
 RECORDED = ("priors", "optimize.json")  # the workspace's .hyperloom/priors/optimize.json
 KEPT_AT_MOST = 50  # recorded priors kept, newest last
@@ -72,6 +74,26 @@ def prior_for(kind: frozenset[str], vendor: str, workspace: Workspace) -> Prior 
                          f"MEASURED in this workspace: campaign {entry['session']!r} on {entry['device']} kept them together, "
                          f"revalidated {entry['gain']:.3g}x ({entry['at']})")
     return next((p for p in SHIPPED if p.kind <= kind and vendor in p.vendors), None)
+
+
+def acting(found: Prior, allowed: set[str], facts: dict[str, Any], evidence: dict[str, Any], lossy: bool) -> tuple[list[str], list[str]]:
+    """(the prior's levers that can act on this baseline, in its order; the others, each with why): a lever among
+    `allowed` (the campaign's), not lossy unless `lossy` (a looser tolerance declared, or the levers listed), whose need
+    the baseline meets or the prior's earlier levers (or what a stack brings: compiled code, graph launches) bring."""
+    levers: list[str] = []
+    left: list[str] = []
+    for name in found.levers:
+        item = BY_NAME.get(name)
+        lacking = unmet(item, facts, evidence) if item is not None else None
+        if item is None or name not in allowed:
+            left.append(f"{name} (not among this campaign's levers)")
+        elif item.lossy and not lossy:
+            left.append(f"{name} (it changes numerics beyond the model's own)")
+        elif lacking is not None and not (lacking.deferred and (item.needs in brought(levers) or item.needs in STACK_MAY_BRING)):
+            left.append(f"{name} ({lacking.reason})")
+        else:
+            levers.append(name)
+    return levers, left
 
 
 def recorded(workspace: Workspace) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ with its levers. A candidate is judged in this order, and stops at the first fai
 4. A/B: `pairs` pairs of legs, baseline and candidate interleaved, the order alternating; a leg is the mean of its
    steps' timed windows (timed.py, window.py: step() and outputs(), device time on a GPU; inputs(seed) before each
    window and the outputs' host copy after it, both outside; fresh seeds, the other worker stopped), as many steps
-   as fill 25 ms of the model's time, 100 ms of device time on a GPU (ab.paced_steps). The speedup is the median of
+   as fill 25 ms of the model's time, 100 ms of device time on a GPU (pacing.paced_steps). The speedup is the median of
    the pairs' own ratios. FASTER only when the candidate's slowest leg beats the baseline's fastest with a median
    beyond the noise band, or the one-sided sign test says so (p < 0.05) and the lower end of the ratios' 95 %
    interval lies beyond it. The band is `noise_band` or, wider, what a second worker doing the baseline's own work
