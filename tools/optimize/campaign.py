@@ -66,6 +66,12 @@ RIVALS = 2  # at most this many winners revalidated alone against a stack whose 
 NOT_RUN = "its need was not in the baseline: not run alone"
 
 
+def trusted_inputs(result: CandidateResult, fixed_inputs: bool) -> bool:
+    """Whether `result` was measured on inputs a memo could not have faked: fresh ones, or fixed ones with the caller's
+    consent (`fixed_inputs`)."""
+    return result.inputs_fresh is not False or fixed_inputs
+
+
 class Campaign:
     """The phases of one campaign over a frozen workload (the module's docstring), each measurement made by
     `measurement` (measurement.py) and each stop rule read from `stops` (stops.py); what is recorded is the ledger's."""
@@ -349,9 +355,9 @@ class Campaign:
             key = self.measurement.key("candidate", stack, rest)
 
             def decide(result: CandidateResult) -> Decision:
-                fresh = result.inputs_fresh is not False or self.request.fixed_inputs
-                return "KEEP" if fresh and (result.verdict == "FASTER" or (result.verdict == "NOT_FASTER" and (result.speedup or 0) >= 1))\
-                    else "REVERT"
+                trusted = trusted_inputs(result, self.request.fixed_inputs)
+                unchanged = result.verdict == "NOT_FASTER" and (result.speedup or 0) >= 1 and trusted
+                return "KEEP" if self.keepable(result) or unchanged else "REVERT"
             record = self.ledger.find(key) or self.measurement.measure(
                 slot, Job(key, "combine", rest, stack, [], "campaign", f"ablation: the prior's stack less {name}"), decide)
             if record.decision == "KEEP":
@@ -471,7 +477,7 @@ class Campaign:
     def keepable(self, result: CandidateResult) -> bool:
         """A FASTER that the campaign may keep: measured on fresh inputs, or on fixed ones with the caller's consent
         (`fixed_inputs`): an unattended campaign does not keep what a memo could have faked."""
-        return result.verdict == "FASTER" and (result.inputs_fresh is not False or self.request.fixed_inputs)
+        return result.verdict == "FASTER" and trusted_inputs(result, self.request.fixed_inputs)
 
     def keep_first(self, winner: Record) -> None:
         """The fastest single lever starts the stack: its own measurement against the baseline is the evidence."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hyperloom.core.atomic import write_bytes_atomic
@@ -98,7 +99,7 @@ def acting(found: Prior, allowed: set[str], facts: dict[str, Any], evidence: dic
 
 def recorded(workspace: Workspace) -> list[dict[str, Any]]:
     """The workspace's recorded priors, oldest first (none where the file is missing or unreadable)."""
-    path = workspace.state_dir(RECORDED[0]) / RECORDED[1]
+    path = _path(workspace)
     try:
         entries = json.loads(path.read_text()) if path.is_file() else []
     except (OSError, ValueError):
@@ -112,4 +113,8 @@ def record(workspace: Workspace, kind: frozenset[str], vendor: str, device: str,
     entries = [e for e in recorded(workspace) if e["session"] != session]
     entries.append({"kind": sorted(kind), "vendor": vendor, "device": device, "levers": list(levers), "gain": round(gain, 4),
                     "session": session, "at": at})
-    write_bytes_atomic(workspace.state_dir(RECORDED[0]) / RECORDED[1], json.dumps(entries[-KEPT_AT_MOST:], indent=1).encode())
+    write_bytes_atomic(_path(workspace), json.dumps(entries[-KEPT_AT_MOST:], indent=1).encode())
+
+
+def _path(workspace: Workspace) -> Path:
+    return workspace.state_dir(RECORDED[0]) / RECORDED[1]
