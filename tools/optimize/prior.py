@@ -1,8 +1,8 @@
-"""What has engaged and won together on this kind of model before: the stack a campaign tries first (issue 65).
+"""What has engaged and won together on this kind of model before: the stack a campaign tries first.
 
-A campaign on a 1.2B decoder affords about 15 candidates in 540 s; tried one lever at a time, cheapest first, it kept
-three of the six levers a listed campaign had kept together on the same kind of model (results/h100/roof). A prior is
-that evidence put first, not a recipe: one candidate stacking its levers, measured against the baseline like any
+A campaign affords few candidates on a large model, and levers tried one at a time, cheapest first, may never meet
+the stack that wins together (docs/decisions.md: A prior tried first, then ablated). A prior is that evidence put
+first, not a recipe: one candidate stacking its levers, measured against the baseline like any
 other (gated, engagement read off its profiled step, judged by its pairs), before the catalog's levers alone, which
 still follow and are stacked on it by the combine phase. A prior's lever that cannot act here (its need unmet on the
 baseline and not brought by the prior's own levers, lossy beyond the declared tolerance, or not among the levers

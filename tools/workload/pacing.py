@@ -11,15 +11,15 @@ LEG_MAX_S = 0.5
 """paced: a leg holds no more steps than fill this much of the model's time (a 1.2B decoder's eager generate of 1.17 s
 a step runs one a leg: three spent 42 of a campaign's device-s on its A/A alone)."""
 LEG_WALL_MAX_S = 2.5
-"""paced: nor more than fill this much wall time with their inputs(seed) (a host-drawn ResNet-50's 8.7 ms step paid
-about 100 ms of inputs a step on the H100)."""
+"""paced: nor more than fill this much wall time with their inputs(seed) (a workload that draws its inputs on the host
+can spend ten times its step there)."""
 LEG_FILL_S = 0.025
 """paced: a leg holds at least this much of the model's own time on the worker's clock, so a 1 ms step's leg holds 25
 steps: its figure a mean over many windows, not one start and stop's jitter."""
 DEVICE_LEG_FILL_S = 0.1
-"""paced, where the figure is device time: at least this much of it (do_bench's default rep of 100 ms). Each window
-starts on a GPU the inputs left idle, and its clocks vary step to step: a host-drawn ResNet-50's eager step read
-7.9-11.7 ms of device time on the H100 with 3 steps a leg, an A/A of 0.90x (results/h100/verdict/)."""
+"""paced, where the figure is device time: at least this much of it (do_bench's default rep of 100 ms): a window's
+device time varies step to step with the GPU's clocks after the idle the inputs leave (docs/decisions.md: A timed
+leg on a GPU: 100 ms of device time)."""
 MAX_STEPS = 1000  # WorkloadBenchRequest.steps_per_leg's bound
 
 
